@@ -1,0 +1,38 @@
+# H2HTalk study workflow. Laptop default: snakemake --profile profiles/local
+# Paper study on a SLURM GPU cluster:      snakemake --profile profiles/slurm
+import shlex
+import sys
+from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+# The rules' logic lives in the h2htalk package; make the checkout's copy importable.
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+
+from h2htalk.config import validate_config
+from h2htalk.errors import ConfigError
+
+if not workflow.overwrite_configfiles:  # --configfile (or a profile) replaces the default
+    configfile: "config/config.yaml"
+
+try:
+    _validated = validate_config(config)
+except ConfigError as exc:
+    raise WorkflowError(str(exc)) from None
+config.clear()
+config.update(_validated)
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/tables.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        rules.table1.output,
+        "results/data/curation_report.md",

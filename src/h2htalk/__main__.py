@@ -1,0 +1,5 @@
+import sys
+
+from h2htalk.cli import main
+
+sys.exit(main())

@@ -1,0 +1,226 @@
+"""The ``h2htalk`` command: every workflow stage as a sub-command, usable without Snakemake.
+
+Each sub-command takes explicit options (the workflow's rules pass them from the validated config);
+``--config FILE`` fills in any option not given on the command line from a config file instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from h2htalk.errors import H2HTalkError
+from h2htalk.subtasks import SUBTASK_KEYS
+
+log = logging.getLogger("h2htalk")
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _csv_list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def _key_values(text: str) -> dict[str, str]:
+    pairs = {}
+    for item in _csv_list(text):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise argparse.ArgumentTypeError(f"expected key=value, got {item!r}")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def _from_config(args: argparse.Namespace, fields: dict[str, Callable[[dict[str, Any]], Any]]) -> None:
+    """Fill options left unset (None) from ``--config``; the command line wins."""
+    if getattr(args, "config", None) is None:
+        return
+    from h2htalk.config import load_config
+
+    config = load_config(args.config)
+    for name, getter in fields.items():
+        if getattr(args, name) is None:
+            setattr(args, name, getter(config))
+
+
+def _require(args: argparse.Namespace, *names: str) -> None:
+    missing = [f"--{n.replace('_', '-')}" for n in names if getattr(args, n) is None]
+    if missing:
+        raise H2HTalkError(f"missing {', '.join(missing)} (give it, or --config FILE)")
+
+
+# --- validate-config ---------------------------------------------------------------------------------
+
+
+def cmd_validate_config(args: argparse.Namespace) -> int:
+    from h2htalk.config import load_config
+
+    load_config(args.configfile)
+    print(f"{args.configfile}: valid")
+    return 0
+
+
+# --- fetch -------------------------------------------------------------------------------------------
+
+
+def cmd_fetch(args: argparse.Namespace) -> int:
+    from h2htalk.data.fetch import UpstreamSource, fetch_release
+
+    upstream = lambda c: c["data"]["upstream"]  # noqa: E731
+    _from_config(
+        args,
+        {
+            "repo": lambda c: upstream(c)["repo"],
+            "commit": lambda c: upstream(c)["commit"],
+            "url_template": lambda c: upstream(c)["url_template"],
+            "timeout": lambda c: upstream(c)["timeout_s"],
+            "retries": lambda c: upstream(c)["retries"],
+            "upstream_dir": lambda c: c.get("upstream_dir"),
+        },
+    )
+    _require(args, "repo", "commit", "url_template")
+    source = UpstreamSource(
+        repo=args.repo,
+        commit=args.commit,
+        url_template=args.url_template,
+        timeout_s=args.timeout if args.timeout is not None else 60.0,
+        retries=args.retries if args.retries is not None else 3,
+        backoff_s=args.backoff,
+    )
+    manifest = fetch_release(args.out_dir, args.manifest, source, upstream_dir=args.upstream_dir or None)
+    lines = sum(f["lines"] for f in manifest["files"])
+    print(f"fetched {len(manifest['files'])} files, {lines} lines -> {args.manifest}")
+    return 0
+
+
+# --- curate ------------------------------------------------------------------------------------------
+
+
+def cmd_curate(args: argparse.Namespace) -> int:
+    from h2htalk.data.curate import CurateOptions, curate_subtask
+    from h2htalk.subtasks import get_subtask
+
+    curate_cfg = lambda c: c["data"].get("curate", {})  # noqa: E731
+    _from_config(
+        args,
+        {
+            "exclude_flags": lambda c: curate_cfg(c)["exclude_flags"],
+            "anonymise": lambda c: curate_cfg(c)["anonymise"],
+            "persona_names": lambda c: curate_cfg(c)["persona_names"],
+        },
+    )
+    defaults = CurateOptions()
+    options = CurateOptions(
+        exclude_flags=tuple(args.exclude_flags) if args.exclude_flags is not None else defaults.exclude_flags,
+        anonymise={**defaults.anonymise, **(args.anonymise or {})},
+        persona_names=tuple(args.persona_names) if args.persona_names is not None else defaults.persona_names,
+    )
+    keys = args.subtask or list(SUBTASK_KEYS)
+    out_dir = Path(args.out_dir)
+    for key in keys:
+        report = curate_subtask(
+            get_subtask(key),
+            upstream_dir=args.upstream_dir,
+            manifest_path=args.manifest,
+            out_jsonl=out_dir / f"{key}.jsonl",
+            out_report=out_dir / f"{key}.report.json",
+            options=options,
+        )
+        flagged = ", ".join(f"{f}={n}" for f, n in report["flags"].items() if n)
+        print(f"{key}: released {report['released']}, kept {report['kept']}" + (f" ({flagged})" if flagged else ""))
+    return 0
+
+
+def cmd_curation_report(args: argparse.Namespace) -> int:
+    from h2htalk.data.curation_report import write_curation_report
+
+    combined = write_curation_report(args.reports, args.out_json, args.out_md)
+    print(f"released {combined['totals']['released']}, kept {combined['totals']['kept']} -> {args.out_md}")
+    return 0
+
+
+# --- tables ------------------------------------------------------------------------------------------
+
+
+def cmd_table1(args: argparse.Namespace) -> int:
+    from h2htalk.tables.table1 import write_table1
+
+    _from_config(args, {"paper": lambda c: c["paper"]["table1"]})
+    _require(args, "paper")
+    write_table1(args.reports, args.paper, args.out)
+    print(f"wrote {args.out}.csv, .md, .tex")
+    return 0
+
+
+# --- parser ------------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="h2htalk", description=__doc__.splitlines()[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress at debug level")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("validate-config", help="check a config file against the schema")
+    p.add_argument("configfile")
+    p.set_defaults(handler=cmd_validate_config)
+
+    p = sub.add_parser("fetch", help="download (or copy) and check the 11 upstream reference files")
+    p.add_argument("--config", help="take unset options from this config file")
+    p.add_argument("--repo")
+    p.add_argument("--commit")
+    p.add_argument("--url-template")
+    p.add_argument("--timeout", type=float, help="seconds per request (default 60)")
+    p.add_argument("--retries", type=int, help="retries for transient faults (default 3)")
+    p.add_argument("--backoff", type=float, default=1.0, help="first retry delay in seconds (default 1)")
+    p.add_argument("--upstream-dir", help="copy from this folder instead of downloading")
+    p.add_argument("--out-dir", default="results/data/upstream")
+    p.add_argument("--manifest", default="results/data/manifest.json")
+    p.set_defaults(handler=cmd_fetch)
+
+    p = sub.add_parser("curate", help="curate fetched files into one flagged JSONL per subtask")
+    p.add_argument("--config", help="take unset options from this config file")
+    p.add_argument("--subtask", action="append", choices=SUBTASK_KEYS, help="subtask key (repeatable; default all)")
+    p.add_argument("--upstream-dir", default="results/data/upstream", help="where fetch stored the files")
+    p.add_argument("--manifest", default="results/data/manifest.json")
+    p.add_argument("--out-dir", default="results/data/curated")
+    p.add_argument("--exclude-flags", type=_csv_list, help="comma-separated flags that drop an item from kept")
+    p.add_argument("--anonymise", type=_key_values, help="type=mode,... with mode replace, flag or ignore")
+    p.add_argument("--persona-names", type=_csv_list, help="comma-separated names of the companion persona")
+    p.set_defaults(handler=cmd_curate)
+
+    p = sub.add_parser("curation-report", help="combine per-subtask curation reports")
+    p.add_argument("reports", nargs="+")
+    p.add_argument("--out-json", default="results/data/curation_report.json")
+    p.add_argument("--out-md", default="results/data/curation_report.md")
+    p.set_defaults(handler=cmd_curation_report)
+
+    p = sub.add_parser("table1", help="write Table 1 (.csv, .md, .tex)")
+    p.add_argument("reports", nargs="+", help="per-subtask curation reports")
+    p.add_argument("--config", help="take unset options from this config file")
+    p.add_argument("--paper", help="CSV of the paper's Table 1 counts")
+    p.add_argument("--out", default="paper_figures/table1", help="output path without extension")
+    p.set_defaults(handler=cmd_table1)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        return args.handler(args)
+    except H2HTalkError as exc:
+        print(f"h2htalk {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

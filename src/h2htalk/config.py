@@ -1,0 +1,104 @@
+"""Load the workflow configuration and validate it against the JSON schema before anything runs."""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import os
+from collections.abc import Iterator, Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from h2htalk.errors import ConfigError
+
+SCHEMA_FILE = "config.schema.yaml"
+
+
+def load_schema(name: str = SCHEMA_FILE) -> dict[str, Any]:
+    text = resources.files("h2htalk.schemas").joinpath(name).read_text(encoding="utf-8")
+    return yaml.safe_load(text)
+
+
+def _with_defaults(validator_class: type[jsonschema.protocols.Validator]) -> type:
+    """A validator that fills in ``default`` values of missing properties while it validates."""
+    validate_properties = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):  # type: ignore[no-untyped-def]
+        if isinstance(instance, dict):
+            for name, subschema in properties.items():
+                if "default" in subschema and name not in instance:
+                    instance[name] = copy.deepcopy(subschema["default"])
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
+
+
+def _key_path(path: Iterator[Any] | Any) -> str:
+    parts = [str(p) if not isinstance(p, int) else f"[{p}]" for p in path]
+    text = ".".join(parts).replace(".[", "[")
+    return text or "<top level>"
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    where = _key_path(error.absolute_path)
+    if error.validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        unexpected = sorted(set(error.instance) - set(allowed))
+        parts = []
+        for key in unexpected:
+            full = key if where == "<top level>" else f"{where}.{key}"
+            hint = difflib.get_close_matches(key, allowed, n=1)
+            suggestion = f" (did you mean {hint[0]!r}?)" if hint else ""
+            parts.append(f"unknown key {full!r}{suggestion}; allowed here: {', '.join(allowed)}")
+        return "; ".join(parts)
+    if error.validator == "required":
+        return f"{where}: {error.message}"
+    return f"key {where!r}: {error.message}"
+
+
+def validate_config(config: Mapping[str, Any], schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Return a validated copy of ``config`` with defaults filled in, or raise ``ConfigError``.
+
+    Every problem is reported at once, each naming its key.
+    """
+    schema = schema if schema is not None else load_schema()
+    checked = copy.deepcopy(dict(config))
+    validator_class = _with_defaults(jsonschema.validators.validator_for(schema))
+    validator = validator_class(schema)
+    errors = sorted(validator.iter_errors(checked), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    if errors:
+        lines = "\n".join(f"  - {_describe(e)}" for e in errors)
+        raise ConfigError(f"invalid configuration:\n{lines}")
+    return checked
+
+
+def deep_update(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge ``update`` into ``base`` recursively (mappings merge, everything else replaces)."""
+    for key, value in update.items():
+        if isinstance(value, Mapping) and isinstance(base.get(key), dict):
+            deep_update(base[key], value)
+        else:
+            base[key] = copy.deepcopy(value)
+    return base
+
+
+def load_config(path: str | os.PathLike[str], overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Read a YAML config file, apply overrides and validate it."""
+    try:
+        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of keys")
+    if overrides:
+        deep_update(raw, overrides)
+    try:
+        return validate_config(raw)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None

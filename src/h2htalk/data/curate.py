@@ -1,0 +1,167 @@
+"""Turn one upstream file into a curated, flagged, anonymised JSONL of references for one subtask.
+
+Nothing is deleted: every released line becomes one record with a stable id (subtask + upstream line
+number), its flags, and ``kept`` (no flag from the configured exclusion list). Text is NFC-normalised
+and trimmed of surrounding whitespace; identifiers are replaced or flagged per configuration; it is
+otherwise unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from h2htalk.data.anonymise import PII_TYPES, NameFinder, anonymise, jieba_name_finder
+from h2htalk.data.release import check_line_count, parse_release
+from h2htalk.data.screen import QUALITY_FLAGS, load_quality_rules, load_safety_lexicon
+from h2htalk.errors import DataError
+from h2htalk.io import read_json, sha256_bytes, write_json_atomic, write_jsonl_atomic
+from h2htalk.subtasks import Subtask
+
+FLAGS: tuple[str, ...] = ("empty", *QUALITY_FLAGS, "duplicate", "sensitive", "pii")
+DEFAULT_EXCLUDE: tuple[str, ...] = ("empty", "meta_refusal", "leftover_instruction", "sensitive")
+DEFAULT_ANONYMISE: dict[str, str] = {
+    "phone": "replace",
+    "email": "replace",
+    "id_card": "replace",
+    "url": "replace",
+    "person_name": "flag",
+}
+DEFAULT_PERSONA_NAMES: tuple[str, ...] = ("竹内遥斗", "竹内", "遥斗")
+
+
+@dataclass(frozen=True)
+class CurateOptions:
+    exclude_flags: tuple[str, ...] = DEFAULT_EXCLUDE
+    anonymise: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_ANONYMISE))
+    persona_names: tuple[str, ...] = DEFAULT_PERSONA_NAMES
+
+    @classmethod
+    def from_config(cls, curate: dict[str, Any]) -> CurateOptions:
+        return cls(
+            exclude_flags=tuple(curate.get("exclude_flags", DEFAULT_EXCLUDE)),
+            anonymise={**DEFAULT_ANONYMISE, **curate.get("anonymise", {})},
+            persona_names=tuple(curate.get("persona_names", DEFAULT_PERSONA_NAMES)),
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "exclude_flags": list(self.exclude_flags),
+            "anonymise": dict(self.anonymise),
+            "persona_names": list(self.persona_names),
+        }
+
+
+def normalise(text: str) -> str:
+    return unicodedata.normalize("NFC", text).strip()
+
+
+def record_id(subtask_key: str, line: int) -> str:
+    return f"{subtask_key}-{line:05d}"
+
+
+def curate_lines(
+    subtask: Subtask,
+    data: bytes,
+    options: CurateOptions,
+    source: dict[str, Any],
+    name_finder: NameFinder | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Curate one upstream file's bytes; return the records and the subtask's report."""
+    lines = parse_release(data, subtask.upstream_file)
+    check_line_count(lines, subtask.upstream_file, subtask.released)
+    rules = load_quality_rules()
+    lexicon = load_safety_lexicon()
+    if name_finder is None and options.anonymise.get("person_name", "ignore") != "ignore":
+        name_finder = jieba_name_finder(options.persona_names)
+
+    first_seen: dict[str, str] = {}
+    records: list[dict[str, Any]] = []
+    pii_totals: Counter[str] = Counter()
+    sensitive_totals: Counter[str] = Counter()
+    for line in lines:
+        rid = record_id(subtask.key, line.number)
+        text = normalise(line.response)
+        flags: list[str] = []
+        if not text:
+            flags.append("empty")
+        flags.extend(rules.flags(text))
+        duplicate_of = first_seen.get(text) if text else None
+        if duplicate_of is not None:
+            flags.append("duplicate")
+        elif text:
+            first_seen[text] = rid
+        categories = lexicon.categories(text)
+        if categories:
+            flags.append("sensitive")
+            sensitive_totals.update(categories)
+        cleaned = anonymise(text, options.anonymise, name_finder)
+        if cleaned.counts:
+            flags.append("pii")
+            pii_totals.update(cleaned.counts)
+        records.append(
+            {
+                "id": rid,
+                "subtask": subtask.key,
+                "text": cleaned.text,
+                "kept": not any(f in options.exclude_flags for f in flags),
+                "flags": flags,
+                "duplicate_of": duplicate_of,
+                "pii": dict(cleaned.counts),
+                "sensitive": categories,
+                "source": {**source, "line": line.number},
+            }
+        )
+
+    flag_counts = {flag: sum(flag in r["flags"] for r in records) for flag in FLAGS}
+    report = {
+        "subtask": subtask.key,
+        "paper_name": subtask.paper_name,
+        "upstream_file": subtask.upstream_file,
+        "released": len(records),
+        "kept": sum(r["kept"] for r in records),
+        "flags": flag_counts,
+        "pii": {kind: pii_totals.get(kind, 0) for kind in PII_TYPES},
+        "sensitive": {cat: sensitive_totals.get(cat, 0) for cat in lexicon.terms},
+        "flagged_ids": {flag: [r["id"] for r in records if flag in r["flags"]] for flag in FLAGS},
+        "options": options.as_dict(),
+        "source": source,
+    }
+    return records, report
+
+
+def manifest_entry(manifest: dict[str, Any], subtask: Subtask) -> dict[str, Any]:
+    for entry in manifest.get("files", []):
+        if entry.get("subtask") == subtask.key:
+            return entry
+    raise DataError(f"manifest has no entry for subtask {subtask.key} ({subtask.upstream_file})")
+
+
+def curate_subtask(
+    subtask: Subtask,
+    upstream_dir: str | os.PathLike[str],
+    manifest_path: str | os.PathLike[str],
+    out_jsonl: str | os.PathLike[str],
+    out_report: str | os.PathLike[str],
+    options: CurateOptions,
+) -> dict[str, Any]:
+    """Curate a fetched upstream file, checking it against the fetch manifest first."""
+    manifest = read_json(manifest_path)
+    entry = manifest_entry(manifest, subtask)
+    path = Path(upstream_dir) / subtask.upstream_file
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise DataError(f"{path}: file not found (run the fetch stage first)") from None
+    digest = sha256_bytes(data)
+    if digest != entry["sha256"]:
+        raise DataError(f"{path}: SHA-256 {digest} differs from the manifest's {entry['sha256']}; fetch again")
+    source = {"file": subtask.upstream_file, "commit": manifest["commit"], "sha256": digest}
+    records, report = curate_lines(subtask, data, options, source)
+    write_jsonl_atomic(out_jsonl, records)
+    write_json_atomic(out_report, report)
+    return report

@@ -1,0 +1,110 @@
+"""Atomic file output and line-numbered JSONL input."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from h2htalk.errors import DataError
+
+
+@contextlib.contextmanager
+def atomic_writer(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    """Open a temporary file beside ``path``; rename it over ``path`` only if the block succeeds.
+
+    A reader never sees a half-written file, and an interrupted run leaves no file that a rerun
+    could mistake for complete.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+    with atomic_writer(path) as handle:
+        handle.write(data)
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def dumps_json_line(record: Any) -> str:
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"), sort_keys=False)
+
+
+def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> None:
+    write_text_atomic(path, json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=False) + "\n")
+
+
+def write_jsonl_atomic(path: str | os.PathLike[str], records: Iterable[Any]) -> int:
+    count = 0
+    with atomic_writer(path) as handle:
+        for record in records:
+            handle.write((dumps_json_line(record) + "\n").encode("utf-8"))
+            count += 1
+    return count
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except FileNotFoundError:
+        raise DataError(f"{path}: file not found") from None
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}: line {exc.lineno}: not valid JSON ({exc.msg})") from None
+
+
+def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line_number, object)``; a malformed line is an error naming file and line.
+
+    Blank lines are skipped; a UTF-8 byte-order mark and CRLF line ends are accepted.
+    """
+    try:
+        handle = open(path, encoding="utf-8-sig", newline=None)
+    except FileNotFoundError:
+        raise DataError(f"{path}: file not found") from None
+    with handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path}: line {number}: not valid JSON ({exc.msg})") from None
+            if not isinstance(obj, dict):
+                raise DataError(f"{path}: line {number}: expected a JSON object, got {type(obj).__name__}")
+            yield number, obj
+
+
+def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    return [obj for _, obj in iter_jsonl(path)]
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -1,0 +1,88 @@
+"""Table 1: record counts per subtask — the paper's, the release's, and what curation kept and flagged."""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from h2htalk.data.curate import FLAGS
+from h2htalk.errors import DataError
+from h2htalk.io import read_json
+from h2htalk.subtasks import SUBTASKS
+from h2htalk.tables.render import Table
+
+COLUMNS: tuple[str, ...] = ("subtask", "paper_name", "paper_count", "released", "kept", *FLAGS, "upstream_file")
+
+
+def read_paper_counts(path: str | os.PathLike[str]) -> dict[str, int]:
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            rows = list(csv.DictReader(handle))
+    except FileNotFoundError:
+        raise DataError(f"{path}: paper Table 1 file not found") from None
+    counts: dict[str, int] = {}
+    for number, row in enumerate(rows, start=2):
+        try:
+            counts[row["subtask"]] = int(row["paper_count"])
+        except (KeyError, TypeError, ValueError):
+            raise DataError(f"{path}: line {number}: needs columns subtask and an integer paper_count") from None
+    return counts
+
+
+def build_table1(reports: Iterable[dict[str, Any]], paper_counts: dict[str, int]) -> Table:
+    by_subtask = {r["subtask"]: r for r in reports}
+    rows = []
+    for subtask in SUBTASKS:
+        report = by_subtask.get(subtask.key)
+        if report is None:
+            continue
+        rows.append(
+            {
+                "subtask": subtask.key,
+                "paper_name": subtask.paper_name,
+                "paper_count": paper_counts.get(subtask.key),
+                "released": report["released"],
+                "kept": report["kept"],
+                **{flag: report["flags"][flag] for flag in FLAGS},
+                "upstream_file": subtask.upstream_file,
+            }
+        )
+    total = {"subtask": "total", "paper_name": ""}
+    for col in ("paper_count", "released", "kept", *FLAGS):
+        total[col] = sum(row[col] or 0 for row in rows)
+    exclude = sorted({flag for r in by_subtask.values() for flag in r["options"]["exclude_flags"]})
+    notes = [
+        "Upstream file names are swapped for two subtasks: DialogueSchedule is itinerary_initialize.jsonl "
+        "and ItineraryInitialization is dialogue_schedule.jsonl (counts and content agree).",
+        f"kept = released minus items flagged {', '.join(exclude) or '(nothing excluded)'}; "
+        "flag columns count items carrying each flag (an item can carry several).",
+    ]
+    notes += [
+        f"{row['paper_name']}: the paper reports {row['paper_count']} items, the release holds {row['released']}."
+        for row in rows
+        if row["paper_count"] is not None and row["paper_count"] != row["released"]
+    ]
+    return Table(
+        columns=COLUMNS,
+        rows=rows,
+        caption="Table 1: record counts per subtask (paper, released, kept after curation, flags)",
+        label="tab:table1",
+        footer=[total],
+        notes=notes,
+    )
+
+
+def write_table1(
+    report_paths: Iterable[str | os.PathLike[str]],
+    paper_table1: str | os.PathLike[str],
+    out_prefix: str | os.PathLike[str],
+) -> Table:
+    """Build Table 1 from per-subtask curation reports and write ``out_prefix``.csv/.md/.tex."""
+    reports = [read_json(p) for p in report_paths]
+    table = build_table1(reports, read_paper_counts(paper_table1))
+    prefix = Path(out_prefix)
+    table.write(prefix.with_suffix(".csv"), prefix.with_suffix(".md"), prefix.with_suffix(".tex"))
+    return table

@@ -1,0 +1,68 @@
+# Data stage: fetch the pinned upstream release, curate one flagged JSONL per subtask, report.
+
+
+rule fetch:
+    output:
+        manifest="results/data/manifest.json",
+        files=[upstream_file(key) for key in SUBTASK_KEYS],
+    params:
+        repo=config["data"]["upstream"]["repo"],
+        commit=config["data"]["upstream"]["commit"],
+        url_template=lambda wc: config["data"]["upstream"]["url_template"],
+        timeout=config["data"]["upstream"]["timeout_s"],
+        retries=config["data"]["upstream"]["retries"],
+        upstream_dir=(
+            f"--upstream-dir {shlex.quote(config['upstream_dir'])}" if config["upstream_dir"] else ""
+        ),
+    log:
+        f"{LOG_DIR}/data/fetch.log",
+    resources:
+        mem_mb=500,
+        runtime=15,
+    conda:
+        "../../envs/data.yaml"
+    shell:
+        "{H2HTALK} fetch --repo {params.repo:q} --commit {params.commit:q}"
+        " --url-template {params.url_template:q} --timeout {params.timeout} --retries {params.retries}"
+        " {params.upstream_dir} --out-dir {UPSTREAM_DIR} --manifest {output.manifest} > {log} 2>&1"
+
+
+rule curate:
+    input:
+        manifest="results/data/manifest.json",
+        upstream=lambda wc: upstream_file(wc.subtask),
+    output:
+        curated=f"{CURATED_DIR}/{{subtask}}.jsonl",
+        report=f"{CURATED_DIR}/{{subtask}}.report.json",
+    params:
+        exclude=shell_list(config["data"]["curate"]["exclude_flags"]),
+        anonymise=shell_mapping(config["data"]["curate"]["anonymise"]),
+        persona=shell_list(config["data"]["curate"]["persona_names"]),
+    log:
+        f"{LOG_DIR}/data/curate/{{subtask}}.log",
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../../envs/data.yaml"
+    shell:
+        "{H2HTALK} curate --subtask {wildcards.subtask} --upstream-dir {UPSTREAM_DIR}"
+        " --manifest {input.manifest} --out-dir {CURATED_DIR} --exclude-flags {params.exclude}"
+        " --anonymise {params.anonymise} --persona-names {params.persona} > {log} 2>&1"
+
+
+rule curation_report:
+    input:
+        expand(f"{CURATED_DIR}/{{subtask}}.report.json", subtask=SUBTASKS),
+    output:
+        json="results/data/curation_report.json",
+        md="results/data/curation_report.md",
+    log:
+        f"{LOG_DIR}/data/curation_report.log",
+    resources:
+        mem_mb=500,
+        runtime=5,
+    conda:
+        "../../envs/data.yaml"
+    shell:
+        "{H2HTALK} curation-report {input} --out-json {output.json} --out-md {output.md} > {log} 2>&1"
