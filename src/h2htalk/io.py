@@ -77,11 +77,9 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, An
 
     Blank lines are skipped; a UTF-8 byte-order mark and CRLF line ends are accepted.
     """
-    try:
-        handle = open(path, encoding="utf-8-sig", newline=None)
-    except FileNotFoundError:
-        raise DataError(f"{path}: file not found") from None
-    with handle:
+    if not Path(path).is_file():
+        raise DataError(f"{path}: file not found")
+    with open(path, encoding="utf-8-sig") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue

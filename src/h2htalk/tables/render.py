@@ -107,8 +107,9 @@ class Table:
         out.append(r"\end{table}")
         return "\n".join(out) + "\n"
 
-    def write(self, csv_path: str | os.PathLike[str], md_path: str | os.PathLike[str],
-              tex_path: str | os.PathLike[str]) -> None:
+    def write(
+        self, csv_path: str | os.PathLike[str], md_path: str | os.PathLike[str], tex_path: str | os.PathLike[str]
+    ) -> None:
         write_text_atomic(Path(csv_path), self.to_csv())
         write_text_atomic(Path(md_path), self.to_markdown())
         write_text_atomic(Path(tex_path), self.to_latex())
