@@ -1,0 +1,140 @@
+"""Time the data stage from nothing to Table 1 on the whole release, as a user runs it.
+
+    python benchmarks/table1_from_scratch.py --upstream-dir /path/to/H2HTalk/data [--cores 2]
+
+Copies the workflow into a temporary folder (no outputs, no Snakemake state), runs
+``snakemake --profile profiles/local table1`` there, and prints its wall time, then the time of each stage
+run on its own through the ``h2htalk`` command (person-name detection, jieba's part-of-speech tagger, is
+most of curation; it is also timed switched off). Figures go into the issue note; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def copy_checkout(target: Path) -> None:
+    shutil.copy2(ROOT / "Snakefile", target / "Snakefile")
+    for folder in ("workflow", "config", "profiles", "src", "envs"):
+        shutil.copytree(ROOT / folder, target / folder, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+
+
+def timed(command: list[str], cwd: Path) -> float:
+    start = time.perf_counter()
+    subprocess.run(command, cwd=cwd, check=True, capture_output=True, text=True)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--upstream-dir", required=True, help="folder holding the 11 released files")
+    parser.add_argument("--cores", type=int, default=2)
+    args = parser.parse_args()
+    upstream = str(Path(args.upstream_dir).resolve())
+
+    rows: list[tuple[str, float]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        copy_checkout(work)
+        snakemake = [sys.executable, "-m", "snakemake", "--profile", "profiles/local", "--cores", str(args.cores)]
+        rows.append(
+            (
+                "snakemake table1, from nothing",
+                timed([*snakemake, "table1", "--config", f"upstream_dir={upstream}"], work),
+            )
+        )
+        rows.append(
+            (
+                "snakemake table1, nothing to do",
+                timed([*snakemake, "table1", "--config", f"upstream_dir={upstream}"], work),
+            )
+        )
+
+        cli = [sys.executable, "-m", "h2htalk"]
+        stage = work / "stages"
+        rows.append(
+            (
+                "h2htalk fetch (copy + check 11 files)",
+                timed(
+                    [
+                        *cli,
+                        "fetch",
+                        "--config",
+                        "config/local.yaml",
+                        "--upstream-dir",
+                        upstream,
+                        "--out-dir",
+                        f"{stage}/up",
+                        "--manifest",
+                        f"{stage}/manifest.json",
+                    ],
+                    work,
+                ),
+            )
+        )
+        rows.append(
+            (
+                "h2htalk curate, all 11 subtasks, 1 process",
+                timed(
+                    [
+                        *cli,
+                        "curate",
+                        "--config",
+                        "config/local.yaml",
+                        "--upstream-dir",
+                        f"{stage}/up",
+                        "--manifest",
+                        f"{stage}/manifest.json",
+                        "--out-dir",
+                        f"{stage}/curated",
+                    ],
+                    work,
+                ),
+            )
+        )
+        rows.append(
+            (
+                "h2htalk curate, names ignored",
+                timed(
+                    [
+                        *cli,
+                        "curate",
+                        "--config",
+                        "config/local.yaml",
+                        "--upstream-dir",
+                        f"{stage}/up",
+                        "--manifest",
+                        f"{stage}/manifest.json",
+                        "--out-dir",
+                        f"{stage}/curated2",
+                        "--anonymise",
+                        "person_name=ignore",
+                    ],
+                    work,
+                ),
+            )
+        )
+        reports = sorted(str(p) for p in (stage / "curated").glob("*.report.json"))
+        rows.append(
+            (
+                "h2htalk table1",
+                timed([*cli, "table1", *reports, "--config", "config/local.yaml", "--out", f"{stage}/table1"], work),
+            )
+        )
+
+    width = max(len(name) for name, _ in rows)
+    print(f"{'step'.ljust(width)}  seconds")
+    for name, seconds in rows:
+        print(f"{name.ljust(width)}  {seconds:7.2f}")
+
+
+if __name__ == "__main__":
+    main()
