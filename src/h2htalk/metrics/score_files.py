@@ -1,0 +1,184 @@
+"""Score files: generation records against references (the workflow), and upstream-format outputs."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from h2htalk.data.curate import normalise, record_id
+from h2htalk.data.release import parse_release
+from h2htalk.errors import DataError
+from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic, write_text_atomic
+from h2htalk.metrics.cache import EmbeddingCache
+from h2htalk.metrics.embedders import Embedder
+from h2htalk.metrics.scoring import COLUMNS, Pair, score_pairs, signature, signature_string, summarise
+from h2htalk.metrics.tokenizers import Tokenizer
+from h2htalk.subtasks import SUBTASKS, Subtask
+
+
+@dataclass(frozen=True)
+class ScoringSetup:
+    tokenizer: Tokenizer
+    embedder: Embedder
+    cache_dir: str | os.PathLike[str] | None = None
+    resamples: int = 1000
+    seed: int = 0
+    confidence: float = 0.95
+
+    def cache(self) -> EmbeddingCache | None:
+        return EmbeddingCache(self.cache_dir, self.embedder.key) if self.cache_dir else None
+
+
+def read_references(path: str | os.PathLike[str]) -> dict[str, str]:
+    """``id -> reference`` from instance records (``reference``) or curated records (``text``)."""
+    references: dict[str, str] = {}
+    for number, record in iter_jsonl(path):
+        text = record.get("reference", record.get("text"))
+        if not isinstance(record.get("id"), str) or not isinstance(text, str):
+            raise DataError(f"{path}: line {number}: needs a string 'id' and a string 'reference' (or 'text')")
+        if record["id"] in references:
+            raise DataError(f"{path}: line {number}: duplicate id {record['id']!r}")
+        references[record["id"]] = text
+    return references
+
+
+def read_generations(path: str | os.PathLike[str]) -> dict[str, str]:
+    """``id -> response`` from generation records ``{id, response, ...}``."""
+    responses: dict[str, str] = {}
+    for number, record in iter_jsonl(path):
+        if not isinstance(record.get("id"), str) or not isinstance(record.get("response"), str):
+            raise DataError(f"{path}: line {number}: needs a string 'id' and a string 'response'")
+        responses[record["id"]] = record["response"]
+    return responses
+
+
+def match_pairs(references: dict[str, str], responses: dict[str, str], where: str) -> list[Pair]:
+    missing = [rid for rid in references if rid not in responses]
+    extra = [rid for rid in responses if rid not in references]
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"{len(missing)} references have no response (e.g. {', '.join(missing[:5])})")
+        if extra:
+            parts.append(f"{len(extra)} responses match no reference (e.g. {', '.join(extra[:5])})")
+        raise DataError(f"{where}: {'; '.join(parts)}")
+    return [Pair(rid, normalise(ref), normalise(responses[rid])) for rid, ref in references.items()]
+
+
+def score_generation_file(
+    generations: str | os.PathLike[str],
+    references: str | os.PathLike[str],
+    out_items: str | os.PathLike[str],
+    out_summary: str | os.PathLike[str],
+    setup: ScoringSetup,
+    meta: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Score one (model, variant, subtask) file; write per-item rows and the summary (with CI)."""
+    pairs = match_pairs(read_references(references), read_generations(generations), str(generations))
+    cache = setup.cache()
+    try:
+        items, work = score_pairs(pairs, setup.tokenizer, setup.embedder, cache)
+    finally:
+        if cache is not None:
+            cache.close()
+    sig = signature(setup.tokenizer, setup.embedder)
+    meta = dict(meta or {})
+    write_jsonl_atomic(out_items, ({**item, **meta, "signature": sig} for item in items))
+    summary = {
+        **meta,
+        **summarise(items, setup.resamples, setup.seed, setup.confidence),
+        "work": work,
+        "inputs": {"generations": str(generations), "references": str(references)},
+        "signature": sig,
+    }
+    write_json_atomic(out_summary, summary)
+    return summary
+
+
+def _read_upstream_file(folder: Path, subtask: Subtask, role: str) -> list[str]:
+    path = folder / subtask.upstream_file
+    if not path.is_file():
+        raise DataError(f"{role} file missing: {path} (subtask {subtask.key})")
+    return [normalise(line.response) for line in parse_release(path.read_bytes(), str(path))]
+
+
+def score_upstream(
+    outputs_dir: str | os.PathLike[str],
+    references_dir: str | os.PathLike[str],
+    out_csv: str | os.PathLike[str],
+    setup: ScoringSetup,
+    subtasks: Iterable[Subtask] = SUBTASKS,
+    out_items: str | os.PathLike[str] | None = None,
+) -> list[dict[str, Any]]:
+    """Score outputs in the upstream layout (one file per upstream name, matched by line order)."""
+    outputs, refs = Path(outputs_dir), Path(references_dir)
+    subtasks = list(subtasks)
+    # check every file before scoring any, so a bad layout fails in seconds, not after an hour
+    loaded: list[tuple[Subtask, list[str], list[str]]] = []
+    problems: list[str] = []
+    for subtask in subtasks:
+        try:
+            hyps = _read_upstream_file(outputs, subtask, "output")
+            ref_texts = _read_upstream_file(refs, subtask, "reference")
+        except DataError as exc:
+            problems.append(str(exc))
+            continue
+        if len(hyps) != len(ref_texts):
+            problems.append(
+                f"{outputs / subtask.upstream_file}: {len(hyps)} lines, but its reference file "
+                f"{refs / subtask.upstream_file} has {len(ref_texts)}"
+            )
+            continue
+        loaded.append((subtask, ref_texts, hyps))
+    if problems:
+        raise DataError("cannot score these outputs:\n" + "\n".join(f"  - {p}" for p in problems))
+
+    all_pairs = [
+        Pair(record_id(subtask.key, n), ref, hyp)
+        for subtask, ref_texts, hyps in loaded
+        for n, (ref, hyp) in enumerate(zip(ref_texts, hyps, strict=True), start=1)
+    ]
+    cache = setup.cache()
+    try:  # one pass over every subtask: texts shared across subtasks are embedded once
+        items, _ = score_pairs(all_pairs, setup.tokenizer, setup.embedder, cache)
+    finally:
+        if cache is not None:
+            cache.close()
+    sig = signature(setup.tokenizer, setup.embedder)
+    rows, start = [], 0
+    for subtask, ref_texts, _ in loaded:
+        chunk = items[start : start + len(ref_texts)]
+        start += len(ref_texts)
+        summary = summarise(chunk, setup.resamples, setup.seed, setup.confidence)
+        rows.append(
+            {
+                "subtask": subtask.key,
+                "n": summary["n"],
+                **{c: summary[c] for c in COLUMNS},
+                "S_ci_low": summary["S_ci_low"],
+                "S_ci_high": summary["S_ci_high"],
+                "empty_responses": summary["flagged"]["empty_response"],
+                "signature": sig,
+            }
+        )
+    write_text_atomic(out_csv, _upstream_csv(rows))
+    if out_items is not None:
+        write_jsonl_atomic(out_items, ({**item, "signature": sig} for item in items))
+    return rows
+
+
+def _upstream_csv(rows: list[dict[str, Any]]) -> str:
+    columns = ["subtask", "n", *COLUMNS, "S_ci_low", "S_ci_high", "empty_responses", "signature"]
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        out = {k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in row.items()}
+        out["signature"] = signature_string(row["signature"])
+        writer.writerow(out)
+    return buffer.getvalue()

@@ -1,0 +1,119 @@
+"""Score (reference, response) pairs: BLEU-1..4, ROUGE-1, ROUGE-L, SS and S, all on 0-100.
+
+S = (BLEU-1 + BLEU-2 + BLEU-3 + BLEU-4 + ROUGE-1 + ROUGE-L + SS) / 7, as the paper's Eq. 2.
+
+Work is shared, not repeated: every distinct text is tokenised once and embedded once (in batches, through
+the on-disk cache), so references embedded for one model are reused by every later model.
+"""
+
+from __future__ import annotations
+
+import logging
+import platform
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from h2htalk.metrics.bootstrap import bootstrap_mean_ci
+from h2htalk.metrics.cache import EmbeddingCache, embed_with_cache
+from h2htalk.metrics.embedders import Embedder, package_version
+from h2htalk.metrics.lexical import BLEU_WEIGHTS, SMOOTHING, bleu_1_to_4, rouge_1_l
+from h2htalk.metrics.tokenizers import Tokenizer
+
+log = logging.getLogger(__name__)
+
+METRICS: tuple[str, ...] = ("bleu1", "bleu2", "bleu3", "bleu4", "rouge1", "rougeL", "ss")
+COLUMNS: tuple[str, ...] = (*METRICS, "S")
+
+
+@dataclass(frozen=True)
+class Pair:
+    id: str
+    reference: str
+    response: str
+
+
+def signature(tokenizer: Tokenizer, embedder: Embedder) -> dict[str, Any]:
+    """Everything a score depends on besides the texts, recorded with every score row."""
+    return {
+        "tokenizer": tokenizer.describe(),
+        "bleu": f"nltk-{package_version('nltk')} sentence_bleu",
+        "smoothing": SMOOTHING,
+        "weights": [list(w) for w in BLEU_WEIGHTS],
+        "rouge": f"rouge-score-{package_version('rouge-score')} fmeasure",
+        "embedder": embedder.describe(),
+        "embedder_key": embedder.key,
+        "S": "mean(bleu1..4, rouge1, rougeL, ss) x 100",
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+    }
+
+
+def signature_string(sig: dict[str, Any]) -> str:
+    """A one-line form of the signature for tables: tok|bleu|smooth|rouge|embedder."""
+    emb = sig["embedder"]
+    return (
+        f"tok:{sig['tokenizer']}|bleu:{sig['bleu'].split()[0]}|smooth:{sig['smoothing']}"
+        f"|rouge:{sig['rouge'].split()[0]}|emb:{emb['name']}@{emb['revision']}"
+    )
+
+
+def score_pairs(
+    pairs: Sequence[Pair],
+    tokenizer: Tokenizer,
+    embedder: Embedder,
+    cache: EmbeddingCache | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Per-item scores (0-100) and counts of the work done.
+
+    An empty response scores 0 on every metric (SS too: an empty answer carries no meaning) and is
+    flagged ``empty_response``; it never raises.
+    """
+    texts = [p.reference for p in pairs] + [p.response for p in pairs if p.response.strip()]
+    distinct = list(dict.fromkeys(texts))
+    tokens = {text: tokenizer.tokenize(text) for text in distinct}
+    vectors, embedded = embed_with_cache(distinct, embedder, cache)
+
+    items = []
+    for pair in pairs:
+        flags = []
+        if not pair.response.strip():
+            flags.append("empty_response")
+        if not pair.reference.strip():
+            flags.append("empty_reference")
+        if flags:
+            values = dict.fromkeys(METRICS, 0.0)
+        else:
+            ref, hyp = tokens[pair.reference], tokens[pair.response]
+            b1, b2, b3, b4 = bleu_1_to_4(ref, hyp)
+            r1, rl = rouge_1_l(ref, hyp)
+            cosine = float(np.dot(vectors[pair.reference], vectors[pair.response]))
+            values = {"bleu1": b1, "bleu2": b2, "bleu3": b3, "bleu4": b4, "rouge1": r1, "rougeL": rl}
+            values["ss"] = min(1.0, max(-1.0, cosine))
+        scaled = {name: 100.0 * value for name, value in values.items()}
+        scaled["S"] = sum(scaled[m] for m in METRICS) / len(METRICS)
+        items.append({"id": pair.id, **scaled, "flags": flags})
+    work = {"pairs": len(pairs), "distinct_texts": len(distinct), "embedded": embedded}
+    log.info("scored %d pairs: %d distinct texts, %d embedded now", len(pairs), len(distinct), embedded)
+    return items, work
+
+
+def summarise(
+    items: Sequence[dict[str, Any]], resamples: int = 1000, seed: int = 0, confidence: float = 0.95
+) -> dict[str, Any]:
+    """Mean of every column with a seeded bootstrap CI (the same resamples for every column)."""
+    values = np.array([[item[c] for c in COLUMNS] for item in items], dtype=np.float64).reshape(-1, len(COLUMNS))
+    low, high = bootstrap_mean_ci(values, resamples=resamples, seed=seed, confidence=confidence)
+    means = values.mean(axis=0) if len(items) else np.full(len(COLUMNS), np.nan)
+    summary: dict[str, Any] = {"n": len(items)}
+    for index, column in enumerate(COLUMNS):
+        summary[column] = float(means[index])
+        summary[f"{column}_ci_low"] = float(low[index])
+        summary[f"{column}_ci_high"] = float(high[index])
+    summary["flagged"] = {
+        flag: sum(flag in item["flags"] for item in items) for flag in ("empty_response", "empty_reference")
+    }
+    summary["bootstrap"] = {"resamples": resamples, "seed": seed, "confidence": confidence}
+    return summary
