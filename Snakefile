@@ -1,5 +1,7 @@
 # H2HTalk study workflow. Laptop default: snakemake --profile profiles/local
 # Paper study on a SLURM GPU cluster:      snakemake --profile profiles/slurm
+import json
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -28,6 +30,7 @@ config.update(_validated)
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
+include: "workflow/rules/scoring.smk"
 include: "workflow/rules/tables.smk"
 
 

