@@ -124,7 +124,7 @@ def main() -> None:
     naive = next(v for k, v in rate.items() if k.startswith("(b)"))
     print(f"(a) / (b) pairs per second: {rate['(a) engine'] / naive:.1f}x")
     print(f"model B / model A pairs per second: {rate['(c) model B'] / rate['(c) model A']:.1f}x")
-    print(f"(b) extrapolated to all {len(first)} pairs: {len(first) / rate['(b)'] / 60:.1f} min")
+    print(f"(b) extrapolated to all {len(first)} pairs: {len(first) / naive / 60:.1f} min")
 
 
 if __name__ == "__main__":

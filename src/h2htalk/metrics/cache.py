@@ -1,21 +1,19 @@
 """On-disk embedding cache: one SQLite file per embedder key, rows keyed by the SHA-256 of the text.
 
-Reference texts are embedded once per embedder and reused by every model scored after. SQLite makes
-concurrent writers (parallel scoring jobs) safe, and every insert is a committed transaction, so an
-interrupted job keeps what it finished.
+Reference texts are embedded once per embedder and reused by every model scored after.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 
 from h2htalk.metrics.embedders import Embedder
+from h2htalk.store import SqliteStore
 
 
 def text_key(text: str) -> str:
@@ -23,36 +21,23 @@ def text_key(text: str) -> str:
 
 
 class EmbeddingCache:
+    """Vectors of one embedder (name, revision and settings: ``embedder_key``), keyed by text hash."""
+
     def __init__(self, folder: str | os.PathLike[str], embedder_key: str) -> None:
-        path = Path(folder)
-        path.mkdir(parents=True, exist_ok=True)
-        self.path = path / f"{embedder_key}.sqlite"
-        self._db = sqlite3.connect(self.path, timeout=120)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (sha256 TEXT PRIMARY KEY, vector BLOB NOT NULL)")
-        self._db.commit()
+        self._store = SqliteStore(Path(folder) / f"{embedder_key}.sqlite")
+        self.path = self._store.path
 
     def get_many(self, keys: Iterable[str]) -> dict[str, np.ndarray]:
-        keys = list(keys)
-        found: dict[str, np.ndarray] = {}
-        for start in range(0, len(keys), 500):  # stay under SQLite's bound-parameter limit
-            chunk = keys[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = self._db.execute(f"SELECT sha256, vector FROM vectors WHERE sha256 IN ({marks})", chunk)
-            for key, blob in rows:
-                found[key] = np.frombuffer(blob, dtype=np.float32)
-        return found
+        return {key: np.frombuffer(blob, dtype=np.float32) for key, blob in self._store.get_many(keys).items()}
 
     def put_many(self, items: Iterable[tuple[str, np.ndarray]]) -> None:
-        rows = [(key, np.asarray(vector, dtype=np.float32).tobytes()) for key, vector in items]
-        with self._db:
-            self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", rows)
+        self._store.put_many((key, np.asarray(vector, dtype=np.float32).tobytes()) for key, vector in items)
 
     def __len__(self) -> int:
-        return int(self._db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
+        return len(self._store)
 
     def close(self) -> None:
-        self._db.close()
+        self._store.close()
 
 
 def embed_with_cache(

@@ -1,0 +1,188 @@
+"""One async OpenAI-compatible chat client for every engine: bounded concurrency, timeouts, retries.
+
+Retries: exponential backoff with full jitter, capped, honouring Retry-After, for faults worth retrying
+(timeouts, dropped connections, 408, 429, 5xx, a body that is not valid JSON). Any other 4xx fails at once
+with a clear error. When an item runs out of retries the run fails naming it; every result that finished
+before has already been handed to ``on_result`` (and so is kept by the caller's cache).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import openai
+
+from h2htalk.errors import H2HTalkError
+
+log = logging.getLogger(__name__)
+
+
+class GenerationError(H2HTalkError):
+    """A request failed for good (a client error, or retries ran out)."""
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 5
+    backoff_base_s: float = 1.0
+    backoff_max_s: float = 60.0
+    retry_after_max_s: float = 300.0
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(retry_after, self.retry_after_max_s)
+        cap = min(self.backoff_max_s, self.backoff_base_s * (2**attempt))
+        return random.uniform(0, cap)  # full jitter: spreads out clients that failed together
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    key: str  # content address of the request; also what errors name
+    item_id: str
+    messages: list[dict[str, str]]
+    params: dict[str, Any] = field(default_factory=dict)  # temperature, top_p, max_tokens, seed, stop
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    key: str
+    item_id: str
+    response: str
+    finish_reason: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    latency_s: float
+    attempts: int
+
+
+def _retry_after_seconds(headers: httpx.Headers | None) -> float | None:
+    if not headers:
+        return None
+    if "retry-after-ms" in headers:
+        try:
+            return float(headers["retry-after-ms"]) / 1000.0
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value)
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+def classify(exc: BaseException) -> tuple[bool, float | None, str]:
+    """(retry?, Retry-After seconds, short description) for an exception from one request."""
+    if isinstance(exc, openai.APITimeoutError):
+        return True, None, "timed out"
+    if isinstance(exc, openai.APIConnectionError):
+        return True, None, f"connection error ({exc.__cause__ or exc})"
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        description = f"HTTP {status}: {str(exc.message)[:200]}"
+        if status in (408, 429) or status >= 500:
+            return True, _retry_after_seconds(exc.response.headers), description
+        return False, None, description
+    if isinstance(exc, (openai.APIResponseValidationError, json.JSONDecodeError, ValueError)):
+        return True, None, f"malformed response ({type(exc).__name__}: {str(exc)[:120]})"
+    return False, None, f"{type(exc).__name__}: {exc}"
+
+
+class ChatClient:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str = "not-needed",
+        concurrency: int = 4,
+        timeout_s: float = 120.0,
+        retry: RetryPolicy | None = None,
+        extra_body: dict[str, Any] | None = None,
+    ) -> None:
+        self.model = model
+        self.concurrency = max(1, concurrency)
+        self.retry = retry or RetryPolicy()
+        self.extra_body = extra_body or {}
+        # the openai package's own retries are off: this client decides (and logs) every retry
+        self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=0)
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    async def complete(self, request: ChatRequest) -> ChatResult:
+        attempt = 0
+        start = time.perf_counter()
+        while True:
+            try:
+                completion = await self._client.chat.completions.create(
+                    model=self.model,
+                    messages=request.messages,  # type: ignore[arg-type]
+                    extra_body=self.extra_body or None,
+                    **request.params,
+                )
+                if not completion.choices:
+                    raise ValueError("response has no choices")
+                choice = completion.choices[0]
+                usage = completion.usage
+                return ChatResult(
+                    key=request.key,
+                    item_id=request.item_id,
+                    response=choice.message.content or "",
+                    finish_reason=choice.finish_reason,
+                    prompt_tokens=usage.prompt_tokens if usage else None,
+                    completion_tokens=usage.completion_tokens if usage else None,
+                    latency_s=time.perf_counter() - start,
+                    attempts=attempt + 1,
+                )
+            except Exception as exc:
+                retry, retry_after, description = classify(exc)
+                if not retry:
+                    raise GenerationError(f"item {request.item_id}: {description} (not retried)") from exc
+                if attempt >= self.retry.max_retries:
+                    raise GenerationError(
+                        f"item {request.item_id}: {description}; gave up after {attempt + 1} attempts"
+                    ) from exc
+                delay = self.retry.delay(attempt, retry_after)
+                log.warning("item %s: %s; retry %d in %.1f s", request.item_id, description, attempt + 1, delay)
+                await asyncio.sleep(delay)
+                attempt += 1
+
+    async def run(
+        self,
+        requests: Sequence[ChatRequest],
+        on_result: Callable[[ChatResult], Awaitable[None] | None],
+    ) -> None:
+        """Send every request with at most ``concurrency`` in flight; hand each result over as it lands.
+
+        On the first failure the remaining requests are cancelled and the failure is raised; results
+        already handed to ``on_result`` stay with the caller.
+        """
+        semaphore = asyncio.Semaphore(self.concurrency)
+
+        async def one(request: ChatRequest) -> None:
+            async with semaphore:
+                result = await self.complete(request)
+            outcome = on_result(result)
+            if asyncio.iscoroutine(outcome):
+                await outcome
+
+        tasks = [asyncio.create_task(one(r)) for r in requests]
+        try:
+            for finished in asyncio.as_completed(tasks):
+                await finished
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise

