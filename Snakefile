@@ -31,6 +31,7 @@ config.update(_validated)
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/instances.smk"
+include: "workflow/rules/generation.smk"
 include: "workflow/rules/scoring.smk"
 include: "workflow/rules/tables.smk"
 
@@ -41,3 +42,4 @@ rule all:
         rules.table1.output,
         "results/data/curation_report.md",
         rules.prompts.input,
+        rules.scores.input,

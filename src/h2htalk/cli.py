@@ -171,6 +171,71 @@ def cmd_prompts(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- generation --------------------------------------------------------------------------------------
+
+
+def _registry_entry(args: argparse.Namespace) -> dict[str, Any]:
+    from h2htalk.config import load_registry, runnable_problem
+
+    _from_config(args, {"registry": lambda c: c["model_registry"]})
+    registry = load_registry(args.registry or "config/models.yaml")
+    if args.model not in registry:
+        raise H2HTalkError(f"model {args.model!r} is not in the registry {args.registry}")
+    spec = registry[args.model]
+    problem = runnable_problem(spec)
+    if problem:
+        raise H2HTalkError(problem)
+    return spec
+
+
+def cmd_provision_model(args: argparse.Namespace) -> int:
+    from h2htalk.generation.provision import provision_gguf
+
+    spec = _registry_entry(args)
+    if "gguf" not in spec:
+        raise H2HTalkError(f"model {args.model!r} has no gguf entry (engine {spec['engine']})")
+    record = provision_gguf(spec["gguf"], args.out)
+    print(f"{args.model}: {record['size']} bytes, sha256 {record['sha256']} -> {args.out}")
+    return 0
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    import json
+
+    from h2htalk.generation.engines import Endpoint
+    from h2htalk.generation.generate import GenerationSettings, generate_model
+    from h2htalk.io import write_json_atomic
+    from h2htalk.subtasks import SUBTASK_KEYS as ALL_SUBTASKS
+
+    _from_config(args, {"settings": lambda c: json.dumps(c["generation"])})
+    spec = _registry_entry(args)
+    settings = GenerationSettings.from_config(json.loads(args.settings) if args.settings else {})
+    if args.concurrency:
+        settings = GenerationSettings(**{**settings.__dict__, "concurrency": args.concurrency})
+    variants = args.variant or ["sap", "nosap"]
+    subtasks = args.subtask or list(ALL_SUBTASKS)
+    prompts = Path(args.prompts_dir)
+    files = {(v, s): prompts / v / f"{s}.jsonl" for v in variants for s in subtasks}
+    missing = [str(p) for p in files.values() if not p.is_file()]
+    if missing:
+        raise H2HTalkError(f"prompt files missing (run the prompts stage): {', '.join(missing[:5])}")
+    endpoint = Endpoint(args.base_url, args.served_model or args.model) if args.base_url else None
+    summary = generate_model(
+        spec,
+        files,
+        args.out_dir,
+        settings,
+        cache_dir=args.cache_dir,
+        model_file=args.model_file,
+        server_log=Path(args.server_log) if args.server_log else None,
+        endpoint=endpoint,
+    )
+    if args.summary:
+        write_json_atomic(args.summary, summary)
+    print(f"{args.model}: {summary['requests']} requests, {summary['sent']} sent -> {args.out_dir}")
+    return 0
+
+
 # --- score ---------------------------------------------------------------------------------------------
 
 
@@ -326,6 +391,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--variant", required=True, choices=["sap", "nosap"])
     p.add_argument("--out", required=True)
     p.set_defaults(handler=cmd_prompts)
+
+    p = sub.add_parser("provision-model", help="assemble or download a GGUF model file and check its SHA-256")
+    p.add_argument("--model", required=True, help="registry name")
+    p.add_argument("--registry", help="model registry (default config/models.yaml)")
+    p.add_argument("--config", help="take unset options from this config file")
+    p.add_argument("--out", required=True)
+    p.set_defaults(handler=cmd_provision_model)
+
+    p = sub.add_parser("generate", help="generate answers for one model (engine started once)")
+    p.add_argument("--model", required=True, help="registry name")
+    p.add_argument("--registry", help="model registry (default config/models.yaml)")
+    p.add_argument("--config", help="take unset options from this config file")
+    p.add_argument("--settings", help="JSON of the config's generation section")
+    p.add_argument("--prompts-dir", default="results/prompts")
+    p.add_argument("--variant", action="append", choices=["sap", "nosap"], help="repeatable (default both)")
+    p.add_argument("--subtask", action="append", choices=SUBTASK_KEYS, help="repeatable (default all)")
+    p.add_argument("--out-dir", required=True, help="writes OUT_DIR/{variant}/{subtask}.jsonl")
+    p.add_argument("--cache-dir", default="results/cache/generations")
+    p.add_argument("--model-file", help="GGUF file, for the llamacpp engine")
+    p.add_argument("--server-log", help="append the engine server's output here")
+    p.add_argument("--base-url", help="use this running OpenAI-compatible server instead of starting the engine")
+    p.add_argument("--served-model", help="model name to send with --base-url")
+    p.add_argument("--concurrency", type=int, help="override generation.concurrency")
+    p.add_argument("--summary", help="write a run summary (JSON) here")
+    p.set_defaults(handler=cmd_generate)
 
     p = sub.add_parser("score", help="score generation records against references")
     p.add_argument("--generations", required=True, help="JSONL of {id, response}")

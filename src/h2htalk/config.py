@@ -79,9 +79,46 @@ def validate_config(config: Mapping[str, Any], schema: dict[str, Any] | None = N
     return checked
 
 
+def load_registry(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """Read and validate the model registry; every entry gets its registry name as ``name``."""
+    try:
+        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"model registry not found: {path}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    schema = load_schema("models.schema.yaml")
+    errors = sorted(jsonschema.validators.validator_for(schema)(schema).iter_errors(raw), key=lambda e: e.path)
+    if errors:
+        lines = "\n".join(f"  - {_describe(e)}" for e in errors)
+        raise ConfigError(f"{path}: invalid model registry:\n{lines}")
+    return {name: {**entry, "name": name} for name, entry in raw.items()}
+
+
+def runnable_problem(spec: dict[str, Any]) -> str | None:
+    """Why a registry entry cannot be run as configured, or None."""
+    if spec["engine"] == "vllm" and not spec.get("hf_id"):
+        return f"model {spec['name']!r} has no weights configured ({spec.get('weights', 'hf_id is null')}): set hf_id"
+    if spec.get("lora") is not None and not spec["lora"].get("path"):
+        return f"model {spec['name']!r} is a LoRA variant whose adapter is not configured: set lora.path"
+    return None
+
+
 def _cross_checks(config: dict[str, Any]) -> list[str]:
     """Rules a JSON schema cannot state: names that must refer to entries defined elsewhere."""
     problems = []
+    if config.get("models"):
+        try:
+            registry = load_registry(config["model_registry"])
+        except ConfigError as exc:
+            return [str(exc)]
+        for index, name in enumerate(config["models"]):
+            if name not in registry:
+                close = difflib.get_close_matches(name, list(registry), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                problems.append(f"key 'models[{index}]': {name!r} is not in {config['model_registry']}{hint}")
+            elif (problem := runnable_problem(registry[name])) is not None:
+                problems.append(f"key 'models[{index}]': {problem}")
     defined = sorted(config.get("embedders", {}))
     for index, name in enumerate(config.get("scoring", {}).get("embedders", [])):
         if name not in defined:

@@ -1,4 +1,5 @@
 # Shared helpers for the rules. Logic lives in the h2htalk package; rules only wire files together.
+from h2htalk.config import load_registry
 from h2htalk.instances import demo_instances_path
 from h2htalk.subtasks import SUBTASK_KEYS, get_subtask
 
@@ -15,6 +16,7 @@ H2HTALK = f"PYTHONPATH={Path(workflow.basedir) / 'src'} {_PYTHON} -m h2htalk"
 
 SUBTASKS = list(config["subtasks"])
 VARIANTS = list(config["variants"])
+MODELS = load_registry(config["model_registry"])
 UPSTREAM_DIR = "results/data/upstream"
 CURATED_DIR = "results/data/curated"
 INSTANCES_DIR = "results/instances"
@@ -24,6 +26,7 @@ LOG_DIR = "results/logs"
 wildcard_constraints:
     subtask="|".join(SUBTASK_KEYS),
     variant="sap|nosap",
+    model="|".join(map(re.escape, MODELS)),
     embedder="|".join(map(re.escape, config["embedders"])),
 
 

@@ -29,3 +29,14 @@ rule score:
         " --embedder {wildcards.embedder} --embedder-spec {params.spec} --tokenizer {params.tokenizer}"
         " --cache-dir {params.cache_dir} --resamples {params.resamples} --seed {params.seed}"
         " --confidence {params.confidence} > {log} 2>&1"
+
+
+rule scores:
+    input:
+        expand(
+            "results/scores/{embedder}/{model}/{variant}/{subtask}.summary.json",
+            embedder=config["scoring"]["embedders"],
+            model=config["models"],
+            variant=VARIANTS,
+            subtask=SUBTASKS,
+        ),

