@@ -33,6 +33,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/instances.smk"
 include: "workflow/rules/generation.smk"
 include: "workflow/rules/scoring.smk"
+include: "workflow/rules/judge.smk"
 include: "workflow/rules/tables.smk"
 
 
@@ -41,5 +42,4 @@ rule all:
     input:
         rules.table1.output,
         "results/data/curation_report.md",
-        rules.prompts.input,
-        rules.scores.input,
+        rules.table2.output,

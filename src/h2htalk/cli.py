@@ -236,6 +236,106 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- judge, J and the review gate ---------------------------------------------------------------------
+
+
+def cmd_judge(args: argparse.Namespace) -> int:
+    import json
+
+    from h2htalk.generation.engines import Endpoint
+    from h2htalk.generation.generate import GenerationSettings
+    from h2htalk.io import write_json_atomic
+    from h2htalk.judge.rubric import JUDGED_SUBTASKS
+    from h2htalk.judge.run import JudgeSettings, judge_jobs, load_judge_job
+
+    _from_config(
+        args,
+        {
+            "settings": lambda c: json.dumps(c["generation"]),
+            "judge_settings": lambda c: json.dumps(c["judge"]),
+        },
+    )
+    spec = _registry_entry(args)
+    settings = GenerationSettings.from_config(json.loads(args.settings) if args.settings else {})
+    judge = JudgeSettings.from_config(json.loads(args.judge_settings) if args.judge_settings else {})
+    subtasks = args.subtask or list(JUDGED_SUBTASKS)
+    jobs = [
+        load_judge_job(
+            variant,
+            subtask,
+            Path(args.instances_dir) / f"{subtask}.jsonl",
+            Path(args.prompts_dir) / variant / f"{subtask}.jsonl",
+            Path(args.generations_dir) / variant / f"{subtask}.jsonl",
+            Path(args.out_dir) / variant / f"{subtask}.jsonl",
+        )
+        for variant in (args.variant or ["sap", "nosap"])
+        for subtask in subtasks
+    ]
+    endpoint = Endpoint(args.base_url, args.served_model or args.model) if args.base_url else None
+    summary = judge_jobs(
+        spec,
+        jobs,
+        settings,
+        judge,
+        args.cache_dir,
+        endpoint=endpoint,
+        model_file=args.model_file,
+        server_log=Path(args.server_log) if args.server_log else None,
+    )
+    if args.summary:
+        write_json_atomic(args.summary, summary)
+    print(f"judge {args.model}: {summary['requests']} requests, {summary['sent']} sent -> {args.out_dir}")
+    return 0
+
+
+def cmd_combine_j(args: argparse.Namespace) -> int:
+    from h2htalk.judge.combine import GateSettings, combine_items, read_human_scores, write_combined
+
+    gate = GateSettings(alpha=args.alpha, tau=args.tau, max_spread=args.max_spread)
+    human = read_human_scores(args.human or [])
+    items = combine_items(args.model, args.variant, args.subtask, Path(args.scores), Path(args.judgments), gate, human)
+    meta = {
+        "model": args.model,
+        "variant": args.variant,
+        "subtask": args.subtask,
+        "embedder": args.embedder,
+        "human_imports": [{"file": str(p)} for p in args.human or []],
+    }
+    summary = write_combined(
+        items, meta, Path(args.out_items), Path(args.out_summary), gate, (args.resamples, args.seed, args.confidence)
+    )
+    print(
+        f"{args.model}/{args.variant}/{args.subtask}: J={summary['J']} n={summary['n']} "
+        f"review={summary['to_review']} missing={summary['missing']}"
+    )
+    return 0
+
+
+def cmd_review_queue(args: argparse.Namespace) -> int:
+    from h2htalk.judge.combine import write_review_queue
+
+    count = write_review_queue([Path(p) for p in args.items], Path(args.out))
+    print(f"{count} items to review -> {args.out}")
+    return 0
+
+
+def cmd_table2(args: argparse.Namespace) -> int:
+    from h2htalk.tables.table2_files import write_table2
+
+    _from_config(
+        args,
+        {
+            "registry": lambda c: c["model_registry"],
+            "paper": lambda c: c["paper"]["table2"],
+            "paper_counts": lambda c: c["paper"]["table1"],
+        },
+    )
+    _require(args, "registry", "paper", "paper_counts")
+    write_table2(args.summaries, args.registry, args.paper, args.paper_counts, args.out, args.compare_variant)
+    print(f"wrote {args.out}.csv, .md, .tex, _heatmap.png, _vs_paper.csv, _paper_audit.csv")
+    return 0
+
+
 # --- score ---------------------------------------------------------------------------------------------
 
 
@@ -416,6 +516,59 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--concurrency", type=int, help="override generation.concurrency")
     p.add_argument("--summary", help="write a run summary (JSON) here")
     p.set_defaults(handler=cmd_generate)
+
+    p = sub.add_parser("judge", help="rubric-judge itinerary plans of one model (k samples an item)")
+    p.add_argument("--model", required=True, help="the judge model (registry name)")
+    p.add_argument("--registry", help="model registry (default config/models.yaml)")
+    p.add_argument("--config", help="take unset options from this config file")
+    p.add_argument("--settings", help="JSON of the config's generation section (client settings)")
+    p.add_argument("--judge-settings", help="JSON of the config's judge section")
+    p.add_argument("--variant", action="append", choices=["sap", "nosap"])
+    p.add_argument("--subtask", action="append", choices=["itinerary_basic", "itinerary_middle", "itinerary_advanced"])
+    p.add_argument("--instances-dir", default="results/instances")
+    p.add_argument("--prompts-dir", default="results/prompts")
+    p.add_argument("--generations-dir", required=True, help="results/generations/{judged model}")
+    p.add_argument("--out-dir", required=True, help="writes OUT_DIR/{variant}/{subtask}.jsonl")
+    p.add_argument("--cache-dir", default="results/cache/judgments")
+    p.add_argument("--model-file", help="GGUF file, for a llamacpp judge")
+    p.add_argument("--server-log")
+    p.add_argument("--base-url", help="use this running OpenAI-compatible server")
+    p.add_argument("--served-model")
+    p.add_argument("--summary")
+    p.set_defaults(handler=cmd_judge)
+
+    p = sub.add_parser("combine-j", help="J from S and the judge; the human-review gate; human imports")
+    p.add_argument("--model", required=True)
+    p.add_argument("--variant", required=True)
+    p.add_argument("--subtask", required=True)
+    p.add_argument("--embedder", required=True)
+    p.add_argument("--scores", required=True, help="per-item scores (.items.jsonl)")
+    p.add_argument("--judgments", required=True)
+    p.add_argument("--human", action="append", help="filled-in review queue CSV (repeatable)")
+    p.add_argument("--alpha", type=float, default=0.6)
+    p.add_argument("--tau", type=float, default=3.5)
+    p.add_argument("--max-spread", type=float, default=2.0)
+    p.add_argument("--resamples", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=20250101)
+    p.add_argument("--confidence", type=float, default=0.95)
+    p.add_argument("--out-items", required=True)
+    p.add_argument("--out-summary", required=True)
+    p.set_defaults(handler=cmd_combine_j)
+
+    p = sub.add_parser("review-queue", help="collect the items sent to human review into one CSV")
+    p.add_argument("items", nargs="*", help="combined J item files")
+    p.add_argument("--out", default="results/review/queue.csv")
+    p.set_defaults(handler=cmd_review_queue)
+
+    p = sub.add_parser("table2", help="write Table 2, its heatmap, the paper comparison and the paper audit")
+    p.add_argument("summaries", nargs="+", help="score and J summaries (JSON)")
+    p.add_argument("--config", help="take unset options from this config file")
+    p.add_argument("--registry")
+    p.add_argument("--paper", help="the paper's Table 2 (CSV)")
+    p.add_argument("--paper-counts", help="the paper's Table 1 (CSV), for the audit's weights")
+    p.add_argument("--compare-variant", default="sap", help="variant compared with the paper (default sap)")
+    p.add_argument("--out", default="paper_figures/table2", help="output path without extension")
+    p.set_defaults(handler=cmd_table2)
 
     p = sub.add_parser("score", help="score generation records against references")
     p.add_argument("--generations", required=True, help="JSONL of {id, response}")

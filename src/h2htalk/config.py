@@ -112,6 +112,9 @@ def _cross_checks(config: dict[str, Any]) -> list[str]:
             registry = load_registry(config["model_registry"])
         except ConfigError as exc:
             return [str(exc)]
+        judge = config.get("judge", {}).get("model")
+        if judge and judge not in registry:
+            problems.append(f"key 'judge.model': {judge!r} is not in {config['model_registry']}")
         for index, name in enumerate(config["models"]):
             if name not in registry:
                 close = difflib.get_close_matches(name, list(registry), n=1)

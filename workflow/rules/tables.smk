@@ -18,3 +18,41 @@ rule table1:
         "../../envs/data.yaml"
     shell:
         "{H2HTALK} table1 {input.reports} --paper {input.paper} --out paper_figures/table1 > {log} 2>&1"
+
+
+def table2_summaries(wildcards):
+    """Per (embedder, model, variant, subtask): the J summary for judged subtasks, the S summary otherwise."""
+    paths = []
+    for embedder in config["scoring"]["embedders"]:
+        for model in config["models"]:
+            for variant in VARIANTS:
+                for subtask in SUBTASKS:
+                    stage = "judged" if subtask in JUDGED else "scores"
+                    paths.append(f"results/{stage}/{embedder}/{model}/{variant}/{subtask}.summary.json")
+    return paths
+
+
+rule table2:
+    input:
+        summaries=table2_summaries,
+        registry=config["model_registry"],
+        paper=config["paper"]["table2"],
+        paper_counts=config["paper"]["table1"],
+        review="results/review/queue.csv",
+    output:
+        csv="paper_figures/table2.csv",
+        md="paper_figures/table2.md",
+        tex="paper_figures/table2.tex",
+        heatmap="paper_figures/table2_heatmap.png",
+        vs_paper="paper_figures/table2_vs_paper.csv",
+        audit="paper_figures/table2_paper_audit.csv",
+    log:
+        f"{LOG_DIR}/tables/table2.log",
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../../envs/figures.yaml"
+    shell:
+        "{H2HTALK} table2 {input.summaries} --registry {input.registry} --paper {input.paper}"
+        " --paper-counts {input.paper_counts} --out paper_figures/table2 > {log} 2>&1"

@@ -186,6 +186,54 @@ async def _send(endpoint: Endpoint, requests: list[ChatRequest], cache: Generati
         await client.close()
 
 
+def fetch_responses(
+    spec: dict[str, Any],
+    requests: list[ChatRequest],
+    cache: GenerationCache,
+    settings: GenerationSettings,
+    *,
+    endpoint: Endpoint | None = None,
+    model_file: str | None = None,
+    server_log: Path | None = None,
+) -> tuple[dict[str, dict[str, Any]], int, float]:
+    """Cached records for every request, sending only the missing ones (engine started only if needed).
+
+    Returns (key -> record, how many were sent, seconds spent sending).
+    """
+    unique = {r.key: r for r in requests}
+    cached = cache.get_many(list(unique))
+    # order missing requests by system prompt so a server's prefix cache keeps the persona warm
+    missing = [r for k, r in unique.items() if k not in cached]
+    missing.sort(key=lambda r: r.messages[0]["content"])
+    log.info("%s: %d requests, %d cached, %d to send", spec["name"], len(unique), len(cached), len(missing))
+    started = time.perf_counter()
+    if missing:
+        if endpoint is not None:
+            asyncio.run(_send(endpoint, missing, cache, settings))
+        else:
+            with open_endpoint(spec, model_file=model_file, log_path=server_log, seed=settings.seed) as opened:
+                asyncio.run(_send(opened, missing, cache, settings))
+    return cache.get_many(list(unique)), len(missing), time.perf_counter() - started
+
+
+def run_summary(spec: dict[str, Any], requests: int, sent: int, seconds: float, settings: GenerationSettings):
+    return {
+        "model": spec["name"],
+        "requests": requests,
+        "sent": sent,
+        "seconds_sending": round(seconds, 3),
+        "engine": spec["engine"],
+        "versions": {
+            "h2htalk": package_version("h2htalk"),
+            "openai": package_version("openai"),
+            "llama_cpp_python": package_version("llama-cpp-python"),
+            "vllm": package_version("vllm"),
+            "python": platform.python_version(),
+        },
+        "settings": dict(settings.__dict__),
+    }
+
+
 def generate_model(
     spec: dict[str, Any],
     prompt_files: dict[tuple[str, str], Path],
@@ -200,26 +248,13 @@ def generate_model(
 
     ``endpoint`` skips the engine (an already running server). Returns a run summary.
     """
-    out = Path(out_dir)
-    jobs = load_jobs(spec, prompt_files, out, settings)
+    jobs = load_jobs(spec, prompt_files, Path(out_dir), settings)
     cache = GenerationCache(cache_dir, spec["name"])
     try:
-        all_requests = {r.key: r for job in jobs for r in job.requests}
-        cached = cache.get_many(list(all_requests))
-        # order missing requests by system prompt so a server's prefix cache keeps the persona warm
-        missing = sorted(
-            (r for k, r in all_requests.items() if k not in cached), key=lambda r: r.messages[0]["content"]
+        requests = [r for job in jobs for r in job.requests]
+        cached, sent, seconds = fetch_responses(
+            spec, requests, cache, settings, endpoint=endpoint, model_file=model_file, server_log=server_log
         )
-        log.info("%s: %d requests, %d cached, %d to send", spec["name"], len(all_requests), len(cached), len(missing))
-        started = time.perf_counter()
-        if missing:
-            if endpoint is not None:
-                asyncio.run(_send(endpoint, missing, cache, settings))
-            else:
-                with open_endpoint(spec, model_file=model_file, log_path=server_log, seed=settings.seed) as ep:
-                    asyncio.run(_send(ep, missing, cache, settings))
-        elapsed = time.perf_counter() - started
-        cached = cache.get_many(list(all_requests))
         for job in jobs:
             write_jsonl_atomic(
                 job.out,
@@ -227,18 +262,4 @@ def generate_model(
             )
     finally:
         cache.close()
-    return {
-        "model": spec["name"],
-        "requests": len(all_requests),
-        "sent": len(missing),
-        "seconds_sending": round(elapsed, 3),
-        "engine": spec["engine"],
-        "versions": {
-            "h2htalk": package_version("h2htalk"),
-            "openai": package_version("openai"),
-            "llama_cpp_python": package_version("llama-cpp-python"),
-            "vllm": package_version("vllm"),
-            "python": platform.python_version(),
-        },
-        "settings": {k: v for k, v in settings.__dict__.items()},
-    }
+    return run_summary(spec, len({r.key for r in requests}), sent, seconds, settings)

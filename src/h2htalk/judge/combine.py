@@ -1,0 +1,180 @@
+"""Combine metrics and judge into J, apply the human-review gate, and import human scores.
+
+Scale: J_judge is on 0-5 and S on 0-100, so S is put on 0-5 first (S/20):
+
+    J = alpha * (S / 20) + (1 - alpha) * J_judge        (0-5; alpha = 0.6 in the paper)
+
+Tables show 20 * J, on the same 0-100 scale as S. An item goes to human review when J < tau (3.5 on 0-5),
+when its judge samples spread by more than ``max_spread``, or when the judge's answer could not be parsed
+(its J is then missing, never 0). A human score, once imported, replaces the judge's mean for that item and
+is recorded with the file it came from.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from h2htalk.errors import DataError
+from h2htalk.io import iter_jsonl, sha256_file, write_json_atomic, write_jsonl_atomic, write_text_atomic
+from h2htalk.metrics.bootstrap import bootstrap_mean_ci
+
+QUEUE_COLUMNS: tuple[str, ...] = (
+    "model", "variant", "subtask", "id", "reason", "S", "judge_mean", "judge_scores", "J", "task", "response",
+    "reference", "judge_evidence", "human_score", "reviewer", "notes",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    alpha: float = 0.6
+    tau: float = 3.5
+    max_spread: float = 2.0
+
+
+def combine_j(s_score: float, judge_score: float, alpha: float) -> float:
+    """J on 0-5 from S (0-100) and the judge (0-5)."""
+    return alpha * (s_score / 20.0) + (1.0 - alpha) * judge_score
+
+
+def review_reasons(j: float | None, spread: float | None, gate: GateSettings) -> list[str]:
+    reasons = []
+    if j is None:
+        reasons.append("judge answer unparseable")
+    elif j < gate.tau:
+        reasons.append(f"J {j:.2f} < tau {gate.tau}")
+    if spread is not None and spread > gate.max_spread:
+        reasons.append(f"judge samples spread {spread:.1f} > {gate.max_spread}")
+    return reasons
+
+
+HumanScores = dict[tuple[str, str, str, str], dict[str, Any]]
+
+
+def read_human_scores(paths: Iterable[str | os.PathLike[str]]) -> HumanScores:
+    """(model, variant, subtask, id) -> {score, reviewer, file, sha256} from filled-in review queues."""
+    scores: HumanScores = {}
+    for path in paths:
+        path = Path(path)
+        if not path.is_file():
+            raise DataError(f"{path}: review file not found")
+        digest = sha256_file(path)
+        with open(path, encoding="utf-8-sig", newline="") as handle:
+            for number, row in enumerate(csv.DictReader(handle), start=2):
+                value = (row.get("human_score") or "").strip()
+                if not value:
+                    continue
+                try:
+                    score = float(value)
+                except ValueError:
+                    raise DataError(f"{path}: line {number}: human_score {value!r} is not a number") from None
+                if not 0.0 <= score <= 5.0:
+                    raise DataError(f"{path}: line {number}: human_score {score} is outside 0-5")
+                key = (row["model"], row["variant"], row["subtask"], row["id"])
+                scores[key] = {
+                    "score": score,
+                    "reviewer": (row.get("reviewer") or "").strip(),
+                    "file": str(path),
+                    "sha256": digest,
+                    "line": number,
+                }
+    return scores
+
+
+def combine_items(
+    model: str,
+    variant: str,
+    subtask: str,
+    score_items: Path,
+    judgments: Path,
+    gate: GateSettings,
+    human: HumanScores,
+) -> list[dict[str, Any]]:
+    s_by_id = {r["id"]: r for _, r in iter_jsonl(score_items)}
+    items = []
+    for number, verdict in iter_jsonl(judgments):
+        item_id = verdict["id"]
+        if item_id not in s_by_id:
+            raise DataError(f"{judgments}: line {number}: id {item_id!r} has no score")
+        s_score = float(s_by_id[item_id]["S"])
+        override = human.get((model, variant, subtask, item_id))
+        judge_score = override["score"] if override else verdict["judge_mean"]
+        j = combine_j(s_score, judge_score, gate.alpha) if judge_score is not None else None
+        reasons = [] if override else review_reasons(j, verdict["judge_spread"], gate)
+        items.append({
+            "id": item_id, "model": model, "variant": variant, "subtask": subtask,
+            "task": verdict["task"], "response": verdict["response"], "reference": verdict["reference"],
+            "S": s_score, "judge_mean": verdict["judge_mean"], "judge_spread": verdict["judge_spread"],
+            "judge_scores": [s["score"] for s in verdict["samples"]],
+            "judge_evidence": next((s["evidence"] for s in verdict["samples"] if s["score"] is not None), ""),
+            "human": override, "J": j, "J100": None if j is None else 20.0 * j,
+            "review": bool(reasons), "review_reasons": reasons, "flags": verdict["flags"],
+        })  # fmt: skip
+    return items
+
+
+def summarise_j(items: Sequence[dict[str, Any]], resamples: int, seed: int, confidence: float) -> dict[str, Any]:
+    """Mean of 20*J over items that have a J, with a bootstrap CI; missing ones are counted, not zeroed."""
+    values = np.array([i["J100"] for i in items if i["J100"] is not None], dtype=np.float64)
+    low, high = bootstrap_mean_ci(values, resamples=resamples, seed=seed, confidence=confidence)
+    return {
+        "kind": "J",
+        "n": int(values.size),
+        "J": float(values.mean()) if values.size else None,
+        "J_ci_low": float(low[0]) if values.size else None,
+        "J_ci_high": float(high[0]) if values.size else None,
+        "missing": sum(i["J"] is None for i in items),
+        "to_review": sum(i["review"] for i in items),
+        "human_scored": sum(i["human"] is not None for i in items),
+    }
+
+
+def write_combined(
+    items: list[dict[str, Any]],
+    summary_meta: dict[str, Any],
+    out_items: Path,
+    out_summary: Path,
+    gate: GateSettings,
+    bootstrap: tuple[int, int, float],
+) -> dict[str, Any]:
+    write_jsonl_atomic(out_items, items)
+    summary = {
+        **summary_meta,
+        **summarise_j(items, *bootstrap),
+        "gate": gate.__dict__,
+        "scale": "J = alpha*(S/20) + (1-alpha)*J_judge on 0-5; tables show 20*J",
+    }
+    write_json_atomic(out_summary, summary)
+    return summary
+
+
+def write_review_queue(item_files: Iterable[Path], out: Path) -> int:
+    """Every item sent to review, with what a reviewer needs, as CSV (fill in human_score, 0-5)."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(QUEUE_COLUMNS), lineterminator="\n")
+    writer.writeheader()
+    count = 0
+    for path in item_files:
+        for _, item in iter_jsonl(path):
+            if not item["review"]:
+                continue
+            writer.writerow({
+                "model": item["model"], "variant": item["variant"], "subtask": item["subtask"], "id": item["id"],
+                "reason": "; ".join(item["review_reasons"]), "S": f"{item['S']:.2f}",
+                "judge_mean": "" if item["judge_mean"] is None else f"{item['judge_mean']:.2f}",
+                "judge_scores": " ".join("-" if s is None else f"{s:g}" for s in item["judge_scores"]),
+                "J": "" if item["J"] is None else f"{item['J']:.2f}",
+                "task": item["task"], "response": item["response"], "reference": item["reference"],
+                "judge_evidence": item["judge_evidence"],
+                "human_score": "", "reviewer": "", "notes": "",
+            })  # fmt: skip
+            count += 1
+    write_text_atomic(out, buffer.getvalue())
+    return count

@@ -1,0 +1,276 @@
+"""Table 2: per-model scores by subtask, dimension averages and Overall, beside the paper's numbers.
+
+Columns follow the paper: Dialogue (Standard, Emotional, Schedule, Avg), Itinerary (Basic, Middle, Advance,
+Response, Initiation, Avg), Recollection (Synthesis, Refinement, Initialization, Avg), Overall. A dimension's
+Avg is the plain mean of its subtasks; Overall is the mean over the 11 subtasks weighted by their item
+counts. Rows are (model, variant), grouped by size as in the paper. Itinerary Basic/Middle/Advance hold J
+(metrics mixed with the rubric judge) when judged, S otherwise; every other column holds S.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from h2htalk.errors import DataError
+from h2htalk.io import write_text_atomic
+from h2htalk.subtasks import SUBTASKS
+from h2htalk.tables.render import Table
+
+GROUPS: tuple[tuple[str, str], ...] = (
+    ("open-1-8b", "Open-Source Large Language Models (1-8B)"),
+    ("open-8-31b", "Open-Source Large Language Models (8-31B)"),
+    ("open-32b-plus", "Open-Source Large Language Models (32B+)"),
+    ("specialized", "Specialized Models"),
+    ("local", "Local Models"),
+    ("baseline", "Baselines"),
+)
+GROUP_TITLES = dict(GROUPS)
+SUBTASK_COLUMNS: tuple[str, ...] = tuple(s.key for s in SUBTASKS)
+
+
+def dimension_columns() -> list[tuple[str, list[str]]]:
+    """[(dimension, [subtask keys])] in the paper's column order (Dialogue, Itinerary, Recollection)."""
+    return [(d, [s.key for s in SUBTASKS if s.dimension == d]) for d in ("dialogue", "itinerary", "recollection")]
+
+
+def column_order() -> list[str]:
+    columns = []
+    for dimension, keys in dimension_columns():
+        columns += [*keys, f"{dimension}_avg"]
+    return [*columns, "overall"]
+
+
+@dataclass(frozen=True)
+class Cell:
+    value: float
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+    kind: str  # "S" or "J"
+
+
+def aggregate(cells: dict[str, Cell]) -> dict[str, float]:
+    """Dimension averages (plain means) and Overall (item-count-weighted), from the subtask cells."""
+    out: dict[str, float] = {}
+    for dimension, keys in dimension_columns():
+        if all(k in cells for k in keys):
+            out[f"{dimension}_avg"] = sum(cells[k].value for k in keys) / len(keys)
+    if all(k in cells for k in SUBTASK_COLUMNS):
+        total = sum(cells[k].n for k in SUBTASK_COLUMNS)
+        out["overall"] = sum(cells[k].value * cells[k].n for k in SUBTASK_COLUMNS) / total
+    return out
+
+
+@dataclass
+class Row:
+    model: str
+    display_name: str
+    size_group: str
+    variant: str
+    embedder: str
+    cells: dict[str, Cell]
+
+    def values(self) -> dict[str, float]:
+        return {**{k: c.value for k, c in self.cells.items()}, **aggregate(self.cells)}
+
+
+def build_rows(summaries: Iterable[dict[str, Any]], registry: dict[str, dict[str, Any]]) -> list[Row]:
+    """One row per (embedder, model, variant) from per-subtask summaries (``value`` or ``S`` plus CI)."""
+    rows: dict[tuple[str, str, str], Row] = {}
+    for summary in summaries:
+        model = summary["model"]
+        entry = registry.get(model, {"display_name": model, "size_group": "baseline"})
+        key = (summary["embedder"], model, summary["variant"])
+        row = rows.setdefault(
+            key, Row(model, entry["display_name"], entry["size_group"], summary["variant"], summary["embedder"], {})
+        )
+        kind = summary.get("kind", "S")
+        value_key = "J" if kind == "J" else "S"
+        row.cells[summary["subtask"]] = Cell(
+            float(summary[value_key]),
+            summary.get(f"{value_key}_ci_low"),
+            summary.get(f"{value_key}_ci_high"),
+            int(summary["n"]),
+            kind,
+        )
+    order = {g: i for i, (g, _) in enumerate(GROUPS)}
+    return sorted(rows.values(), key=lambda r: (r.embedder, order.get(r.size_group, 99), r.display_name, r.variant))
+
+
+def top_three(rows: Sequence[Row], column: str) -> dict[int, int]:
+    """Row index -> rank (1..3) of the best three values of ``column`` within each size group."""
+    ranks: dict[int, int] = {}
+    groups: dict[tuple[str, str], list[tuple[float, int]]] = {}
+    for index, row in enumerate(rows):
+        value = row.values().get(column)
+        if value is not None:
+            groups.setdefault((row.embedder, row.size_group), []).append((value, index))
+    for members in groups.values():
+        for rank, (_, index) in enumerate(sorted(members, key=lambda m: -m[0])[:3], start=1):
+            ranks[index] = rank
+    return ranks
+
+
+def table2(rows: Sequence[Row], caption_note: str = "") -> Table:
+    """The human-readable Table 2 (Markdown, LaTeX); column keys as headers, top three marked in LaTeX."""
+    columns = column_order()
+    records = []
+    for row in rows:
+        values = row.values()
+        records.append(
+            {
+                "group": GROUP_TITLES.get(row.size_group, row.size_group),
+                "model": row.display_name,
+                "variant": row.variant,
+                "embedder": row.embedder,
+                **{column: values.get(column) for column in columns},
+            }
+        )
+    marks = {}
+    colours = {1: r"\first", 2: r"\second", 3: r"\third"}
+    for column in columns:
+        for index, rank in top_three(rows, column).items():
+            marks[(index, column)] = colours[rank]
+    display = ["group", "model", "variant", "embedder", *columns]
+    notes = [
+        "Avg: plain mean of the dimension's subtasks; Overall: mean of the 11 subtasks weighted by item counts.",
+        "Itinerary Basic/Middle/Advance: J = 0.6*S + 0.4*J_judge on one scale (x100) where judged, S otherwise.",
+        r"LaTeX: \first, \second, \third mark the top three per size group; define them, e.g. "
+        r"\newcommand{\first}[1]{\cellcolor{green!25}#1} with \usepackage[table]{xcolor}.",
+    ]
+    if caption_note:
+        notes.append(caption_note)
+    return Table(
+        columns=display,
+        rows=records,
+        caption="Table 2: companion-task scores by model",
+        label="tab:table2",
+        latex_marks=marks,
+        notes=notes,
+    )
+
+
+def csv_with_cis(rows: Sequence[Row]) -> str:
+    """The machine-readable Table 2: every value with its 95 % CI and n, one row per (model, variant)."""
+    import io
+
+    columns = column_order()
+    header = ["model", "display_name", "size_group", "variant", "embedder"]
+    for column in columns:
+        header.append(column)
+        if column in SUBTASK_COLUMNS:
+            header += [f"{column}_ci_low", f"{column}_ci_high", f"{column}_n", f"{column}_kind"]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    for row in rows:
+        values = row.values()
+        line: list[Any] = [row.model, row.display_name, row.size_group, row.variant, row.embedder]
+        for column in columns:
+            line.append(_fmt(values.get(column)))
+            if column in SUBTASK_COLUMNS:
+                cell = row.cells.get(column)
+                line += [_fmt(cell.ci_low), _fmt(cell.ci_high), cell.n, cell.kind] if cell else ["", "", "", ""]
+        writer.writerow(line)
+    return buffer.getvalue()
+
+
+def _fmt(value: Any) -> str:
+    return "" if value is None else f"{float(value):.4f}"
+
+
+def read_paper_table2(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            rows = list(csv.DictReader(handle))
+    except FileNotFoundError:
+        raise DataError(f"{path}: paper Table 2 file not found") from None
+    numeric = [*column_order()]
+    out = []
+    for number, row in enumerate(rows, start=2):
+        try:
+            out.append({"model": row["model"], "group": row["group"], **{c: float(row[c]) for c in numeric}})
+        except (KeyError, ValueError) as exc:
+            raise DataError(f"{path}: line {number}: {exc}") from None
+    return out
+
+
+def audit_paper(paper_rows: Sequence[dict[str, Any]], weights: dict[str, dict[str, int]], tolerance: float = 0.05):
+    """Rows of the paper's Table 2 whose Avg or Overall do not follow from their own subtask columns.
+
+    ``weights`` maps a weighting name (e.g. paper counts, released counts) to subtask -> item count; a row's
+    Overall is flagged when it misses every weighting by more than ``tolerance``.
+    """
+    findings = []
+    for row in paper_rows:
+        for dimension, keys in dimension_columns():
+            recomputed = sum(row[k] for k in keys) / len(keys)
+            reported = row[f"{dimension}_avg"]
+            if abs(recomputed - reported) > max(tolerance / 5, 0.011):  # Avg is printed to 2 decimals
+                findings.append(
+                    {
+                        "model": row["model"],
+                        "column": f"{dimension}_avg",
+                        "reported": reported,
+                        "recomputed": round(recomputed, 4),
+                        "weights": "plain mean",
+                        "difference": round(reported - recomputed, 4),
+                    }
+                )
+        overall = {
+            name: sum(row[k] * w[k] for k in SUBTASK_COLUMNS) / sum(w[k] for k in SUBTASK_COLUMNS)
+            for name, w in weights.items()
+        }
+        if all(abs(value - row["overall"]) > tolerance for value in overall.values()):
+            for name, value in overall.items():
+                findings.append(
+                    {
+                        "model": row["model"],
+                        "column": "overall",
+                        "reported": row["overall"],
+                        "recomputed": round(value, 4),
+                        "weights": name,
+                        "difference": round(row["overall"] - value, 4),
+                    }
+                )
+    return findings
+
+
+def comparison(rows: Sequence[Row], paper_rows: Sequence[dict[str, Any]], variant: str) -> list[dict[str, Any]]:
+    """Ours, the paper's and the difference per column, for every model in both (one variant of ours)."""
+    paper = {r["model"]: r for r in paper_rows}
+    out = []
+    for row in rows:
+        if row.variant != variant or row.display_name not in paper:
+            continue
+        values = row.values()
+        for column in column_order():
+            if column in values:
+                theirs = paper[row.display_name][column]
+                out.append(
+                    {
+                        "model": row.display_name,
+                        "embedder": row.embedder,
+                        "variant": row.variant,
+                        "column": column,
+                        "ours": round(values[column], 4),
+                        "paper": theirs,
+                        "difference": round(values[column] - theirs, 4),
+                    }
+                )
+    return out
+
+
+def write_dicts_csv(path: str | os.PathLike[str], records: Sequence[dict[str, Any]], columns: Sequence[str]) -> None:
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(columns), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(records)
+    write_text_atomic(Path(path), buffer.getvalue())

@@ -1,0 +1,101 @@
+"""Write Table 2 and its companions: CSV with CIs, Markdown, LaTeX, heatmap, paper comparison, paper audit."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from h2htalk.config import load_registry
+from h2htalk.io import read_json, write_text_atomic
+from h2htalk.subtasks import SUBTASKS
+from h2htalk.tables.table1 import read_paper_counts
+from h2htalk.tables.table2 import (
+    Row,
+    audit_paper,
+    build_rows,
+    column_order,
+    comparison,
+    csv_with_cis,
+    read_paper_table2,
+    table2,
+    write_dicts_csv,
+)
+
+
+def heatmap(rows: list[Row], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    columns = column_order()
+    data = np.array([[row.values().get(c, np.nan) for c in columns] for row in rows], dtype=float)
+    labels = [
+        f"{r.display_name} [{r.variant}]" + (f" ({r.embedder})" if len({x.embedder for x in rows}) > 1 else "")
+        for r in rows
+    ]
+    height = max(2.5, 0.35 * len(rows) + 1.6)
+    fig, ax = plt.subplots(figsize=(14, height))
+    image = ax.imshow(data, aspect="auto", cmap="viridis")
+    ax.set_xticks(range(len(columns)), labels=columns, rotation=45, ha="right", fontsize=8)
+    ax.set_yticks(range(len(rows)), labels=labels, fontsize=8)
+    for i in range(data.shape[0]):
+        for j in range(data.shape[1]):
+            if not np.isnan(data[i, j]):
+                ax.text(
+                    j,
+                    i,
+                    f"{data[i, j]:.1f}",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white" if data[i, j] < np.nanmean(data) else "black",
+                )
+    fig.colorbar(image, ax=ax, label="score (0-100)")
+    ax.set_title("Table 2: scores by model and subtask (S; J for Itinerary Basic/Middle/Advance when judged)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, dpi=130)
+    plt.close(fig)
+    os.replace(tmp, path)
+
+
+def write_table2(
+    summary_paths: Iterable[str | os.PathLike[str]],
+    registry_path: str | os.PathLike[str],
+    paper_path: str | os.PathLike[str],
+    paper_counts_path: str | os.PathLike[str],
+    out_prefix: str | os.PathLike[str],
+    compare_variant: str = "sap",
+) -> list[Row]:
+    prefix = Path(out_prefix)
+    registry = load_registry(registry_path)
+    rows = build_rows([read_json(p) for p in summary_paths], registry)
+    table = table2(rows)
+    write_text_atomic(prefix.with_suffix(".csv"), csv_with_cis(rows))
+    write_text_atomic(prefix.with_suffix(".md"), table.to_markdown())
+    write_text_atomic(prefix.with_suffix(".tex"), table.to_latex())
+    heatmap(rows, prefix.with_name(prefix.name + "_heatmap.png"))
+
+    paper_rows = read_paper_table2(paper_path)
+    compared = comparison(rows, paper_rows, compare_variant)
+    write_dicts_csv(
+        prefix.with_name(prefix.name + "_vs_paper.csv"),
+        compared,
+        ["model", "embedder", "variant", "column", "ours", "paper", "difference"],
+    )
+    paper_counts = read_paper_counts(paper_counts_path)
+    weights = {
+        "paper Table 1 counts": paper_counts,
+        "released counts": {s.key: s.released for s in SUBTASKS},
+    }
+    findings = audit_paper(paper_rows, weights)
+    write_dicts_csv(
+        prefix.with_name(prefix.name + "_paper_audit.csv"),
+        findings,
+        ["model", "column", "reported", "recomputed", "weights", "difference"],
+    )
+    return rows

@@ -1,0 +1,166 @@
+"""The rubric judge: prompt, parser, J and the review gate, the human-review round trip."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from h2htalk.errors import DataError
+from h2htalk.generation.engines import Endpoint
+from h2htalk.generation.generate import GenerationSettings
+from h2htalk.instances import demo_instances_path, read_instances
+from h2htalk.io import read_jsonl, write_jsonl_atomic
+from h2htalk.judge.combine import (
+    GateSettings,
+    combine_items,
+    combine_j,
+    read_human_scores,
+    review_reasons,
+    summarise_j,
+    write_review_queue,
+)
+from h2htalk.judge.rubric import judge_messages, parse_verdict
+from h2htalk.judge.run import JudgeSettings, judge_jobs, load_judge_job
+from h2htalk.prompts import write_prompts
+
+from .openai_stub import StubServer
+
+
+def test_judge_prompt_shows_the_reference_after_the_response():
+    messages = judge_messages("itinerary_middle", "【任务】列时间表", "08:00 晨跑", "07:00 散步")
+    user = messages[1]["content"]
+    assert user.index("【待评估的回答】") < user.index("【参考答案】")
+    assert "08:00 晨跑" in user and "07:00 散步" in user
+    assert "evidence" in user and "score" in user
+    assert user.index("evidence") < user.index('"score"')  # evidence before the score
+
+
+@pytest.mark.parametrize(
+    ("text", "score", "how"),
+    [
+        ('{"evidence": "格式正确", "score": 4}', 4.0, "json"),
+        ('评估如下：\n```json\n{"evidence": "人设一致", "score": 3.5}\n```', 3.5, "json"),
+        ('{"evidence": "含有{花括号}的依据", "score": "2"}', 2.0, "json"),
+        ("依据：时间合理。\n评分：4分", 4.0, "pattern"),
+        ('"score": 5 } 结尾缺了', 5.0, "pattern"),
+        ("总体不错，4/5", 4.0, "pattern"),
+    ],
+)
+def test_parser_reads_scores(text, score, how):
+    verdict = parse_verdict(text)
+    assert verdict.score == score and verdict.parse == how
+
+
+@pytest.mark.parametrize("text", ["", "我觉得还可以", '{"evidence": "x", "score": 9}', '{"score": "高"}', "评分：七分"])
+def test_unparseable_answers_are_missing_not_zero(text):
+    verdict = parse_verdict(text)
+    assert verdict.score is None and verdict.parse == "unparseable"
+
+
+def test_j_and_the_gate_with_known_numbers():
+    gate = GateSettings(alpha=0.6, tau=3.5, max_spread=2.0)
+    # S = 50 -> 2.5 on 0-5; judge 4.5 -> J = 0.6*2.5 + 0.4*4.5 = 3.3
+    assert combine_j(50.0, 4.5, 0.6) == pytest.approx(3.3)
+    assert review_reasons(3.3, 0.5, gate) == ["J 3.30 < tau 3.5"]
+    # S = 80 -> 4.0; judge 4.0 -> J = 4.0: passes
+    assert combine_j(80.0, 4.0, 0.6) == pytest.approx(4.0)
+    assert review_reasons(4.0, 1.0, gate) == []
+    assert review_reasons(4.0, 3.0, gate) == ["judge samples spread 3.0 > 2.0"]
+    assert review_reasons(None, None, gate) == ["judge answer unparseable"]
+    assert combine_j(100.0, 5.0, 0.6) == pytest.approx(5.0)
+    assert combine_j(0.0, 0.0, 0.6) == 0.0
+
+
+def _write_inputs(tmp_path, judgments):
+    scores = tmp_path / "scores.jsonl"
+    write_jsonl_atomic(scores, [{"id": j["id"], "S": s} for j, s in zip(judgments, [80.0, 40.0, 60.0], strict=True)])
+    verdicts = tmp_path / "verdicts.jsonl"
+    write_jsonl_atomic(verdicts, judgments)
+    return scores, verdicts
+
+
+def _verdict(item_id, scores):
+    parsed = [s for s in scores if s is not None]
+    return {
+        "id": item_id, "task": f"任务{item_id}", "response": f"回答{item_id}", "reference": f"参考{item_id}",
+        "samples": [{"score": s, "evidence": "依据" if s is not None else "乱码"} for s in scores],
+        "judge_mean": sum(parsed) / len(parsed) if parsed else None,
+        "judge_spread": max(parsed) - min(parsed) if parsed else None,
+        "flags": [] if len(parsed) == len(scores) else ["unparseable_sample"] + ([] if parsed else ["judge_missing"]),
+    }  # fmt: skip
+
+
+def test_review_round_trip(tmp_path):
+    judgments = [_verdict("a", [4, 4, 5]), _verdict("b", [4, 4, 4]), _verdict("c", [None, None, None])]
+    scores, verdicts = _write_inputs(tmp_path, judgments)
+    gate = GateSettings()
+    items = combine_items("m", "sap", "itinerary_basic", scores, verdicts, gate, {})
+    by_id = {i["id"]: i for i in items}
+    assert by_id["a"]["J"] == pytest.approx(0.6 * 4 + 0.4 * 13 / 3)  # 4.133: passes
+    assert not by_id["a"]["review"]
+    assert by_id["b"]["J"] == pytest.approx(0.6 * 2 + 0.4 * 4) and by_id["b"]["review"]  # 2.8 < 3.5
+    assert by_id["c"]["J"] is None and by_id["c"]["review"]  # missing, never 0
+    summary = summarise_j(items, 200, 1, 0.95)
+    assert summary["n"] == 2 and summary["missing"] == 1 and summary["to_review"] == 2
+    assert summary["J"] == pytest.approx((by_id["a"]["J100"] + by_id["b"]["J100"]) / 2)
+
+    item_file = tmp_path / "items.jsonl"
+    write_jsonl_atomic(item_file, items)
+    queue = tmp_path / "queue.csv"
+    assert write_review_queue([item_file], queue) == 2
+    rows = list(csv.DictReader(queue.open(encoding="utf-8")))
+    assert [r["id"] for r in rows] == ["b", "c"]
+    assert rows[0]["task"] == "任务b" and rows[0]["response"] == "回答b" and rows[0]["reference"] == "参考b"
+    assert rows[1]["reason"] == "judge answer unparseable"
+
+    rows[0]["human_score"], rows[0]["reviewer"] = "4.5", "rater-1"
+    rows[1]["human_score"] = "3"
+    with queue.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    human = read_human_scores([queue])
+    again = {i["id"]: i for i in combine_items("m", "sap", "itinerary_basic", scores, verdicts, gate, human)}
+    assert again["b"]["J"] == pytest.approx(0.6 * 2 + 0.4 * 4.5)
+    assert again["b"]["human"]["reviewer"] == "rater-1" and again["b"]["human"]["file"] == str(queue)
+    assert len(again["b"]["human"]["sha256"]) == 64
+    assert again["c"]["J"] == pytest.approx(0.6 * 3 + 0.4 * 3) and not again["c"]["review"]
+    assert not again["a"]["human"]
+
+
+def test_bad_human_scores_are_named(tmp_path):
+    path = tmp_path / "q.csv"
+    path.write_text("model,variant,subtask,id,human_score\nm,sap,itinerary_basic,a,7\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"q\.csv: line 2: human_score 7.0 is outside 0-5"):
+        read_human_scores([path])
+
+
+def test_judge_run_against_a_server(tmp_path):
+    """The judge stage end to end against a loopback server: prompts, k samples, parsing, output records."""
+    subtask = "itinerary_middle"
+    instances = tmp_path / "instances.jsonl"
+    write_jsonl_atomic(instances, read_instances(demo_instances_path(subtask)))
+    prompts = tmp_path / "prompts.jsonl"
+    write_prompts(read_instances(instances), "sap", prompts)
+    generations = tmp_path / "gen.jsonl"
+    write_jsonl_atomic(generations, [{"id": r["id"], "response": "08:00 晨跑"} for r in read_jsonl(instances)])
+    job = load_judge_job("sap", subtask, instances, prompts, generations, tmp_path / "out.jsonl")
+    spec = {"name": "stub-judge", "engine": "api", "api": {"model": "stub"}}
+    with StubServer() as stub:
+        summary = judge_jobs(
+            spec,
+            [job],
+            GenerationSettings(concurrency=2),
+            JudgeSettings(samples=3),
+            tmp_path / "c",
+            endpoint=Endpoint(stub.base_url, "stub"),
+        )
+        assert summary["sent"] == 9 and sum(stub.requests.values()) == 9  # 3 items x 3 samples, distinct seeds
+    records = read_jsonl(tmp_path / "out.jsonl")
+    assert len(records) == 3
+    # the stub answers with prose that holds no score: every sample is unparseable, so J_judge is missing
+    assert all(r["judge_mean"] is None and "judge_missing" in r["flags"] for r in records)
+    assert [s["seed"] for s in records[0]["samples"]] == [1234, 1235, 1236]
+    assert json.dumps(records[0], ensure_ascii=False).count("参考答案") == 0  # prompt text is not stored twice

@@ -1,0 +1,114 @@
+"""Table 2: the Avg/Overall rules against the paper, the paper audit, and the written outputs."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from h2htalk.io import write_json_atomic
+from h2htalk.subtasks import SUBTASKS
+from h2htalk.tables.table1 import read_paper_counts
+from h2htalk.tables.table2 import Cell, aggregate, audit_paper, column_order, read_paper_table2
+from h2htalk.tables.table2_files import write_table2
+
+from .conftest import REPO_ROOT
+
+PAPER = REPO_ROOT / "config" / "paper"
+RELEASED = {s.key: s.released for s in SUBTASKS}
+
+
+@pytest.fixture(scope="module")
+def paper_rows():
+    return read_paper_table2(PAPER / "table2.csv")
+
+
+@pytest.fixture(scope="module")
+def findings(paper_rows):
+    weights = {"paper": read_paper_counts(PAPER / "table1.csv"), "released": RELEASED}
+    return audit_paper(paper_rows, weights)
+
+
+def test_avg_and_overall_rules_reproduce_the_papers_consistent_rows(paper_rows, findings):
+    flagged = {f["model"] for f in findings}
+    consistent = [r for r in paper_rows if r["model"] not in flagged]
+    assert len(consistent) >= 35
+    for row in consistent:
+        cells = {s.key: Cell(row[s.key], None, None, RELEASED[s.key], "S") for s in SUBTASKS}
+        ours = aggregate(cells)
+        for dimension in ("dialogue", "itinerary", "recollection"):
+            assert ours[f"{dimension}_avg"] == pytest.approx(row[f"{dimension}_avg"], abs=0.011)
+        assert ours["overall"] == pytest.approx(row["overall"], abs=0.05)
+
+
+def test_audit_names_the_rows_that_do_not_add_up(findings):
+    flagged = {f["model"] for f in findings}
+    for model in ("QwQ-32B-Preview", "GPT-4o", "GPT-4o-Mini", "Claude-3.7"):
+        assert model in flagged
+    itinerary = {f["model"] for f in findings if f["column"] == "itinerary_avg"}
+    assert itinerary == {"GPT-4o", "GPT-4o-Mini", "Claude-3.7"}
+    qwq = [f for f in findings if f["model"] == "QwQ-32B-Preview" and f["column"] == "overall"]
+    assert qwq and all(abs(f["difference"]) > 5 for f in qwq)  # 41.77 reported, about 36.4 recomputed
+
+
+def test_overall_is_item_count_weighted():
+    cells = {s.key: Cell(100.0 if s.key == "dialogue_base" else 0.0, None, None, s.released, "S") for s in SUBTASKS}
+    assert aggregate(cells)["overall"] == pytest.approx(100 * 1882 / 4589)
+    assert aggregate(cells)["dialogue_avg"] == pytest.approx(100 / 3)
+
+
+def _summaries(tmp_path, model, variant, base):
+    paths = []
+    for index, subtask in enumerate(SUBTASKS):
+        kind = subtask.score
+        value = base + index
+        summary = {
+            "model": model,
+            "variant": variant,
+            "subtask": subtask.key,
+            "embedder": "usem3",
+            "n": subtask.released,
+            "kind": kind,
+            kind: value,
+            f"{kind}_ci_low": value - 1,
+            f"{kind}_ci_high": value + 1,
+        }
+        path = tmp_path / f"{model}-{variant}-{subtask.key}.json"
+        write_json_atomic(path, summary)
+        paths.append(path)
+    return paths
+
+
+def test_table2_outputs(tmp_path):
+    paths = []
+    for model, base in (
+        ("qwen2-1.5b-instruct", 30.0),
+        ("qwen2-7b-instruct", 40.0),
+        ("chatglm3-6b", 35.0),
+        ("internlm-2.5-7b-chat", 20.0),
+    ):
+        for variant in ("sap", "nosap"):
+            paths += _summaries(tmp_path, model, variant, base + (1 if variant == "sap" else 0))
+    prefix = tmp_path / "figs" / "table2"
+    rows = write_table2(paths, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", PAPER / "table1.csv", prefix)
+    assert len(rows) == 8
+    table = list(csv.DictReader((tmp_path / "figs" / "table2.csv").open(encoding="utf-8")))
+    assert {r["variant"] for r in table} == {"sap", "nosap"}
+    first = next(r for r in table if r["model"] == "qwen2-7b-instruct" and r["variant"] == "sap")
+    assert float(first["dialogue_base"]) == 41.0
+    assert float(first["dialogue_base_ci_low"]) == 40.0 and first["itinerary_basic_kind"] == "J"
+    assert float(first["dialogue_avg"]) == pytest.approx(42.0)
+    tex = (tmp_path / "figs" / "table2.tex").read_text(encoding="utf-8")
+    assert r"\first{" in tex and r"\second{" in tex and r"\third{" in tex
+    md = (tmp_path / "figs" / "table2.md").read_text(encoding="utf-8")
+    assert "Open-Source Large Language Models (1-8B)" in md
+    assert (tmp_path / "figs" / "table2_heatmap.png").stat().st_size > 10_000
+    compared = list(csv.DictReader((tmp_path / "figs" / "table2_vs_paper.csv").open(encoding="utf-8")))
+    qwen = [r for r in compared if r["model"] == "Qwen2-7B-Instruct" and r["column"] == "dialogue_base"]
+    assert qwen and float(qwen[0]["paper"]) == 39.28 and float(qwen[0]["difference"]) == pytest.approx(41 - 39.28)
+    assert all(r["variant"] == "sap" for r in compared)
+    audit = list(csv.DictReader((tmp_path / "figs" / "table2_paper_audit.csv").open(encoding="utf-8")))
+    assert any(r["model"] == "Claude-3.7" for r in audit)
+    assert len(column_order()) == 15
+    assert json.dumps(rows[0].values())
