@@ -28,12 +28,13 @@ def local_model(tmp_path_factory):
 
 @pytest.mark.slow
 def test_demo_instances_both_variants_on_the_local_model(local_model, tmp_path):
+    """The first demo instance of every subtask, both variants (the end-to-end workflow test runs them all)."""
     spec, model_file = local_model
     files = {}
     for variant in ("sap", "nosap"):
         for subtask in SUBTASK_KEYS:
             path = tmp_path / "prompts" / variant / f"{subtask}.jsonl"
-            write_prompts(read_instances(demo_instances_path(subtask)), variant, path)
+            write_prompts(read_instances(demo_instances_path(subtask))[:1], variant, path)
             files[(variant, subtask)] = path
     settings = GenerationSettings(
         concurrency=2, timeout_s=300, retries=1, max_new_tokens=dict.fromkeys(SUBTASK_KEYS, 24)
@@ -42,14 +43,14 @@ def test_demo_instances_both_variants_on_the_local_model(local_model, tmp_path):
     summary = generate_model(
         spec, files, tmp_path / "out", settings, tmp_path / "cache", model_file=str(model_file), server_log=log
     )
-    assert summary["sent"] == summary["requests"] == 66
+    assert summary["sent"] == summary["requests"] == 22
     for variant, subtask in files:
         records = read_jsonl(tmp_path / "out" / variant / f"{subtask}.jsonl")
-        assert len(records) == 3
+        assert len(records) == 1
         for record in records:
             assert record["response"].strip(), record["id"]
             assert record["finish_reason"] in ("stop", "length")
-            assert 0 < record["completion_tokens"] <= 24
+            assert 0 < record["completion_tokens"] <= 25  # the limit, plus the end-of-text token llama.cpp counts
             assert record["provenance"]["revision"] == spec["gguf"]["sha256"]
     assert "llama_cpp.server" in log.read_text(encoding="utf-8")
     again = generate_model(

@@ -176,3 +176,26 @@ def open_endpoint(
             handle.write(f"$ {shlex.join(command)}\n")
     with serve(command, ready, timeout, log_path):
         yield Endpoint(f"{base}/v1", name)
+
+
+class LazyEndpoint:
+    """An engine started on first use (only when some request is not cached) and stopped on exit."""
+
+    def __init__(
+        self, spec: dict[str, Any], model_file: str | None = None, log_path: Path | None = None, seed: int | None = None
+    ) -> None:
+        self._args = (spec, model_file, log_path, seed)
+        self._stack = contextlib.ExitStack()
+        self._endpoint: Endpoint | None = None
+
+    def __call__(self) -> Endpoint:
+        if self._endpoint is None:
+            spec, model_file, log_path, seed = self._args
+            self._endpoint = self._stack.enter_context(open_endpoint(spec, model_file, log_path, seed))
+        return self._endpoint
+
+    def __enter__(self) -> LazyEndpoint:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()

@@ -16,12 +16,13 @@ import logging
 import os
 import platform
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from h2htalk.generation.client import ChatClient, ChatRequest, ChatResult, RetryPolicy
-from h2htalk.generation.engines import Endpoint, open_endpoint
+from h2htalk.generation.engines import Endpoint, LazyEndpoint
 from h2htalk.io import iter_jsonl, write_jsonl_atomic
 from h2htalk.metrics.embedders import package_version
 from h2htalk.store import SqliteStore
@@ -191,14 +192,12 @@ def fetch_responses(
     requests: list[ChatRequest],
     cache: GenerationCache,
     settings: GenerationSettings,
-    *,
-    endpoint: Endpoint | None = None,
-    model_file: str | None = None,
-    server_log: Path | None = None,
+    endpoint: Endpoint | Callable[[], Endpoint],
 ) -> tuple[dict[str, dict[str, Any]], int, float]:
-    """Cached records for every request, sending only the missing ones (engine started only if needed).
+    """Cached records for every request, sending only the missing ones.
 
-    Returns (key -> record, how many were sent, seconds spent sending).
+    ``endpoint`` is a running endpoint, or a callable that provides one (a ``LazyEndpoint`` starts the
+    engine only if something is missing). Returns (key -> record, how many were sent, seconds sending).
     """
     unique = {r.key: r for r in requests}
     cached = cache.get_many(list(unique))
@@ -208,11 +207,7 @@ def fetch_responses(
     log.info("%s: %d requests, %d cached, %d to send", spec["name"], len(unique), len(cached), len(missing))
     started = time.perf_counter()
     if missing:
-        if endpoint is not None:
-            asyncio.run(_send(endpoint, missing, cache, settings))
-        else:
-            with open_endpoint(spec, model_file=model_file, log_path=server_log, seed=settings.seed) as opened:
-                asyncio.run(_send(opened, missing, cache, settings))
+        asyncio.run(_send(endpoint if isinstance(endpoint, Endpoint) else endpoint(), missing, cache, settings))
     return cache.get_many(list(unique)), len(missing), time.perf_counter() - started
 
 
@@ -252,9 +247,8 @@ def generate_model(
     cache = GenerationCache(cache_dir, spec["name"])
     try:
         requests = [r for job in jobs for r in job.requests]
-        cached, sent, seconds = fetch_responses(
-            spec, requests, cache, settings, endpoint=endpoint, model_file=model_file, server_log=server_log
-        )
+        with LazyEndpoint(spec, model_file, server_log, settings.seed) as lazy:
+            cached, sent, seconds = fetch_responses(spec, requests, cache, settings, endpoint or lazy)
         for job in jobs:
             write_jsonl_atomic(
                 job.out,

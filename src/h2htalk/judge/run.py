@@ -9,7 +9,7 @@ from typing import Any
 
 from h2htalk.errors import DataError
 from h2htalk.generation.client import ChatRequest
-from h2htalk.generation.engines import Endpoint
+from h2htalk.generation.engines import Endpoint, LazyEndpoint
 from h2htalk.generation.generate import (
     GenerationCache,
     GenerationSettings,
@@ -107,9 +107,8 @@ def judge_jobs(
     flat = [r for job in jobs for samples in requests[id(job)] for r in samples]
     cache = GenerationCache(cache_dir, judge_spec["name"])
     try:
-        cached, sent, seconds = fetch_responses(
-            judge_spec, flat, cache, settings, endpoint=endpoint, model_file=model_file, server_log=server_log
-        )
+        with LazyEndpoint(judge_spec, model_file, server_log, settings.seed) as lazy:
+            cached, sent, seconds = fetch_responses(judge_spec, flat, cache, settings, endpoint or lazy)
     finally:
         cache.close()
     identity = model_identity(judge_spec)
