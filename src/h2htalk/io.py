@@ -13,6 +13,9 @@ from typing import Any, BinaryIO
 
 from h2htalk.errors import DataError
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
 
 @contextlib.contextmanager
 def atomic_writer(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
@@ -24,6 +27,7 @@ def atomic_writer(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.chmod(tmp_name, 0o666 & ~_UMASK)  # mkstemp creates 0600; outputs get the usual permissions
     try:
         with os.fdopen(fd, "wb") as handle:
             yield handle

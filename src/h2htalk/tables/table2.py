@@ -47,7 +47,7 @@ def column_order() -> list[str]:
 
 @dataclass(frozen=True)
 class Cell:
-    value: float
+    value: float | None  # None: no item of the subtask has a score (e.g. no parseable judge answer)
     ci_low: float | None
     ci_high: float | None
     n: int
@@ -57,10 +57,11 @@ class Cell:
 def aggregate(cells: dict[str, Cell]) -> dict[str, float]:
     """Dimension averages (plain means) and Overall (item-count-weighted), from the subtask cells."""
     out: dict[str, float] = {}
+    present = {k for k, c in cells.items() if c.value is not None}
     for dimension, keys in dimension_columns():
-        if all(k in cells for k in keys):
+        if all(k in present for k in keys):
             out[f"{dimension}_avg"] = sum(cells[k].value for k in keys) / len(keys)
-    if all(k in cells for k in SUBTASK_COLUMNS):
+    if all(k in present for k in SUBTASK_COLUMNS):
         total = sum(cells[k].n for k in SUBTASK_COLUMNS)
         out["overall"] = sum(cells[k].value * cells[k].n for k in SUBTASK_COLUMNS) / total
     return out
@@ -76,7 +77,8 @@ class Row:
     cells: dict[str, Cell]
 
     def values(self) -> dict[str, float]:
-        return {**{k: c.value for k, c in self.cells.items()}, **aggregate(self.cells)}
+        present = {k: c.value for k, c in self.cells.items() if c.value is not None}
+        return {**present, **aggregate(self.cells)}
 
 
 def build_rows(summaries: Iterable[dict[str, Any]], registry: dict[str, dict[str, Any]]) -> list[Row]:
@@ -91,8 +93,9 @@ def build_rows(summaries: Iterable[dict[str, Any]], registry: dict[str, dict[str
         )
         kind = summary.get("kind", "S")
         value_key = "J" if kind == "J" else "S"
+        value = summary[value_key]
         row.cells[summary["subtask"]] = Cell(
-            float(summary[value_key]),
+            None if value is None else float(value),
             summary.get(f"{value_key}_ci_low"),
             summary.get(f"{value_key}_ci_high"),
             int(summary["n"]),
@@ -139,7 +142,9 @@ def table2(rows: Sequence[Row], caption_note: str = "") -> Table:
     display = ["group", "model", "variant", "embedder", *columns]
     notes = [
         "Avg: plain mean of the dimension's subtasks; Overall: mean of the 11 subtasks weighted by item counts.",
-        "Itinerary Basic/Middle/Advance: J = 0.6*S + 0.4*J_judge on one scale (x100) where judged, S otherwise.",
+        "Itinerary Basic/Middle/Advance: J = 0.6*S/20 + 0.4*J_judge on 0-5, shown x20; an empty cell means no item"
+        " had a parseable judge answer (those items are in results/review/queue.csv), so its Avg and Overall are"
+        " not computed.",
         r"LaTeX: \first, \second, \third mark the top three per size group; define them, e.g. "
         r"\newcommand{\first}[1]{\cellcolor{green!25}#1} with \usepackage[table]{xcolor}.",
     ]
