@@ -43,3 +43,4 @@ rule all:
         rules.table1.output,
         "results/data/curation_report.md",
         rules.table2.output,
+        instance_review_targets(),

@@ -13,6 +13,7 @@ import json
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -29,6 +30,8 @@ class StubState:
     faults: dict[str, list[str]] = field(default_factory=dict)
     delay_s: float = 0.0
     stall_s: float = 5.0
+    # content of a successful answer, from the user message (default: a deterministic echo)
+    responder: Callable[[str], str] = stub_answer
     retry_after: str = "1"
     requests: Counter[str] = field(default_factory=Counter)  # user message -> requests received
     answered: Counter[str] = field(default_factory=Counter)  # user message -> successful answers
@@ -116,7 +119,7 @@ def make_handler(state: StubState) -> type[BaseHTTPRequestHandler]:
                 else [
                     {
                         "index": 0,
-                        "message": {"role": "assistant", "content": stub_answer(user)},
+                        "message": {"role": "assistant", "content": state.responder(user)},
                         "finish_reason": "stop",
                     }
                 ]

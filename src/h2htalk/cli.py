@@ -154,6 +154,70 @@ def cmd_instances(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reconstruct(args: argparse.Namespace) -> int:
+    import json
+
+    from h2htalk.config import load_registry, runnable_problem
+    from h2htalk.generation.generate import GenerationSettings
+    from h2htalk.io import write_json_atomic, write_jsonl_atomic
+    from h2htalk.reconstruct import (
+        ReconstructSettings,
+        apply_decisions,
+        read_review_decisions,
+        reconstruct_subtask,
+        write_review_csv,
+    )
+
+    _from_config(
+        args,
+        {
+            "registry": lambda c: c["model_registry"],
+            "settings": lambda c: json.dumps(c["generation"]),
+            "reconstruct_settings": lambda c: json.dumps(c["instances"]["reconstruct"]),
+        },
+    )
+    registry = load_registry(args.registry or "config/models.yaml")
+    options = json.loads(args.reconstruct_settings) if args.reconstruct_settings else {}
+    names = [options.get("generator", "qwen2.5-coder-0.5b-instruct-q4km"), *options.get("judges", [])]
+    for name in names:
+        if name not in registry:
+            raise H2HTalkError(f"model {name!r} is not in the registry")
+        if problem := runnable_problem(registry[name]):
+            raise H2HTalkError(problem)
+    generator, judges = registry[names[0]], [registry[n] for n in names[1:]] or [registry[names[0]]]
+    model_files = dict(item.split("=", 1) for item in args.model_file or [])
+    kept, review, report = reconstruct_subtask(
+        args.subtask,
+        Path(args.curated),
+        generator,
+        judges,
+        GenerationSettings.from_config(json.loads(args.settings) if args.settings else {}),
+        ReconstructSettings.from_config(options),
+        Path(args.cache_dir),
+        model_files,
+        Path(args.server_logs) if args.server_logs else None,
+    )
+    decisions = read_review_decisions(args.decisions or [])
+    kept = apply_decisions(kept, review, decisions)
+    report["kept_after_review"] = len(kept)
+    report["review_imports"] = sorted({d["file"] for d in decisions.values()})
+    write_jsonl_atomic(args.out, kept)
+    write_review_csv(review, Path(args.review))
+    write_json_atomic(args.report, report)
+    print(
+        f"{args.subtask}: sampled {report['sampled']}, kept {len(kept)}, flagged {report['flagged']}, "
+        f"failed {report['failed']} -> {args.out}"
+    )
+    return 0
+
+
+def cmd_join_csv(args: argparse.Namespace) -> int:
+    from h2htalk.io import join_csv
+
+    print(f"{join_csv(args.files, args.out)} rows -> {args.out}")
+    return 0
+
+
 def cmd_validate_instances(args: argparse.Namespace) -> int:
     from h2htalk.instances import read_instances
 
@@ -481,6 +545,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--file", help="instance file, for --source file")
     p.add_argument("--out", required=True)
     p.set_defaults(handler=cmd_instances)
+
+    p = sub.add_parser("reconstruct", help="rebuild one subtask's inputs from its references, verified by vote")
+    p.add_argument("--subtask", required=True, choices=SUBTASK_KEYS)
+    p.add_argument("--curated", required=True, help="the curated references of the subtask (JSONL)")
+    p.add_argument("--config", help="take unset options from this config file")
+    p.add_argument("--registry")
+    p.add_argument("--settings", help="JSON of the config's generation section (client settings)")
+    p.add_argument("--reconstruct-settings", help="JSON of the config's instances.reconstruct section")
+    p.add_argument("--model-file", action="append", help="NAME=PATH of a GGUF file for a llamacpp model")
+    p.add_argument("--cache-dir", default="results/cache/reconstruct")
+    p.add_argument("--server-logs", help="folder for the engines' server logs")
+    p.add_argument("--decisions", action="append", help="filled-in review CSV to import (repeatable)")
+    p.add_argument("--out", required=True)
+    p.add_argument("--report", required=True)
+    p.add_argument("--review", required=True, help="CSV of flagged and failed items for people to decide")
+    p.set_defaults(handler=cmd_reconstruct)
+
+    p = sub.add_parser("join-csv", help="concatenate CSV files that share a header")
+    p.add_argument("files", nargs="+")
+    p.add_argument("--out", required=True)
+    p.set_defaults(handler=cmd_join_csv)
 
     p = sub.add_parser("validate-instances", help="check instance files against the instance schema")
     p.add_argument("files", nargs="+")

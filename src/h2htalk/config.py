@@ -112,9 +112,13 @@ def _cross_checks(config: dict[str, Any]) -> list[str]:
             registry = load_registry(config["model_registry"])
         except ConfigError as exc:
             return [str(exc)]
-        judge = config.get("judge", {}).get("model")
-        if judge and judge not in registry:
-            problems.append(f"key 'judge.model': {judge!r} is not in {config['model_registry']}")
+        named = [("judge.model", config.get("judge", {}).get("model"))]
+        reconstruct = config.get("instances", {}).get("reconstruct", {})
+        named.append(("instances.reconstruct.generator", reconstruct.get("generator")))
+        named += [(f"instances.reconstruct.judges[{i}]", n) for i, n in enumerate(reconstruct.get("judges", []))]
+        for key, name in named:
+            if name and name not in registry:
+                problems.append(f"key {key!r}: {name!r} is not in {config['model_registry']}")
         for index, name in enumerate(config["models"]):
             if name not in registry:
                 close = difflib.get_close_matches(name, list(registry), n=1)

@@ -110,3 +110,30 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def join_csv(paths: Iterable[str | os.PathLike[str]], out: str | os.PathLike[str]) -> int:
+    """Concatenate CSV files that share one header; return the number of data rows."""
+    import csv
+    import io as _io
+
+    header: list[str] | None = None
+    buffer = _io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    rows = 0
+    for path in paths:
+        with open(path, encoding="utf-8", newline="") as handle:
+            reader = csv.reader(handle)
+            this = next(reader, None)
+            if this is None:
+                continue
+            if header is None:
+                header = this
+                writer.writerow(header)
+            elif this != header:
+                raise DataError(f"{path}: header differs from the first file's")
+            for row in reader:
+                writer.writerow(row)
+                rows += 1
+    write_text_atomic(out, buffer.getvalue())
+    return rows

@@ -1,0 +1,209 @@
+"""Reconstructing and verifying the released references' inputs."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from h2htalk.config import load_registry
+from h2htalk.errors import DataError
+from h2htalk.generation.generate import GenerationSettings
+from h2htalk.instances import check_instance
+from h2htalk.io import write_jsonl_atomic
+from h2htalk.reconstruct import (
+    ReconstructSettings,
+    apply_decisions,
+    parse_fields,
+    parse_vote,
+    read_review_decisions,
+    reconstruct_subtask,
+    sample_references,
+    write_review_csv,
+)
+
+from .conftest import REPO_ROOT
+from .openai_stub import StubServer
+
+FIELDS = {"your_current_schedule": "遥斗在阳台给绿萝换盆，手上沾满泥土。", "user_feedback": "你居然会养花？（惊讶）"}
+SETTINGS = GenerationSettings(concurrency=2, timeout_s=10, retries=1, backoff_base_s=0.01, backoff_max_s=0.02)
+
+
+def curated(tmp_path: Path, n: int = 4) -> Path:
+    path = tmp_path / "itinerary_response.jsonl"
+    records = [
+        {"id": f"itinerary_response-{i:05d}", "subtask": "itinerary_response", "text": f"“第{i}句：是你上次说的呀~”",
+         "kept": i != 3, "flags": [], "source": {"file": "itinerary_feedback.jsonl", "commit": "c" * 40, "line": i}}
+        for i in range(1, n + 1)
+    ]  # fmt: skip
+    write_jsonl_atomic(path, records)
+    return path
+
+
+def stub_spec(name: str, base_url: str) -> dict:
+    return {"name": name, "engine": "api", "display_name": name,
+            "api": {"base_url": base_url, "model": name, "api_key_env": "STUB_KEY"}}  # fmt: skip
+
+
+def responder(fields=FIELDS, vote=True, bad_for=(), bad_first_for=()):
+    seen: dict[str, int] = {}
+
+    def answer(user: str) -> str:
+        if "反推出" in user:
+            seen[user] = seen.get(user, 0) + 1
+            if any(tag in user for tag in bad_for):
+                return "好的，这是输入：{不是JSON"
+            if any(tag in user for tag in bad_first_for) and seen[user] == 1:
+                return '{"your_current_schedule": "只有一个字段"}'
+            return "```json\n" + json.dumps(fields, ensure_ascii=False) + "\n```"
+        return json.dumps({"reason": "合理", "plausible": vote(user) if callable(vote) else vote}, ensure_ascii=False)
+
+    return answer
+
+
+@pytest.fixture(autouse=True)
+def stub_key(monkeypatch):
+    monkeypatch.setenv("STUB_KEY", "stub-key")
+
+
+DEFAULT_OPTIONS = ReconstructSettings(votes=3, max_attempts=3)
+
+
+def run(tmp_path, state, options=DEFAULT_OPTIONS):
+    spec = stub_spec("stub-generator", state.base_url)
+    return reconstruct_subtask(
+        "itinerary_response", curated(tmp_path), spec, [spec], SETTINGS, options, tmp_path / "cache", {}
+    )
+
+
+def test_reconstructed_instances_are_valid_and_carry_provenance(tmp_path):
+    with StubServer() as state:
+        state.responder = responder()
+        kept, review, report = run(tmp_path, state)
+    assert [i["id"] for i in kept] == [
+        "itinerary_response-00001",
+        "itinerary_response-00002",
+        "itinerary_response-00004",
+    ]
+    assert review == [] and report["kept"] == 3 and report["sampled"] == 3  # item 3 was not kept by curation
+    for instance in kept:
+        check_instance(instance, instance["id"])
+        assert instance["fields"] == FIELDS and instance["source"]["kind"] == "upstream"
+        assert instance["provenance"]["attempts"] == 1
+        assert [v["plausible"] for v in instance["provenance"]["votes"]] == [True, True, True]
+        assert len(instance["provenance"]["prompt_sha256"]["user"]) == 64
+
+
+def test_invalid_json_is_retried_a_bounded_number_of_times_then_flagged(tmp_path):
+    with StubServer() as state:
+        state.responder = responder(bad_for=("第1句",), bad_first_for=("第2句",))
+        kept, review, report = run(tmp_path, state)
+        recon_requests = {u: n for u, n in state.requests.items() if "反推出" in u}
+    failed = [r for r in review if r["status"] == "reconstruction_failed"]
+    assert [r["id"] for r in failed] == ["itinerary_response-00001"]
+    assert "attempt 3" in failed[0]["reasons"] and "no JSON object" in failed[0]["reasons"]
+    second = next(i for i in kept if i["id"] == "itinerary_response-00002")
+    assert second["provenance"]["attempts"] == 2  # the first answer lacked a field, the retry was fine
+    assert report["failed"] == 1 and report["attempts"] == {"1": 1, "2": 1, "3": 1}
+    assert sorted(recon_requests.values()) == [1, 2, 3]  # three tries at most, each with a new seed
+
+
+def test_split_and_rejected_votes_go_to_review(tmp_path):
+    counter = {"n": 0}
+
+    def vote(user: str) -> bool:
+        if "第1句" in user:
+            return False
+        counter["n"] += 1
+        return "第2句" not in user or counter["n"] % 2 == 0
+
+    with StubServer() as state:
+        state.responder = responder(vote=vote)
+        kept, review, report = run(tmp_path, state, ReconstructSettings(votes=2, max_attempts=1))
+    statuses = {r["id"]: r["status"] for r in review}
+    assert statuses["itinerary_response-00001"] == "rejected"
+    assert statuses.get("itinerary_response-00002") == "split"
+    assert [i["id"] for i in kept] == ["itinerary_response-00004"]
+    assert report["flagged"] == 2
+
+
+def test_rerun_resumes_from_the_cache(tmp_path):
+    with StubServer() as state:
+        state.responder = responder()
+        run(tmp_path, state)
+        first = sum(state.requests.values())
+        kept, _, _ = run(tmp_path, state)
+        assert sum(state.requests.values()) == first  # nothing sent again
+    assert len(kept) == 3
+
+
+def test_review_import_round_trip(tmp_path):
+    with StubServer() as state:
+        state.responder = responder(bad_for=("第1句",))
+        kept, review, _ = run(tmp_path, state, ReconstructSettings(votes=1, max_attempts=1))
+    path = tmp_path / "review.csv"
+    write_review_csv(review, path)
+    rows = list(csv.DictReader(path.open(encoding="utf-8")))
+    assert rows[0]["status"] == "reconstruction_failed" and rows[0]["fields"] == ""
+    rows[0]["decision"], rows[0]["reviewer"] = "keep", "annotator-7"
+    rows[0]["fields"] = json.dumps(FIELDS, ensure_ascii=False)
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    decisions = read_review_decisions([path])
+    merged = apply_decisions(kept, review, decisions)
+    added = next(i for i in merged if i["id"] == "itinerary_response-00001")
+    assert added["fields"] == FIELDS
+    assert added["provenance"]["human_review"]["reviewer"] == "annotator-7"
+    assert len(merged) == len(kept) + 1
+    rows[0]["decision"] = "maybe"
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    with pytest.raises(DataError, match="decision must be keep or drop"):
+        read_review_decisions([path])
+
+
+def test_parsers():
+    answer = '说明：{"itinerary": "上午开会", "specific_arrangements": "14:00 写生"}'
+    assert parse_fields(answer, "itinerary_advanced") == {
+        "itinerary": "上午开会",
+        "specific_arrangements": "14:00 写生",
+    }
+    with pytest.raises(ValueError):
+        parse_fields("没有JSON", "itinerary_middle")
+    assert parse_vote('{"plausible": "false", "reason": "答非所问"}') == (False, "答非所问")
+    assert parse_vote("我觉得可以")[0] is None
+
+
+def test_sample_is_seeded_and_kept_only():
+    records = [{"id": str(i), "kept": i % 5 != 0} for i in range(40)]
+    a = sample_references(records, 5, 7, "dialogue_base")
+    assert a == sample_references(records, 5, 7, "dialogue_base")
+    assert a != sample_references(records, 5, 8, "dialogue_base")
+    assert all(r["kept"] for r in a) and len(a) == 5
+
+
+@pytest.mark.slow
+def test_real_local_model_on_a_small_sample(tmp_path):
+    """The stage with the real local model: whatever the tiny model answers, nothing crashes or is dropped."""
+    from h2htalk.generation.provision import provision_gguf
+
+    registry = load_registry(REPO_ROOT / "config" / "models.yaml")
+    spec = registry["qwen2.5-coder-0.5b-instruct-q4km"]
+    model = tmp_path / "model.gguf"
+    provision_gguf(spec["gguf"], model)
+    options = ReconstructSettings(votes=1, max_attempts=2, sample_per_subtask=2, max_tokens=160)
+    kept, review, report = reconstruct_subtask(
+        "itinerary_response", curated(tmp_path), spec, [spec], GenerationSettings(concurrency=1, timeout_s=300),
+        options, tmp_path / "cache", {spec["name"]: str(model)}, tmp_path / "logs",
+    )  # fmt: skip
+    assert report["sampled"] == 2
+    assert report["kept"] + report["flagged"] + report["failed"] == 2
+    assert len(kept) + len(review) == 2
+    for instance in kept:
+        check_instance(instance, instance["id"])
