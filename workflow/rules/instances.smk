@@ -2,85 +2,92 @@
 # for each (variant, subtask).
 
 
+RECONSTRUCT = config["instances"]["reconstruct"]
+RECONSTRUCT_MODELS = list(dict.fromkeys([RECONSTRUCT["generator"], *RECONSTRUCT["judges"]]))
+LOCAL_RECONSTRUCT_MODELS = [m for m in RECONSTRUCT_MODELS if MODELS[m]["engine"] == "llamacpp"]
+
+
 def instance_source_file(wildcards):
-    if config["instances"]["source"] == "file":
+    source = config["instances"]["source"]
+    if source == "file":
         return config["instances"]["files"][wildcards.subtask]
+    if source == "reconstructed":
+        return f"results/reconstructed/{wildcards.subtask}.jsonl"
     return str(demo_instances_path(wildcards.subtask))
 
 
-if config["instances"]["source"] == "reconstructed":
-    RECONSTRUCT = config["instances"]["reconstruct"]
-    RECONSTRUCT_MODELS = list(dict.fromkeys([RECONSTRUCT["generator"], *RECONSTRUCT["judges"]]))
-    LOCAL_RECONSTRUCT_MODELS = [m for m in RECONSTRUCT_MODELS if MODELS[m]["engine"] == "llamacpp"]
+rule instances:
+    input:
+        instance_source_file,
+    output:
+        f"{INSTANCES_DIR}/{{subtask}}.jsonl",
+    params:
+        source="demo" if config["instances"]["source"] == "demo" else "file",
+    log:
+        f"{LOG_DIR}/instances/{{subtask}}.log",
+    resources:
+        mem_mb=500,
+        runtime=5,
+    conda:
+        "../../envs/data.yaml"
+    shell:
+        "{H2HTALK} instances --subtask {wildcards.subtask} --source {params.source} --file {input:q}"
+        " --out {output} > {log} 2>&1"
 
-    rule instances:
-        input:
-            curated=f"{CURATED_DIR}/{{subtask}}.jsonl",
-            model_files=expand("results/models/{model}.gguf", model=LOCAL_RECONSTRUCT_MODELS),
-            decisions=config["instances"]["review_imports"],
-        output:
-            instances=f"{INSTANCES_DIR}/{{subtask}}.jsonl",
-            report=f"{INSTANCES_DIR}/{{subtask}}.report.json",
-            review="results/review/instances/{subtask}.csv",
-        params:
-            registry=config["model_registry"],
-            settings=shlex.quote(json.dumps(config["generation"])),
-            options=shlex.quote(json.dumps(RECONSTRUCT)),
-            model_files=" ".join(
-                f"--model-file {m}=results/models/{m}.gguf" for m in LOCAL_RECONSTRUCT_MODELS
-            ),
-            decisions=lambda wc, input: " ".join(f"--decisions {shlex.quote(p)}" for p in input.decisions),
-        log:
-            f"{LOG_DIR}/instances/{{subtask}}.log",
-        threads: workflow.cores
-        resources:
-            mem_mb=4000,
-            runtime=720,
-            gpu=max([MODELS[m].get("gpus", 0) for m in RECONSTRUCT_MODELS]),
-        conda:
-            "../../envs/generation.yaml"
-        shell:
-            "{H2HTALK} reconstruct --subtask {wildcards.subtask} --curated {input.curated}"
-            " --registry {params.registry} --settings {params.settings} --reconstruct-settings {params.options}"
-            " {params.model_files} --cache-dir {RECONSTRUCT[cache_dir]}"
-            " --server-logs {LOG_DIR}/instances/{wildcards.subtask}.servers"
-            " {params.decisions} --out {output.instances} --report {output.report} --review {output.review}"
-            " > {log} 2>&1"
 
-    rule instances_review:
-        input:
-            expand("results/review/instances/{subtask}.csv", subtask=SUBTASKS),
-        output:
-            "results/review/instances.csv",
-        log:
-            f"{LOG_DIR}/instances/review.log",
-        resources:
-            mem_mb=500,
-            runtime=5,
-        conda:
-            "../../envs/data.yaml"
-        shell:
-            "{H2HTALK} join-csv {input} --out {output} > {log} 2>&1"
+rule reconstruct_instances:
+    input:
+        curated=f"{CURATED_DIR}/{{subtask}}.jsonl",
+        model_files=expand("results/models/{model}.gguf", model=LOCAL_RECONSTRUCT_MODELS),
+        decisions=config["instances"]["review_imports"],
+    output:
+        instances="results/reconstructed/{subtask}.jsonl",
+        report="results/reconstructed/{subtask}.report.json",
+        review="results/review/instances/{subtask}.csv",
+    params:
+        registry=config["model_registry"],
+        settings=shlex.quote(json.dumps(config["generation"])),
+        options=shlex.quote(json.dumps(RECONSTRUCT)),
+        model_files=" ".join(f"--model-file {m}=results/models/{m}.gguf" for m in LOCAL_RECONSTRUCT_MODELS),
+        decisions=lambda wc, input: " ".join(f"--decisions {shlex.quote(p)}" for p in input.decisions),
+    log:
+        f"{LOG_DIR}/reconstructed/{{subtask}}.log",
+    threads: workflow.cores
+    resources:
+        mem_mb=4000,
+        runtime=720,
+        gpu=max(MODELS[m].get("gpus", 0) for m in RECONSTRUCT_MODELS),
+    conda:
+        "../../envs/generation.yaml"
+    shell:
+        "{H2HTALK} reconstruct --subtask {wildcards.subtask} --curated {input.curated}"
+        " --registry {params.registry} --settings {params.settings} --reconstruct-settings {params.options}"
+        " {params.model_files} --cache-dir {RECONSTRUCT[cache_dir]}"
+        " --server-logs {LOG_DIR}/reconstructed/{wildcards.subtask}.servers"
+        " {params.decisions} --out {output.instances} --report {output.report} --review {output.review}"
+        " > {log} 2>&1"
 
-else:
 
-    rule instances:
-        input:
-            instance_source_file,
-        output:
-            f"{INSTANCES_DIR}/{{subtask}}.jsonl",
-        params:
-            source=config["instances"]["source"],
-        log:
-            f"{LOG_DIR}/instances/{{subtask}}.log",
-        resources:
-            mem_mb=500,
-            runtime=5,
-        conda:
-            "../../envs/data.yaml"
-        shell:
-            "{H2HTALK} instances --subtask {wildcards.subtask} --source {params.source} --file {input:q}"
-            " --out {output} > {log} 2>&1"
+rule instances_review:
+    input:
+        expand("results/review/instances/{subtask}.csv", subtask=SUBTASKS),
+    output:
+        "results/review/instances.csv",
+    log:
+        f"{LOG_DIR}/reconstructed/review.log",
+    resources:
+        mem_mb=500,
+        runtime=5,
+    conda:
+        "../../envs/data.yaml"
+    shell:
+        "{H2HTALK} join-csv {input} --out {output} > {log} 2>&1"
+
+
+rule reconstruct:
+    input:
+        expand("results/reconstructed/{subtask}.report.json", subtask=SUBTASKS),
+        "results/review/instances.csv",
 
 
 def instance_review_targets():
