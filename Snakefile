@@ -43,4 +43,6 @@ rule all:
         rules.table1.output,
         "results/data/curation_report.md",
         rules.table2.output,
+        rules.calibration.output if "baseline-random-reference" in config["baselines"]
+        and "baseline-oracle" in config["baselines"] else [],
         instance_review_targets(),

@@ -138,6 +138,7 @@ def test_laptop_default_end_to_end(checkout, synthetic_release):
     config["generation"]["max_new_tokens"] = dict.fromkeys(config["generation"]["max_new_tokens"], 24)
     config["judge"].update({"samples": 1, "max_tokens": 96})
     config["scoring"]["bootstrap"]["resamples"] = 200
+    config["baselines"] = ["baseline-random-reference", "baseline-oracle"]
     (checkout / "config" / "e2e.yaml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
     result = snakemake(checkout, "--configfile", "config/e2e.yaml", timeout=1800)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]

@@ -293,6 +293,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         model_file=args.model_file,
         server_log=Path(args.server_log) if args.server_log else None,
         endpoint=endpoint,
+        instances_dir=args.instances_dir,
     )
     if args.summary:
         write_json_atomic(args.summary, summary)
@@ -397,6 +398,14 @@ def cmd_table2(args: argparse.Namespace) -> int:
     _require(args, "registry", "paper", "paper_counts")
     write_table2(args.summaries, args.registry, args.paper, args.paper_counts, args.out, args.compare_variant)
     print(f"wrote {args.out}.csv, .md, .tex, _heatmap.png, _vs_paper.csv, _paper_audit.csv")
+    return 0
+
+
+def cmd_calibration(args: argparse.Namespace) -> int:
+    from h2htalk.tables.calibration import write_calibration
+
+    rows = write_calibration(args.summaries, args.floor_items, args.out)
+    print(f"{len(rows)} rows -> {args.out}.md, {args.out}.csv")
     return 0
 
 
@@ -590,6 +599,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help="take unset options from this config file")
     p.add_argument("--settings", help="JSON of the config's generation section")
     p.add_argument("--prompts-dir", default="results/prompts")
+    p.add_argument("--instances-dir", default="results/instances", help="read by baselines (engine baseline)")
     p.add_argument("--variant", action="append", choices=["sap", "nosap"], help="repeatable (default both)")
     p.add_argument("--subtask", action="append", choices=SUBTASK_KEYS, help="repeatable (default all)")
     p.add_argument("--out-dir", required=True, help="writes OUT_DIR/{variant}/{subtask}.jsonl")
@@ -654,6 +664,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--compare-variant", default="sap", help="variant compared with the paper (default sap)")
     p.add_argument("--out", default="paper_figures/table2", help="output path without extension")
     p.set_defaults(handler=cmd_table2)
+
+    p = sub.add_parser("calibration", help="chance floor, oracle, rescaled scores and unrelated-pair SS")
+    p.add_argument("summaries", nargs="+", help="score and J summaries (JSON), baselines included")
+    p.add_argument("--floor-items", nargs="+", default=[], help="per-item scores of the random-reference baseline")
+    p.add_argument("--out", default="paper_figures/calibration", help="output path without extension")
+    p.set_defaults(handler=cmd_calibration)
 
     p = sub.add_parser("score", help="score generation records against references")
     p.add_argument("--generations", required=True, help="JSONL of {id, response}")

@@ -119,6 +119,9 @@ def _cross_checks(config: dict[str, Any]) -> list[str]:
         for key, name in named:
             if name and name not in registry:
                 problems.append(f"key {key!r}: {name!r} is not in {config['model_registry']}")
+        for index, name in enumerate(config.get("baselines", [])):
+            if name not in registry or registry[name]["engine"] != "baseline":
+                problems.append(f"key 'baselines[{index}]': {name!r} is not a baseline in {config['model_registry']}")
         for index, name in enumerate(config["models"]):
             if name not in registry:
                 close = difflib.get_close_matches(name, list(registry), n=1)

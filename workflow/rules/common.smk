@@ -17,6 +17,7 @@ H2HTALK = f"PYTHONPATH={Path(workflow.basedir) / 'src'} {_PYTHON} -m h2htalk"
 SUBTASKS = list(config["subtasks"])
 VARIANTS = list(config["variants"])
 MODELS = load_registry(config["model_registry"])
+RUN_MODELS = [*config["models"], *config["baselines"]]  # everything that gets generations, scores, rows
 UPSTREAM_DIR = "results/data/upstream"
 CURATED_DIR = "results/data/curated"
 INSTANCES_DIR = "results/instances"

@@ -24,6 +24,13 @@ def model_file(wildcards):
     return [f"results/models/{wildcards.model}.gguf"] if engine == "llamacpp" else []
 
 
+def baseline_instances(wildcards):
+    """Baselines answer from the instances (references, inputs) instead of a model."""
+    if MODELS[wildcards.model]["engine"] != "baseline":
+        return []
+    return expand(f"{INSTANCES_DIR}/{{subtask}}.jsonl", subtask=SUBTASKS)
+
+
 def model_resource(key, default):
     return lambda wildcards: MODELS[wildcards.model].get("resources", {}).get(key, default)
 
@@ -32,6 +39,7 @@ rule generate:
     input:
         prompts=expand("results/prompts/{variant}/{subtask}.jsonl", variant=VARIANTS, subtask=SUBTASKS),
         model_file=model_file,
+        instances=baseline_instances,
     output:
         responses=expand(
             "results/generations/{{model}}/{variant}/{subtask}.jsonl", variant=VARIANTS, subtask=SUBTASKS
@@ -57,11 +65,12 @@ rule generate:
         "../../envs/generation.yaml"
     shell:
         "{H2HTALK} generate --model {wildcards.model} --registry {params.registry} --settings {params.settings}"
-        " --prompts-dir results/prompts {params.selection} --out-dir results/generations/{wildcards.model}"
+        " --prompts-dir results/prompts --instances-dir {INSTANCES_DIR} {params.selection}"
+        " --out-dir results/generations/{wildcards.model}"
         " --cache-dir {params.cache_dir} {params.model_file} --server-log {log.server}"
         " --summary {output.summary} > {log.main} 2>&1"
 
 
 rule generations:
     input:
-        expand("results/generations/{model}/run.json", model=config["models"]),
+        expand("results/generations/{model}/run.json", model=RUN_MODELS),

@@ -79,7 +79,7 @@ rule review_queue:
         expand(
             "results/judged/{embedder}/{model}/{variant}/{subtask}.items.jsonl",
             embedder=config["scoring"]["embedders"][:1],
-            model=config["models"],
+            model=RUN_MODELS,
             variant=VARIANTS,
             subtask=JUDGED,
         ),

@@ -36,7 +36,7 @@ rule scores:
         expand(
             "results/scores/{embedder}/{model}/{variant}/{subtask}.summary.json",
             embedder=config["scoring"]["embedders"],
-            model=config["models"],
+            model=RUN_MODELS,
             variant=VARIANTS,
             subtask=SUBTASKS,
         ),

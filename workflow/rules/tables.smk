@@ -24,7 +24,7 @@ def table2_summaries(wildcards):
     """Per (embedder, model, variant, subtask): the J summary for judged subtasks, the S summary otherwise."""
     paths = []
     for embedder in config["scoring"]["embedders"]:
-        for model in config["models"]:
+        for model in RUN_MODELS:
             for variant in VARIANTS:
                 for subtask in SUBTASKS:
                     stage = "judged" if subtask in JUDGED else "scores"
@@ -56,3 +56,26 @@ rule table2:
     shell:
         "{H2HTALK} table2 {input.summaries} --registry {input.registry} --paper {input.paper}"
         " --paper-counts {input.paper_counts} --out paper_figures/table2 > {log} 2>&1"
+
+
+rule calibration:
+    input:
+        summaries=table2_summaries,
+        floor_items=expand(
+            "results/scores/{embedder}/baseline-random-reference/sap/{subtask}.items.jsonl",
+            embedder=config["scoring"]["embedders"],
+            subtask=SUBTASKS,
+        ),
+    output:
+        md="paper_figures/calibration.md",
+        csv="paper_figures/calibration.csv",
+    log:
+        f"{LOG_DIR}/tables/calibration.log",
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../../envs/figures.yaml"
+    shell:
+        "{H2HTALK} calibration {input.summaries} --floor-items {input.floor_items}"
+        " --out paper_figures/calibration > {log} 2>&1"

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from h2htalk.generation.baselines import baseline_responses
 from h2htalk.generation.client import ChatClient, ChatRequest, ChatResult, RetryPolicy
 from h2htalk.generation.engines import Endpoint, LazyEndpoint
 from h2htalk.io import iter_jsonl, write_jsonl_atomic
@@ -72,7 +73,7 @@ def model_identity(spec: dict[str, Any]) -> dict[str, Any]:
     return {
         "name": spec["name"],
         "engine": spec["engine"],
-        "model_id": spec.get("hf_id") or spec.get("api", {}).get("model"),
+        "model_id": spec.get("hf_id") or spec.get("api", {}).get("model") or spec.get("baseline", {}).get("kind"),
         "revision": spec.get("revision") or spec.get("gguf", {}).get("sha256"),
         "lora": (spec.get("lora") or {}).get("path"),
     }
@@ -238,11 +239,14 @@ def generate_model(
     model_file: str | None = None,
     server_log: Path | None = None,
     endpoint: Endpoint | None = None,
+    instances_dir: str | os.PathLike[str] = "results/instances",
 ) -> dict[str, Any]:
     """Generate every missing response, then write one output file per (variant, subtask).
 
     ``endpoint`` skips the engine (an already running server). Returns a run summary.
     """
+    if spec["engine"] == "baseline":
+        return _baseline_outputs(spec, prompt_files, Path(out_dir), instances_dir, settings)
     jobs = load_jobs(spec, prompt_files, Path(out_dir), settings)
     cache = GenerationCache(cache_dir, spec["name"])
     try:
@@ -257,3 +261,38 @@ def generate_model(
     finally:
         cache.close()
     return run_summary(spec, len({r.key for r in requests}), sent, seconds, settings)
+
+
+def _baseline_outputs(
+    spec: dict[str, Any],
+    prompt_files: dict[tuple[str, str], Path],
+    out_dir: Path,
+    instances_dir: str | os.PathLike[str],
+    settings: GenerationSettings,
+) -> dict[str, Any]:
+    """Answers of a baseline (no language model): same records, same path through scoring and tables."""
+    kind, seed = spec["baseline"]["kind"], spec["baseline"].get("seed", 13)
+    count = 0
+    for variant, subtask in sorted(prompt_files):
+        instances = [r for _, r in iter_jsonl(Path(instances_dir) / f"{subtask}.jsonl")]
+        responses = baseline_responses(kind, instances, seed, subtask)
+        records = [
+            {
+                "id": instance["id"],
+                "response": response,
+                "finish_reason": "baseline",
+                "prompt_tokens": None,
+                "completion_tokens": None,
+                "latency_s": 0.0,
+                "provenance": {
+                    **model_identity(spec),
+                    "display_name": spec["display_name"],
+                    "baseline": kind,
+                    "seed": seed,
+                },
+            }
+            for instance, response in zip(instances, responses, strict=True)
+        ]
+        write_jsonl_atomic(out_dir / variant / f"{subtask}.jsonl", records)
+        count += len(records)
+    return run_summary(spec, count, 0, 0.0, settings)

@@ -1,0 +1,123 @@
+"""Calibration: what does a score of 40 mean? Chance floor, oracle ceiling, rescaled model scores, SS spread.
+
+Per embedder and subtask: the floor is the random-reference baseline's mean S (a real answer to another
+item), the ceiling the oracle's (the reference itself, 100 when everything works); each model's score is
+rescaled to (score - floor) / (oracle - floor). The SS of unrelated pairs (the random-reference items) shows
+how much an embedder gives for nothing: it differs a lot between BGE-M3 and a CPU embedder.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from h2htalk.io import iter_jsonl, read_json, write_text_atomic
+from h2htalk.subtasks import SUBTASKS
+from h2htalk.tables.render import Table
+
+FLOOR = "baseline-random-reference"
+CEILING = "baseline-oracle"
+
+
+def calibration_rows(summaries: Iterable[dict[str, Any]], variant: str = "sap") -> list[dict[str, Any]]:
+    """One row per (embedder, subtask, model): score, floor, oracle and the rescaled score."""
+    table: dict[tuple[str, str], dict[str, float]] = {}
+    for summary in summaries:
+        if summary["variant"] != variant:
+            continue
+        value = summary.get("J" if summary.get("kind") == "J" else "S")
+        if value is not None:
+            table.setdefault((summary["embedder"], summary["subtask"]), {})[summary["model"]] = float(value)
+    rows = []
+    for (embedder, subtask), scores in sorted(table.items()):
+        floor, ceiling = scores.get(FLOOR), scores.get(CEILING)
+        for model, score in sorted(scores.items()):
+            rescaled = None
+            if floor is not None and ceiling is not None and ceiling - floor > 1e-9:
+                rescaled = (score - floor) / (ceiling - floor)
+            rows.append(
+                {
+                    "embedder": embedder,
+                    "subtask": subtask,
+                    "model": model,
+                    "variant": variant,
+                    "score": score,
+                    "floor": floor,
+                    "oracle": ceiling,
+                    "rescaled": rescaled,
+                }
+            )
+    return rows
+
+
+def unrelated_ss(item_files: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any]]:
+    """SS of unrelated pairs (random-reference items) per embedder: mean and 5th/95th percentiles."""
+    by_embedder: dict[str, list[float]] = {}
+    for path in item_files:
+        embedder = Path(path).parts[-4]  # results/scores/{embedder}/{model}/{variant}/{subtask}.items.jsonl
+        by_embedder.setdefault(embedder, []).extend(float(r["ss"]) for _, r in iter_jsonl(path))
+    out = []
+    for embedder, values in sorted(by_embedder.items()):
+        data = np.array(values)
+        out.append(
+            {
+                "embedder": embedder,
+                "pairs": int(data.size),
+                "ss_mean": float(data.mean()),
+                "ss_p5": float(np.percentile(data, 5)),
+                "ss_p95": float(np.percentile(data, 95)),
+            }
+        )
+    return out
+
+
+def write_calibration(summary_paths: Iterable[str], floor_items: Iterable[str], out_prefix: str) -> list[dict]:
+    prefix = Path(out_prefix)
+    rows = calibration_rows(read_json(p) for p in summary_paths)
+    spread = unrelated_ss(floor_items)
+    columns = ["embedder", "subtask", "model", "variant", "score", "floor", "oracle", "rescaled"]
+    table = Table(columns=columns, rows=rows, digits=3)
+    write_text_atomic(prefix.with_suffix(".csv"), table.to_csv())
+    order = {s.key: i for i, s in enumerate(SUBTASKS)}
+    floors = sorted(
+        {(r["embedder"], r["subtask"], r["floor"], r["oracle"]) for r in rows},
+        key=lambda x: (x[0], order.get(x[1], 99)),
+    )
+    floor_table = Table(
+        ["embedder", "subtask", "floor", "oracle"],
+        [dict(zip(["embedder", "subtask", "floor", "oracle"], f, strict=True)) for f in floors],
+        caption="Chance floor (random reference of the same subtask) and ceiling (oracle), S or J",
+    )
+    spread_table = Table(
+        ["embedder", "pairs", "ss_mean", "ss_p5", "ss_p95"],
+        spread,
+        digits=3,
+        caption="SS (x100) of unrelated pairs: the random-reference answers",
+    )
+    models = Table(
+        columns,
+        [r for r in rows if not r["model"].startswith("baseline-")],
+        digits=2,
+        caption="Models rescaled: (score - floor) / (oracle - floor); 0 = chance, 1 = the reference",
+    )
+    text = "\n".join(
+        [
+            "# Calibration: what does a score mean?",
+            "",
+            "A score is only meaningful against what answering at random already earns. The random-reference",
+            "baseline answers every item with another item's reference of the same subtask (a fluent, in-character",
+            "answer to the wrong question); the oracle answers with the item's own reference. Variant: sap.",
+            "",
+            floor_table.to_markdown(),
+            models.to_markdown(),
+            spread_table.to_markdown(),
+            "Unrelated texts still get a high SS from some embedders; compare embedders before comparing SS or S",
+            "across them.",
+        ]
+    )
+    write_text_atomic(prefix.with_suffix(".md"), text + "\n")
+    return rows
