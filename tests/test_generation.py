@@ -240,7 +240,7 @@ def test_server_engine_failing_to_start_is_reported(tmp_path):
     spec = {"name": "broken", "engine": "llamacpp", "llamacpp": {}, "startup_timeout_s": 30}
     missing = tmp_path / "missing.gguf"
     with (
-        pytest.raises(EngineError, match="exited with status"),
+        pytest.raises(EngineError, match=r"exited \(exit status 1\) before it was ready"),
         open_endpoint(spec, model_file=str(missing), log_path=tmp_path / "server.log"),
     ):
         pass

@@ -99,8 +99,9 @@ def _wait_until_ready(url: str, process: subprocess.Popen[bytes], timeout_s: flo
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            tail = log_path.read_text(errors="replace")[-2000:] if log_path and log_path.exists() else ""
-            raise EngineError(f"server exited with status {process.returncode} before it was ready\n{tail}")
+            raise EngineError(
+                f"server exited ({_describe_status(process.returncode)}) before it was ready\n{_log_tail(log_path)}"
+            )
         try:
             with urllib.request.urlopen(url, timeout=5) as response:
                 if response.status == 200:
@@ -135,10 +136,33 @@ def serve(command: list[str], ready_url: str, timeout_s: float, log_path: Path |
     try:
         _wait_until_ready(ready_url, process, timeout_s, log_path)
         yield
+    except Exception as exc:
+        status = process.poll()
+        if status is not None and not isinstance(exc, EngineError):  # the server died under the requests
+            raise EngineError(
+                f"{command[0]} {' '.join(command[1:3])} died ({_describe_status(status)}): {exc}\n{_log_tail(log_path)}"
+            ) from exc
+        raise
     finally:
         _stop(process)
         if log_path:
             log_file.close()  # type: ignore[union-attr]
+
+
+def _describe_status(status: int) -> str:
+    if status >= 0:
+        return f"exit status {status}"
+    name = signal.Signals(-status).name
+    if name == "SIGILL":
+        return (
+            "SIGILL, illegal instruction: this build uses CPU instructions the machine does not allow; rebuild"
+            " llama-cpp-python with the portable CMAKE_ARGS given in the README"
+        )
+    return name
+
+
+def _log_tail(log_path: Path | None) -> str:
+    return log_path.read_text(errors="replace")[-2000:] if log_path and log_path.exists() else ""
 
 
 @contextlib.contextmanager
