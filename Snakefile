@@ -35,6 +35,7 @@ include: "workflow/rules/generation.smk"
 include: "workflow/rules/scoring.smk"
 include: "workflow/rules/judge.smk"
 include: "workflow/rules/tables.smk"
+include: "workflow/rules/figures.smk"
 
 
 rule all:
@@ -43,6 +44,9 @@ rule all:
         rules.table1.output,
         "results/data/curation_report.md",
         rules.table2.output,
+        rules.fig4.output,
+        rules.fig5.output,
+        rules.fig6.output,
         rules.calibration.output if "baseline-random-reference" in config["baselines"]
         and "baseline-oracle" in config["baselines"] else [],
         instance_review_targets(),

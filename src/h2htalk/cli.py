@@ -401,6 +401,25 @@ def cmd_table2(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_figure(args: argparse.Namespace) -> int:
+    from h2htalk.figures import plots
+
+    font = plots.find_cjk_font(args.font)
+    outputs = plots.reference_texts(args.curated)
+    inputs = plots.input_texts(args.instances)
+    png, csv_path = Path(args.out).with_suffix(".png"), Path(args.out).with_suffix(".csv")
+    if args.figure == 4:
+        counts = plots.figure4_wordcloud(outputs + inputs, font, png, csv_path, top=args.top or 200)
+        print(f"{len(counts)} distinct words -> {png}")
+    elif args.figure == 5:
+        pairs, method = plots.figure5_verb_noun(outputs + inputs, font, png, csv_path, top=args.top or 50)
+        print(f"{len(pairs)} distinct verb-noun pairs ({method}) -> {png}")
+    else:
+        stats = plots.figure6_lengths(inputs, outputs, font, png, csv_path)
+        print(f"inputs {stats['inputs']}, outputs {stats['outputs']} -> {png}")
+    return 0
+
+
 def cmd_calibration(args: argparse.Namespace) -> int:
     from h2htalk.tables.calibration import write_calibration
 
@@ -664,6 +683,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--compare-variant", default="sap", help="variant compared with the paper (default sap)")
     p.add_argument("--out", default="paper_figures/table2", help="output path without extension")
     p.set_defaults(handler=cmd_table2)
+
+    p = sub.add_parser("figure", help="Figure 4 (word cloud), 5 (verb-noun pairs) or 6 (lengths), PNG and CSV")
+    p.add_argument("figure", type=int, choices=[4, 5, 6])
+    p.add_argument("--curated", nargs="+", required=True, help="curated reference files (outputs)")
+    p.add_argument("--instances", nargs="*", default=[], help="instance files (inputs)")
+    p.add_argument("--font", default="auto", help="a CJK font file (default: find one)")
+    p.add_argument("--top", type=int, help="words (Figure 4, default 200) or pairs (Figure 5, default 50)")
+    p.add_argument("--out", required=True, help="output path without extension")
+    p.set_defaults(handler=cmd_figure)
 
     p = sub.add_parser("calibration", help="chance floor, oracle, rescaled scores and unrelated-pair SS")
     p.add_argument("summaries", nargs="+", help="score and J summaries (JSON), baselines included")

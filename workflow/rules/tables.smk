@@ -6,7 +6,7 @@ rule table1:
         reports=expand(f"{CURATED_DIR}/{{subtask}}.report.json", subtask=SUBTASKS),
         paper=config["paper"]["table1"],
     output:
-        csv="paper_figures/table1.csv",
+        csv=report("paper_figures/table1.csv", caption="../report/table1.rst", category="Tables"),
         md="paper_figures/table1.md",
         tex="paper_figures/table1.tex",
     log:
@@ -40,10 +40,10 @@ rule table2:
         paper_counts=config["paper"]["table1"],
         review="results/review/queue.csv",
     output:
-        csv="paper_figures/table2.csv",
+        csv=report("paper_figures/table2.csv", caption="../report/table2.rst", category="Tables"),
         md="paper_figures/table2.md",
         tex="paper_figures/table2.tex",
-        heatmap="paper_figures/table2_heatmap.png",
+        heatmap=report("paper_figures/table2_heatmap.png", caption="../report/table2.rst", category="Tables"),
         vs_paper="paper_figures/table2_vs_paper.csv",
         audit="paper_figures/table2_paper_audit.csv",
     log:
@@ -68,7 +68,7 @@ rule calibration:
         ),
     output:
         md="paper_figures/calibration.md",
-        csv="paper_figures/calibration.csv",
+        csv=report("paper_figures/calibration.csv", caption="../report/calibration.rst", category="Tables"),
     log:
         f"{LOG_DIR}/tables/calibration.log",
     resources:

@@ -1,0 +1,186 @@
+"""Figures 4-6 as PNG (and the CSV of the numbers each one draws), with a CJK font so no glyph is a box."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from h2htalk.errors import H2HTalkError
+from h2htalk.figures.stats import describe_lengths, token_lengths, verb_noun_pairs, word_frequencies
+from h2htalk.io import iter_jsonl, write_text_atomic
+from h2htalk.tables.render import Table
+
+FONT_CANDIDATES = (
+    "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
+    "/usr/share/fonts/noto-cjk/NotoSansCJK-Regular.ttc",
+    "/usr/share/fonts/truetype/wqy/wqy-zenhei.ttc",
+    "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc",
+    "/System/Library/Fonts/PingFang.ttc",
+    "C:/Windows/Fonts/msyh.ttc",
+)
+
+
+def find_cjk_font(configured: str | None = None) -> str:
+    """A font file with Chinese glyphs: the configured one, a known system path, or any installed CJK font."""
+    if configured and configured != "auto":
+        if not Path(configured).is_file():
+            raise H2HTalkError(f"figures.cjk_font {configured!r} is not a file")
+        return configured
+    for path in FONT_CANDIDATES:
+        if Path(path).is_file():
+            return path
+    from matplotlib import font_manager
+
+    for path in font_manager.findSystemFonts():
+        if any(tag in Path(path).name.lower() for tag in ("cjk", "wqy", "hei", "song", "ming")):
+            return path
+    raise H2HTalkError(
+        "no CJK font found: install one (Debian: apt-get install fonts-noto-cjk or fonts-wqy-zenhei) "
+        "or set figures.cjk_font to a font file"
+    )
+
+
+def missing_glyphs(font_path: str, text: str) -> set[str]:
+    """Characters of ``text`` the font has no glyph for (they would render as boxes)."""
+    from matplotlib.ft2font import FT2Font
+
+    font = FT2Font(font_path)
+    return {ch for ch in set(text) if not ch.isspace() and font.get_char_index(ord(ch)) == 0}
+
+
+def _pyplot(font_path: str) -> Any:
+    import logging
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)  # weight fallbacks are harmless
+    import matplotlib.pyplot as plt
+    from matplotlib import font_manager
+
+    font_manager.fontManager.addfont(font_path)
+    name = font_manager.FontProperties(fname=font_path).get_name()
+    plt.rcParams["font.family"] = [name, "DejaVu Sans"]
+    plt.rcParams["axes.unicode_minus"] = False
+    return plt
+
+
+def _save(fig: Any, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, dpi=150, bbox_inches="tight")
+    os.replace(tmp, path)
+
+
+def reference_texts(curated: Iterable[str | os.PathLike[str]]) -> list[str]:
+    return [r["text"] for p in curated for _, r in iter_jsonl(p) if r.get("kept", True)]
+
+
+def input_texts(instance_files: Iterable[str | os.PathLike[str]]) -> list[str]:
+    """One text per instance: what the model is given, its fields' content joined."""
+    texts = []
+    for path in instance_files:
+        for _, record in iter_jsonl(path):
+            parts = []
+            for value in record["fields"].values():
+                if isinstance(value, list):
+                    parts += [v["text"] if isinstance(v, dict) else v for v in value]
+                else:
+                    parts.append(value)
+            texts.append("\n".join(parts))
+    return texts
+
+
+def figure4_wordcloud(texts: list[str], font: str, png: Path, csv_path: Path, top: int = 200) -> Counter[str]:
+    from wordcloud import WordCloud
+
+    counts = word_frequencies(texts)
+    rows = [{"rank": i, "word": w, "count": c} for i, (w, c) in enumerate(counts.most_common(top), start=1)]
+    write_text_atomic(csv_path, Table(["rank", "word", "count"], rows).to_csv())
+    cloud = WordCloud(
+        font_path=font,
+        width=1600,
+        height=900,
+        background_color="white",
+        max_words=top,
+        random_state=7,
+        collocations=False,
+    ).generate_from_frequencies(dict(counts.most_common(top)))
+    plt = _pyplot(font)
+    fig, ax = plt.subplots(figsize=(12, 6.75))
+    ax.imshow(cloud, interpolation="bilinear")
+    ax.axis("off")
+    ax.set_title(f"Figure 4: word cloud of H2HTalk ({len(texts)} texts, jieba words, stop words removed)")
+    _save(fig, png)
+    plt.close(fig)
+    return counts
+
+
+def figure5_verb_noun(texts: list[str], font: str, png: Path, csv_path: Path, top: int = 50):
+    pairs, method = verb_noun_pairs(texts)
+    best = pairs.most_common(top)
+    rows = [
+        {"rank": i, "verb": v, "noun": n, "count": c, "method": method} for i, ((v, n), c) in enumerate(best, start=1)
+    ]
+    write_text_atomic(csv_path, Table(["rank", "verb", "noun", "count", "method"], rows).to_csv())
+    plt = _pyplot(font)
+    fig, ax = plt.subplots(figsize=(9, max(4.0, 0.26 * len(best) + 1.5)))
+    labels = [f"{v} {n}" for (v, n), _ in best][::-1]
+    ax.barh(labels, [c for _, c in best][::-1], color="#4C72B0")
+    ax.set_xlabel("count")
+    ax.margins(y=0.01)
+    ax.set_title(f"Figure 5: top {len(best)} verb-noun pairs\n", fontsize=12)
+    ax.text(0.5, 1.005, f"Method: {method}", transform=ax.transAxes, ha="center", va="bottom", fontsize=7, wrap=True)
+    _save(fig, png)
+    plt.close(fig)
+    return pairs, method
+
+
+def figure6_lengths(inputs: list[str], outputs: list[str], font: str, png: Path, csv_path: Path):
+    panels = {"inputs": token_lengths(inputs), "outputs": token_lengths(outputs)}
+    stats = {name: describe_lengths(values) for name, values in panels.items()}
+    rows = []
+    for name, values in panels.items():
+        for length, count in sorted(Counter(values).items()):
+            rows.append({"panel": name, "tokens": length, "count": count, **{k: None for k in ("mean", "median")}})
+        rows.append(
+            {
+                "panel": name,
+                "tokens": "summary",
+                "count": stats[name]["n"],
+                "mean": stats[name]["mean"],
+                "median": stats[name]["median"],
+            }
+        )
+    write_text_atomic(csv_path, Table(["panel", "tokens", "count", "mean", "median"], rows, digits=3).to_csv())
+    plt = _pyplot(font)
+    fig, axes = plt.subplots(2, 1, figsize=(9, 7))
+    for ax, (name, values), colour in zip(axes, panels.items(), ("#4C72B0", "#DD8452"), strict=True):
+        description = stats[name]
+        if values:
+            ax.hist(values, bins=min(60, max(10, len(set(values)))), color=colour, edgecolor="white")
+            ax.axvline(
+                description["mean"], color="black", linestyle="--", linewidth=1, label=f"mean {description['mean']:.2f}"
+            )
+            ax.axvline(
+                description["median"],
+                color="black",
+                linestyle=":",
+                linewidth=1,
+                label=f"median {description['median']:.2f}",
+            )
+            ax.legend(loc="upper right")
+        ax.set_title(
+            f"{'Inputs' if name == 'inputs' else 'Outputs'} (n={description['n']}): "
+            f"mean={description['mean']:.2f}, median={description['median']:.2f} tokens"
+        )
+        ax.set_xlabel("length (jieba tokens)")
+        ax.set_ylabel("count")
+    fig.suptitle("Figure 6: length distribution of inputs (top) and outputs (bottom)")
+    fig.tight_layout()
+    _save(fig, png)
+    plt.close(fig)
+    return stats
