@@ -36,6 +36,7 @@ include: "workflow/rules/scoring.smk"
 include: "workflow/rules/judge.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/studies.smk"
 
 
 rule all:
@@ -47,6 +48,8 @@ rule all:
         rules.fig4.output,
         rules.fig5.output,
         rules.fig6.output,
+        rules.table3.output,
+        rules.fig7.output,
         rules.calibration.output if "baseline-random-reference" in config["baselines"]
         and "baseline-oracle" in config["baselines"] else [],
         instance_review_targets(),

@@ -276,10 +276,19 @@ def cmd_generate(args: argparse.Namespace) -> int:
     settings = GenerationSettings.from_config(json.loads(args.settings) if args.settings else {})
     if args.concurrency:
         settings = GenerationSettings(**{**settings.__dict__, "concurrency": args.concurrency})
-    variants = args.variant or ["sap", "nosap"]
-    subtasks = args.subtask or list(ALL_SUBTASKS)
-    prompts = Path(args.prompts_dir)
-    files = {(v, s): prompts / v / f"{s}.jsonl" for v in variants for s in subtasks}
+    if args.prompt_file:  # explicit VARIANT/NAME=PATH pairs (the studies' prompts)
+        files = {}
+        for item in args.prompt_file:
+            key, _, path = item.partition("=")
+            variant, _, name = key.partition("/")
+            if not (variant and name and path):
+                raise H2HTalkError(f"--prompt-file expects VARIANT/NAME=PATH, got {item!r}")
+            files[(variant, name)] = Path(path)
+    else:
+        variants = args.variant or ["sap", "nosap"]
+        subtasks = args.subtask or list(ALL_SUBTASKS)
+        prompts = Path(args.prompts_dir)
+        files = {(v, s): prompts / v / f"{s}.jsonl" for v in variants for s in subtasks}
     missing = [str(p) for p in files.values() if not p.is_file()]
     if missing:
         raise H2HTalkError(f"prompt files missing (run the prompts stage): {', '.join(missing[:5])}")
@@ -425,6 +434,82 @@ def cmd_calibration(args: argparse.Namespace) -> int:
 
     rows = write_calibration(args.summaries, args.floor_items, args.out)
     print(f"{len(rows)} rows -> {args.out}.md, {args.out}.csv")
+    return 0
+
+
+# --- the two studies ---------------------------------------------------------------------------------
+
+
+def cmd_study_inputs(args: argparse.Namespace) -> int:
+    from h2htalk.studies.data import write_study_inputs
+
+    count = write_study_inputs(
+        args.study,
+        args.variant,
+        Path(args.out_prompts),
+        Path(args.out_items),
+        args.scenarios,
+        sample=args.sample,
+        seed=args.seed,
+    )
+    print(f"{args.study}: {count} items ({args.variant}) -> {args.out_prompts}")
+    return 0
+
+
+def cmd_judge_study(args: argparse.Namespace) -> int:
+    import json
+
+    from h2htalk.generation.generate import GenerationSettings
+    from h2htalk.io import write_json_atomic
+    from h2htalk.judge.run import JudgeSettings
+    from h2htalk.studies.run import judge_study
+
+    _from_config(
+        args, {"settings": lambda c: json.dumps(c["generation"]), "judge_settings": lambda c: json.dumps(c["judge"])}
+    )
+    spec = _registry_entry(args)
+    generations = dict(item.split("=", 1) for item in args.generations)
+    summary = judge_study(
+        args.study, spec, Path(args.items), {v: Path(p) for v, p in generations.items()}, Path(args.out_dir),
+        GenerationSettings.from_config(json.loads(args.settings) if args.settings else {}),
+        JudgeSettings.from_config(json.loads(args.judge_settings) if args.judge_settings else {}),
+        args.cache_dir, model_file=args.model_file, server_log=Path(args.server_log) if args.server_log else None,
+    )  # fmt: skip
+    if args.summary:
+        write_json_atomic(args.summary, summary)
+    print(f"{args.study}: {summary['requests']} judge requests, {summary['sent']} sent -> {args.out_dir}")
+    return 0
+
+
+def _model_variant_paths(values: list[str]) -> dict[tuple[str, str], Path]:
+    out = {}
+    for item in values:
+        key, _, path = item.partition("=")
+        model, _, variant = key.partition("/")
+        out[(model, variant)] = Path(path)
+    return out
+
+
+def cmd_table3(args: argparse.Namespace) -> int:
+    from h2htalk.studies.results import agreement, paper_rows, table3_rows, write_table3
+
+    scores, verdicts = _model_variant_paths(args.scores), _model_variant_paths(args.verdicts)
+    runs: dict[str, dict[str, tuple[Path, Path]]] = {}
+    for (model, variant), path in scores.items():
+        runs.setdefault(model, {})[variant] = (path, verdicts[(model, variant)])
+    rows = table3_rows(runs, (args.resamples, args.seed, 0.95))
+    agree = agreement(verdicts, args.human) if args.human else None
+    write_table3(rows, paper_rows(args.paper), agree, Path(args.out))
+    print(f"{len(rows)} rows -> {args.out}.csv, .md, .tex")
+    return 0
+
+
+def cmd_fig7(args: argparse.Namespace) -> int:
+    from h2htalk.studies.results import fig7_rows, write_fig7
+
+    rows = fig7_rows(_model_variant_paths(args.verdicts), (args.resamples, args.seed, 0.95))
+    write_fig7(rows, Path(args.out).with_suffix(".png"), Path(args.out).with_suffix(".csv"))
+    print(f"{len(rows)} bars -> {args.out}.png")
     return 0
 
 
@@ -619,6 +704,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--settings", help="JSON of the config's generation section")
     p.add_argument("--prompts-dir", default="results/prompts")
     p.add_argument("--instances-dir", default="results/instances", help="read by baselines (engine baseline)")
+    p.add_argument("--prompt-file", action="append", help="VARIANT/NAME=PATH, instead of the prompts folder")
     p.add_argument("--variant", action="append", choices=["sap", "nosap"], help="repeatable (default both)")
     p.add_argument("--subtask", action="append", choices=SUBTASK_KEYS, help="repeatable (default all)")
     p.add_argument("--out-dir", required=True, help="writes OUT_DIR/{variant}/{subtask}.jsonl")
@@ -692,6 +778,51 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top", type=int, help="words (Figure 4, default 200) or pairs (Figure 5, default 50)")
     p.add_argument("--out", required=True, help="output path without extension")
     p.set_defaults(handler=cmd_figure)
+
+    p = sub.add_parser("study-inputs", help="prompts and items of a study (safety or instruction_following)")
+    p.add_argument("study", choices=["safety", "instruction_following"])
+    p.add_argument("--variant", required=True, choices=["sap", "nosap"])
+    p.add_argument("--scenarios", help="scenario file (default: the set shipped with the project)")
+    p.add_argument("--sample", type=int, help="a seeded sample of this many scenarios, spread over categories")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--out-prompts", required=True)
+    p.add_argument("--out-items", required=True)
+    p.set_defaults(handler=cmd_study_inputs)
+
+    p = sub.add_parser("judge-study", help="judge a model's study answers (safety, or needs met)")
+    p.add_argument("study", choices=["safety", "instruction_following"])
+    p.add_argument("--model", required=True, help="the judge model (registry name)")
+    p.add_argument("--registry")
+    p.add_argument("--config", help="take unset options from this config file")
+    p.add_argument("--settings")
+    p.add_argument("--judge-settings")
+    p.add_argument("--items", required=True)
+    p.add_argument("--generations", action="append", required=True, help="VARIANT=PATH (repeatable)")
+    p.add_argument("--out-dir", required=True, help="writes OUT_DIR/{variant}.jsonl")
+    p.add_argument("--cache-dir", default="results/cache/judgments")
+    p.add_argument("--model-file")
+    p.add_argument("--server-log")
+    p.add_argument("--summary")
+    p.set_defaults(handler=cmd_judge_study)
+
+    p = sub.add_parser("table3", help="Table 3: the SAP ablation with paired bootstrap CIs and the paper's rows")
+    p.add_argument("--scores", action="append", required=True, help="MODEL/VARIANT=score items (repeatable)")
+    p.add_argument("--verdicts", action="append", required=True, help="MODEL/VARIANT=safety verdicts (repeatable)")
+    p.add_argument(
+        "--human", action="append", help="human safety ratings CSV (model, variant, id, safety_score, violation)"
+    )
+    p.add_argument("--paper", default="config/paper/table3.csv")
+    p.add_argument("--resamples", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=20250101)
+    p.add_argument("--out", default="paper_figures/table3")
+    p.set_defaults(handler=cmd_table3)
+
+    p = sub.add_parser("fig7", help="Figure 7: instruction following by scenario type")
+    p.add_argument("--verdicts", action="append", required=True, help="MODEL/VARIANT=verdicts (repeatable)")
+    p.add_argument("--resamples", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=20250101)
+    p.add_argument("--out", default="paper_figures/fig7_instruction_following")
+    p.set_defaults(handler=cmd_fig7)
 
     p = sub.add_parser("calibration", help="chance floor, oracle, rescaled scores and unrelated-pair SS")
     p.add_argument("summaries", nargs="+", help="score and J summaries (JSON), baselines included")

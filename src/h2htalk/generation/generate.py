@@ -79,6 +79,14 @@ def model_identity(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def conversation_text(messages: list[dict[str, str]]) -> str:
+    """What follows the system prompt, as keyed: the user text, or the whole exchange when multi-turn."""
+    rest = [m for m in messages if m["role"] != "system"]
+    if len(rest) == 1:
+        return rest[0]["content"]
+    return json.dumps(rest, ensure_ascii=False, sort_keys=True)
+
+
 def request_key(identity: dict[str, Any], params: dict[str, Any], system: str, user: str) -> str:
     payload = {"model": identity, "params": params, "system": system, "user": user}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
@@ -123,8 +131,7 @@ def load_jobs(
         requests = []
         for prompt in prompts:
             system = next(m["content"] for m in prompt["messages"] if m["role"] == "system")
-            user = next(m["content"] for m in prompt["messages"] if m["role"] == "user")
-            key = request_key(identity, params, system, user)
+            key = request_key(identity, params, system, conversation_text(prompt["messages"]))
             requests.append(ChatRequest(key, f"{variant}/{prompt['id']}", prompt["messages"], params))
         jobs.append(Job(variant, subtask, prompts, requests, out_dir / variant / f"{subtask}.jsonl"))
     return jobs

@@ -68,7 +68,7 @@ _SCORE_PATTERNS = (
 )
 
 
-def _json_objects(text: str) -> list[str]:
+def json_objects(text: str) -> list[str]:
     """Every balanced {...} span, innermost last, so a trailing verdict object wins."""
     spans, stack = [], []
     for index, ch in enumerate(text):
@@ -82,7 +82,7 @@ def _json_objects(text: str) -> list[str]:
 
 def parse_verdict(text: str) -> Verdict:
     cleaned = re.sub(r"```(?:json)?", "", text or "")
-    for candidate in reversed(_json_objects(cleaned)):
+    for candidate in reversed(json_objects(cleaned)):
         try:
             obj = json.loads(candidate)
         except json.JSONDecodeError:

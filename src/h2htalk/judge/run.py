@@ -13,6 +13,7 @@ from h2htalk.generation.engines import Endpoint, LazyEndpoint
 from h2htalk.generation.generate import (
     GenerationCache,
     GenerationSettings,
+    conversation_text,
     fetch_responses,
     model_identity,
     request_key,
@@ -72,23 +73,37 @@ def load_judge_job(
     return JudgeJob(variant, subtask, items, out)
 
 
-def _requests(judge_spec: dict[str, Any], job: JudgeJob, settings: GenerationSettings, judge: JudgeSettings):
-    identity = model_identity(judge_spec)
-    per_item = []
-    for item in job.items:
-        messages = judge_messages(job.subtask, item["task"], item["response"], item["reference"])
-        samples = []
-        for index in range(judge.samples):
-            params = {
-                "temperature": judge.temperature,
-                "top_p": 1.0,
-                "max_tokens": judge.max_tokens,
-                "seed": settings.seed + index,
-            }
-            key = request_key(identity, params, messages[0]["content"], messages[1]["content"])
-            samples.append(ChatRequest(key, f"{job.variant}/{item['id']}#{index}", messages, params))
-        per_item.append(samples)
-    return per_item
+def sample_requests(
+    spec: dict[str, Any], item_id: str, messages: list[dict[str, str]], seed: int, judge: JudgeSettings
+) -> list[ChatRequest]:
+    """``judge.samples`` requests for one item, seeds seed, seed+1, ... (distinct cache keys)."""
+    identity = model_identity(spec)
+    requests = []
+    for index in range(judge.samples):
+        params = {"temperature": judge.temperature, "top_p": 1.0, "max_tokens": judge.max_tokens, "seed": seed + index}
+        key = request_key(identity, params, messages[0]["content"], conversation_text(messages))
+        requests.append(ChatRequest(key, f"{item_id}#{index}", messages, params))
+    return requests
+
+
+def sample_answers(
+    spec: dict[str, Any],
+    requests: list[ChatRequest],
+    settings: GenerationSettings,
+    cache_dir: str | os.PathLike[str],
+    *,
+    endpoint: Endpoint | None = None,
+    model_file: str | None = None,
+    server_log: Path | None = None,
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """Every judge answer (cached, engine started once if anything is missing) and a run summary."""
+    cache = GenerationCache(cache_dir, spec["name"])
+    try:
+        with LazyEndpoint(spec, model_file, server_log, settings.seed) as lazy:
+            answers, sent, seconds = fetch_responses(spec, requests, cache, settings, endpoint or lazy)
+    finally:
+        cache.close()
+    return answers, run_summary(spec, len({r.key for r in requests}), sent, seconds, settings)
 
 
 def judge_jobs(
@@ -103,14 +118,23 @@ def judge_jobs(
     server_log: Path | None = None,
 ) -> dict[str, Any]:
     """Judge every item of every job (engine started once), then write one verdict file per job."""
-    requests = {id(job): _requests(judge_spec, job, settings, judge) for job in jobs}
+    requests = {
+        id(job): [
+            sample_requests(
+                judge_spec,
+                f"{job.variant}/{item['id']}",
+                judge_messages(job.subtask, item["task"], item["response"], item["reference"]),
+                settings.seed,
+                judge,
+            )
+            for item in job.items
+        ]
+        for job in jobs
+    }
     flat = [r for job in jobs for samples in requests[id(job)] for r in samples]
-    cache = GenerationCache(cache_dir, judge_spec["name"])
-    try:
-        with LazyEndpoint(judge_spec, model_file, server_log, settings.seed) as lazy:
-            cached, sent, seconds = fetch_responses(judge_spec, flat, cache, settings, endpoint or lazy)
-    finally:
-        cache.close()
+    cached, summary = sample_answers(
+        judge_spec, flat, settings, cache_dir, endpoint=endpoint, model_file=model_file, server_log=server_log
+    )
     identity = model_identity(judge_spec)
     for job in jobs:
         records = []
@@ -150,4 +174,4 @@ def judge_jobs(
                 }
             )
         write_jsonl_atomic(job.out, records)
-    return run_summary(judge_spec, len({r.key for r in flat}), sent, seconds, settings)
+    return summary

@@ -31,3 +31,14 @@ def bootstrap_mean_ci(
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(means, [alpha, 1.0 - alpha], axis=0)
     return low, high
+
+
+def paired_bootstrap_diff(
+    a: np.ndarray, b: np.ndarray, resamples: int = 1000, seed: int = 0, confidence: float = 0.95
+) -> tuple[float, float, float]:
+    """Mean of ``a - b`` over paired items, with a percentile CI from resampling the pairs together."""
+    diff = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    if diff.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    low, high = bootstrap_mean_ci(diff, resamples=resamples, seed=seed, confidence=confidence)
+    return float(diff.mean()), float(low[0]), float(high[0])

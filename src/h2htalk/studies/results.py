@@ -1,0 +1,245 @@
+"""Table 3 (the SAP ablation) and Figure 7 (instruction following), with their CSVs."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from h2htalk.errors import DataError
+from h2htalk.io import iter_jsonl, sha256_file, write_text_atomic
+from h2htalk.metrics.bootstrap import bootstrap_mean_ci, paired_bootstrap_diff
+from h2htalk.tables.render import Table
+
+METRICS = ("bleu4", "rougeL", "ss", "safety_score", "violation_rate")
+LABELS = {
+    "bleu4": "BLEU-4",
+    "rougeL": "ROUGE-L",
+    "ss": "SS",
+    "safety_score": "Safety (1-5)",
+    "violation_rate": "Violation %",
+}
+PAPER_COLUMNS = {
+    "bleu4": "bleu4",
+    "rougeL": "rouge_l",
+    "ss": "ss_percent",
+    "safety_score": "safety_score_1to5",
+    "violation_rate": "violation_rate_percent",
+}
+
+
+def _per_item(scores: Path, verdicts: Path) -> dict[str, dict[str, float | None]]:
+    rows = {r["id"]: {"bleu4": r["bleu4"], "rougeL": r["rougeL"], "ss": r["ss"]} for _, r in iter_jsonl(scores)}
+    for _, v in iter_jsonl(verdicts):
+        row = rows.setdefault(v["id"], {})
+        row["safety_score"] = v["safety_score"]
+        row["violation_rate"] = None if v["violation"] is None else 100.0 * bool(v["violation"])
+    return rows
+
+
+def table3_rows(
+    runs: dict[str, dict[str, tuple[Path, Path]]], bootstrap: tuple[int, int, float]
+) -> list[dict[str, Any]]:
+    """runs: model -> variant -> (score items, safety verdicts). Rows per (model, variant) and the paired delta."""
+    resamples, seed, confidence = bootstrap
+    out = []
+    for model, variants in sorted(runs.items()):
+        items = {variant: _per_item(*paths) for variant, paths in variants.items()}
+        for variant in ("sap", "nosap"):
+            if variant not in items:
+                continue
+            row: dict[str, Any] = {"model": model, "variant": "w/ SAP" if variant == "sap" else "w/o SAP"}
+            for metric in METRICS:
+                values = np.array([r[metric] for r in items[variant].values() if r.get(metric) is not None], float)
+                row[metric] = float(values.mean()) if values.size else None
+                low, high = bootstrap_mean_ci(values, resamples, seed, confidence) if values.size else ([None], [None])
+                row[f"{metric}_ci_low"], row[f"{metric}_ci_high"] = low[0], high[0]
+                row[f"{metric}_n"] = int(values.size)
+            out.append(row)
+        if {"sap", "nosap"} <= set(items):
+            delta: dict[str, Any] = {"model": model, "variant": "delta (w/ - w/o)"}
+            for metric in METRICS:
+                shared = [
+                    i
+                    for i in items["sap"]
+                    if items["sap"][i].get(metric) is not None and items["nosap"].get(i, {}).get(metric) is not None
+                ]
+                a = np.array([items["sap"][i][metric] for i in shared], float)
+                b = np.array([items["nosap"][i][metric] for i in shared], float)
+                mean, low, high = paired_bootstrap_diff(a, b, resamples, seed, confidence)
+                delta[metric] = None if math.isnan(mean) else mean
+                delta[f"{metric}_ci_low"] = None if math.isnan(low) else low
+                delta[f"{metric}_ci_high"] = None if math.isnan(high) else high
+                delta[f"{metric}_n"] = len(shared)
+            out.append(delta)
+    return out
+
+
+def paper_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    with open(path, encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    names = {"with_sap": "w/ SAP", "without_sap": "w/o SAP"}
+    return [
+        {
+            "model": "paper",
+            "variant": names.get(r["variant"], r["variant"]),
+            **{m: float(r[PAPER_COLUMNS[m]]) for m in METRICS},
+        }
+        for r in rows
+    ]
+
+
+def agreement(verdict_files: dict[tuple[str, str], Path], human_files: Iterable[str | os.PathLike[str]]) -> dict:
+    """Cohen's kappa (violations) and Spearman's rho (safety scores) between the judge and human ratings."""
+    from scipy.stats import spearmanr
+
+    judge = {}
+    for (model, variant), path in verdict_files.items():
+        for _, v in iter_jsonl(path):
+            judge[(model, variant, v["id"])] = v
+    pairs_v, pairs_s, sources = [], [], []
+    for path in human_files:
+        sources.append({"file": str(path), "sha256": sha256_file(path)})
+        with open(path, encoding="utf-8-sig", newline="") as handle:
+            for number, row in enumerate(csv.DictReader(handle), start=2):
+                key = (row["model"], row["variant"], row["id"])
+                if key not in judge:
+                    raise DataError(f"{path}: line {number}: no judge verdict for {key}")
+                verdict = judge[key]
+                if row.get("violation", "").strip() and verdict["violation"] is not None:
+                    pairs_v.append((verdict["violation"], row["violation"].strip().lower() in ("1", "true", "yes")))
+                if row.get("safety_score", "").strip() and verdict["safety_score"] is not None:
+                    pairs_s.append((verdict["safety_score"], float(row["safety_score"])))
+    kappa = cohen_kappa([a for a, _ in pairs_v], [b for _, b in pairs_v]) if pairs_v else None
+    rho = float(spearmanr([a for a, _ in pairs_s], [b for _, b in pairs_s]).statistic) if len(pairs_s) > 2 else None
+    return {
+        "violation_pairs": len(pairs_v),
+        "cohen_kappa": kappa,
+        "score_pairs": len(pairs_s),
+        "spearman": rho,
+        "imports": sources,
+    }
+
+
+def cohen_kappa(a: Sequence[Any], b: Sequence[Any]) -> float:
+    """Cohen's kappa for two raters' labels over the same items."""
+    if len(a) != len(b) or not a:
+        raise ValueError("kappa needs two equally long, non-empty label lists")
+    labels = sorted(set(a) | set(b), key=str)
+    n = len(a)
+    observed = sum(x == y for x, y in zip(a, b, strict=True)) / n
+    expected = sum((list(a).count(label) / n) * (list(b).count(label) / n) for label in labels)
+    return 1.0 if expected == 1.0 else (observed - expected) / (1.0 - expected)
+
+
+def write_table3(rows: list[dict[str, Any]], paper: list[dict[str, Any]], agree: dict | None, prefix: Path) -> None:
+    columns = ["model", "variant"]
+    for metric in METRICS:
+        columns += [metric, f"{metric}_ci_low", f"{metric}_ci_high", f"{metric}_n"]
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n", extrasaction="ignore")
+    writer.writeheader()
+    for row in [*rows, *paper]:
+        writer.writerow({k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in row.items()})
+    write_text_atomic(prefix.with_suffix(".csv"), buffer.getvalue())
+    display = [
+        {"model": r["model"], "variant": r["variant"], **{LABELS[m]: _with_ci(r, m) for m in METRICS}}
+        for r in [*rows, *paper]
+    ]
+    notes = [
+        "BLEU-4, ROUGE-L, SS (x100): the metric engine against each turn's safe reference; Safety (1-5) and "
+        "Violation %: the safety judge (k samples a response). Brackets: 95 % bootstrap CI; the delta row's CI is "
+        "a paired bootstrap over the same turns.",
+        "paper: the published Table 3 (w/ SAP, w/o SAP) for comparison.",
+    ]
+    if agree:
+        notes.append(
+            f"Judge vs human ratings: Cohen's kappa (violations) {agree['cohen_kappa']}, n="
+            f"{agree['violation_pairs']}; Spearman (scores) {agree['spearman']}, n={agree['score_pairs']}."
+        )
+    table = Table(
+        ["model", "variant", *LABELS.values()],
+        display,
+        caption="Table 3: performance with and without SAP",
+        label="tab:table3",
+        notes=notes,
+    )
+    write_text_atomic(prefix.with_suffix(".md"), table.to_markdown())
+    write_text_atomic(prefix.with_suffix(".tex"), table.to_latex())
+
+
+def _with_ci(row: dict[str, Any], metric: str) -> str:
+    value = row.get(metric)
+    if value is None:
+        return ""
+    low, high = row.get(f"{metric}_ci_low"), row.get(f"{metric}_ci_high")
+    return f"{value:.2f}" + (f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else "")
+
+
+def fig7_rows(verdicts: dict[tuple[str, str], Path], bootstrap: tuple[int, int, float]) -> list[dict[str, Any]]:
+    """Success rate (need recognised and met) per (model, variant, scenario type), with a bootstrap CI."""
+    resamples, seed, confidence = bootstrap
+    out = []
+    for (model, variant), path in sorted(verdicts.items()):
+        records = [r for _, r in iter_jsonl(path)]
+        for scenario in ("implicit_help", "ambiguous", "context_aware"):
+            decided = np.array(
+                [100.0 * r["success"] for r in records if r["scenario_type"] == scenario and r["success"] is not None],
+                float,
+            )
+            missing = sum(1 for r in records if r["scenario_type"] == scenario and r["success"] is None)
+            low, high = bootstrap_mean_ci(decided, resamples, seed, confidence) if decided.size else ([None], [None])
+            out.append(
+                {
+                    "model": model,
+                    "variant": variant,
+                    "scenario_type": scenario,
+                    "n": int(decided.size),
+                    "missing": missing,
+                    "success_rate": float(decided.mean()) if decided.size else None,
+                    "ci_low": low[0],
+                    "ci_high": high[0],
+                }
+            )
+    return out
+
+
+def write_fig7(rows: list[dict[str, Any]], png: Path, csv_path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    columns = ["model", "variant", "scenario_type", "n", "missing", "success_rate", "ci_low", "ci_high"]
+    write_text_atomic(csv_path, Table(columns, rows, digits=2).to_csv())
+    scenarios = ["implicit_help", "ambiguous", "context_aware"]
+    series = sorted({(r["model"], r["variant"]) for r in rows})
+    fig, ax = plt.subplots(figsize=(max(7, 2.2 * len(scenarios) + 0.6 * len(series)), 4.8))
+    width = 0.8 / max(1, len(series))
+    for index, (model, variant) in enumerate(series):
+        values, lows, highs = [], [], []
+        for scenario in scenarios:
+            row = next(r for r in rows if (r["model"], r["variant"], r["scenario_type"]) == (model, variant, scenario))
+            value = row["success_rate"] if row["success_rate"] is not None else 0.0
+            values.append(value)
+            lows.append(value - (row["ci_low"] if row["ci_low"] is not None else value))
+            highs.append((row["ci_high"] if row["ci_high"] is not None else value) - value)
+        positions = [i + (index - (len(series) - 1) / 2) * width for i in range(len(scenarios))]
+        ax.bar(positions, values, width, yerr=[lows, highs], capsize=3, label=f"{model} [{variant}]")
+    ax.set_xticks(range(len(scenarios)), ["Implicit-Help", "Ambiguous/Contradictory", "Context-Aware"])
+    ax.set_ylabel("needs recognised and met (%)")
+    ax.set_ylim(0, 105)
+    ax.set_title("Figure 7: instruction following by scenario type (95 % bootstrap CI)")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
+    fig.tight_layout()
+    png.parent.mkdir(parents=True, exist_ok=True)
+    tmp = png.with_name(f".{png.name}.tmp.png")
+    fig.savefig(tmp, dpi=150, bbox_inches="tight")
+    plt.close(fig)
+    os.replace(tmp, png)
