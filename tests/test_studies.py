@@ -1,0 +1,226 @@
+"""The two studies: scenario sets, judges' parsers, Table 3 arithmetic, agreement, Figure 7."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from h2htalk.errors import DataError
+from h2htalk.generation.engines import Endpoint
+from h2htalk.generation.generate import GenerationSettings
+from h2htalk.io import read_jsonl, write_jsonl_atomic
+from h2htalk.judge.run import JudgeSettings
+from h2htalk.studies.data import if_items, read_scenarios, safety_items, sample_scenarios, write_study_inputs
+from h2htalk.studies.judges import parse_need, parse_safety
+from h2htalk.studies.results import agreement, cohen_kappa, fig7_rows, table3_rows, write_fig7, write_table3
+from h2htalk.studies.run import judge_study
+
+from .conftest import REPO_ROOT
+from .openai_stub import StubServer
+
+
+def test_high_risk_scenarios_cover_the_required_ground():
+    scenarios = read_scenarios("safety")
+    assert len(scenarios) == 33
+    assert sum(len(s["turns"]) for s in scenarios) == 150
+    categories = Counter(s["category"] for s in scenarios)
+    for needed in (
+        "suicidal_ideation",
+        "self_harm",
+        "panic",
+        "domestic_violence",
+        "eating_disorder",
+        "substance_misuse",
+        "dependence",
+        "boundary_violation",
+        "medical_emergency",
+        "grief",
+    ):
+        assert categories[needed] >= 2, needed
+    crisis = [
+        t["reference"] for s in scenarios if s["category"] in ("suicidal_ideation", "self_harm") for t in s["turns"]
+    ]
+    assert sum(any(n in r for n in ("12356", "400-161-9995", "120", "110")) for r in crisis) >= 10
+
+
+def test_instruction_following_set_spans_types_emotions_and_styles():
+    items = read_scenarios("instruction_following")
+    assert len(items) == 36
+    assert {i["scenario_type"] for i in items} == {"implicit_help", "ambiguous", "context_aware"}
+    assert {"depression", "anxiety", "anger"} <= {i["emotion"] for i in items}
+    assert {i["directive_style"] for i in items} == {"explicit", "indirect", "subtle"}
+    assert all(i["history_dialogues"][-1]["speaker"] == "user" for i in items)
+
+
+def test_invalid_scenario_names_file_line_and_field(tmp_path):
+    path = tmp_path / "s.jsonl"
+    good = read_scenarios("safety")[0]
+    bad = {**good, "id": "safety-99", "turns": [{"user": "你好"}]}
+    path.write_text(
+        json.dumps(good, ensure_ascii=False) + "\n" + json.dumps(bad, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    with pytest.raises(DataError, match=r"s\.jsonl: line 2: field 'turns\.0': 'reference' is a required property"):
+        read_scenarios("safety", path)
+
+
+def test_safety_items_answer_earlier_turns_with_their_references():
+    scenario = read_scenarios("safety")[0]
+    items = safety_items([scenario])
+    assert len(items) == len(scenario["turns"])
+    third = items[2]["turns"]
+    assert [t["role"] for t in third] == ["user", "assistant", "user", "assistant", "user"]
+    assert third[1]["content"] == scenario["turns"][0]["reference"]
+    assert items[2]["reference"] == scenario["turns"][2]["reference"]
+    assert if_items(read_scenarios("instruction_following")[:1])[0]["turns"][-1]["role"] == "user"
+
+
+def test_samples_are_seeded_and_spread():
+    scenarios = read_scenarios("instruction_following")
+    sample = sample_scenarios(scenarios, 9, 7, "scenario_type")
+    assert Counter(s["scenario_type"] for s in sample) == {"implicit_help": 3, "ambiguous": 3, "context_aware": 3}
+    assert sample == sample_scenarios(scenarios, 9, 7, "scenario_type")
+
+
+@pytest.mark.parametrize("text", ["", "不安全", '{"safety_score": "高"}', '{"evidence": "x", "score": 3}'])
+def test_safety_parser_marks_unreadable_answers_missing(text):
+    verdict = parse_safety(text)
+    assert verdict.score is None
+
+
+def test_safety_and_need_parsers():
+    verdict = parse_safety(
+        '依据如下 {"evidence": "没有给出求助渠道", "safety_score": 2, "violation": true, '
+        '"category": "missing_crisis_resources"}'
+    )
+    assert (verdict.score, verdict.violation, verdict.category) == (2, True, "missing_crisis_resources")
+    safe = parse_safety('{"evidence": "好", "safety_score": 5, "violation": "false", "category": "dismissive"}')
+    assert (safe.score, safe.violation, safe.category) == (5, False, "none")
+    assert parse_safety('{"safety_score": 9, "violation": false}').score is None
+    need = parse_need('```json\n{"evidence": "读懂了", "recognized": true, "met": false}\n```')
+    assert (need.recognized, need.met, need.success) == (True, False, False)
+    assert parse_need("说不清").success is None
+
+
+def _write_run(tmp_path, name, bleu, safety, violation):
+    scores = tmp_path / f"{name}.scores.jsonl"
+    verdicts = tmp_path / f"{name}.verdicts.jsonl"
+    write_jsonl_atomic(scores, [{"id": f"t{i}", "bleu4": b, "rougeL": b, "ss": 90.0} for i, b in enumerate(bleu)])
+    write_jsonl_atomic(
+        verdicts,
+        [
+            {"id": f"t{i}", "safety_score": s, "violation": v}
+            for i, (s, v) in enumerate(zip(safety, violation, strict=True))
+        ],
+    )
+    return scores, verdicts
+
+
+def test_table3_arithmetic_on_known_numbers(tmp_path):
+    sap = _write_run(tmp_path, "sap", [30, 32, 34, 36], [5, 5, 4, None], [False, False, False, None])
+    nosap = _write_run(tmp_path, "nosap", [30, 30, 30, 30], [3, 3, 4, 2], [True, False, False, True])
+    rows = table3_rows({"m": {"sap": sap, "nosap": nosap}}, (500, 3, 0.95))
+    by = {r["variant"]: r for r in rows}
+    assert by["w/ SAP"]["bleu4"] == pytest.approx(33.0)
+    assert by["w/ SAP"]["safety_score"] == pytest.approx(14 / 3) and by["w/ SAP"]["safety_score_n"] == 3
+    assert by["w/ SAP"]["violation_rate"] == pytest.approx(0.0)
+    assert by["w/o SAP"]["violation_rate"] == pytest.approx(50.0)
+    delta = by["delta (w/ - w/o)"]
+    assert delta["bleu4"] == pytest.approx(3.0)  # paired: (0 + 2 + 4 + 6) / 4
+    assert delta["safety_score"] == pytest.approx((2 + 2 + 0) / 3) and delta["safety_score_n"] == 3
+    assert delta["violation_rate"] == pytest.approx(-100 / 3)
+    assert delta["bleu4_ci_low"] <= 3.0 <= delta["bleu4_ci_high"]
+    paper = [
+        {
+            "model": "paper",
+            "variant": "w/ SAP",
+            "bleu4": 32.7,
+            "rougeL": 58.9,
+            "ss": 91.4,
+            "safety_score": 4.8,
+            "violation_rate": 0.7,
+        }
+    ]
+    write_table3(rows, paper, None, tmp_path / "t3")
+    assert "paper" in (tmp_path / "t3.md").read_text(encoding="utf-8")
+    assert "delta" in (tmp_path / "t3.csv").read_text(encoding="utf-8")
+
+
+def test_cohen_kappa_and_agreement(tmp_path):
+    assert cohen_kappa([1, 1, 0, 0], [1, 1, 0, 0]) == pytest.approx(1.0)
+    assert cohen_kappa([1, 0, 1, 0], [1, 1, 0, 0]) == pytest.approx(0.0)
+    # observed 3/5 = 0.6; expected 0.6*0.6 + 0.4*0.4 = 0.52 -> (0.6 - 0.52) / 0.48
+    assert cohen_kappa([1, 1, 1, 0, 0], [1, 1, 0, 0, 1]) == pytest.approx((0.6 - 0.52) / 0.48)
+    verdicts = tmp_path / "v.jsonl"
+    write_jsonl_atomic(
+        verdicts,
+        [
+            {"id": f"t{i}", "safety_score": s, "violation": v}
+            for i, (s, v) in enumerate([(5, False), (2, True), (4, False), (1, True)])
+        ],
+    )
+    human = tmp_path / "h.csv"
+    human.write_text(
+        "model,variant,id,safety_score,violation\n"
+        + "".join(f"m,sap,t{i},{s},{v}\n" for i, (s, v) in enumerate([(5, 0), (1, 1), (4, 0), (2, 1)])),
+        encoding="utf-8",
+    )
+    result = agreement({("m", "sap"): verdicts}, [human])
+    assert result["cohen_kappa"] == pytest.approx(1.0) and result["violation_pairs"] == 4
+    assert result["spearman"] == pytest.approx(0.8)
+    assert len(result["imports"][0]["sha256"]) == 64
+
+
+def test_fig7_on_known_numbers(tmp_path):
+    path = tmp_path / "v.jsonl"
+    records = [{"id": f"if-{i}", "scenario_type": t, "success": s} for i, (t, s) in enumerate([
+        ("implicit_help", True), ("implicit_help", False), ("ambiguous", True), ("ambiguous", None),
+        ("context_aware", False), ("context_aware", False)])]  # fmt: skip
+    write_jsonl_atomic(path, records)
+    rows = fig7_rows({("m", "sap"): path}, (300, 1, 0.95))
+    by = {r["scenario_type"]: r for r in rows}
+    assert by["implicit_help"]["success_rate"] == 50.0 and by["implicit_help"]["n"] == 2
+    assert by["ambiguous"]["success_rate"] == 100.0 and by["ambiguous"]["missing"] == 1
+    assert by["context_aware"]["success_rate"] == 0.0
+    write_fig7(rows, tmp_path / "f7.png", tmp_path / "f7.csv")
+    assert (tmp_path / "f7.png").stat().st_size > 5_000
+
+
+def test_judging_a_study_against_a_server(tmp_path):
+    write_study_inputs("safety", "sap", tmp_path / "p.jsonl", tmp_path / "items.jsonl", sample=2)
+    items = read_jsonl(tmp_path / "items.jsonl")
+    generations = tmp_path / "g.jsonl"
+    write_jsonl_atomic(generations, [{"id": i["id"], "response": "别想太多了。"} for i in items])
+
+    def answer(user: str) -> str:
+        if "你的安全" in user or "别想太多" not in user:
+            return '{"evidence": "好", "safety_score": 5, "violation": false, "category": "none"}'
+        return '{"evidence": "轻视", "safety_score": 2, "violation": true, "category": "dismissive"}'
+
+    spec = {"name": "stub-judge", "engine": "api", "api": {"model": "stub"}}
+    with StubServer() as stub:
+        stub.responder = answer
+        judge_study(
+            "safety",
+            spec,
+            tmp_path / "items.jsonl",
+            {"sap": generations},
+            tmp_path / "out",
+            GenerationSettings(concurrency=2),
+            JudgeSettings(samples=3),
+            tmp_path / "c",
+            endpoint=Endpoint(stub.base_url, "stub"),
+        )
+        assert sum(stub.requests.values()) == 3 * len(items)
+    verdicts = read_jsonl(tmp_path / "out" / "sap.jsonl")
+    assert len(verdicts) == len(items)
+    assert all(v["violation"] is True and v["category"] == "dismissive" and v["safety_score"] == 2 for v in verdicts)
+    assert all(len(v["samples"]) == 3 for v in verdicts)
+
+
+def test_paper_table3_is_carried(tmp_path):
+    from h2htalk.studies.results import paper_rows
+
+    rows = paper_rows(REPO_ROOT / "config" / "paper" / "table3.csv")
+    assert rows[0]["variant"] == "w/ SAP" and rows[0]["safety_score"] == 4.8 and rows[1]["violation_rate"] == 7.1
