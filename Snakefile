@@ -17,8 +17,11 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from h2htalk.config import validate_config
 from h2htalk.errors import ConfigError
 
-if not workflow.overwrite_configfiles:  # --configfile (or a profile) replaces the default
+# --configfile (or a profile's configfile) replaces the default instead of being merged into it
+if not workflow.overwrite_configfiles:
+
     configfile: "config/config.yaml"
+
 
 try:
     _validated = validate_config(config)
@@ -29,6 +32,17 @@ config.update(_validated)
 
 
 include: "workflow/rules/common.smk"
+
+
+wildcard_constraints:
+    subtask="|".join(SUBTASK_KEYS),
+    variant="sap|nosap",
+    model="|".join(map(re.escape, MODELS)),
+    embedder="|".join(map(re.escape, config["embedders"])),
+    study="safety|instruction_following",
+    figure="|".join(FIGURES),
+
+
 include: "workflow/rules/data.smk"
 include: "workflow/rules/instances.smk"
 include: "workflow/rules/generation.smk"
@@ -50,6 +64,5 @@ rule all:
         rules.fig6.output,
         rules.table3.output,
         rules.fig7.output,
-        rules.calibration.output if "baseline-random-reference" in config["baselines"]
-        and "baseline-oracle" in config["baselines"] else [],
+        calibration_targets(),
         instance_review_targets(),

@@ -5,6 +5,13 @@ rule fetch:
     output:
         manifest="results/data/manifest.json",
         files=[upstream_file(key) for key in SUBTASK_KEYS],
+    log:
+        f"{LOG_DIR}/data/fetch.log",
+    conda:
+        "../../envs/data.yaml"
+    resources:
+        mem_mb=500,
+        runtime=15,
     params:
         repo=config["data"]["upstream"]["repo"],
         commit=config["data"]["upstream"]["commit"],
@@ -12,19 +19,14 @@ rule fetch:
         timeout=config["data"]["upstream"]["timeout_s"],
         retries=config["data"]["upstream"]["retries"],
         upstream_dir=(
-            f"--upstream-dir {shlex.quote(config['upstream_dir'])}" if config["upstream_dir"] else ""
+            f"--upstream-dir {shlex.quote(config['upstream_dir'])}"
+            if config["upstream_dir"]
+            else ""
         ),
-    log:
-        f"{LOG_DIR}/data/fetch.log",
-    resources:
-        mem_mb=500,
-        runtime=15,
-    conda:
-        "../../envs/data.yaml"
     shell:
-        "{H2HTALK} fetch --repo {params.repo:q} --commit {params.commit:q}"
+        "python -m h2htalk fetch --repo {params.repo:q} --commit {params.commit:q}"
         " --url-template {params.url_template:q} --timeout {params.timeout} --retries {params.retries}"
-        " {params.upstream_dir} --out-dir {UPSTREAM_DIR} --manifest {output.manifest} > {log} 2>&1"
+        " {params.upstream_dir} --out-dir results/data/upstream --manifest {output.manifest} > {log} 2>&1"
 
 
 rule curate:
@@ -34,20 +36,20 @@ rule curate:
     output:
         curated=f"{CURATED_DIR}/{{subtask}}.jsonl",
         report=f"{CURATED_DIR}/{{subtask}}.report.json",
+    log:
+        f"{LOG_DIR}/data/curate/{{subtask}}.log",
+    conda:
+        "../../envs/data.yaml"
+    resources:
+        mem_mb=1000,
+        runtime=10,
     params:
         exclude=shell_list(config["data"]["curate"]["exclude_flags"]),
         anonymise=shell_mapping(config["data"]["curate"]["anonymise"]),
         persona=shell_list(config["data"]["curate"]["persona_names"]),
-    log:
-        f"{LOG_DIR}/data/curate/{{subtask}}.log",
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    conda:
-        "../../envs/data.yaml"
     shell:
-        "{H2HTALK} curate --subtask {wildcards.subtask} --upstream-dir {UPSTREAM_DIR}"
-        " --manifest {input.manifest} --out-dir {CURATED_DIR} --exclude-flags {params.exclude}"
+        "python -m h2htalk curate --subtask {wildcards.subtask} --upstream-dir results/data/upstream"
+        " --manifest {input.manifest} --out-dir results/data/curated --exclude-flags {params.exclude}"
         " --anonymise {params.anonymise} --persona-names {params.persona} > {log} 2>&1"
 
 
@@ -59,10 +61,10 @@ rule curation_report:
         md="results/data/curation_report.md",
     log:
         f"{LOG_DIR}/data/curation_report.log",
+    conda:
+        "../../envs/data.yaml"
     resources:
         mem_mb=500,
         runtime=5,
-    conda:
-        "../../envs/data.yaml"
     shell:
-        "{H2HTALK} curation-report {input} --out-json {output.json} --out-md {output.md} > {log} 2>&1"
+        "python -m h2htalk curation-report {input} --out-json {output.json} --out-md {output.md} > {log} 2>&1"

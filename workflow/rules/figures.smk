@@ -1,35 +1,43 @@
 # Dataset statistics figures (Figures 4-6), each a named target, each with the CSV of what it draws.
 
-FIGURES = {4: "fig4_wordcloud", 5: "fig5_verb_noun", 6: "fig6_lengths"}
+
+rule figure:
+    input:
+        curated=expand(f"{CURATED_DIR}/{{subtask}}.jsonl", subtask=SUBTASKS),
+        instances=expand(f"{INSTANCES_DIR}/{{subtask}}.jsonl", subtask=SUBTASKS),
+    output:
+        png=report(
+            "paper_figures/{figure}.png",
+            caption="../report/{figure}.rst",
+            category="Figures",
+        ),
+        csv="paper_figures/{figure}.csv",
+    log:
+        "results/logs/figures/{figure}.log",
+    conda:
+        "../../envs/figures.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=20,
+    params:
+        number=lambda wc: FIGURES[wc.figure][0],
+        top=lambda wc: f"--top {FIGURES[wc.figure][1]}" if FIGURES[wc.figure][1] else "",
+        font=config["figures"]["cjk_font"],
+    shell:
+        "python -m h2htalk figure {params.number} --curated {input.curated} --instances {input.instances}"
+        " --font {params.font:q} {params.top} --out paper_figures/{wildcards.figure} > {log} 2>&1"
 
 
-def figure_rule(number):
-    name = FIGURES[number]
-    top = {4: config["figures"]["top_words"], 5: config["figures"]["top_pairs"], 6: 0}[number]
-
-    rule:
-        name:
-            f"fig{number}"
-        input:
-            curated=expand(f"{CURATED_DIR}/{{subtask}}.jsonl", subtask=SUBTASKS),
-            instances=expand(f"{INSTANCES_DIR}/{{subtask}}.jsonl", subtask=SUBTASKS),
-        output:
-            png=report(f"paper_figures/{name}.png", caption=f"../report/{name}.rst", category="Figures"),
-            csv=f"paper_figures/{name}.csv",
-        params:
-            font=config["figures"]["cjk_font"],
-            top=f"--top {top}" if top else "",
-        log:
-            f"{LOG_DIR}/figures/{name}.log",
-        resources:
-            mem_mb=2000,
-            runtime=20,
-        conda:
-            "../../envs/figures.yaml"
-        shell:
-            f"{{H2HTALK}} figure {number} --curated {{input.curated}} --instances {{input.instances}}"
-            f" --font {{params.font:q}} {{params.top}} --out paper_figures/{name} > {{log}} 2>&1"
+rule fig4:
+    input:
+        "paper_figures/fig4_wordcloud.png",
 
 
-for _number in FIGURES:
-    figure_rule(_number)
+rule fig5:
+    input:
+        "paper_figures/fig5_verb_noun.png",
+
+
+rule fig6:
+    input:
+        "paper_figures/fig6_lengths.png",

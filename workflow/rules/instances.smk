@@ -2,68 +2,62 @@
 # for each (variant, subtask).
 
 
-RECONSTRUCT = config["instances"]["reconstruct"]
-RECONSTRUCT_MODELS = list(dict.fromkeys([RECONSTRUCT["generator"], *RECONSTRUCT["judges"]]))
-LOCAL_RECONSTRUCT_MODELS = [m for m in RECONSTRUCT_MODELS if MODELS[m]["engine"] == "llamacpp"]
-
-
-def instance_source_file(wildcards):
-    source = config["instances"]["source"]
-    if source == "file":
-        return config["instances"]["files"][wildcards.subtask]
-    if source == "reconstructed":
-        return f"results/reconstructed/{wildcards.subtask}.jsonl"
-    return str(demo_instances_path(wildcards.subtask))
-
-
 rule instances:
     input:
         instance_source_file,
     output:
         f"{INSTANCES_DIR}/{{subtask}}.jsonl",
-    params:
-        source="demo" if config["instances"]["source"] == "demo" else "file",
     log:
         f"{LOG_DIR}/instances/{{subtask}}.log",
+    conda:
+        "../../envs/data.yaml"
     resources:
         mem_mb=500,
         runtime=5,
-    conda:
-        "../../envs/data.yaml"
+    params:
+        source="demo" if config["instances"]["source"] == "demo" else "file",
     shell:
-        "{H2HTALK} instances --subtask {wildcards.subtask} --source {params.source} --file {input:q}"
+        "python -m h2htalk instances --subtask {wildcards.subtask} --source {params.source} --file {input:q}"
         " --out {output} > {log} 2>&1"
 
 
 rule reconstruct_instances:
     input:
         curated=f"{CURATED_DIR}/{{subtask}}.jsonl",
-        model_files=expand("results/models/{model}.gguf", model=LOCAL_RECONSTRUCT_MODELS),
+        model_files=expand(
+            "results/models/{model}.gguf", model=LOCAL_RECONSTRUCT_MODELS
+        ),
         decisions=config["instances"]["review_imports"],
     output:
         instances="results/reconstructed/{subtask}.jsonl",
         report="results/reconstructed/{subtask}.report.json",
         review="results/review/instances/{subtask}.csv",
-    params:
-        registry=config["model_registry"],
-        settings=shlex.quote(json.dumps(config["generation"])),
-        options=shlex.quote(json.dumps(RECONSTRUCT)),
-        model_files=" ".join(f"--model-file {m}=results/models/{m}.gguf" for m in LOCAL_RECONSTRUCT_MODELS),
-        decisions=lambda wc, input: " ".join(f"--decisions {shlex.quote(p)}" for p in input.decisions),
     log:
         f"{LOG_DIR}/reconstructed/{{subtask}}.log",
+    conda:
+        "../../envs/generation.yaml"
     threads: workflow.cores
     resources:
         mem_mb=4000,
         runtime=720,
         gpu=max(MODELS[m].get("gpus", 0) for m in RECONSTRUCT_MODELS),
-    conda:
-        "../../envs/generation.yaml"
+    params:
+        registry=config["model_registry"],
+        settings=shlex.quote(json.dumps(config["generation"])),
+        options=shlex.quote(json.dumps(RECONSTRUCT)),
+        model_files=" ".join(
+            f"--model-file {m}=results/models/{m}.gguf"
+            for m in LOCAL_RECONSTRUCT_MODELS
+        ),
+        decisions=lambda wc, input: " ".join(
+            f"--decisions {shlex.quote(p)}" for p in input.decisions
+        ),
+        cache_dir=RECONSTRUCT["cache_dir"],
     shell:
-        "{H2HTALK} reconstruct --subtask {wildcards.subtask} --curated {input.curated}"
+        "python -m h2htalk reconstruct --subtask {wildcards.subtask} --curated {input.curated}"
         " --registry {params.registry} --settings {params.settings} --reconstruct-settings {params.options}"
-        " {params.model_files} --cache-dir {RECONSTRUCT[cache_dir]}"
-        " --server-logs {LOG_DIR}/reconstructed/{wildcards.subtask}.servers"
+        " {params.model_files} --cache-dir {params.cache_dir}"
+        " --server-logs results/logs/reconstructed/{wildcards.subtask}.servers"
         " {params.decisions} --out {output.instances} --report {output.report} --review {output.review}"
         " > {log} 2>&1"
 
@@ -75,24 +69,19 @@ rule instances_review:
         "results/review/instances.csv",
     log:
         f"{LOG_DIR}/reconstructed/review.log",
+    conda:
+        "../../envs/data.yaml"
     resources:
         mem_mb=500,
         runtime=5,
-    conda:
-        "../../envs/data.yaml"
     shell:
-        "{H2HTALK} join-csv {input} --out {output} > {log} 2>&1"
+        "python -m h2htalk join-csv {input} --out {output} > {log} 2>&1"
 
 
 rule reconstruct:
     input:
         expand("results/reconstructed/{subtask}.report.json", subtask=SUBTASKS),
         "results/review/instances.csv",
-
-
-def instance_review_targets():
-    """The instance review queue, when instances are reconstructed."""
-    return ["results/review/instances.csv"] if config["instances"]["source"] == "reconstructed" else []
 
 
 rule prompt_messages:
@@ -102,15 +91,19 @@ rule prompt_messages:
         "results/prompts/{variant}/{subtask}.jsonl",
     log:
         f"{LOG_DIR}/prompts/{{variant}}/{{subtask}}.log",
+    conda:
+        "../../envs/data.yaml"
     resources:
         mem_mb=500,
         runtime=5,
-    conda:
-        "../../envs/data.yaml"
     shell:
-        "{H2HTALK} prompts --instances {input} --variant {wildcards.variant} --out {output} > {log} 2>&1"
+        "python -m h2htalk prompts --instances {input} --variant {wildcards.variant} --out {output} > {log} 2>&1"
 
 
 rule prompts:
     input:
-        expand("results/prompts/{variant}/{subtask}.jsonl", variant=VARIANTS, subtask=SUBTASKS),
+        expand(
+            "results/prompts/{variant}/{subtask}.jsonl",
+            variant=VARIANTS,
+            subtask=SUBTASKS,
+        ),

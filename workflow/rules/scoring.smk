@@ -8,6 +8,13 @@ rule score:
     output:
         per_item="results/scores/{embedder}/{model}/{variant}/{subtask}.items.jsonl",
         summary="results/scores/{embedder}/{model}/{variant}/{subtask}.summary.json",
+    log:
+        f"{LOG_DIR}/scores/{{embedder}}/{{model}}/{{variant}}/{{subtask}}.log",
+    conda:
+        "../../envs/metrics.yaml"
+    resources:
+        mem_mb=4000,
+        runtime=120,
     params:
         spec=lambda wc: shlex.quote(json.dumps(config["embedders"][wc.embedder])),
         tokenizer=config["scoring"]["tokenizer"],
@@ -15,15 +22,8 @@ rule score:
         resamples=config["scoring"]["bootstrap"]["resamples"],
         seed=config["scoring"]["bootstrap"]["seed"],
         confidence=config["scoring"]["bootstrap"]["confidence"],
-    log:
-        f"{LOG_DIR}/scores/{{embedder}}/{{model}}/{{variant}}/{{subtask}}.log",
-    resources:
-        mem_mb=4000,
-        runtime=120,
-    conda:
-        "../../envs/metrics.yaml"
     shell:
-        "{H2HTALK} score --generations {input.generations} --references {input.references}"
+        "python -m h2htalk score --generations {input.generations} --references {input.references}"
         " --out-items {output.per_item} --out-summary {output.summary}"
         " --model {wildcards.model} --variant {wildcards.variant} --subtask {wildcards.subtask}"
         " --embedder {wildcards.embedder} --embedder-spec {params.spec} --tokenizer {params.tokenizer}"

@@ -6,30 +6,22 @@ rule table1:
         reports=expand(f"{CURATED_DIR}/{{subtask}}.report.json", subtask=SUBTASKS),
         paper=config["paper"]["table1"],
     output:
-        csv=report("paper_figures/table1.csv", caption="../report/table1.rst", category="Tables"),
+        csv=report(
+            "paper_figures/table1.csv",
+            caption="../report/table1.rst",
+            category="Tables",
+        ),
         md="paper_figures/table1.md",
         tex="paper_figures/table1.tex",
     log:
         f"{LOG_DIR}/tables/table1.log",
+    conda:
+        "../../envs/data.yaml"
     resources:
         mem_mb=500,
         runtime=5,
-    conda:
-        "../../envs/data.yaml"
     shell:
-        "{H2HTALK} table1 {input.reports} --paper {input.paper} --out paper_figures/table1 > {log} 2>&1"
-
-
-def table2_summaries(wildcards):
-    """Per (embedder, model, variant, subtask): the J summary for judged subtasks, the S summary otherwise."""
-    paths = []
-    for embedder in config["scoring"]["embedders"]:
-        for model in RUN_MODELS:
-            for variant in VARIANTS:
-                for subtask in SUBTASKS:
-                    stage = "judged" if subtask in JUDGED else "scores"
-                    paths.append(f"results/{stage}/{embedder}/{model}/{variant}/{subtask}.summary.json")
-    return paths
+        "python -m h2htalk table1 {input.reports} --paper {input.paper} --out paper_figures/table1 > {log} 2>&1"
 
 
 rule table2:
@@ -40,21 +32,29 @@ rule table2:
         paper_counts=config["paper"]["table1"],
         review="results/review/queue.csv",
     output:
-        csv=report("paper_figures/table2.csv", caption="../report/table2.rst", category="Tables"),
+        csv=report(
+            "paper_figures/table2.csv",
+            caption="../report/table2.rst",
+            category="Tables",
+        ),
         md="paper_figures/table2.md",
         tex="paper_figures/table2.tex",
-        heatmap=report("paper_figures/table2_heatmap.png", caption="../report/table2.rst", category="Tables"),
+        heatmap=report(
+            "paper_figures/table2_heatmap.png",
+            caption="../report/table2.rst",
+            category="Tables",
+        ),
         vs_paper="paper_figures/table2_vs_paper.csv",
         audit="paper_figures/table2_paper_audit.csv",
     log:
         f"{LOG_DIR}/tables/table2.log",
+    conda:
+        "../../envs/figures.yaml"
     resources:
         mem_mb=1000,
         runtime=10,
-    conda:
-        "../../envs/figures.yaml"
     shell:
-        "{H2HTALK} table2 {input.summaries} --registry {input.registry} --paper {input.paper}"
+        "python -m h2htalk table2 {input.summaries} --registry {input.registry} --paper {input.paper}"
         " --paper-counts {input.paper_counts} --out paper_figures/table2 > {log} 2>&1"
 
 
@@ -68,14 +68,18 @@ rule calibration:
         ),
     output:
         md="paper_figures/calibration.md",
-        csv=report("paper_figures/calibration.csv", caption="../report/calibration.rst", category="Tables"),
+        csv=report(
+            "paper_figures/calibration.csv",
+            caption="../report/calibration.rst",
+            category="Tables",
+        ),
     log:
         f"{LOG_DIR}/tables/calibration.log",
+    conda:
+        "../../envs/figures.yaml"
     resources:
         mem_mb=1000,
         runtime=10,
-    conda:
-        "../../envs/figures.yaml"
     shell:
-        "{H2HTALK} calibration {input.summaries} --floor-items {input.floor_items}"
+        "python -m h2htalk calibration {input.summaries} --floor-items {input.floor_items}"
         " --out paper_figures/calibration > {log} 2>&1"
