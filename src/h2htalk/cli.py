@@ -406,6 +406,7 @@ def cmd_table2(args: argparse.Namespace) -> int:
     )
     _require(args, "registry", "paper", "paper_counts")
     write_table2(args.summaries, args.registry, args.paper, args.paper_counts, args.out, args.compare_variant)
+    _meta(args, [*args.summaries, args.registry, args.paper, args.paper_counts])
     print(f"wrote {args.out}.csv, .md, .tex, _heatmap.png, _vs_paper.csv, _paper_audit.csv")
     return 0
 
@@ -426,6 +427,7 @@ def cmd_figure(args: argparse.Namespace) -> int:
     else:
         stats = plots.figure6_lengths(inputs, outputs, font, png, csv_path)
         print(f"inputs {stats['inputs']}, outputs {stats['outputs']} -> {png}")
+    _meta(args, [*args.curated, *args.instances])
     return 0
 
 
@@ -433,6 +435,7 @@ def cmd_calibration(args: argparse.Namespace) -> int:
     from h2htalk.tables.calibration import write_calibration
 
     rows = write_calibration(args.summaries, args.floor_items, args.out)
+    _meta(args, [*args.summaries, *args.floor_items])
     print(f"{len(rows)} rows -> {args.out}.md, {args.out}.csv")
     return 0
 
@@ -500,6 +503,7 @@ def cmd_table3(args: argparse.Namespace) -> int:
     rows = table3_rows(runs, (args.resamples, args.seed, 0.95))
     agree = agreement(verdicts, args.human) if args.human else None
     write_table3(rows, paper_rows(args.paper), agree, Path(args.out))
+    _meta(args, [str(p) for pair in runs.values() for paths in pair.values() for p in paths] + [args.paper])
     print(f"{len(rows)} rows -> {args.out}.csv, .md, .tex")
     return 0
 
@@ -509,8 +513,29 @@ def cmd_fig7(args: argparse.Namespace) -> int:
 
     rows = fig7_rows(_model_variant_paths(args.verdicts), (args.resamples, args.seed, 0.95))
     write_fig7(rows, Path(args.out).with_suffix(".png"), Path(args.out).with_suffix(".csv"))
+    _meta(args, [str(p) for p in _model_variant_paths(args.verdicts).values()])
     print(f"{len(rows)} bars -> {args.out}.png")
     return 0
+
+
+def cmd_provenance(args: argparse.Namespace) -> int:
+    import json
+
+    from h2htalk.config import validate_config
+    from h2htalk.provenance import write_provenance
+
+    config = validate_config(json.loads(args.config_json))
+    record = write_provenance(config, args.manifest, args.out, args.root)
+    print(f"git {record['git']['revision']} config {record['config_sha256'][:12]} -> {args.out}")
+    return 0
+
+
+def _meta(args: argparse.Namespace, inputs: list[str]) -> None:
+    """Point a table or figure at the run's provenance, with its inputs' checksums."""
+    if getattr(args, "provenance", None):
+        from h2htalk.provenance import write_table_meta
+
+        write_table_meta(args.out, args.provenance, inputs)
 
 
 # --- score ---------------------------------------------------------------------------------------------
@@ -606,6 +631,7 @@ def cmd_table1(args: argparse.Namespace) -> int:
     _from_config(args, {"paper": lambda c: c["paper"]["table1"]})
     _require(args, "paper")
     write_table1(args.reports, args.paper, args.out)
+    _meta(args, [*args.reports, args.paper])
     print(f"wrote {args.out}.csv, .md, .tex")
     return 0
 
@@ -768,6 +794,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--paper-counts", help="the paper's Table 1 (CSV), for the audit's weights")
     p.add_argument("--compare-variant", default="sap", help="variant compared with the paper (default sap)")
     p.add_argument("--out", default="paper_figures/table2", help="output path without extension")
+    p.add_argument("--provenance", help="results/provenance.json: written into <out>.meta.json")
     p.set_defaults(handler=cmd_table2)
 
     p = sub.add_parser("figure", help="Figure 4 (word cloud), 5 (verb-noun pairs) or 6 (lengths), PNG and CSV")
@@ -777,6 +804,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--font", default="auto", help="a CJK font file (default: find one)")
     p.add_argument("--top", type=int, help="words (Figure 4, default 200) or pairs (Figure 5, default 50)")
     p.add_argument("--out", required=True, help="output path without extension")
+    p.add_argument("--provenance", help="results/provenance.json: written into <out>.meta.json")
     p.set_defaults(handler=cmd_figure)
 
     p = sub.add_parser("study-inputs", help="prompts and items of a study (safety or instruction_following)")
@@ -815,6 +843,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resamples", type=int, default=1000)
     p.add_argument("--seed", type=int, default=20250101)
     p.add_argument("--out", default="paper_figures/table3")
+    p.add_argument("--provenance", help="results/provenance.json: written into <out>.meta.json")
     p.set_defaults(handler=cmd_table3)
 
     p = sub.add_parser("fig7", help="Figure 7: instruction following by scenario type")
@@ -822,13 +851,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resamples", type=int, default=1000)
     p.add_argument("--seed", type=int, default=20250101)
     p.add_argument("--out", default="paper_figures/fig7_instruction_following")
+    p.add_argument("--provenance", help="results/provenance.json: written into <out>.meta.json")
     p.set_defaults(handler=cmd_fig7)
 
     p = sub.add_parser("calibration", help="chance floor, oracle, rescaled scores and unrelated-pair SS")
     p.add_argument("summaries", nargs="+", help="score and J summaries (JSON), baselines included")
     p.add_argument("--floor-items", nargs="+", default=[], help="per-item scores of the random-reference baseline")
     p.add_argument("--out", default="paper_figures/calibration", help="output path without extension")
+    p.add_argument("--provenance", help="results/provenance.json: written into <out>.meta.json")
     p.set_defaults(handler=cmd_calibration)
+
+    p = sub.add_parser("provenance", help="write the run's provenance (git, config, data, versions, hardware)")
+    p.add_argument("--config-json", required=True, help="the run's configuration, as JSON text")
+    p.add_argument("--manifest", default="results/data/manifest.json")
+    p.add_argument("--root", default=".", help="the checkout (for the git revision)")
+    p.add_argument("--out", default="results/provenance.json")
+    p.set_defaults(handler=cmd_provenance)
 
     p = sub.add_parser("score", help="score generation records against references")
     p.add_argument("--generations", required=True, help="JSONL of {id, response}")
@@ -854,6 +892,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help="take unset options from this config file")
     p.add_argument("--paper", help="CSV of the paper's Table 1 counts")
     p.add_argument("--out", default="paper_figures/table1", help="output path without extension")
+    p.add_argument("--provenance", help="results/provenance.json: written into <out>.meta.json")
     p.set_defaults(handler=cmd_table1)
     return parser
 

@@ -103,7 +103,22 @@ def fixed_model_resource(model, key, default):
 
 
 def engine_threads(model):
-    return workflow.cores if MODELS[model]["engine"] == "llamacpp" else 1
+    """CPU threads of a job that runs the model: the llama.cpp server's threads, one otherwise."""
+    spec = MODELS[model]
+    return (
+        spec.get("llamacpp", {}).get("threads", 2)
+        if spec["engine"] == "llamacpp"
+        else 1
+    )
+
+
+def partition(gpus):
+    """The SLURM partition for a job needing ``gpus`` GPUs."""
+    return (
+        config["cluster"]["gpu_partition"]
+        if gpus
+        else config["cluster"]["cpu_partition"]
+    )
 
 
 def instance_source_file(wildcards):

@@ -3,9 +3,11 @@
 
 rule figure:
     input:
+        provenance="results/provenance.json",
         curated=expand(f"{CURATED_DIR}/{{subtask}}.jsonl", subtask=SUBTASKS),
         instances=expand(f"{INSTANCES_DIR}/{{subtask}}.jsonl", subtask=SUBTASKS),
     output:
+        meta="paper_figures/{figure}.meta.json",
         png=report(
             "paper_figures/{figure}.png",
             caption="../report/{figure}.rst",
@@ -25,7 +27,7 @@ rule figure:
         font=config["figures"]["cjk_font"],
     shell:
         "python -m h2htalk figure {params.number} --curated {input.curated} --instances {input.instances}"
-        " --font {params.font:q} {params.top} --out paper_figures/{wildcards.figure} > {log} 2>&1"
+        " --font {params.font:q} {params.top} --provenance {input.provenance} --out paper_figures/{wildcards.figure} > {log} 2>&1"
 
 
 rule fig4:

@@ -45,6 +45,9 @@ rule generate:
         mem_mb=model_resource("mem_mb", 4000),
         runtime=model_resource("runtime_min", 240),
         gpu=lambda wildcards: MODELS[wildcards.model].get("gpus", 0),
+        slurm_partition=lambda wildcards: partition(
+            MODELS[wildcards.model].get("gpus", 0)
+        ),
     params:
         registry=config["model_registry"],
         settings=shlex.quote(json.dumps(config["generation"])),

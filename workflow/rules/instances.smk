@@ -36,11 +36,14 @@ rule reconstruct_instances:
         f"{LOG_DIR}/reconstructed/{{subtask}}.log",
     conda:
         "../../envs/generation.yaml"
-    threads: workflow.cores
+    threads: max(engine_threads(m) for m in RECONSTRUCT_MODELS)
     resources:
         mem_mb=4000,
         runtime=720,
         gpu=max(MODELS[m].get("gpus", 0) for m in RECONSTRUCT_MODELS),
+        slurm_partition=partition(
+            max(MODELS[m].get("gpus", 0) for m in RECONSTRUCT_MODELS)
+        ),
     params:
         registry=config["model_registry"],
         settings=shlex.quote(json.dumps(config["generation"])),

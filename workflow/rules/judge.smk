@@ -33,6 +33,7 @@ rule judge:
         mem_mb=fixed_model_resource(JUDGE["model"], "mem_mb", 4000),
         runtime=fixed_model_resource(JUDGE["model"], "runtime_min", 240),
         gpu=MODELS[JUDGE["model"]].get("gpus", 0),
+        slurm_partition=partition(MODELS[JUDGE["model"]].get("gpus", 0)),
     params:
         judge=JUDGE["model"],
         registry=config["model_registry"],

@@ -53,6 +53,9 @@ rule study_generate:
         mem_mb=model_resource("mem_mb", 4000),
         runtime=model_resource("runtime_min", 240),
         gpu=lambda wildcards: MODELS[wildcards.model].get("gpus", 0),
+        slurm_partition=lambda wildcards: partition(
+            MODELS[wildcards.model].get("gpus", 0)
+        ),
     params:
         registry=config["model_registry"],
         settings=lambda wc: shlex.quote(
@@ -127,6 +130,7 @@ rule study_judge:
         mem_mb=fixed_model_resource(STUDY_JUDGE, "mem_mb", 4000),
         runtime=fixed_model_resource(STUDY_JUDGE, "runtime_min", 240),
         gpu=MODELS[STUDY_JUDGE].get("gpus", 0),
+        slurm_partition=partition(MODELS[STUDY_JUDGE].get("gpus", 0)),
     params:
         judge=STUDY_JUDGE,
         cache_dir=JUDGE["cache_dir"],
@@ -148,6 +152,7 @@ rule study_judge:
 
 rule table3:
     input:
+        provenance="results/provenance.json",
         scores=expand(
             "results/studies/safety/scores/{embedder}/{model}/{variant}.items.jsonl",
             embedder=EMBEDDER,
@@ -162,6 +167,7 @@ rule table3:
         paper=config["paper"]["table3"],
         human=STUDY["human_ratings"],
     output:
+        meta="paper_figures/table3.meta.json",
         csv=report(
             "paper_figures/table3.csv",
             caption="../report/table3.rst",
@@ -188,7 +194,7 @@ rule table3:
         ),
         bootstrap=config["scoring"]["bootstrap"],
     shell:
-        "python -m h2htalk table3 {params.pairs} {params.human} --paper {input.paper}"
+        "python -m h2htalk table3 {params.pairs} {params.human} --paper {input.paper} --provenance {input.provenance}"
         " --resamples {params.bootstrap[resamples]} --seed {params.bootstrap[seed]} --out paper_figures/table3"
         " > {log} 2>&1"
 
@@ -200,7 +206,9 @@ rule fig7:
             model=STUDY_MODELS,
             variant=VARIANTS,
         ),
+        provenance="results/provenance.json",
     output:
+        meta="paper_figures/fig7_instruction_following.meta.json",
         png=report(
             "paper_figures/fig7_instruction_following.png",
             caption="../report/fig7.rst",
@@ -222,5 +230,5 @@ rule fig7:
         ),
         bootstrap=config["scoring"]["bootstrap"],
     shell:
-        "python -m h2htalk fig7 {params.verdicts} --resamples {params.bootstrap[resamples]}"
+        "python -m h2htalk fig7 {params.verdicts} --provenance {input.provenance} --resamples {params.bootstrap[resamples]}"
         " --seed {params.bootstrap[seed]} --out paper_figures/fig7_instruction_following > {log} 2>&1"

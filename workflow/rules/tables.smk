@@ -1,11 +1,33 @@
-# Paper tables, each a named target: snakemake --profile profiles/local table1
+# Paper tables, each a named target (snakemake --profile profiles/local table1), and the run's provenance.
+
+
+rule provenance:
+    input:
+        manifest="results/data/manifest.json",
+    output:
+        "results/provenance.json",
+    log:
+        "results/logs/provenance.log",
+    conda:
+        "../../envs/data.yaml"
+    resources:
+        mem_mb=500,
+        runtime=5,
+    params:
+        config=lambda wc: shlex.quote(json.dumps(config, sort_keys=True)),
+        root=workflow.basedir,
+    shell:
+        "python -m h2htalk provenance --config-json {params.config} --manifest {input.manifest}"
+        " --root {params.root} --out {output} > {log} 2>&1"
 
 
 rule table1:
     input:
+        provenance="results/provenance.json",
         reports=expand(f"{CURATED_DIR}/{{subtask}}.report.json", subtask=SUBTASKS),
         paper=config["paper"]["table1"],
     output:
+        meta="paper_figures/table1.meta.json",
         csv=report(
             "paper_figures/table1.csv",
             caption="../report/table1.rst",
@@ -21,17 +43,19 @@ rule table1:
         mem_mb=500,
         runtime=5,
     shell:
-        "python -m h2htalk table1 {input.reports} --paper {input.paper} --out paper_figures/table1 > {log} 2>&1"
+        "python -m h2htalk table1 {input.reports} --paper {input.paper} --provenance {input.provenance} --out paper_figures/table1 > {log} 2>&1"
 
 
 rule table2:
     input:
+        provenance="results/provenance.json",
         summaries=table2_summaries,
         registry=config["model_registry"],
         paper=config["paper"]["table2"],
         paper_counts=config["paper"]["table1"],
         review="results/review/queue.csv",
     output:
+        meta="paper_figures/table2.meta.json",
         csv=report(
             "paper_figures/table2.csv",
             caption="../report/table2.rst",
@@ -55,11 +79,12 @@ rule table2:
         runtime=10,
     shell:
         "python -m h2htalk table2 {input.summaries} --registry {input.registry} --paper {input.paper}"
-        " --paper-counts {input.paper_counts} --out paper_figures/table2 > {log} 2>&1"
+        " --paper-counts {input.paper_counts} --provenance {input.provenance} --out paper_figures/table2 > {log} 2>&1"
 
 
 rule calibration:
     input:
+        provenance="results/provenance.json",
         summaries=table2_summaries,
         floor_items=expand(
             "results/scores/{embedder}/baseline-random-reference/sap/{subtask}.items.jsonl",
@@ -67,6 +92,7 @@ rule calibration:
             subtask=SUBTASKS,
         ),
     output:
+        meta="paper_figures/calibration.meta.json",
         md="paper_figures/calibration.md",
         csv=report(
             "paper_figures/calibration.csv",
@@ -82,4 +108,4 @@ rule calibration:
         runtime=10,
     shell:
         "python -m h2htalk calibration {input.summaries} --floor-items {input.floor_items}"
-        " --out paper_figures/calibration > {log} 2>&1"
+        " --out paper_figures/calibration --provenance {input.provenance} > {log} 2>&1"

