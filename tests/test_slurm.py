@@ -72,8 +72,19 @@ def test_small_study_runs_as_slurm_jobs(checkout, synthetic_release):  # noqa: F
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-6000:]
     jobs = [job for job in slurm_jobs() if job["JobId"] not in before]
     comments = " ".join(job.get("Comment", "") for job in jobs)
-    for rule in ("fetch", "curate", "instances", "prompt_messages", "provision_model", "generate", "score",
-                 "judge", "combine_j", "table1", "table2"):
+    for rule in (
+        "fetch",
+        "curate",
+        "instances",
+        "prompt_messages",
+        "provision_model",
+        "generate",
+        "score",
+        "judge",
+        "combine_j",
+        "table1",
+        "table2",
+    ):
         assert f"rule_{rule}" in comments, f"no SLURM job for rule {rule}: {comments}"
     assert all(job["JobState"] == "COMPLETED" for job in jobs), [(j["JobId"], j["JobState"]) for j in jobs]
     probe = [j for j in jobs if "baseline-gpu-probe" in j.get("Comment", "") and "rule_generate" in j["Comment"]]

@@ -15,11 +15,11 @@ import platform
 import shutil
 import subprocess
 import time
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 from h2htalk.io import read_json, sha256_file, write_json_atomic
+from h2htalk.versions import package_version
 
 PACKAGES = (
     "h2htalk", "snakemake", "jieba", "nltk", "rouge-score", "numpy", "jsonschema", "pyyaml", "jinja2", "openai",
@@ -27,13 +27,6 @@ PACKAGES = (
     "sentence-transformers", "matplotlib", "wordcloud", "scipy",
 )  # fmt: skip
 ENGINES = ("llama-cpp-python", "vllm")
-
-
-def _version(name: str) -> str | None:
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return None
 
 
 def git_revision(root: str | os.PathLike[str]) -> dict[str, Any]:
@@ -90,8 +83,8 @@ def build_provenance(config: dict[str, Any], manifest_path: str | os.PathLike[st
         "config_sha256": config_hash(config),
         "config": config,
         "data_manifest": read_json(manifest_path),
-        "packages": {name: _version(name) for name in PACKAGES},
-        "engines": {name: _version(name) for name in ENGINES},
+        "packages": {name: package_version(name, None) for name in PACKAGES},
+        "engines": {name: package_version(name, None) for name in ENGINES},
         "hardware": hardware(),
     }
 

@@ -25,8 +25,8 @@ from h2htalk.generation.baselines import baseline_responses
 from h2htalk.generation.client import ChatClient, ChatRequest, ChatResult, RetryPolicy
 from h2htalk.generation.engines import Endpoint, LazyEndpoint
 from h2htalk.io import iter_jsonl, write_jsonl_atomic
-from h2htalk.metrics.embedders import package_version
 from h2htalk.store import SqliteStore
+from h2htalk.versions import package_version
 
 log = logging.getLogger(__name__)
 

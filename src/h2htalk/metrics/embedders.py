@@ -17,17 +17,11 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Protocol
 
 import numpy as np
 
-
-def package_version(name: str) -> str:
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return "not-installed"
+from h2htalk.versions import package_version
 
 
 class Embedder(Protocol):

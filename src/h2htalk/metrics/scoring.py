@@ -18,9 +18,10 @@ import numpy as np
 
 from h2htalk.metrics.bootstrap import bootstrap_mean_ci
 from h2htalk.metrics.cache import EmbeddingCache, embed_with_cache
-from h2htalk.metrics.embedders import Embedder, package_version
+from h2htalk.metrics.embedders import Embedder
 from h2htalk.metrics.lexical import BLEU_WEIGHTS, SMOOTHING, bleu_1_to_4, rouge_1_l
 from h2htalk.metrics.tokenizers import Tokenizer
+from h2htalk.versions import package_version
 
 log = logging.getLogger(__name__)
 
