@@ -128,6 +128,7 @@ def test_table1_through_the_download_path(checkout, fixture_server):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_laptop_default_end_to_end(checkout, synthetic_release):
     """The whole laptop default (`all`): data, instances, prompts, the real local model, scores, judge, tables.
 
@@ -136,11 +137,12 @@ def test_laptop_default_end_to_end(checkout, synthetic_release):
     config = yaml.safe_load((checkout / "config" / "local.yaml").read_text(encoding="utf-8"))
     config["upstream_dir"] = str(synthetic_release)
     config["generation"]["max_new_tokens"] = dict.fromkeys(config["generation"]["max_new_tokens"], 24)
-    config["judge"].update({"samples": 1, "max_tokens": 96})
+    config["judge"].update({"samples": 1, "max_tokens": 64})
+    config["studies"].update({"max_new_tokens": 24, "sample": {"safety": 2, "instruction_following": 3, "seed": 7}})
     config["scoring"]["bootstrap"]["resamples"] = 200
     config["baselines"] = ["baseline-random-reference", "baseline-oracle"]
     (checkout / "config" / "e2e.yaml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
-    result = snakemake(checkout, "--configfile", "config/e2e.yaml", timeout=1800)
+    result = snakemake(checkout, "--configfile", "config/e2e.yaml", timeout=3300)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
     with open(checkout / "paper_figures" / "table2.csv", encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle))
