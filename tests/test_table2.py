@@ -87,12 +87,13 @@ def test_table2_outputs(tmp_path):
         ("qwen2-7b-instruct", 40.0),
         ("chatglm3-6b", 35.0),
         ("internlm-2.5-7b-chat", 20.0),
+        ("baseline-random-reference", 10.0),
     ):
         for variant in ("sap", "nosap"):
             paths += _summaries(tmp_path, model, variant, base + (1 if variant == "sap" else 0))
     prefix = tmp_path / "figs" / "table2"
     rows = write_table2(paths, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", PAPER / "table1.csv", prefix)
-    assert len(rows) == 8
+    assert len(rows) == 10
     table = list(csv.DictReader((tmp_path / "figs" / "table2.csv").open(encoding="utf-8")))
     assert {r["variant"] for r in table} == {"sap", "nosap"}
     first = next(r for r in table if r["model"] == "qwen2-7b-instruct" and r["variant"] == "sap")
@@ -108,6 +109,9 @@ def test_table2_outputs(tmp_path):
     qwen = [r for r in compared if r["model"] == "Qwen2-7B-Instruct" and r["column"] == "dialogue_base"]
     assert qwen and float(qwen[0]["paper"]) == 39.28 and float(qwen[0]["difference"]) == pytest.approx(41 - 39.28)
     assert all(r["variant"] == "sap" for r in compared)
+    floor = [r for r in compared if r["model"] == "Random reference (chance floor)"]
+    assert floor and all(r["paper"] == "" and r["difference"] == "" for r in floor)  # baselines ride along
+    assert "Baselines" in md
     audit = list(csv.DictReader((tmp_path / "figs" / "table2_paper_audit.csv").open(encoding="utf-8")))
     assert any(r["model"] == "Claude-3.7" for r in audit)
     assert len(column_order()) == 15

@@ -247,16 +247,21 @@ def audit_paper(paper_rows: Sequence[dict[str, Any]], weights: dict[str, dict[st
 
 
 def comparison(rows: Sequence[Row], paper_rows: Sequence[dict[str, Any]], variant: str) -> list[dict[str, Any]]:
-    """Ours, the paper's and the difference per column, for every model in both (one variant of ours)."""
+    """Ours, the paper's and the difference per column, for every model in both (one variant of ours).
+
+    Baseline rows come along with an empty paper column: they show where chance and the ceiling lie beside
+    the paper's numbers, for every embedder used.
+    """
     paper = {r["model"]: r for r in paper_rows}
     out = []
     for row in rows:
-        if row.variant != variant or row.display_name not in paper:
+        in_paper = row.display_name in paper
+        if row.variant != variant or not (in_paper or row.size_group == "baseline"):
             continue
         values = row.values()
         for column in column_order():
             if column in values:
-                theirs = paper[row.display_name][column]
+                theirs = paper[row.display_name][column] if in_paper else None
                 out.append(
                     {
                         "model": row.display_name,
@@ -265,7 +270,7 @@ def comparison(rows: Sequence[Row], paper_rows: Sequence[dict[str, Any]], varian
                         "column": column,
                         "ours": round(values[column], 4),
                         "paper": theirs,
-                        "difference": round(values[column] - theirs, 4),
+                        "difference": None if theirs is None else round(values[column] - theirs, 4),
                     }
                 )
     return out
