@@ -177,3 +177,10 @@ def test_laptop_default_end_to_end(checkout, synthetic_release):
     assert run["sent"] == run["requests"] == 66
     again = snakemake(checkout, "--configfile", "config/e2e.yaml")
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+    report = snakemake(checkout, "--configfile", "config/e2e.yaml", "--report", "report.zip")
+    assert report.returncode == 0, report.stderr[-3000:]
+    import zipfile
+
+    names = zipfile.ZipFile(checkout / "report.zip").namelist()
+    for figure in ("fig4_wordcloud.png", "fig7_instruction_following.png", "table2_heatmap.png", "table3.csv"):
+        assert any(name.endswith(figure) for name in names), figure
