@@ -45,90 +45,36 @@ def main() -> None:
         work = Path(tmp)
         copy_checkout(work)
         snakemake = [sys.executable, "-m", "snakemake", "--profile", "profiles/local", "--cores", str(args.cores)]
-        rows.append(
-            (
-                "snakemake table1, from nothing",
-                timed([*snakemake, "table1", "--config", f"upstream_dir={upstream}"], work),
-            )
-        )
-        rows.append(
-            (
-                "snakemake table1, nothing to do",
-                timed([*snakemake, "table1", "--config", f"upstream_dir={upstream}"], work),
-            )
-        )
+        table1 = [*snakemake, "table1", "--config", f"upstream_dir={upstream}"]
+        rows.append(("snakemake table1, from nothing", timed(table1, work)))
+        rows.append(("snakemake table1, nothing to do", timed(table1, work)))
 
-        cli = [sys.executable, "-m", "h2htalk"]
         stage = work / "stages"
+        cli = [sys.executable, "-m", "h2htalk"]
+        fetch = ["fetch", "--config", "config/local.yaml", "--upstream-dir", upstream, "--out-dir", f"{stage}/up"]
         rows.append(
-            (
-                "h2htalk fetch (copy + check 11 files)",
-                timed(
-                    [
-                        *cli,
-                        "fetch",
-                        "--config",
-                        "config/local.yaml",
-                        "--upstream-dir",
-                        upstream,
-                        "--out-dir",
-                        f"{stage}/up",
-                        "--manifest",
-                        f"{stage}/manifest.json",
-                    ],
-                    work,
-                ),
-            )
+            ("h2htalk fetch (copy + check 11 files)", timed([*cli, *fetch, "--manifest", f"{stage}/m.json"], work))
         )
-        rows.append(
-            (
-                "h2htalk curate, all 11 subtasks, 1 process",
-                timed(
-                    [
-                        *cli,
-                        "curate",
-                        "--config",
-                        "config/local.yaml",
-                        "--upstream-dir",
-                        f"{stage}/up",
-                        "--manifest",
-                        f"{stage}/manifest.json",
-                        "--out-dir",
-                        f"{stage}/curated",
-                    ],
-                    work,
-                ),
-            )
-        )
+        curate = [
+            *cli,
+            "curate",
+            "--config",
+            "config/local.yaml",
+            "--upstream-dir",
+            f"{stage}/up",
+            "--manifest",
+            f"{stage}/m.json",
+        ]
+        rows.append(("h2htalk curate, all 11 subtasks, 1 process", timed([*curate, "--out-dir", f"{stage}/c"], work)))
         rows.append(
             (
                 "h2htalk curate, names ignored",
-                timed(
-                    [
-                        *cli,
-                        "curate",
-                        "--config",
-                        "config/local.yaml",
-                        "--upstream-dir",
-                        f"{stage}/up",
-                        "--manifest",
-                        f"{stage}/manifest.json",
-                        "--out-dir",
-                        f"{stage}/curated2",
-                        "--anonymise",
-                        "person_name=ignore",
-                    ],
-                    work,
-                ),
+                timed([*curate, "--out-dir", f"{stage}/c2", "--anonymise", "person_name=ignore"], work),
             )
         )
-        reports = sorted(str(p) for p in (stage / "curated").glob("*.report.json"))
-        rows.append(
-            (
-                "h2htalk table1",
-                timed([*cli, "table1", *reports, "--config", "config/local.yaml", "--out", f"{stage}/table1"], work),
-            )
-        )
+        reports = sorted(str(p) for p in (stage / "c").glob("*.report.json"))
+        table = [*cli, "table1", *reports, "--config", "config/local.yaml", "--out", f"{stage}/table1"]
+        rows.append(("h2htalk table1", timed(table, work)))
 
     width = max(len(name) for name, _ in rows)
     print(f"{'step'.ljust(width)}  seconds")

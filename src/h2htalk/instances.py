@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from functools import cache
 from importlib import resources
@@ -13,7 +12,7 @@ import jsonschema
 import yaml
 
 from h2htalk.errors import DataError
-from h2htalk.io import write_jsonl_atomic
+from h2htalk.io import iter_jsonl, write_jsonl_atomic
 
 INSTANCE_SCHEMA = "instance.schema.yaml"
 
@@ -59,23 +58,14 @@ def check_instance(record: Any, where: str) -> None:
 def read_instances(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Read and validate an instance file; any invalid line is an error naming file, line and field."""
     path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{path}: file not found")
     records, seen = [], set()
-    with open(path, encoding="utf-8-sig") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}: line {number}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{where}: not valid JSON ({exc.msg})") from None
-            check_instance(record, where)
-            if record["id"] in seen:
-                raise DataError(f"{where}: field 'id': duplicate id {record['id']!r}")
-            seen.add(record["id"])
-            records.append(record)
+    for number, record in iter_jsonl(path):
+        where = f"{path}: line {number}"
+        check_instance(record, where)
+        if record["id"] in seen:
+            raise DataError(f"{where}: field 'id': duplicate id {record['id']!r}")
+        seen.add(record["id"])
+        records.append(record)
     return records
 
 

@@ -14,7 +14,7 @@ import jsonschema
 import yaml
 
 from h2htalk.errors import DataError
-from h2htalk.io import write_jsonl_atomic
+from h2htalk.io import iter_jsonl, write_jsonl_atomic
 from h2htalk.prompts import sha256_text, system_prompt
 
 STUDIES = {"safety": "safety_scenarios", "instruction_following": "instruction_following"}
@@ -36,22 +36,15 @@ def read_scenarios(study: str, path: str | os.PathLike[str] | None = None) -> li
     path = Path(path) if path else default_path(study)
     validator = _validator(STUDIES[study])
     records, seen = [], set()
-    with open(path, encoding="utf-8-sig") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}: line {number}: not valid JSON ({exc.msg})") from None
-            errors = sorted(validator.iter_errors(record), key=lambda e: len(list(e.absolute_path)))
-            if errors:
-                where = ".".join(str(p) for p in errors[0].absolute_path) or "<record>"
-                raise DataError(f"{path}: line {number}: field '{where}': {errors[0].message}")
-            if record["id"] in seen:
-                raise DataError(f"{path}: line {number}: duplicate id {record['id']!r}")
-            seen.add(record["id"])
-            records.append(record)
+    for number, record in iter_jsonl(path):
+        errors = sorted(validator.iter_errors(record), key=lambda e: len(list(e.absolute_path)))
+        if errors:
+            where = ".".join(str(p) for p in errors[0].absolute_path) or "<record>"
+            raise DataError(f"{path}: line {number}: field '{where}': {errors[0].message}")
+        if record["id"] in seen:
+            raise DataError(f"{path}: line {number}: duplicate id {record['id']!r}")
+        seen.add(record["id"])
+        records.append(record)
     return records
 
 
