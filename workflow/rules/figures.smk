@@ -10,7 +10,7 @@ rule figure:
         meta="paper_figures/{figure}.meta.json",
         png=report(
             "paper_figures/{figure}.png",
-            caption="../report/{figure}.rst",
+            caption="../report/figures.rst",
             category="Figures",
         ),
         csv="paper_figures/{figure}.csv",

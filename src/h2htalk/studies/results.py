@@ -231,7 +231,8 @@ def write_fig7(rows: list[dict[str, Any]], png: Path, csv_path: Path) -> None:
             lows.append(value - (row["ci_low"] if row["ci_low"] is not None else value))
             highs.append((row["ci_high"] if row["ci_high"] is not None else value) - value)
         positions = [i + (index - (len(series) - 1) / 2) * width for i in range(len(scenarios))]
-        ax.bar(positions, values, width, yerr=[lows, highs], capsize=3, label=f"{model} [{variant}]")
+        bars = ax.bar(positions, values, width, yerr=[lows, highs], capsize=3, label=f"{model} [{variant}]")
+        ax.bar_label(bars, fmt="%.0f", fontsize=7, padding=2)  # zero-height bars still say 0
     ax.set_xticks(range(len(scenarios)), ["Implicit-Help", "Ambiguous/Contradictory", "Context-Aware"])
     ax.set_ylabel("needs recognised and met (%)")
     ax.set_ylim(0, 105)
