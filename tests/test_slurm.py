@@ -38,7 +38,7 @@ def slurm_jobs() -> list[dict[str, str]]:
     out = subprocess.run(["scontrol", "show", "jobs", "-o"], capture_output=True, text=True, check=True).stdout
     jobs = []
     for line in out.splitlines():
-        if line.strip():
+        if line.startswith("JobId="):  # "No jobs in the system" otherwise
             jobs.append(dict(re.findall(r"(\w+(?:/\w+)?)=(\S*)", line)))
     return jobs
 
@@ -88,7 +88,7 @@ def test_small_study_runs_as_slurm_jobs(checkout, synthetic_release):  # noqa: F
         assert f"rule_{rule}" in comments, f"no SLURM job for rule {rule}: {comments}"
     assert all(job["JobState"] == "COMPLETED" for job in jobs), [(j["JobId"], j["JobState"]) for j in jobs]
     probe = [j for j in jobs if "baseline-gpu-probe" in j.get("Comment", "") and "rule_generate" in j["Comment"]]
-    assert probe and "gres/gpu=1" in (probe[0].get("TRES") or probe[0].get("AllocTRES", "")), probe
+    assert probe and probe[0].get("TresPerJob") == "gres:gpu:1", probe  # --gpus=1 reached the scheduler
     assert probe[0]["Partition"] == "gpu"
     rows = (checkout / "paper_figures" / "table2.csv").read_text(encoding="utf-8").splitlines()
     assert len(rows) == 1 + 3  # the local model, the oracle and the probe (variant sap)
