@@ -101,10 +101,17 @@ def _make_handler(server_state: FixtureServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class QuietHTTPServer(ThreadingHTTPServer):
+    """Clients that hang up early are part of the tests; their broken connections are not errors."""
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass
+
+
 @pytest.fixture
 def fixture_server(synthetic_release: Path) -> Iterator[FixtureServer]:
     state = FixtureServer(root=synthetic_release)
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(state))
+    httpd = QuietHTTPServer(("127.0.0.1", 0), _make_handler(state))
     state.base_url = f"http://127.0.0.1:{httpd.server_address[1]}"
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()

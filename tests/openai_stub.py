@@ -15,7 +15,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 
 def stub_answer(user: str) -> str:
@@ -143,8 +143,10 @@ def make_handler(state: StubState) -> type[BaseHTTPRequestHandler]:
 
 class StubServer:
     def __init__(self) -> None:
+        from .conftest import QuietHTTPServer
+
         self.state = StubState()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(self.state))
+        self._httpd = QuietHTTPServer(("127.0.0.1", 0), make_handler(self.state))
         self._httpd.daemon_threads = True
         self.state.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
