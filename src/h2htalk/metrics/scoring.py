@@ -44,6 +44,7 @@ def signature(tokenizer: Tokenizer, embedder: Embedder) -> dict[str, Any]:
         "smoothing": SMOOTHING,
         "weights": [list(w) for w in BLEU_WEIGHTS],
         "rouge": f"rouge-score-{package_version('rouge-score')} fmeasure",
+        "lcs": f"rapidfuzz-{package_version('rapidfuzz')} LCSseq",
         "embedder": embedder.describe(),
         "embedder_key": embedder.key,
         "S": "mean(bleu1..4, rouge1, rougeL, ss) x 100",
