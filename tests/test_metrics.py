@@ -9,9 +9,10 @@ import random
 import numpy as np
 import pytest
 
+from h2htalk.hardware import available_cores
 from h2htalk.metrics.bootstrap import bootstrap_mean_ci
 from h2htalk.metrics.cache import EmbeddingCache
-from h2htalk.metrics.embedders import available_cores, make_embedder
+from h2htalk.metrics.embedders import make_embedder
 from h2htalk.metrics.lexical import bleu_1_to_4, rouge_1_l
 from h2htalk.metrics.scoring import COLUMNS, METRICS, Pair, score_pairs, signature, summarise
 from h2htalk.metrics.tokenizers import get_tokenizer

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from h2htalk.hardware import available_cores
 from h2htalk.io import read_json, sha256_file, write_json_atomic
 from h2htalk.versions import package_version
 
@@ -47,6 +48,7 @@ def hardware() -> dict[str, Any]:
         "machine": platform.machine(),
         "processor": platform.processor() or None,
         "cpus": os.cpu_count(),
+        "cpus_available": available_cores(),
         "system": f"{platform.system()} {platform.release()}",
         "python": platform.python_version(),
     }

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.errors import H2HTalkError
+from h2htalk.hardware import available_cores
 
 
 class EngineError(H2HTalkError):
@@ -55,7 +56,7 @@ def llamacpp_command(model_path: str, port: int, spec: dict[str, Any]) -> list[s
         "--model", model_path,
         "--host", "127.0.0.1",
         "--port", str(port),
-        "--n_threads", str(spec.get("threads", os.cpu_count() or 1)),
+        "--n_threads", str(spec.get("threads", available_cores())),
         "--n_ctx", str(spec.get("n_ctx", 4096)),
     ]  # fmt: skip
     if spec.get("chat_format"):

