@@ -11,14 +11,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import platform
-import shutil
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
-from h2htalk.hardware import available_cores
+from h2htalk.hardware import describe_hardware
 from h2htalk.io import read_json, sha256_file, write_json_atomic
 from h2htalk.versions import package_version
 
@@ -43,37 +41,6 @@ def git_revision(root: str | os.PathLike[str]) -> dict[str, Any]:
     return {"revision": revision, "dirty": bool(status) if status is not None else None}
 
 
-def hardware() -> dict[str, Any]:
-    info: dict[str, Any] = {
-        "machine": platform.machine(),
-        "processor": platform.processor() or None,
-        "cpus": os.cpu_count(),
-        "cpus_available": available_cores(),
-        "system": f"{platform.system()} {platform.release()}",
-        "python": platform.python_version(),
-    }
-    try:
-        pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
-        info["memory_gib"] = round(pages * size / 2**30, 1)
-    except (ValueError, OSError, AttributeError):
-        info["memory_gib"] = None
-    if shutil.which("nvidia-smi"):
-        try:
-            out = subprocess.run(
-                ["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
-                capture_output=True,
-                text=True,
-                timeout=20,
-                check=True,
-            ).stdout
-            info["gpus"] = [line.strip() for line in out.splitlines() if line.strip()]
-        except (OSError, subprocess.SubprocessError):
-            info["gpus"] = None
-    else:
-        info["gpus"] = []
-    return info
-
-
 def config_hash(config: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
@@ -87,7 +54,7 @@ def build_provenance(config: dict[str, Any], manifest_path: str | os.PathLike[st
         "data_manifest": read_json(manifest_path),
         "packages": {name: package_version(name, None) for name in PACKAGES},
         "engines": {name: package_version(name, None) for name in ENGINES},
-        "hardware": hardware(),
+        "hardware": describe_hardware(),
     }
 
 
