@@ -7,6 +7,7 @@ Each sub-command takes explicit options (the workflow's rules pass them from the
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from collections.abc import Callable, Sequence
@@ -155,8 +156,6 @@ def cmd_instances(args: argparse.Namespace) -> int:
 
 
 def cmd_reconstruct(args: argparse.Namespace) -> int:
-    import json
-
     from h2htalk.config import load_registry, runnable_problem
     from h2htalk.generation.generate import GenerationSettings
     from h2htalk.io import write_json_atomic, write_jsonl_atomic
@@ -264,8 +263,6 @@ def cmd_provision_model(args: argparse.Namespace) -> int:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    import json
-
     from h2htalk.generation.engines import Endpoint
     from h2htalk.generation.generate import GenerationSettings, generate_model
     from h2htalk.io import write_json_atomic
@@ -314,8 +311,6 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
-    import json
-
     from h2htalk.generation.engines import Endpoint
     from h2htalk.generation.generate import GenerationSettings
     from h2htalk.io import write_json_atomic
@@ -460,8 +455,6 @@ def cmd_study_inputs(args: argparse.Namespace) -> int:
 
 
 def cmd_judge_study(args: argparse.Namespace) -> int:
-    import json
-
     from h2htalk.generation.generate import GenerationSettings
     from h2htalk.io import write_json_atomic
     from h2htalk.judge.run import JudgeSettings
@@ -519,8 +512,6 @@ def cmd_fig7(args: argparse.Namespace) -> int:
 
 
 def cmd_provenance(args: argparse.Namespace) -> int:
-    import json
-
     from h2htalk.config import validate_config
     from h2htalk.provenance import write_provenance
 
@@ -542,8 +533,6 @@ def _meta(args: argparse.Namespace, inputs: list[str]) -> None:
 
 
 def _scoring_setup(args: argparse.Namespace) -> Any:
-    import json
-
     from h2htalk.metrics.embedders import BUILTIN, make_embedder
     from h2htalk.metrics.score_files import ScoringSetup
     from h2htalk.metrics.tokenizers import get_tokenizer

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import csv
 import hashlib
 import json
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
+from io import StringIO
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -114,11 +116,8 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
 
 def join_csv(paths: Iterable[str | os.PathLike[str]], out: str | os.PathLike[str]) -> int:
     """Concatenate CSV files that share one header; return the number of data rows."""
-    import csv
-    import io as _io
-
     header: list[str] | None = None
-    buffer = _io.StringIO()
+    buffer = StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     rows = 0
     for path in paths:

@@ -6,6 +6,7 @@ cannot be read is missing and flagged, never a default value.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -76,8 +77,6 @@ def _bool(value: Any) -> bool | None:
 
 
 def _last_object_with(text: str, key: str) -> dict[str, Any] | None:
-    import json
-
     for candidate in reversed(json_objects(re.sub(r"```(?:json)?", "", text or ""))):
         try:
             obj = json.loads(candidate)
