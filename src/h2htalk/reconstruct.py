@@ -39,6 +39,7 @@ from h2htalk.generation.generate import (
 )
 from h2htalk.instances import check_instance, required_fields
 from h2htalk.io import iter_jsonl, sha256_file, write_json_atomic, write_jsonl_atomic, write_text_atomic
+from h2htalk.judge.rubric import json_object_spans
 from h2htalk.prompts import persona_text, render_instance, sha256_text
 
 REVIEW_COLUMNS = ("id", "subtask", "status", "votes", "reasons", "fields", "reference", "decision", "reviewer")
@@ -99,21 +100,12 @@ def verification_messages(instance: dict[str, Any]) -> list[dict[str, str]]:
 
 
 def _first_json_object(text: str) -> Any:
-    cleaned = re.sub(r"```(?:json)?", "", text or "")
-    start = cleaned.find("{")
-    while start != -1:
-        depth = 0
-        for index in range(start, len(cleaned)):
-            if cleaned[index] == "{":
-                depth += 1
-            elif cleaned[index] == "}":
-                depth -= 1
-                if depth == 0:
-                    try:
-                        return json.loads(cleaned[start : index + 1])
-                    except json.JSONDecodeError:
-                        break
-        start = cleaned.find("{", start + 1)
+    """The earliest-starting balanced {...} span that parses as JSON."""
+    for _, span in sorted(json_object_spans(re.sub(r"```(?:json)?", "", text or ""))):
+        try:
+            return json.loads(span)
+        except json.JSONDecodeError:
+            continue
     raise ValueError("no JSON object in the answer")
 
 

@@ -68,16 +68,21 @@ _SCORE_PATTERNS = (
 )
 
 
-def json_objects(text: str) -> list[str]:
-    """Every balanced {...} span, innermost last, so a trailing verdict object wins."""
+def json_object_spans(text: str) -> list[tuple[int, str]]:
+    """Every balanced {...} span with its start offset, in the order the spans close (inner before outer)."""
     spans, stack = [], []
     for index, ch in enumerate(text):
         if ch == "{":
             stack.append(index)
         elif ch == "}" and stack:
             start = stack.pop()
-            spans.append(text[start : index + 1])
+            spans.append((start, text[start : index + 1]))
     return spans
+
+
+def json_objects(text: str) -> list[str]:
+    """Every balanced {...} span, innermost last, so a trailing verdict object wins."""
+    return [span for _, span in json_object_spans(text)]
 
 
 def parse_verdict(text: str) -> Verdict:
