@@ -51,6 +51,12 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     write_bytes_atomic(path, text.encode("utf-8"))
 
 
+def write_png_atomic(figure: Any, path: str | os.PathLike[str], **savefig_options: Any) -> None:
+    """Save a matplotlib figure as PNG through ``atomic_writer``."""
+    with atomic_writer(path) as handle:
+        figure.savefig(handle, format="png", **savefig_options)
+
+
 def dumps_json_line(record: Any) -> str:
     return json.dumps(record, ensure_ascii=False, separators=(",", ":"), sort_keys=False)
 

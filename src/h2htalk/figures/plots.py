@@ -10,7 +10,7 @@ from typing import Any
 
 from h2htalk.errors import H2HTalkError
 from h2htalk.figures.stats import describe_lengths, token_lengths, verb_noun_pairs, word_frequencies
-from h2htalk.io import iter_jsonl, write_text_atomic
+from h2htalk.io import iter_jsonl, write_png_atomic, write_text_atomic
 from h2htalk.tables.render import Table
 
 FONT_CANDIDATES = (
@@ -69,10 +69,7 @@ def _pyplot(font_path: str) -> Any:
 
 
 def _save(fig: Any, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=150, bbox_inches="tight")
-    os.replace(tmp, path)
+    write_png_atomic(fig, path, dpi=150, bbox_inches="tight")
 
 
 def reference_texts(curated: Iterable[str | os.PathLike[str]]) -> list[str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import io
 import math
 import os
 from collections.abc import Iterable, Sequence
@@ -13,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from h2htalk.errors import DataError
-from h2htalk.io import iter_jsonl, sha256_file, write_text_atomic
+from h2htalk.io import iter_jsonl, sha256_file, write_png_atomic, write_text_atomic
 from h2htalk.metrics.bootstrap import bootstrap_mean_ci, paired_bootstrap_diff
 from h2htalk.tables.render import Table
 
@@ -142,12 +141,7 @@ def write_table3(rows: list[dict[str, Any]], paper: list[dict[str, Any]], agree:
     columns = ["model", "variant"]
     for metric in METRICS:
         columns += [metric, f"{metric}_ci_low", f"{metric}_ci_high", f"{metric}_n"]
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n", extrasaction="ignore")
-    writer.writeheader()
-    for row in [*rows, *paper]:
-        writer.writerow({k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in row.items()})
-    write_text_atomic(prefix.with_suffix(".csv"), buffer.getvalue())
+    write_text_atomic(prefix.with_suffix(".csv"), Table(columns, [*rows, *paper], digits=4).to_csv())
     display = [
         {"model": r["model"], "variant": r["variant"], **{LABELS[m]: _with_ci(r, m) for m in METRICS}}
         for r in [*rows, *paper]
@@ -239,8 +233,5 @@ def write_fig7(rows: list[dict[str, Any]], png: Path, csv_path: Path) -> None:
     ax.set_title("Figure 7: instruction following by scenario type (95 % bootstrap CI)")
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
     fig.tight_layout()
-    png.parent.mkdir(parents=True, exist_ok=True)
-    tmp = png.with_name(f".{png.name}.tmp.png")
-    fig.savefig(tmp, dpi=150, bbox_inches="tight")
+    write_png_atomic(fig, png, dpi=150, bbox_inches="tight")
     plt.close(fig)
-    os.replace(tmp, png)

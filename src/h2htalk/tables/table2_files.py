@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from h2htalk.config import load_registry
-from h2htalk.io import read_json, write_text_atomic
+from h2htalk.io import read_json, write_png_atomic, write_text_atomic
 from h2htalk.subtasks import SUBTASKS
 from h2htalk.tables.table1 import read_paper_counts
 from h2htalk.tables.table2 import (
@@ -56,11 +56,8 @@ def heatmap(rows: list[Row], path: Path) -> None:
     fig.colorbar(image, ax=ax, label="score (0-100)")
     ax.set_title("Table 2: scores by model and subtask (S; J for Itinerary Basic/Middle/Advance when judged)")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=130)
+    write_png_atomic(fig, path, dpi=130)
     plt.close(fig)
-    os.replace(tmp, path)
 
 
 def write_table2(
