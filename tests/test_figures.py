@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import csv
+import warnings
+from importlib.metadata import distribution
+from pathlib import Path
 
+import matplotlib
 import pytest
+from fontTools.ttLib import TTFont
 
+from h2htalk.errors import H2HTalkError
+from h2htalk.figures import plots
 from h2htalk.figures.plots import (
+    FONT_DIRS_ENV,
     figure4_wordcloud,
     figure5_verb_noun,
     figure6_lengths,
     find_cjk_font,
     input_texts,
     missing_glyphs,
+    packaged_cjk_font,
 )
 from h2htalk.figures.stats import describe_lengths, strip_layout, token_lengths, verb_noun_pairs, word_frequencies
 from h2htalk.io import write_jsonl_atomic
@@ -26,9 +35,32 @@ TEXTS = [
 ]
 
 
+# matplotlib's own copy: a font with no Chinese glyph, on every machine
+DEJAVU = str(Path(matplotlib.get_data_path()) / "fonts" / "ttf" / "DejaVuSans.ttf")
+
+
 @pytest.fixture(scope="module")
 def font():
     return find_cjk_font()
+
+
+@pytest.fixture
+def no_system_fonts(tmp_path, monkeypatch):
+    """The system font search pointed at an empty folder: only the packaged font is left."""
+    empty = tmp_path / "no-fonts"
+    empty.mkdir()
+    monkeypatch.setenv(FONT_DIRS_ENV, str(empty))
+    return empty
+
+
+def drawn_as_boxes(text: str, font_path: str) -> set[str]:
+    """Characters of ``text`` that the font's cmap maps to no glyph, or to .notdef (the box)."""
+    cmap = TTFont(font_path, fontNumber=0, lazy=True).getBestCmap()
+    return {ch for ch in set(text) if not ch.isspace() and cmap.get(ord(ch), ".notdef") == ".notdef"}
+
+
+def glyph_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
+    return [str(w.message) for w in caught if "missing from font" in str(w.message)]
 
 
 def test_word_counts_on_a_fixture():
@@ -70,7 +102,7 @@ def test_inputs_are_the_instances_fields(tmp_path):
 def test_font_has_every_glyph_the_figures_draw(font):
     words = "".join(word_frequencies(TEXTS))
     assert missing_glyphs(font, words + "放下咖啡杯听音乐") == set()
-    assert missing_glyphs("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", "咖啡") == {"咖", "啡"}
+    assert missing_glyphs(DEJAVU, "咖啡") == {"咖", "啡"}
 
 
 def test_figures_are_written_with_their_numbers(tmp_path, font):
@@ -89,3 +121,76 @@ def test_figures_are_written_with_their_numbers(tmp_path, font):
     assert float(summary[0]["mean"]) == pytest.approx(stats["inputs"]["mean"])
     for name in ("f4.png", "f5.png", "f6.png"):
         assert (tmp_path / name).stat().st_size > 5_000
+
+
+def test_auto_uses_the_packaged_font_when_no_system_font_is_found(no_system_fonts, monkeypatch):
+    packaged = packaged_cjk_font()
+    installed = distribution("pylopdf-fonts-zh-cn").locate_file("pylopdf_fonts_zh_cn/NotoSansSC-Regular.otf")
+    assert packaged is not None and Path(packaged) == Path(installed)
+    assert find_cjk_font("auto") == packaged
+    assert find_cjk_font() == packaged
+    monkeypatch.delenv(FONT_DIRS_ENV)
+    assert find_cjk_font("auto", font_dirs=[no_system_fonts]) == packaged  # the parameter, not the variable
+
+
+def test_the_packaged_font_draws_the_figures_chinese_not_boxes(no_system_fonts, tmp_path):
+    font = find_cjk_font("auto")
+    assert font == packaged_cjk_font()
+    outputs = TEXTS * 3
+    inputs = ["你好呀", "今天去哪里玩"]
+    drawn = "".join(word_frequencies(outputs + inputs)) + "放下咖啡杯听音乐公园散步樱花"
+    assert drawn_as_boxes(drawn, font) == set()
+    assert missing_glyphs(font, drawn) == set()
+    assert drawn_as_boxes("咖啡", DEJAVU) == {"咖", "啡"}  # the check can see boxes
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        figure4_wordcloud(outputs + inputs, font, tmp_path / "f4.png", tmp_path / "f4.csv", top=20)
+        figure5_verb_noun(outputs + inputs, font, tmp_path / "f5.png", tmp_path / "f5.csv", top=5)
+        figure6_lengths(inputs, outputs, font, tmp_path / "f6.png", tmp_path / "f6.csv")
+        plt = plots._pyplot(font)  # matplotlib warns for each glyph it has to draw as a box
+        fig, ax = plt.subplots()
+        ax.set_title("".join(sorted(set(drawn))))
+        fig.canvas.draw()
+        plt.close(fig)
+    assert glyph_warnings(caught) == []
+    for name in ("f4.png", "f5.png", "f6.png"):
+        assert (tmp_path / name).stat().st_size > 5_000
+    with warnings.catch_warnings(record=True) as caught:  # and the same check sees boxes in a Latin-only font
+        warnings.simplefilter("always")
+        plt = plots._pyplot(DEJAVU)
+        fig, ax = plt.subplots()
+        ax.set_title("咖啡")
+        fig.canvas.draw()
+        plt.close(fig)
+    assert glyph_warnings(caught)
+
+
+def test_a_cjk_font_in_the_searched_folders_comes_before_the_packaged_one(no_system_fonts):
+    packaged = packaged_cjk_font()
+    (no_system_fonts / "fake-hei.ttf").write_bytes(Path(DEJAVU).read_bytes())  # named like one, no glyphs
+    assert find_cjk_font("auto") == packaged
+    system = no_system_fonts / "sub" / "NotoSansCJK-Regular.otf"
+    system.parent.mkdir()
+    system.symlink_to(packaged)
+    assert find_cjk_font("auto") == str(system)
+
+
+def test_an_explicit_font_file(tmp_path):
+    packaged = packaged_cjk_font()
+    assert find_cjk_font(packaged) == packaged
+    missing = tmp_path / "nope" / "NoSuchFont.otf"
+    with pytest.raises(H2HTalkError, match=r"figures\.cjk_font .*NoSuchFont\.otf.* is not a file.*or to auto"):
+        find_cjk_font(str(missing))
+    with pytest.raises(H2HTalkError, match="lacks Chinese glyphs"):
+        find_cjk_font(DEJAVU)
+
+
+def test_no_font_anywhere_is_a_clear_error(no_system_fonts, monkeypatch):
+    monkeypatch.setattr(plots, "PACKAGED_FONT", ("no-such-font-dist", "no_such_font_package", "X.otf"))
+    with pytest.raises(H2HTalkError) as error:
+        find_cjk_font("auto")
+    message = str(error.value)
+    assert message.startswith("no CJK font found")
+    assert str(no_system_fonts) in message and FONT_DIRS_ENV in message  # what was searched
+    assert "no-such-font-dist, which is not installed" in message
+    assert "pip install -e ." in message and "apt-get install fonts-noto-cjk" in message  # how to fix it

@@ -21,25 +21,89 @@ FONT_CANDIDATES = (
     "/System/Library/Fonts/PingFang.ttc",
     "C:/Windows/Fonts/msyh.ttc",
 )
+# Installed fonts whose file name says CJK; each must still have PROBE_CHARACTERS to be taken.
+FONT_NAME_TAGS = ("cjk", "wqy", "hei", "song", "ming", "sourcehan", "notosanssc", "notoserifsc")
+# The 100 most frequent Chinese characters: a font without all of them would draw the figures' words as boxes.
+PROBE_CHARACTERS = (
+    "的一是不了人我在有他这中大来上个们到说国和地也子时道出而要于就下得可你年生自会那后能对着事其里所去行过家"
+    "十用发天如然作方成者多日都三小军二无同么经法当起与好看学进种将还分此心前面又定见只主没公从"
+)
+# Set to directories (os.pathsep between them) to search those instead of the system's fonts; empty: none.
+FONT_DIRS_ENV = "H2HTALK_FONT_DIRS"
+# The fallback a pip install brings: Noto Sans SC (SIL OFL 1.1), a plain file in the data-only wheel
+# pylopdf-fonts-zh-cn (a dependency in pyproject.toml and envs/figures.yaml).
+PACKAGED_FONT = ("pylopdf-fonts-zh-cn", "pylopdf_fonts_zh_cn", "NotoSansSC-Regular.otf")
 
 
-def find_cjk_font(configured: str | None = None) -> str:
-    """A font file with Chinese glyphs: the configured one, a known system path, or any installed CJK font."""
+def packaged_cjk_font() -> str | None:
+    """The Chinese font file that ships in a Python package, or None where that package is not installed."""
+    from importlib import resources
+
+    _, package, name = PACKAGED_FONT
+    try:
+        path = resources.files(package) / name
+    except ModuleNotFoundError:
+        return None
+    return str(path) if isinstance(path, Path) and path.is_file() else None
+
+
+def _font_dirs(font_dirs: Iterable[str | os.PathLike[str]] | None) -> list[str] | None:
+    """The directories to search instead of the system's fonts (the argument, else $H2HTALK_FONT_DIRS), or None."""
+    if font_dirs is not None:
+        return [os.fspath(d) for d in font_dirs]
+    value = os.environ.get(FONT_DIRS_ENV)
+    if value is None:
+        return None
+    return [d for d in value.split(os.pathsep) if d]
+
+
+def _has_chinese(path: str) -> bool:
+    try:
+        return not missing_glyphs(path, PROBE_CHARACTERS)
+    except (OSError, RuntimeError, ValueError):  # not a font FreeType can read
+        return False
+
+
+def find_cjk_font(configured: str | None = None, font_dirs: Iterable[str | os.PathLike[str]] | None = None) -> str:
+    """A font file with Chinese glyphs: the configured file, else (``auto``) an installed font, else the packaged one.
+
+    ``font_dirs`` (or $H2HTALK_FONT_DIRS) replaces the system font search with those directories.
+    """
     if configured and configured != "auto":
-        if not Path(configured).is_file():
-            raise H2HTalkError(f"figures.cjk_font {configured!r} is not a file")
-        return configured
-    for path in FONT_CANDIDATES:
-        if Path(path).is_file():
-            return path
+        path = Path(configured).expanduser()
+        if not path.is_file():
+            raise H2HTalkError(
+                f"figures.cjk_font {configured!r} is not a file: set it to a font file with Chinese glyphs, "
+                "or to auto (an installed CJK font, else the one pip installs with h2htalk)"
+            )
+        if not _has_chinese(str(path)):
+            raise H2HTalkError(f"figures.cjk_font {configured!r} lacks Chinese glyphs: the figures would show boxes")
+        return str(path)
+    dirs = _font_dirs(font_dirs)
     from matplotlib import font_manager
 
-    for path in font_manager.findSystemFonts():
-        if any(tag in Path(path).name.lower() for tag in ("cjk", "wqy", "hei", "song", "ming")):
+    if dirs is None:
+        searched = "the known system paths, fontconfig and the system font folders"
+        known = [path for path in FONT_CANDIDATES if Path(path).is_file()]
+        found = sorted(font_manager.findSystemFonts())
+    else:
+        searched = f"the font folders {dirs} (from {'font_dirs' if font_dirs is not None else FONT_DIRS_ENV})"
+        known = []
+        found = sorted(font_manager.findSystemFonts(fontpaths=dirs)) if dirs else []
+    tagged = [p for p in found if any(tag in Path(p).name.lower().replace("-", "") for tag in FONT_NAME_TAGS)]
+    for path in (*known, *tagged):
+        if _has_chinese(path):
             return path
+    packaged = packaged_cjk_font()
+    if packaged and _has_chinese(packaged):
+        return packaged
+    distribution, package, name = PACKAGED_FONT
     raise H2HTalkError(
-        "no CJK font found: install one (Debian: apt-get install fonts-noto-cjk or fonts-wqy-zenhei) "
-        "or set figures.cjk_font to a font file"
+        f"no CJK font found: searched {searched} for a font file named like {'/'.join(FONT_NAME_TAGS)} with "
+        f"Chinese glyphs, then {package}/{name} from the Python package {distribution}, which is "
+        f"{'not installed' if packaged is None else 'unreadable or without Chinese glyphs'}. "
+        f"Fix: pip install -e . (it installs {distribution}), or install a system font "
+        "(Debian: apt-get install fonts-noto-cjk), or set figures.cjk_font to a font file with Chinese glyphs"
     )
 
 
