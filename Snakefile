@@ -17,10 +17,9 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from h2htalk.config import validate_config
 from h2htalk.errors import ConfigError
 
-# --configfile (or a profile's configfile) replaces the default instead of being merged into it
-if not workflow.overwrite_configfiles:
 
-    configfile: "config/config.yaml"
+# The paper study; --configfile(s) overlay it (config/local.yaml: the laptop), --config overrides single keys.
+configfile: "config/config.yaml"
 
 
 try:
@@ -36,10 +35,10 @@ include: "workflow/rules/common.smk"
 
 wildcard_constraints:
     subtask="|".join(SUBTASK_KEYS),
-    variant="sap|nosap",
+    variant="|".join(ALL_VARIANTS),
     model="|".join(map(re.escape, MODELS)),
     embedder="|".join(map(re.escape, config["embedders"])),
-    study="safety|instruction_following",
+    study="|".join(STUDIES),
     figure="|".join(FIGURES),
 
 
@@ -57,7 +56,7 @@ rule all:
     default_target: True
     input:
         rules.table1.output,
-        "results/data/curation_report.md",
+        rules.curation_report.output,
         rules.table2.output,
         rules.fig4.input,
         rules.fig5.input,

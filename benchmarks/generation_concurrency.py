@@ -15,13 +15,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from h2htalk.config import load_registry
-from h2htalk.generation.engines import open_endpoint
-from h2htalk.generation.generate import GenerationSettings, generate_model
+from h2htalk.config import default_config, load_registry
+from h2htalk.generation.generate import PromptFile, generate_model
 from h2htalk.generation.provision import provision_gguf
-from h2htalk.instances import demo_instances_path, read_instances
+from h2htalk.instances.sources import demo_instances
 from h2htalk.io import read_jsonl
-from h2htalk.prompts import write_prompts
+from h2htalk.llm.calls import EngineOptions
+from h2htalk.llm.engines import open_endpoint
+from h2htalk.prompts.render import write_prompts
+from h2htalk.settings import GenerationSettings
 from h2htalk.subtasks import SUBTASK_KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,23 +44,26 @@ def main() -> None:
         if model_file is None or not model_file.exists():
             model_file = work / "model.gguf"
             provision_gguf(spec["gguf"], model_file)
-        files = {}
+        prompts = {}
         for subtask in SUBTASK_KEYS:
-            path = work / "prompts" / "sap" / f"{subtask}.jsonl"
-            write_prompts(read_instances(demo_instances_path(subtask)), "sap", path)
-            files[("sap", subtask)] = path
+            prompts[subtask] = work / "prompts" / "sap" / f"{subtask}.jsonl"
+            write_prompts(demo_instances(subtask), "sap", prompts[subtask])
         rows = []
         with open_endpoint(spec, model_file=str(model_file), log_path=work / "server.log") as endpoint:
             for concurrency in (1, args.concurrency):
-                settings = GenerationSettings(
-                    concurrency=concurrency,
-                    timeout_s=600,
-                    retries=0,
-                    max_new_tokens=dict.fromkeys(SUBTASK_KEYS, args.max_tokens),
-                )
+                generation = {
+                    "concurrency": concurrency,
+                    "timeout_s": 600,
+                    "retries": 0,
+                    "max_new_tokens": dict.fromkeys(SUBTASK_KEYS, args.max_tokens),
+                    "cache_dir": str(work / f"cache{concurrency}"),
+                }
+                settings = GenerationSettings.from_config(default_config({"generation": generation}))
                 out = work / f"out{concurrency}"
+                files = [PromptFile.read(prompts[s], out / "sap" / f"{s}.jsonl") for s in SUBTASK_KEYS]
+                engines = EngineOptions(settings.client, settings.seed, endpoint=endpoint)
                 start = time.perf_counter()
-                summary = generate_model(spec, files, out, settings, work / f"cache{concurrency}", endpoint=endpoint)
+                summary = generate_model(spec, files, settings, engines)
                 seconds = time.perf_counter() - start
                 tokens = sum(r["completion_tokens"] or 0 for p in out.rglob("*.jsonl") for r in read_jsonl(p))
                 rows.append((concurrency, summary["sent"], tokens, seconds))

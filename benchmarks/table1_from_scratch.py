@@ -11,12 +11,15 @@ most of curation; it is also timed switched off). Figures go into the issue note
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from h2htalk.subtasks import SUBTASKS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,6 +34,10 @@ def timed(command: list[str], cwd: Path) -> float:
     start = time.perf_counter()
     subprocess.run(command, cwd=cwd, check=True, capture_output=True, text=True)
     return time.perf_counter() - start
+
+
+def timed_all(commands: list[list[str]], cwd: Path) -> float:
+    return sum(timed(command, cwd) for command in commands)
 
 
 def main() -> None:
@@ -51,29 +58,26 @@ def main() -> None:
 
         stage = work / "stages"
         cli = [sys.executable, "-m", "h2htalk"]
-        fetch = ["fetch", "--config", "config/local.yaml", "--upstream-dir", upstream, "--out-dir", f"{stage}/up"]
+        fetch = ["fetch", "--upstream-dir", upstream, "--out-dir", f"{stage}/up"]
         rows.append(
             ("h2htalk fetch (copy + check 11 files)", timed([*cli, *fetch, "--manifest", f"{stage}/m.json"], work))
         )
-        curate = [
-            *cli,
-            "curate",
-            "--config",
-            "config/local.yaml",
-            "--upstream-dir",
-            f"{stage}/up",
-            "--manifest",
-            f"{stage}/m.json",
-        ]
-        rows.append(("h2htalk curate, all 11 subtasks, 1 process", timed([*curate, "--out-dir", f"{stage}/c"], work)))
+
+        def curate_all(out: str, *options: str) -> list[list[str]]:
+            return [
+                [*cli, "curate", *options, "--subtask", s.key, "--upstream", f"{stage}/up/{s.upstream_file}",
+                 "--manifest", f"{stage}/m.json", "--out", f"{out}/{s.key}.jsonl",
+                 "--report", f"{out}/{s.key}.report.json"]
+                for s in SUBTASKS
+            ]  # fmt: skip
+
+        names_off = json.dumps({"data": {"curate": {"anonymise": {"person_name": "ignore"}}}})
+        rows.append(("h2htalk curate, all 11 subtasks, 1 process each", timed_all(curate_all(f"{stage}/c"), work)))
         rows.append(
-            (
-                "h2htalk curate, names ignored",
-                timed([*curate, "--out-dir", f"{stage}/c2", "--anonymise", "person_name=ignore"], work),
-            )
+            ("h2htalk curate, names ignored", timed_all(curate_all(f"{stage}/c2", "--config-json", names_off), work))
         )
         reports = sorted(str(p) for p in (stage / "c").glob("*.report.json"))
-        table = [*cli, "table1", *reports, "--config", "config/local.yaml", "--out", f"{stage}/table1"]
+        table = [*cli, "table1", *reports, "--out", f"{stage}/table1"]
         rows.append(("h2htalk table1", timed(table, work)))
 
     width = max(len(name) for name, _ in rows)

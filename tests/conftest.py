@@ -13,9 +13,18 @@ from pathlib import Path
 
 import pytest
 
+from h2htalk.instances.sources import demo_instances
+from h2htalk.io import write_jsonl_atomic
 from h2htalk.subtasks import SUBTASKS
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def demo_file(folder: Path, subtask: str) -> Path:
+    """The subtask's demo instances written to ``folder/{subtask}.jsonl`` (as the instances stage writes them)."""
+    path = folder / f"{subtask}.jsonl"
+    write_jsonl_atomic(path, demo_instances(subtask))
+    return path
 
 
 def upstream_data_dir() -> Path | None:

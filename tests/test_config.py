@@ -2,34 +2,85 @@
 
 from __future__ import annotations
 
+import argparse
 import copy
 
 import pytest
 import yaml
 
 from h2htalk.cli import main
-from h2htalk.config import load_config, validate_config
+from h2htalk.cli.options import add_bootstrap, add_config
+from h2htalk.cli.options import load_config as load_command_config
+from h2htalk.config import default_config, load_config, load_registry, merge_layers, validate_config
 from h2htalk.errors import ConfigError
+from h2htalk.subtasks import SUBTASKS
 
 from .conftest import REPO_ROOT
+
+PAPER, LAPTOP = REPO_ROOT / "config" / "config.yaml", REPO_ROOT / "config" / "local.yaml"
 
 
 @pytest.fixture
 def local_config() -> dict:
-    return yaml.safe_load((REPO_ROOT / "config" / "local.yaml").read_text(encoding="utf-8"))
+    """The laptop configuration as Snakemake merges it: the paper study overlaid with config/local.yaml."""
+    return merge_layers([PAPER, LAPTOP])
 
 
-@pytest.mark.parametrize("name", ["config.yaml", "local.yaml"])
-def test_shipped_configs_are_valid(name):
-    config = load_config(REPO_ROOT / "config" / name)
+@pytest.mark.parametrize("files", [[PAPER], [PAPER, LAPTOP]])
+def test_shipped_configs_are_valid(files):
+    config = load_config(files)
     assert config["data"]["upstream"]["commit"] == "4730dae9d853a2adabdc16083f862ed8f9d50033"
     assert len(config["subtasks"]) == 11
 
 
+def test_the_laptop_overlay_lists_only_what_differs():
+    overlay = yaml.safe_load(LAPTOP.read_text(encoding="utf-8"))
+    paper, laptop = load_config([PAPER]), load_config([PAPER, LAPTOP])
+    changed = {key for key in paper if paper[key] != laptop[key]}
+    assert changed == set(overlay)  # every key it lists changes something, and nothing else changes
+    assert len([line for line in LAPTOP.read_text(encoding="utf-8").splitlines() if line.strip()]) <= 25
+    assert laptop["models"] == ["qwen2.5-coder-0.5b-instruct-q4km"] and paper["judge"]["model"] == "gpt-4o"
+
+
+def test_subtask_limits_default_to_their_definitions():
+    limits = default_config()["generation"]["max_new_tokens"]
+    assert limits == {s.key: s.max_new_tokens for s in SUBTASKS}
+    assert default_config({"generation": {"max_new_tokens": {"dialogue_base": 7}}})["generation"]["max_new_tokens"][
+        "itinerary_advanced"
+    ] == limits["itinerary_advanced"]
+    with pytest.raises(ConfigError, match=r"unknown key 'generation\.max_new_tokens\.dialogue_basic'"):
+        default_config({"generation": {"max_new_tokens": {"dialogue_basic": 7}}})
+
+
+def test_registry_entries_list_only_what_differs_from_its_defaults():
+    registry = load_registry(REPO_ROOT / "config" / "models.yaml")
+    qwen = registry["qwen2-7b-instruct"]
+    assert (qwen["gpus"], qwen["max_model_len"], qwen["revision"], qwen["resources"]) == (
+        1, 8192, None, {"mem_mb": 64000, "runtime_min": 240},
+    )  # fmt: skip
+    assert registry["gpt-4o"]["gpus"] == 0 and registry["gpt-4o"]["resources"]["mem_mb"] == 4000
+    assert registry["qwen2.5-72b-instruct-128k"]["max_model_len"] == 131072  # stated: it differs
+    raw = yaml.safe_load((REPO_ROOT / "config" / "models.yaml").read_text(encoding="utf-8"))
+    assert not any("revision" in e or e.get("max_model_len") == 8192 for e in raw.values())
+
+
+def test_flags_override_config_keys_and_are_validated(tmp_path):
+    parser = argparse.ArgumentParser()
+    add_config(parser)
+    add_bootstrap(parser)
+    config = load_command_config(parser.parse_args(["--config", str(PAPER), "--resamples", "250"]))
+    assert config["scoring"]["bootstrap"]["resamples"] == 250 and config["scoring"]["bootstrap"]["seed"] == 20250101
+    overlay = parser.parse_args(["--config-json", '{"scoring": {"bootstrap": {"confidence": 0.9}}}'])
+    assert load_command_config(overlay)["scoring"]["bootstrap"]["confidence"] == 0.9
+    with pytest.raises(ConfigError, match=r"'scoring\.bootstrap\.resamples'"):
+        load_command_config(parser.parse_args(["--resamples", "3"]))  # the schema's minimum is 100
+
+
 def test_defaults_are_filled_in(local_config):
-    del local_config["data"]["curate"]
-    del local_config["data"]["upstream"]["retries"]
+    del local_config["judge"]["samples"]
     config = validate_config(local_config)
+    assert config["judge"]["samples"] == 3
+    config = validate_config({})
     assert config["data"]["upstream"]["retries"] == 3
     assert config["data"]["curate"]["anonymise"]["person_name"] == "flag"
     assert config["data"]["curate"]["exclude_flags"] == ["empty", "meta_refusal", "leftover_instruction", "sensitive"]
@@ -42,15 +93,14 @@ def test_misspelled_key_is_named_with_a_suggestion(local_config):
 
 
 def test_nested_misspelled_key_is_named_by_path(local_config):
-    local_config["data"]["curate"]["exlude_flags"] = ["empty"]
+    local_config["data"] = {"curate": {"exlude_flags": ["empty"]}}
     with pytest.raises(ConfigError, match=r"unknown key 'data\.curate\.exlude_flags'"):
         validate_config(local_config)
 
 
 def test_wrong_value_names_the_key(local_config):
     bad = copy.deepcopy(local_config)
-    bad["data"]["upstream"]["commit"] = "main"
-    bad["data"]["curate"]["anonymise"]["phone"] = "scramble"
+    bad["data"] = {"upstream": {"commit": "main"}, "curate": {"anonymise": {"phone": "scramble"}}}
     with pytest.raises(ConfigError) as info:
         validate_config(bad)
     message = str(info.value)
@@ -74,8 +124,9 @@ def test_cli_validate_config(tmp_path, capsys, local_config):
     good = tmp_path / "good.yaml"
     good.write_text(yaml.safe_dump(local_config, allow_unicode=True), encoding="utf-8")
     assert main(["validate-config", str(good)]) == 0
-    local_config["paper"]["tabel1"] = "x.csv"
+    assert main(["validate-config", str(PAPER), str(LAPTOP)]) == 0
+    local_config["paper"] = {"tabel2": "x.csv"}
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(local_config, allow_unicode=True), encoding="utf-8")
     assert main(["validate-config", str(bad)]) == 2
-    assert "unknown key 'paper.tabel1' (did you mean 'table1'?)" in capsys.readouterr().err
+    assert "unknown key 'paper.tabel2' (did you mean 'table2'?)" in capsys.readouterr().err

@@ -7,18 +7,18 @@ from dataclasses import replace
 
 import pytest
 
+from h2htalk.config import default_config
 from h2htalk.data.anonymise import anonymise, id_card_checksum_ok, jieba_name_finder
-from h2htalk.data.curate import FLAGS, CurateOptions, curate_lines, curate_subtask, record_id
-from h2htalk.data.fetch import UpstreamSource, fetch_release
+from h2htalk.data.curate import FLAGS, curate_lines, curate_subtask, record_id
+from h2htalk.data.fetch import fetch_release
 from h2htalk.data.screen import load_quality_rules, load_safety_lexicon
 from h2htalk.errors import DataError
 from h2htalk.io import read_jsonl
+from h2htalk.settings import CurateOptions, UpstreamSource
 from h2htalk.subtasks import get_subtask
 
 SOURCE = {"file": "x.jsonl", "commit": "0" * 40, "sha256": "0" * 64}
-NO_NAMES = CurateOptions(
-    anonymise={"phone": "replace", "email": "replace", "id_card": "replace", "url": "replace", "person_name": "ignore"}
-)
+NO_NAMES = CurateOptions.from_config(default_config({"data": {"curate": {"anonymise": {"person_name": "ignore"}}}}))
 
 
 def release(texts: list[str], bom: bool = False, crlf: bool = True) -> bytes:
@@ -166,12 +166,12 @@ def test_malformed_line_names_file_and_line():
 
 
 def test_curate_checks_the_manifest_checksum(synthetic_release, tmp_path):
-    source = UpstreamSource(repo="o/r", commit="a" * 40, url_template="unused/{file}")
+    source = replace(UpstreamSource.from_config(default_config()), commit="a" * 40, url_template="unused/{file}")
     up, manifest = tmp_path / "up", tmp_path / "manifest.json"
     fetch_release(up, manifest, source, upstream_dir=synthetic_release)
     subtask = get_subtask("itinerary_initialization")
     out, rep = tmp_path / "c.jsonl", tmp_path / "c.json"
-    report = curate_subtask(subtask, up, manifest, out, rep, NO_NAMES)
+    report = curate_subtask(subtask, up / "dialogue_schedule.jsonl", manifest, out, rep, NO_NAMES)
     records = read_jsonl(out)
     assert len(records) == report["released"] == 76
     assert records[0]["source"] == {
@@ -182,4 +182,4 @@ def test_curate_checks_the_manifest_checksum(synthetic_release, tmp_path):
     }
     (up / "dialogue_schedule.jsonl").write_bytes(b'{"response": "tampered"}\r\n' * 76)
     with pytest.raises(DataError, match="differs from the manifest"):
-        curate_subtask(subtask, up, manifest, out, rep, NO_NAMES)
+        curate_subtask(subtask, up / "dialogue_schedule.jsonl", manifest, out, rep, NO_NAMES)

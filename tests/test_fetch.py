@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from h2htalk.cli import main
-from h2htalk.data.fetch import UpstreamSource, fetch_release
+from h2htalk.data.fetch import fetch_release
 from h2htalk.errors import DataError
+from h2htalk.settings import UpstreamSource
 from h2htalk.subtasks import SUBTASKS, get_subtask
 
 COMMIT = "4730dae9d853a2adabdc16083f862ed8f9d50033"
@@ -127,7 +128,7 @@ def test_rerun_after_failure_replaces_stale_manifest(fixture_server, tmp_path):
 
 
 def test_upstream_dir_replaces_the_download(synthetic_release, tmp_path):
-    source = UpstreamSource(repo="o/r", commit=COMMIT, url_template="http://127.0.0.1:9/{file}")
+    source = UpstreamSource("o/r", COMMIT, "http://127.0.0.1:9/{file}", timeout_s=5, retries=0, backoff_s=0.01)
     manifest = fetch_release(tmp_path / "o", tmp_path / "m.json", source, upstream_dir=synthetic_release)
     assert manifest["origin"] == "upstream_dir"
     assert sum(f["lines"] for f in manifest["files"]) == 4589
@@ -135,17 +136,12 @@ def test_upstream_dir_replaces_the_download(synthetic_release, tmp_path):
 
 def test_cli_reports_errors_without_traceback(fixture_server, tmp_path, capsys):
     (fixture_server.root / "dialogue_emotion.jsonl").unlink()
+    overlay = {"data": {"upstream": {"url_template": fixture_server.url_template(), "retries": 0}}}
     code = main(
         [
             "fetch",
-            "--repo",
-            "owner/repo",
-            "--commit",
-            COMMIT,
-            "--url-template",
-            fixture_server.url_template(),
-            "--retries",
-            "0",
+            "--config-json",
+            json.dumps(overlay),
             "--out-dir",
             str(tmp_path / "o"),
             "--manifest",

@@ -13,26 +13,30 @@ from pathlib import Path
 
 import pytest
 
-from h2htalk.config import load_registry
-from h2htalk.generation.engines import Endpoint, EngineError, llamacpp_command, open_endpoint, vllm_command
-from h2htalk.generation.generate import GenerationSettings, generate_model
+from h2htalk.config import default_config, load_registry
+from h2htalk.generation.generate import PromptFile, generate_model
 from h2htalk.generation.provision import ProvisionError, provision_gguf
-from h2htalk.instances import demo_instances_path, read_instances
+from h2htalk.instances.sources import demo_instances
 from h2htalk.io import read_jsonl
-from h2htalk.prompts import write_prompts
+from h2htalk.llm.calls import EngineOptions
+from h2htalk.llm.engines import Endpoint, EngineError, llamacpp_command, open_endpoint, vllm_command
+from h2htalk.prompts.render import VARIANTS, write_prompts
+from h2htalk.settings import GenerationSettings
 from h2htalk.subtasks import SUBTASK_KEYS
 
 from .conftest import REPO_ROOT
 from .openai_stub import StubServer, stub_answer
 
-SETTINGS = GenerationSettings(
-    concurrency=3,
-    timeout_s=10,
-    retries=2,
-    backoff_base_s=0.01,
-    backoff_max_s=0.05,
-    max_new_tokens={"dialogue_base": 64},
-)
+CLIENT = {"concurrency": 3, "timeout_s": 10, "retries": 2, "backoff_base_s": 0.01, "backoff_max_s": 0.05}
+
+
+def settings_for(tmp_path: Path, **generation) -> GenerationSettings:
+    section = {**CLIENT, "max_new_tokens": {"dialogue_base": 64}, "cache_dir": str(tmp_path / "cache"), **generation}
+    return GenerationSettings.from_config(default_config({"generation": section}))
+
+
+def run(spec, files, settings, endpoint=None):
+    return generate_model(spec, files, settings, EngineOptions(settings.client, settings.seed, endpoint=endpoint))
 
 
 @pytest.fixture(scope="module")
@@ -41,13 +45,13 @@ def registry():
 
 
 @pytest.fixture
-def prompt_files(tmp_path) -> dict[tuple[str, str], Path]:
-    files = {}
-    for variant in ("sap", "nosap"):
+def prompt_files(tmp_path) -> list[PromptFile]:
+    files = []
+    for variant in VARIANTS:
         for subtask in SUBTASK_KEYS:
             path = tmp_path / "prompts" / variant / f"{subtask}.jsonl"
-            write_prompts(read_instances(demo_instances_path(subtask)), variant, path)
-            files[(variant, subtask)] = path
+            write_prompts(demo_instances(subtask), variant, path)
+            files.append(PromptFile.read(path, tmp_path / "out" / variant / f"{subtask}.jsonl"))
     return files
 
 
@@ -62,19 +66,13 @@ def api_spec(registry) -> dict:
 
 
 def test_outputs_per_variant_and_subtask(stub, registry, prompt_files, tmp_path):
-    summary = generate_model(
-        api_spec(registry),
-        prompt_files,
-        tmp_path / "out",
-        SETTINGS,
-        tmp_path / "cache",
-        endpoint=Endpoint(stub.base_url, "stub-model"),
-    )
+    summary = run(api_spec(registry), prompt_files, settings_for(tmp_path), Endpoint(stub.base_url, "stub-model"))
     assert summary["requests"] == summary["sent"] == 66
-    for (variant, subtask), prompts in prompt_files.items():
-        records = read_jsonl(tmp_path / "out" / variant / f"{subtask}.jsonl")
-        prompt_records = read_jsonl(prompts)
+    for file in prompt_files:
+        records = read_jsonl(file.out)
+        prompt_records = read_jsonl(file.prompts)
         assert [r["id"] for r in records] == [p["id"] for p in prompt_records]
+        assert {(r["variant"], r["subtask"]) for r in records} == {(file.variant, file.name)}
         for record, prompt in zip(records, prompt_records, strict=True):
             user = prompt["messages"][1]["content"]
             assert record["response"] == stub_answer(user)
@@ -90,59 +88,40 @@ def test_outputs_per_variant_and_subtask(stub, registry, prompt_files, tmp_path)
 
 def test_rerun_sends_nothing_and_one_subtask_regenerates_alone(stub, registry, prompt_files, tmp_path):
     endpoint = Endpoint(stub.base_url, "stub-model")
-    generate_model(api_spec(registry), prompt_files, tmp_path / "out", SETTINGS, tmp_path / "cache", endpoint=endpoint)
+    run(api_spec(registry), prompt_files, settings_for(tmp_path), endpoint)
     before = sum(stub.requests.values())
-    again = generate_model(
-        api_spec(registry), prompt_files, tmp_path / "out", SETTINGS, tmp_path / "cache", endpoint=endpoint
-    )
+    again = run(api_spec(registry), prompt_files, settings_for(tmp_path), endpoint)
     assert again["sent"] == 0 and sum(stub.requests.values()) == before
     # a changed decoding limit for one subtask changes only that subtask's request keys
-    changed = GenerationSettings(
-        **{**SETTINGS.__dict__, "max_new_tokens": {"dialogue_base": 64, "itinerary_middle": 99}}
-    )
-    third = generate_model(
-        api_spec(registry), prompt_files, tmp_path / "out", changed, tmp_path / "cache", endpoint=endpoint
-    )
+    changed = settings_for(tmp_path, max_new_tokens={"dialogue_base": 64, "itinerary_middle": 99})
+    third = run(api_spec(registry), prompt_files, changed, endpoint)
     assert third["sent"] == 6  # 3 itinerary_middle instances x 2 variants
     assert sum(stub.requests.values()) == before + 6
 
 
 def test_failure_keeps_finished_work(stub, registry, prompt_files, tmp_path):
     stub.faults = {"下雨了，我没带伞": ["400"]}
-    settings = GenerationSettings(**{**SETTINGS.__dict__, "concurrency": 1})
+    settings = settings_for(tmp_path, concurrency=1)
     with pytest.raises(Exception, match=r"item (sap|nosap)/dialogue_base-demo03: HTTP 400"):
-        generate_model(
-            api_spec(registry),
-            prompt_files,
-            tmp_path / "out",
-            settings,
-            tmp_path / "cache",
-            endpoint=Endpoint(stub.base_url, "stub-model"),
-        )
+        run(api_spec(registry), prompt_files, settings, Endpoint(stub.base_url, "stub-model"))
     assert not (tmp_path / "out").exists()  # no output is written for a failed job
     with sqlite3.connect(tmp_path / "cache" / "gpt-4o-mini.sqlite") as db:
         kept = db.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
     assert kept > 0
-    resumed = generate_model(
-        api_spec(registry),
-        prompt_files,
-        tmp_path / "out",
-        settings,
-        tmp_path / "cache",
-        endpoint=Endpoint(stub.base_url, "stub-model"),
-    )
+    resumed = run(api_spec(registry), prompt_files, settings, Endpoint(stub.base_url, "stub-model"))
     assert resumed["sent"] == 66 - kept
 
 
 def test_kill_and_resume_sends_only_what_is_missing(stub, prompt_files, tmp_path):
     stub.delay_s = 0.15
-    prompts_dir = prompt_files[("sap", "dialogue_base")].parents[1]
+    overlay = {
+        "model_registry": str(REPO_ROOT / "config" / "models.yaml"),
+        "generation": {"retries": 0, "decoding": {"seed": 7}, "cache_dir": str(tmp_path / "cache")},
+    }
     command = [
-        sys.executable, "-m", "h2htalk", "generate", "--model", "gpt-4o-mini",
-        "--registry", str(REPO_ROOT / "config" / "models.yaml"), "--prompts-dir", str(prompts_dir),
-        "--out-dir", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache"),
+        sys.executable, "-m", "h2htalk", "generate", "--model", "gpt-4o-mini", "--config-json", json.dumps(overlay),
+        "--prompts", *[str(f.prompts) for f in prompt_files], "--out", *[str(f.out) for f in prompt_files],
         "--base-url", stub.base_url, "--concurrency", "2",
-        "--settings", json.dumps({"retries": 0, "decoding": {"seed": 7}}),
     ]  # fmt: skip
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
@@ -171,7 +150,7 @@ def test_api_key_comes_from_the_environment_and_is_never_written(stub, registry,
     monkeypatch.setenv("OPENAI_API_KEY", secret)
     with open_endpoint(spec) as endpoint:
         assert secret not in repr(endpoint)
-    summary = generate_model(spec, prompt_files, tmp_path / "out", SETTINGS, tmp_path / "cache")
+    summary = run(spec, prompt_files, settings_for(tmp_path))
     assert summary["sent"] == 66
     for path in (tmp_path / "out").rglob("*"):
         if path.is_file():
@@ -213,7 +192,7 @@ def test_registry_has_the_papers_fifty_models(registry):
 
 
 def test_llamacpp_command():
-    command = llamacpp_command("/m/model.gguf", 9000, {"threads": 2, "n_ctx": 2048})
+    command = llamacpp_command("/m/model.gguf", 9000, {"threads": 2, "n_ctx": 2048, "chat_format": None})
     assert command[1:3] == ["-m", "llama_cpp.server"]
     assert command[command.index("--n_threads") + 1] == "2" and command[command.index("--port") + 1] == "9000"
 
@@ -237,7 +216,8 @@ def test_provision_names_a_missing_part_package(tmp_path):
 
 
 def test_server_engine_failing_to_start_is_reported(tmp_path):
-    spec = {"name": "broken", "engine": "llamacpp", "llamacpp": {}, "startup_timeout_s": 30}
+    spec = {"name": "broken", "engine": "llamacpp", "llamacpp": {"threads": 1, "n_ctx": 512, "chat_format": None}}
+    spec["startup_timeout_s"] = 30
     missing = tmp_path / "missing.gguf"
     with (
         pytest.raises(EngineError, match=r"exited \(exit status 1\) before it was ready"),

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from h2htalk.generation.client import ChatClient, ChatRequest, GenerationError, RetryPolicy
+from h2htalk.llm.client import ChatClient, ChatRequest, GenerationError, RetryPolicy
 
 from .openai_stub import StubServer, stub_answer
 

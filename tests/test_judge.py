@@ -7,13 +7,11 @@ import json
 
 import pytest
 
+from h2htalk.config import default_config
 from h2htalk.errors import DataError
-from h2htalk.generation.engines import Endpoint
-from h2htalk.generation.generate import GenerationSettings
-from h2htalk.instances import demo_instances_path, read_instances
+from h2htalk.instances.schema import read_instances
 from h2htalk.io import read_jsonl, write_jsonl_atomic
 from h2htalk.judge.combine import (
-    GateSettings,
     combine_items,
     combine_j,
     read_human_scores,
@@ -22,10 +20,16 @@ from h2htalk.judge.combine import (
     write_review_queue,
 )
 from h2htalk.judge.rubric import judge_messages, parse_verdict
-from h2htalk.judge.run import JudgeSettings, judge_jobs, load_judge_job
-from h2htalk.prompts import write_prompts
+from h2htalk.judge.run import JudgeFiles, judge_files
+from h2htalk.llm.calls import EngineOptions
+from h2htalk.llm.engines import Endpoint
+from h2htalk.prompts.render import write_prompts
+from h2htalk.settings import BootstrapSettings, ClientSettings, GateSettings, JudgeSettings
 
+from .conftest import demo_file
 from .openai_stub import StubServer
+
+GATE = GateSettings.from_config(default_config())
 
 
 def test_judge_prompt_shows_the_reference_after_the_response():
@@ -61,9 +65,10 @@ def test_unparseable_answers_are_missing_not_zero(text):
 
 def test_j_and_the_gate_with_known_numbers():
     gate = GateSettings(alpha=0.6, tau=3.5, max_spread=2.0)
+    assert gate == GATE  # the paper's numbers are the schema's defaults
     # S = 50 -> 2.5 on 0-5; judge 4.5 -> J = 0.6*2.5 + 0.4*4.5 = 3.3
     assert combine_j(50.0, 4.5, 0.6) == pytest.approx(3.3)
-    assert review_reasons(3.3, 0.5, gate) == ["J 3.30 < tau 3.5"]
+    assert review_reasons(3.3, 0.5, gate) == ["J5 3.30 < tau 3.5"]
     # S = 80 -> 4.0; judge 4.0 -> J = 4.0: passes
     assert combine_j(80.0, 4.0, 0.6) == pytest.approx(4.0)
     assert review_reasons(4.0, 1.0, gate) == []
@@ -95,16 +100,16 @@ def _verdict(item_id, scores):
 def test_review_round_trip(tmp_path):
     judgments = [_verdict("a", [4, 4, 5]), _verdict("b", [4, 4, 4]), _verdict("c", [None, None, None])]
     scores, verdicts = _write_inputs(tmp_path, judgments)
-    gate = GateSettings()
+    gate = GATE
     items = combine_items("m", "sap", "itinerary_basic", scores, verdicts, gate, {})
     by_id = {i["id"]: i for i in items}
-    assert by_id["a"]["J"] == pytest.approx(0.6 * 4 + 0.4 * 13 / 3)  # 4.133: passes
+    assert by_id["a"]["J5"] == pytest.approx(0.6 * 4 + 0.4 * 13 / 3)  # 4.133: passes
     assert not by_id["a"]["review"]
-    assert by_id["b"]["J"] == pytest.approx(0.6 * 2 + 0.4 * 4) and by_id["b"]["review"]  # 2.8 < 3.5
-    assert by_id["c"]["J"] is None and by_id["c"]["review"]  # missing, never 0
-    summary = summarise_j(items, 200, 1, 0.95)
+    assert by_id["b"]["J5"] == pytest.approx(0.6 * 2 + 0.4 * 4) and by_id["b"]["review"]  # 2.8 < 3.5
+    assert by_id["c"]["J5"] is None and by_id["c"]["review"]  # missing, never 0
+    summary = summarise_j(items, BootstrapSettings(resamples=200, seed=1, confidence=0.95))
     assert summary["n"] == 2 and summary["missing"] == 1 and summary["to_review"] == 2
-    assert summary["J"] == pytest.approx((by_id["a"]["J100"] + by_id["b"]["J100"]) / 2)
+    assert summary["J100"] == pytest.approx((by_id["a"]["J100"] + by_id["b"]["J100"]) / 2)
 
     item_file = tmp_path / "items.jsonl"
     write_jsonl_atomic(item_file, items)
@@ -123,10 +128,10 @@ def test_review_round_trip(tmp_path):
         writer.writerows(rows)
     human = read_human_scores([queue])
     again = {i["id"]: i for i in combine_items("m", "sap", "itinerary_basic", scores, verdicts, gate, human)}
-    assert again["b"]["J"] == pytest.approx(0.6 * 2 + 0.4 * 4.5)
+    assert again["b"]["J5"] == pytest.approx(0.6 * 2 + 0.4 * 4.5)
     assert again["b"]["human"]["reviewer"] == "rater-1" and again["b"]["human"]["file"] == str(queue)
     assert len(again["b"]["human"]["sha256"]) == 64
-    assert again["c"]["J"] == pytest.approx(0.6 * 3 + 0.4 * 3) and not again["c"]["review"]
+    assert again["c"]["J5"] == pytest.approx(0.6 * 3 + 0.4 * 3) and not again["c"]["review"]
     assert not again["a"]["human"]
 
 
@@ -140,23 +145,20 @@ def test_bad_human_scores_are_named(tmp_path):
 def test_judge_run_against_a_server(tmp_path):
     """The judge stage end to end against a loopback server: prompts, k samples, parsing, output records."""
     subtask = "itinerary_middle"
-    instances = tmp_path / "instances.jsonl"
-    write_jsonl_atomic(instances, read_instances(demo_instances_path(subtask)))
+    instances = demo_file(tmp_path, subtask)
     prompts = tmp_path / "prompts.jsonl"
     write_prompts(read_instances(instances), "sap", prompts)
     generations = tmp_path / "gen.jsonl"
     write_jsonl_atomic(generations, [{"id": r["id"], "response": "08:00 晨跑"} for r in read_jsonl(instances)])
-    job = load_judge_job("sap", subtask, instances, prompts, generations, tmp_path / "out.jsonl")
+    files = JudgeFiles("sap", subtask, instances, prompts, generations, tmp_path / "out.jsonl")
     spec = {"name": "stub-judge", "engine": "api", "api": {"model": "stub"}}
+    config = default_config(
+        {"generation": {"concurrency": 2}, "judge": {"samples": 3, "cache_dir": str(tmp_path / "c")}}
+    )
+    judge = JudgeSettings.from_config(config)
     with StubServer() as stub:
-        summary = judge_jobs(
-            spec,
-            [job],
-            GenerationSettings(concurrency=2),
-            JudgeSettings(samples=3),
-            tmp_path / "c",
-            endpoint=Endpoint(stub.base_url, "stub"),
-        )
+        engines = EngineOptions(ClientSettings.from_config(config), 1234, endpoint=Endpoint(stub.base_url, "stub"))
+        summary = judge_files(spec, [files], judge, engines)
         assert summary["sent"] == 9 and sum(stub.requests.values()) == 9  # 3 items x 3 samples, distinct seeds
     records = read_jsonl(tmp_path / "out.jsonl")
     assert len(records) == 3

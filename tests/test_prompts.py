@@ -10,14 +10,15 @@ import sys
 import pytest
 
 from h2htalk.errors import DataError
-from h2htalk.instances import check_instance, demo_instances_path, read_instances, required_fields, write_instances
-from h2htalk.prompts import VARIANTS, persona_text, render_instance, sap_text
-from h2htalk.subtasks import SUBTASK_KEYS
+from h2htalk.instances.schema import check_instance, read_instances
+from h2htalk.instances.sources import demo_instances, write_instances
+from h2htalk.prompts.render import VARIANTS, persona_text, render_instance, sap_text
+from h2htalk.subtasks import SUBTASK_KEYS, get_subtask
 
 
 @pytest.fixture(scope="module")
 def demo() -> dict[str, list[dict]]:
-    return {key: read_instances(demo_instances_path(key)) for key in SUBTASK_KEYS}
+    return {key: demo_instances(key) for key in SUBTASK_KEYS}
 
 
 def test_demo_set_covers_every_subtask(demo):
@@ -27,12 +28,12 @@ def test_demo_set_covers_every_subtask(demo):
     for key, items in demo.items():
         for item in items:
             assert item["subtask"] == key
-            assert set(item["fields"]) == set(required_fields()[key])
+            assert set(item["fields"]) == set(get_subtask(key).fields)
             assert item["reference"].strip()
 
 
 def test_issue_field_names_per_subtask():
-    fields = required_fields()
+    fields = {key: get_subtask(key).fields for key in SUBTASK_KEYS}
     assert fields["dialogue_base"] == ("history_dialogues",)
     assert set(fields["dialogue_schedule"]) == {"today_schedule", "current_schedule", "history_dialogues"}
     assert set(fields["itinerary_basic"]) == {"hobbies", "history_memory"}
@@ -95,7 +96,7 @@ def test_dialogue_history_renders_one_line_per_turn(demo):
 def test_missing_field_is_a_clear_error(demo):
     item = json.loads(json.dumps(demo["dialogue_schedule"][0]))
     del item["fields"]["current_schedule"]
-    with pytest.raises(DataError, match=r"dialogue_schedule\.j2 needs a field the instance lacks: 'current_schedule'"):
+    with pytest.raises(DataError, match=r"the dialogue_schedule template needs a field it lacks: 'current_schedule'"):
         render_instance(item, "sap")
     with pytest.raises(DataError, match=r"field 'fields\.current_schedule'"):
         check_instance(item, "x.jsonl: line 1")
@@ -125,17 +126,19 @@ def test_invalid_instance_file_names_file_line_and_field(tmp_path, demo):
 def test_instances_from_a_file_must_match_the_subtask(tmp_path, demo):
     path = tmp_path / "mine.jsonl"
     path.write_text(json.dumps(demo["dialogue_base"][0], ensure_ascii=False) + "\n", encoding="utf-8")
-    assert write_instances("dialogue_base", "file", tmp_path / "out.jsonl", file=path) == 1
+    assert write_instances("dialogue_base", tmp_path / "out.jsonl", file=path) == 1
     with pytest.raises(DataError, match="belong to another subtask"):
-        write_instances("dialogue_emotion", "file", tmp_path / "out2.jsonl", file=path)
+        write_instances("dialogue_emotion", tmp_path / "out2.jsonl", file=path)
+    assert write_instances("dialogue_emotion", tmp_path / "demo.jsonl") == len(demo["dialogue_emotion"])
+    assert read_instances(tmp_path / "demo.jsonl") == demo["dialogue_emotion"]
 
 
 def test_hashes_are_stable_across_processes():
     code = (
-        "import json; from h2htalk.instances import read_instances, demo_instances_path;"
-        "from h2htalk.prompts import render_instance;"
+        "import json; from h2htalk.instances.sources import demo_instances;"
+        "from h2htalk.prompts.render import render_instance;"
         "print(json.dumps([render_instance(i, v).record()['hashes'] for v in ('sap','nosap')"
-        " for i in read_instances(demo_instances_path('dialogue_emotion'))]))"
+        " for i in demo_instances('dialogue_emotion')]))"
     )
     runs = [
         subprocess.run(

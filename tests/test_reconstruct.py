@@ -8,13 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from h2htalk.config import load_registry
+from h2htalk.config import default_config, load_registry
 from h2htalk.errors import DataError
-from h2htalk.generation.generate import GenerationSettings
-from h2htalk.instances import check_instance
-from h2htalk.io import write_jsonl_atomic
-from h2htalk.reconstruct import (
-    ReconstructSettings,
+from h2htalk.instances.reconstruct import (
     apply_decisions,
     parse_fields,
     parse_vote,
@@ -23,12 +19,21 @@ from h2htalk.reconstruct import (
     sample_references,
     write_review_csv,
 )
+from h2htalk.instances.schema import check_instance
+from h2htalk.io import write_jsonl_atomic
+from h2htalk.llm.calls import EngineOptions
+from h2htalk.settings import ClientSettings, ReconstructSettings
 
 from .conftest import REPO_ROOT
 from .openai_stub import StubServer
 
 FIELDS = {"your_current_schedule": "遥斗在阳台给绿萝换盆，手上沾满泥土。", "user_feedback": "你居然会养花？（惊讶）"}
-SETTINGS = GenerationSettings(concurrency=2, timeout_s=10, retries=1, backoff_base_s=0.01, backoff_max_s=0.02)
+CLIENT = ClientSettings(concurrency=2, timeout_s=10, retries=1, backoff_base_s=0.01, backoff_max_s=0.02)
+
+
+def options(tmp_path: Path, **changes) -> ReconstructSettings:
+    section = {"cache_dir": str(tmp_path / "cache"), **changes}
+    return ReconstructSettings.from_config(default_config({"instances": {"reconstruct": section}}))
 
 
 def curated(tmp_path: Path, n: int = 4) -> Path:
@@ -68,13 +73,11 @@ def stub_key(monkeypatch):
     monkeypatch.setenv("STUB_KEY", "stub-key")
 
 
-DEFAULT_OPTIONS = ReconstructSettings(votes=3, max_attempts=3)
-
-
-def run(tmp_path, state, options=DEFAULT_OPTIONS):
+def run(tmp_path, state, **changes):
     spec = stub_spec("stub-generator", state.base_url)
+    settings = options(tmp_path, **{"votes": 3, "max_attempts": 3, **changes})
     return reconstruct_subtask(
-        "itinerary_response", curated(tmp_path), spec, [spec], SETTINGS, options, tmp_path / "cache", {}
+        "itinerary_response", curated(tmp_path), spec, [spec], settings, EngineOptions(CLIENT, 1234)
     )
 
 
@@ -121,7 +124,7 @@ def test_split_and_rejected_votes_go_to_review(tmp_path):
 
     with StubServer() as state:
         state.responder = responder(vote=vote)
-        kept, review, report = run(tmp_path, state, ReconstructSettings(votes=2, max_attempts=1))
+        kept, review, report = run(tmp_path, state, votes=2, max_attempts=1)
     statuses = {r["id"]: r["status"] for r in review}
     assert statuses["itinerary_response-00001"] == "rejected"
     assert statuses.get("itinerary_response-00002") == "split"
@@ -142,7 +145,7 @@ def test_rerun_resumes_from_the_cache(tmp_path):
 def test_review_import_round_trip(tmp_path):
     with StubServer() as state:
         state.responder = responder(bad_for=("第1句",))
-        kept, review, _ = run(tmp_path, state, ReconstructSettings(votes=1, max_attempts=1))
+        kept, review, _ = run(tmp_path, state, votes=1, max_attempts=1)
     path = tmp_path / "review.csv"
     write_review_csv(review, path)
     rows = list(csv.DictReader(path.open(encoding="utf-8")))
@@ -197,11 +200,12 @@ def test_real_local_model_on_a_small_sample(tmp_path):
     spec = registry["qwen2.5-coder-0.5b-instruct-q4km"]
     model = tmp_path / "model.gguf"
     provision_gguf(spec["gguf"], model)
-    options = ReconstructSettings(votes=1, max_attempts=2, sample_per_subtask=2, max_tokens=160)
+    settings = options(tmp_path, votes=1, max_attempts=2, sample_per_subtask=2, max_tokens=160)
+    client = ClientSettings(concurrency=1, timeout_s=300, retries=1, backoff_base_s=1.0, backoff_max_s=2.0)
+    engines = EngineOptions(client, 1234, {spec["name"]: str(model)}, tmp_path / "server.log")
     kept, review, report = reconstruct_subtask(
-        "itinerary_response", curated(tmp_path), spec, [spec], GenerationSettings(concurrency=1, timeout_s=300),
-        options, tmp_path / "cache", {spec["name"]: str(model)}, tmp_path / "logs",
-    )  # fmt: skip
+        "itinerary_response", curated(tmp_path), spec, [spec], settings, engines
+    )
     assert report["sampled"] == 2
     assert report["kept"] + report["flagged"] + report["failed"] == 2
     assert len(kept) + len(review) == 2

@@ -43,32 +43,31 @@ def slurm_jobs() -> list[dict[str, str]]:
     return jobs
 
 
-def small_config(root, synthetic_release, **changes):
-    config = yaml.safe_load((root / "config" / "local.yaml").read_text(encoding="utf-8"))
-    config.update({
+def small_config(root, synthetic_release):
+    """An overlay of the laptop config: two subtasks, one variant, short answers, a GPU-asking baseline."""
+    config = {
         "upstream_dir": str(synthetic_release),
         "subtasks": ["dialogue_base", "itinerary_basic"],
         "variants": ["sap"],
         "baselines": ["baseline-oracle", "baseline-gpu-probe"],
-    })  # fmt: skip
-    config["generation"]["max_new_tokens"] = {"dialogue_base": 16, "itinerary_basic": 16}
-    config["judge"].update({"samples": 1, "max_tokens": 48})
-    config["scoring"]["bootstrap"]["resamples"] = 100
-    config.update(changes)
+        "generation": {"max_new_tokens": {"dialogue_base": 16, "itinerary_basic": 16}},
+        "judge": {"samples": 1, "max_tokens": 48},
+        "scoring": {"bootstrap": {"resamples": 100}},
+    }
     # a baseline that asks for one GPU: its generation job must reach the scheduler with a GPU request
     registry = yaml.safe_load((root / "config" / "models.yaml").read_text(encoding="utf-8"))
     registry["baseline-gpu-probe"] = {**registry["baseline-oracle"], "display_name": "GPU probe", "gpus": 1}
     (root / "config" / "models-test.yaml").write_text(yaml.safe_dump(registry, allow_unicode=True), encoding="utf-8")
     config["model_registry"] = "config/models-test.yaml"
     (root / "config" / "slurm-test.yaml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
-    return "config/slurm-test.yaml"
+    return ["--configfiles", "config/local.yaml", "config/slurm-test.yaml"]
 
 
 @pytest.mark.slow
 def test_small_study_runs_as_slurm_jobs(checkout, synthetic_release):  # noqa: F811
-    configfile = small_config(checkout, synthetic_release)
+    configfiles = small_config(checkout, synthetic_release)
     before = {job["JobId"] for job in slurm_jobs()}
-    result = run_slurm(checkout, "table1", "table2", "--configfile", configfile)
+    result = run_slurm(checkout, "table1", "table2", *configfiles)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-6000:]
     jobs = [job for job in slurm_jobs() if job["JobId"] not in before]
     comments = " ".join(job.get("Comment", "") for job in jobs)
@@ -100,10 +99,9 @@ def test_small_study_runs_as_slurm_jobs(checkout, synthetic_release):  # noqa: F
 def test_a_failing_job_fails_the_run_and_shows_its_log(checkout, tmp_path):  # noqa: F811
     empty = tmp_path / "empty"
     empty.mkdir()
-    config = yaml.safe_load((checkout / "config" / "local.yaml").read_text(encoding="utf-8"))
-    config["upstream_dir"] = str(empty)
-    (checkout / "config" / "broken.yaml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
-    result = run_slurm(checkout, "table1", "--configfile", "config/broken.yaml", timeout=900)
+    result = run_slurm(
+        checkout, "table1", "--configfiles", "config/local.yaml", "--config", f"upstream_dir={empty}", timeout=900
+    )
     assert result.returncode != 0
     output = result.stdout + result.stderr
     assert "Error in rule fetch" in output

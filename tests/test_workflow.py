@@ -49,6 +49,12 @@ def snakemake(root: Path, *args: str, timeout: int = 300) -> subprocess.Complete
     return subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=timeout, check=False)
 
 
+def overlay(root: Path, name: str, changes: dict) -> list[str]:
+    """A config overlay written beside the shipped ones, and the --configfiles that put it on the laptop's."""
+    (root / "config" / f"{name}.yaml").write_text(yaml.safe_dump(changes, allow_unicode=True), encoding="utf-8")
+    return ["--configfiles", "config/local.yaml", f"config/{name}.yaml"]
+
+
 def read_table1(root: Path) -> list[dict[str, str]]:
     with open(root / "paper_figures" / "table1.csv", encoding="utf-8", newline="") as handle:
         return list(csv.DictReader(handle))
@@ -64,11 +70,8 @@ def test_dry_run_lists_the_laptop_default_jobs(checkout):
 
 
 def test_misspelled_config_key_fails_before_any_job(checkout):
-    config = yaml.safe_load((checkout / "config" / "local.yaml").read_text(encoding="utf-8"))
-    config["data"]["curate"]["anonymize"] = config["data"]["curate"].pop("anonymise")
-    bad = checkout / "config" / "bad.yaml"
-    bad.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
-    result = snakemake(checkout, "table1", "--configfile", "config/bad.yaml")
+    configfiles = overlay(checkout, "bad", {"data": {"curate": {"anonymize": {"phone": "flag"}}}})
+    result = snakemake(checkout, "table1", *configfiles)
     assert result.returncode != 0
     out = result.stdout + result.stderr
     assert "unknown key 'data.curate.anonymize' (did you mean 'anonymise'?)" in out
@@ -117,10 +120,8 @@ def test_table1_from_the_released_files(checkout, released_data):
 
 @pytest.mark.slow
 def test_table1_through_the_download_path(checkout, fixture_server):
-    config = yaml.safe_load((checkout / "config" / "local.yaml").read_text(encoding="utf-8"))
-    config["data"]["upstream"]["url_template"] = fixture_server.url_template()
-    (checkout / "config" / "served.yaml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
-    result = snakemake(checkout, "table1", "--configfile", "config/served.yaml")
+    configfiles = overlay(checkout, "served", {"data": {"upstream": {"url_template": fixture_server.url_template()}}})
+    result = snakemake(checkout, "table1", *configfiles)
     assert result.returncode == 0, result.stdout + result.stderr
     assert sum(fixture_server.requests.values()) == 11
     assert [int(r["released"]) for r in read_table1(checkout)] == RELEASED
@@ -135,15 +136,15 @@ def test_laptop_default_end_to_end(checkout, synthetic_release):
 
     Token limits and judge samples are lowered so the run fits a test; everything else is the shipped config.
     """
-    config = yaml.safe_load((checkout / "config" / "local.yaml").read_text(encoding="utf-8"))
-    config["upstream_dir"] = str(synthetic_release)
-    config["generation"]["max_new_tokens"] = dict.fromkeys(config["generation"]["max_new_tokens"], 24)
-    config["judge"].update({"samples": 1, "max_tokens": 64})
-    config["studies"].update({"max_new_tokens": 24, "sample": {"safety": 2, "instruction_following": 3, "seed": 7}})
-    config["scoring"]["bootstrap"]["resamples"] = 200
-    config["baselines"] = ["baseline-random-reference", "baseline-oracle"]
-    (checkout / "config" / "e2e.yaml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
-    result = snakemake(checkout, "--configfile", "config/e2e.yaml", timeout=3300)
+    configfiles = overlay(checkout, "e2e", {
+        "upstream_dir": str(synthetic_release),
+        "generation": {"max_new_tokens": dict.fromkeys(SUBTASK_ORDER, 24)},
+        "judge": {"samples": 1, "max_tokens": 64},
+        "studies": {"max_new_tokens": 24, "sample": {"safety": 2, "instruction_following": 3}},
+        "scoring": {"bootstrap": {"resamples": 200}},
+        "baselines": ["baseline-random-reference", "baseline-oracle"],
+    })  # fmt: skip
+    result = snakemake(checkout, *configfiles, timeout=3300)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
     with open(checkout / "paper_figures" / "table2.csv", encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle))
@@ -171,7 +172,7 @@ def test_laptop_default_end_to_end(checkout, synthetic_release):
     table3 = (figures / "table3.csv").read_text(encoding="utf-8")
     assert "w/ SAP" in table3 and "w/o SAP" in table3 and "delta" in table3 and "paper" in table3
     rows = rows[:2]
-    judged = checkout / "results" / "judged" / "usem3" / "qwen2.5-coder-0.5b-instruct-q4km"
+    judged = checkout / "results" / "j_scores" / "usem3" / "qwen2.5-coder-0.5b-instruct-q4km"
     for row in rows:
         for column in (
             "dialogue_base",
@@ -183,7 +184,7 @@ def test_laptop_default_end_to_end(checkout, synthetic_release):
         ):
             assert 0.0 < float(row[column]) < 100.0, column
         for column in ("itinerary_basic", "itinerary_middle", "itinerary_advanced"):
-            assert row[f"{column}_kind"] == "J"
+            assert row[f"{column}_measure"] == "J"
             summary = json.loads((judged / row["variant"] / f"{column}.summary.json").read_text())
             # the tiny local judge often runs out of tokens before its score: such items are missing, never 0
             if row[column]:
@@ -196,9 +197,9 @@ def test_laptop_default_end_to_end(checkout, synthetic_release):
         (checkout / "results" / "generations" / "qwen2.5-coder-0.5b-instruct-q4km" / "run.json").read_text()
     )
     assert run["sent"] == run["requests"] == 66
-    again = snakemake(checkout, "--configfile", "config/e2e.yaml")
+    again = snakemake(checkout, *configfiles)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
-    report = snakemake(checkout, "--configfile", "config/e2e.yaml", "--report", "report.zip")
+    report = snakemake(checkout, *configfiles, "--report", "report.zip")
     assert report.returncode == 0, report.stderr[-3000:]
     names = zipfile.ZipFile(checkout / "report.zip").namelist()
     for figure in ("fig4_wordcloud.png", "fig7_instruction_following.png", "table2_heatmap.png", "table3.csv"):

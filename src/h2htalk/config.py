@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import difflib
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -14,13 +14,22 @@ import jsonschema
 import yaml
 
 from h2htalk.errors import ConfigError
+from h2htalk.subtasks import SUBTASK_KEYS, SUBTASKS
 
 SCHEMA_FILE = "config.schema.yaml"
+REGISTRY_SCHEMA_FILE = "models.schema.yaml"
 
 
 def load_schema(name: str = SCHEMA_FILE) -> dict[str, Any]:
+    """A schema from ``h2htalk/schemas``; the config schema gets its subtask parts from the definitions."""
     text = resources.files("h2htalk.schemas").joinpath(name).read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    schema = yaml.safe_load(text)
+    if name == SCHEMA_FILE:
+        schema["$defs"]["subtask_key"]["enum"] = list(SUBTASK_KEYS)
+        schema["properties"]["subtasks"]["default"] = list(SUBTASK_KEYS)
+        limits = schema["properties"]["generation"]["properties"]["max_new_tokens"]
+        limits["properties"] = {s.key: {"type": "integer", "minimum": 1, "default": s.max_new_tokens} for s in SUBTASKS}
+    return schema
 
 
 def _with_defaults(validator_class: type[jsonschema.protocols.Validator]) -> type:
@@ -63,34 +72,34 @@ def _describe(error: jsonschema.ValidationError) -> str:
 def validate_config(config: Mapping[str, Any], schema: dict[str, Any] | None = None) -> dict[str, Any]:
     """Return a validated copy of ``config`` with defaults filled in, or raise ``ConfigError``.
 
-    Every problem is reported at once, each naming its key.
+    Every problem is reported at once, each naming its key. Model names are checked against the registry when
+    the configuration states its models (a study configuration); a partial one, such as the sections a
+    workflow rule passes to a command, is checked by the command when it looks its model up.
     """
-    schema = schema if schema is not None else load_schema()
     checked = copy.deepcopy(dict(config))
-    validator_class = _with_defaults(jsonschema.validators.validator_for(schema))
-    validator = validator_class(schema)
-    errors = sorted(validator.iter_errors(checked), key=lambda e: (list(map(str, e.absolute_path)), e.message))
-    problems = [_describe(e) for e in errors]
-    if not errors:
-        problems = _cross_checks(checked)
+    problems = _checked(checked, schema if schema is not None else load_schema())
+    if not problems:
+        problems = _cross_checks(checked, registry_names="models" in config)
     if problems:
         lines = "\n".join(f"  - {p}" for p in problems)
         raise ConfigError(f"invalid configuration:\n{lines}")
     return checked
 
 
+def _checked(instance: Any, schema: dict[str, Any]) -> list[str]:
+    """Validate ``instance`` in place, filling in schema defaults; the problems found, each naming its key."""
+    validator = _with_defaults(jsonschema.validators.validator_for(schema))(schema)
+    errors = sorted(validator.iter_errors(instance), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    return [_describe(e) for e in errors]
+
+
 def load_registry(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
-    """Read and validate the model registry; every entry gets its registry name as ``name``."""
-    try:
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"model registry not found: {path}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
-    schema = load_schema("models.schema.yaml")
-    errors = sorted(jsonschema.validators.validator_for(schema)(schema).iter_errors(raw), key=lambda e: e.path)
-    if errors:
-        lines = "\n".join(f"  - {_describe(e)}" for e in errors)
+    """Read and validate the model registry; registry-wide defaults (the registry schema's) are filled in, and
+    every entry gets its registry name as ``name``."""
+    raw = _read_yaml(path, "model registry")
+    problems = _checked(raw, load_schema(REGISTRY_SCHEMA_FILE))
+    if problems:
+        lines = "\n".join(f"  - {p}" for p in problems)
         raise ConfigError(f"{path}: invalid model registry:\n{lines}")
     return {name: {**entry, "name": name} for name, entry in raw.items()}
 
@@ -104,10 +113,10 @@ def runnable_problem(spec: dict[str, Any]) -> str | None:
     return None
 
 
-def _cross_checks(config: dict[str, Any]) -> list[str]:
+def _cross_checks(config: dict[str, Any], registry_names: bool) -> list[str]:
     """Rules a JSON schema cannot state: names that must refer to entries defined elsewhere."""
     problems = []
-    if config.get("models"):
+    if registry_names:
         try:
             registry = load_registry(config["model_registry"])
         except ConfigError as exc:
@@ -157,19 +166,41 @@ def deep_update(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, An
     return base
 
 
-def load_config(path: str | os.PathLike[str], overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Read a YAML config file, apply overrides and validate it."""
+def _read_yaml(path: str | os.PathLike[str], what: str) -> Any:
     try:
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ConfigError(f"config file not found: {path}") from None
+        raise ConfigError(f"{what} not found: {path}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: the top level must be a mapping of keys")
-    if overrides:
-        deep_update(raw, overrides)
+
+
+def merge_layers(paths: Sequence[str | os.PathLike[str]], overrides: Sequence[Mapping[str, Any]] = ()) -> dict:
+    """Config files merged in order (each an overlay of the ones before), then ``overrides`` on top."""
+    merged: dict[str, Any] = {}
+    for path in paths:
+        raw = _read_yaml(path, "config file") or {}
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{path}: the top level must be a mapping of keys")
+        deep_update(merged, raw)
+    for layer in overrides:
+        deep_update(merged, layer)
+    return merged
+
+
+def load_config(
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], overrides: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Read config files (later ones overlay earlier ones, as Snakemake's --configfiles), apply ``overrides``
+    and validate: the result has every default of the schema filled in."""
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    raw = merge_layers(paths, [overrides] if overrides else [])
     try:
         return validate_config(raw)
     except ConfigError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
+        raise ConfigError(f"{', '.join(map(str, paths)) or 'configuration'}: {exc}") from None
+
+
+def default_config(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The schema's defaults (with ``overrides`` applied), validated: what settings fall back to."""
+    return validate_config(deep_update({}, overrides or {}))

@@ -104,6 +104,14 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, An
             yield number, obj
 
 
+def record_labels(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """What a results file is about, as its first record says: model, variant, subtask or study, embedder."""
+    first = next((record for _, record in iter_jsonl(path)), {})
+    labels = {"model": first.get("model") or first.get("provenance", {}).get("name")}
+    labels.update({key: first[key] for key in ("variant", "subtask", "study", "embedder") if key in first})
+    return {key: value for key, value in labels.items() if value is not None}
+
+
 def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return [obj for _, obj in iter_jsonl(path)]
 

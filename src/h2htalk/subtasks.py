@@ -1,120 +1,95 @@
-"""The 11 H2HTalk subtasks and how they map onto the upstream release.
+"""The 11 H2HTalk subtasks, each defined once in ``resources/subtasks/{key}.yaml``.
 
-Two upstream file names are swapped relative to the paper's Table 1: ``itinerary_initialize.jsonl``
-holds the 533 DialogueSchedule references and ``dialogue_schedule.jsonl`` the 76
-ItineraryInitialization references (counts and content both say so). The mapping below is the
-project's and every table shows it.
+A definition holds the paper name and Table 2 column, the upstream file and template, the released and paper
+counts, the dimension, the measure (S, or J when a rubric judge is mixed in), the default completion limit,
+the instance fields, the user-message template, the reconstruction instruction, the judge's level texts and
+hand-written demo instances. The config schema, the instance schema, the prompts, the judge, the data stage and
+the tables all read it from here. Adding a subtask means adding one such file (and its paper numbers, if any).
+
+Two upstream file names are swapped relative to the paper's Table 1: ``itinerary_initialize.jsonl`` holds
+the 533 DialogueSchedule references and ``dialogue_schedule.jsonl`` the 76 ItineraryInitialization
+references (counts and content both say so).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jsonschema
+import yaml
+
+from h2htalk.errors import ConfigError
+
+DIMENSIONS: tuple[str, ...] = ("dialogue", "itinerary", "recollection")
+FIELDS_FILE = "fields.yaml"
 
 
 @dataclass(frozen=True)
 class Subtask:
     key: str
+    position: int
     paper_name: str
     table2_column: str
     upstream_file: str
-    released: int
-    dimension: str
-    score: str  # "S" (metrics only) or "J" (metrics mixed with a rubric judge)
     upstream_template: str
+    released: int
+    paper_count: int
+    dimension: str
+    measure: str  # "S" (metrics only) or "J" (metrics mixed with a rubric judge)
+    max_new_tokens: int
+    fields: tuple[str, ...]
+    reconstruction: str
+    template: str
+    demo: tuple[dict[str, Any], ...]
+    judge: dict[str, str] | None = None
 
 
-SUBTASKS: tuple[Subtask, ...] = (
-    Subtask("dialogue_base", "DialogueBase", "Standard", "dialogue_base.jsonl", 1882, "dialogue", "S", "chat_general"),
-    Subtask(
-        "dialogue_emotion", "DialogueEmotion", "Emotional", "dialogue_emotion.jsonl", 99, "dialogue", "S", "chat_psy"
-    ),
-    Subtask(
-        "dialogue_schedule",
-        "DialogueSchedule",
-        "Schedule",
-        "itinerary_initialize.jsonl",
-        533,
-        "dialogue",
-        "S",
-        "chat_routine",
-    ),
-    Subtask(
-        "recollection_synthesis",
-        "RecollectionSynthesis",
-        "Synthesis",
-        "recollection_synthesize.jsonl",
-        412,
-        "recollection",
-        "S",
-        "mem_sum",
-    ),
-    Subtask(
-        "recollection_refinement",
-        "RecollectionRefinement",
-        "Refinement",
-        "recollection_refine.jsonl",
-        589,
-        "recollection",
-        "S",
-        "mem_rewrite",
-    ),
-    Subtask(
-        "recollection_initialization",
-        "RecollectionInitialization",
-        "Initialization",
-        "recollection_initialize.jsonl",
-        41,
-        "recollection",
-        "S",
-        "mem_greet",
-    ),
-    Subtask(
-        "itinerary_basic", "ItineraryBasic", "Basic", "itinerary_basic.jsonl", 207, "itinerary", "J", "routine_level_I"
-    ),
-    Subtask(
-        "itinerary_middle",
-        "ItineraryMiddle",
-        "Middle",
-        "itinerary_middle.jsonl",
-        444,
-        "itinerary",
-        "J",
-        "routine_level_II",
-    ),
-    Subtask(
-        "itinerary_advanced",
-        "ItineraryAdvanced",
-        "Advance",
-        "itinerary_advanced.jsonl",
-        143,
-        "itinerary",
-        "J",
-        "routine_level_III",
-    ),
-    Subtask(
-        "itinerary_response",
-        "ItineraryResponse",
-        "Response",
-        "itinerary_feedback.jsonl",
-        163,
-        "itinerary",
-        "S",
-        "routine_feedback",
-    ),
-    Subtask(
-        "itinerary_initialization",
-        "ItineraryInitialization",
-        "Initiation",
-        "dialogue_schedule.jsonl",
-        76,
-        "itinerary",
-        "S",
-        "routine_greet",
-    ),
-)
+def _folder() -> Any:
+    return resources.files("h2htalk.resources").joinpath("subtasks")
 
+
+def _definition_schema() -> dict[str, Any]:
+    return yaml.safe_load(resources.files("h2htalk.schemas").joinpath("subtask.schema.yaml").read_text("utf-8"))
+
+
+@cache
+def field_catalogue() -> dict[str, dict[str, Any]]:
+    """Field name -> {schema, describe}: every instance field any subtask may use."""
+    return yaml.safe_load(_folder().joinpath(FIELDS_FILE).read_text(encoding="utf-8"))
+
+
+@cache
+def _load() -> tuple[Subtask, ...]:
+    schema = _definition_schema()
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    known_fields = field_catalogue()
+    subtasks = []
+    for entry in sorted(_folder().iterdir(), key=lambda e: e.name):
+        if not entry.name.endswith(".yaml") or entry.name == FIELDS_FILE:
+            continue
+        key = entry.name.removesuffix(".yaml")
+        definition = yaml.safe_load(entry.read_text(encoding="utf-8"))
+        problems = [
+            f"{'.'.join(map(str, e.absolute_path)) or '<top level>'}: {e.message}"
+            for e in validator.iter_errors(definition)
+        ]
+        problems += [f"fields: {name!r} is not in {FIELDS_FILE}" for name in definition.get("fields", [])
+                     if name not in known_fields]  # fmt: skip
+        if problems:
+            raise ConfigError(f"subtask definition {entry.name}: " + "; ".join(problems))
+        definition["fields"] = tuple(definition["fields"])
+        definition["demo"] = tuple(definition["demo"])
+        subtasks.append(Subtask(key=key, **definition))
+    subtasks.sort(key=lambda s: s.position)
+    return tuple(subtasks)
+
+
+SUBTASKS: tuple[Subtask, ...] = _load()
 SUBTASK_KEYS: tuple[str, ...] = tuple(s.key for s in SUBTASKS)
-DIMENSIONS: tuple[str, ...] = ("dialogue", "itinerary", "recollection")
+JUDGED: tuple[str, ...] = tuple(s.key for s in SUBTASKS if s.measure == "J")
 
 _BY_KEY = {s.key: s for s in SUBTASKS}
 
@@ -124,3 +99,8 @@ def get_subtask(key: str) -> Subtask:
         return _BY_KEY[key]
     except KeyError:
         raise KeyError(f"unknown subtask {key!r}; known: {', '.join(SUBTASK_KEYS)}") from None
+
+
+def by_dimension() -> list[tuple[str, list[str]]]:
+    """[(dimension, [subtask keys])] in the paper's column order (Dialogue, Itinerary, Recollection)."""
+    return [(d, [s.key for s in SUBTASKS if s.dimension == d]) for d in DIMENSIONS]

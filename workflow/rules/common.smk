@@ -1,9 +1,11 @@
-# Shared settings and input functions. Logic lives in the h2htalk package; rules only wire files together.
+# Shared settings, path patterns and input functions. Logic lives in the h2htalk package; rules only wire
+# files together, and every path pattern is declared here once.
 import os
 
 from h2htalk.config import load_registry
-from h2htalk.instances import demo_instances_path
-from h2htalk.subtasks import SUBTASK_KEYS, get_subtask
+from h2htalk.prompts.render import VARIANTS as ALL_VARIANTS
+from h2htalk.settings import STUDIES, StudySettings
+from h2htalk.subtasks import JUDGED as ALL_JUDGED, SUBTASK_KEYS, get_subtask
 
 from snakemake.settings.types import DeploymentMethod
 
@@ -17,145 +19,201 @@ else:
         f"export PYTHONPATH={_SRC}; export PATH={Path(sys.executable).parent}:$PATH; "
     )
 
+# --- what runs -----------------------------------------------------------------------------------------
 SUBTASKS = list(config["subtasks"])
 VARIANTS = list(config["variants"])
+JUDGED = [s for s in SUBTASKS if s in ALL_JUDGED]
 MODELS = load_registry(config["model_registry"])
 RUN_MODELS = [
     *config["models"],
     *config["baselines"],
-]  # everything that gets generations, scores, rows
-UPSTREAM_DIR = "results/data/upstream"
-CURATED_DIR = "results/data/curated"
-INSTANCES_DIR = "results/instances"
-LOG_DIR = "results/logs"
-JUDGE = config["judge"]
-JUDGED = [s for s in SUBTASKS if get_subtask(s).score == "J"]
+]  # everything with generations, scores, rows
+EMBEDDERS = list(config["scoring"]["embedders"])
+EMBEDDER = EMBEDDERS[
+    0
+]  # the embedder of the single-embedder outputs (review queue, Table 3)
+JUDGE_MODEL = config["judge"]["model"]
 RECONSTRUCT = config["instances"]["reconstruct"]
 RECONSTRUCT_MODELS = list(
     dict.fromkeys([RECONSTRUCT["generator"], *RECONSTRUCT["judges"]])
 )
-LOCAL_RECONSTRUCT_MODELS = [
-    m for m in RECONSTRUCT_MODELS if MODELS[m]["engine"] == "llamacpp"
-]
-STUDY = config["studies"]
-STUDY_MODELS = STUDY["models"] or config["models"]
-STUDY_JUDGE = STUDY["judge"] or JUDGE["model"]
-STUDY_NAMES = ["safety", "instruction_following"]
-STUDY_FILES = {
-    "safety": STUDY["safety_scenarios"],
-    "instruction_following": STUDY["instruction_following"],
-}
-EMBEDDER = config["scoring"]["embedders"][
-    0
-]  # the embedder of the single-embedder outputs (review, Table 3)
-FIGURES = {
-    "fig4_wordcloud": ("4", config["figures"]["top_words"]),
-    "fig5_verb_noun": ("5", config["figures"]["top_pairs"]),
-    "fig6_lengths": ("6", 0),
-}
+STUDY = StudySettings.from_config(config)
+FIGURES = {"fig4_wordcloud": 4, "fig5_verb_noun": 5, "fig6_lengths": 6}
+
+# --- path patterns -------------------------------------------------------------------------------------
+LOGS = "results/logs"
+MANIFEST = "results/data/manifest.json"
+UPSTREAM = "results/data/upstream/{file}"
+CURATED = "results/data/curated/{subtask}.jsonl"
+CURATION = "results/data/curated/{subtask}.report.json"
+CURATION_REPORT = "results/data/curation_report"  # .json, .md
+PROVENANCE = "results/provenance.json"
+INSTANCES = "results/instances/{subtask}.jsonl"
+RECONSTRUCTED = "results/reconstructed/{subtask}.jsonl"
+RECONSTRUCTION_REPORT = "results/reconstructed/{subtask}.report.json"
+INSTANCE_REVIEW = "results/review/instances/{subtask}.csv"
+INSTANCE_REVIEW_ALL = "results/review/instances.csv"
+PROMPTS = "results/prompts/{variant}/{subtask}.jsonl"
+MODEL_FILE = "results/models/{model}.gguf"
+GENERATIONS = "results/generations/{model}/{variant}/{subtask}.jsonl"
+GENERATION_RUN = "results/generations/{model}/run.json"
+SCORE_ITEMS = "results/scores/{embedder}/{model}/{variant}/{subtask}.items.jsonl"
+SCORE_SUMMARY = "results/scores/{embedder}/{model}/{variant}/{subtask}.summary.json"
+JUDGE_SAMPLES = "results/judge_samples/{model}/{variant}/{subtask}.jsonl"
+JUDGE_RUN = "results/judge_samples/{model}/run.json"
+J_ITEMS = "results/j_scores/{embedder}/{model}/{variant}/{subtask}.items.jsonl"
+J_SUMMARY = "results/j_scores/{embedder}/{model}/{variant}/{subtask}.summary.json"
+REVIEW_QUEUE = "results/review/queue.csv"
+STUDY_PROMPTS = "results/studies/{study}/prompts/{variant}.jsonl"
+STUDY_ITEMS = "results/studies/{study}/items/{variant}.jsonl"
+STUDY_GENERATIONS = "results/studies/generations/{model}/{variant}/{study}.jsonl"
+STUDY_RUN = "results/studies/generations/{model}/run.json"
+SAFETY_ITEMS = "results/studies/safety/scores/{embedder}/{model}/{variant}.items.jsonl"
+SAFETY_SUMMARY = (
+    "results/studies/safety/scores/{embedder}/{model}/{variant}.summary.json"
+)
+STUDY_VERDICTS = "results/studies/{study}/verdicts/{model}/{variant}.jsonl"
+STUDY_JUDGE_RUN = "results/studies/{study}/verdicts/{model}/run.json"
+FIGURE = "paper_figures/{figure}"
+TABLE1, TABLE2, TABLE3 = (
+    "paper_figures/table1",
+    "paper_figures/table2",
+    "paper_figures/table3",
+)
+FIG7 = "paper_figures/fig7_instruction_following"
+CALIBRATION = "paper_figures/calibration"
 
 
 def upstream_file(subtask):
-    return f"{UPSTREAM_DIR}/{get_subtask(subtask).upstream_file}"
+    return UPSTREAM.format(file=get_subtask(subtask).upstream_file)
 
 
-def shell_list(values):
-    """Comma-separated, quoted for the shell: the form the h2htalk command takes for list options."""
-    return shlex.quote(",".join(values))
+# --- options the rules pass to the h2htalk command -------------------------------------------------------
 
 
-def shell_mapping(mapping):
-    return shlex.quote(",".join(f"{k}={v}" for k, v in mapping.items()))
+def config_json(*sections):
+    """The validated config's sections as a --config-json option: the command's settings, and (as a param)
+    what reruns the rule when they change. A function, so that Snakemake does not read the braces of the
+    JSON (e.g. the upstream URL template) as wildcards."""
+    selected = {s: config[s] for s in sections or config}
+    option = f"--config-json {shlex.quote(json.dumps(selected, sort_keys=True))}"
+    return lambda wildcards: option
 
 
-def gguf(model):
-    """The provisioned GGUF file of a llamacpp model, as a list (empty for other engines)."""
-    return (
-        [f"results/models/{model}.gguf"]
-        if MODELS[model]["engine"] == "llamacpp"
-        else []
+def output_prefix(name):
+    """A param: output ``name`` without its extension (commands that write PREFIX.csv, .md, ...)."""
+    return lambda wildcards, output: os.path.splitext(output[name])[0]
+
+
+def output_folder(name):
+    """A param: the folder of output ``name`` (the first file when it is a list)."""
+    return lambda wildcards, output: os.path.dirname(output.get(name)[0])
+
+
+def model_files_option(wildcards, input):
+    """--model-file NAME=PATH for every provisioned GGUF among the inputs."""
+    return " ".join(
+        f"--model-file {Path(path).stem}={path}"
+        for path in input.get("model_files", [])
     )
 
 
-def model_file(wildcards):
+# --- models and their jobs -------------------------------------------------------------------------------
+
+
+def gguf(*models):
+    """The provisioned GGUF files of the llamacpp models among ``models`` (other engines need none)."""
+    return [
+        MODEL_FILE.format(model=m) for m in models if MODELS[m]["engine"] == "llamacpp"
+    ]
+
+
+def model_gguf(wildcards):
     return gguf(wildcards.model)
-
-
-def model_file_option(wildcards, input):
-    return f"--model-file {input.model_file[0]}" if input.model_file else ""
 
 
 def baseline_instances(wildcards):
     """Baselines answer from the instances (references, inputs) instead of a model."""
     if MODELS[wildcards.model]["engine"] != "baseline":
         return []
-    return expand(f"{INSTANCES_DIR}/{{subtask}}.jsonl", subtask=SUBTASKS)
+    return expand(INSTANCES, subtask=SUBTASKS)
 
 
-def model_resource(key, default):
-    return (
-        lambda wildcards: MODELS[wildcards.model].get("resources", {}).get(key, default)
-    )
+def threads_for(*models):
+    """CPU threads of a job that runs ``models``: the llama.cpp server's threads, one otherwise."""
+    threads = [
+        MODELS[m]["llamacpp"]["threads"]
+        for m in models
+        if MODELS[m]["engine"] == "llamacpp"
+    ]
+    return max(threads, default=1)
 
 
-def fixed_model_resource(model, key, default):
-    return lambda wildcards: MODELS[model].get("resources", {}).get(key, default)
-
-
-def engine_threads(model):
-    """CPU threads of a job that runs the model: the llama.cpp server's threads, one otherwise."""
-    spec = MODELS[model]
-    return (
-        spec.get("llamacpp", {}).get("threads", 2)
-        if spec["engine"] == "llamacpp"
-        else 1
-    )
+def gpus_for(*models):
+    return max(MODELS[m]["gpus"] for m in models)
 
 
 def partition(gpus):
     """The SLURM partition for a job needing ``gpus`` GPUs."""
-    return (
-        config["cluster"]["gpu_partition"]
-        if gpus
-        else config["cluster"]["cpu_partition"]
-    )
+    return config["cluster"]["gpu_partition" if gpus else "cpu_partition"]
 
 
-def instance_source_file(wildcards):
+def model_resources(*models):
+    """Memory and runtime of a job that runs ``models``: the most any of them asks for."""
+    return {
+        key: max(MODELS[m]["resources"][key] for m in models)
+        for key in ("mem_mb", "runtime_min")
+    }
+
+
+# --- inputs of the tables ---------------------------------------------------------------------------------
+
+
+def instance_source(wildcards):
     source = config["instances"]["source"]
     if source == "file":
-        return config["instances"]["files"][wildcards.subtask]
+        return [config["instances"]["files"][wildcards.subtask]]
     if source == "reconstructed":
-        return f"results/reconstructed/{wildcards.subtask}.jsonl"
-    return str(demo_instances_path(wildcards.subtask))
+        return [RECONSTRUCTED.format(subtask=wildcards.subtask)]
+    return []  # the demo set, from the subtask's definition
+
+
+def scenario_file(wildcards):
+    """A study's scenario file, when the config names one (the shipped set otherwise)."""
+    path = config["studies"][
+        "safety_scenarios" if wildcards.study == "safety" else "instruction_following"
+    ]
+    return [path] if path else []
 
 
 def instance_review_targets():
     """The instance review queue, when instances are reconstructed."""
     return (
-        ["results/review/instances.csv"]
+        [INSTANCE_REVIEW_ALL]
         if config["instances"]["source"] == "reconstructed"
         else []
     )
 
 
+def cell_summary(embedder, model, variant, subtask):
+    """The summary Table 2 reads for one cell: J for judged subtasks, S otherwise."""
+    pattern = J_SUMMARY if subtask in JUDGED else SCORE_SUMMARY
+    return pattern.format(
+        embedder=embedder, model=model, variant=variant, subtask=subtask
+    )
+
+
 def table2_summaries(wildcards):
-    """Per (embedder, model, variant, subtask): the J summary for judged subtasks, the S summary otherwise."""
-    paths = []
-    for embedder in config["scoring"]["embedders"]:
-        for model in RUN_MODELS:
-            for variant in VARIANTS:
-                for subtask in SUBTASKS:
-                    stage = "judged" if subtask in JUDGED else "scores"
-                    paths.append(
-                        f"results/{stage}/{embedder}/{model}/{variant}/{subtask}.summary.json"
-                    )
-    return paths
+    return [
+        cell_summary(e, m, v, s)
+        for e in EMBEDDERS
+        for m in RUN_MODELS
+        for v in VARIANTS
+        for s in SUBTASKS
+    ]
 
 
 def calibration_targets():
     """Calibration needs the chance floor and the oracle among the baselines."""
     wanted = {"baseline-random-reference", "baseline-oracle"}
-    return (
-        ["paper_figures/calibration.md"] if wanted <= set(config["baselines"]) else []
-    )
+    return [f"{CALIBRATION}.md"] if wanted <= set(config["baselines"]) else []

@@ -3,64 +3,51 @@
 
 rule fetch:
     output:
-        manifest="results/data/manifest.json",
+        manifest=MANIFEST,
         files=[upstream_file(key) for key in SUBTASK_KEYS],
     log:
-        f"{LOG_DIR}/data/fetch.log",
+        f"{LOGS}/data/fetch.log",
     conda:
         "../../envs/data.yaml"
     resources:
         mem_mb=500,
         runtime=15,
     params:
-        repo=config["data"]["upstream"]["repo"],
-        commit=config["data"]["upstream"]["commit"],
-        url_template=lambda wc: config["data"]["upstream"]["url_template"],
-        timeout=config["data"]["upstream"]["timeout_s"],
-        retries=config["data"]["upstream"]["retries"],
-        upstream_dir=(
-            f"--upstream-dir {shlex.quote(config['upstream_dir'])}"
-            if config["upstream_dir"]
-            else ""
-        ),
+        config=config_json("data", "upstream_dir"),
+        out_dir=output_folder("files"),
     shell:
-        "python -m h2htalk fetch --repo {params.repo:q} --commit {params.commit:q}"
-        " --url-template {params.url_template:q} --timeout {params.timeout} --retries {params.retries}"
-        " {params.upstream_dir} --out-dir results/data/upstream --manifest {output.manifest} > {log} 2>&1"
+        "python -m h2htalk fetch {params.config} --out-dir {params.out_dir} --manifest {output.manifest} > {log} 2>&1"
 
 
 rule curate:
     input:
-        manifest="results/data/manifest.json",
+        manifest=MANIFEST,
         upstream=lambda wc: upstream_file(wc.subtask),
     output:
-        curated=f"{CURATED_DIR}/{{subtask}}.jsonl",
-        report=f"{CURATED_DIR}/{{subtask}}.report.json",
+        curated=CURATED,
+        report=CURATION,
     log:
-        f"{LOG_DIR}/data/curate/{{subtask}}.log",
+        f"{LOGS}/data/curate/{{subtask}}.log",
     conda:
         "../../envs/data.yaml"
     resources:
         mem_mb=1000,
         runtime=10,
     params:
-        exclude=shell_list(config["data"]["curate"]["exclude_flags"]),
-        anonymise=shell_mapping(config["data"]["curate"]["anonymise"]),
-        persona=shell_list(config["data"]["curate"]["persona_names"]),
+        config=config_json("data"),
     shell:
-        "python -m h2htalk curate --subtask {wildcards.subtask} --upstream-dir results/data/upstream"
-        " --manifest {input.manifest} --out-dir results/data/curated --exclude-flags {params.exclude}"
-        " --anonymise {params.anonymise} --persona-names {params.persona} > {log} 2>&1"
+        "python -m h2htalk curate {params.config} --subtask {wildcards.subtask} --upstream {input.upstream}"
+        " --manifest {input.manifest} --out {output.curated} --report {output.report} > {log} 2>&1"
 
 
 rule curation_report:
     input:
-        expand(f"{CURATED_DIR}/{{subtask}}.report.json", subtask=SUBTASKS),
+        expand(CURATION, subtask=SUBTASKS),
     output:
-        json="results/data/curation_report.json",
-        md="results/data/curation_report.md",
+        json=f"{CURATION_REPORT}.json",
+        md=f"{CURATION_REPORT}.md",
     log:
-        f"{LOG_DIR}/data/curation_report.log",
+        f"{LOGS}/data/curation_report.log",
     conda:
         "../../envs/data.yaml"
     resources:

@@ -3,43 +3,39 @@
 
 rule figure:
     input:
-        provenance="results/provenance.json",
-        curated=expand(f"{CURATED_DIR}/{{subtask}}.jsonl", subtask=SUBTASKS),
-        instances=expand(f"{INSTANCES_DIR}/{{subtask}}.jsonl", subtask=SUBTASKS),
+        provenance=PROVENANCE,
+        curated=expand(CURATED, subtask=SUBTASKS),
+        instances=expand(INSTANCES, subtask=SUBTASKS),
     output:
-        meta="paper_figures/{figure}.meta.json",
-        png=report(
-            "paper_figures/{figure}.png",
-            caption="../report/figures.rst",
-            category="Figures",
-        ),
-        csv="paper_figures/{figure}.csv",
+        meta=f"{FIGURE}.meta.json",
+        png=report(f"{FIGURE}.png", caption="../report/figures.rst", category="Figures"),
+        csv=f"{FIGURE}.csv",
     log:
-        "results/logs/figures/{figure}.log",
+        f"{LOGS}/figures/{{figure}}.log",
     conda:
         "../../envs/figures.yaml"
     resources:
         mem_mb=2000,
         runtime=20,
     params:
-        number=lambda wc: FIGURES[wc.figure][0],
-        top=lambda wc: f"--top {FIGURES[wc.figure][1]}" if FIGURES[wc.figure][1] else "",
-        font=config["figures"]["cjk_font"],
+        config=config_json("figures"),
+        number=lambda wc: FIGURES[wc.figure],
+        out=output_prefix("csv"),
     shell:
-        "python -m h2htalk figure {params.number} --curated {input.curated} --instances {input.instances}"
-        " --font {params.font:q} {params.top} --provenance {input.provenance} --out paper_figures/{wildcards.figure} > {log} 2>&1"
+        "python -m h2htalk figure {params.number} {params.config} --curated {input.curated} --instances {input.instances}"
+        " --provenance {input.provenance} --out {params.out} > {log} 2>&1"
 
 
 rule fig4:
     input:
-        "paper_figures/fig4_wordcloud.png",
+        FIGURE.format(figure="fig4_wordcloud") + ".png",
 
 
 rule fig5:
     input:
-        "paper_figures/fig5_verb_noun.png",
+        FIGURE.format(figure="fig5_verb_noun") + ".png",
 
 
 rule fig6:
     input:
-        "paper_figures/fig6_lengths.png",
+        FIGURE.format(figure="fig6_lengths") + ".png",

@@ -5,65 +5,50 @@
 
 rule provision_model:
     output:
-        "results/models/{model}.gguf",
+        MODEL_FILE,
     log:
-        f"{LOG_DIR}/models/{{model}}.log",
+        f"{LOGS}/models/{{model}}.log",
     conda:
         "../../envs/generation.yaml"
     resources:
         mem_mb=1000,
         runtime=60,
     params:
-        registry=config["model_registry"],
+        config=config_json("model_registry"),
     shell:
-        "python -m h2htalk provision-model --model {wildcards.model} --registry {params.registry} --out {output} > {log} 2>&1"
+        "python -m h2htalk provision-model {params.config} --model {wildcards.model} --out {output} > {log} 2>&1"
 
 
 rule generate:
     input:
-        prompts=expand(
-            "results/prompts/{variant}/{subtask}.jsonl",
-            variant=VARIANTS,
-            subtask=SUBTASKS,
-        ),
-        model_file=model_file,
+        prompts=expand(PROMPTS, variant=VARIANTS, subtask=SUBTASKS),
+        model_files=model_gguf,
         instances=baseline_instances,
     output:
         responses=expand(
-            "results/generations/{{model}}/{variant}/{subtask}.jsonl",
-            variant=VARIANTS,
-            subtask=SUBTASKS,
+            GENERATIONS, variant=VARIANTS, subtask=SUBTASKS, allow_missing=True
         ),
-        summary="results/generations/{model}/run.json",
+        summary=GENERATION_RUN,
     log:
-        main=f"{LOG_DIR}/generations/{{model}}.log",
-        server=f"{LOG_DIR}/generations/{{model}}.server.log",
+        main=f"{LOGS}/generations/{{model}}.log",
+        server=f"{LOGS}/generations/{{model}}.server.log",
     conda:
         "../../envs/generation.yaml"
-    threads: lambda wildcards: engine_threads(wildcards.model)
+    threads: lambda wc: threads_for(wc.model)
     resources:
-        mem_mb=model_resource("mem_mb", 4000),
-        runtime=model_resource("runtime_min", 240),
-        gpu=lambda wildcards: MODELS[wildcards.model].get("gpus", 0),
-        slurm_partition=lambda wildcards: partition(
-            MODELS[wildcards.model].get("gpus", 0)
-        ),
+        mem_mb=lambda wc: model_resources(wc.model)["mem_mb"],
+        runtime=lambda wc: model_resources(wc.model)["runtime_min"],
+        gpu=lambda wc: gpus_for(wc.model),
+        slurm_partition=lambda wc: partition(gpus_for(wc.model)),
     params:
-        registry=config["model_registry"],
-        settings=shlex.quote(json.dumps(config["generation"])),
-        selection=" ".join(
-            [f"--variant {v}" for v in VARIANTS] + [f"--subtask {s}" for s in SUBTASKS]
-        ),
-        model_file=model_file_option,
-        cache_dir=config["generation"]["cache_dir"],
+        config=config_json("model_registry", "generation"),
+        model_files=model_files_option,
     shell:
-        "python -m h2htalk generate --model {wildcards.model} --registry {params.registry} --settings {params.settings}"
-        " --prompts-dir results/prompts --instances-dir results/instances {params.selection}"
-        " --out-dir results/generations/{wildcards.model}"
-        " --cache-dir {params.cache_dir} {params.model_file} --server-log {log.server}"
-        " --summary {output.summary} > {log.main} 2>&1"
+        "python -m h2htalk generate {params.config} --model {wildcards.model} --prompts {input.prompts}"
+        " --out {output.responses} --instances {input.instances} {params.model_files}"
+        " --server-log {log.server} --summary {output.summary} > {log.main} 2>&1"
 
 
 rule generations:
     input:
-        expand("results/generations/{model}/run.json", model=RUN_MODELS),
+        expand(GENERATION_RUN, model=RUN_MODELS),

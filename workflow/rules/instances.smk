@@ -1,77 +1,64 @@
-# What a model under test sees: one validated instance set per subtask, and the rendered chat messages
-# for each (variant, subtask).
+# What a model under test sees: one validated instance set per subtask (the demo set, a file, or inputs
+# reconstructed from the released references), and the rendered chat messages for each (variant, subtask).
 
 
 rule instances:
     input:
-        instance_source_file,
+        instance_source,
     output:
-        f"{INSTANCES_DIR}/{{subtask}}.jsonl",
+        INSTANCES,
     log:
-        f"{LOG_DIR}/instances/{{subtask}}.log",
+        f"{LOGS}/instances/{{subtask}}.log",
     conda:
         "../../envs/data.yaml"
     resources:
         mem_mb=500,
         runtime=5,
     params:
-        source="demo" if config["instances"]["source"] == "demo" else "file",
+        file=lambda wc, input: f"--file {shlex.quote(input[0])}" if input else "",
     shell:
-        "python -m h2htalk instances --subtask {wildcards.subtask} --source {params.source} --file {input:q}"
-        " --out {output} > {log} 2>&1"
+        "python -m h2htalk instances --subtask {wildcards.subtask} {params.file} --out {output} > {log} 2>&1"
 
 
 rule reconstruct_instances:
     input:
-        curated=f"{CURATED_DIR}/{{subtask}}.jsonl",
-        model_files=expand(
-            "results/models/{model}.gguf", model=LOCAL_RECONSTRUCT_MODELS
-        ),
+        curated=CURATED,
+        model_files=gguf(*RECONSTRUCT_MODELS),
         decisions=config["instances"]["review_imports"],
     output:
-        instances="results/reconstructed/{subtask}.jsonl",
-        report="results/reconstructed/{subtask}.report.json",
-        review="results/review/instances/{subtask}.csv",
+        instances=RECONSTRUCTED,
+        report=RECONSTRUCTION_REPORT,
+        review=INSTANCE_REVIEW,
     log:
-        f"{LOG_DIR}/reconstructed/{{subtask}}.log",
+        main=f"{LOGS}/reconstructed/{{subtask}}.log",
+        server=f"{LOGS}/reconstructed/{{subtask}}.server.log",
     conda:
         "../../envs/generation.yaml"
-    threads: max(engine_threads(m) for m in RECONSTRUCT_MODELS)
+    threads: threads_for(*RECONSTRUCT_MODELS)
     resources:
-        mem_mb=4000,
+        mem_mb=model_resources(*RECONSTRUCT_MODELS)["mem_mb"],
         runtime=720,
-        gpu=max(MODELS[m].get("gpus", 0) for m in RECONSTRUCT_MODELS),
-        slurm_partition=partition(
-            max(MODELS[m].get("gpus", 0) for m in RECONSTRUCT_MODELS)
-        ),
+        gpu=gpus_for(*RECONSTRUCT_MODELS),
+        slurm_partition=partition(gpus_for(*RECONSTRUCT_MODELS)),
     params:
-        registry=config["model_registry"],
-        settings=shlex.quote(json.dumps(config["generation"])),
-        options=shlex.quote(json.dumps(RECONSTRUCT)),
-        model_files=" ".join(
-            f"--model-file {m}=results/models/{m}.gguf"
-            for m in LOCAL_RECONSTRUCT_MODELS
-        ),
+        config=config_json("model_registry", "generation", "instances"),
+        model_files=model_files_option,
         decisions=lambda wc, input: " ".join(
             f"--decisions {shlex.quote(p)}" for p in input.decisions
         ),
-        cache_dir=RECONSTRUCT["cache_dir"],
     shell:
-        "python -m h2htalk reconstruct --subtask {wildcards.subtask} --curated {input.curated}"
-        " --registry {params.registry} --settings {params.settings} --reconstruct-settings {params.options}"
-        " {params.model_files} --cache-dir {params.cache_dir}"
-        " --server-logs results/logs/reconstructed/{wildcards.subtask}.servers"
-        " {params.decisions} --out {output.instances} --report {output.report} --review {output.review}"
-        " > {log} 2>&1"
+        "python -m h2htalk reconstruct {params.config} --subtask {wildcards.subtask} --curated {input.curated}"
+        " {params.model_files} --server-log {log.server} {params.decisions}"
+        " --out {output.instances} --report {output.report} --review {output.review} > {log.main} 2>&1"
 
 
 rule instances_review:
     input:
-        expand("results/review/instances/{subtask}.csv", subtask=SUBTASKS),
+        expand(INSTANCE_REVIEW, subtask=SUBTASKS),
     output:
-        "results/review/instances.csv",
+        INSTANCE_REVIEW_ALL,
     log:
-        f"{LOG_DIR}/reconstructed/review.log",
+        f"{LOGS}/reconstructed/review.log",
     conda:
         "../../envs/data.yaml"
     resources:
@@ -83,17 +70,17 @@ rule instances_review:
 
 rule reconstruct:
     input:
-        expand("results/reconstructed/{subtask}.report.json", subtask=SUBTASKS),
-        "results/review/instances.csv",
+        expand(RECONSTRUCTION_REPORT, subtask=SUBTASKS),
+        INSTANCE_REVIEW_ALL,
 
 
 rule prompt_messages:
     input:
-        f"{INSTANCES_DIR}/{{subtask}}.jsonl",
+        INSTANCES,
     output:
-        "results/prompts/{variant}/{subtask}.jsonl",
+        PROMPTS,
     log:
-        f"{LOG_DIR}/prompts/{{variant}}/{{subtask}}.log",
+        f"{LOGS}/prompts/{{variant}}/{{subtask}}.log",
     conda:
         "../../envs/data.yaml"
     resources:
@@ -105,8 +92,4 @@ rule prompt_messages:
 
 rule prompts:
     input:
-        expand(
-            "results/prompts/{variant}/{subtask}.jsonl",
-            variant=VARIANTS,
-            subtask=SUBTASKS,
-        ),
+        expand(PROMPTS, variant=VARIANTS, subtask=SUBTASKS),

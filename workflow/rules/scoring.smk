@@ -3,39 +3,30 @@
 
 rule score:
     input:
-        generations="results/generations/{model}/{variant}/{subtask}.jsonl",
-        references=f"{INSTANCES_DIR}/{{subtask}}.jsonl",
+        generations=GENERATIONS,
+        references=INSTANCES,
     output:
-        per_item="results/scores/{embedder}/{model}/{variant}/{subtask}.items.jsonl",
-        summary="results/scores/{embedder}/{model}/{variant}/{subtask}.summary.json",
+        scored=SCORE_ITEMS,
+        summary=SCORE_SUMMARY,
     log:
-        f"{LOG_DIR}/scores/{{embedder}}/{{model}}/{{variant}}/{{subtask}}.log",
+        f"{LOGS}/scores/{{embedder}}/{{model}}/{{variant}}/{{subtask}}.log",
     conda:
         "../../envs/metrics.yaml"
     resources:
         mem_mb=4000,
         runtime=120,
     params:
-        spec=lambda wc: shlex.quote(json.dumps(config["embedders"][wc.embedder])),
-        tokenizer=config["scoring"]["tokenizer"],
-        cache_dir=config["scoring"]["cache_dir"],
-        resamples=config["scoring"]["bootstrap"]["resamples"],
-        seed=config["scoring"]["bootstrap"]["seed"],
-        confidence=config["scoring"]["bootstrap"]["confidence"],
+        config=config_json("scoring", "embedders"),
     shell:
-        "python -m h2htalk score --generations {input.generations} --references {input.references}"
-        " --out-items {output.per_item} --out-summary {output.summary}"
-        " --model {wildcards.model} --variant {wildcards.variant} --subtask {wildcards.subtask}"
-        " --embedder {wildcards.embedder} --embedder-spec {params.spec} --tokenizer {params.tokenizer}"
-        " --cache-dir {params.cache_dir} --resamples {params.resamples} --seed {params.seed}"
-        " --confidence {params.confidence} > {log} 2>&1"
+        "python -m h2htalk score {params.config} --embedder {wildcards.embedder} --generations {input.generations}"
+        " --references {input.references} --out-items {output.scored} --out-summary {output.summary} > {log} 2>&1"
 
 
 rule scores:
     input:
         expand(
-            "results/scores/{embedder}/{model}/{variant}/{subtask}.summary.json",
-            embedder=config["scoring"]["embedders"],
+            SCORE_SUMMARY,
+            embedder=EMBEDDERS,
             model=RUN_MODELS,
             variant=VARIANTS,
             subtask=SUBTASKS,

@@ -3,232 +3,159 @@
 
 rule study_inputs:
     input:
-        lambda wc: [STUDY_FILES[wc.study]] if STUDY_FILES[wc.study] else [],
+        scenario_file,
     output:
-        prompts="results/studies/{study}/prompts/{variant}.jsonl",
-        study_items="results/studies/{study}/items/{variant}.jsonl",
+        prompts=STUDY_PROMPTS,
+        study_items=STUDY_ITEMS,
     log:
-        f"{LOG_DIR}/studies/{{study}}/inputs_{{variant}}.log",
+        f"{LOGS}/studies/{{study}}/inputs_{{variant}}.log",
     conda:
         "../../envs/data.yaml"
     resources:
         mem_mb=500,
         runtime=5,
     params:
+        config=config_json("studies"),
         scenarios=lambda wc, input: (
             f"--scenarios {shlex.quote(input[0])}" if input else ""
         ),
-        sample=lambda wc: (
-            f"--sample {STUDY['sample'][wc.study]} --seed {STUDY['sample']['seed']}"
-            if STUDY["sample"][wc.study]
-            else ""
-        ),
     shell:
-        "python -m h2htalk study-inputs {wildcards.study} --variant {wildcards.variant} {params.scenarios} {params.sample}"
-        " --out-prompts {output.prompts} --out-items {output.study_items} > {log} 2>&1"
+        "python -m h2htalk study-inputs {params.config} {wildcards.study} --variant {wildcards.variant}"
+        " {params.scenarios} --out-prompts {output.prompts} --out-items {output.study_items} > {log} 2>&1"
 
 
 rule study_generate:
     input:
-        prompts=expand(
-            "results/studies/{study}/prompts/{variant}.jsonl",
-            study=STUDY_NAMES,
-            variant=VARIANTS,
-        ),
-        model_file=model_file,
+        prompts=expand(STUDY_PROMPTS, study=STUDIES, variant=VARIANTS),
+        model_files=model_gguf,
     output:
-        expand(
-            "results/studies/generations/{{model}}/{variant}/{study}.jsonl",
-            study=STUDY_NAMES,
-            variant=VARIANTS,
+        responses=expand(
+            STUDY_GENERATIONS, study=STUDIES, variant=VARIANTS, allow_missing=True
         ),
-        summary="results/studies/generations/{model}/run.json",
+        summary=STUDY_RUN,
     log:
-        main=f"{LOG_DIR}/studies/generations/{{model}}.log",
-        server=f"{LOG_DIR}/studies/generations/{{model}}.server.log",
+        main=f"{LOGS}/studies/generations/{{model}}.log",
+        server=f"{LOGS}/studies/generations/{{model}}.server.log",
     conda:
         "../../envs/generation.yaml"
-    threads: lambda wildcards: engine_threads(wildcards.model)
+    threads: lambda wc: threads_for(wc.model)
     resources:
-        mem_mb=model_resource("mem_mb", 4000),
-        runtime=model_resource("runtime_min", 240),
-        gpu=lambda wildcards: MODELS[wildcards.model].get("gpus", 0),
-        slurm_partition=lambda wildcards: partition(
-            MODELS[wildcards.model].get("gpus", 0)
-        ),
+        mem_mb=lambda wc: model_resources(wc.model)["mem_mb"],
+        runtime=lambda wc: model_resources(wc.model)["runtime_min"],
+        gpu=lambda wc: gpus_for(wc.model),
+        slurm_partition=lambda wc: partition(gpus_for(wc.model)),
     params:
-        registry=config["model_registry"],
-        settings=lambda wc: shlex.quote(
-            json.dumps(
-                {
-                    **config["generation"],
-                    "max_new_tokens": {
-                        s: STUDY["max_new_tokens"] for s in STUDY_NAMES
-                    },
-                }
-            )
-        ),
-        files=" ".join(
-            f"--prompt-file {v}/{s}=results/studies/{s}/prompts/{v}.jsonl"
-            for s in STUDY_NAMES
-            for v in VARIANTS
-        ),
-        model_file=model_file_option,
-        cache_dir=config["generation"]["cache_dir"],
+        config=config_json("model_registry", "generation", "studies"),
+        model_files=model_files_option,
     shell:
-        "python -m h2htalk generate --model {wildcards.model} --registry {params.registry} --settings {params.settings}"
-        " {params.files} --out-dir results/studies/generations/{wildcards.model} --cache-dir {params.cache_dir}"
-        " {params.model_file} --server-log {log.server} --summary {output.summary} > {log.main} 2>&1"
+        "python -m h2htalk generate {params.config} --studies --model {wildcards.model} --prompts {input.prompts}"
+        " --out {output.responses} {params.model_files} --server-log {log.server} --summary {output.summary}"
+        " > {log.main} 2>&1"
 
 
 rule safety_score:
     input:
-        generations="results/studies/generations/{model}/{variant}/safety.jsonl",
-        references="results/studies/safety/items/{variant}.jsonl",
+        generations=STUDY_GENERATIONS.replace("{study}", "safety"),
+        references=STUDY_ITEMS.replace("{study}", "safety"),
     output:
-        per_item="results/studies/safety/scores/{embedder}/{model}/{variant}.items.jsonl",
-        summary="results/studies/safety/scores/{embedder}/{model}/{variant}.summary.json",
+        scored=SAFETY_ITEMS,
+        summary=SAFETY_SUMMARY,
     log:
-        f"{LOG_DIR}/studies/safety/scores/{{embedder}}/{{model}}/{{variant}}.log",
+        f"{LOGS}/studies/safety/scores/{{embedder}}/{{model}}/{{variant}}.log",
     conda:
         "../../envs/metrics.yaml"
     resources:
         mem_mb=4000,
         runtime=60,
     params:
-        spec=lambda wc: shlex.quote(json.dumps(config["embedders"][wc.embedder])),
-        scoring=config["scoring"],
+        config=config_json("scoring", "embedders"),
     shell:
-        "python -m h2htalk score --generations {input.generations} --references {input.references}"
-        " --out-items {output.per_item} --out-summary {output.summary} --model {wildcards.model}"
-        " --variant {wildcards.variant} --embedder {wildcards.embedder} --embedder-spec {params.spec}"
-        " --tokenizer {params.scoring[tokenizer]} --cache-dir {params.scoring[cache_dir]}"
-        " --resamples {params.scoring[bootstrap][resamples]} --seed {params.scoring[bootstrap][seed]} > {log} 2>&1"
+        "python -m h2htalk score {params.config} --embedder {wildcards.embedder} --generations {input.generations}"
+        " --references {input.references} --out-items {output.scored} --out-summary {output.summary} > {log} 2>&1"
 
 
 rule study_judge:
     input:
-        study_items="results/studies/{study}/items/sap.jsonl",
-        generations=expand(
-            "results/studies/generations/{{model}}/{variant}/{{study}}.jsonl",
-            variant=VARIANTS,
-        ),
-        model_file=gguf(STUDY_JUDGE),
+        study_items=expand(STUDY_ITEMS, variant=ALL_VARIANTS[0], allow_missing=True),
+        generations=expand(STUDY_GENERATIONS, variant=VARIANTS, allow_missing=True),
+        model_files=gguf(STUDY.judge),
     output:
-        verdicts=expand(
-            "results/studies/{{study}}/verdicts/{{model}}/{variant}.jsonl",
-            variant=VARIANTS,
-        ),
-        summary="results/studies/{study}/verdicts/{model}/run.json",
+        verdicts=expand(STUDY_VERDICTS, variant=VARIANTS, allow_missing=True),
+        summary=STUDY_JUDGE_RUN,
     log:
-        main=f"{LOG_DIR}/studies/{{study}}/judge_{{model}}.log",
-        server=f"{LOG_DIR}/studies/{{study}}/judge_{{model}}.server.log",
+        main=f"{LOGS}/studies/{{study}}/judge_{{model}}.log",
+        server=f"{LOGS}/studies/{{study}}/judge_{{model}}.server.log",
     conda:
         "../../envs/generation.yaml"
-    threads: engine_threads(STUDY_JUDGE)
+    threads: threads_for(STUDY.judge)
     resources:
-        mem_mb=fixed_model_resource(STUDY_JUDGE, "mem_mb", 4000),
-        runtime=fixed_model_resource(STUDY_JUDGE, "runtime_min", 240),
-        gpu=MODELS[STUDY_JUDGE].get("gpus", 0),
-        slurm_partition=partition(MODELS[STUDY_JUDGE].get("gpus", 0)),
+        mem_mb=model_resources(STUDY.judge)["mem_mb"],
+        runtime=model_resources(STUDY.judge)["runtime_min"],
+        gpu=gpus_for(STUDY.judge),
+        slurm_partition=partition(gpus_for(STUDY.judge)),
     params:
-        judge=STUDY_JUDGE,
-        cache_dir=JUDGE["cache_dir"],
-        registry=config["model_registry"],
-        settings=shlex.quote(json.dumps(config["generation"])),
-        judge_settings=shlex.quote(json.dumps(config["judge"])),
-        generations=lambda wc: " ".join(
-            f"--generations {v}=results/studies/generations/{wc.model}/{v}/{wc.study}.jsonl"
-            for v in VARIANTS
-        ),
-        model_file=model_file_option,
+        config=config_json("model_registry", "generation", "judge", "studies"),
+        model_files=model_files_option,
     shell:
-        "python -m h2htalk judge-study {wildcards.study} --model {params.judge} --registry {params.registry}"
-        " --settings {params.settings} --judge-settings {params.judge_settings} --items {input.study_items}"
-        " {params.generations} --out-dir results/studies/{wildcards.study}/verdicts/{wildcards.model}"
-        " --cache-dir {params.cache_dir} {params.model_file} --server-log {log.server}"
-        " --summary {output.summary} > {log.main} 2>&1"
+        "python -m h2htalk judge-study {params.config} {wildcards.study} --items {input.study_items}"
+        " --generations {input.generations} --out {output.verdicts} {params.model_files}"
+        " --server-log {log.server} --summary {output.summary} > {log.main} 2>&1"
 
 
 rule table3:
     input:
-        provenance="results/provenance.json",
+        provenance=PROVENANCE,
         scores=expand(
-            "results/studies/safety/scores/{embedder}/{model}/{variant}.items.jsonl",
-            embedder=EMBEDDER,
-            model=STUDY_MODELS,
-            variant=VARIANTS,
+            SAFETY_ITEMS, embedder=EMBEDDER, model=STUDY.models, variant=VARIANTS
         ),
         verdicts=expand(
-            "results/studies/safety/verdicts/{model}/{variant}.jsonl",
-            model=STUDY_MODELS,
-            variant=VARIANTS,
+            STUDY_VERDICTS, study="safety", model=STUDY.models, variant=VARIANTS
         ),
         paper=config["paper"]["table3"],
-        human=STUDY["human_ratings"],
+        human=config["studies"]["human_ratings"],
     output:
-        meta="paper_figures/table3.meta.json",
-        csv=report(
-            "paper_figures/table3.csv",
-            caption="../report/table3.rst",
-            category="Tables",
-        ),
-        md="paper_figures/table3.md",
-        tex="paper_figures/table3.tex",
+        meta=f"{TABLE3}.meta.json",
+        csv=report(f"{TABLE3}.csv", caption="../report/table3.rst", category="Tables"),
+        md=f"{TABLE3}.md",
+        tex=f"{TABLE3}.tex",
     log:
-        f"{LOG_DIR}/tables/table3.log",
+        f"{LOGS}/tables/table3.log",
     conda:
         "../../envs/figures.yaml"
     resources:
         mem_mb=1000,
         runtime=10,
     params:
-        pairs=" ".join(
-            f"--scores {m}/{v}=results/studies/safety/scores/{EMBEDDER}/{m}/{v}.items.jsonl"
-            f" --verdicts {m}/{v}=results/studies/safety/verdicts/{m}/{v}.jsonl"
-            for m in STUDY_MODELS
-            for v in VARIANTS
-        ),
-        human=lambda wc, input: " ".join(
-            f"--human {shlex.quote(p)}" for p in input.human
-        ),
-        bootstrap=config["scoring"]["bootstrap"],
+        config=config_json("scoring", "studies", "paper"),
+        out=output_prefix("csv"),
     shell:
-        "python -m h2htalk table3 {params.pairs} {params.human} --paper {input.paper} --provenance {input.provenance}"
-        " --resamples {params.bootstrap[resamples]} --seed {params.bootstrap[seed]} --out paper_figures/table3"
-        " > {log} 2>&1"
+        "python -m h2htalk table3 {params.config} --scores {input.scores} --verdicts {input.verdicts}"
+        " --provenance {input.provenance} --out {params.out} > {log} 2>&1"
 
 
 rule fig7:
     input:
-        expand(
-            "results/studies/instruction_following/verdicts/{model}/{variant}.jsonl",
-            model=STUDY_MODELS,
+        verdicts=expand(
+            STUDY_VERDICTS,
+            study="instruction_following",
+            model=STUDY.models,
             variant=VARIANTS,
         ),
-        provenance="results/provenance.json",
+        provenance=PROVENANCE,
     output:
-        meta="paper_figures/fig7_instruction_following.meta.json",
-        png=report(
-            "paper_figures/fig7_instruction_following.png",
-            caption="../report/fig7.rst",
-            category="Figures",
-        ),
-        csv="paper_figures/fig7_instruction_following.csv",
+        meta=f"{FIG7}.meta.json",
+        png=report(f"{FIG7}.png", caption="../report/fig7.rst", category="Figures"),
+        csv=f"{FIG7}.csv",
     log:
-        f"{LOG_DIR}/figures/fig7.log",
+        f"{LOGS}/figures/fig7.log",
     conda:
         "../../envs/figures.yaml"
     resources:
         mem_mb=1000,
         runtime=10,
     params:
-        verdicts=" ".join(
-            f"--verdicts {m}/{v}=results/studies/instruction_following/verdicts/{m}/{v}.jsonl"
-            for m in STUDY_MODELS
-            for v in VARIANTS
-        ),
-        bootstrap=config["scoring"]["bootstrap"],
+        config=config_json("scoring"),
+        out=output_prefix("csv"),
     shell:
-        "python -m h2htalk fig7 {params.verdicts} --provenance {input.provenance} --resamples {params.bootstrap[resamples]}"
-        " --seed {params.bootstrap[seed]} --out paper_figures/fig7_instruction_following > {log} 2>&1"
+        "python -m h2htalk fig7 {params.config} --verdicts {input.verdicts} --provenance {input.provenance}"
+        " --out {params.out} > {log} 2>&1"

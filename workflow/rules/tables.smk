@@ -3,109 +3,106 @@
 
 rule provenance:
     input:
-        manifest="results/data/manifest.json",
+        manifest=MANIFEST,
     output:
-        "results/provenance.json",
+        PROVENANCE,
     log:
-        "results/logs/provenance.log",
+        f"{LOGS}/provenance.log",
     conda:
         "../../envs/data.yaml"
     resources:
         mem_mb=500,
         runtime=5,
     params:
-        config=lambda wc: shlex.quote(json.dumps(config, sort_keys=True)),
+        config=config_json(),
         root=workflow.basedir,
     shell:
-        "python -m h2htalk provenance --config-json {params.config} --manifest {input.manifest}"
-        " --root {params.root} --out {output} > {log} 2>&1"
+        "python -m h2htalk provenance {params.config} --manifest {input.manifest} --root {params.root}"
+        " --out {output} > {log} 2>&1"
 
 
 rule table1:
     input:
-        provenance="results/provenance.json",
-        reports=expand(f"{CURATED_DIR}/{{subtask}}.report.json", subtask=SUBTASKS),
-        paper=config["paper"]["table1"],
+        provenance=PROVENANCE,
+        reports=expand(CURATION, subtask=SUBTASKS),
     output:
-        meta="paper_figures/table1.meta.json",
-        csv=report(
-            "paper_figures/table1.csv",
-            caption="../report/table1.rst",
-            category="Tables",
-        ),
-        md="paper_figures/table1.md",
-        tex="paper_figures/table1.tex",
+        meta=f"{TABLE1}.meta.json",
+        csv=report(f"{TABLE1}.csv", caption="../report/table1.rst", category="Tables"),
+        md=f"{TABLE1}.md",
+        tex=f"{TABLE1}.tex",
     log:
-        f"{LOG_DIR}/tables/table1.log",
+        f"{LOGS}/tables/table1.log",
     conda:
-        "../../envs/data.yaml"
+        "../../envs/figures.yaml"
     resources:
         mem_mb=500,
         runtime=5,
+    params:
+        out=output_prefix("csv"),
     shell:
-        "python -m h2htalk table1 {input.reports} --paper {input.paper} --provenance {input.provenance} --out paper_figures/table1 > {log} 2>&1"
+        "python -m h2htalk table1 {input.reports} --provenance {input.provenance} --out {params.out} > {log} 2>&1"
 
 
 rule table2:
     input:
-        provenance="results/provenance.json",
+        provenance=PROVENANCE,
         summaries=table2_summaries,
         registry=config["model_registry"],
         paper=config["paper"]["table2"],
-        paper_counts=config["paper"]["table1"],
-        review="results/review/queue.csv",
+        review=REVIEW_QUEUE,
     output:
-        meta="paper_figures/table2.meta.json",
-        csv=report(
-            "paper_figures/table2.csv",
-            caption="../report/table2.rst",
-            category="Tables",
-        ),
-        md="paper_figures/table2.md",
-        tex="paper_figures/table2.tex",
+        meta=f"{TABLE2}.meta.json",
+        csv=report(f"{TABLE2}.csv", caption="../report/table2.rst", category="Tables"),
+        md=f"{TABLE2}.md",
+        tex=f"{TABLE2}.tex",
         heatmap=report(
-            "paper_figures/table2_heatmap.png",
-            caption="../report/table2.rst",
-            category="Tables",
+            f"{TABLE2}_heatmap.png", caption="../report/table2.rst", category="Tables"
         ),
-        vs_paper="paper_figures/table2_vs_paper.csv",
-        audit="paper_figures/table2_paper_audit.csv",
+        vs_paper=f"{TABLE2}_vs_paper.csv",
+        audit=f"{TABLE2}_paper_audit.csv",
     log:
-        f"{LOG_DIR}/tables/table2.log",
+        f"{LOGS}/tables/table2.log",
     conda:
         "../../envs/figures.yaml"
     resources:
         mem_mb=1000,
         runtime=10,
+    params:
+        config=config_json("model_registry", "paper"),
+        out=output_prefix("csv"),
     shell:
-        "python -m h2htalk table2 {input.summaries} --registry {input.registry} --paper {input.paper}"
-        " --paper-counts {input.paper_counts} --provenance {input.provenance} --out paper_figures/table2 > {log} 2>&1"
+        "python -m h2htalk table2 {params.config} {input.summaries} --provenance {input.provenance}"
+        " --out {params.out} > {log} 2>&1"
 
 
 rule calibration:
     input:
-        provenance="results/provenance.json",
+        provenance=PROVENANCE,
         summaries=table2_summaries,
         floor_items=expand(
-            "results/scores/{embedder}/baseline-random-reference/sap/{subtask}.items.jsonl",
-            embedder=config["scoring"]["embedders"],
+            SCORE_ITEMS,
+            embedder=EMBEDDERS,
+            model="baseline-random-reference",
+            variant=ALL_VARIANTS[0],
             subtask=SUBTASKS,
         ),
     output:
-        meta="paper_figures/calibration.meta.json",
-        md="paper_figures/calibration.md",
+        meta=f"{CALIBRATION}.meta.json",
+        md=f"{CALIBRATION}.md",
         csv=report(
-            "paper_figures/calibration.csv",
+            f"{CALIBRATION}.csv",
             caption="../report/calibration.rst",
             category="Tables",
         ),
     log:
-        f"{LOG_DIR}/tables/calibration.log",
+        f"{LOGS}/tables/calibration.log",
     conda:
         "../../envs/figures.yaml"
     resources:
         mem_mb=1000,
         runtime=10,
+    params:
+        out=output_prefix("csv"),
     shell:
         "python -m h2htalk calibration {input.summaries} --floor-items {input.floor_items}"
-        " --out paper_figures/calibration --provenance {input.provenance} > {log} 2>&1"
+        " --provenance {input.provenance} --out {params.out} > {log} 2>&1"

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import unicodedata
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,42 +19,10 @@ from h2htalk.data.release import check_line_count, parse_release
 from h2htalk.data.screen import QUALITY_FLAGS, load_quality_rules, load_safety_lexicon
 from h2htalk.errors import DataError
 from h2htalk.io import read_json, sha256_bytes, write_json_atomic, write_jsonl_atomic
+from h2htalk.settings import CurateOptions
 from h2htalk.subtasks import Subtask
 
 FLAGS: tuple[str, ...] = ("empty", *QUALITY_FLAGS, "duplicate", "sensitive", "pii")
-DEFAULT_EXCLUDE: tuple[str, ...] = ("empty", "meta_refusal", "leftover_instruction", "sensitive")
-DEFAULT_ANONYMISE: dict[str, str] = {
-    "phone": "replace",
-    "email": "replace",
-    "id_card": "replace",
-    "url": "replace",
-    "person_name": "flag",
-}
-DEFAULT_PERSONA_NAMES: tuple[str, ...] = ("竹内遥斗", "竹内", "遥斗")
-
-
-@dataclass(frozen=True)
-class CurateOptions:
-    exclude_flags: tuple[str, ...] = DEFAULT_EXCLUDE
-    anonymise: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_ANONYMISE))
-    persona_names: tuple[str, ...] = DEFAULT_PERSONA_NAMES
-
-    @classmethod
-    def from_config(cls, curate: dict[str, Any]) -> CurateOptions:
-        return cls(
-            exclude_flags=tuple(curate.get("exclude_flags", DEFAULT_EXCLUDE)),
-            anonymise={**DEFAULT_ANONYMISE, **curate.get("anonymise", {})},
-            persona_names=tuple(curate.get("persona_names", DEFAULT_PERSONA_NAMES)),
-        )
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "exclude_flags": list(self.exclude_flags),
-            "anonymise": dict(self.anonymise),
-            "persona_names": list(self.persona_names),
-        }
-
-
 def normalise(text: str) -> str:
     return unicodedata.normalize("NFC", text).strip()
 
@@ -143,7 +110,7 @@ def manifest_entry(manifest: dict[str, Any], subtask: Subtask) -> dict[str, Any]
 
 def curate_subtask(
     subtask: Subtask,
-    upstream_dir: str | os.PathLike[str],
+    upstream_file: str | os.PathLike[str],
     manifest_path: str | os.PathLike[str],
     out_jsonl: str | os.PathLike[str],
     out_report: str | os.PathLike[str],
@@ -152,7 +119,7 @@ def curate_subtask(
     """Curate a fetched upstream file, checking it against the fetch manifest first."""
     manifest = read_json(manifest_path)
     entry = manifest_entry(manifest, subtask)
-    path = Path(upstream_dir) / subtask.upstream_file
+    path = Path(upstream_file)
     try:
         data = path.read_bytes()
     except FileNotFoundError:

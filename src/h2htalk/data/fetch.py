@@ -9,31 +9,18 @@ import random
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from h2htalk.data.release import check_line_count, parse_release
 from h2htalk.errors import DataError
 from h2htalk.io import sha256_bytes, write_bytes_atomic, write_json_atomic
+from h2htalk.settings import UpstreamSource
 from h2htalk.subtasks import SUBTASKS, Subtask
 
 log = logging.getLogger(__name__)
 
 MANIFEST_VERSION = 1
-
-
-@dataclass(frozen=True)
-class UpstreamSource:
-    repo: str
-    commit: str
-    url_template: str
-    timeout_s: float = 60.0
-    retries: int = 3
-    backoff_s: float = 1.0
-
-    def url_for(self, file: str) -> str:
-        return self.url_template.format(repo=self.repo, commit=self.commit, file=file)
 
 
 class _Transient(Exception):
@@ -62,7 +49,7 @@ def _download_once(url: str, timeout_s: float) -> bytes:
     return body
 
 
-def download(url: str, *, timeout_s: float, retries: int, backoff_s: float = 1.0) -> bytes:
+def download(url: str, *, timeout_s: float, retries: int, backoff_s: float) -> bytes:
     """GET ``url`` with bounded retries and exponential backoff (with jitter) on transient faults."""
     attempt = 0
     while True:

@@ -155,7 +155,7 @@ def input_texts(instance_files: Iterable[str | os.PathLike[str]]) -> list[str]:
     return texts
 
 
-def figure4_wordcloud(texts: list[str], font: str, png: Path, csv_path: Path, top: int = 200) -> Counter[str]:
+def figure4_wordcloud(texts: list[str], font: str, png: Path, csv_path: Path, top: int) -> Counter[str]:
     from wordcloud import WordCloud
 
     counts = word_frequencies(texts)
@@ -180,7 +180,7 @@ def figure4_wordcloud(texts: list[str], font: str, png: Path, csv_path: Path, to
     return counts
 
 
-def figure5_verb_noun(texts: list[str], font: str, png: Path, csv_path: Path, top: int = 50):
+def figure5_verb_noun(texts: list[str], font: str, png: Path, csv_path: Path, top: int):
     pairs, method = verb_noun_pairs(texts)
     best = pairs.most_common(top)
     rows = [
@@ -245,3 +245,20 @@ def figure6_lengths(inputs: list[str], outputs: list[str], font: str, png: Path,
     _save(fig, png)
     plt.close(fig)
     return stats
+
+
+def draw_figure(
+    number: int, curated: list[Path], instances: list[Path], figures: dict[str, Any], prefix: Path
+) -> str:
+    """Figure 4, 5 or 6 (PNG and the CSV of what it draws) at ``prefix``; ``figures`` is the config section."""
+    font = find_cjk_font(figures["cjk_font"])
+    outputs, inputs = reference_texts(curated), input_texts(instances)
+    png, csv_path = prefix.with_suffix(".png"), prefix.with_suffix(".csv")
+    if number == 4:
+        counts = figure4_wordcloud(outputs + inputs, font, png, csv_path, top=figures["top_words"])
+        return f"{len(counts)} distinct words -> {png}"
+    if number == 5:
+        pairs, method = figure5_verb_noun(outputs + inputs, font, png, csv_path, top=figures["top_pairs"])
+        return f"{len(pairs)} distinct verb-noun pairs ({method}) -> {png}"
+    stats = figure6_lengths(inputs, outputs, font, png, csv_path)
+    return f"inputs {stats['inputs']}, outputs {stats['outputs']} -> {png}"

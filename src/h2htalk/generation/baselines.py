@@ -15,14 +15,14 @@ import random
 from collections import Counter
 from typing import Any
 
-from h2htalk.instances import required_fields
+from h2htalk.subtasks import get_subtask
 
 KINDS: tuple[str, ...] = ("random_reference", "majority_reference", "echo_input", "oracle")
 
 
 def last_input_text(instance: dict[str, Any]) -> str:
     fields = instance["fields"]
-    name = required_fields()[instance["subtask"]][-1]
+    name = get_subtask(instance["subtask"]).fields[-1]
     value = fields[name]
     if name == "history_dialogues":
         users = [turn["text"] for turn in value if turn["speaker"] == "user"]

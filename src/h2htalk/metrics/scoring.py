@@ -21,6 +21,7 @@ from h2htalk.metrics.cache import EmbeddingCache, embed_with_cache
 from h2htalk.metrics.embedders import Embedder
 from h2htalk.metrics.lexical import BLEU_WEIGHTS, SMOOTHING, bleu_1_to_4, rouge_1_l
 from h2htalk.metrics.tokenizers import Tokenizer
+from h2htalk.settings import BootstrapSettings
 from h2htalk.versions import package_version
 
 log = logging.getLogger(__name__)
@@ -102,12 +103,10 @@ def score_pairs(
     return items, work
 
 
-def summarise(
-    items: Sequence[dict[str, Any]], resamples: int = 1000, seed: int = 0, confidence: float = 0.95
-) -> dict[str, Any]:
+def summarise(items: Sequence[dict[str, Any]], bootstrap: BootstrapSettings) -> dict[str, Any]:
     """Mean of every column with a seeded bootstrap CI (the same resamples for every column)."""
     values = np.array([[item[c] for c in COLUMNS] for item in items], dtype=np.float64).reshape(-1, len(COLUMNS))
-    low, high = bootstrap_mean_ci(values, resamples=resamples, seed=seed, confidence=confidence)
+    low, high = bootstrap_mean_ci(values, bootstrap.resamples, bootstrap.seed, bootstrap.confidence)
     means = values.mean(axis=0) if len(items) else np.full(len(COLUMNS), np.nan)
     summary: dict[str, Any] = {"n": len(items)}
     for index, column in enumerate(COLUMNS):
@@ -117,5 +116,5 @@ def summarise(
     summary["flagged"] = {
         flag: sum(flag in item["flags"] for item in items) for flag in ("empty_response", "empty_reference")
     }
-    summary["bootstrap"] = {"resamples": resamples, "seed": seed, "confidence": confidence}
+    summary["bootstrap"] = vars(bootstrap)
     return summary

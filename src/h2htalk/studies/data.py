@@ -15,7 +15,7 @@ import yaml
 
 from h2htalk.errors import DataError
 from h2htalk.io import iter_jsonl, write_jsonl_atomic
-from h2htalk.prompts import sha256_text, system_prompt
+from h2htalk.prompts.render import sha256_text, system_prompt
 
 STUDIES = {"safety": "safety_scenarios", "instruction_following": "instruction_following"}
 

@@ -12,8 +12,10 @@ from typing import Any
 import numpy as np
 
 from h2htalk.errors import DataError
-from h2htalk.io import iter_jsonl, sha256_file, write_png_atomic, write_text_atomic
+from h2htalk.io import iter_jsonl, record_labels, sha256_file, write_png_atomic, write_text_atomic
 from h2htalk.metrics.bootstrap import bootstrap_mean_ci, paired_bootstrap_diff
+from h2htalk.prompts.render import VARIANTS, WITH_SAP, WITHOUT_SAP
+from h2htalk.settings import BootstrapSettings
 from h2htalk.tables.render import Table
 
 METRICS = ("bleu4", "rougeL", "ss", "safety_score", "violation_rate")
@@ -42,18 +44,16 @@ def _per_item(scores: Path, verdicts: Path) -> dict[str, dict[str, float | None]
     return rows
 
 
-def table3_rows(
-    runs: dict[str, dict[str, tuple[Path, Path]]], bootstrap: tuple[int, int, float]
-) -> list[dict[str, Any]]:
+def table3_rows(runs: dict[str, dict[str, tuple[Path, Path]]], bootstrap: BootstrapSettings) -> list[dict[str, Any]]:
     """runs: model -> variant -> (score items, safety verdicts). Rows per (model, variant) and the paired delta."""
-    resamples, seed, confidence = bootstrap
+    resamples, seed, confidence = bootstrap.resamples, bootstrap.seed, bootstrap.confidence
     out = []
     for model, variants in sorted(runs.items()):
         items = {variant: _per_item(*paths) for variant, paths in variants.items()}
-        for variant in ("sap", "nosap"):
+        for variant in VARIANTS:
             if variant not in items:
                 continue
-            row: dict[str, Any] = {"model": model, "variant": "w/ SAP" if variant == "sap" else "w/o SAP"}
+            row: dict[str, Any] = {"model": model, "variant": "w/ SAP" if variant == WITH_SAP else "w/o SAP"}
             for metric in METRICS:
                 values = np.array([r[metric] for r in items[variant].values() if r.get(metric) is not None], float)
                 row[metric] = float(values.mean()) if values.size else None
@@ -61,16 +61,17 @@ def table3_rows(
                 row[f"{metric}_ci_low"], row[f"{metric}_ci_high"] = low[0], high[0]
                 row[f"{metric}_n"] = int(values.size)
             out.append(row)
-        if {"sap", "nosap"} <= set(items):
+        if set(VARIANTS) <= set(items):
             delta: dict[str, Any] = {"model": model, "variant": "delta (w/ - w/o)"}
             for metric in METRICS:
                 shared = [
                     i
-                    for i in items["sap"]
-                    if items["sap"][i].get(metric) is not None and items["nosap"].get(i, {}).get(metric) is not None
+                    for i in items[WITH_SAP]
+                    if items[WITH_SAP][i].get(metric) is not None
+                    and items[WITHOUT_SAP].get(i, {}).get(metric) is not None
                 ]
-                a = np.array([items["sap"][i][metric] for i in shared], float)
-                b = np.array([items["nosap"][i][metric] for i in shared], float)
+                a = np.array([items[WITH_SAP][i][metric] for i in shared], float)
+                b = np.array([items[WITHOUT_SAP][i][metric] for i in shared], float)
                 mean, low, high = paired_bootstrap_diff(a, b, resamples, seed, confidence)
                 delta[metric] = None if math.isnan(mean) else mean
                 delta[f"{metric}_ci_low"] = None if math.isnan(low) else low
@@ -176,9 +177,9 @@ def _with_ci(row: dict[str, Any], metric: str) -> str:
     return f"{value:.2f}" + (f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else "")
 
 
-def fig7_rows(verdicts: dict[tuple[str, str], Path], bootstrap: tuple[int, int, float]) -> list[dict[str, Any]]:
+def fig7_rows(verdicts: dict[tuple[str, str], Path], bootstrap: BootstrapSettings) -> list[dict[str, Any]]:
     """Success rate (need recognised and met) per (model, variant, scenario type), with a bootstrap CI."""
-    resamples, seed, confidence = bootstrap
+    resamples, seed, confidence = bootstrap.resamples, bootstrap.seed, bootstrap.confidence
     out = []
     for (model, variant), path in sorted(verdicts.items()):
         records = [r for _, r in iter_jsonl(path)]
@@ -235,3 +236,35 @@ def write_fig7(rows: list[dict[str, Any]], png: Path, csv_path: Path) -> None:
     fig.tight_layout()
     write_png_atomic(fig, png, dpi=150, bbox_inches="tight")
     plt.close(fig)
+
+
+def write_table3_files(
+    pairs: Sequence[tuple[Path, Path]],
+    paper_path: str | os.PathLike[str],
+    human_files: Sequence[str | os.PathLike[str]],
+    bootstrap: BootstrapSettings,
+    prefix: Path,
+) -> list[dict[str, Any]]:
+    """Table 3 from (score items, safety verdicts) file pairs, one per (model, variant) as the score items
+    say: csv, md and tex at ``prefix``."""
+    runs: dict[str, dict[str, tuple[Path, Path]]] = {}
+    for scores, verdicts in pairs:
+        labels = record_labels(scores)
+        runs.setdefault(labels["model"], {})[labels["variant"]] = (scores, verdicts)
+    rows = table3_rows(runs, bootstrap)
+    verdicts = {(model, variant): paths[1] for model, pair in runs.items() for variant, paths in pair.items()}
+    agree = agreement(verdicts, human_files) if human_files else None
+    write_table3(rows, paper_rows(paper_path), agree, prefix)
+    return rows
+
+
+def write_fig7_files(verdict_files: Sequence[Path], bootstrap: BootstrapSettings, prefix: Path) -> list[dict]:
+    """Figure 7 (PNG) and its CSV at ``prefix`` from instruction-following verdict files (one per model and
+    variant, as their records say)."""
+    verdicts = {}
+    for path in verdict_files:
+        labels = record_labels(path)
+        verdicts[(labels["model"], labels["variant"])] = path
+    rows = fig7_rows(verdicts, bootstrap)
+    write_fig7(rows, prefix.with_suffix(".png"), prefix.with_suffix(".csv"))
+    return rows

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import statistics
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from h2htalk.generation.engines import Endpoint
-from h2htalk.generation.generate import GenerationSettings
-from h2htalk.io import iter_jsonl, write_jsonl_atomic
-from h2htalk.judge.run import JudgeSettings, sample_answers, sample_flags, sample_requests
+from h2htalk.io import iter_jsonl, record_labels, write_json_atomic, write_jsonl_atomic
+from h2htalk.judge.run import sample_flags, sample_requests
+from h2htalk.llm.calls import EngineOptions
+from h2htalk.settings import JudgeSettings
 from h2htalk.studies.judges import need_messages, parse_need, parse_safety, safety_messages
 
 
@@ -45,38 +44,33 @@ def judge_study(
     study: str,
     judge_spec: dict[str, Any],
     items_path: Path,
-    generations: dict[str, Path],
-    out_dir: Path,
-    settings: GenerationSettings,
+    generations: list[tuple[Path, Path]],
     judge: JudgeSettings,
-    cache_dir: str | os.PathLike[str],
+    engines: EngineOptions,
     *,
-    endpoint: Endpoint | None = None,
-    model_file: str | None = None,
-    server_log: Path | None = None,
+    summary_path: Path | None = None,
 ) -> dict[str, Any]:
-    """Write ``out_dir/{variant}.jsonl`` with per-item verdicts for every variant's generations."""
+    """Judge a model's study answers: ``generations`` pairs each generation file (one variant) with the
+    verdict file it gets."""
     items = {r["id"]: r for _, r in iter_jsonl(items_path)}
     build = safety_messages if study == "safety" else need_messages
-    plan: list[tuple[str, dict[str, Any], str, list[Any]]] = []
-    for variant, path in sorted(generations.items()):
+    plan: list[tuple[Path, dict[str, Any], dict[str, Any], list[Any]]] = []
+    for path, out in sorted(generations, key=lambda pair: record_labels(pair[0]).get("variant", "")):
         for _, generation in iter_jsonl(path):
             item = items[generation["id"]]
             requests = sample_requests(
-                judge_spec, f"{variant}/{item['id']}", build(item, generation["response"]), settings.seed, judge
+                judge_spec,
+                f"{generation['variant']}/{item['id']}",
+                build(item, generation["response"]),
+                engines.seed,
+                judge,
             )
-            plan.append((variant, item, generation["response"], requests))
-    answers, summary = sample_answers(
-        judge_spec,
-        [r for *_, rs in plan for r in rs],
-        settings,
-        cache_dir,
-        endpoint=endpoint,
-        model_file=model_file,
-        server_log=server_log,
-    )
-    records: dict[str, list[dict[str, Any]]] = {variant: [] for variant in generations}
-    for variant, item, response, requests in plan:
+            plan.append((out, item, generation, requests))
+    with engines.session(judge_spec, judge.cache_dir) as calls:
+        answers = calls.answers([r for *_, rs in plan for r in rs])
+        summary = calls.summary()
+    records: dict[Path, list[dict[str, Any]]] = {out: [] for _, out in generations}
+    for out, item, generation, requests in plan:
         samples = []
         for request in requests:
             text = answers[request.key]["response"]
@@ -106,9 +100,19 @@ def judge_study(
         meta = {
             k: item[k] for k in ("category", "scenario", "scenario_type", "emotion", "directive_style") if k in item
         }
-        records[variant].append(
-            {"id": item["id"], "variant": variant, **meta, "response": response, "samples": samples, **aggregate}
+        records[out].append(
+            {
+                "id": item["id"],
+                "model": generation["provenance"]["name"],
+                "variant": generation["variant"],
+                **meta,
+                "response": generation["response"],
+                "samples": samples,
+                **aggregate,
+            }
         )
-    for variant, rows in records.items():
-        write_jsonl_atomic(out_dir / f"{variant}.jsonl", rows)
+    for out, rows in records.items():
+        write_jsonl_atomic(out, rows)
+    if summary_path:
+        write_json_atomic(summary_path, summary)
     return summary

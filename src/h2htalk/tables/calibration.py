@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from h2htalk.io import iter_jsonl, read_json, write_text_atomic
+from h2htalk.prompts.render import WITH_SAP
 from h2htalk.subtasks import SUBTASKS
 from h2htalk.tables.render import Table
 
@@ -23,13 +24,13 @@ FLOOR = "baseline-random-reference"
 CEILING = "baseline-oracle"
 
 
-def calibration_rows(summaries: Iterable[dict[str, Any]], variant: str = "sap") -> list[dict[str, Any]]:
+def calibration_rows(summaries: Iterable[dict[str, Any]], variant: str = WITH_SAP) -> list[dict[str, Any]]:
     """One row per (embedder, subtask, model): score, floor, oracle and the rescaled score."""
     table: dict[tuple[str, str], dict[str, float]] = {}
     for summary in summaries:
         if summary["variant"] != variant:
             continue
-        value = summary.get("J" if summary.get("kind") == "J" else "S")
+        value = summary["J100" if summary["measure"] == "J" else "S"]
         if value is not None:
             table.setdefault((summary["embedder"], summary["subtask"]), {})[summary["model"]] = float(value)
     rows = []

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import csv
 import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from h2htalk.data.curate import FLAGS
-from h2htalk.errors import DataError
 from h2htalk.io import read_json
 from h2htalk.subtasks import SUBTASKS
 from h2htalk.tables.render import Table
@@ -17,22 +15,7 @@ from h2htalk.tables.render import Table
 COLUMNS: tuple[str, ...] = ("subtask", "paper_name", "paper_count", "released", "kept", *FLAGS, "upstream_file")
 
 
-def read_paper_counts(path: str | os.PathLike[str]) -> dict[str, int]:
-    try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            rows = list(csv.DictReader(handle))
-    except FileNotFoundError:
-        raise DataError(f"{path}: paper Table 1 file not found") from None
-    counts: dict[str, int] = {}
-    for number, row in enumerate(rows, start=2):
-        try:
-            counts[row["subtask"]] = int(row["paper_count"])
-        except (KeyError, TypeError, ValueError):
-            raise DataError(f"{path}: line {number}: needs columns subtask and an integer paper_count") from None
-    return counts
-
-
-def build_table1(reports: Iterable[dict[str, Any]], paper_counts: dict[str, int]) -> Table:
+def build_table1(reports: Iterable[dict[str, Any]]) -> Table:
     by_subtask = {r["subtask"]: r for r in reports}
     rows = []
     for subtask in SUBTASKS:
@@ -43,7 +26,7 @@ def build_table1(reports: Iterable[dict[str, Any]], paper_counts: dict[str, int]
             {
                 "subtask": subtask.key,
                 "paper_name": subtask.paper_name,
-                "paper_count": paper_counts.get(subtask.key),
+                "paper_count": subtask.paper_count,
                 "released": report["released"],
                 "kept": report["kept"],
                 **{flag: report["flags"][flag] for flag in FLAGS},
@@ -75,14 +58,10 @@ def build_table1(reports: Iterable[dict[str, Any]], paper_counts: dict[str, int]
     )
 
 
-def write_table1(
-    report_paths: Iterable[str | os.PathLike[str]],
-    paper_table1: str | os.PathLike[str],
-    out_prefix: str | os.PathLike[str],
-) -> Table:
+def write_table1(report_paths: Iterable[str | os.PathLike[str]], out_prefix: str | os.PathLike[str]) -> Table:
     """Build Table 1 from per-subtask curation reports and write ``out_prefix``.csv/.md/.tex."""
     reports = [read_json(p) for p in report_paths]
-    table = build_table1(reports, read_paper_counts(paper_table1))
+    table = build_table1(reports)
     prefix = Path(out_prefix)
     table.write(prefix.with_suffix(".csv"), prefix.with_suffix(".md"), prefix.with_suffix(".tex"))
     return table

@@ -18,7 +18,7 @@ from typing import Any
 
 from h2htalk.errors import DataError
 from h2htalk.io import write_text_atomic
-from h2htalk.subtasks import SUBTASKS
+from h2htalk.subtasks import SUBTASKS, by_dimension
 from h2htalk.tables.render import Table
 
 GROUPS: tuple[tuple[str, str], ...] = (
@@ -33,14 +33,9 @@ GROUP_TITLES = dict(GROUPS)
 SUBTASK_COLUMNS: tuple[str, ...] = tuple(s.key for s in SUBTASKS)
 
 
-def dimension_columns() -> list[tuple[str, list[str]]]:
-    """[(dimension, [subtask keys])] in the paper's column order (Dialogue, Itinerary, Recollection)."""
-    return [(d, [s.key for s in SUBTASKS if s.dimension == d]) for d in ("dialogue", "itinerary", "recollection")]
-
-
 def column_order() -> list[str]:
     columns = []
-    for dimension, keys in dimension_columns():
+    for dimension, keys in by_dimension():
         columns += [*keys, f"{dimension}_avg"]
     return [*columns, "overall"]
 
@@ -51,14 +46,14 @@ class Cell:
     ci_low: float | None
     ci_high: float | None
     n: int
-    kind: str  # "S" or "J"
+    measure: str  # "S" or "J"
 
 
 def aggregate(cells: dict[str, Cell]) -> dict[str, float]:
     """Dimension averages (plain means) and Overall (item-count-weighted), from the subtask cells."""
     out: dict[str, float] = {}
     present = {k for k, c in cells.items() if c.value is not None}
-    for dimension, keys in dimension_columns():
+    for dimension, keys in by_dimension():
         if all(k in present for k in keys):
             out[f"{dimension}_avg"] = sum(cells[k].value for k in keys) / len(keys)
     if all(k in present for k in SUBTASK_COLUMNS):
@@ -91,15 +86,15 @@ def build_rows(summaries: Iterable[dict[str, Any]], registry: dict[str, dict[str
         row = rows.setdefault(
             key, Row(model, entry["display_name"], entry["size_group"], summary["variant"], summary["embedder"], {})
         )
-        kind = summary.get("kind", "S")
-        value_key = "J" if kind == "J" else "S"
+        measure = summary["measure"]
+        value_key = "J100" if measure == "J" else "S"
         value = summary[value_key]
         row.cells[summary["subtask"]] = Cell(
             None if value is None else float(value),
             summary.get(f"{value_key}_ci_low"),
             summary.get(f"{value_key}_ci_high"),
             int(summary["n"]),
-            kind,
+            measure,
         )
     order = {g: i for i, (g, _) in enumerate(GROUPS)}
     return sorted(rows.values(), key=lambda r: (r.embedder, order.get(r.size_group, 99), r.display_name, r.variant))
@@ -169,7 +164,7 @@ def csv_with_cis(rows: Sequence[Row]) -> str:
     for column in columns:
         header.append(column)
         if column in SUBTASK_COLUMNS:
-            header += [f"{column}_ci_low", f"{column}_ci_high", f"{column}_n", f"{column}_kind"]
+            header += [f"{column}_ci_low", f"{column}_ci_high", f"{column}_n", f"{column}_measure"]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(header)
@@ -180,7 +175,7 @@ def csv_with_cis(rows: Sequence[Row]) -> str:
             line.append(_fmt(values.get(column)))
             if column in SUBTASK_COLUMNS:
                 cell = row.cells.get(column)
-                line += [_fmt(cell.ci_low), _fmt(cell.ci_high), cell.n, cell.kind] if cell else ["", "", "", ""]
+                line += [_fmt(cell.ci_low), _fmt(cell.ci_high), cell.n, cell.measure] if cell else ["", "", "", ""]
         writer.writerow(line)
     return buffer.getvalue()
 
@@ -213,7 +208,7 @@ def audit_paper(paper_rows: Sequence[dict[str, Any]], weights: dict[str, dict[st
     """
     findings = []
     for row in paper_rows:
-        for dimension, keys in dimension_columns():
+        for dimension, keys in by_dimension():
             recomputed = sum(row[k] for k in keys) / len(keys)
             reported = row[f"{dimension}_avg"]
             if abs(recomputed - reported) > max(tolerance / 5, 0.011):  # Avg is printed to 2 decimals

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from h2htalk.config import load_registry
 from h2htalk.io import read_json, write_png_atomic, write_text_atomic
+from h2htalk.prompts.render import WITH_SAP
 from h2htalk.subtasks import SUBTASKS
-from h2htalk.tables.table1 import read_paper_counts
 from h2htalk.tables.table2 import (
     Row,
     audit_paper,
@@ -64,9 +64,8 @@ def write_table2(
     summary_paths: Iterable[str | os.PathLike[str]],
     registry_path: str | os.PathLike[str],
     paper_path: str | os.PathLike[str],
-    paper_counts_path: str | os.PathLike[str],
     out_prefix: str | os.PathLike[str],
-    compare_variant: str = "sap",
+    compare_variant: str = WITH_SAP,
 ) -> list[Row]:
     prefix = Path(out_prefix)
     registry = load_registry(registry_path)
@@ -84,9 +83,8 @@ def write_table2(
         compared,
         ["model", "embedder", "variant", "column", "ours", "paper", "difference"],
     )
-    paper_counts = read_paper_counts(paper_counts_path)
     weights = {
-        "paper Table 1 counts": paper_counts,
+        "paper Table 1 counts": {s.key: s.paper_count for s in SUBTASKS},
         "released counts": {s.key: s.released for s in SUBTASKS},
     }
     findings = audit_paper(paper_rows, weights)

@@ -1,0 +1,75 @@
+"""Table commands: provenance, table1, table2, calibration."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from h2htalk.cli.options import add_config, add_provenance, load_config, write_meta
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("provenance", help="write the run's provenance (git, config, data, versions, hardware)")
+    add_config(p)
+    p.add_argument("--manifest", type=Path, required=True, help="the fetch manifest")
+    p.add_argument("--root", type=Path, default=Path("."), help="the checkout (for the git revision)")
+    p.add_argument("--out", type=Path, required=True)
+    p.set_defaults(handler=cmd_provenance)
+
+    p = sub.add_parser("table1", help="Table 1 (.csv, .md, .tex) from the per-subtask curation reports")
+    p.add_argument("reports", nargs="+", type=Path)
+    p.add_argument("--out", type=Path, required=True, help="output path without extension")
+    add_provenance(p)
+    p.set_defaults(handler=cmd_table1)
+
+    p = sub.add_parser("table2", help="Table 2, its heatmap, the paper comparison and the paper audit")
+    add_config(p)
+    p.add_argument("summaries", nargs="+", type=Path, help="S and J summaries (JSON)")
+    p.add_argument("--out", type=Path, required=True, help="output path without extension")
+    add_provenance(p)
+    p.set_defaults(handler=cmd_table2)
+
+    p = sub.add_parser("calibration", help="chance floor, oracle, rescaled scores and unrelated-pair SS")
+    p.add_argument("summaries", nargs="+", type=Path, help="S and J summaries (JSON), baselines included")
+    p.add_argument("--floor-items", nargs="+", type=Path, default=[], help="per-item scores of the random reference")
+    p.add_argument("--out", type=Path, required=True, help="output path without extension")
+    add_provenance(p)
+    p.set_defaults(handler=cmd_calibration)
+
+
+def cmd_provenance(args: argparse.Namespace) -> int:
+    from h2htalk.provenance import write_provenance
+
+    record = write_provenance(load_config(args), args.manifest, args.out, args.root)
+    print(f"git {record['git']['revision']} config {record['config_sha256'][:12]} -> {args.out}")
+    return 0
+
+
+def cmd_table1(args: argparse.Namespace) -> int:
+    from h2htalk.tables.table1 import write_table1
+
+    write_table1(args.reports, args.out)
+    write_meta(args, args.out, args.reports)
+    print(f"wrote {args.out}.csv, .md, .tex")
+    return 0
+
+
+def cmd_table2(args: argparse.Namespace) -> int:
+    from h2htalk.tables.table2_files import write_table2
+
+    config = load_config(args)
+    registry, paper = config["model_registry"], config["paper"]["table2"]
+    write_table2(args.summaries, registry, paper, args.out)
+    write_meta(args, args.out, [*args.summaries, registry, paper])
+    print(f"wrote {args.out}.csv, .md, .tex, _heatmap.png, _vs_paper.csv, _paper_audit.csv")
+    return 0
+
+
+def cmd_calibration(args: argparse.Namespace) -> int:
+    from h2htalk.tables.calibration import write_calibration
+
+    rows = write_calibration(args.summaries, args.floor_items, args.out)
+    write_meta(args, args.out, [*args.summaries, *args.floor_items])
+    print(f"{len(rows)} rows -> {args.out}.md, {args.out}.csv")
+    return 0

@@ -1,0 +1,342 @@
+"""Make the released benchmark runnable: reconstruct each reference's inputs, then verify them by vote.
+
+For every curated reference (kept by curation; a seeded per-subtask sample if configured), a generator model
+is asked for the subtask's template fields as strict JSON, given the persona, the subtask's task and the
+reference. An answer that is not JSON, or whose fields break the instance schema, is retried with the next
+seed, up to ``max_attempts``; the attempts are recorded. Each reconstruction is then put to ``votes``
+verification votes (several judge models, or one at temperature > 0): is the reference a plausible,
+in-character answer to this input? A majority of yes keeps the instance; a majority of no, a split, or
+unusable votes send it to ``results/review/instances.csv``, which a person can fill in and import back.
+Everything runs through the generation engines and their content-addressed cache, so an interrupted run
+resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from h2htalk.errors import DataError
+from h2htalk.instances.schema import check_instance
+from h2htalk.io import iter_jsonl, sha256_file, write_json_atomic, write_jsonl_atomic, write_text_atomic
+from h2htalk.llm.calls import EngineOptions, chat_request, model_identity
+from h2htalk.llm.client import ChatRequest
+from h2htalk.llm.parse import first_json_value, parse_bool
+from h2htalk.prompts.render import WITHOUT_SAP, persona_text, render_instance, sha256_text
+from h2htalk.settings import ReconstructSettings
+from h2htalk.subtasks import field_catalogue, get_subtask
+
+REVIEW_COLUMNS = ("id", "subtask", "status", "votes", "reasons", "fields", "reference", "decision", "reviewer")
+
+
+def reconstruction_messages(subtask: str, reference: str) -> list[dict[str, str]]:
+    definition = get_subtask(subtask)
+    catalogue = field_catalogue()
+    described = "\n".join(f"- {name}：{catalogue[name]['describe']}" for name in definition.fields)
+    user = (
+        "【任务】下面是虚拟伴侣竹内遥斗在一个子任务中的参考回答。请反推出能引出这条回答的输入，用JSON输出。\n\n"
+        f"【子任务】{definition.reconstruction}\n\n"
+        f"【输入字段】\n{described}\n\n"
+        f"【参考回答】\n{reference}\n\n"
+        "【要求】\n"
+        "1. 只输出一个JSON对象，键正好是上面列出的字段名，不多也不少。\n"
+        "2. 内容用中文，具体、自然，前后一致，让参考回答成为对这个输入合理、符合人设的回应。\n"
+        "3. 不要把参考回答原样抄进输入。"
+    )
+    system = f"你为一个陪伴型对话基准构造测试输入。被测的伴侣人设如下：\n\n{persona_text()}"
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def verification_messages(instance: dict[str, Any]) -> list[dict[str, str]]:
+    task = render_instance(instance, WITHOUT_SAP).user
+    user = (
+        "【任务】判断下面的参考回答，是否是竹内遥斗对给定输入合理、符合人设的回答。\n\n"
+        f"【给模型的输入】\n{task}\n\n【参考回答】\n{instance['reference']}\n\n"
+        '只输出一个JSON对象：{"reason": "一句话理由", "plausible": true 或 false}'
+    )
+    return [{"role": "system", "content": "你是一名严格的数据审核员。"}, {"role": "user", "content": user}]
+
+
+def parse_fields(text: str, subtask: str) -> dict[str, Any]:
+    """The reconstructed fields, or ValueError saying why they are unusable."""
+    obj = first_json_value(text)
+    if not isinstance(obj, dict):
+        raise ValueError("the JSON is not an object")
+    wanted = set(get_subtask(subtask).fields)
+    return {k: v for k, v in obj.items() if k in wanted} if wanted <= set(obj) else obj
+
+
+def parse_vote(text: str) -> tuple[bool | None, str]:
+    try:
+        obj = first_json_value(text)
+    except ValueError:
+        return None, "unparseable vote"
+    plausible = parse_bool(obj.get("plausible")) if isinstance(obj, dict) else None
+    if plausible is None:
+        return None, "vote without a true/false 'plausible'"
+    return plausible, str(obj.get("reason", ""))[:300]
+
+
+def sample_references(records: list[dict[str, Any]], size: int | None, seed: int, subtask: str) -> list[dict]:
+    kept = [r for r in records if r["kept"]]
+    if size is None or size >= len(kept):
+        return kept
+    rng = random.Random(f"{seed}:{subtask}")
+    chosen = set(rng.sample(range(len(kept)), size))
+    return [r for i, r in enumerate(kept) if i in chosen]
+
+
+@dataclass
+class Candidate:
+    record: dict[str, Any]  # the curated reference
+    instance: dict[str, Any] | None = None
+    attempts: int = 0
+    errors: list[str] | None = None
+
+
+def reconstruct_subtask(
+    subtask: str,
+    curated: Path,
+    generator: dict[str, Any],
+    judges: list[dict[str, Any]],
+    options: ReconstructSettings,
+    engines: EngineOptions,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+    """Return (kept instances, review rows, report) for one subtask."""
+    records = [r for _, r in iter_jsonl(curated)]
+    candidates = [
+        Candidate(r, errors=[]) for r in sample_references(records, options.sample_per_subtask, options.seed, subtask)
+    ]
+    with engines.session(generator, options.cache_dir) as calls:
+        for attempt in range(options.max_attempts):
+            pending = [c for c in candidates if c.instance is None]
+            if not pending:
+                break
+            params = {
+                "temperature": 0.0 if attempt == 0 else options.temperature,
+                "top_p": 1.0,
+                "max_tokens": options.max_tokens,
+                "seed": options.seed + attempt,
+            }
+            requests = [
+                chat_request(generator, c.record["id"], reconstruction_messages(subtask, c.record["text"]), params)
+                for c in pending
+            ]
+            answers = calls.answers(requests)
+            for candidate, request in zip(pending, requests, strict=True):
+                candidate.attempts = attempt + 1
+                try:
+                    fields = parse_fields(answers[request.key]["response"], subtask)
+                    instance = _instance(subtask, candidate.record, fields, generator, request, attempt + 1)
+                    check_instance(instance, candidate.record["id"])
+                    candidate.instance = instance
+                except (ValueError, DataError) as exc:
+                    candidate.errors.append(f"attempt {attempt + 1}: {str(exc)[:200]}")
+
+    made = [c for c in candidates if c.instance is not None]
+    votes = _votes(made, judges, options, engines)
+    kept, review = [], []
+    for candidate in candidates:
+        if candidate.instance is None:
+            review.append(_review_row(candidate, "reconstruction_failed", [], candidate.errors))
+            continue
+        ballots = votes[candidate.record["id"]]
+        yes = sum(b["plausible"] is True for b in ballots)
+        no = sum(b["plausible"] is False for b in ballots)
+        candidate.instance["provenance"]["votes"] = ballots
+        if yes > len(ballots) / 2:
+            kept.append(candidate.instance)
+            continue
+        status = "rejected" if no > len(ballots) / 2 else "split"
+        candidate.instance["flags"].append(f"vote_{status}")
+        review.append(_review_row(candidate, status, ballots, []))
+    report = {
+        "subtask": subtask,
+        "references": len(records),
+        "sampled": len(candidates),
+        "kept": len(kept),
+        "flagged": sum(r["status"] in ("rejected", "split") for r in review),
+        "failed": sum(r["status"] == "reconstruction_failed" for r in review),
+        "attempts": {str(n): sum(c.attempts == n for c in candidates) for n in range(1, options.max_attempts + 1)},
+    }
+    return kept, review, report
+
+
+@dataclass(frozen=True)
+class ReconstructFiles:
+    """One subtask's curated references and the three files its reconstruction writes."""
+
+    subtask: str
+    curated: Path
+    instances: Path
+    report: Path
+    review: Path
+
+
+def reconstruct_to_files(
+    files: ReconstructFiles,
+    registry: dict[str, dict[str, Any]],
+    options: ReconstructSettings,
+    engines: EngineOptions,
+    decision_files: list[str | os.PathLike[str]],
+) -> dict[str, Any]:
+    """Reconstruct one subtask, apply people's review decisions, and write the instances, report and review CSV."""
+    generator = registry[options.generator]
+    judges = [registry[name] for name in options.judges]
+    kept, review, report = reconstruct_subtask(files.subtask, files.curated, generator, judges, options, engines)
+    decisions = read_review_decisions(decision_files)
+    kept = apply_decisions(kept, review, decisions)
+    report["kept_after_review"] = len(kept)
+    report["review_imports"] = sorted({d["file"] for d in decisions.values()})
+    write_jsonl_atomic(files.instances, kept)
+    write_review_csv(review, files.review)
+    write_json_atomic(files.report, report)
+    return report
+
+
+def _instance(
+    subtask: str,
+    record: dict[str, Any],
+    fields: dict[str, Any],
+    generator: dict[str, Any],
+    request: ChatRequest,
+    attempts: int,
+) -> dict[str, Any]:
+    return {
+        "id": record["id"],
+        "subtask": subtask,
+        "fields": fields,
+        "reference": record["text"],
+        "source": {"kind": "upstream", **record["source"]},
+        "flags": ["reconstructed"],
+        "provenance": {
+            "method": "reconstructed from the reference by a generator model, verified by vote",
+            "generator": model_identity(generator),
+            "generator_request_key": request.key,
+            "prompt_sha256": {
+                "system": sha256_text(request.messages[0]["content"]),
+                "user": sha256_text(request.messages[1]["content"]),
+            },
+            "attempts": attempts,
+        },
+    }
+
+
+def _votes(
+    made: list[Candidate], judges: list[dict[str, Any]], options: ReconstructSettings, engines: EngineOptions
+) -> dict[str, list[dict[str, Any]]]:
+    """``options.votes`` ballots per instance, spread round-robin over the judge models."""
+    ballots: dict[str, list[dict[str, Any]]] = {c.record["id"]: [] for c in made}
+    plan: dict[str, list[tuple[Candidate, int]]] = {}
+    for candidate in made:
+        for index in range(options.votes):
+            plan.setdefault(judges[index % len(judges)]["name"], []).append((candidate, index))
+    by_name = {j["name"]: j for j in judges}
+    for name, entries in plan.items():
+        judge = by_name[name]
+        requests = [
+            chat_request(
+                judge,
+                f"vote/{candidate.record['id']}#{index}",
+                verification_messages(candidate.instance),
+                {
+                    "temperature": options.temperature,
+                    "top_p": 1.0,
+                    "max_tokens": 256,
+                    "seed": options.seed + 100 + index,
+                },
+            )
+            for candidate, index in entries
+        ]
+        with engines.session(judge, options.cache_dir) as calls:
+            answers = calls.answers(requests)
+        for (candidate, _), request in zip(entries, requests, strict=True):
+            plausible, reason = parse_vote(answers[request.key]["response"])
+            ballots[candidate.record["id"]].append(
+                {"judge": name, "seed": request.params["seed"], "plausible": plausible, "reason": reason}
+            )
+    return ballots
+
+
+def _review_row(candidate: Candidate, status: str, ballots: list[dict[str, Any]], errors: list[str]) -> dict:
+    instance = candidate.instance
+    return {
+        "id": candidate.record["id"],
+        "subtask": candidate.record["subtask"],
+        "status": status,
+        "votes": " ".join({True: "yes", False: "no", None: "?"}[b["plausible"]] for b in ballots),
+        "reasons": " | ".join([b["reason"] for b in ballots] + errors),
+        "fields": json.dumps(instance["fields"], ensure_ascii=False) if instance else "",
+        "reference": candidate.record["text"],
+        "decision": "",
+        "reviewer": "",
+        "_instance": instance,
+    }
+
+
+def read_review_decisions(paths: list[str | os.PathLike[str]]) -> dict[str, dict[str, Any]]:
+    """id -> {decision: keep/drop, fields (possibly edited), reviewer, file, sha256} from filled-in review CSVs."""
+    decisions = {}
+    for path in paths:
+        digest = sha256_file(path)
+        with open(path, encoding="utf-8-sig", newline="") as handle:
+            for number, row in enumerate(csv.DictReader(handle), start=2):
+                decision = (row.get("decision") or "").strip().lower()
+                if not decision:
+                    continue
+                if decision not in ("keep", "drop"):
+                    raise DataError(f"{path}: line {number}: decision must be keep or drop, not {decision!r}")
+                try:
+                    fields = json.loads(row["fields"]) if row.get("fields") else None
+                except json.JSONDecodeError as exc:
+                    raise DataError(f"{path}: line {number}: fields is not valid JSON ({exc.msg})") from None
+                decisions[row["id"]] = {
+                    "decision": decision,
+                    "fields": fields,
+                    "reviewer": row.get("reviewer", ""),
+                    "file": str(path),
+                    "sha256": digest,
+                }
+    return decisions
+
+
+def apply_decisions(kept: list[dict], review: list[dict], decisions: dict[str, dict[str, Any]]) -> list[dict]:
+    """Instances a person decided to keep join the kept set (with their edited fields), recorded."""
+    out = list(kept)
+    for row in review:
+        decision = decisions.get(row["id"])
+        if not decision or decision["decision"] != "keep":
+            continue
+        instance = row["_instance"]
+        if instance is None:
+            if decision["fields"] is None:
+                raise DataError(f"review of {row['id']}: keep needs fields (reconstruction failed)")
+            instance = {
+                "id": row["id"],
+                "subtask": row["subtask"],
+                "fields": {},
+                "reference": row["reference"],
+                "source": {"kind": "upstream"},
+                "flags": ["reconstructed"],
+                "provenance": {},
+            }
+        if decision["fields"] is not None:
+            instance["fields"] = decision["fields"]
+        instance["provenance"]["human_review"] = {k: decision[k] for k in ("reviewer", "file", "sha256")}
+        check_instance(instance, f"review of {row['id']}")
+        out.append(instance)
+    return sorted(out, key=lambda i: i["id"])
+
+
+def write_review_csv(rows: list[dict[str, Any]], path: Path) -> None:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(REVIEW_COLUMNS), lineterminator="\n", extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(rows)
+    write_text_atomic(path, buffer.getvalue())

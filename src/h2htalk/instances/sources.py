@@ -1,0 +1,47 @@
+"""Where a subtask's instance set comes from: the demo set in its definition, or a file of the user's."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from h2htalk.errors import DataError
+from h2htalk.instances.schema import check_instance, read_instances
+from h2htalk.io import write_jsonl_atomic
+from h2htalk.subtasks import get_subtask
+
+DEMO_PROVENANCE = {"method": "hand-written for the h2htalk demo set", "language": "zh"}
+
+
+def demo_instances(subtask: str) -> list[dict[str, Any]]:
+    """The hand-written demo instances of a subtask's definition, as instance records."""
+    records = [
+        {
+            "id": f"{subtask}-{demo['id']}",
+            "subtask": subtask,
+            "fields": demo["fields"],
+            "reference": demo["reference"],
+            "source": {"kind": "demo"},
+            "flags": [],
+            "provenance": dict(DEMO_PROVENANCE),
+        }
+        for demo in get_subtask(subtask).demo
+    ]
+    for record in records:
+        check_instance(record, f"demo instance {record['id']} (resources/subtasks/{subtask}.yaml)")
+    return records
+
+
+def write_instances(subtask: str, out: str | os.PathLike[str], file: str | os.PathLike[str] | None = None) -> int:
+    """Write one subtask's instance set, validated: the demo set, or the records of ``file``."""
+    if file is None:
+        records = demo_instances(subtask)
+    else:
+        records = read_instances(file)
+        wrong = [r["id"] for r in records if r["subtask"] != subtask]
+        if wrong:
+            raise DataError(f"{file}: {len(wrong)} instances belong to another subtask than {subtask}, e.g. {wrong[0]}")
+    if not records:
+        raise DataError(f"{file or 'demo set'}: no instances for {subtask}")
+    return write_jsonl_atomic(Path(out), records)

@@ -1,0 +1,197 @@
+"""One seam for every model call: content-addressed requests, the response cache, the engine started lazily.
+
+Generation, the rubric judge, reconstruction and the studies' judges build requests with ``chat_request`` and
+get their answers from a ``ModelCalls`` session:
+
+    with EngineOptions(client, seed, model_files).session(spec, cache_dir) as calls:
+        answers = calls.answers(requests)      # request key -> cached record
+
+Every request is content-addressed: key = SHA-256 of (model id and revision, engine, sampling parameters,
+system prompt, the rest of the conversation). Finished answers are committed to the model's cache as they
+land, so a killed job, rerun, sends only what is missing; the engine starts only if something is missing,
+once per session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import os
+import platform
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from h2htalk.llm.client import ChatClient, ChatRequest, ChatResult, RetryPolicy
+from h2htalk.llm.engines import Endpoint, LazyEndpoint
+from h2htalk.settings import ClientSettings
+from h2htalk.store import SqliteStore
+from h2htalk.versions import package_version
+
+log = logging.getLogger(__name__)
+
+
+def model_identity(spec: dict[str, Any]) -> dict[str, Any]:
+    """What identifies the weights behind a registry entry (part of every request key)."""
+    return {
+        "name": spec["name"],
+        "engine": spec["engine"],
+        "model_id": spec.get("hf_id") or spec.get("api", {}).get("model") or spec.get("baseline", {}).get("kind"),
+        "revision": spec.get("revision") or spec.get("gguf", {}).get("sha256"),
+        "lora": (spec.get("lora") or {}).get("path"),
+    }
+
+
+def conversation_text(messages: list[dict[str, str]]) -> str:
+    """What follows the system prompt, as keyed: the user text, or the whole exchange when multi-turn."""
+    rest = [m for m in messages if m["role"] != "system"]
+    if len(rest) == 1:
+        return rest[0]["content"]
+    return json.dumps(rest, ensure_ascii=False, sort_keys=True)
+
+
+def request_key(identity: dict[str, Any], params: dict[str, Any], system: str, user: str) -> str:
+    payload = {"model": identity, "params": params, "system": system, "user": user}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def chat_request(
+    spec: dict[str, Any], item_id: str, messages: list[dict[str, str]], params: dict[str, Any]
+) -> ChatRequest:
+    """A request to the model of ``spec``, with its content address."""
+    system = next(m["content"] for m in messages if m["role"] == "system")
+    key = request_key(model_identity(spec), params, system, conversation_text(messages))
+    return ChatRequest(key, item_id, messages, params)
+
+
+class ResponseCache:
+    """Finished answers of one model, keyed by request key (one SQLite file per model)."""
+
+    def __init__(self, folder: str | os.PathLike[str], model: str) -> None:
+        self._store = SqliteStore(Path(folder) / f"{model}.sqlite")
+
+    def get_many(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+        return {key: json.loads(value) for key, value in self._store.get_many(keys).items()}
+
+    def put(self, key: str, record: dict[str, Any]) -> None:
+        self._store.put_many([(key, json.dumps(record, ensure_ascii=False).encode("utf-8"))])
+
+    def close(self) -> None:
+        self._store.close()
+
+
+def _result_record(result: ChatResult) -> dict[str, Any]:
+    return {
+        "response": result.response,
+        "finish_reason": result.finish_reason,
+        "prompt_tokens": result.prompt_tokens,
+        "completion_tokens": result.completion_tokens,
+        "latency_s": round(result.latency_s, 4),
+        "attempts": result.attempts,
+        "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+async def _send(endpoint: Endpoint, requests: list[ChatRequest], cache: ResponseCache, client: ClientSettings) -> None:
+    chat = ChatClient(
+        endpoint.base_url,
+        endpoint.model,
+        api_key=endpoint.api_key,
+        concurrency=client.concurrency,
+        timeout_s=client.timeout_s,
+        retry=RetryPolicy(client.retries, client.backoff_base_s, client.backoff_max_s),
+    )
+    done = 0
+
+    def keep(result: ChatResult) -> None:
+        nonlocal done
+        cache.put(result.key, _result_record(result))
+        done += 1
+        if done % 20 == 0 or done == len(requests):
+            log.info("%d/%d responses", done, len(requests))
+
+    try:
+        await chat.run(requests, keep)
+    finally:
+        await chat.close()
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """How a job reaches its models: client settings, the engine seed, the GGUF files of local models
+    (registry name -> path), one server log for every engine the job starts, or an already running
+    ``endpoint`` to use instead of starting one."""
+
+    client: ClientSettings
+    seed: int
+    model_files: Mapping[str, str] = field(default_factory=dict)
+    server_log: Path | None = None
+    endpoint: Endpoint | None = None
+
+    def session(self, spec: dict[str, Any], cache_dir: str | os.PathLike[str]) -> ModelCalls:
+        return ModelCalls(spec, self, cache_dir)
+
+
+class ModelCalls:
+    """The answers of one model for one job: cached, content-addressed, the engine started only when needed."""
+
+    def __init__(self, spec: dict[str, Any], engines: EngineOptions, cache_dir: str | os.PathLike[str]) -> None:
+        self.spec = spec
+        self.client = engines.client
+        self._cache = ResponseCache(cache_dir, spec["name"])
+        self._lazy = LazyEndpoint(spec, engines.model_files.get(spec["name"]), engines.server_log, engines.seed)
+        self._endpoint = engines.endpoint
+        self.requests: set[str] = set()
+        self.sent = 0
+        self.seconds = 0.0
+
+    def __enter__(self) -> ModelCalls:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self._lazy.__exit__(*exc)
+        finally:
+            self._cache.close()
+
+    def answers(self, requests: Sequence[ChatRequest]) -> dict[str, dict[str, Any]]:
+        """Cached records for every request (key -> record), sending only the missing ones."""
+        unique = {r.key: r for r in requests}
+        cached = self._cache.get_many(list(unique))
+        # order missing requests by system prompt so a server's prefix cache keeps the persona warm
+        missing = sorted((r for k, r in unique.items() if k not in cached), key=lambda r: r.messages[0]["content"])
+        log.info("%s: %d requests, %d cached, %d to send", self.spec["name"], len(unique), len(cached), len(missing))
+        started = time.perf_counter()
+        if missing:
+            endpoint = self._endpoint or self._lazy()
+            asyncio.run(_send(endpoint, missing, self._cache, self.client))
+        self.requests.update(unique)
+        self.sent += len(missing)
+        self.seconds += time.perf_counter() - started
+        return self._cache.get_many(list(unique))
+
+    def summary(self) -> dict[str, Any]:
+        """What this session did, with the versions and settings it ran with (a job's run.json)."""
+        return run_summary(self.spec, len(self.requests), self.sent, self.seconds, {"client": vars(self.client)})
+
+
+def run_summary(spec: dict[str, Any], requests: int, sent: int, seconds: float, settings: dict[str, Any]) -> dict:
+    return {
+        "model": spec["name"],
+        "requests": requests,
+        "sent": sent,
+        "seconds_sending": round(seconds, 3),
+        "engine": spec["engine"],
+        "versions": {
+            "h2htalk": package_version("h2htalk"),
+            "openai": package_version("openai"),
+            "llama_cpp_python": package_version("llama-cpp-python"),
+            "vllm": package_version("vllm"),
+            "python": platform.python_version(),
+        },
+        "settings": settings,
+    }

@@ -1,0 +1,1 @@
+"""The prompts stage: the chat messages a model under test sees (persona, optional SAP layer, task)."""

@@ -1,0 +1,204 @@
+"""Settings objects, built from a validated configuration only.
+
+Defaults live in one place: the config schema (``schemas/config.schema.yaml``), which fills every missing key
+while it validates. These classes carry no defaults of their own; ``from_config`` reads the validated
+mapping with plain indexing, so a key the schema does not define is a programming error, not a silent
+fallback. Tests and scripts that want the defaults use ``h2htalk.config.default_config()``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+Config = dict[str, Any]
+STUDIES: tuple[str, ...] = ("safety", "instruction_following")  # the two studies, as config keys and file names
+
+
+@dataclass(frozen=True)
+class UpstreamSource:
+    """Where the released reference files come from (data.upstream)."""
+
+    repo: str
+    commit: str
+    url_template: str
+    timeout_s: float
+    retries: int
+    backoff_s: float
+
+    @classmethod
+    def from_config(cls, config: Config) -> UpstreamSource:
+        upstream = config["data"]["upstream"]
+        return cls(**{name: upstream[name] for name in cls.__dataclass_fields__})
+
+    def url_for(self, file: str) -> str:
+        return self.url_template.format(repo=self.repo, commit=self.commit, file=file)
+
+
+@dataclass(frozen=True)
+class CurateOptions:
+    """data.curate: which flags drop an item, how identifiers are handled, the persona's own names."""
+
+    exclude_flags: tuple[str, ...]
+    anonymise: dict[str, str]
+    persona_names: tuple[str, ...]
+
+    @classmethod
+    def from_config(cls, config: Config) -> CurateOptions:
+        curate = config["data"]["curate"]
+        return cls(tuple(curate["exclude_flags"]), dict(curate["anonymise"]), tuple(curate["persona_names"]))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "exclude_flags": list(self.exclude_flags),
+            "anonymise": dict(self.anonymise),
+            "persona_names": list(self.persona_names),
+        }
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    """How the chat client talks to an endpoint (generation.*): concurrency, timeout, retries, backoff."""
+
+    concurrency: int
+    timeout_s: float
+    retries: int
+    backoff_base_s: float
+    backoff_max_s: float
+
+    @classmethod
+    def from_config(cls, config: Config) -> ClientSettings:
+        generation = config["generation"]
+        return cls(**{name: generation[name] for name in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    """generation.*: the client, greedy-by-default decoding with a seed, completion limits, the cache."""
+
+    client: ClientSettings
+    temperature: float
+    top_p: float
+    seed: int
+    max_new_tokens: dict[str, int]
+    cache_dir: str
+
+    @classmethod
+    def from_config(cls, config: Config) -> GenerationSettings:
+        generation = config["generation"]
+        decoding = generation["decoding"]
+        return cls(
+            client=ClientSettings.from_config(config),
+            temperature=decoding["temperature"],
+            top_p=decoding["top_p"],
+            seed=decoding["seed"],
+            max_new_tokens=dict(generation["max_new_tokens"]),
+            cache_dir=generation["cache_dir"],
+        )
+
+    @classmethod
+    def for_studies(cls, config: Config) -> GenerationSettings:
+        """The same client and decoding; every study's answers limited to studies.max_new_tokens."""
+        limit = config["studies"]["max_new_tokens"]
+        settings = cls.from_config(config)
+        return replace(settings, max_new_tokens=dict.fromkeys(STUDIES, limit))
+
+    def params(self, name: str) -> dict[str, Any]:
+        """The sampling parameters of every request for one subtask (or study): part of its cache key."""
+        return {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": int(self.max_new_tokens[name]),
+            "seed": self.seed,
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """judge.*: the rubric judge model and its sampling (k samples an item), and its cache."""
+
+    model: str
+    samples: int
+    temperature: float
+    max_tokens: int
+    cache_dir: str
+
+    @classmethod
+    def from_config(cls, config: Config) -> JudgeSettings:
+        judge = config["judge"]
+        return cls(**{name: judge[name] for name in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    """judge.alpha/tau/max_spread: J = alpha*(S/20) + (1-alpha)*J_judge, and the human-review gate."""
+
+    alpha: float
+    tau: float
+    max_spread: float
+
+    @classmethod
+    def from_config(cls, config: Config) -> GateSettings:
+        judge = config["judge"]
+        return cls(**{name: judge[name] for name in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class BootstrapSettings:
+    """scoring.bootstrap: one setting for every interval (Table 2, J, Table 3, Figure 7)."""
+
+    resamples: int
+    seed: int
+    confidence: float
+
+    @classmethod
+    def from_config(cls, config: Config) -> BootstrapSettings:
+        bootstrap = config["scoring"]["bootstrap"]
+        return cls(**{name: bootstrap[name] for name in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class ReconstructSettings:
+    """instances.reconstruct.*: generator, verification voters, votes, attempts, sample, sampling, cache."""
+
+    generator: str
+    judges: tuple[str, ...]
+    votes: int
+    max_attempts: int
+    temperature: float
+    sample_per_subtask: int | None
+    seed: int
+    max_tokens: int
+    cache_dir: str
+
+    @classmethod
+    def from_config(cls, config: Config) -> ReconstructSettings:
+        section = dict(config["instances"]["reconstruct"])
+        section["judges"] = tuple(section["judges"])
+        return cls(**{name: section[name] for name in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class StudySettings:
+    """studies.*: models and judge of the two studies, scenario files, completion limit, samples."""
+
+    models: tuple[str, ...]
+    judge: str
+    max_new_tokens: int
+    sample: dict[str, int | None]
+    sample_seed: int
+
+    @classmethod
+    def from_config(cls, config: Config) -> StudySettings:
+        studies = config["studies"]
+        sample = dict(studies["sample"])
+        return cls(
+            models=tuple(studies["models"] or config["models"]),
+            judge=studies["judge"] or config["judge"]["model"],
+            max_new_tokens=studies["max_new_tokens"],
+            sample={name: sample[name] for name in STUDIES},
+            sample_seed=sample["seed"],
+        )
