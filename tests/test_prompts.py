@@ -176,3 +176,20 @@ def test_demo_references_follow_their_prompts(demo):
         assert item["reference"].startswith("今天，") and len(item["reference"]) <= 100
     for item in demo["recollection_refinement"]:
         assert len(item["reference"]) <= 50
+
+
+def test_a_subtask_is_defined_in_one_file(tmp_path):
+    from importlib import resources
+
+    from h2htalk.errors import ConfigError
+    from h2htalk.subtasks import load_definitions
+
+    shipped = resources.files("h2htalk.resources").joinpath("subtasks")
+    (tmp_path / "fields.yaml").write_text(shipped.joinpath("fields.yaml").read_text("utf-8"), encoding="utf-8")
+    text = shipped.joinpath("itinerary_basic.yaml").read_text("utf-8")
+    (tmp_path / "my_subtask.yaml").write_text(text.replace("position: 7", "position: 12"), encoding="utf-8")
+    (added,) = load_definitions(tmp_path)
+    assert (added.key, added.measure, added.fields) == ("my_subtask", "J", ("hobbies", "history_memory"))
+    (tmp_path / "broken.yaml").write_text(text.replace("measure: J\n", "").replace("hobbies,", "hobies,"), "utf-8")
+    with pytest.raises(ConfigError, match=r"broken\.yaml: .*'measure' is a required property.*'hobies' is not in"):
+        load_definitions(tmp_path)

@@ -61,13 +61,13 @@ def field_catalogue() -> dict[str, dict[str, Any]]:
     return yaml.safe_load(_folder().joinpath(FIELDS_FILE).read_text(encoding="utf-8"))
 
 
-@cache
-def _load() -> tuple[Subtask, ...]:
+def load_definitions(folder: Any) -> tuple[Subtask, ...]:
+    """Every ``{key}.yaml`` definition in ``folder``, validated, in table order; errors name file and key."""
     schema = _definition_schema()
     validator = jsonschema.validators.validator_for(schema)(schema)
-    known_fields = field_catalogue()
+    known_fields = yaml.safe_load(folder.joinpath(FIELDS_FILE).read_text(encoding="utf-8"))
     subtasks = []
-    for entry in sorted(_folder().iterdir(), key=lambda e: e.name):
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if not entry.name.endswith(".yaml") or entry.name == FIELDS_FILE:
             continue
         key = entry.name.removesuffix(".yaml")
@@ -84,10 +84,13 @@ def _load() -> tuple[Subtask, ...]:
         definition["demo"] = tuple(definition["demo"])
         subtasks.append(Subtask(key=key, **definition))
     subtasks.sort(key=lambda s: s.position)
+    positions = [s.position for s in subtasks]
+    if len(set(positions)) != len(positions):
+        raise ConfigError(f"subtask definitions in {folder}: two share a position ({positions})")
     return tuple(subtasks)
 
 
-SUBTASKS: tuple[Subtask, ...] = _load()
+SUBTASKS: tuple[Subtask, ...] = load_definitions(_folder())
 SUBTASK_KEYS: tuple[str, ...] = tuple(s.key for s in SUBTASKS)
 JUDGED: tuple[str, ...] = tuple(s.key for s in SUBTASKS if s.measure == "J")
 
