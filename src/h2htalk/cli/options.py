@@ -12,13 +12,14 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from h2htalk.config import deep_update, load_registry, merge_layers, runnable_problem, validate_config
 from h2htalk.errors import ConfigError, H2HTalkError
-from h2htalk.llm.calls import EngineOptions
-from h2htalk.llm.engines import Endpoint
 from h2htalk.settings import ClientSettings, GenerationSettings
+
+if TYPE_CHECKING:  # the model-call stack (openai, httpx) is imported only by the commands that call models
+    from h2htalk.llm.calls import EngineOptions
 
 OVERRIDES = "_config_overrides"  # argparse default: {dest: dotted config key} of a command's override flags
 
@@ -89,6 +90,9 @@ def add_engine(parser: argparse.ArgumentParser) -> None:
 
 def engine_options(args: argparse.Namespace, config: dict[str, Any], models: list[str]) -> EngineOptions:
     """How this command reaches ``models`` (registry names): model files, server log, or a running server."""
+    from h2htalk.llm.calls import EngineOptions
+    from h2htalk.llm.engines import Endpoint
+
     files: dict[str, str] = {}
     for item in args.model_file:
         name, sep, path = item.rpartition("=")

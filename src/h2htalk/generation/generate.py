@@ -111,7 +111,7 @@ def _baseline_outputs(
     spec: dict[str, Any], files: Sequence[PromptFile], instances: dict[str, Path], settings: GenerationSettings
 ) -> dict[str, Any]:
     """Answers of a baseline (no language model): same records, same path through scoring and tables."""
-    kind, seed = spec["baseline"]["kind"], spec["baseline"].get("seed", 13)
+    kind, seed = spec["baseline"]["kind"], spec["baseline"]["seed"]
     count = 0
     for file in files:
         if file.name is None:  # no prompts, nothing to answer
