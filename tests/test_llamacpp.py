@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pytest
 
 from h2htalk.config import default_config, load_registry
@@ -14,7 +22,7 @@ from h2htalk.prompts.render import VARIANTS, write_prompts
 from h2htalk.settings import GenerationSettings
 from h2htalk.subtasks import SUBTASK_KEYS
 
-from .conftest import REPO_ROOT
+from .conftest import REPO_ROOT, demo_file
 
 MODEL = "qwen2.5-coder-0.5b-instruct-q4km"
 
@@ -56,3 +64,54 @@ def test_demo_instances_both_variants_on_the_local_model(local_model, tmp_path):
     assert "llama_cpp.server" in log.read_text(encoding="utf-8")
     again = generate_model(spec, files, settings, engines)
     assert again["sent"] == 0
+
+
+def _servers_using(model_file) -> list[int]:
+    """Processes whose command line names ``model_file`` (the llama.cpp servers started for it)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if str(model_file) in cmdline and "llama_cpp.server" in cmdline:
+                found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
+def test_stopping_a_job_stops_its_engine_and_keeps_what_it_cached(local_model, tmp_path, stop):
+    """A job stopped by Snakemake (SIGTERM), Ctrl-C (SIGINT) or the scheduler (SIGKILL) leaves no server."""
+    spec, model_file = local_model
+    model_copy = tmp_path / "model.gguf"  # a path of this test's own, to find its servers by
+    model_copy.symlink_to(model_file)
+    instances = demo_file(tmp_path / "instances", "dialogue_base")
+    prompts = tmp_path / "prompts.jsonl"
+    write_prompts(read_jsonl(instances), "sap", prompts)
+    generation = {"concurrency": 1, "cache_dir": str(tmp_path / "cache"), "max_new_tokens": {"dialogue_base": 16}}
+    overlay = {"generation": generation}
+    command = [
+        sys.executable, "-m", "h2htalk", "generate", "--model", spec["name"], "--config-json", json.dumps(overlay),
+        "--model-file", str(model_copy), "--prompts", str(prompts), "--out", str(tmp_path / "out.jsonl"),
+        "--server-log", str(tmp_path / "server.log"),
+    ]  # fmt: skip
+    job = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 240
+    cache = tmp_path / "cache" / f"{spec['name']}.sqlite"
+    while time.monotonic() < deadline and not (cache.exists() and _cached(cache) >= 1):
+        time.sleep(0.5)  # the server is up and has answered once: the job is in the middle of its work
+    assert _servers_using(model_copy), "the engine should be running"
+    job.send_signal(stop)
+    job.wait(timeout=60)
+    deadline = time.monotonic() + 30
+    while _servers_using(model_copy) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _servers_using(model_copy) == [], f"a server outlived its job stopped by {stop.name}"
+    assert 1 <= _cached(cache) < 3 and not (tmp_path / "out.jsonl").exists()
+
+
+def _cached(path) -> int:
+    with sqlite3.connect(path) as db:
+        return db.execute("SELECT COUNT(*) FROM entries").fetchone()[0]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -27,7 +28,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _stop_on_signal(signum: int, frame: object) -> None:
+    """SIGTERM (Snakemake, a timeout, the scheduler) unwinds the job like Ctrl-C does: engine servers are
+    stopped, and everything already cached stays."""
+    raise SystemExit(128 + signum)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _stop_on_signal)
     args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,

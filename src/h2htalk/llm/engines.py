@@ -12,6 +12,7 @@ ends, also when it fails.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import shlex
 import signal
@@ -126,12 +127,33 @@ def _stop(process: subprocess.Popen[bytes], grace_s: float = 20.0) -> None:
         process.wait()
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the server's process, before it starts: ask the kernel to kill it when the job's process dies,
+    however it dies (a SIGKILL from the scheduler included), so no server outlives its job (Linux). SIGKILL,
+    because a server finishing its current answer first would keep a core busy for a job that is gone."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 @contextlib.contextmanager
 def serve(command: list[str], ready_url: str, timeout_s: float, log_path: Path | None) -> Iterator[None]:
-    """Run a server process (in its own process group) until the block ends, however it ends."""
+    """Run a server process until the block ends, however it ends.
+
+    The server gets its own process group (a Ctrl-C in the terminal reaches the job, which then stops the
+    server and keeps what it cached), and dies with the job's process if that is killed outright.
+    """
     log_file = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115 - closed below
     try:
-        process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            command,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+        )
     except FileNotFoundError:
         raise EngineError(f"cannot start {command[0]!r}: not installed") from None
     try:
