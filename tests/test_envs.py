@@ -45,7 +45,7 @@ def rules_and_envs() -> list[tuple[str, str, str]]:
     out = []
     for smk in sorted((REPO_ROOT / "workflow" / "rules").glob("*.smk")):
         for block in re.split(r"\n(?=rule \w+:)", smk.read_text(encoding="utf-8")):
-            command = re.search(r"python -m h2htalk ([a-z0-9-]+)", block)
+            command = re.search(r"python -m h2htalk (?:--log \S+ )?([a-z0-9-]+)", block)
             env = re.search(r'conda:\s*\n\s*"\.\./\.\./envs/([\w-]+\.yaml)"', block)
             if command:
                 assert env, f"{smk.name}: a rule running h2htalk {command[1]} declares no conda env"

@@ -145,7 +145,15 @@ def test_table3_arithmetic_on_known_numbers(tmp_path):
     ]
     write_table3(rows, paper, None, tmp_path / "t3")
     assert "paper" in (tmp_path / "t3.md").read_text(encoding="utf-8")
-    assert "delta" in (tmp_path / "t3.csv").read_text(encoding="utf-8")
+    table = (tmp_path / "t3.csv").read_text(encoding="utf-8").splitlines()
+    assert table[0].startswith("model,variant,bleu4,bleu4_ci_low,bleu4_ci_high,bleu4_n,rougeL,")
+    assert [line.split(",")[1] for line in table[1:]] == ["w/ SAP", "w/o SAP", "delta (w/ - w/o)", "w/ SAP"]
+    fields = table[1].split(",")
+    assert fields[:3] == ["m", "w/ SAP", "33.0000"] and fields[5] == "4"  # 4 decimals, n as an int
+    assert table[4] == "paper,w/ SAP,32.7000,,,,58.9000,,,,91.4000,,,,4.8000,,,,0.7000,,,"  # missing: empty
+    tex = (tmp_path / "t3.tex").read_text(encoding="utf-8")
+    assert r"\begin{tabular}{lllllll}" in tex and r"\toprule" in tex and r"Violation \%" in tex
+    assert r"33.00 [" in tex and r"\par\footnotesize" in tex and r"95 \% bootstrap CI" in tex
 
 
 def test_cohen_kappa_and_agreement(tmp_path):
@@ -185,6 +193,13 @@ def test_fig7_on_known_numbers(tmp_path):
     assert by["ambiguous"]["success_rate"] == 100.0 and by["ambiguous"]["missing"] == 1
     assert by["context_aware"]["success_rate"] == 0.0
     write_fig7(rows, tmp_path / "f7.png", tmp_path / "f7.csv")
+    table = (tmp_path / "f7.csv").read_text(encoding="utf-8").splitlines()
+    assert table[0] == "model,variant,scenario_type,n,missing,success_rate,ci_low,ci_high"
+    assert [line.rsplit(",", 2)[0] for line in table[1:]] == [
+        "m,sap,implicit_help,2,0,50.00",
+        "m,sap,ambiguous,1,1,100.00",
+        "m,sap,context_aware,2,0,0.00",
+    ]
     assert (tmp_path / "f7.png").stat().st_size > 5_000
 
 

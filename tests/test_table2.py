@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 
 import pytest
 
@@ -115,3 +116,59 @@ def test_table2_outputs(tmp_path):
     assert any(r["model"] == "Claude-3.7" for r in audit)
     assert len(column_order()) == 15
     assert json.dumps(rows[0].values())
+
+
+def _tex_rows(tex: str) -> list[list[str]]:
+    """The body rows of a booktabs tabular, as cells (header row first)."""
+    lines = tex.splitlines()
+    start, end = lines.index(r"\toprule") + 1, lines.index(r"\bottomrule")
+    rows = [line.removesuffix(r" \\") for line in lines[start:end] if line != r"\midrule"]
+    return [re.split(r"(?<!\\) & ", row) for row in rows]
+
+
+def test_table2_latex_escapes_names_and_ranks_within_embedder_and_size_group(tmp_path):
+    weird = "Model_A & B 100%"  # not in the registry: a row of the Baselines group under its own name
+    bases = {  # dialogue_base = base; the 1-8B order differs between the embedders
+        "usem3": {"qwen2-7b-instruct": 40, "chatglm3-6b": 35, "qwen2-1.5b-instruct": 30, "internlm-2.5-7b-chat": 20,
+                  weird: 10, "baseline-random-reference": 5},
+        "bge-m3": {"internlm-2.5-7b-chat": 40, "qwen2-1.5b-instruct": 35, "chatglm3-6b": 30, "qwen2-7b-instruct": 20,
+                   "baseline-random-reference": 8, weird: 2},
+    }  # fmt: skip
+    paths = []
+    for embedder, models in bases.items():
+        for number, (model, base) in enumerate(models.items()):
+            for path in _summaries(tmp_path, f"m{number}", "sap", float(base)):
+                summary = {**json.loads(path.read_text(encoding="utf-8")), "model": model, "embedder": embedder}
+                target = tmp_path / "in" / f"{embedder}-{path.name}"
+                write_json_atomic(target, summary)
+                paths.append(target)
+    prefix = tmp_path / "out" / "table2"
+    write_table2(paths, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", prefix)
+    tex = prefix.with_suffix(".tex").read_text(encoding="utf-8")
+    escaped = r"Model\_A \& B 100\%"
+    assert escaped in tex and weird not in tex
+    assert weird in prefix.with_suffix(".md").read_text(encoding="utf-8")
+    header, *body = _tex_rows(tex)
+    assert header[:4] == ["group", "model", "variant", "embedder"] and len(body) == 12
+    column = header.index(r"dialogue\_base")
+    marks = {}
+    for cells in body:
+        match = re.fullmatch(r"\\(first|second|third)\{(.*)\}", cells[column])
+        marks[(cells[3], cells[1])] = match[1] if match else None
+    row = next(cells for cells in body if cells[3] == "usem3" and cells[1] == "Qwen2-7B-Instruct")
+    assert row[column] == r"\first{40.00}"  # the shown value (2 decimals), wrapped
+    floor = "Random reference (chance floor)"
+    assert marks == {
+        ("usem3", "Qwen2-7B-Instruct"): "first",
+        ("usem3", "ChatGlm3-6B"): "second",
+        ("usem3", "Qwen2-1.5B-Instruct"): "third",
+        ("usem3", "Internlm-2.5-7B-Chat"): None,
+        ("usem3", escaped): "first",  # below every 1-8B row, but first of its own group
+        ("usem3", floor): "second",
+        ("bge-m3", "Internlm-2.5-7B-Chat"): "first",
+        ("bge-m3", "Qwen2-1.5B-Instruct"): "second",
+        ("bge-m3", "ChatGlm3-6B"): "third",
+        ("bge-m3", "Qwen2-7B-Instruct"): None,
+        ("bge-m3", floor): "first",
+        ("bge-m3", escaped): "second",
+    }

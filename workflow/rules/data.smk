@@ -16,7 +16,7 @@ rule fetch:
         config=config_json("data", "upstream_dir"),
         out_dir=output_folder("files"),
     shell:
-        "python -m h2htalk fetch {params.config} --out-dir {params.out_dir} --manifest {output.manifest} > {log} 2>&1"
+        "python -m h2htalk --log {log} fetch {params.config} --out-dir {params.out_dir} --manifest {output.manifest}"
 
 
 rule curate:
@@ -36,8 +36,8 @@ rule curate:
     params:
         config=config_json("data"),
     shell:
-        "python -m h2htalk curate {params.config} --subtask {wildcards.subtask} --upstream {input.upstream}"
-        " --manifest {input.manifest} --out {output.curated} --report {output.report} > {log} 2>&1"
+        "python -m h2htalk --log {log} curate {params.config} --subtask {wildcards.subtask} --upstream {input.upstream}"
+        " --manifest {input.manifest} --out {output.curated} --report {output.report}"
 
 
 rule curation_report:
@@ -54,4 +54,4 @@ rule curation_report:
         mem_mb=500,
         runtime=5,
     shell:
-        "python -m h2htalk curation-report {input} --out-json {output.json} --out-md {output.md} > {log} 2>&1"
+        "python -m h2htalk --log {log} curation-report {input} --out-json {output.json} --out-md {output.md}"

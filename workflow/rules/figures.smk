@@ -22,8 +22,8 @@ rule figure:
         number=lambda wc: FIGURES[wc.figure],
         out=output_prefix("csv"),
     shell:
-        "python -m h2htalk figure {params.number} {params.config} --curated {input.curated} --instances {input.instances}"
-        " --provenance {input.provenance} --out {params.out} > {log} 2>&1"
+        "python -m h2htalk --log {log} figure {params.number} {params.config} --curated {input.curated} --instances {input.instances}"
+        " --provenance {input.provenance} --out {params.out}"
 
 
 rule fig4:

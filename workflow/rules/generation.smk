@@ -16,7 +16,7 @@ rule provision_model:
     params:
         config=config_json("model_registry"),
     shell:
-        "python -m h2htalk provision-model {params.config} --model {wildcards.model} --out {output} > {log} 2>&1"
+        "python -m h2htalk --log {log} provision-model {params.config} --model {wildcards.model} --out {output}"
 
 
 rule generate:
@@ -44,9 +44,9 @@ rule generate:
         config=config_json("model_registry", "generation"),
         model_files=model_files_option,
     shell:
-        "python -m h2htalk generate {params.config} --model {wildcards.model} --prompts {input.prompts}"
+        "python -m h2htalk --log {log.main} generate {params.config} --model {wildcards.model} --prompts {input.prompts}"
         " --out {output.responses} --instances {input.instances} {params.model_files}"
-        " --server-log {log.server} --summary {output.summary} > {log.main} 2>&1"
+        " --server-log {log.server} --summary {output.summary}"
 
 
 rule generations:

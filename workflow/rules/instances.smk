@@ -17,7 +17,7 @@ rule instances:
     params:
         file=lambda wc, input: f"--file {shlex.quote(input[0])}" if input else "",
     shell:
-        "python -m h2htalk instances --subtask {wildcards.subtask} {params.file} --out {output} > {log} 2>&1"
+        "python -m h2htalk --log {log} instances --subtask {wildcards.subtask} {params.file} --out {output}"
 
 
 rule reconstruct_instances:
@@ -47,9 +47,9 @@ rule reconstruct_instances:
             f"--decisions {shlex.quote(p)}" for p in input.decisions
         ),
     shell:
-        "python -m h2htalk reconstruct {params.config} --subtask {wildcards.subtask} --curated {input.curated}"
+        "python -m h2htalk --log {log.main} reconstruct {params.config} --subtask {wildcards.subtask} --curated {input.curated}"
         " {params.model_files} --server-log {log.server} {params.decisions}"
-        " --out {output.instances} --report {output.report} --review {output.review} > {log.main} 2>&1"
+        " --out {output.instances} --report {output.report} --review {output.review}"
 
 
 rule instances_review:
@@ -65,7 +65,7 @@ rule instances_review:
         mem_mb=500,
         runtime=5,
     shell:
-        "python -m h2htalk join-csv {input} --out {output} > {log} 2>&1"
+        "python -m h2htalk --log {log} join-csv {input} --out {output}"
 
 
 rule reconstruct:
@@ -87,7 +87,7 @@ rule prompt_messages:
         mem_mb=500,
         runtime=5,
     shell:
-        "python -m h2htalk prompts --instances {input} --variant {wildcards.variant} --out {output} > {log} 2>&1"
+        "python -m h2htalk --log {log} prompts --instances {input} --variant {wildcards.variant} --out {output}"
 
 
 rule prompts:

@@ -4,7 +4,7 @@
 
 rule judge:
     input:
-        instances=expand(INSTANCES, variant=VARIANTS, subtask=JUDGED),
+        instances=expand(INSTANCES, subtask=JUDGED),
         prompts=expand(PROMPTS, variant=VARIANTS, subtask=JUDGED),
         generations=expand(
             GENERATIONS, variant=VARIANTS, subtask=JUDGED, allow_missing=True
@@ -30,9 +30,9 @@ rule judge:
         config=config_json("model_registry", "generation", "judge"),
         model_files=model_files_option,
     shell:
-        "python -m h2htalk judge {params.config} --instances {input.instances} --prompts {input.prompts}"
+        "python -m h2htalk --log {log.main} judge {params.config} --instances {input.instances} --prompts {input.prompts}"
         " --generations {input.generations} --out {output.verdicts} {params.model_files}"
-        " --server-log {log.server} --summary {output.summary} > {log.main} 2>&1"
+        " --server-log {log.server} --summary {output.summary}"
 
 
 rule combine_j:
@@ -56,8 +56,8 @@ rule combine_j:
             f"--human {shlex.quote(p)}" for p in input.human
         ),
     shell:
-        "python -m h2htalk combine-j {params.config} --scores {input.scores} --judgments {input.judgments}"
-        " {params.human} --out-items {output.scored} --out-summary {output.summary} > {log} 2>&1"
+        "python -m h2htalk --log {log} combine-j {params.config} --scores {input.scores} --judgments {input.judgments}"
+        " {params.human} --out-items {output.scored} --out-summary {output.summary}"
 
 
 rule review_queue:
@@ -79,4 +79,4 @@ rule review_queue:
         mem_mb=500,
         runtime=5,
     shell:
-        "python -m h2htalk review-queue {input} --out {output} > {log} 2>&1"
+        "python -m h2htalk --log {log} review-queue {input} --out {output}"

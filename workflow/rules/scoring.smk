@@ -18,8 +18,8 @@ rule score:
     params:
         config=config_json("scoring", "embedders"),
     shell:
-        "python -m h2htalk score {params.config} --embedder {wildcards.embedder} --generations {input.generations}"
-        " --references {input.references} --out-items {output.scored} --out-summary {output.summary} > {log} 2>&1"
+        "python -m h2htalk --log {log} score {params.config} --embedder {wildcards.embedder} --generations {input.generations}"
+        " --references {input.references} --out-items {output.scored} --out-summary {output.summary}"
 
 
 rule scores:

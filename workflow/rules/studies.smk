@@ -20,8 +20,8 @@ rule study_inputs:
             f"--scenarios {shlex.quote(input[0])}" if input else ""
         ),
     shell:
-        "python -m h2htalk study-inputs {params.config} {wildcards.study} --variant {wildcards.variant}"
-        " {params.scenarios} --out-prompts {output.prompts} --out-items {output.study_items} > {log} 2>&1"
+        "python -m h2htalk --log {log} study-inputs {params.config} {wildcards.study} --variant {wildcards.variant}"
+        " {params.scenarios} --out-prompts {output.prompts} --out-items {output.study_items}"
 
 
 rule study_generate:
@@ -48,9 +48,8 @@ rule study_generate:
         config=config_json("model_registry", "generation", "studies"),
         model_files=model_files_option,
     shell:
-        "python -m h2htalk generate {params.config} --studies --model {wildcards.model} --prompts {input.prompts}"
+        "python -m h2htalk --log {log.main} generate {params.config} --studies --model {wildcards.model} --prompts {input.prompts}"
         " --out {output.responses} {params.model_files} --server-log {log.server} --summary {output.summary}"
-        " > {log.main} 2>&1"
 
 
 rule safety_score:
@@ -70,8 +69,8 @@ rule safety_score:
     params:
         config=config_json("scoring", "embedders"),
     shell:
-        "python -m h2htalk score {params.config} --embedder {wildcards.embedder} --generations {input.generations}"
-        " --references {input.references} --out-items {output.scored} --out-summary {output.summary} > {log} 2>&1"
+        "python -m h2htalk --log {log} score {params.config} --embedder {wildcards.embedder} --generations {input.generations}"
+        " --references {input.references} --out-items {output.scored} --out-summary {output.summary}"
 
 
 rule study_judge:
@@ -97,9 +96,9 @@ rule study_judge:
         config=config_json("model_registry", "generation", "judge", "studies"),
         model_files=model_files_option,
     shell:
-        "python -m h2htalk judge-study {params.config} {wildcards.study} --items {input.study_items}"
+        "python -m h2htalk --log {log.main} judge-study {params.config} {wildcards.study} --items {input.study_items}"
         " --generations {input.generations} --out {output.verdicts} {params.model_files}"
-        " --server-log {log.server} --summary {output.summary} > {log.main} 2>&1"
+        " --server-log {log.server} --summary {output.summary}"
 
 
 rule table3:
@@ -129,8 +128,8 @@ rule table3:
         config=config_json("scoring", "studies", "paper"),
         out=output_prefix("csv"),
     shell:
-        "python -m h2htalk table3 {params.config} --scores {input.scores} --verdicts {input.verdicts}"
-        " --provenance {input.provenance} --out {params.out} > {log} 2>&1"
+        "python -m h2htalk --log {log} table3 {params.config} --scores {input.scores} --verdicts {input.verdicts}"
+        " --provenance {input.provenance} --out {params.out}"
 
 
 rule fig7:
@@ -157,5 +156,5 @@ rule fig7:
         config=config_json("scoring"),
         out=output_prefix("csv"),
     shell:
-        "python -m h2htalk fig7 {params.config} --verdicts {input.verdicts} --provenance {input.provenance}"
-        " --out {params.out} > {log} 2>&1"
+        "python -m h2htalk --log {log} fig7 {params.config} --verdicts {input.verdicts} --provenance {input.provenance}"
+        " --out {params.out}"

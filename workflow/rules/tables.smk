@@ -17,8 +17,8 @@ rule provenance:
         config=config_json(),
         root=workflow.basedir,
     shell:
-        "python -m h2htalk provenance {params.config} --manifest {input.manifest} --root {params.root}"
-        " --out {output} > {log} 2>&1"
+        "python -m h2htalk --log {log} provenance {params.config} --manifest {input.manifest} --root {params.root}"
+        " --out {output}"
 
 
 rule table1:
@@ -40,7 +40,7 @@ rule table1:
     params:
         out=output_prefix("csv"),
     shell:
-        "python -m h2htalk table1 {input.reports} --provenance {input.provenance} --out {params.out} > {log} 2>&1"
+        "python -m h2htalk --log {log} table1 {input.reports} --provenance {input.provenance} --out {params.out}"
 
 
 rule table2:
@@ -71,8 +71,8 @@ rule table2:
         config=config_json("model_registry", "paper"),
         out=output_prefix("csv"),
     shell:
-        "python -m h2htalk table2 {params.config} {input.summaries} --provenance {input.provenance}"
-        " --out {params.out} > {log} 2>&1"
+        "python -m h2htalk --log {log} table2 {params.config} {input.summaries} --provenance {input.provenance}"
+        " --out {params.out}"
 
 
 rule calibration:
@@ -104,5 +104,5 @@ rule calibration:
     params:
         out=output_prefix("csv"),
     shell:
-        "python -m h2htalk calibration {input.summaries} --floor-items {input.floor_items}"
-        " --provenance {input.provenance} --out {params.out} > {log} 2>&1"
+        "python -m h2htalk --log {log} calibration {input.summaries} --floor-items {input.floor_items}"
+        " --provenance {input.provenance} --out {params.out}"

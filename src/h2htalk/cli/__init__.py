@@ -12,7 +12,9 @@ import logging
 import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
+from h2htalk import progress
 from h2htalk.cli import data, figures, generation, instances, judge, prompts, scoring, studies, tables
 from h2htalk.errors import H2HTalkError
 
@@ -21,7 +23,10 @@ STAGES = (data, instances, prompts, generation, scoring, judge, tables, figures,
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="h2htalk", description=__doc__.splitlines()[0])
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress at debug level")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
+    parser.add_argument(
+        "--log", type=Path, help="write the full log here; the terminal then shows progress, the summary and errors"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for stage in STAGES:
         stage.register(sub)
@@ -34,16 +39,42 @@ def _stop_on_signal(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
+def _configure_logging(verbose: bool, log_file: Path | None) -> None:
+    """Everything to the log file when there is one, and to the terminal only progress lines, the job's
+    summary, warnings and errors; without a log file, everything to the terminal."""
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if getattr(h, "h2htalk", False)]:  # main() run again in-process
+        root.removeHandler(handler)
+        handler.close()
+    root.setLevel(logging.DEBUG if verbose else logging.INFO)
+    detailed = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    terminal = logging.StreamHandler(sys.stderr)
+    terminal.setFormatter(detailed)
+    terminal.addFilter(lambda r: getattr(r, "terminal", True))
+    handlers: list[logging.Handler] = [terminal]
+    if log_file is not None:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        handlers.append(logging.FileHandler(log_file, mode="w", encoding="utf-8"))
+        handlers[-1].setFormatter(detailed)
+        terminal.setFormatter(logging.Formatter("%(message)s"))
+        terminal.addFilter(lambda r: r.name == progress.log.name or r.levelno >= logging.WARNING)
+    for handler in handlers:
+        handler.h2htalk = True  # type: ignore[attr-defined]
+        root.addHandler(handler)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _stop_on_signal)
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    _configure_logging(args.verbose, args.log)
+    progress.start_job()
     try:
         return args.handler(args)
     except H2HTalkError as exc:
-        print(f"h2htalk {args.command}: error: {exc}", file=sys.stderr)
+        message = f"h2htalk {args.command}: error: {exc}"
+        print(message, file=sys.stderr)
+        logging.getLogger("h2htalk").error("%s", message, extra={"terminal": False})
         return 2
+    except Exception:
+        logging.getLogger("h2htalk").exception("h2htalk %s failed", args.command)
+        raise

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.cli.options import add_config, load_config, overrides
+from h2htalk.progress import summary
 from h2htalk.subtasks import SUBTASK_KEYS
 
 
@@ -56,7 +57,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     config = load_config(args)
     manifest = fetch_release(args.out_dir, args.manifest, UpstreamSource.from_config(config), config["upstream_dir"])
     lines = sum(f["lines"] for f in manifest["files"])
-    print(f"fetched {len(manifest['files'])} files, {lines} lines -> {args.manifest}")
+    summary(f"fetched {len(manifest['files'])} files, {lines} lines -> {args.manifest}")
     return 0
 
 
@@ -68,7 +69,7 @@ def cmd_curate(args: argparse.Namespace) -> int:
     options = CurateOptions.from_config(load_config(args))
     report = curate_subtask(get_subtask(args.subtask), args.upstream, args.manifest, args.out, args.report, options)
     flagged = ", ".join(f"{f}={n}" for f, n in report["flags"].items() if n)
-    print(
+    summary(
         f"{args.subtask}: released {report['released']}, kept {report['kept']}" + (f" ({flagged})" if flagged else "")
     )
     return 0
@@ -78,5 +79,5 @@ def cmd_curation_report(args: argparse.Namespace) -> int:
     from h2htalk.data.curation_report import write_curation_report
 
     combined = write_curation_report(args.reports, args.out_json, args.out_md)
-    print(f"released {combined['totals']['released']}, kept {combined['totals']['kept']} -> {args.out_md}")
+    summary(f"released {combined['totals']['released']}, kept {combined['totals']['kept']} -> {args.out_md}")
     return 0

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.cli.options import add_config, add_provenance, load_config, overrides, write_meta
+from h2htalk.progress import summary
 
 
 def register(sub: Any) -> None:
@@ -25,6 +26,6 @@ def register(sub: Any) -> None:
 def cmd_figure(args: argparse.Namespace) -> int:
     from h2htalk.figures.plots import draw_figure
 
-    print(draw_figure(args.figure, args.curated, args.instances, load_config(args)["figures"], args.out))
+    summary(draw_figure(args.figure, args.curated, args.instances, load_config(args)["figures"], args.out))
     write_meta(args, args.out, [*args.curated, *args.instances])
     return 0

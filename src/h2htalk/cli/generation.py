@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.cli.options import add_config, add_engine, engine_options, load_config, registry_entry, same_length
+from h2htalk.progress import answered, summary
 
 
 def register(sub: Any) -> None:
@@ -38,7 +39,7 @@ def cmd_provision_model(args: argparse.Namespace) -> int:
     if "gguf" not in spec:
         raise H2HTalkError(f"model {args.model!r} has no gguf entry (engine {spec['engine']})")
     record = provision_gguf(spec["gguf"], args.out)
-    print(f"{args.model}: {record['size']} bytes, sha256 {record['sha256']} -> {args.out}")
+    summary(f"{args.model}: {record['size']} bytes, sha256 {record['sha256']} -> {args.out}")
     return 0
 
 
@@ -53,13 +54,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     settings = (GenerationSettings.for_studies if args.studies else GenerationSettings.from_config)(config)
     files = [PromptFile.read(prompts, out) for prompts, out in zip(args.prompts, args.out, strict=True)]
     instances = {next(iter_jsonl(path))[1]["subtask"]: path for path in args.instances}
-    summary = generate_model(
-        spec,
-        files,
-        settings,
-        engine_options(args, config, [args.model]),
-        instances=instances,
-        summary_path=args.summary,
-    )
-    print(f"{args.model}: {summary['requests']} requests, {summary['sent']} sent -> {len(files)} files")
+    engines = engine_options(args, config, [args.model])
+    run = generate_model(spec, files, settings, engines, instances=instances, summary_path=args.summary)
+    summary(answered(f"{args.model}: generated", run) + f" -> {len(files)} files")
     return 0

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.cli.options import add_config, add_engine, engine_options, load_config
+from h2htalk.progress import summary
 from h2htalk.subtasks import SUBTASK_KEYS
 
 
@@ -42,7 +43,7 @@ def cmd_instances(args: argparse.Namespace) -> int:
     from h2htalk.instances.sources import write_instances
 
     count = write_instances(args.subtask, args.out, file=args.file)
-    print(f"{args.subtask}: {count} instances ({args.file or 'demo set'}) -> {args.out}")
+    summary(f"{args.subtask}: {count} instances ({args.file or 'demo set'}) -> {args.out}")
     return 0
 
 
@@ -65,7 +66,7 @@ def cmd_reconstruct(args: argparse.Namespace) -> int:
     registry = {name: registry_entry(config, name) for name in names}
     files = ReconstructFiles(args.subtask, args.curated, args.out, args.report, args.review)
     report = reconstruct_to_files(files, registry, options, engine_options(args, config, names), args.decisions)
-    print(
+    summary(
         f"{args.subtask}: sampled {report['sampled']}, kept {report['kept_after_review']}, "
         f"flagged {report['flagged']}, failed {report['failed']} -> {args.out}"
     )
@@ -75,5 +76,5 @@ def cmd_reconstruct(args: argparse.Namespace) -> int:
 def cmd_join_csv(args: argparse.Namespace) -> int:
     from h2htalk.io import join_csv
 
-    print(f"{join_csv(args.files, args.out)} rows -> {args.out}")
+    summary(f"{join_csv(args.files, args.out)} rows -> {args.out}")
     return 0

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from h2htalk.progress import summary
 from h2htalk.prompts.render import VARIANTS
 
 
@@ -22,5 +23,5 @@ def cmd_prompts(args: argparse.Namespace) -> int:
     from h2htalk.prompts.render import write_prompts
 
     count = write_prompts(read_instances(args.instances), args.variant, args.out)
-    print(f"{args.instances}: {count} prompts ({args.variant}) -> {args.out}")
+    summary(f"{args.instances}: {count} prompts ({args.variant}) -> {args.out}")
     return 0

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.cli.options import add_bootstrap, add_config, load_config, overrides, same_length
+from h2htalk.progress import summary
 
 
 def _add_scoring(p: argparse.ArgumentParser) -> None:
@@ -54,7 +55,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     files = zip(args.generations, args.references, args.out_items, args.out_summary, strict=True)
     summaries = [score_generation_file(g, r, i, s, setup, labels) for g, r, i, s in files]
     means = ", ".join(f"{s['S']:.2f}" for s in summaries[:11])
-    print(
+    summary(
         f"scored {len(summaries)} files, {sum(s['n'] for s in summaries)} items (S {means}) with {setup.embedder.name}"
     )
     return 0

@@ -18,6 +18,7 @@ from h2htalk.cli.options import (
     same_length,
     write_meta,
 )
+from h2htalk.progress import answered, summary
 from h2htalk.prompts.render import VARIANTS
 from h2htalk.settings import STUDIES
 
@@ -72,7 +73,7 @@ def cmd_study_inputs(args: argparse.Namespace) -> int:
         args.study, args.variant, args.out_prompts, args.out_items, args.scenarios,
         sample=studies.sample[args.study], seed=studies.sample_seed,
     )  # fmt: skip
-    print(f"{args.study}: {count} items ({args.variant}) -> {args.out_prompts}")
+    summary(f"{args.study}: {count} items ({args.variant}) -> {args.out_prompts}")
     return 0
 
 
@@ -86,10 +87,10 @@ def cmd_judge_study(args: argparse.Namespace) -> int:
     judge = JudgeSettings.from_config(config)
     engines = engine_options(args, config, [judge_model])
     pairs = list(zip(args.generations, args.out, strict=True))
-    summary = judge_study(
+    run = judge_study(
         args.study, registry_entry(config, judge_model), args.items, pairs, judge, engines, summary_path=args.summary
     )
-    print(f"{args.study}: {summary['requests']} judge requests, {summary['sent']} sent -> {len(pairs)} files")
+    summary(answered(f"{args.study}: judged with", run) + f" -> {len(pairs)} files")
     return 0
 
 
@@ -104,7 +105,7 @@ def cmd_table3(args: argparse.Namespace) -> int:
     pairs = list(zip(args.scores, args.verdicts, strict=True))
     rows = write_table3_files(pairs, paper, human, BootstrapSettings.from_config(config), args.out)
     write_meta(args, args.out, [*args.scores, *args.verdicts, paper, *human])
-    print(f"{len(rows)} rows -> {args.out}.csv, .md, .tex")
+    summary(f"{len(rows)} rows -> {args.out}.csv, .md, .tex")
     return 0
 
 
@@ -114,5 +115,5 @@ def cmd_fig7(args: argparse.Namespace) -> int:
 
     rows = write_fig7_files(args.verdicts, BootstrapSettings.from_config(load_config(args)), args.out)
     write_meta(args, args.out, args.verdicts)
-    print(f"{len(rows)} bars -> {args.out}.png")
+    summary(f"{len(rows)} bars -> {args.out}.png")
     return 0

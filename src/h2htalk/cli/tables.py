@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.cli.options import add_config, add_provenance, load_config, write_meta
+from h2htalk.progress import summary
 
 
 def register(sub: Any) -> None:
@@ -42,7 +43,7 @@ def cmd_provenance(args: argparse.Namespace) -> int:
     from h2htalk.provenance import write_provenance
 
     record = write_provenance(load_config(args), args.manifest, args.out, args.root)
-    print(f"git {record['git']['revision']} config {record['config_sha256'][:12]} -> {args.out}")
+    summary(f"git {record['git']['revision']} config {record['config_sha256'][:12]} -> {args.out}")
     return 0
 
 
@@ -51,7 +52,7 @@ def cmd_table1(args: argparse.Namespace) -> int:
 
     write_table1(args.reports, args.out)
     write_meta(args, args.out, args.reports)
-    print(f"wrote {args.out}.csv, .md, .tex")
+    summary(f"wrote {args.out}.csv, .md, .tex")
     return 0
 
 
@@ -62,7 +63,7 @@ def cmd_table2(args: argparse.Namespace) -> int:
     registry, paper = config["model_registry"], config["paper"]["table2"]
     write_table2(args.summaries, registry, paper, args.out)
     write_meta(args, args.out, [*args.summaries, registry, paper])
-    print(f"wrote {args.out}.csv, .md, .tex, _heatmap.png, _vs_paper.csv, _paper_audit.csv")
+    summary(f"wrote {args.out}.csv, .md, .tex, _heatmap.png, _vs_paper.csv, _paper_audit.csv")
     return 0
 
 
@@ -71,5 +72,5 @@ def cmd_calibration(args: argparse.Namespace) -> int:
 
     rows = write_calibration(args.summaries, args.floor_items, args.out)
     write_meta(args, args.out, [*args.summaries, *args.floor_items])
-    print(f"{len(rows)} rows -> {args.out}.md, {args.out}.csv")
+    summary(f"{len(rows)} rows -> {args.out}.md, {args.out}.csv")
     return 0

@@ -9,7 +9,7 @@ from typing import Any
 from h2htalk.data.anonymise import PII_TYPES
 from h2htalk.data.curate import FLAGS
 from h2htalk.io import read_json, write_json_atomic, write_text_atomic
-from h2htalk.tables.render import Table
+from h2htalk.tables.write import markdown_text, records_frame
 
 
 def combine_reports(reports: Iterable[dict[str, Any]]) -> dict[str, Any]:
@@ -25,11 +25,11 @@ def combine_reports(reports: Iterable[dict[str, Any]]) -> dict[str, Any]:
     return {"totals": totals, "subtasks": reports}
 
 
-def _count_table(reports: list[dict[str, Any]], section: str, keys: Iterable[str], caption: str) -> Table:
-    keys = list(keys)
-    rows = [{"subtask": r["subtask"], **{k: r[section].get(k, 0) for k in keys}} for r in reports]
-    total = {"subtask": "total", **{k: sum(row[k] for row in rows) for k in keys}}
-    return Table(columns=["subtask", *keys], rows=rows, caption=caption, footer=[total])
+def _count_table(reports: list[dict[str, Any]], section: str, keys: Iterable[str], caption: str) -> str:
+    columns = ["subtask", *keys]
+    rows = [{"subtask": r["subtask"], **{k: r[section].get(k, 0) for k in columns[1:]}} for r in reports]
+    total = {"subtask": "total", **{k: sum(row[k] for row in rows) for k in columns[1:]}}
+    return markdown_text(records_frame(rows, columns), caption=caption, footer=records_frame([total], columns))
 
 
 def render_markdown(combined: dict[str, Any]) -> str:
@@ -43,9 +43,9 @@ def render_markdown(combined: dict[str, Any]) -> str:
         f"Excluded from `kept`: items flagged {', '.join(options.get('exclude_flags', [])) or 'nothing'}.",
         f"Identifier handling: {', '.join(f'{k}={v}' for k, v in options.get('anonymise', {}).items())}.",
         "",
-        _count_table(reports, "flags", FLAGS, "Items per flag").to_markdown(),
-        _count_table(reports, "pii", PII_TYPES, "Personal identifiers found, per type").to_markdown(),
-        _count_table(reports, "sensitive", totals["sensitive"], "Safety-lexicon hits, per category").to_markdown(),
+        _count_table(reports, "flags", FLAGS, "Items per flag"),
+        _count_table(reports, "pii", PII_TYPES, "Personal identifiers found, per type"),
+        _count_table(reports, "sensitive", totals["sensitive"], "Safety-lexicon hits, per category"),
         "## Flagged items",
         "",
     ]

@@ -10,8 +10,8 @@ from typing import Any
 
 from h2htalk.errors import H2HTalkError
 from h2htalk.figures.stats import describe_lengths, token_lengths, verb_noun_pairs, word_frequencies
-from h2htalk.io import iter_jsonl, write_png_atomic, write_text_atomic
-from h2htalk.tables.render import Table
+from h2htalk.io import iter_jsonl, write_png_atomic
+from h2htalk.tables.write import records_frame, write_csv
 
 FONT_CANDIDATES = (
     "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
@@ -160,7 +160,7 @@ def figure4_wordcloud(texts: list[str], font: str, png: Path, csv_path: Path, to
 
     counts = word_frequencies(texts)
     rows = [{"rank": i, "word": w, "count": c} for i, (w, c) in enumerate(counts.most_common(top), start=1)]
-    write_text_atomic(csv_path, Table(["rank", "word", "count"], rows).to_csv())
+    write_csv(records_frame(rows, ["rank", "word", "count"]), csv_path)
     cloud = WordCloud(
         font_path=font,
         width=1600,
@@ -186,7 +186,7 @@ def figure5_verb_noun(texts: list[str], font: str, png: Path, csv_path: Path, to
     rows = [
         {"rank": i, "verb": v, "noun": n, "count": c, "method": method} for i, ((v, n), c) in enumerate(best, start=1)
     ]
-    write_text_atomic(csv_path, Table(["rank", "verb", "noun", "count", "method"], rows).to_csv())
+    write_csv(records_frame(rows, ["rank", "verb", "noun", "count", "method"]), csv_path)
     plt = _pyplot(font)
     fig, ax = plt.subplots(figsize=(9, max(4.0, 0.26 * len(best) + 1.5)))
     labels = [f"{v} {n}" for (v, n), _ in best][::-1]
@@ -216,7 +216,7 @@ def figure6_lengths(inputs: list[str], outputs: list[str], font: str, png: Path,
                 "median": stats[name]["median"],
             }
         )
-    write_text_atomic(csv_path, Table(["panel", "tokens", "count", "mean", "median"], rows, digits=3).to_csv())
+    write_csv(records_frame(rows, ["panel", "tokens", "count", "mean", "median"]), csv_path, float_format="{:.3f}")
     plt = _pyplot(font)
     fig, axes = plt.subplots(2, 1, figsize=(9, 7))
     for ax, (name, values), colour in zip(axes, panels.items(), ("#4C72B0", "#DD8452"), strict=True):

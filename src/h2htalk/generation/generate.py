@@ -96,7 +96,7 @@ def generate_model(
         summary = _baseline_outputs(spec, files, instances or {}, settings)
     else:
         jobs = load_jobs(spec, files, settings)
-        with engines.session(spec, settings.cache_dir) as calls:
+        with engines.session(spec, settings.cache_dir, f"generate {spec['name']}") as calls:
             answers = calls.answers([r for job in jobs for r in job.requests])
             for job in jobs:
                 records = zip(job.prompts, job.requests, strict=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.errors import DataError
-from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic
+from h2htalk.io import iter_jsonl, record_labels, write_json_atomic, write_jsonl_atomic
 from h2htalk.judge.rubric import judge_messages, parse_verdict
 from h2htalk.llm.calls import EngineOptions, chat_request, model_identity
 from h2htalk.llm.client import ChatRequest
@@ -94,6 +94,7 @@ def judge_files(
     summary_path: Path | None = None,
 ) -> dict[str, Any]:
     """Judge every item of every file (engine started once), write one verdict file each; return a summary."""
+    judged = {record_labels(f.generations).get("model", "?") for f in files}
     jobs = [load_judge_job(f) for f in files]
     requests = {
         id(job): [
@@ -108,7 +109,7 @@ def judge_files(
         ]
         for job in jobs
     }
-    with engines.session(judge_spec, judge.cache_dir) as calls:
+    with engines.session(judge_spec, judge.cache_dir, f"judge {', '.join(sorted(judged))}") as calls:
         answers = calls.answers([r for job in jobs for samples in requests[id(job)] for r in samples])
         summary = calls.summary()
     identity = model_identity(judge_spec)

@@ -28,6 +28,8 @@ from typing import Any
 
 from h2htalk.llm.client import ChatClient, ChatRequest, ChatResult, RetryPolicy
 from h2htalk.llm.engines import Endpoint, LazyEndpoint
+from h2htalk.progress import Progress
+from h2htalk.progress import log as progress_log
 from h2htalk.settings import ClientSettings
 from h2htalk.store import SqliteStore
 from h2htalk.versions import package_version
@@ -96,7 +98,9 @@ def _result_record(result: ChatResult) -> dict[str, Any]:
     }
 
 
-async def _send(endpoint: Endpoint, requests: list[ChatRequest], cache: ResponseCache, client: ClientSettings) -> None:
+async def _send(
+    endpoint: Endpoint, requests: list[ChatRequest], cache: ResponseCache, client: ClientSettings, label: str
+) -> None:
     chat = ChatClient(
         endpoint.base_url,
         endpoint.model,
@@ -105,14 +109,11 @@ async def _send(endpoint: Endpoint, requests: list[ChatRequest], cache: Response
         timeout_s=client.timeout_s,
         retry=RetryPolicy(client.retries, client.backoff_base_s, client.backoff_max_s),
     )
-    done = 0
+    progress = Progress(label, len(requests))
 
     def keep(result: ChatResult) -> None:
-        nonlocal done
         cache.put(result.key, _result_record(result))
-        done += 1
-        if done % 20 == 0 or done == len(requests):
-            log.info("%d/%d responses", done, len(requests))
+        progress.advance()
 
     try:
         await chat.run(requests, keep)
@@ -132,15 +133,19 @@ class EngineOptions:
     server_log: Path | None = None
     endpoint: Endpoint | None = None
 
-    def session(self, spec: dict[str, Any], cache_dir: str | os.PathLike[str]) -> ModelCalls:
-        return ModelCalls(spec, self, cache_dir)
+    def session(self, spec: dict[str, Any], cache_dir: str | os.PathLike[str], label: str = "") -> ModelCalls:
+        """Calls to the model of ``spec``; ``label`` names the work in progress lines (default: the model)."""
+        return ModelCalls(spec, self, cache_dir, label)
 
 
 class ModelCalls:
     """The answers of one model for one job: cached, content-addressed, the engine started only when needed."""
 
-    def __init__(self, spec: dict[str, Any], engines: EngineOptions, cache_dir: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, spec: dict[str, Any], engines: EngineOptions, cache_dir: str | os.PathLike[str], label: str = ""
+    ) -> None:
         self.spec = spec
+        self.label = label or spec["name"]
         self.client = engines.client
         self._cache = ResponseCache(cache_dir, spec["name"])
         self._lazy = LazyEndpoint(spec, engines.model_files.get(spec["name"]), engines.server_log, engines.seed)
@@ -164,11 +169,11 @@ class ModelCalls:
         cached = self._cache.get_many(list(unique))
         # order missing requests by system prompt so a server's prefix cache keeps the persona warm
         missing = sorted((r for k, r in unique.items() if k not in cached), key=lambda r: r.messages[0]["content"])
-        log.info("%s: %d requests, %d cached, %d to send", self.spec["name"], len(unique), len(cached), len(missing))
+        progress_log.info("%s: %d requests, %d cached, %d to send", self.label, len(unique), len(cached), len(missing))
         started = time.perf_counter()
         if missing:
             endpoint = self._endpoint or self._lazy()
-            asyncio.run(_send(endpoint, missing, self._cache, self.client))
+            asyncio.run(_send(endpoint, missing, self._cache, self.client, self.label))
         self.requests.update(unique)
         self.sent += len(missing)
         self.seconds += time.perf_counter() - started

@@ -12,11 +12,11 @@ from typing import Any
 import numpy as np
 
 from h2htalk.errors import DataError
-from h2htalk.io import iter_jsonl, record_labels, sha256_file, write_png_atomic, write_text_atomic
+from h2htalk.io import iter_jsonl, record_labels, sha256_file, write_png_atomic
 from h2htalk.metrics.bootstrap import bootstrap_mean_ci, paired_bootstrap_diff
 from h2htalk.prompts.render import VARIANTS, WITH_SAP, WITHOUT_SAP
 from h2htalk.settings import BootstrapSettings
-from h2htalk.tables.render import Table
+from h2htalk.tables.write import records_frame, write_csv, write_table
 
 METRICS = ("bleu4", "rougeL", "ss", "safety_score", "violation_rate")
 LABELS = {
@@ -142,7 +142,7 @@ def write_table3(rows: list[dict[str, Any]], paper: list[dict[str, Any]], agree:
     columns = ["model", "variant"]
     for metric in METRICS:
         columns += [metric, f"{metric}_ci_low", f"{metric}_ci_high", f"{metric}_n"]
-    write_text_atomic(prefix.with_suffix(".csv"), Table(columns, [*rows, *paper], digits=4).to_csv())
+    write_csv(records_frame([*rows, *paper], columns), prefix.with_suffix(".csv"), float_format="{:.4f}")
     display = [
         {"model": r["model"], "variant": r["variant"], **{LABELS[m]: _with_ci(r, m) for m in METRICS}}
         for r in [*rows, *paper]
@@ -158,15 +158,14 @@ def write_table3(rows: list[dict[str, Any]], paper: list[dict[str, Any]], agree:
             f"Judge vs human ratings: Cohen's kappa (violations) {agree['cohen_kappa']}, n="
             f"{agree['violation_pairs']}; Spearman (scores) {agree['spearman']}, n={agree['score_pairs']}."
         )
-    table = Table(
-        ["model", "variant", *LABELS.values()],
-        display,
+    write_table(
+        records_frame(display, ["model", "variant", *LABELS.values()]),
+        prefix,
         caption="Table 3: performance with and without SAP",
         label="tab:table3",
         notes=notes,
+        csv=False,  # the CSV above holds the CI bounds and n in columns of their own
     )
-    write_text_atomic(prefix.with_suffix(".md"), table.to_markdown())
-    write_text_atomic(prefix.with_suffix(".tex"), table.to_latex())
 
 
 def _with_ci(row: dict[str, Any], metric: str) -> str:
@@ -212,7 +211,7 @@ def write_fig7(rows: list[dict[str, Any]], png: Path, csv_path: Path) -> None:
     import matplotlib.pyplot as plt
 
     columns = ["model", "variant", "scenario_type", "n", "missing", "success_rate", "ci_low", "ci_high"]
-    write_text_atomic(csv_path, Table(columns, rows, digits=2).to_csv())
+    write_csv(records_frame(rows, columns), csv_path, float_format="{:.2f}")
     scenarios = ["implicit_help", "ambiguous", "context_aware"]
     series = sorted({(r["model"], r["variant"]) for r in rows})
     fig, ax = plt.subplots(figsize=(max(7, 2.2 * len(scenarios) + 0.6 * len(series)), 4.8))

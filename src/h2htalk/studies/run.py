@@ -66,7 +66,8 @@ def judge_study(
                 judge,
             )
             plan.append((out, item, generation, requests))
-    with engines.session(judge_spec, judge.cache_dir) as calls:
+    judged = {record_labels(path).get("model", "?") for path, _ in generations}
+    with engines.session(judge_spec, judge.cache_dir, f"{study} judge {', '.join(sorted(judged))}") as calls:
         answers = calls.answers([r for *_, rs in plan for r in rs])
         summary = calls.summary()
     records: dict[Path, list[dict[str, Any]]] = {out: [] for _, out in generations}

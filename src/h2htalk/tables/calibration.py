@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from h2htalk.io import iter_jsonl, read_json, write_text_atomic
 from h2htalk.prompts.render import WITH_SAP
 from h2htalk.subtasks import SUBTASKS
-from h2htalk.tables.render import Table
+from h2htalk.tables.write import markdown_text, records_frame, write_csv
 
 FLOOR = "baseline-random-reference"
 CEILING = "baseline-oracle"
@@ -81,28 +82,24 @@ def write_calibration(summary_paths: Iterable[str], floor_items: Iterable[str], 
     rows = calibration_rows(read_json(p) for p in summary_paths)
     spread = unrelated_ss(floor_items)
     columns = ["embedder", "subtask", "model", "variant", "score", "floor", "oracle", "rescaled"]
-    table = Table(columns=columns, rows=rows, digits=3)
-    write_text_atomic(prefix.with_suffix(".csv"), table.to_csv())
+    write_csv(records_frame(rows, columns), prefix.with_suffix(".csv"), float_format="{:.3f}")
     order = {s.key: i for i, s in enumerate(SUBTASKS)}
+    floor_columns = ["embedder", "subtask", "floor", "oracle"]
     floors = sorted(
         {(r["embedder"], r["subtask"], r["floor"], r["oracle"]) for r in rows},
         key=lambda x: (x[0], order.get(x[1], 99)),
     )
-    floor_table = Table(
-        ["embedder", "subtask", "floor", "oracle"],
-        [dict(zip(["embedder", "subtask", "floor", "oracle"], f, strict=True)) for f in floors],
+    floor_table = markdown_text(
+        pd.DataFrame(floors, columns=floor_columns, dtype=object),
         caption="Chance floor (random reference of the same subtask) and ceiling (oracle), S or J",
     )
-    spread_table = Table(
-        ["embedder", "pairs", "ss_mean", "ss_p5", "ss_p95"],
-        spread,
-        digits=3,
+    spread_table = markdown_text(
+        records_frame(spread, ["embedder", "pairs", "ss_mean", "ss_p5", "ss_p95"]),
         caption="SS (x100) of unrelated pairs: the random-reference answers",
+        float_format="{:.3f}",
     )
-    models = Table(
-        columns,
-        [r for r in rows if not r["model"].startswith("baseline-")],
-        digits=2,
+    models = markdown_text(
+        records_frame([r for r in rows if not r["model"].startswith("baseline-")], columns),
         caption="Models rescaled: (score - floor) / (oracle - floor); 0 = chance, 1 = the reference",
     )
     text = "\n".join(
@@ -113,9 +110,9 @@ def write_calibration(summary_paths: Iterable[str], floor_items: Iterable[str], 
             "baseline answers every item with another item's reference of the same subtask (a fluent, in-character",
             "answer to the wrong question); the oracle answers with the item's own reference. Variant: sap.",
             "",
-            floor_table.to_markdown(),
-            models.to_markdown(),
-            spread_table.to_markdown(),
+            floor_table,
+            models,
+            spread_table,
             "Unrelated texts still get a high SS from some embedders; compare embedders before comparing SS or S",
             "across them.",
         ]

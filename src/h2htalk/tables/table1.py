@@ -7,15 +7,20 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from h2htalk.data.curate import FLAGS
 from h2htalk.io import read_json
 from h2htalk.subtasks import SUBTASKS
-from h2htalk.tables.render import Table
+from h2htalk.tables.write import records_frame, write_table
 
 COLUMNS: tuple[str, ...] = ("subtask", "paper_name", "paper_count", "released", "kept", *FLAGS, "upstream_file")
+CAPTION = "Table 1: record counts per subtask (paper, released, kept after curation, flags)"
+LABEL = "tab:table1"
 
 
-def build_table1(reports: Iterable[dict[str, Any]]) -> Table:
+def build_table1(reports: Iterable[dict[str, Any]]) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """The rows (one per subtask), the total row (shown under the rows in .md and .tex, not in the CSV), notes."""
     by_subtask = {r["subtask"]: r for r in reports}
     rows = []
     for subtask in SUBTASKS:
@@ -48,20 +53,11 @@ def build_table1(reports: Iterable[dict[str, Any]]) -> Table:
         for row in rows
         if row["paper_count"] is not None and row["paper_count"] != row["released"]
     ]
-    return Table(
-        columns=COLUMNS,
-        rows=rows,
-        caption="Table 1: record counts per subtask (paper, released, kept after curation, flags)",
-        label="tab:table1",
-        footer=[total],
-        notes=notes,
-    )
+    return records_frame(rows, COLUMNS), records_frame([total], COLUMNS), notes
 
 
-def write_table1(report_paths: Iterable[str | os.PathLike[str]], out_prefix: str | os.PathLike[str]) -> Table:
+def write_table1(report_paths: Iterable[str | os.PathLike[str]], out_prefix: str | os.PathLike[str]) -> pd.DataFrame:
     """Build Table 1 from per-subtask curation reports and write ``out_prefix``.csv/.md/.tex."""
-    reports = [read_json(p) for p in report_paths]
-    table = build_table1(reports)
-    prefix = Path(out_prefix)
-    table.write(prefix.with_suffix(".csv"), prefix.with_suffix(".md"), prefix.with_suffix(".tex"))
-    return table
+    frame, total, notes = build_table1(read_json(p) for p in report_paths)
+    write_table(frame, Path(out_prefix), caption=CAPTION, label=LABEL, notes=notes, footer=total)
+    return frame

@@ -13,13 +13,13 @@ import csv
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from h2htalk.errors import DataError
-from h2htalk.io import write_text_atomic
 from h2htalk.subtasks import SUBTASKS, by_dimension
-from h2htalk.tables.render import Table
+from h2htalk.tables.write import records_frame
 
 GROUPS: tuple[tuple[str, str], ...] = (
     ("open-1-8b", "Open-Source Large Language Models (1-8B)"),
@@ -114,8 +114,25 @@ def top_three(rows: Sequence[Row], column: str) -> dict[int, int]:
     return ranks
 
 
-def table2(rows: Sequence[Row], caption_note: str = "") -> Table:
-    """The human-readable Table 2 (Markdown, LaTeX); column keys as headers, top three marked in LaTeX."""
+CAPTION = "Table 2: companion-task scores by model"
+LABEL = "tab:table2"
+NOTES: tuple[str, ...] = (
+    "Avg: plain mean of the dimension's subtasks; Overall: mean of the 11 subtasks weighted by item counts.",
+    "Itinerary Basic/Middle/Advance: J = 0.6*S/20 + 0.4*J_judge on 0-5, shown x20; an empty cell means no item"
+    " had a parseable judge answer (those items are in results/review/queue.csv), so its Avg and Overall are"
+    " not computed.",
+    r"LaTeX: \first, \second, \third mark the top three per size group; define them, e.g. "
+    r"\newcommand{\first}[1]{\cellcolor{green!25}#1} with \usepackage[table]{xcolor}.",
+)
+RANK_COMMANDS = {1: "first", 2: "second", 3: "third"}
+
+
+def display_columns() -> list[str]:
+    return ["group", "model", "variant", "embedder", *column_order()]
+
+
+def table2_frame(rows: Sequence[Row]) -> pd.DataFrame:
+    """The human-readable Table 2 (Markdown, LaTeX): one row per (model, variant, embedder), column keys as headers."""
     columns = column_order()
     records = []
     for row in rows:
@@ -129,59 +146,52 @@ def table2(rows: Sequence[Row], caption_note: str = "") -> Table:
                 **{column: values.get(column) for column in columns},
             }
         )
-    marks = {}
-    colours = {1: r"\first", 2: r"\second", 3: r"\third"}
-    for column in columns:
+    return records_frame(records, display_columns())
+
+
+def table2_marks(rows: Sequence[Row]) -> pd.DataFrame:
+    """LaTeX marks for ``table2_frame(rows)``: "first", "second", "third" on the top three values of each score
+    column within each (embedder, size group), "" elsewhere."""
+    marks = pd.DataFrame("", index=range(len(rows)), columns=display_columns(), dtype=object)
+    for column in column_order():
         for index, rank in top_three(rows, column).items():
-            marks[(index, column)] = colours[rank]
-    display = ["group", "model", "variant", "embedder", *columns]
-    notes = [
-        "Avg: plain mean of the dimension's subtasks; Overall: mean of the 11 subtasks weighted by item counts.",
-        "Itinerary Basic/Middle/Advance: J = 0.6*S/20 + 0.4*J_judge on 0-5, shown x20; an empty cell means no item"
-        " had a parseable judge answer (those items are in results/review/queue.csv), so its Avg and Overall are"
-        " not computed.",
-        r"LaTeX: \first, \second, \third mark the top three per size group; define them, e.g. "
-        r"\newcommand{\first}[1]{\cellcolor{green!25}#1} with \usepackage[table]{xcolor}.",
-    ]
-    if caption_note:
-        notes.append(caption_note)
-    return Table(
-        columns=display,
-        rows=records,
-        caption="Table 2: companion-task scores by model",
-        label="tab:table2",
-        latex_marks=marks,
-        notes=notes,
-    )
+            marks.loc[index, column] = RANK_COMMANDS[rank]
+    return marks
 
 
-def csv_with_cis(rows: Sequence[Row]) -> str:
-    """The machine-readable Table 2: every value with its 95 % CI and n, one row per (model, variant)."""
-    import io
+def ci_frame(rows: Sequence[Row]) -> pd.DataFrame:
+    """The machine-readable Table 2: every value with its 95 % CI and n, one row per (model, variant, embedder).
 
+    Values and CI bounds are floats (4 decimals in the CSV); a subtask without a cell has all five columns empty.
+    """
     columns = column_order()
     header = ["model", "display_name", "size_group", "variant", "embedder"]
     for column in columns:
         header.append(column)
         if column in SUBTASK_COLUMNS:
             header += [f"{column}_ci_low", f"{column}_ci_high", f"{column}_n", f"{column}_measure"]
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(header)
+    records = []
     for row in rows:
         values = row.values()
-        line: list[Any] = [row.model, row.display_name, row.size_group, row.variant, row.embedder]
+        record: dict[str, Any] = {
+            "model": row.model,
+            "display_name": row.display_name,
+            "size_group": row.size_group,
+            "variant": row.variant,
+            "embedder": row.embedder,
+        }
         for column in columns:
-            line.append(_fmt(values.get(column)))
-            if column in SUBTASK_COLUMNS:
-                cell = row.cells.get(column)
-                line += [_fmt(cell.ci_low), _fmt(cell.ci_high), cell.n, cell.measure] if cell else ["", "", "", ""]
-        writer.writerow(line)
-    return buffer.getvalue()
+            record[column] = _float(values.get(column))
+            cell = row.cells.get(column)
+            if column in SUBTASK_COLUMNS and cell:
+                record[f"{column}_ci_low"], record[f"{column}_ci_high"] = _float(cell.ci_low), _float(cell.ci_high)
+                record[f"{column}_n"], record[f"{column}_measure"] = cell.n, cell.measure
+        records.append(record)
+    return records_frame(records, header)
 
 
-def _fmt(value: Any) -> str:
-    return "" if value is None else f"{float(value):.4f}"
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def read_paper_table2(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
@@ -269,13 +279,3 @@ def comparison(rows: Sequence[Row], paper_rows: Sequence[dict[str, Any]], varian
                     }
                 )
     return out
-
-
-def write_dicts_csv(path: str | os.PathLike[str], records: Sequence[dict[str, Any]], columns: Sequence[str]) -> None:
-    import io
-
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(columns), lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(records)
-    write_text_atomic(Path(path), buffer.getvalue())

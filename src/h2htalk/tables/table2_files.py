@@ -7,20 +7,27 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from h2htalk.config import load_registry
-from h2htalk.io import read_json, write_png_atomic, write_text_atomic
+from h2htalk.io import read_json, write_png_atomic
 from h2htalk.prompts.render import WITH_SAP
 from h2htalk.subtasks import SUBTASKS
 from h2htalk.tables.table2 import (
+    CAPTION,
+    LABEL,
+    NOTES,
     Row,
     audit_paper,
     build_rows,
+    ci_frame,
     column_order,
     comparison,
-    csv_with_cis,
     read_paper_table2,
-    table2,
-    write_dicts_csv,
+    table2_frame,
+    table2_marks,
 )
+from h2htalk.tables.write import records_frame, write_csv, write_table
+
+COMPARISON_COLUMNS = ("model", "embedder", "variant", "column", "ours", "paper", "difference")
+AUDIT_COLUMNS = ("model", "column", "reported", "recomputed", "weights", "difference")
 
 
 def heatmap(rows: list[Row], path: Path) -> None:
@@ -70,27 +77,21 @@ def write_table2(
     prefix = Path(out_prefix)
     registry = load_registry(registry_path)
     rows = build_rows([read_json(p) for p in summary_paths], registry)
-    table = table2(rows)
-    write_text_atomic(prefix.with_suffix(".csv"), csv_with_cis(rows))
-    write_text_atomic(prefix.with_suffix(".md"), table.to_markdown())
-    write_text_atomic(prefix.with_suffix(".tex"), table.to_latex())
+    write_csv(ci_frame(rows), prefix.with_suffix(".csv"), float_format="{:.4f}")
+    frame = table2_frame(rows)
+    write_table(frame, prefix, caption=CAPTION, label=LABEL, notes=NOTES, marks=table2_marks(rows), csv=False)
     heatmap(rows, prefix.with_name(prefix.name + "_heatmap.png"))
 
     paper_rows = read_paper_table2(paper_path)
     compared = comparison(rows, paper_rows, compare_variant)
-    write_dicts_csv(
-        prefix.with_name(prefix.name + "_vs_paper.csv"),
-        compared,
-        ["model", "embedder", "variant", "column", "ours", "paper", "difference"],
-    )
+    # These two CSVs write numbers as Python does (float_format "{}"; already rounded to 4 decimals).
+    versus = prefix.with_name(prefix.name + "_vs_paper.csv")
+    write_csv(records_frame(compared, COMPARISON_COLUMNS), versus, float_format="{}")
     weights = {
         "paper Table 1 counts": {s.key: s.paper_count for s in SUBTASKS},
         "released counts": {s.key: s.released for s in SUBTASKS},
     }
     findings = audit_paper(paper_rows, weights)
-    write_dicts_csv(
-        prefix.with_name(prefix.name + "_paper_audit.csv"),
-        findings,
-        ["model", "column", "reported", "recomputed", "weights", "difference"],
-    )
+    audit = prefix.with_name(prefix.name + "_paper_audit.csv")
+    write_csv(records_frame(findings, AUDIT_COLUMNS), audit, float_format="{}")
     return rows
