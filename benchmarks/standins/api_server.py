@@ -1,0 +1,70 @@
+"""Start the remote-API stand-in: several OpenAI-compatible providers under path prefixes (a test fixture).
+
+    python benchmarks/standins/api_server.py --port 8400 [--host 127.0.0.1] [--corpus DIR] [--registry FILE]
+
+serves ``/{provider}/v1/chat/completions`` and ``/{provider}/v1/models`` for any provider name (point a registry
+entry's ``api.base_url`` at ``http://HOST:PORT/openai/v1``, ``.../deepseek/v1``, ``.../anthropic/v1``), and
+``GET /stats`` (request and fault counts, as JSON). Requests need ``Authorization: Bearer <anything>``. Faults are
+deterministic given the seed: 429 with ``Retry-After: 1``, rare 500s, and on the ``deepseek`` provider a 400
+"Content Exists Risk" for every request whose user text names a crisis term. A retried request succeeds after at
+most ``--fault-attempts`` failed attempts. Prints ``listening on http://HOST:PORT`` once it accepts connections.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import openai_standin as standin
+
+
+def build_parser() -> argparse.ArgumentParser:
+    env = os.environ.get
+    p = argparse.ArgumentParser(prog="api_server.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("--port", type=int, required=True, help="port (0: any free port; the line printed names it)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--corpus", default=env("STANDIN_CORPUS"), help="folder of *.jsonl reference texts")
+    p.add_argument("--registry", default=env("STANDIN_REGISTRY"), help="model registry (config/models.yaml format)")
+    p.add_argument("--fault-seed", type=int, default=int(env("STANDIN_FAULT_SEED") or 0))
+    p.add_argument("--rate-429", type=float, default=standin._env_float("STANDIN_RATE_429", 0.03))
+    p.add_argument("--rate-500", type=float, default=standin._env_float("STANDIN_RATE_500", 0.01))
+    p.add_argument("--fault-attempts", type=int, default=int(env("STANDIN_FAULT_ATTEMPTS") or 2),
+                   help="attempts of one request that may fail (later attempts always succeed)")  # fmt: skip
+    p.add_argument("--risk-providers", default=env("STANDIN_RISK_PROVIDERS") or "deepseek",
+                   help="comma-separated providers that refuse crisis terms with 400 Content Exists Risk")  # fmt: skip
+    p.add_argument("--latency", type=float, default=standin._env_float("STANDIN_LATENCY_S", 0.0))
+    p.add_argument("--access-log", action="store_true")
+    return p
+
+
+def make_service(args: argparse.Namespace) -> standin.ApiService:
+    settings = standin.AnswerSettings.from_env(corpus_dir=args.corpus)
+    settings = standin.AnswerSettings(**{**settings.__dict__, "latency_s": args.latency})
+    return standin.ApiService(
+        settings=settings,
+        registry=standin.load_registry(args.registry or None),
+        fault_seed=args.fault_seed,
+        rate_429=args.rate_429,
+        rate_500=args.rate_500,
+        fault_attempts=args.fault_attempts,
+        risk_providers=tuple(p.strip() for p in args.risk_providers.split(",") if p.strip()),
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    stopper = standin.Stopper().install()
+    service = make_service(args)
+    server = standin.make_server(args.host, args.port, service.handle, server_header="standin-api",
+                                 access_log=args.access_log)  # fmt: skip
+    host, port = server.server_address[:2]
+    print(f"listening on http://{host}:{port}", flush=True)
+    standin.serve_until_stopped(server, stopper)
+
+
+if __name__ == "__main__":
+    main()
