@@ -8,16 +8,31 @@ fallback. Tests and scripts that want the defaults use ``h2htalk.config.default_
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
-from typing import Any
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, ClassVar, Self
 
 Config = dict[str, Any]
 STUDIES: tuple[str, ...] = ("safety", "instruction_following")  # the two studies, as config keys and file names
 
 
+class FromSection:
+    """Settings whose fields are the keys of one config section (``SECTION``: its path in the config)."""
+
+    SECTION: ClassVar[tuple[str, ...]]
+
+    @classmethod
+    def from_config(cls, config: Config) -> Self:
+        section = config
+        for key in cls.SECTION:
+            section = section[key]
+        return cls(**{field.name: section[field.name] for field in fields(cls)})  # type: ignore[arg-type]
+
+
 @dataclass(frozen=True)
-class UpstreamSource:
+class UpstreamSource(FromSection):
     """Where the released reference files come from (data.upstream)."""
+
+    SECTION = ("data", "upstream")
 
     repo: str
     commit: str
@@ -25,11 +40,6 @@ class UpstreamSource:
     timeout_s: float
     retries: int
     backoff_s: float
-
-    @classmethod
-    def from_config(cls, config: Config) -> UpstreamSource:
-        upstream = config["data"]["upstream"]
-        return cls(**{name: upstream[name] for name in cls.__dataclass_fields__})
 
     def url_for(self, file: str) -> str:
         return self.url_template.format(repo=self.repo, commit=self.commit, file=file)
@@ -57,19 +67,16 @@ class CurateOptions:
 
 
 @dataclass(frozen=True)
-class ClientSettings:
+class ClientSettings(FromSection):
     """How the chat client talks to an endpoint (generation.*): concurrency, timeout, retries, backoff."""
+
+    SECTION = ("generation",)
 
     concurrency: int
     timeout_s: float
     retries: int
     backoff_base_s: float
     backoff_max_s: float
-
-    @classmethod
-    def from_config(cls, config: Config) -> ClientSettings:
-        generation = config["generation"]
-        return cls(**{name: generation[name] for name in cls.__dataclass_fields__})
 
 
 @dataclass(frozen=True)
@@ -117,8 +124,10 @@ class GenerationSettings:
 
 
 @dataclass(frozen=True)
-class JudgeSettings:
+class JudgeSettings(FromSection):
     """judge.*: the rubric judge model and its sampling (k samples an item), and its cache."""
+
+    SECTION = ("judge",)
 
     model: str
     samples: int
@@ -126,38 +135,27 @@ class JudgeSettings:
     max_tokens: int
     cache_dir: str
 
-    @classmethod
-    def from_config(cls, config: Config) -> JudgeSettings:
-        judge = config["judge"]
-        return cls(**{name: judge[name] for name in cls.__dataclass_fields__})
-
 
 @dataclass(frozen=True)
-class GateSettings:
+class GateSettings(FromSection):
     """judge.alpha/tau/max_spread: J = alpha*(S/20) + (1-alpha)*J_judge, and the human-review gate."""
+
+    SECTION = ("judge",)
 
     alpha: float
     tau: float
     max_spread: float
 
-    @classmethod
-    def from_config(cls, config: Config) -> GateSettings:
-        judge = config["judge"]
-        return cls(**{name: judge[name] for name in cls.__dataclass_fields__})
-
 
 @dataclass(frozen=True)
-class BootstrapSettings:
+class BootstrapSettings(FromSection):
     """scoring.bootstrap: one setting for every interval (Table 2, J, Table 3, Figure 7)."""
+
+    SECTION = ("scoring", "bootstrap")
 
     resamples: int
     seed: int
     confidence: float
-
-    @classmethod
-    def from_config(cls, config: Config) -> BootstrapSettings:
-        bootstrap = config["scoring"]["bootstrap"]
-        return cls(**{name: bootstrap[name] for name in cls.__dataclass_fields__})
 
 
 @dataclass(frozen=True)
