@@ -66,6 +66,9 @@ def summary(line: str) -> None:
     log.info("%s in %s", line, duration(time.monotonic() - _job_started))
 
 
-def answered(what: str, run: dict) -> str:
-    """``generated 66 answers (12 cached, 0 failed)``, from a run summary of the model-call seam."""
-    return f"{what} {run['requests']} answers ({run['requests'] - run['sent']} cached, {run.get('failed', 0)} failed)"
+def answered(what: str, run: dict, noun: str = "answers") -> str:
+    """``qwen: 66 answers (12 cached, 0 failed)``, from a run summary of the model-call seam."""
+    if run["engine"] == "baseline":
+        return f"{what}: {run['requests']} {noun} (a baseline: no model)"
+    cached = run["requests"] - run["sent"]
+    return f"{what}: {run['requests']} {noun} ({cached} cached, {run.get('failed', 0)} failed)"

@@ -56,5 +56,5 @@ def cmd_generate(args: argparse.Namespace) -> int:
     instances = {next(iter_jsonl(path))[1]["subtask"]: path for path in args.instances}
     engines = engine_options(args, config, [args.model])
     run = generate_model(spec, files, settings, engines, instances=instances, summary_path=args.summary)
-    summary(answered(f"{args.model}: generated", run) + f" -> {len(files)} files")
+    summary(answered(f"generate {args.model}", run) + f" -> {len(files)} files")
     return 0

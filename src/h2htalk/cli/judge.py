@@ -69,7 +69,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
         files.append(JudgeFiles(*cell))
     engines = engine_options(args, config, [judge.model])
     run = judge_files(spec, files, judge, engines, summary_path=args.summary)
-    summary(answered(f"judge {judge.model}: judged with", run) + f" -> {len(files)} files")
+    summary(answered(f"judge {judge.model}", run, "verdicts") + f" -> {len(files)} files")
     return 0
 
 

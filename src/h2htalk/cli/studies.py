@@ -90,7 +90,7 @@ def cmd_judge_study(args: argparse.Namespace) -> int:
     run = judge_study(
         args.study, registry_entry(config, judge_model), args.items, pairs, judge, engines, summary_path=args.summary
     )
-    summary(answered(f"{args.study}: judged with", run) + f" -> {len(pairs)} files")
+    summary(answered(f"{args.study} judge {judge_model}", run, "verdicts") + f" -> {len(pairs)} files")
     return 0
 
 

@@ -48,11 +48,12 @@ def read_scenarios(study: str, path: str | os.PathLike[str] | None = None) -> li
     return records
 
 
-def _prompt(item_id: str, variant: str, turns: list[dict[str, str]]) -> dict[str, Any]:
+def _prompt(item_id: str, study: str, variant: str, turns: list[dict[str, str]]) -> dict[str, Any]:
     system = system_prompt(variant)
     messages = [{"role": "system", "content": system}, *turns]
     return {
         "id": item_id,
+        "study": study,
         "variant": variant,
         "messages": messages,
         "hashes": {
@@ -122,6 +123,6 @@ def write_study_inputs(
     key = "category" if study == "safety" else "scenario_type"
     scenarios = sample_scenarios(read_scenarios(study, path), sample, seed, key)
     items = safety_items(scenarios) if study == "safety" else if_items(scenarios)
-    write_jsonl_atomic(out_prompts, [_prompt(i["id"], variant, i["turns"]) for i in items])
+    write_jsonl_atomic(out_prompts, [_prompt(i["id"], study, variant, i["turns"]) for i in items])
     write_jsonl_atomic(out_items, items)
     return len(items)
