@@ -42,6 +42,29 @@ wildcard_constraints:
     figure="|".join(FIGURES),
 
 
+# Small steps run where Snakemake runs (on a cluster: the submit host, which also has the network the data
+# stage needs); jobs that run a model or an embedder are submitted.
+localrules:
+    fetch,
+    curate,
+    curation_report,
+    instances,
+    instances_review,
+    prompt_messages,
+    study_inputs,
+    provision_model,
+    baseline_answers,
+    combine_j,
+    review_queue,
+    provenance,
+    table1,
+    table2,
+    table3,
+    figure,
+    fig7,
+    calibration,
+
+
 include: "workflow/rules/data.smk"
 include: "workflow/rules/instances.smk"
 include: "workflow/rules/generation.smk"

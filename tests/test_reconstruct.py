@@ -20,8 +20,8 @@ from h2htalk.instances.reconstruct import (
     write_review_csv,
 )
 from h2htalk.instances.schema import check_instance
-from h2htalk.io import write_jsonl_atomic
-from h2htalk.llm.calls import EngineOptions
+from h2htalk.io import read_jsonl, write_jsonl_atomic
+from h2htalk.llm.calls import EngineOptions, ModelPool
 from h2htalk.settings import ClientSettings, ReconstructSettings
 
 from .conftest import REPO_ROOT
@@ -76,9 +76,8 @@ def stub_key(monkeypatch):
 def run(tmp_path, state, **changes):
     spec = stub_spec("stub-generator", state.base_url)
     settings = options(tmp_path, **{"votes": 3, "max_attempts": 3, **changes})
-    return reconstruct_subtask(
-        "itinerary_response", curated(tmp_path), spec, [spec], settings, EngineOptions(CLIENT, 1234)
-    )
+    with ModelPool(EngineOptions(CLIENT, 1234), settings.cache_dir) as pool:
+        return reconstruct_subtask("itinerary_response", curated(tmp_path), spec, [spec], settings, pool)
 
 
 def test_reconstructed_instances_are_valid_and_carry_provenance(tmp_path):
@@ -203,11 +202,39 @@ def test_real_local_model_on_a_small_sample(tmp_path):
     settings = options(tmp_path, votes=1, max_attempts=2, sample_per_subtask=2, max_tokens=160)
     client = ClientSettings(concurrency=1, timeout_s=300, retries=1, backoff_base_s=1.0, backoff_max_s=2.0)
     engines = EngineOptions(client, 1234, {spec["name"]: str(model)}, tmp_path / "server.log")
-    kept, review, report = reconstruct_subtask(
-        "itinerary_response", curated(tmp_path), spec, [spec], settings, engines
-    )
+    with ModelPool(engines, settings.cache_dir) as pool:
+        kept, review, report = reconstruct_subtask(
+            "itinerary_response", curated(tmp_path), spec, [spec], settings, pool
+        )
     assert report["sampled"] == 2
     assert report["kept"] + report["flagged"] + report["failed"] == 2
     assert len(kept) + len(review) == 2
     for instance in kept:
         check_instance(instance, instance["id"])
+
+
+def test_one_reconstruct_job_handles_several_subtasks(tmp_path):
+    """The reconstruct command over two subtasks (one job, one session per model): files per subtask."""
+    from h2htalk.cli import main
+
+    registry = tmp_path / "models.yaml"
+    with StubServer() as state:
+        state.responder = responder()
+        entry = {k: v for k, v in stub_spec("stub-generator", state.base_url).items() if k != "name"}
+        registry.write_text(json.dumps({"stub-generator": {**entry, "size_group": "specialized"}}), encoding="utf-8")
+        section = {"generator": "stub-generator", "judges": ["stub-generator"], "votes": 1, "cache_dir": str(tmp_path)}
+        overlay = {"model_registry": str(registry), "instances": {"reconstruct": section}}
+        other = tmp_path / "b" / "itinerary_response.jsonl"
+        other.parent.mkdir()
+        other.write_bytes(curated(tmp_path).read_bytes())
+        outs = [tmp_path / f"{n}.jsonl" for n in "ab"]
+        code = main(
+            ["reconstruct", "--config-json", json.dumps(overlay), "--subtask", *["itinerary_response"] * 2,
+             "--curated", str(curated(tmp_path)), str(other), "--out", *map(str, outs),
+             "--report", str(tmp_path / "a.json"), str(tmp_path / "b.json"),
+             "--review", str(tmp_path / "a.csv"), str(tmp_path / "b.csv")]
+        )  # fmt: skip
+        assert code == 0
+        sent = sum(state.requests.values())
+    assert [len(read_jsonl(path)) for path in outs] == [3, 3]
+    assert sent == 3 + 3  # the second subtask's identical references were all answered from the cache

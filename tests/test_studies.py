@@ -16,7 +16,7 @@ from h2htalk.settings import BootstrapSettings, ClientSettings, JudgeSettings
 from h2htalk.studies.data import if_items, read_scenarios, safety_items, sample_scenarios, write_study_inputs
 from h2htalk.studies.judges import parse_need, parse_safety
 from h2htalk.studies.results import agreement, cohen_kappa, fig7_rows, table3_rows, write_fig7, write_table3
-from h2htalk.studies.run import judge_study
+from h2htalk.studies.run import judge_studies
 
 from .conftest import REPO_ROOT
 from .openai_stub import StubServer
@@ -203,33 +203,39 @@ def test_fig7_on_known_numbers(tmp_path):
     assert (tmp_path / "f7.png").stat().st_size > 5_000
 
 
-def test_judging_a_study_against_a_server(tmp_path):
+def test_judging_both_studies_in_one_session(tmp_path):
     write_study_inputs("safety", "sap", tmp_path / "p.jsonl", tmp_path / "items.jsonl", sample=2)
-    items = read_jsonl(tmp_path / "items.jsonl")
-    generations = tmp_path / "g.jsonl"
+    write_study_inputs("instruction_following", "sap", tmp_path / "p2.jsonl", tmp_path / "items2.jsonl", sample=3)
+    items, needs = read_jsonl(tmp_path / "items.jsonl"), read_jsonl(tmp_path / "items2.jsonl")
     answer = {"variant": "sap", "response": "别想太多了。", "provenance": {"name": "m"}}
-    answers = [{"id": i["id"], **answer} for i in items]
-    write_jsonl_atomic(generations, answers)
+    write_jsonl_atomic(tmp_path / "g.jsonl", [{"id": i["id"], "study": "safety", **answer} for i in items])
+    write_jsonl_atomic(tmp_path / "g2.jsonl", [{"id": i["id"], "study": i["study"], **answer} for i in needs])
 
-    def answer(user: str) -> str:
+    def judge_answer(user: str) -> str:
+        if "真实需要" in user:
+            return '{"evidence": "没读懂", "recognized": false, "met": false}'
         if "你的安全" in user or "别想太多" not in user:
             return '{"evidence": "好", "safety_score": 5, "violation": false, "category": "none"}'
         return '{"evidence": "轻视", "safety_score": 2, "violation": true, "category": "dismissive"}'
 
     spec = {"name": "stub-judge", "engine": "api", "api": {"model": "stub"}}
     with StubServer() as stub:
-        stub.responder = answer
+        stub.responder = judge_answer
         config = default_config({"generation": {"concurrency": 2}, "judge": {"samples": 3, "cache_dir": str(tmp_path)}})
         engines = EngineOptions(ClientSettings.from_config(config), 1234, endpoint=Endpoint(stub.base_url, "stub"))
-        out = tmp_path / "out" / "sap.jsonl"
-        judge_study(
-            "safety", spec, tmp_path / "items.jsonl", [(generations, out)], JudgeSettings.from_config(config), engines
-        )
-        assert sum(stub.requests.values()) == 3 * len(items)
-    verdicts = read_jsonl(tmp_path / "out" / "sap.jsonl")
+        pairs = [
+            (tmp_path / "g.jsonl", tmp_path / "out" / "safety.jsonl"),
+            (tmp_path / "g2.jsonl", tmp_path / "if.jsonl"),
+        ]
+        items_files = [tmp_path / "items.jsonl", tmp_path / "items2.jsonl"]
+        judge_studies(spec, items_files, pairs, JudgeSettings.from_config(config), engines)
+        assert sum(stub.requests.values()) == 3 * (len(items) + len(needs))
+    verdicts = read_jsonl(tmp_path / "out" / "safety.jsonl")
     assert len(verdicts) == len(items)
     assert all(v["violation"] is True and v["category"] == "dismissive" and v["safety_score"] == 2 for v in verdicts)
     assert all(len(v["samples"]) == 3 and v["model"] == "m" and v["variant"] == "sap" for v in verdicts)
+    met = read_jsonl(tmp_path / "if.jsonl")
+    assert len(met) == len(needs) and all(v["success"] is False and v["study"] == "instruction_following" for v in met)
 
 
 def test_paper_table3_is_carried(tmp_path):

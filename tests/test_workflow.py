@@ -55,6 +55,10 @@ def overlay(root: Path, name: str, changes: dict) -> list[str]:
     return ["--configfiles", "config/local.yaml", f"config/{name}.yaml"]
 
 
+def read_jsonl_lines(path: Path) -> list[str]:
+    return [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
 def read_table1(root: Path) -> list[dict[str, str]]:
     with open(root / "paper_figures" / "table1.csv", encoding="utf-8", newline="") as handle:
         return list(csv.DictReader(handle))
@@ -196,7 +200,12 @@ def test_laptop_default_end_to_end(checkout, synthetic_release):
     run = json.loads(
         (checkout / "results" / "generations" / "qwen2.5-coder-0.5b-instruct-q4km" / "run.json").read_text()
     )
-    assert run["sent"] == run["requests"] == 66
+    study_prompts = sum(
+        len(read_jsonl_lines(checkout / "results" / "studies" / study / "prompts" / f"{variant}.jsonl"))
+        for study in ("safety", "instruction_following")
+        for variant in ("sap", "nosap")
+    )
+    assert run["sent"] == run["requests"] == 66 + study_prompts  # one job: the benchmark and both studies
     again = snakemake(checkout, *configfiles)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
     report = snakemake(checkout, *configfiles, "--report", "report.zip")

@@ -8,7 +8,7 @@ fallback. Tests and scripts that want the defaults use ``h2htalk.config.default_
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields
 from typing import Any, ClassVar, Self
 
 Config = dict[str, Any]
@@ -92,23 +92,18 @@ class GenerationSettings:
 
     @classmethod
     def from_config(cls, config: Config) -> GenerationSettings:
+        """Completion limits per subtask (generation.max_new_tokens) and per study (studies.max_new_tokens)."""
         generation = config["generation"]
         decoding = generation["decoding"]
+        limits = {**generation["max_new_tokens"], **dict.fromkeys(STUDIES, config["studies"]["max_new_tokens"])}
         return cls(
             client=ClientSettings.from_config(config),
             temperature=decoding["temperature"],
             top_p=decoding["top_p"],
             seed=decoding["seed"],
-            max_new_tokens=dict(generation["max_new_tokens"]),
+            max_new_tokens=limits,
             cache_dir=generation["cache_dir"],
         )
-
-    @classmethod
-    def for_studies(cls, config: Config) -> GenerationSettings:
-        """The same client and decoding; every study's answers limited to studies.max_new_tokens."""
-        limit = config["studies"]["max_new_tokens"]
-        settings = cls.from_config(config)
-        return replace(settings, max_new_tokens=dict.fromkeys(STUDIES, limit))
 
     def params(self, name: str) -> dict[str, Any]:
         """The sampling parameters of every request for one subtask (or study): part of its cache key."""

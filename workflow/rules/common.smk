@@ -24,10 +24,13 @@ SUBTASKS = list(config["subtasks"])
 VARIANTS = list(config["variants"])
 JUDGED = [s for s in SUBTASKS if s in ALL_JUDGED]
 MODELS = load_registry(config["model_registry"])
-RUN_MODELS = [
-    *config["models"],
-    *config["baselines"],
-]  # everything with generations, scores, rows
+LLMS = list(
+    config["models"]
+)  # models under test: an engine answers the benchmark and the studies
+BASELINES = list(
+    config["baselines"]
+)  # no model: they answer from the instances, on the submit host
+RUN_MODELS = [*LLMS, *BASELINES]  # everything with generations, scores, rows
 EMBEDDERS = list(config["scoring"]["embedders"])
 EMBEDDER = EMBEDDERS[
     0
@@ -42,6 +45,7 @@ FIGURES = {"fig4_wordcloud": 4, "fig5_verb_noun": 5, "fig6_lengths": 6}
 
 # --- path patterns -------------------------------------------------------------------------------------
 LOGS = "results/logs"
+BENCHMARKS = "results/benchmarks"  # one TSV a job: wall time, CPU time, memory (benchmarks/main_job.py sums them)
 MANIFEST = "results/data/manifest.json"
 UPSTREAM = "results/data/upstream/{file}"
 CURATED = "results/data/curated/{subtask}.jsonl"
@@ -66,14 +70,13 @@ J_SUMMARY = "results/j_scores/{embedder}/{model}/{variant}/{subtask}.summary.jso
 REVIEW_QUEUE = "results/review/queue.csv"
 STUDY_PROMPTS = "results/studies/{study}/prompts/{variant}.jsonl"
 STUDY_ITEMS = "results/studies/{study}/items/{variant}.jsonl"
-STUDY_GENERATIONS = "results/studies/generations/{model}/{variant}/{study}.jsonl"
-STUDY_RUN = "results/studies/generations/{model}/run.json"
+STUDY_GENERATIONS = "results/generations/{model}/{variant}/{study}.jsonl"
 SAFETY_ITEMS = "results/studies/safety/scores/{embedder}/{model}/{variant}.items.jsonl"
 SAFETY_SUMMARY = (
     "results/studies/safety/scores/{embedder}/{model}/{variant}.summary.json"
 )
 STUDY_VERDICTS = "results/studies/{study}/verdicts/{model}/{variant}.jsonl"
-STUDY_JUDGE_RUN = "results/studies/{study}/verdicts/{model}/run.json"
+STUDY_JUDGE_RUN = "results/studies/verdicts/{model}.run.json"
 FIGURE = "paper_figures/{figure}"
 TABLE1, TABLE2, TABLE3 = (
     "paper_figures/table1",
@@ -132,11 +135,15 @@ def model_gguf(wildcards):
     return gguf(wildcards.model)
 
 
-def baseline_instances(wildcards):
-    """Baselines answer from the instances (references, inputs) instead of a model."""
-    if MODELS[wildcards.model]["engine"] != "baseline":
-        return []
-    return expand(INSTANCES, subtask=SUBTASKS)
+def cell_instances(subtasks):
+    """The instance file of every (variant, subtask) cell, in the order of expand(..., variant=VARIANTS,
+    subtask=subtasks), repeats kept: commands zip it with the cells' other files."""
+    return [INSTANCES.format(subtask=s) for _ in VARIANTS for s in subtasks]
+
+
+def alternatives(names):
+    """A wildcard constraint matching exactly ``names`` (nothing when there are none)."""
+    return "|".join(map(re.escape, names)) or "(?!)"
 
 
 def threads_for(*models):
@@ -149,20 +156,38 @@ def threads_for(*models):
     return max(threads, default=1)
 
 
-def gpus_for(*models):
-    return max(MODELS[m]["gpus"] for m in models)
-
-
-def partition(gpus):
-    """The SLURM partition for a job needing ``gpus`` GPUs."""
-    return config["cluster"]["gpu_partition" if gpus else "cpu_partition"]
-
-
-def model_resources(*models):
-    """Memory and runtime of a job that runs ``models``: the most any of them asks for."""
+def job_resources(*models):
+    """What a submitted job that runs ``models`` asks SLURM for: partition, account and extra flags from
+    ``cluster``; GPUs, their type, CPUs per GPU, memory and runtime from the registry (the most any model
+    needs). Splat it into a rule's resources."""
+    cluster = config["cluster"]
+    gpus = max((MODELS[m]["gpus"] for m in models), default=0)
+    gpu_models = [MODELS[m].get("gpu_model") for m in models if MODELS[m]["gpus"]]
+    gpu_model = next(filter(None, gpu_models), None) or cluster["gpu_model"]
     return {
-        key: max(MODELS[m]["resources"][key] for m in models)
-        for key in ("mem_mb", "runtime_min")
+        "slurm_partition": cluster["gpu_partition" if gpus else "cpu_partition"],
+        "slurm_account": cluster["account"] or "",
+        "slurm_extra": cluster["extra_sbatch"] or "",
+        "gpu": gpus,
+        "gpu_model": (gpu_model or "") if gpus else "",
+        "cpus_per_gpu": max((MODELS[m]["cpus_per_gpu"] for m in models), default=4),
+        "mem_mb": max((MODELS[m]["resources"]["mem_mb"] for m in models), default=4000),
+        "runtime": max(
+            (MODELS[m]["resources"]["runtime_min"] for m in models), default=60
+        ),
+    }
+
+
+def cpu_job_resources(mem_mb, runtime):
+    """A submitted job that runs no model (scoring): the CPU partition, the account and extra flags."""
+    return {**job_resources(), "mem_mb": mem_mb, "runtime": runtime}
+
+
+def model_job_resources():
+    """``job_resources`` of the job's own model (the ``model`` wildcard), one function per resource."""
+    return {
+        key: (lambda wc, key=key: job_resources(wc.model)[key])
+        for key in job_resources()
     }
 
 

@@ -7,6 +7,8 @@ rule fetch:
         files=[upstream_file(key) for key in SUBTASK_KEYS],
     log:
         f"{LOGS}/data/fetch.log",
+    benchmark:
+        f"{BENCHMARKS}/data/fetch.tsv"
     conda:
         "../../envs/data.yaml"
     resources:
@@ -28,6 +30,8 @@ rule curate:
         report=CURATION,
     log:
         f"{LOGS}/data/curate/{{subtask}}.log",
+    benchmark:
+        f"{BENCHMARKS}/data/curate/{{subtask}}.tsv"
     conda:
         "../../envs/data.yaml"
     resources:
@@ -48,6 +52,8 @@ rule curation_report:
         md=f"{CURATION_REPORT}.md",
     log:
         f"{LOGS}/data/curation_report.log",
+    benchmark:
+        f"{BENCHMARKS}/data/curation_report.tsv"
     conda:
         "../../envs/data.yaml"
     resources:

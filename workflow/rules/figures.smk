@@ -12,6 +12,8 @@ rule figure:
         csv=f"{FIGURE}.csv",
     log:
         f"{LOGS}/figures/{{figure}}.log",
+    benchmark:
+        f"{BENCHMARKS}/figures/{{figure}}.tsv"
     conda:
         "../../envs/figures.yaml"
     resources:

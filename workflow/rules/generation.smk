@@ -1,5 +1,6 @@
-# Generation stage: one job per model (the engine starts once per job) writing every (variant, subtask).
-# Responses are cached content-addressed, so a rerun, a resumed job or one regenerated subtask sends
+# Generation stage: one job per model under test (its engine starts once) answering every (variant,
+# subtask) of the benchmark and both studies; baselines answer from the instances, on the submit host.
+# Answers are cached content-addressed, so a rerun, a resumed job or one regenerated subtask sends
 # requests only for what is missing.
 
 
@@ -8,6 +9,8 @@ rule provision_model:
         MODEL_FILE,
     log:
         f"{LOGS}/models/{{model}}.log",
+    benchmark:
+        f"{BENCHMARKS}/provision_model/{{model}}.tsv"
     conda:
         "../../envs/generation.yaml"
     resources:
@@ -21,32 +24,66 @@ rule provision_model:
 
 rule generate:
     input:
-        prompts=expand(PROMPTS, variant=VARIANTS, subtask=SUBTASKS),
+        prompts=[
+            *expand(PROMPTS, variant=VARIANTS, subtask=SUBTASKS),
+            *expand(STUDY_PROMPTS, study=STUDIES, variant=VARIANTS),
+        ],
         model_files=model_gguf,
-        instances=baseline_instances,
+    output:
+        responses=[
+            *expand(
+                GENERATIONS, variant=VARIANTS, subtask=SUBTASKS, allow_missing=True
+            ),
+            *expand(
+                STUDY_GENERATIONS, study=STUDIES, variant=VARIANTS, allow_missing=True
+            ),
+        ],
+        summary=GENERATION_RUN,
+    log:
+        main=f"{LOGS}/generations/{{model}}.log",
+        server=f"{LOGS}/generations/{{model}}.server.log",
+    benchmark:
+        f"{BENCHMARKS}/generate/{{model}}.tsv"
+    wildcard_constraints:
+        model=alternatives(LLMS),
+    conda:
+        "../../envs/generation.yaml"
+    threads: lambda wc: threads_for(wc.model)
+    resources:
+        **model_job_resources(),
+    params:
+        config=config_json("model_registry", "generation", "studies"),
+        model_files=model_files_option,
+    shell:
+        "python -m h2htalk --log {log.main} generate {params.config} --model {wildcards.model} --prompts {input.prompts}"
+        " --out {output.responses} {params.model_files} --server-log {log.server} --summary {output.summary}"
+
+
+rule baseline_answers:
+    input:
+        prompts=expand(PROMPTS, variant=VARIANTS, subtask=SUBTASKS),
+        instances=expand(INSTANCES, subtask=SUBTASKS),
     output:
         responses=expand(
             GENERATIONS, variant=VARIANTS, subtask=SUBTASKS, allow_missing=True
         ),
         summary=GENERATION_RUN,
     log:
-        main=f"{LOGS}/generations/{{model}}.log",
-        server=f"{LOGS}/generations/{{model}}.server.log",
+        f"{LOGS}/generations/{{model}}.log",
+    benchmark:
+        f"{BENCHMARKS}/baseline_answers/{{model}}.tsv"
+    wildcard_constraints:
+        model=alternatives(BASELINES),
     conda:
         "../../envs/generation.yaml"
-    threads: lambda wc: threads_for(wc.model)
     resources:
-        mem_mb=lambda wc: model_resources(wc.model)["mem_mb"],
-        runtime=lambda wc: model_resources(wc.model)["runtime_min"],
-        gpu=lambda wc: gpus_for(wc.model),
-        slurm_partition=lambda wc: partition(gpus_for(wc.model)),
+        mem_mb=1000,
+        runtime=10,
     params:
         config=config_json("model_registry", "generation"),
-        model_files=model_files_option,
     shell:
-        "python -m h2htalk --log {log.main} generate {params.config} --model {wildcards.model} --prompts {input.prompts}"
-        " --out {output.responses} --instances {input.instances} {params.model_files}"
-        " --server-log {log.server} --summary {output.summary}"
+        "python -m h2htalk --log {log} generate {params.config} --model {wildcards.model} --prompts {input.prompts}"
+        " --instances {input.instances} --out {output.responses} --summary {output.summary}"
 
 
 rule generations:

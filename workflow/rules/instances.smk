@@ -9,6 +9,8 @@ rule instances:
         INSTANCES,
     log:
         f"{LOGS}/instances/{{subtask}}.log",
+    benchmark:
+        f"{BENCHMARKS}/instances/{{subtask}}.tsv"
     conda:
         "../../envs/data.yaml"
     resources:
@@ -22,34 +24,34 @@ rule instances:
 
 rule reconstruct_instances:
     input:
-        curated=CURATED,
+        curated=expand(CURATED, subtask=SUBTASKS),
         model_files=gguf(*RECONSTRUCT_MODELS),
         decisions=config["instances"]["review_imports"],
     output:
-        instances=RECONSTRUCTED,
-        report=RECONSTRUCTION_REPORT,
-        review=INSTANCE_REVIEW,
+        instances=expand(RECONSTRUCTED, subtask=SUBTASKS),
+        reports=expand(RECONSTRUCTION_REPORT, subtask=SUBTASKS),
+        review=expand(INSTANCE_REVIEW, subtask=SUBTASKS),
     log:
-        main=f"{LOGS}/reconstructed/{{subtask}}.log",
-        server=f"{LOGS}/reconstructed/{{subtask}}.server.log",
+        main=f"{LOGS}/reconstructed/reconstruct.log",
+        server=f"{LOGS}/reconstructed/reconstruct.server.log",
+    benchmark:
+        f"{BENCHMARKS}/reconstruct_instances.tsv"
     conda:
         "../../envs/generation.yaml"
     threads: threads_for(*RECONSTRUCT_MODELS)
     resources:
-        mem_mb=model_resources(*RECONSTRUCT_MODELS)["mem_mb"],
-        runtime=720,
-        gpu=gpus_for(*RECONSTRUCT_MODELS),
-        slurm_partition=partition(gpus_for(*RECONSTRUCT_MODELS)),
+        **job_resources(*RECONSTRUCT_MODELS),
     params:
         config=config_json("model_registry", "generation", "instances"),
+        subtasks=SUBTASKS,
         model_files=model_files_option,
         decisions=lambda wc, input: " ".join(
             f"--decisions {shlex.quote(p)}" for p in input.decisions
         ),
     shell:
-        "python -m h2htalk --log {log.main} reconstruct {params.config} --subtask {wildcards.subtask} --curated {input.curated}"
-        " {params.model_files} --server-log {log.server} {params.decisions}"
-        " --out {output.instances} --report {output.report} --review {output.review}"
+        "python -m h2htalk --log {log.main} reconstruct {params.config} --subtask {params.subtasks}"
+        " --curated {input.curated} {params.model_files} --server-log {log.server} {params.decisions}"
+        " --out {output.instances} --report {output.reports} --review {output.review}"
 
 
 rule instances_review:
@@ -59,6 +61,8 @@ rule instances_review:
         INSTANCE_REVIEW_ALL,
     log:
         f"{LOGS}/reconstructed/review.log",
+    benchmark:
+        f"{BENCHMARKS}/reconstructed/review.tsv"
     conda:
         "../../envs/data.yaml"
     resources:
@@ -81,6 +85,8 @@ rule prompt_messages:
         PROMPTS,
     log:
         f"{LOGS}/prompts/{{variant}}/{{subtask}}.log",
+    benchmark:
+        f"{BENCHMARKS}/prompts/{{variant}}/{{subtask}}.tsv"
     conda:
         "../../envs/data.yaml"
     resources:

@@ -18,14 +18,13 @@ rule judge:
     log:
         main=f"{LOGS}/judge_samples/{{model}}.log",
         server=f"{LOGS}/judge_samples/{{model}}.server.log",
+    benchmark:
+        f"{BENCHMARKS}/judge/{{model}}.tsv"
     conda:
         "../../envs/generation.yaml"
     threads: threads_for(JUDGE_MODEL)
     resources:
-        mem_mb=model_resources(JUDGE_MODEL)["mem_mb"],
-        runtime=model_resources(JUDGE_MODEL)["runtime_min"],
-        gpu=gpus_for(JUDGE_MODEL),
-        slurm_partition=partition(gpus_for(JUDGE_MODEL)),
+        **job_resources(JUDGE_MODEL),
     params:
         config=config_json("model_registry", "generation", "judge"),
         model_files=model_files_option,
@@ -37,14 +36,20 @@ rule judge:
 
 rule combine_j:
     input:
-        scores=SCORE_ITEMS,
-        judgments=JUDGE_SAMPLES,
+        scores=expand(SCORE_ITEMS, variant=VARIANTS, subtask=JUDGED, allow_missing=True),
+        judgments=expand(
+            JUDGE_SAMPLES, variant=VARIANTS, subtask=JUDGED, allow_missing=True
+        ),
         human=config["review"]["imports"],
     output:
-        scored=J_ITEMS,
-        summary=J_SUMMARY,
+        scored=expand(J_ITEMS, variant=VARIANTS, subtask=JUDGED, allow_missing=True),
+        summaries=expand(
+            J_SUMMARY, variant=VARIANTS, subtask=JUDGED, allow_missing=True
+        ),
     log:
-        f"{LOGS}/j_scores/{{embedder}}/{{model}}/{{variant}}/{{subtask}}.log",
+        f"{LOGS}/j_scores/{{embedder}}/{{model}}.log",
+    benchmark:
+        f"{BENCHMARKS}/combine_j/{{embedder}}/{{model}}.tsv"
     conda:
         "../../envs/metrics.yaml"
     resources:
@@ -57,7 +62,7 @@ rule combine_j:
         ),
     shell:
         "python -m h2htalk --log {log} combine-j {params.config} --scores {input.scores} --judgments {input.judgments}"
-        " {params.human} --out-items {output.scored} --out-summary {output.summary}"
+        " {params.human} --out-items {output.scored} --out-summary {output.summaries}"
 
 
 rule review_queue:
@@ -73,6 +78,8 @@ rule review_queue:
         REVIEW_QUEUE,
     log:
         f"{LOGS}/review_queue.log",
+    benchmark:
+        f"{BENCHMARKS}/review_queue.tsv"
     conda:
         "../../envs/metrics.yaml"
     resources:

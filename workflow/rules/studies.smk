@@ -9,6 +9,8 @@ rule study_inputs:
         study_items=STUDY_ITEMS,
     log:
         f"{LOGS}/studies/{{study}}/inputs_{{variant}}.log",
+    benchmark:
+        f"{BENCHMARKS}/studies/{{study}}/inputs_{{variant}}.tsv"
     conda:
         "../../envs/data.yaml"
     resources:
@@ -24,79 +26,35 @@ rule study_inputs:
         " {params.scenarios} --out-prompts {output.prompts} --out-items {output.study_items}"
 
 
-rule study_generate:
-    input:
-        prompts=expand(STUDY_PROMPTS, study=STUDIES, variant=VARIANTS),
-        model_files=model_gguf,
-    output:
-        responses=expand(
-            STUDY_GENERATIONS, study=STUDIES, variant=VARIANTS, allow_missing=True
-        ),
-        summary=STUDY_RUN,
-    log:
-        main=f"{LOGS}/studies/generations/{{model}}.log",
-        server=f"{LOGS}/studies/generations/{{model}}.server.log",
-    conda:
-        "../../envs/generation.yaml"
-    threads: lambda wc: threads_for(wc.model)
-    resources:
-        mem_mb=lambda wc: model_resources(wc.model)["mem_mb"],
-        runtime=lambda wc: model_resources(wc.model)["runtime_min"],
-        gpu=lambda wc: gpus_for(wc.model),
-        slurm_partition=lambda wc: partition(gpus_for(wc.model)),
-    params:
-        config=config_json("model_registry", "generation", "studies"),
-        model_files=model_files_option,
-    shell:
-        "python -m h2htalk --log {log.main} generate {params.config} --studies --model {wildcards.model} --prompts {input.prompts}"
-        " --out {output.responses} {params.model_files} --server-log {log.server} --summary {output.summary}"
-
-
-rule safety_score:
-    input:
-        generations=STUDY_GENERATIONS.replace("{study}", "safety"),
-        references=STUDY_ITEMS.replace("{study}", "safety"),
-    output:
-        scored=SAFETY_ITEMS,
-        summary=SAFETY_SUMMARY,
-    log:
-        f"{LOGS}/studies/safety/scores/{{embedder}}/{{model}}/{{variant}}.log",
-    conda:
-        "../../envs/metrics.yaml"
-    resources:
-        mem_mb=4000,
-        runtime=60,
-    params:
-        config=config_json("scoring", "embedders"),
-    shell:
-        "python -m h2htalk --log {log} score {params.config} --embedder {wildcards.embedder} --generations {input.generations}"
-        " --references {input.references} --out-items {output.scored} --out-summary {output.summary}"
-
-
 rule study_judge:
     input:
-        study_items=expand(STUDY_ITEMS, variant=ALL_VARIANTS[0], allow_missing=True),
-        generations=expand(STUDY_GENERATIONS, variant=VARIANTS, allow_missing=True),
+        study_items=expand(STUDY_ITEMS, study=STUDIES, variant=ALL_VARIANTS[0]),
+        generations=expand(
+            STUDY_GENERATIONS, study=STUDIES, variant=VARIANTS, allow_missing=True
+        ),
         model_files=gguf(STUDY.judge),
     output:
-        verdicts=expand(STUDY_VERDICTS, variant=VARIANTS, allow_missing=True),
+        verdicts=expand(
+            STUDY_VERDICTS, study=STUDIES, variant=VARIANTS, allow_missing=True
+        ),
         summary=STUDY_JUDGE_RUN,
     log:
-        main=f"{LOGS}/studies/{{study}}/judge_{{model}}.log",
-        server=f"{LOGS}/studies/{{study}}/judge_{{model}}.server.log",
+        main=f"{LOGS}/studies/judge_{{model}}.log",
+        server=f"{LOGS}/studies/judge_{{model}}.server.log",
+    benchmark:
+        f"{BENCHMARKS}/study_judge/{{model}}.tsv"
+    wildcard_constraints:
+        model=alternatives(STUDY.models),
     conda:
         "../../envs/generation.yaml"
     threads: threads_for(STUDY.judge)
     resources:
-        mem_mb=model_resources(STUDY.judge)["mem_mb"],
-        runtime=model_resources(STUDY.judge)["runtime_min"],
-        gpu=gpus_for(STUDY.judge),
-        slurm_partition=partition(gpus_for(STUDY.judge)),
+        **job_resources(STUDY.judge),
     params:
         config=config_json("model_registry", "generation", "judge", "studies"),
         model_files=model_files_option,
     shell:
-        "python -m h2htalk --log {log.main} judge-study {params.config} {wildcards.study} --items {input.study_items}"
+        "python -m h2htalk --log {log.main} judge-study {params.config} --items {input.study_items}"
         " --generations {input.generations} --out {output.verdicts} {params.model_files}"
         " --server-log {log.server} --summary {output.summary}"
 
@@ -119,6 +77,8 @@ rule table3:
         tex=f"{TABLE3}.tex",
     log:
         f"{LOGS}/tables/table3.log",
+    benchmark:
+        f"{BENCHMARKS}/tables/table3.tsv"
     conda:
         "../../envs/figures.yaml"
     resources:
@@ -147,6 +107,8 @@ rule fig7:
         csv=f"{FIG7}.csv",
     log:
         f"{LOGS}/figures/fig7.log",
+    benchmark:
+        f"{BENCHMARKS}/figures/fig7.tsv"
     conda:
         "../../envs/figures.yaml"
     resources:

@@ -8,6 +8,8 @@ rule provenance:
         PROVENANCE,
     log:
         f"{LOGS}/provenance.log",
+    benchmark:
+        f"{BENCHMARKS}/provenance.tsv"
     conda:
         "../../envs/data.yaml"
     resources:
@@ -32,6 +34,8 @@ rule table1:
         tex=f"{TABLE1}.tex",
     log:
         f"{LOGS}/tables/table1.log",
+    benchmark:
+        f"{BENCHMARKS}/tables/table1.tsv"
     conda:
         "../../envs/figures.yaml"
     resources:
@@ -62,6 +66,8 @@ rule table2:
         audit=f"{TABLE2}_paper_audit.csv",
     log:
         f"{LOGS}/tables/table2.log",
+    benchmark:
+        f"{BENCHMARKS}/tables/table2.tsv"
     conda:
         "../../envs/figures.yaml"
     resources:
@@ -96,6 +102,8 @@ rule calibration:
         ),
     log:
         f"{LOGS}/tables/calibration.log",
+    benchmark:
+        f"{BENCHMARKS}/tables/calibration.tsv"
     conda:
         "../../envs/figures.yaml"
     resources:

@@ -24,9 +24,6 @@ def register(sub: Any) -> None:
     p.add_argument("--prompts", type=Path, nargs="+", required=True, help="prompt files (the prompts stage's)")
     p.add_argument("--out", type=Path, nargs="+", required=True, help="one generation file per prompt file")
     p.add_argument("--instances", type=Path, nargs="*", default=[], help="instance files (read by baselines)")
-    p.add_argument(
-        "--studies", action="store_true", help="prompts of the studies: limit answers to studies.max_new_tokens"
-    )
     p.add_argument("--summary", type=Path, help="write a run summary (JSON) here")
     p.set_defaults(handler=cmd_generate)
 
@@ -51,7 +48,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     same_length(args, "prompts", "out")
     config = load_config(args)
     spec = registry_entry(config, args.model)
-    settings = (GenerationSettings.for_studies if args.studies else GenerationSettings.from_config)(config)
+    settings = GenerationSettings.from_config(config)
     files = [PromptFile.read(prompts, out) for prompts, out in zip(args.prompts, args.out, strict=True)]
     instances = {next(iter_jsonl(path))[1]["subtask"]: path for path in args.instances}
     engines = engine_options(args, config, [args.model])

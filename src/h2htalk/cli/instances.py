@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from h2htalk.cli.options import add_config, add_engine, engine_options, load_config
+from h2htalk.cli.options import add_config, add_engine, engine_options, load_config, same_length
 from h2htalk.progress import summary
 from h2htalk.subtasks import SUBTASK_KEYS
 
@@ -25,12 +25,12 @@ def register(sub: Any) -> None:
     p = sub.add_parser("reconstruct", help="rebuild one subtask's inputs from its references, verified by vote")
     add_config(p)
     add_engine(p)
-    p.add_argument("--subtask", required=True, choices=SUBTASK_KEYS)
-    p.add_argument("--curated", type=Path, required=True, help="the curated references of the subtask (JSONL)")
+    p.add_argument("--subtask", nargs="+", required=True, choices=SUBTASK_KEYS)
+    p.add_argument("--curated", type=Path, nargs="+", required=True, help="each subtask's curated references")
     p.add_argument("--decisions", type=Path, action="append", default=[], help="filled-in review CSV (repeatable)")
-    p.add_argument("--out", type=Path, required=True, help="the kept instances (JSONL)")
-    p.add_argument("--report", type=Path, required=True, help="counts: sampled, kept, flagged, failed, attempts")
-    p.add_argument("--review", type=Path, required=True, help="CSV of flagged and failed items for people to decide")
+    p.add_argument("--out", type=Path, nargs="+", required=True, help="each subtask's kept instances (JSONL)")
+    p.add_argument("--report", type=Path, nargs="+", required=True, help="counts: sampled, kept, flagged, failed")
+    p.add_argument("--review", type=Path, nargs="+", required=True, help="CSV of flagged and failed items, per subtask")
     p.set_defaults(handler=cmd_reconstruct)
 
     p = sub.add_parser("join-csv", help="concatenate CSV files that share a header")
@@ -64,11 +64,14 @@ def cmd_reconstruct(args: argparse.Namespace) -> int:
     options = ReconstructSettings.from_config(config)
     names = list(dict.fromkeys([options.generator, *options.judges]))
     registry = {name: registry_entry(config, name) for name in names}
-    files = ReconstructFiles(args.subtask, args.curated, args.out, args.report, args.review)
-    report = reconstruct_to_files(files, registry, options, engine_options(args, config, names), args.decisions)
+    same_length(args, "subtask", "curated", "out", "report", "review")
+    cells = zip(args.subtask, args.curated, args.out, args.report, args.review, strict=True)
+    files = [ReconstructFiles(*cell) for cell in cells]
+    reports = reconstruct_to_files(files, registry, options, engine_options(args, config, names), args.decisions)
+    totals = {key: sum(r[key] for r in reports) for key in ("sampled", "kept_after_review", "flagged", "failed")}
     summary(
-        f"{args.subtask}: sampled {report['sampled']}, kept {report['kept_after_review']}, "
-        f"flagged {report['flagged']}, failed {report['failed']} -> {args.out}"
+        f"reconstructed {len(reports)} subtasks: sampled {totals['sampled']}, kept {totals['kept_after_review']}, "
+        f"flagged {totals['flagged']}, failed {totals['failed']}"
     )
     return 0
 

@@ -33,13 +33,12 @@ def register(sub: Any) -> None:
     p.add_argument("--out-items", type=Path, required=True)
     p.set_defaults(handler=cmd_study_inputs)
 
-    p = sub.add_parser("judge-study", help="judge a model's study answers (safety, or needs met)")
+    p = sub.add_parser("judge-study", help="judge a model's study answers (safety, and needs met)")
     add_config(p)
     add_engine(p)
-    p.add_argument("study", choices=STUDIES)
     p.add_argument("--model", help="the judge model (overrides studies.judge)")
-    p.add_argument("--items", type=Path, required=True, help="the study's items (study-inputs --out-items)")
-    p.add_argument("--generations", type=Path, nargs="+", required=True, help="the judged model's answers, per variant")
+    p.add_argument("--items", type=Path, nargs="+", required=True, help="the studies' items (study-inputs)")
+    p.add_argument("--generations", type=Path, nargs="+", required=True, help="the judged model's study answers")
     p.add_argument("--out", type=Path, nargs="+", required=True, help="one verdict file per generation file")
     p.add_argument("--summary", type=Path)
     overrides(p, model="studies.judge")
@@ -79,7 +78,7 @@ def cmd_study_inputs(args: argparse.Namespace) -> int:
 
 def cmd_judge_study(args: argparse.Namespace) -> int:
     from h2htalk.settings import JudgeSettings, StudySettings
-    from h2htalk.studies.run import judge_study
+    from h2htalk.studies.run import judge_studies
 
     same_length(args, "generations", "out")
     config = load_config(args)
@@ -87,10 +86,10 @@ def cmd_judge_study(args: argparse.Namespace) -> int:
     judge = JudgeSettings.from_config(config)
     engines = engine_options(args, config, [judge_model])
     pairs = list(zip(args.generations, args.out, strict=True))
-    run = judge_study(
-        args.study, registry_entry(config, judge_model), args.items, pairs, judge, engines, summary_path=args.summary
+    run = judge_studies(
+        registry_entry(config, judge_model), args.items, pairs, judge, engines, summary_path=args.summary
     )
-    summary(answered(f"{args.study} judge {judge_model}", run, "verdicts") + f" -> {len(pairs)} files")
+    summary(answered(f"study judge {judge_model}", run, "verdicts") + f" -> {len(pairs)} files")
     return 0
 
 

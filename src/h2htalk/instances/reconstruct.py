@@ -25,7 +25,7 @@ from typing import Any
 from h2htalk.errors import DataError
 from h2htalk.instances.schema import check_instance
 from h2htalk.io import iter_jsonl, sha256_file, write_json_atomic, write_jsonl_atomic, write_text_atomic
-from h2htalk.llm.calls import EngineOptions, chat_request, model_identity
+from h2htalk.llm.calls import EngineOptions, ModelPool, chat_request, model_identity
 from h2htalk.llm.client import ChatRequest
 from h2htalk.llm.parse import first_json_value, parse_bool
 from h2htalk.prompts.render import WITHOUT_SAP, persona_text, render_instance, sha256_text
@@ -106,41 +106,41 @@ def reconstruct_subtask(
     generator: dict[str, Any],
     judges: list[dict[str, Any]],
     options: ReconstructSettings,
-    engines: EngineOptions,
+    pool: ModelPool,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
     """Return (kept instances, review rows, report) for one subtask."""
     records = [r for _, r in iter_jsonl(curated)]
     candidates = [
         Candidate(r, errors=[]) for r in sample_references(records, options.sample_per_subtask, options.seed, subtask)
     ]
-    with engines.session(generator, options.cache_dir) as calls:
-        for attempt in range(options.max_attempts):
-            pending = [c for c in candidates if c.instance is None]
-            if not pending:
-                break
-            params = {
-                "temperature": 0.0 if attempt == 0 else options.temperature,
-                "top_p": 1.0,
-                "max_tokens": options.max_tokens,
-                "seed": options.seed + attempt,
-            }
-            requests = [
-                chat_request(generator, c.record["id"], reconstruction_messages(subtask, c.record["text"]), params)
-                for c in pending
-            ]
-            answers = calls.answers(requests)
-            for candidate, request in zip(pending, requests, strict=True):
-                candidate.attempts = attempt + 1
-                try:
-                    fields = parse_fields(answers[request.key]["response"], subtask)
-                    instance = _instance(subtask, candidate.record, fields, generator, request, attempt + 1)
-                    check_instance(instance, candidate.record["id"])
-                    candidate.instance = instance
-                except (ValueError, DataError) as exc:
-                    candidate.errors.append(f"attempt {attempt + 1}: {str(exc)[:200]}")
+    calls = pool.session(generator)  # the pool keeps it open: one engine start for every subtask of the job
+    for attempt in range(options.max_attempts):
+        pending = [c for c in candidates if c.instance is None]
+        if not pending:
+            break
+        params = {
+            "temperature": 0.0 if attempt == 0 else options.temperature,
+            "top_p": 1.0,
+            "max_tokens": options.max_tokens,
+            "seed": options.seed + attempt,
+        }
+        requests = [
+            chat_request(generator, c.record["id"], reconstruction_messages(subtask, c.record["text"]), params)
+            for c in pending
+        ]
+        answers = calls.answers(requests)
+        for candidate, request in zip(pending, requests, strict=True):
+            candidate.attempts = attempt + 1
+            try:
+                fields = parse_fields(answers[request.key]["response"], subtask)
+                instance = _instance(subtask, candidate.record, fields, generator, request, attempt + 1)
+                check_instance(instance, candidate.record["id"])
+                candidate.instance = instance
+            except (ValueError, DataError) as exc:
+                candidate.errors.append(f"attempt {attempt + 1}: {str(exc)[:200]}")
 
     made = [c for c in candidates if c.instance is not None]
-    votes = _votes(made, judges, options, engines)
+    votes = _votes(made, judges, options, pool)
     kept, review = [], []
     for candidate in candidates:
         if candidate.instance is None:
@@ -180,24 +180,31 @@ class ReconstructFiles:
 
 
 def reconstruct_to_files(
-    files: ReconstructFiles,
+    files: list[ReconstructFiles],
     registry: dict[str, dict[str, Any]],
     options: ReconstructSettings,
     engines: EngineOptions,
     decision_files: list[str | os.PathLike[str]],
-) -> dict[str, Any]:
-    """Reconstruct one subtask, apply people's review decisions, and write the instances, report and review CSV."""
+) -> list[dict[str, Any]]:
+    """Reconstruct each subtask, apply people's review decisions, and write the instances, report and review CSV;
+    the generator and the voters start their engines once for all subtasks."""
     generator = registry[options.generator]
     judges = [registry[name] for name in options.judges]
-    kept, review, report = reconstruct_subtask(files.subtask, files.curated, generator, judges, options, engines)
     decisions = read_review_decisions(decision_files)
-    kept = apply_decisions(kept, review, decisions)
-    report["kept_after_review"] = len(kept)
-    report["review_imports"] = sorted({d["file"] for d in decisions.values()})
-    write_jsonl_atomic(files.instances, kept)
-    write_review_csv(review, files.review)
-    write_json_atomic(files.report, report)
-    return report
+    reports = []
+    with ModelPool(engines, options.cache_dir) as pool:
+        for subtask_files in files:
+            kept, review, report = reconstruct_subtask(
+                subtask_files.subtask, subtask_files.curated, generator, judges, options, pool
+            )
+            kept = apply_decisions(kept, review, decisions)
+            report["kept_after_review"] = len(kept)
+            report["review_imports"] = sorted({d["file"] for d in decisions.values()})
+            write_jsonl_atomic(subtask_files.instances, kept)
+            write_review_csv(review, subtask_files.review)
+            write_json_atomic(subtask_files.report, report)
+            reports.append(report)
+    return reports
 
 
 def _instance(
@@ -229,7 +236,7 @@ def _instance(
 
 
 def _votes(
-    made: list[Candidate], judges: list[dict[str, Any]], options: ReconstructSettings, engines: EngineOptions
+    made: list[Candidate], judges: list[dict[str, Any]], options: ReconstructSettings, pool: ModelPool
 ) -> dict[str, list[dict[str, Any]]]:
     """``options.votes`` ballots per instance, spread round-robin over the judge models."""
     ballots: dict[str, list[dict[str, Any]]] = {c.record["id"]: [] for c in made}
@@ -254,8 +261,7 @@ def _votes(
             )
             for candidate, index in entries
         ]
-        with engines.session(judge, options.cache_dir) as calls:
-            answers = calls.answers(requests)
+        answers = pool.session(judge).answers(requests)
         for (candidate, _), request in zip(entries, requests, strict=True):
             plausible, reason = parse_vote(answers[request.key]["response"])
             ballots[candidate.record["id"]].append(

@@ -138,6 +138,27 @@ class EngineOptions:
         return ModelCalls(spec, self, cache_dir, label)
 
 
+class ModelPool:
+    """Sessions of several models for one job, each opened on first use and kept until the pool closes, so a
+    model used for several pieces of work (reconstruction of every subtask, say) starts its engine once."""
+
+    def __init__(self, engines: EngineOptions, cache_dir: str | os.PathLike[str]) -> None:
+        self._engines, self._cache_dir = engines, cache_dir
+        self._sessions: dict[str, ModelCalls] = {}
+
+    def __enter__(self) -> ModelPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for session in self._sessions.values():
+            session.__exit__(*exc)
+
+    def session(self, spec: dict[str, Any]) -> ModelCalls:
+        if spec["name"] not in self._sessions:
+            self._sessions[spec["name"]] = self._engines.session(spec, self._cache_dir)
+        return self._sessions[spec["name"]]
+
+
 class ModelCalls:
     """The answers of one model for one job: cached, content-addressed, the engine started only when needed."""
 

@@ -122,7 +122,8 @@ def write_study_inputs(
     """Write the prompts a model sees and the items (with references / needs) the scorers and judges use."""
     key = "category" if study == "safety" else "scenario_type"
     scenarios = sample_scenarios(read_scenarios(study, path), sample, seed, key)
-    items = safety_items(scenarios) if study == "safety" else if_items(scenarios)
+    made = safety_items(scenarios) if study == "safety" else if_items(scenarios)
+    items = [{"study": study, **item} for item in made]
     write_jsonl_atomic(out_prompts, [_prompt(i["id"], study, variant, i["turns"]) for i in items])
     write_jsonl_atomic(out_items, items)
     return len(items)

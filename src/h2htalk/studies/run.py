@@ -40,24 +40,29 @@ def _aggregate_need(samples: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def judge_study(
-    study: str,
+def judge_studies(
     judge_spec: dict[str, Any],
-    items_path: Path,
+    item_files: list[Path],
     generations: list[tuple[Path, Path]],
     judge: JudgeSettings,
     engines: EngineOptions,
     *,
     summary_path: Path | None = None,
 ) -> dict[str, Any]:
-    """Judge a model's study answers: ``generations`` pairs each generation file (one variant) with the
+    """Judge a model's study answers with one judge session: ``item_files`` hold the items of the studies (their
+    records say which study), ``generations`` pairs each generation file (one study and variant) with the
     verdict file it gets."""
-    items = {r["id"]: r for _, r in iter_jsonl(items_path)}
-    build = safety_messages if study == "safety" else need_messages
+    items = {(r["study"], r["id"]): r for path in item_files for _, r in iter_jsonl(path)}
     plan: list[tuple[Path, dict[str, Any], dict[str, Any], list[Any]]] = []
-    for path, out in sorted(generations, key=lambda pair: record_labels(pair[0]).get("variant", "")):
+    labels = {path: record_labels(path) for path, _ in generations}
+
+    def order(pair: tuple[Path, Path]) -> tuple[str, str]:
+        return labels[pair[0]].get("study", ""), labels[pair[0]].get("variant", "")
+
+    for path, out in sorted(generations, key=order):
         for _, generation in iter_jsonl(path):
-            item = items[generation["id"]]
+            item = items[(generation["study"], generation["id"])]
+            build = safety_messages if item["study"] == "safety" else need_messages
             requests = sample_requests(
                 judge_spec,
                 f"{generation['variant']}/{item['id']}",
@@ -66,44 +71,27 @@ def judge_study(
                 judge,
             )
             plan.append((out, item, generation, requests))
-    judged = {record_labels(path).get("model", "?") for path, _ in generations}
-    with engines.session(judge_spec, judge.cache_dir, f"{study} judge {', '.join(sorted(judged))}") as calls:
+    judged = {label.get("model", "?") for label in labels.values()}
+    with engines.session(judge_spec, judge.cache_dir, f"study judge {', '.join(sorted(judged))}") as calls:
         answers = calls.answers([r for *_, rs in plan for r in rs])
         summary = calls.summary()
     records: dict[Path, list[dict[str, Any]]] = {out: [] for _, out in generations}
     for out, item, generation, requests in plan:
-        samples = []
-        for request in requests:
-            text = answers[request.key]["response"]
-            if study == "safety":
-                v = parse_safety(text)
-                samples.append(
-                    {
-                        "safety_score": v.score,
-                        "violation": v.violation,
-                        "category": v.category,
-                        "evidence": v.evidence,
-                        "seed": request.params["seed"],
-                    }
-                )
-            else:
-                n = parse_need(text)
-                samples.append(
-                    {
-                        "recognized": n.recognized,
-                        "met": n.met,
-                        "success": n.success,
-                        "evidence": n.evidence,
-                        "seed": request.params["seed"],
-                    }
-                )
-        aggregate = _aggregate_safety(samples) if study == "safety" else _aggregate_need(samples)
+        texts = [answers[request.key]["response"] for request in requests]
+        seeds = [request.params["seed"] for request in requests]
+        if item["study"] == "safety":
+            samples = [_safety_sample(parse_safety(text), seed) for text, seed in zip(texts, seeds, strict=True)]
+            aggregate = _aggregate_safety(samples)
+        else:
+            samples = [_need_sample(parse_need(text), seed) for text, seed in zip(texts, seeds, strict=True)]
+            aggregate = _aggregate_need(samples)
         meta = {
             k: item[k] for k in ("category", "scenario", "scenario_type", "emotion", "directive_style") if k in item
         }
         records[out].append(
             {
                 "id": item["id"],
+                "study": item["study"],
                 "model": generation["provenance"]["name"],
                 "variant": generation["variant"],
                 **meta,
@@ -117,3 +105,23 @@ def judge_study(
     if summary_path:
         write_json_atomic(summary_path, summary)
     return summary
+
+
+def _safety_sample(verdict: Any, seed: int) -> dict[str, Any]:
+    return {
+        "safety_score": verdict.score,
+        "violation": verdict.violation,
+        "category": verdict.category,
+        "evidence": verdict.evidence,
+        "seed": seed,
+    }
+
+
+def _need_sample(verdict: Any, seed: int) -> dict[str, Any]:
+    return {
+        "recognized": verdict.recognized,
+        "met": verdict.met,
+        "success": verdict.success,
+        "evidence": verdict.evidence,
+        "seed": seed,
+    }
