@@ -60,7 +60,8 @@ def small_config(root, synthetic_release):
     }
     # a model that asks for one GPU: its generate job must reach the scheduler with a GPU request
     registry = yaml.safe_load((root / "config" / "models.yaml").read_text(encoding="utf-8"))
-    registry["gpu-probe"] = {**registry["qwen2.5-coder-0.5b-instruct-q4km"], "display_name": "GPU probe", "gpus": 1}
+    local = registry["qwen2.5-coder-0.5b-instruct-q4km"]
+    registry["gpu-probe"] = {**local, "display_name": "GPU probe", "gpus": 1, "cpus_per_gpu": 2}  # a 2-core node
     (root / "config" / "models-test.yaml").write_text(yaml.safe_dump(registry, allow_unicode=True), encoding="utf-8")
     config["model_registry"] = "config/models-test.yaml"
     (root / "config" / "slurm-test.yaml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
@@ -82,6 +83,7 @@ def test_a_small_study_submits_the_model_jobs_and_runs_the_rest_locally(checkout
     assert all(job["Nice"] == "10" for job in jobs)  # cluster.extra_sbatch reached every job
     probe = [j for j in jobs if "gpu-probe" in j.get("Comment", "") and "rule_generate" in j["Comment"]]
     assert probe and probe[0].get("TresPerJob") == "gres:gpu:1", probe  # --gpus=1 reached the scheduler
+    assert probe[0].get("CpusPerTres") == "gres:gpu:2"  # and the registry's cpus_per_gpu
     assert {(j["Partition"], j is probe[0]) for j in jobs} == {("gpu", True), ("cpu", False)}
     rows = (checkout / "paper_figures" / "table2.csv").read_text(encoding="utf-8").splitlines()
     assert len(rows) == 1 + 3  # the local model, the probe and the oracle (variant sap)
