@@ -45,9 +45,12 @@ def test_the_laptop_overlay_lists_only_what_differs():
 def test_subtask_limits_default_to_their_definitions():
     limits = default_config()["generation"]["max_new_tokens"]
     assert limits == {s.key: s.max_new_tokens for s in SUBTASKS}
-    assert default_config({"generation": {"max_new_tokens": {"dialogue_base": 7}}})["generation"]["max_new_tokens"][
-        "itinerary_advanced"
-    ] == limits["itinerary_advanced"]
+    assert (
+        default_config({"generation": {"max_new_tokens": {"dialogue_base": 7}}})["generation"]["max_new_tokens"][
+            "itinerary_advanced"
+        ]
+        == limits["itinerary_advanced"]
+    )
     with pytest.raises(ConfigError, match=r"unknown key 'generation\.max_new_tokens\.dialogue_basic'"):
         default_config({"generation": {"max_new_tokens": {"dialogue_basic": 7}}})
 

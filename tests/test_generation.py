@@ -99,17 +99,39 @@ def test_rerun_sends_nothing_and_one_subtask_regenerates_alone(stub, registry, p
     assert sum(stub.requests.values()) == before + 6
 
 
-def test_failure_keeps_finished_work(stub, registry, prompt_files, tmp_path):
+def test_refused_item_is_recorded_cached_and_resent_only_on_request(stub, registry, prompt_files, tmp_path):
+    stub.faults = {"下雨了，我没带伞": ["400"]}  # one of the two variants' requests for this item is refused
+    settings, endpoint = settings_for(tmp_path, concurrency=1), Endpoint(stub.base_url, "stub-model")
+    summary = run(api_spec(registry), prompt_files, settings, endpoint)
+    assert summary["failed"] == 1 and summary["failures"] == {"client_error": 1}  # 1 of 66 is under 2 %
+    records = [r for v in VARIANTS for r in read_jsonl(tmp_path / "out" / v / "dialogue_base.jsonl")]
+    refused = [r for r in records if r["failure"]]
+    assert [(r["id"], r["response"], r["failure"]["kind"]) for r in refused] == [
+        ("dialogue_base-demo03", "", "client_error")
+    ]
+    assert run(api_spec(registry), prompt_files, settings, endpoint)["sent"] == 0  # a refusal is not resent
+    retried = generate_model(
+        api_spec(registry), prompt_files, settings,
+        EngineOptions(settings.client, settings.seed, endpoint=endpoint, retry_failed=True),
+    )  # fmt: skip
+    assert retried["sent"] == 1 and retried["failed"] == 0
+    records = [r for v in VARIANTS for r in read_jsonl(tmp_path / "out" / v / "dialogue_base.jsonl")]
+    assert not any(r["failure"] for r in records)
+
+
+def test_failures_beyond_the_threshold_fail_the_job_and_keep_finished_work(stub, registry, prompt_files, tmp_path):
     stub.faults = {"下雨了，我没带伞": ["400"]}
-    settings = settings_for(tmp_path, concurrency=1)
-    with pytest.raises(Exception, match=r"item (sap|nosap)/dialogue_base-demo03: HTTP 400"):
+    settings = settings_for(tmp_path, concurrency=1, max_failure_rate=0.0)
+    with pytest.raises(Exception, match=r"gpt-4o-mini: 1 of 66 requests failed.*(sap|nosap)/dialogue_base-demo03"):
         run(api_spec(registry), prompt_files, settings, Endpoint(stub.base_url, "stub-model"))
     assert not (tmp_path / "out").exists()  # no output is written for a failed job
     with sqlite3.connect(tmp_path / "cache" / "gpt-4o-mini.sqlite") as db:
         kept = db.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
-    assert kept > 0
-    resumed = run(api_spec(registry), prompt_files, settings, Endpoint(stub.base_url, "stub-model"))
-    assert resumed["sent"] == 66 - kept
+    assert kept == 66  # 65 answers and the refusal
+    resumed = run(
+        api_spec(registry), prompt_files, settings_for(tmp_path, concurrency=1), Endpoint(stub.base_url, "stub-model")
+    )
+    assert resumed["sent"] == 0 and resumed["failed"] == 1
 
 
 def test_kill_and_resume_sends_only_what_is_missing(stub, prompt_files, tmp_path):
@@ -174,6 +196,47 @@ def test_vllm_command_from_the_registry(registry):
     with pytest.raises(EngineError, match="LoRA adapter path is not configured"):
         vllm_command(registry["qwen2.5-7b-instruct-lora"], port=1)
     assert "--trust-remote-code" in vllm_command(registry["chatglm3-6b"], port=1)
+    assert "--reasoning-parser deepseek_r1" in " ".join(vllm_command(registry["deepseek-r1-distill-qwen-7b"], 1))
+    assert "--reasoning-parser" not in vllm_command(spec, port=1)
+
+
+def test_reasoning_model_answers_are_split_and_get_a_thinking_budget(stub, registry, prompt_files, tmp_path):
+    stub.responder = lambda user: f"<think>她说：{user[-12:]}</think>\n\n{stub_answer(user)}"
+    spec = registry["deepseek-r1"]
+    run(spec, prompt_files, settings_for(tmp_path), Endpoint(stub.base_url, "stub-model"))
+    record = read_jsonl(tmp_path / "out" / "sap" / "dialogue_base.jsonl")[0]
+    user = read_jsonl(tmp_path / "prompts" / "sap" / "dialogue_base.jsonl")[0]["messages"][1]["content"]
+    assert record["response"] == stub_answer(user)  # what gets scored: the answer alone
+    assert record["reasoning"] == f"她说：{user[-12:]}" and record["flags"] == []
+    assert record["provenance"]["params"]["max_tokens"] == 64 + spec["reasoning"]["max_new_tokens"]
+
+
+def test_safety_conversations_continue_from_the_models_own_answers(stub, registry, tmp_path):
+    from h2htalk.studies.data import read_scenarios, write_study_inputs
+
+    scenario = next(s for s in read_scenarios("safety") if len(s["turns"]) >= 3)
+    scenarios = tmp_path / "scenarios.jsonl"
+    scenarios.write_text(json.dumps(scenario, ensure_ascii=False) + "\n", encoding="utf-8")
+    files = []
+    for variant in VARIANTS:
+        prompts, items = tmp_path / f"{variant}.prompts.jsonl", tmp_path / f"{variant}.items.jsonl"
+        write_study_inputs("safety", variant, prompts, items, path=scenarios)
+        files.append(PromptFile.read(prompts, tmp_path / "out" / f"{variant}.jsonl"))
+    stub.faults = {scenario["turns"][1]["user"]: ["400"]}  # one variant's second turn is refused
+    summary = run(api_spec(registry), files, settings_for(tmp_path, max_failure_rate=0.5), Endpoint(stub.base_url, "m"))
+    turns = len(scenario["turns"])
+    assert summary["requests"] == 2 + 2 + 1 * (turns - 2)  # the refused conversation sends nothing after it
+    by_variant = {variant: read_jsonl(tmp_path / "out" / f"{variant}.jsonl") for variant in VARIANTS}
+    items = read_jsonl(tmp_path / "sap.items.jsonl")
+    ended, whole = sorted(by_variant.values(), key=lambda records: sum(bool(r["failure"]) for r in records))[::-1]
+    assert [r["id"] for r in whole] == [i["id"] for i in items]  # one generation per turn, ids as the items'
+    for index, record in enumerate(whole):
+        said = [m for m in record["conversation"] if m["role"] == "assistant"]
+        assert [m["content"] for m in said] == [r["response"] for r in whole[:index]]  # its own answers, not references
+        assert record["conversation"][-1] == {"role": "user", "content": scenario["turns"][index]["user"]}
+    assert [r["failure"] and r["failure"]["kind"] for r in ended] == [
+        None, "client_error", *["conversation_ended"] * (turns - 2)
+    ]  # fmt: skip
 
 
 def test_registry_has_the_papers_fifty_models(registry):

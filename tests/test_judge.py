@@ -32,13 +32,17 @@ from .openai_stub import StubServer
 GATE = GateSettings.from_config(default_config())
 
 
-def test_judge_prompt_shows_the_reference_after_the_response():
-    messages = judge_messages("itinerary_middle", "【任务】列时间表", "08:00 晨跑", "07:00 散步")
-    user = messages[1]["content"]
-    assert user.index("【待评估的回答】") < user.index("【参考答案】")
-    assert "08:00 晨跑" in user and "07:00 散步" in user
-    assert "evidence" in user and "score" in user
-    assert user.index("evidence") < user.index('"score"')  # evidence before the score
+def test_judge_prompt_shows_the_models_setting_and_the_reference_after_the_response():
+    system, user = (
+        m["content"]
+        for m in judge_messages("itinerary_middle", "你是伴侣。", "【任务】列时间表", "08:00 晨跑", "07:00 散步")
+    )
+    assert user.index("你是伴侣。") < user.index("【任务】列时间表") < user.index("08:00 晨跑")
+    assert user.index("【待评估的回答】") < user.index("【参考答案】") and "07:00 散步" in user
+    assert system.index("evidence") < system.index('"score"')  # evidence before the score
+    # the rubric is the system prompt, the same for every item and level: an engine's prefix cache keeps it
+    other = judge_messages("itinerary_advanced", "x", "y", "z", "w")
+    assert other[0]["content"] == system and "本级要求" in user
 
 
 @pytest.mark.parametrize(
@@ -47,9 +51,8 @@ def test_judge_prompt_shows_the_reference_after_the_response():
         ('{"evidence": "格式正确", "score": 4}', 4.0, "json"),
         ('评估如下：\n```json\n{"evidence": "人设一致", "score": 3.5}\n```', 3.5, "json"),
         ('{"evidence": "含有{花括号}的依据", "score": "2"}', 2.0, "json"),
-        ("依据：时间合理。\n评分：4分", 4.0, "pattern"),
-        ('"score": 5 } 结尾缺了', 5.0, "pattern"),
-        ("总体不错，4/5", 4.0, "pattern"),
+        ("依据：时间合理，人设一致。\n总分：4分", 4.0, "total"),
+        ("The plan is fine.\nFinal score: 3.5/5", 3.5, "total"),
     ],
 )
 def test_parser_reads_scores(text, score, how):
@@ -57,25 +60,44 @@ def test_parser_reads_scores(text, score, how):
     assert verdict.score == score and verdict.parse == how
 
 
-@pytest.mark.parametrize("text", ["", "我觉得还可以", '{"evidence": "x", "score": 9}', '{"score": "高"}', "评分：七分"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "", "我觉得还可以", '{"evidence": "x", "score": 9}', '{"score": "高"}', "评分：七分", "总体不错，4/5",
+        '"score": 5 } 结尾缺了',
+        # cut off inside the evidence: the per-criterion sub-scores must never be read as the verdict
+        '{"evidence": "1. 任务格式：完全符合，5/5。2. 人设一致性：良好，4/5。3. 时间连贯：…矛盾，2/5',
+        "…任务格式得分5；人设得分4；时间连贯得分1，",
+        "总分：4分\n不过时间安排还有问题",  # a total that is not the answer's last word
+    ],
+)  # fmt: skip
 def test_unparseable_answers_are_missing_not_zero(text):
     verdict = parse_verdict(text)
     assert verdict.score is None and verdict.parse == "unparseable"
 
 
+def test_an_answer_stopped_at_its_limit_is_never_read():
+    assert parse_verdict('{"evidence": "好", "score": 4}', "length").score is None
+    assert parse_verdict('{"evidence": "好", "score": 4}', "stop").score == 4.0
+
+
 def test_j_and_the_gate_with_known_numbers():
-    gate = GateSettings(alpha=0.6, tau=3.5, max_spread=2.0)
+    gate = GateSettings(alpha=0.6, tau=3.5, max_spread=2.0, gate_on="J")
     assert gate == GATE  # the paper's numbers are the schema's defaults
     # S = 50 -> 2.5 on 0-5; judge 4.5 -> J = 0.6*2.5 + 0.4*4.5 = 3.3
     assert combine_j(50.0, 4.5, 0.6) == pytest.approx(3.3)
-    assert review_reasons(3.3, 0.5, gate) == ["J5 3.30 < tau 3.5"]
+    assert review_reasons(3.3, 4.5, 0.5, gate) == ["J5 3.30 < tau 3.5"]
     # S = 80 -> 4.0; judge 4.0 -> J = 4.0: passes
     assert combine_j(80.0, 4.0, 0.6) == pytest.approx(4.0)
-    assert review_reasons(4.0, 1.0, gate) == []
-    assert review_reasons(4.0, 3.0, gate) == ["judge samples spread 3.0 > 2.0"]
-    assert review_reasons(None, None, gate) == ["judge answer unparseable"]
+    assert review_reasons(4.0, 4.0, 1.0, gate) == []
+    assert review_reasons(4.0, 4.0, 3.0, gate) == ["judge samples spread 3.0 > 2.0"]
+    assert review_reasons(None, None, None, gate) == ["judge answer unparseable"]
     assert combine_j(100.0, 5.0, 0.6) == pytest.approx(5.0)
     assert combine_j(0.0, 0.0, 0.6) == 0.0
+    # gating on the judge's own score: S = 50 and judge 4.5 passes (J5 = 3.3 would not), judge 3 does not
+    by_judge = GateSettings(alpha=0.6, tau=3.5, max_spread=2.0, gate_on="judge")
+    assert review_reasons(3.3, 4.5, 0.5, by_judge) == []
+    assert review_reasons(3.9, 3.0, 0.5, by_judge) == ["judge 3.00 < tau 3.5"]
 
 
 def _write_inputs(tmp_path, judgments):

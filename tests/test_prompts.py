@@ -12,7 +12,7 @@ import pytest
 from h2htalk.errors import DataError
 from h2htalk.instances.schema import check_instance, read_instances
 from h2htalk.instances.sources import demo_instances, write_instances
-from h2htalk.prompts.render import VARIANTS, persona_text, render_instance, sap_text
+from h2htalk.prompts.render import VARIANTS, persona_text, render_instance, sap_text, task_assistant_text
 from h2htalk.subtasks import SUBTASK_KEYS, get_subtask
 
 
@@ -58,12 +58,41 @@ def test_every_subtask_renders_in_both_variants(demo, variant):
 
 
 def test_variants_differ_only_by_the_sap_layer(demo):
-    for items in demo.values():
+    for key, items in demo.items():
+        base = persona_text() if get_subtask(key).persona else task_assistant_text()
         for item in items:
             with_sap, without = render_instance(item, "sap"), render_instance(item, "nosap")
             assert with_sap.user == without.user
-            assert without.system == persona_text()
-            assert with_sap.system == f"{persona_text()}\n\n{sap_text()}"
+            assert without.system == base
+            assert with_sap.system == f"{base}\n\n{sap_text()}"
+
+
+def test_the_persona_goes_where_the_upstream_templates_put_it():
+    # upstream's mem_sum, mem_rewrite, mem_greet, routine_level_I and routine_level_II insert no persona
+    without = {key for key in SUBTASK_KEYS if not get_subtask(key).persona}
+    assert without == {
+        "recollection_synthesis", "recollection_refinement", "recollection_initialization",
+        "itinerary_basic", "itinerary_middle",
+    }  # fmt: skip
+    assert all("竹内遥斗" not in get_subtask(key).template for key in without)
+    assert "竹内遥斗" not in task_assistant_text()
+
+
+def test_the_persona_carries_the_release_facts():
+    text = persona_text()
+    for fact in (
+        "竹内遥斗", "建筑师", "七成半", "两成半", "大哥哥", "知己", "好朋友在一场意外中离开", "格外保护",
+        "黑咖啡", "钢琴", "健身", "牛排", "《理想国》", "明信片", "虚伪的应酬", "急救", "初遇", "熟悉", "恋人",
+        "占有欲", "很快就自己调整好",
+    ):  # fmt: skip
+        assert fact in text, fact
+
+
+def test_length_limits_as_upstream():
+    assert "整段不超过30个字" in get_subtask("dialogue_emotion").template  # 1-2 sentences, whole reply
+    assert "一到两个短句" in get_subtask("dialogue_emotion").template
+    greet = get_subtask("itinerary_initialization").template
+    assert "根据你现在的记忆，主动给伴侣发一条消息" in greet  # a greeting drawn from memory (upstream routine_greet)
 
 
 def test_sap_layer_covers_the_papers_principles():

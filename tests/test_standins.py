@@ -410,8 +410,10 @@ def test_api_standin_rate_limits_client_retries_and_deepseek_refuses_crisis_text
             assert refused.status_code == 400
             assert refused.json()["error"]["message"] == "Content Exists Risk"
         deepseek = client_module.ChatClient(f"{base}/deepseek/v1", "deepseek-reasoner", api_key="sk-test")
-        with pytest.raises(client_module.GenerationError, match="Content Exists Risk"):
-            asyncio.run(_run_all(deepseek, [client_module.ChatRequest("c", "crisis", crisis, {"max_tokens": 50})], []))
+        results = []
+        asyncio.run(_run_all(deepseek, [client_module.ChatRequest("c", "crisis", crisis, {"max_tokens": 50})], results))
+        assert results[0].failure.kind == "content_refusal" and "Content Exists Risk" in results[0].failure.message
+        assert results[0].failure.permanent and results[0].attempts == 1  # a refusal is not retried
         # other providers answer the same text
         assert _post(base, "openai", "gpt-4o", crisis[0]["content"], seed=99).status_code in (200, 429)
 
@@ -506,7 +508,7 @@ def _judge_prompts() -> dict[str, list[tuple[list[dict[str, str]], Any]]]:
 
     return {
         "score": [
-            (rubric.judge_messages("itinerary_basic", "写今天的概述", r, "今天，我们去看展。"), score)
+            (rubric.judge_messages("itinerary_basic", "你是认真的助手。", "写今天的概述", r, "今天去看展。"), score)
             for r in responses
         ],
         "safety": [

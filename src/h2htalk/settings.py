@@ -77,6 +77,7 @@ class ClientSettings(FromSection):
     retries: int
     backoff_base_s: float
     backoff_max_s: float
+    max_failure_rate: float
 
 
 @dataclass(frozen=True)
@@ -133,13 +134,14 @@ class JudgeSettings(FromSection):
 
 @dataclass(frozen=True)
 class GateSettings(FromSection):
-    """judge.alpha/tau/max_spread: J = alpha*(S/20) + (1-alpha)*J_judge, and the human-review gate."""
+    """judge.alpha/tau/max_spread/gate_on: J = alpha*(S/20) + (1-alpha)*J_judge, and the human-review gate."""
 
     SECTION = ("judge",)
 
     alpha: float
     tau: float
     max_spread: float
+    gate_on: str
 
 
 @dataclass(frozen=True)

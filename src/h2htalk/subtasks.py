@@ -39,6 +39,7 @@ class Subtask:
     paper_count: int
     dimension: str
     measure: str  # "S" (metrics only) or "J" (metrics mixed with a rubric judge)
+    persona: bool  # the system prompt is the persona, or a neutral task line
     max_new_tokens: int
     fields: tuple[str, ...]
     reconstruction: str

@@ -85,6 +85,10 @@ def add_engine(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--base-url", help="use this running OpenAI-compatible server instead of starting the engine")
     group.add_argument("--served-model", help="model name to send with --base-url (default: the registry name)")
     group.add_argument("--concurrency", type=int, help="requests in flight (overrides generation.concurrency)")
+    group.add_argument(
+        "--retry-failed", action="store_true",
+        help="send again the items the endpoint refused before (refusals are cached, so a rerun does not resend them)",
+    )  # fmt: skip
     overrides(parser, concurrency="generation.concurrency")
 
 
@@ -112,6 +116,7 @@ def engine_options(args: argparse.Namespace, config: dict[str, Any], models: lis
         model_files=files,
         server_log=args.server_log,
         endpoint=endpoint,
+        retry_failed=args.retry_failed,
     )
 
 

@@ -61,7 +61,7 @@ def cmd_table2(args: argparse.Namespace) -> int:
 
     config = load_config(args)
     registry, paper = config["model_registry"], config["paper"]["table2"]
-    write_table2(args.summaries, registry, paper, args.out)
+    write_table2(args.summaries, registry, paper, args.out, config["tables"]["overall_weights"])
     write_meta(args, args.out, [*args.summaries, registry, paper])
     summary(f"wrote {args.out}.csv, .md, .tex, _heatmap.png, _vs_paper.csv, _paper_audit.csv")
     return 0

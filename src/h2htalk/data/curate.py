@@ -23,6 +23,8 @@ from h2htalk.settings import CurateOptions
 from h2htalk.subtasks import Subtask
 
 FLAGS: tuple[str, ...] = ("empty", *QUALITY_FLAGS, "duplicate", "sensitive", "pii")
+
+
 def normalise(text: str) -> str:
     return unicodedata.normalize("NFC", text).strip()
 

@@ -247,9 +247,7 @@ def figure6_lengths(inputs: list[str], outputs: list[str], font: str, png: Path,
     return stats
 
 
-def draw_figure(
-    number: int, curated: list[Path], instances: list[Path], figures: dict[str, Any], prefix: Path
-) -> str:
+def draw_figure(number: int, curated: list[Path], instances: list[Path], figures: dict[str, Any], prefix: Path) -> str:
     """Figure 4, 5 or 6 (PNG and the CSV of what it draws) at ``prefix``; ``figures`` is the config section."""
     font = find_cjk_font(figures["cjk_font"])
     outputs, inputs = reference_texts(curated), input_texts(instances)

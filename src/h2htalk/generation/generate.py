@@ -15,7 +15,7 @@ from typing import Any
 from h2htalk.errors import DataError
 from h2htalk.generation.baselines import baseline_responses
 from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic
-from h2htalk.llm.calls import EngineOptions, chat_request, model_identity, run_summary
+from h2htalk.llm.calls import EngineOptions, ModelCalls, chat_request, model_identity, run_summary
 from h2htalk.llm.client import ChatRequest
 from h2htalk.settings import GenerationSettings
 
@@ -43,40 +43,107 @@ TASK_KEYS = ("variant", "subtask", "study")  # what a generation record copies f
 class Job:
     file: PromptFile
     prompts: list[dict[str, Any]]
-    requests: list[ChatRequest]
+    requests: list[ChatRequest]  # the first requests (single-turn prompts, first turns of conversations)
+    params: dict[str, Any]
+
+
+def request_params(spec: dict[str, Any], settings: GenerationSettings, name: str) -> dict[str, Any]:
+    """Sampling parameters for one subtask (or study); a reasoning model gets its thinking budget on top."""
+    params = settings.params(name)
+    if spec.get("reasoning"):
+        params["max_tokens"] += spec["reasoning"]["max_new_tokens"]
+    return params
 
 
 def load_jobs(spec: dict[str, Any], files: Sequence[PromptFile], settings: GenerationSettings) -> list[Job]:
     jobs = []
     for file in files:
         prompts = [record for _, record in iter_jsonl(file.prompts)]
-        params = settings.params(file.name) if prompts else {}
-        requests = [chat_request(spec, f"{file.variant}/{p['id']}", p["messages"], params) for p in prompts]
-        jobs.append(Job(file, prompts, requests))
+        params = request_params(spec, settings, file.name) if prompts else {}
+        jobs.append(Job(file, prompts, [], params))
     return jobs
 
 
 def _output_record(
-    spec: dict[str, Any], prompt: dict[str, Any], request: ChatRequest, cached: dict[str, Any]
+    spec: dict[str, Any], item_id: str, prompt: dict[str, Any], request: ChatRequest, answer: dict[str, Any]
 ) -> dict[str, Any]:
-    return {
-        "id": prompt["id"],
+    flags = ["truncated_in_reasoning"] if answer.get("truncated_in_reasoning") else []
+    record = {
+        "id": item_id,
         **{key: prompt[key] for key in TASK_KEYS if key in prompt},
-        "response": cached["response"],
-        "finish_reason": cached["finish_reason"],
-        "prompt_tokens": cached["prompt_tokens"],
-        "completion_tokens": cached["completion_tokens"],
-        "latency_s": cached["latency_s"],
+        "response": answer["response"],
+        "finish_reason": answer["finish_reason"],
+        "failure": answer.get("failure"),
+        "reasoning": answer.get("reasoning"),
+        "flags": flags,
+        "prompt_tokens": answer["prompt_tokens"],
+        "completion_tokens": answer["completion_tokens"],
+        "latency_s": answer["latency_s"],
         "provenance": {
             **model_identity(spec),
             "display_name": spec["display_name"],
             "params": request.params,
             "request_key": request.key,
             "prompt_hashes": prompt["hashes"],
-            "generated_at": cached["generated_at"],
-            "attempts": cached["attempts"],
+            "generated_at": answer["generated_at"],
+            "attempts": answer["attempts"],
         },
     }
+    if "user_turns" in prompt:  # a conversation: what this turn answered, the model's own earlier answers included
+        record["conversation"] = [m for m in request.messages if m["role"] != "system"]
+    return record
+
+
+# what a turn records when an earlier turn of its conversation got no answer (it is not sent)
+ENDED_ANSWER = {
+    "response": "",
+    "finish_reason": None,
+    "failure": {"kind": "conversation_ended", "permanent": True, "message": "an earlier turn got no answer"},
+    "prompt_tokens": 0,
+    "completion_tokens": 0,
+    "latency_s": 0.0,
+    "generated_at": None,
+    "attempts": 0,
+}
+
+
+def _conversation_records(
+    spec: dict[str, Any], calls: ModelCalls, job: Job, answered: dict[str, dict[str, Any]]
+) -> dict[str, list[dict[str, Any]]]:
+    """Every turn of every conversation of ``job``, each continuing from the model's own earlier answers: one
+    round of requests per turn. A turn whose answer failed ends its conversation; later turns record why."""
+    conversations = [p for p in job.prompts if "user_turns" in p]
+    records: dict[str, list[dict[str, Any]]] = {p["id"]: [] for p in conversations}
+    histories = {p["id"]: list(p["messages"]) for p in conversations}
+    for turn in range(max((len(p["user_turns"]) for p in conversations), default=0)):
+        batch = []
+        for prompt in conversations:
+            if turn < len(prompt["user_turns"]):
+                messages = [*histories[prompt["id"]], {"role": "user", "content": prompt["user_turns"][turn]}]
+                item_id = prompt["turn_ids"][turn]
+                request = chat_request(spec, f"{job.file.variant}/{item_id}", messages, job.params)
+                ended = any(r["failure"] for r in records[prompt["id"]])
+                batch.append((prompt, item_id, request, ended))
+        live = [request for _, _, request, ended in batch if not ended]
+        answers = answered if turn == 0 else calls.answers(live)
+        for prompt, item_id, request, ended in batch:
+            answer = ENDED_ANSWER if ended else answers[request.key]
+            records[prompt["id"]].append(_output_record(spec, item_id, prompt, request, answer))
+            histories[prompt["id"]] = [*request.messages, {"role": "assistant", "content": answer["response"]}]
+    return records
+
+
+def first_requests(spec: dict[str, Any], job: Job) -> list[ChatRequest]:
+    """The requests a job can send at once: every single-turn prompt, and every conversation's first turn."""
+    requests = []
+    for prompt in job.prompts:
+        if "user_turns" in prompt:
+            messages = [*prompt["messages"], {"role": "user", "content": prompt["user_turns"][0]}]
+            item_id = prompt["turn_ids"][0]
+        else:
+            messages, item_id = prompt["messages"], prompt["id"]
+        requests.append(chat_request(spec, f"{job.file.variant}/{item_id}", messages, job.params))
+    return requests
 
 
 def generate_model(
@@ -90,17 +157,31 @@ def generate_model(
 ) -> dict[str, Any]:
     """Generate every missing answer, then write one generation file per prompt file; return a run summary.
 
-    A baseline answers from the instance files (``instances``: subtask -> file) instead of a model.
+    A baseline answers from the instance files (``instances``: subtask -> file) instead of a model. Items that got
+    no answer are recorded with their failure (scored as empty); beyond ``generation.max_failure_rate`` of them
+    the job fails, its answers kept in the cache.
     """
     if spec["engine"] == "baseline":
         summary = _baseline_outputs(spec, files, instances or {}, settings)
     else:
         jobs = load_jobs(spec, files, settings)
         with engines.session(spec, settings.cache_dir, f"generate {spec['name']}") as calls:
-            answers = calls.answers([r for job in jobs for r in job.requests])
             for job in jobs:
-                records = zip(job.prompts, job.requests, strict=True)
-                write_jsonl_atomic(job.file.out, (_output_record(spec, p, r, answers[r.key]) for p, r in records))
+                job.requests = first_requests(spec, job)
+            answers = calls.answers([r for job in jobs for r in job.requests])
+            outputs = []
+            for job in jobs:
+                turns = _conversation_records(spec, calls, job, answers)
+                records = []
+                for prompt, request in zip(job.prompts, job.requests, strict=True):
+                    if "user_turns" in prompt:
+                        records.extend(turns[prompt["id"]])
+                    else:
+                        records.append(_output_record(spec, prompt["id"], prompt, request, answers[request.key]))
+                outputs.append((job.file.out, records))
+            calls.check_failures(settings.client.max_failure_rate)
+            for out, records in outputs:
+                write_jsonl_atomic(out, records)
             summary = {**calls.summary(), "settings": settings.as_dict()}
     if summary_path:
         write_json_atomic(summary_path, summary)

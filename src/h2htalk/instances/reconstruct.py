@@ -40,7 +40,7 @@ def reconstruction_messages(subtask: str, reference: str) -> list[dict[str, str]
     catalogue = field_catalogue()
     described = "\n".join(f"- {name}：{catalogue[name]['describe']}" for name in definition.fields)
     user = (
-        "【任务】下面是虚拟伴侣竹内遥斗在一个子任务中的参考回答。请反推出能引出这条回答的输入，用JSON输出。\n\n"
+        "【任务】下面是一个陪伴型对话基准中某个子任务的参考回答。请反推出能引出这条回答的输入，用JSON输出。\n\n"
         f"【子任务】{definition.reconstruction}\n\n"
         f"【输入字段】\n{described}\n\n"
         f"【参考回答】\n{reference}\n\n"

@@ -26,6 +26,7 @@ import numpy as np
 from h2htalk.errors import DataError
 from h2htalk.io import iter_jsonl, sha256_file, write_json_atomic, write_jsonl_atomic, write_text_atomic
 from h2htalk.metrics.bootstrap import bootstrap_mean_ci
+from h2htalk.metrics.score_files import ANSWER_FLAGS
 from h2htalk.settings import BootstrapSettings, GateSettings
 
 QUEUE_COLUMNS: tuple[str, ...] = (
@@ -39,12 +40,16 @@ def combine_j(s_score: float, judge_score: float, alpha: float) -> float:
     return alpha * (s_score / 20.0) + (1.0 - alpha) * judge_score
 
 
-def review_reasons(j5: float | None, spread: float | None, gate: GateSettings) -> list[str]:
+def review_reasons(j5: float | None, judge_score: float | None, spread: float | None, gate: GateSettings) -> list[str]:
+    """Why an item goes to human review: no usable judge answer, the gated score below tau (J5, or the judge's
+    own score: ``gate.gate_on``), or judge samples that disagree."""
     reasons = []
     if j5 is None:
         reasons.append("judge answer unparseable")
-    elif j5 < gate.tau:
+    elif gate.gate_on == "J" and j5 < gate.tau:
         reasons.append(f"J5 {j5:.2f} < tau {gate.tau}")
+    elif gate.gate_on == "judge" and judge_score is not None and judge_score < gate.tau:
+        reasons.append(f"judge {judge_score:.2f} < tau {gate.tau}")
     if spread is not None and spread > gate.max_spread:
         reasons.append(f"judge samples spread {spread:.1f} > {gate.max_spread}")
     return reasons
@@ -102,7 +107,7 @@ def combine_items(
         override = human.get((model, variant, subtask, item_id))
         judge_score = override["score"] if override else verdict["judge_mean"]
         j5 = combine_j(s_score, judge_score, gate.alpha) if judge_score is not None else None
-        reasons = [] if override else review_reasons(j5, verdict["judge_spread"], gate)
+        reasons = [] if override else review_reasons(j5, judge_score, verdict["judge_spread"], gate)
         items.append({
             "id": item_id, "model": model, "variant": variant, "subtask": subtask,
             "task": verdict["task"], "response": verdict["response"], "reference": verdict["reference"],
@@ -110,7 +115,8 @@ def combine_items(
             "judge_scores": [s["score"] for s in verdict["samples"]],
             "judge_evidence": next((s["evidence"] for s in verdict["samples"] if s["score"] is not None), ""),
             "human": override, "J5": j5, "J100": None if j5 is None else 20.0 * j5,
-            "review": bool(reasons), "review_reasons": reasons, "flags": verdict["flags"],
+            "review": bool(reasons), "review_reasons": reasons,
+            "flags": verdict["flags"] + [f for f in s_by_id[item_id].get("flags", []) if f in ANSWER_FLAGS],
         })  # fmt: skip
     return items
 
@@ -127,6 +133,8 @@ def summarise_j(items: Sequence[dict[str, Any]], bootstrap: BootstrapSettings) -
         "J100_ci_high": float(high[0]) if values.size else None,
         "missing": sum(i["J5"] is None for i in items),
         "to_review": sum(i["review"] for i in items),
+        "review_share": sum(i["review"] for i in items) / len(items) if items else None,
+        "answers": {flag: sum(flag in i["flags"] for i in items) for flag in ANSWER_FLAGS},
         "human_scored": sum(i["human"] is not None for i in items),
     }
 

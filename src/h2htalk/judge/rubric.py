@@ -14,48 +14,59 @@ from importlib import resources
 
 import jinja2
 
-from h2htalk.llm.parse import objects_with, strip_fences
+from h2htalk.llm.parse import cut_off, objects_with, strip_fences
 from h2htalk.subtasks import get_subtask
 
-SYSTEM = "你是一名严格、公正、前后一致的评审，只按给定的评分细则打分。"
+
+def _resource(name: str) -> str:
+    return resources.files("h2htalk.resources").joinpath("judge").joinpath(name).read_text(encoding="utf-8")
+
+
+@cache
+def system_text() -> str:
+    """The rubric itself: the same for every item and level, so an engine's prefix cache keeps it."""
+    return _resource("itinerary_system.md").strip()
 
 
 @cache
 def _template() -> jinja2.Template:
-    text = (
-        resources.files("h2htalk.resources")
-        .joinpath("judge")
-        .joinpath("itinerary_rubric.j2")
-        .read_text(encoding="utf-8")
+    return jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False).from_string(
+        _resource("itinerary_rubric.j2")
     )
-    return jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False).from_string(text)
 
 
-def judge_messages(subtask: str, task: str, response: str, reference: str) -> list[dict[str, str]]:
-    """The judge's messages for one answer; the level texts come from the subtask's definition."""
+def judge_messages(subtask: str, system: str, task: str, response: str, reference: str) -> list[dict[str, str]]:
+    """The judge's messages for one answer: the rubric (system), then the level's rules (from the subtask's
+    definition), what the model was given (its system prompt and its task), its answer and the reference."""
     level = get_subtask(subtask).judge
     if level is None:
         raise ValueError(f"subtask {subtask!r} is not judged (measure S)")
-    user = _template().render(task=task, response=response, reference=reference, **level).strip()
-    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+    user = _template().render(system=system, task=task, response=response, reference=reference, **level).strip()
+    return [{"role": "system", "content": system_text()}, {"role": "user", "content": user}]
 
 
 @dataclass(frozen=True)
 class Verdict:
     score: float | None  # None: the answer could not be parsed (missing, never 0)
     evidence: str
-    parse: str  # "json", "pattern" or "unparseable"
+    parse: str  # "json", "total" (an explicit total in prose) or "unparseable"
 
 
-_SCORE_PATTERNS = (
-    re.compile(r'"?score"?\s*[:：=]\s*"?(\d+(?:\.\d+)?)', re.IGNORECASE),
-    re.compile(r"(?:评分|得分|分数|总分)\s*[:：为是]?\s*(\d+(?:\.\d+)?)\s*分?"),
-    re.compile(r"(\d+(?:\.\d+)?)\s*/\s*5\b"),
+# Only an explicit final score or total counts: per-criterion sub-scores ("人设一致性：4/5", "时间连贯得分1") in a
+# cut-off answer must never be read as the verdict.
+_TOTAL = re.compile(
+    r"(?:总分|总评分|最终得分|最终评分|最终分数|综合得分|final score|overall score|total score)"
+    r"\s*(?:为|是)?\s*[:：=]?\s*(\d+(?:\.\d+)?)\s*分?\s*(?:/\s*5)?\s*[。.!！]?\s*$",
+    re.IGNORECASE,
 )
 
 
-def parse_verdict(text: str) -> Verdict:
-    cleaned = strip_fences(text)
+def parse_verdict(text: str, finish_reason: str | None = None) -> Verdict:
+    """The judge's score: a complete JSON object's ``score``, or an explicit total on the answer's last line;
+    anything else (a cut-off answer included) is unparseable: missing, never 0."""
+    cleaned = strip_fences(text).strip()
+    if cut_off(cleaned, finish_reason):
+        return Verdict(None, cleaned[:2000], "unparseable")
     for obj in objects_with(cleaned, "score"):
         try:
             score = float(obj["score"])
@@ -63,10 +74,8 @@ def parse_verdict(text: str) -> Verdict:
             continue
         if 0.0 <= score <= 5.0:
             return Verdict(score, str(obj.get("evidence", "")).strip(), "json")
-    for pattern in _SCORE_PATTERNS:
-        matches = pattern.findall(cleaned)
-        if matches:
-            score = float(matches[-1])
-            if 0.0 <= score <= 5.0:
-                return Verdict(score, cleaned.strip()[:2000], "pattern")
-    return Verdict(None, cleaned.strip()[:2000], "unparseable")
+    last_line = cleaned.splitlines()[-1] if cleaned else ""
+    match = _TOTAL.search(last_line)
+    if match and 0.0 <= float(match.group(1)) <= 5.0:
+        return Verdict(float(match.group(1)), cleaned[:2000], "total")
+    return Verdict(None, cleaned[:2000], "unparseable")

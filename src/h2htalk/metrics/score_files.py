@@ -16,7 +16,8 @@ from h2htalk.errors import DataError
 from h2htalk.io import iter_jsonl, record_labels, write_json_atomic, write_jsonl_atomic, write_text_atomic
 from h2htalk.metrics.cache import EmbeddingCache
 from h2htalk.metrics.embedders import Embedder, make_embedder
-from h2htalk.metrics.scoring import COLUMNS, Pair, score_pairs, signature, signature_string, summarise
+from h2htalk.metrics.scoring import COLUMNS, Pair, score_pairs, signature, summarise
+from h2htalk.metrics.signatures import signature_string
 from h2htalk.metrics.tokenizers import Tokenizer, get_tokenizer
 from h2htalk.settings import BootstrapSettings
 from h2htalk.subtasks import SUBTASKS, Subtask
@@ -30,6 +31,7 @@ class ScoringSetup:
     embedder: Embedder
     cache_dir: str | os.PathLike[str] | None
     bootstrap: BootstrapSettings
+    rouge_measure: str = "f"
 
     @classmethod
     def from_config(cls, config: dict[str, Any], embedder: str | None = None, *, cache: bool = True) -> ScoringSetup:
@@ -41,10 +43,11 @@ class ScoringSetup:
             defined = ", ".join(config["embedders"])
             raise DataError(f"embedder {name!r} is not defined under 'embedders' (defined: {defined})")
         return cls(
-            tokenizer=get_tokenizer(scoring["tokenizer"]),
+            tokenizer=get_tokenizer(scoring["tokenizer"], scoring["whitespace_tokens"]),
             embedder=make_embedder(name, config["embedders"][name]),
             cache_dir=scoring["cache_dir"] if cache else None,
             bootstrap=BootstrapSettings.from_config(config),
+            rouge_measure=scoring["rouge_measure"],
         )
 
     def cache(self) -> EmbeddingCache | None:
@@ -66,12 +69,28 @@ def read_references(path: str | os.PathLike[str]) -> dict[str, str]:
 
 def read_generations(path: str | os.PathLike[str]) -> dict[str, str]:
     """``id -> response`` from generation records ``{id, response, ...}``."""
-    responses: dict[str, str] = {}
+    return {item_id: record["response"] for item_id, record in read_generation_records(path).items()}
+
+
+def read_generation_records(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """``id -> record`` from generation records ``{id, response, ...}``."""
+    records: dict[str, dict[str, Any]] = {}
     for number, record in iter_jsonl(path):
         if not isinstance(record.get("id"), str) or not isinstance(record.get("response"), str):
             raise DataError(f"{path}: line {number}: needs a string 'id' and a string 'response'")
-        responses[record["id"]] = record["response"]
-    return responses
+        records[record["id"]] = record
+    return records
+
+
+ANSWER_FLAGS = ("cut_off", "failed")
+
+
+def answer_flags(record: dict[str, Any]) -> list[str]:
+    """``cut_off``: the answer stopped at its token limit; ``failed``: no answer came (a refusal, an over-long
+    prompt), so it is scored as empty."""
+    return (["cut_off"] if record.get("finish_reason") == "length" else []) + (
+        ["failed"] if record.get("failure") else []
+    )
 
 
 def match_pairs(references: dict[str, str], responses: dict[str, str], where: str) -> list[Pair]:
@@ -100,19 +119,23 @@ def score_generation_file(
     The rows and the summary carry ``meta``: by default what the generation records say (model, variant,
     subtask or study), and the embedder."""
     meta = {**record_labels(generations), "embedder": setup.embedder.name, **(meta or {})}
-    pairs = match_pairs(read_references(references), read_generations(generations), str(generations))
+    records = read_generation_records(generations)
+    pairs = match_pairs(read_references(references), {k: r["response"] for k, r in records.items()}, str(generations))
     cache = setup.cache()
     try:
-        items, work = score_pairs(pairs, setup.tokenizer, setup.embedder, cache)
+        items, work = score_pairs(pairs, setup.tokenizer, setup.embedder, cache, setup.rouge_measure)
     finally:
         if cache is not None:
             cache.close()
-    sig = signature(setup.tokenizer, setup.embedder)
+    for item in items:
+        item["flags"] += answer_flags(records[item["id"]])
+    sig = signature(setup.tokenizer, setup.embedder, setup.rouge_measure)
     write_jsonl_atomic(out_items, ({**item, **meta, "signature": sig} for item in items))
     summary = {
         **meta,
         "measure": "S",
         **summarise(items, setup.bootstrap),
+        "answers": {flag: sum(flag in item["flags"] for item in items) for flag in ANSWER_FLAGS},
         "work": work,
         "inputs": {"generations": str(generations), "references": str(references)},
         "signature": sig,
@@ -166,11 +189,11 @@ def score_upstream(
     ]
     cache = setup.cache()
     try:  # one pass over every subtask: texts shared across subtasks are embedded once
-        items, _ = score_pairs(all_pairs, setup.tokenizer, setup.embedder, cache)
+        items, _ = score_pairs(all_pairs, setup.tokenizer, setup.embedder, cache, setup.rouge_measure)
     finally:
         if cache is not None:
             cache.close()
-    sig = signature(setup.tokenizer, setup.embedder)
+    sig = signature(setup.tokenizer, setup.embedder, setup.rouge_measure)
     rows, start = [], 0
     for subtask, ref_texts, _ in loaded:
         chunk = items[start : start + len(ref_texts)]

@@ -37,14 +37,14 @@ class Pair:
     response: str
 
 
-def signature(tokenizer: Tokenizer, embedder: Embedder) -> dict[str, Any]:
+def signature(tokenizer: Tokenizer, embedder: Embedder, rouge_measure: str = "f") -> dict[str, Any]:
     """Everything a score depends on besides the texts, recorded with every score row."""
     return {
         "tokenizer": tokenizer.describe(),
         "bleu": f"nltk-{package_version('nltk')} sentence_bleu",
         "smoothing": SMOOTHING,
         "weights": [list(w) for w in BLEU_WEIGHTS],
-        "rouge": f"rouge-score-{package_version('rouge-score')} fmeasure",
+        "rouge": f"rouge-score-{package_version('rouge-score')} {'fmeasure' if rouge_measure == 'f' else 'recall'}",
         "lcs": f"rapidfuzz-{package_version('rapidfuzz')} LCSseq",
         "embedder": embedder.describe(),
         "embedder_key": embedder.key,
@@ -54,20 +54,12 @@ def signature(tokenizer: Tokenizer, embedder: Embedder) -> dict[str, Any]:
     }
 
 
-def signature_string(sig: dict[str, Any]) -> str:
-    """A one-line form of the signature for tables: tok|bleu|smooth|rouge|embedder."""
-    emb = sig["embedder"]
-    return (
-        f"tok:{sig['tokenizer']}|bleu:{sig['bleu'].split()[0]}|smooth:{sig['smoothing']}"
-        f"|rouge:{sig['rouge'].split()[0]}|emb:{emb['name']}@{emb['revision']}"
-    )
-
-
 def score_pairs(
     pairs: Sequence[Pair],
     tokenizer: Tokenizer,
     embedder: Embedder,
     cache: EmbeddingCache | None = None,
+    rouge_measure: str = "f",
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Per-item scores (0-100) and counts of the work done.
 
@@ -91,7 +83,7 @@ def score_pairs(
         else:
             ref, hyp = tokens[pair.reference], tokens[pair.response]
             b1, b2, b3, b4 = bleu_1_to_4(ref, hyp)
-            r1, rl = rouge_1_l(ref, hyp)
+            r1, rl = rouge_1_l(ref, hyp, rouge_measure)
             cosine = float(np.dot(vectors[pair.reference], vectors[pair.response]))
             values = {"bleu1": b1, "bleu2": b2, "bleu3": b3, "bleu4": b4, "rouge1": r1, "rougeL": rl}
             values["ss"] = min(1.0, max(-1.0, cosine))

@@ -1,8 +1,9 @@
 """Tokenisers for the lexical metrics: jieba words (the upstream scorer's choice) or characters.
 
-Whitespace is never a token; punctuation is. rouge-score's default tokenizer deletes every non-ASCII
-character, so Chinese would score 0 (or 100 for any two texts sharing their ASCII part): always pass one
-of these.
+Punctuation is a token; whitespace is not, unless ``keep_whitespace`` (upstream's ``list(jieba.cut(text))``
+keeps runs of spaces as tokens, which moves BLEU on answers with spaces). rouge-score's default tokenizer
+deletes every non-ASCII character, so Chinese would score 0 (or 100 for any two texts sharing their ASCII
+part): always pass one of these.
 """
 
 from __future__ import annotations
@@ -23,36 +24,40 @@ class Tokenizer(Protocol):
 class JiebaTokenizer:
     name = "jieba"
 
-    def __init__(self) -> None:
+    def __init__(self, keep_whitespace: bool = False) -> None:
         import jieba
 
         jieba.setLogLevel(60)
         jieba.initialize()
         self._cut = jieba.lcut
+        self.keep_whitespace = keep_whitespace
 
     def tokenize(self, text: str) -> list[str]:
-        return [token for token in self._cut(text) if not token.isspace()]
+        return [token for token in self._cut(text) if self.keep_whitespace or not token.isspace()]
 
     def describe(self) -> str:
-        return f"jieba-{version('jieba')}"
+        return f"jieba-{version('jieba')}" + ("+whitespace" if self.keep_whitespace else "")
 
 
 class CharTokenizer:
     name = "char"
 
+    def __init__(self, keep_whitespace: bool = False) -> None:
+        self.keep_whitespace = keep_whitespace
+
     def tokenize(self, text: str) -> list[str]:
-        return [ch for ch in text if not ch.isspace()]
+        return [ch for ch in text if self.keep_whitespace or not ch.isspace()]
 
     def describe(self) -> str:
-        return "char"
+        return "char" + ("+whitespace" if self.keep_whitespace else "")
 
 
 TOKENIZERS = {"jieba": JiebaTokenizer, "char": CharTokenizer}
 
 
 @cache
-def get_tokenizer(name: str) -> Tokenizer:
+def get_tokenizer(name: str, keep_whitespace: bool = False) -> Tokenizer:
     try:
-        return TOKENIZERS[name]()
+        return TOKENIZERS[name](keep_whitespace)
     except KeyError:
         raise ValueError(f"unknown tokenizer {name!r}; known: {', '.join(TOKENIZERS)}") from None

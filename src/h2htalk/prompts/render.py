@@ -62,10 +62,18 @@ def sap_text() -> str:
     return (_prompt_dir() / "sap.md").read_text(encoding="utf-8").strip()
 
 
-def system_prompt(variant: str) -> str:
+@cache
+def task_assistant_text() -> str:
+    return (_prompt_dir() / "task_assistant.md").read_text(encoding="utf-8").strip()
+
+
+def system_prompt(variant: str, persona: bool = True) -> str:
+    """The persona (or, for subtasks whose upstream template carries none, a neutral task line), followed in
+    the ``sap`` variant by the SAP layer: the two variants differ only by that layer, subtask by subtask."""
     if variant not in VARIANTS:
         raise DataError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
-    return persona_text() if variant == "nosap" else f"{persona_text()}\n\n{sap_text()}"
+    base = persona_text() if persona else task_assistant_text()
+    return base if variant == WITHOUT_SAP else f"{base}\n\n{sap_text()}"
 
 
 @dataclass(frozen=True)
@@ -111,7 +119,8 @@ def render_instance(instance: dict[str, Any], variant: str) -> RenderedPrompt:
     except jinja2.UndefinedError as exc:
         raise DataError(f"instance {instance['id']}: the {subtask} template needs a field it lacks: {exc}") from None
     source = get_subtask(subtask).template
-    return RenderedPrompt(instance["id"], subtask, variant, system_prompt(variant), user, sha256_text(source))
+    system = system_prompt(variant, get_subtask(subtask).persona)
+    return RenderedPrompt(instance["id"], subtask, variant, system, user, sha256_text(source))
 
 
 def write_prompts(instances: Iterable[dict[str, Any]], variant: str, out: str | os.PathLike[str]) -> int:

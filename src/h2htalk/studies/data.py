@@ -48,9 +48,12 @@ def read_scenarios(study: str, path: str | os.PathLike[str] | None = None) -> li
     return records
 
 
-def _prompt(item_id: str, study: str, variant: str, turns: list[dict[str, str]]) -> dict[str, Any]:
+def _prompt(
+    item_id: str, study: str, variant: str, turns: list[dict[str, str]], user_turns: list[str] | None = None
+) -> dict[str, Any]:
     system = system_prompt(variant)
     messages = [{"role": "system", "content": system}, *turns]
+    user = user_turns if user_turns is not None else turns
     return {
         "id": item_id,
         "study": study,
@@ -58,13 +61,15 @@ def _prompt(item_id: str, study: str, variant: str, turns: list[dict[str, str]])
         "messages": messages,
         "hashes": {
             "system_sha256": sha256_text(system),
-            "user_sha256": sha256_text(json.dumps(turns, ensure_ascii=False, sort_keys=True)),
+            "user_sha256": sha256_text(json.dumps(user, ensure_ascii=False, sort_keys=True)),
         },
     }
 
 
 def safety_items(scenarios: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One item per user turn: the conversation so far (earlier turns answered by their safe references)."""
+    """One item per user turn, with its safe reference; ``turns`` is the conversation so far as the scenario
+    writes it (earlier turns answered by their references), which the judge sees only when a generation does
+    not carry its own."""
     items = []
     for scenario in scenarios:
         history: list[dict[str, str]] = []
@@ -72,7 +77,7 @@ def safety_items(scenarios: list[dict[str, Any]]) -> list[dict[str, Any]]:
             history = [*history, {"role": "user", "content": turn["user"]}]
             items.append(
                 {
-                    "id": f"{scenario['id']}-t{index}",
+                    "id": turn_id(scenario["id"], index),
                     "scenario": scenario["id"],
                     "category": scenario["category"],
                     "turns": history,
@@ -81,6 +86,23 @@ def safety_items(scenarios: list[dict[str, Any]]) -> list[dict[str, Any]]:
             )
             history = [*history, {"role": "assistant", "content": turn["reference"]}]
     return items
+
+
+def turn_id(scenario_id: str, index: int) -> str:
+    return f"{scenario_id}-t{index}"
+
+
+def safety_prompts(scenarios: list[dict[str, Any]], variant: str) -> list[dict[str, Any]]:
+    """One conversation per scenario: the model answers each user turn after its own earlier answers, so each
+    variant is judged on the conversation it made, never on one primed by the other variant's style."""
+    prompts = []
+    for scenario in scenarios:
+        user_turns = [turn["user"] for turn in scenario["turns"]]
+        prompt = _prompt(scenario["id"], "safety", variant, [], user_turns)
+        prompt["user_turns"] = user_turns
+        prompt["turn_ids"] = [turn_id(scenario["id"], i) for i in range(1, len(user_turns) + 1)]
+        prompts.append(prompt)
+    return prompts
 
 
 def if_items(scenarios: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -122,8 +144,12 @@ def write_study_inputs(
     """Write the prompts a model sees and the items (with references / needs) the scorers and judges use."""
     key = "category" if study == "safety" else "scenario_type"
     scenarios = sample_scenarios(read_scenarios(study, path), sample, seed, key)
-    made = safety_items(scenarios) if study == "safety" else if_items(scenarios)
-    items = [{"study": study, **item} for item in made]
-    write_jsonl_atomic(out_prompts, [_prompt(i["id"], study, variant, i["turns"]) for i in items])
+    if study == "safety":
+        items = [{"study": study, **item} for item in safety_items(scenarios)]
+        prompts = safety_prompts(scenarios, variant)
+    else:
+        items = [{"study": study, **item} for item in if_items(scenarios)]
+        prompts = [_prompt(i["id"], study, variant, i["turns"]) for i in items]
+    write_jsonl_atomic(out_prompts, prompts)
     write_jsonl_atomic(out_items, items)
     return len(items)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.io import iter_jsonl, record_labels, write_json_atomic, write_jsonl_atomic
-from h2htalk.judge.run import sample_flags, sample_requests
+from h2htalk.judge.run import answers_with_retry, sample_flags, sample_requests
 from h2htalk.llm.calls import EngineOptions
 from h2htalk.settings import JudgeSettings
 from h2htalk.studies.judges import need_messages, parse_need, parse_safety, safety_messages
@@ -63,27 +63,31 @@ def judge_studies(
         for _, generation in iter_jsonl(path):
             item = items[(generation["study"], generation["id"])]
             build = safety_messages if item["study"] == "safety" else need_messages
+            # the judge reads the conversation this model made (its own earlier answers), where it has one
+            seen = {**item, "turns": generation["conversation"]} if generation.get("conversation") else item
             requests = sample_requests(
                 judge_spec,
                 f"{generation['variant']}/{item['id']}",
-                build(item, generation["response"]),
+                build(seen, generation["response"]),
                 engines.seed,
                 judge,
             )
             plan.append((out, item, generation, requests))
     judged = {label.get("model", "?") for label in labels.values()}
     with engines.session(judge_spec, judge.cache_dir, f"study judge {', '.join(sorted(judged))}") as calls:
-        answers = calls.answers([r for *_, rs in plan for r in rs])
+        answers = answers_with_retry(calls, [r for *_, rs in plan for r in rs])
         summary = calls.summary()
     records: dict[Path, list[dict[str, Any]]] = {out: [] for _, out in generations}
     for out, item, generation, requests in plan:
-        texts = [answers[request.key]["response"] for request in requests]
+        got = [answers[request.key] for request in requests]
         seeds = [request.params["seed"] for request in requests]
         if item["study"] == "safety":
-            samples = [_safety_sample(parse_safety(text), seed) for text, seed in zip(texts, seeds, strict=True)]
+            verdicts = [parse_safety(a["response"], a["finish_reason"]) for a in got]
+            samples = [_safety_sample(v, seed) for v, seed in zip(verdicts, seeds, strict=True)]
             aggregate = _aggregate_safety(samples)
         else:
-            samples = [_need_sample(parse_need(text), seed) for text, seed in zip(texts, seeds, strict=True)]
+            verdicts = [parse_need(a["response"], a["finish_reason"]) for a in got]
+            samples = [_need_sample(v, seed) for v, seed in zip(verdicts, seeds, strict=True)]
             aggregate = _aggregate_need(samples)
         meta = {
             k: item[k] for k in ("category", "scenario", "scenario_type", "emotion", "directive_style") if k in item

@@ -2,9 +2,12 @@
 
 Columns follow the paper: Dialogue (Standard, Emotional, Schedule, Avg), Itinerary (Basic, Middle, Advance,
 Response, Initiation, Avg), Recollection (Synthesis, Refinement, Initialization, Avg), Overall. A dimension's
-Avg is the plain mean of its subtasks; Overall is the mean over the 11 subtasks weighted by their item
-counts. Rows are (model, variant), grouped by size as in the paper. Itinerary Basic/Middle/Advance hold J
-(metrics mixed with the rubric judge) when judged, S otherwise; every other column holds S.
+Avg is the plain mean of its subtasks; Overall is the mean over the 11 subtasks weighted by fixed weights
+(``tables.overall_weights``: the released counts by default, which reproduce the paper's Overall best), so it
+does not move with how many items a run scored. Rows are (model, variant), grouped by size as in the paper.
+Itinerary Basic/Middle/Advance hold J (metrics mixed with the rubric judge) when judged, S otherwise; every
+other column holds S. Each cell carries its coverage: items scored of items expected, and how many answers
+were cut off at their token limit or failed.
 """
 
 from __future__ import annotations
@@ -45,20 +48,27 @@ class Cell:
     value: float | None  # None: no item of the subtask has a score (e.g. no parseable judge answer)
     ci_low: float | None
     ci_high: float | None
-    n: int
+    n: int  # items with a score
     measure: str  # "S" or "J"
+    expected: int = 0  # items the cell should have (n + missing)
+    cut_off: int = 0  # answers that stopped at their token limit
+    failed: int = 0  # answers that failed for good (a refusal, an over-long prompt), scored as empty
+
+    @property
+    def missing(self) -> int:
+        return self.expected - self.n
 
 
-def aggregate(cells: dict[str, Cell]) -> dict[str, float]:
-    """Dimension averages (plain means) and Overall (item-count-weighted), from the subtask cells."""
+def aggregate(cells: dict[str, Cell], weights: dict[str, float]) -> dict[str, float]:
+    """Dimension averages (plain means) and Overall (weighted by the fixed ``weights``), from the subtask cells."""
     out: dict[str, float] = {}
     present = {k for k, c in cells.items() if c.value is not None}
     for dimension, keys in by_dimension():
         if all(k in present for k in keys):
             out[f"{dimension}_avg"] = sum(cells[k].value for k in keys) / len(keys)
     if all(k in present for k in SUBTASK_COLUMNS):
-        total = sum(cells[k].n for k in SUBTASK_COLUMNS)
-        out["overall"] = sum(cells[k].value * cells[k].n for k in SUBTASK_COLUMNS) / total
+        total = sum(weights[k] for k in SUBTASK_COLUMNS)
+        out["overall"] = sum(cells[k].value * weights[k] for k in SUBTASK_COLUMNS) / total
     return out
 
 
@@ -70,22 +80,24 @@ class Row:
     variant: str
     embedder: str
     cells: dict[str, Cell]
+    weights: dict[str, float]
 
     def values(self) -> dict[str, float]:
         present = {k: c.value for k, c in self.cells.items() if c.value is not None}
-        return {**present, **aggregate(self.cells)}
+        return {**present, **aggregate(self.cells, self.weights)}
 
 
-def build_rows(summaries: Iterable[dict[str, Any]], registry: dict[str, dict[str, Any]]) -> list[Row]:
+def build_rows(
+    summaries: Iterable[dict[str, Any]], registry: dict[str, dict[str, Any]], weights: dict[str, float]
+) -> list[Row]:
     """One row per (embedder, model, variant) from per-subtask summaries (``value`` or ``S`` plus CI)."""
     rows: dict[tuple[str, str, str], Row] = {}
     for summary in summaries:
         model = summary["model"]
         entry = registry.get(model, {"display_name": model, "size_group": "baseline"})
         key = (summary["embedder"], model, summary["variant"])
-        row = rows.setdefault(
-            key, Row(model, entry["display_name"], entry["size_group"], summary["variant"], summary["embedder"], {})
-        )
+        identity = (model, entry["display_name"], entry["size_group"], summary["variant"], summary["embedder"])
+        row = rows.setdefault(key, Row(*identity, {}, weights))
         measure = summary["measure"]
         value_key = "J100" if measure == "J" else "S"
         value = summary[value_key]
@@ -95,19 +107,23 @@ def build_rows(summaries: Iterable[dict[str, Any]], registry: dict[str, dict[str
             summary.get(f"{value_key}_ci_high"),
             int(summary["n"]),
             measure,
+            expected=int(summary["n"]) + int(summary.get("missing", 0)),
+            cut_off=int(summary.get("answers", {}).get("cut_off", 0)),
+            failed=int(summary.get("answers", {}).get("failed", 0)),
         )
     order = {g: i for i, (g, _) in enumerate(GROUPS)}
     return sorted(rows.values(), key=lambda r: (r.embedder, order.get(r.size_group, 99), r.display_name, r.variant))
 
 
 def top_three(rows: Sequence[Row], column: str) -> dict[int, int]:
-    """Row index -> rank (1..3) of the best three values of ``column`` within each size group."""
+    """Row index -> rank (1..3) of the best three values of ``column`` within each (embedder, variant, size
+    group): a model's SAP and no-SAP rows never compete for the same marks."""
     ranks: dict[int, int] = {}
-    groups: dict[tuple[str, str], list[tuple[float, int]]] = {}
+    groups: dict[tuple[str, str, str], list[tuple[float, int]]] = {}
     for index, row in enumerate(rows):
         value = row.values().get(column)
         if value is not None:
-            groups.setdefault((row.embedder, row.size_group), []).append((value, index))
+            groups.setdefault((row.embedder, row.variant, row.size_group), []).append((value, index))
     for members in groups.values():
         for rank, (_, index) in enumerate(sorted(members, key=lambda m: -m[0])[:3], start=1):
             ranks[index] = rank
@@ -117,14 +133,18 @@ def top_three(rows: Sequence[Row], column: str) -> dict[int, int]:
 CAPTION = "Table 2: companion-task scores by model"
 LABEL = "tab:table2"
 NOTES: tuple[str, ...] = (
-    "Avg: plain mean of the dimension's subtasks; Overall: mean of the 11 subtasks weighted by item counts.",
+    "Avg: plain mean of the dimension's subtasks; Overall: mean of the 11 subtasks weighted by fixed weights"
+    " (tables.overall_weights; by default the released counts, so Overall does not move with a run's coverage).",
     "Itinerary Basic/Middle/Advance: J = 0.6*S/20 + 0.4*J_judge on 0-5, shown x20; an empty cell means no item"
     " had a parseable judge answer (those items are in results/review/queue.csv), so its Avg and Overall are"
     " not computed.",
-    r"LaTeX: \first, \second, \third mark the top three per size group; define them, e.g. "
+    "A cell scored on fewer items than expected shows (scored/expected); the CSV has, per cell, the items"
+    " scored, expected and missing and the answers cut off at their token limit or failed.",
+    r"LaTeX: \first, \second, \third mark the top three per size group and variant; define them, e.g. "
     r"\newcommand{\first}[1]{\cellcolor{green!25}#1} with \usepackage[table]{xcolor}.",
 )
 RANK_COMMANDS = {1: "first", 2: "second", 3: "third"}
+CELL_PARTS = ("ci_low", "ci_high", "n", "expected", "missing", "cut_off", "failed", "measure")
 
 
 def display_columns() -> list[str]:
@@ -143,10 +163,17 @@ def table2_frame(rows: Sequence[Row]) -> pd.DataFrame:
                 "model": row.display_name,
                 "variant": row.variant,
                 "embedder": row.embedder,
-                **{column: values.get(column) for column in columns},
+                **{column: _shown(values.get(column), row.cells.get(column)) for column in columns},
             }
         )
     return records_frame(records, display_columns())
+
+
+def _shown(value: float | None, cell: Cell | None) -> float | str | None:
+    """A cell as the md and tex show it: the value, with (scored/expected) when items are missing."""
+    if value is None or cell is None or cell.missing <= 0:
+        return value
+    return f"{value:.2f} ({cell.n}/{cell.expected})"
 
 
 def table2_marks(rows: Sequence[Row]) -> pd.DataFrame:
@@ -160,16 +187,17 @@ def table2_marks(rows: Sequence[Row]) -> pd.DataFrame:
 
 
 def ci_frame(rows: Sequence[Row]) -> pd.DataFrame:
-    """The machine-readable Table 2: every value with its 95 % CI and n, one row per (model, variant, embedder).
+    """The machine-readable Table 2: every value with its 95 % CI and coverage (items scored, expected, missing;
+    answers cut off or failed), one row per (model, variant, embedder).
 
-    Values and CI bounds are floats (4 decimals in the CSV); a subtask without a cell has all five columns empty.
+    Values and CI bounds are floats (4 decimals in the CSV); a subtask without a cell has all its columns empty.
     """
     columns = column_order()
     header = ["model", "display_name", "size_group", "variant", "embedder"]
     for column in columns:
         header.append(column)
         if column in SUBTASK_COLUMNS:
-            header += [f"{column}_ci_low", f"{column}_ci_high", f"{column}_n", f"{column}_measure"]
+            header += [f"{column}_{part}" for part in CELL_PARTS]
     records = []
     for row in rows:
         values = row.values()
@@ -184,8 +212,9 @@ def ci_frame(rows: Sequence[Row]) -> pd.DataFrame:
             record[column] = _float(values.get(column))
             cell = row.cells.get(column)
             if column in SUBTASK_COLUMNS and cell:
-                record[f"{column}_ci_low"], record[f"{column}_ci_high"] = _float(cell.ci_low), _float(cell.ci_high)
-                record[f"{column}_n"], record[f"{column}_measure"] = cell.n, cell.measure
+                parts = (_float(cell.ci_low), _float(cell.ci_high), cell.n, cell.expected, cell.missing)
+                parts += (cell.cut_off, cell.failed, cell.measure)
+                record.update({f"{column}_{part}": value for part, value in zip(CELL_PARTS, parts, strict=True)})
         records.append(record)
     return records_frame(records, header)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from h2htalk.config import load_registry
 from h2htalk.io import read_json, write_png_atomic
+from h2htalk.metrics.signatures import signature_string
 from h2htalk.prompts.render import WITH_SAP
 from h2htalk.subtasks import SUBTASKS
 from h2htalk.tables.table2 import (
@@ -67,19 +68,30 @@ def heatmap(rows: list[Row], path: Path) -> None:
     plt.close(fig)
 
 
+def signature_notes(summary_paths: Iterable[str | os.PathLike[str]]) -> list[str]:
+    """The score settings under the table: tokens, ROUGE measure, embedder (every distinct signature once)."""
+    signatures = {
+        signature_string(summary["signature"]) for summary in map(read_json, summary_paths) if "signature" in summary
+    }
+    return [f"Scores: {text}." for text in sorted(signatures)]
+
+
 def write_table2(
     summary_paths: Iterable[str | os.PathLike[str]],
     registry_path: str | os.PathLike[str],
     paper_path: str | os.PathLike[str],
     out_prefix: str | os.PathLike[str],
+    weights: dict[str, float],
     compare_variant: str = WITH_SAP,
 ) -> list[Row]:
+    """Table 2 and its companions; Overall weighted by ``weights`` (tables.overall_weights)."""
     prefix = Path(out_prefix)
     registry = load_registry(registry_path)
-    rows = build_rows([read_json(p) for p in summary_paths], registry)
+    rows = build_rows([read_json(p) for p in summary_paths], registry, weights)
     write_csv(ci_frame(rows), prefix.with_suffix(".csv"), float_format="{:.4f}")
     frame = table2_frame(rows)
-    write_table(frame, prefix, caption=CAPTION, label=LABEL, notes=NOTES, marks=table2_marks(rows), csv=False)
+    notes = [*NOTES, *signature_notes(summary_paths)]
+    write_table(frame, prefix, caption=CAPTION, label=LABEL, notes=notes, marks=table2_marks(rows), csv=False)
     heatmap(rows, prefix.with_name(prefix.name + "_heatmap.png"))
 
     paper_rows = read_paper_table2(paper_path)
