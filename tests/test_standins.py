@@ -321,11 +321,13 @@ def test_project_engine_serves_lora_entry_through_standin(tmp_path: Path, monkey
     monkeypatch.delenv("STANDIN_REGISTRY", raising=False)
     log = tmp_path / "server.log"
     with engines.open_endpoint(spec, log_path=log, seed=5) as endpoint:
-        models = httpx.get(f"{endpoint.base_url}/models", timeout=5).json()["data"]
+        auth = {"Authorization": f"Bearer {endpoint.api_key}"}  # the job's own key
+        assert httpx.get(f"{endpoint.base_url}/models", timeout=5).status_code == 401
+        models = httpx.get(f"{endpoint.base_url}/models", headers=auth, timeout=5).json()["data"]
         assert {m["id"] for m in models} == {spec["hf_id"], endpoint.model}
         adapter = next(m for m in models if m["id"] == endpoint.model)
         assert adapter["root"] == spec["lora"]["path"] and adapter["parent"] == spec["hf_id"]
-        chat = client_module.ChatClient(endpoint.base_url, endpoint.model, concurrency=8)
+        chat = client_module.ChatClient(endpoint.base_url, endpoint.model, api_key=endpoint.api_key, concurrency=8)
         requests = [
             client_module.ChatRequest(f"k{i}", f"item{i}", [{"role": "user", "content": f"晚安{i}"}],
                                       {"max_tokens": 64, "seed": 5, "temperature": 0.0})
@@ -338,6 +340,30 @@ def test_project_engine_serves_lora_entry_through_standin(tmp_path: Path, monkey
     assert "Starting vLLM API server" in log.read_text(encoding="utf-8")
     with pytest.raises(httpx.ConnectError):  # stopped with the block
         httpx.get(f"{endpoint.base_url}/models", timeout=2)
+
+
+@pytest.mark.slow
+def test_a_port_another_jobs_server_holds_is_never_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two jobs on one node can draw the same free port: the second server cannot bind it, and the other job's
+    server (its own key) is never taken for ours; the job starts its server on another port."""
+    engines = _engines()
+    spec = next(s for s in _runnable_vllm_specs() if not s.get("lora"))
+    spec["startup_timeout_s"] = 30
+    monkeypatch.setenv("PATH", f"{STANDINS}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("STANDIN_STARTUP_S", "0.3")
+    monkeypatch.delenv("STANDIN_REGISTRY", raising=False)
+    with _vllm_server([spec["hf_id"], "--api-key", "the-other-job"], tmp_path) as (other, process):
+        _wait_ready(f"{other}/health", process)
+        taken = int(other.rsplit(":", 1)[1])
+        ports = iter([taken, _free_port()])
+        monkeypatch.setattr(engines, "free_port", lambda: next(ports))
+        log = tmp_path / "server.log"
+        with engines.open_endpoint(spec, log_path=log, seed=5) as endpoint:
+            assert f":{taken}/" not in endpoint.base_url
+            auth = {"Authorization": f"Bearer {endpoint.api_key}"}
+            assert httpx.get(f"{endpoint.base_url}/models", headers=auth, timeout=5).status_code == 200
+        assert "address already in use" in log.read_text(encoding="utf-8").lower()
+        assert process.poll() is None  # the other job's server is untouched
 
 
 async def _run_all(chat: Any, requests: list[Any], results: list[Any]) -> None:

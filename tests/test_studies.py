@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+import numpy as np
 import pytest
 
 from h2htalk.config import default_config
@@ -12,10 +13,19 @@ from h2htalk.errors import DataError
 from h2htalk.io import read_jsonl, write_jsonl_atomic
 from h2htalk.llm.calls import EngineOptions
 from h2htalk.llm.engines import Endpoint
+from h2htalk.metrics.bootstrap import bootstrap_mean_ci
 from h2htalk.settings import BootstrapSettings, ClientSettings, JudgeSettings
 from h2htalk.studies.data import if_items, read_scenarios, safety_items, sample_scenarios, write_study_inputs
 from h2htalk.studies.judges import parse_need, parse_safety
-from h2htalk.studies.results import agreement, cohen_kappa, fig7_rows, table3_rows, write_fig7, write_table3
+from h2htalk.studies.results import (
+    agreement,
+    cohen_kappa,
+    fig7_rows,
+    read_human_ratings,
+    table3_rows,
+    write_fig7,
+    write_table3,
+)  # fmt: skip
 from h2htalk.studies.run import judge_studies
 
 from .conftest import REPO_ROOT
@@ -104,16 +114,14 @@ def test_safety_and_need_parsers():
     assert parse_need("说不清").success is None
 
 
-def _write_run(tmp_path, name, bleu, safety, violation):
+def _write_run(tmp_path, name, bleu, safety, violation, ids=None):
+    ids = ids or [f"t{i}" for i in range(len(bleu))]
     scores = tmp_path / f"{name}.scores.jsonl"
     verdicts = tmp_path / f"{name}.verdicts.jsonl"
-    write_jsonl_atomic(scores, [{"id": f"t{i}", "bleu4": b, "rougeL": b, "ss": 90.0} for i, b in enumerate(bleu)])
+    write_jsonl_atomic(scores, [{"id": i, "bleu4": b, "rougeL": b, "ss": 90.0} for i, b in zip(ids, bleu, strict=True)])
     write_jsonl_atomic(
         verdicts,
-        [
-            {"id": f"t{i}", "safety_score": s, "violation": v}
-            for i, (s, v) in enumerate(zip(safety, violation, strict=True))
-        ],
+        [{"id": i, "safety_score": s, "violation": v} for i, s, v in zip(ids, safety, violation, strict=True)],
     )
     return scores, verdicts
 
@@ -143,17 +151,61 @@ def test_table3_arithmetic_on_known_numbers(tmp_path):
             "violation_rate": 0.7,
         }
     ]
-    write_table3(rows, paper, None, tmp_path / "t3")
+    write_table3(rows, paper, None, tmp_path / "t3", 0.9)
     assert "paper" in (tmp_path / "t3.md").read_text(encoding="utf-8")
     table = (tmp_path / "t3.csv").read_text(encoding="utf-8").splitlines()
     assert table[0].startswith("model,variant,bleu4,bleu4_ci_low,bleu4_ci_high,bleu4_n,rougeL,")
     assert [line.split(",")[1] for line in table[1:]] == ["w/ SAP", "w/o SAP", "delta (w/ - w/o)", "w/ SAP"]
     fields = table[1].split(",")
     assert fields[:3] == ["m", "w/ SAP", "33.0000"] and fields[5] == "4"  # 4 decimals, n as an int
-    assert table[4] == "paper,w/ SAP,32.7000,,,,58.9000,,,,91.4000,,,,4.8000,,,,0.7000,,,"  # missing: empty
+    assert table[0].endswith(",scenarios,human_rated,cut_off,failed")
+    assert table[4] == "paper,w/ SAP,32.7000,,,,58.9000,,,,91.4000,,,,4.8000,,,,0.7000,,,,,,,"  # missing: empty
     tex = (tmp_path / "t3.tex").read_text(encoding="utf-8")
-    assert r"\begin{tabular}{lllllll}" in tex and r"\toprule" in tex and r"Violation \%" in tex
-    assert r"33.00 [" in tex and r"\par\footnotesize" in tex and r"95 \% bootstrap CI" in tex
+    assert r"\begin{tabular}{llllllll}" in tex and r"\toprule" in tex and r"Violation \%" in tex
+    assert r"33.00 [" in tex and r"\par\footnotesize" in tex and r"90\% bootstrap CI" in tex
+    assert "4 (4)" in tex  # turns (scenarios): ids of no scenario shape are scenarios of their own
+
+
+def test_cluster_bootstrap_resamples_whole_scenarios():
+    values = np.array([10.0, 40.0, 20.0, 90.0, 50.0])
+    # five scenarios of four identical turns each: resampling scenarios equals resampling five items
+    repeated, groups = np.repeat(values, 4), np.repeat(["s1", "s2", "s3", "s4", "s5"], 4)
+    clustered = bootstrap_mean_ci(repeated, 400, 9, 0.9, groups)
+    assert np.allclose(clustered, bootstrap_mean_ci(values, 400, 9, 0.9))
+    turns = bootstrap_mean_ci(repeated, 400, 9, 0.9)  # resampling turns pretends 20 independent values
+    assert clustered[1][0] - clustered[0][0] > 1.5 * (turns[1][0] - turns[0][0])
+
+
+def test_table3_resamples_scenarios_and_prefers_human_ratings(tmp_path):
+    ids = [f"s{s}-t{t}" for s in range(1, 5) for t in (1, 2, 3)]  # 4 scenarios of 3 turns
+    sap = _write_run(tmp_path, "sap", [30] * 12, [5, 5, 5, 4, 4, 4, 5, 5, 5, 3, 3, 3], [False] * 12, ids)
+    nosap = _write_run(tmp_path, "nosap", [30] * 12, [4] * 12, [False] * 12, ids)
+    human = tmp_path / "human.csv"
+    human.write_text("model,variant,id,safety_score,violation\nm,sap,s1-t1,1,true\nm,sap,s1-t2,,1\n", "utf-8")
+    ratings, sources = read_human_ratings([human])
+    rows = table3_rows({"m": {"sap": sap, "nosap": nosap}}, BootstrapSettings(500, 3, 0.95), ratings)
+    by = {r["variant"]: r for r in rows}
+    # s1-t1 takes the human 1 (judge: 5); s1-t2 keeps the judge's 5 but takes the human's violation
+    assert by["w/ SAP"]["safety_score"] == pytest.approx((1 + 5 + 5 + 12 + 15 + 9) / 12)
+    assert by["w/ SAP"]["violation_rate"] == pytest.approx(100 * 2 / 12)
+    assert by["w/ SAP"]["human_rated"] == 2 and by["w/ SAP"]["scenarios"] == 4 and by["w/o SAP"]["human_rated"] == 0
+    single = {
+        r["variant"]: r for r in table3_rows({"m": {"sap": sap, "nosap": nosap}}, BootstrapSettings(500, 3, 0.95))
+    }
+    assert single["w/ SAP"]["safety_score"] == pytest.approx(51 / 12)
+    # the delta's paired bootstrap draws scenarios: with equal scenarios, a bootstrap of the scenario means
+    delta = single["delta (w/ - w/o)"]
+    low, high = bootstrap_mean_ci(np.array([1.0, 0.0, 1.0, -1.0]), 500, 3, 0.95)
+    assert (delta["safety_score_ci_low"], delta["safety_score_ci_high"]) == pytest.approx((low[0], high[0]))
+    assert agreement({("m", "sap"): sap[1]}, ratings, sources)["violation_pairs"] == 2
+    bad = tmp_path / "bad.csv"
+    bad.write_text("model,variant,id,safety_score,violation\nm,sap,s1-t1,7,\n", "utf-8")
+    with pytest.raises(DataError, match=r"bad.csv: line 2: safety_score 7.0 is outside 1 to 5"):
+        read_human_ratings([bad])
+    stray = tmp_path / "stray.csv"
+    stray.write_text("model,variant,id,safety_score,violation\nm,sap,s9-t1,3,\n", "utf-8")
+    with pytest.raises(DataError, match=r"stray.csv: line 2: no judge verdict"):
+        agreement({("m", "sap"): sap[1]}, *read_human_ratings([stray]))
 
 
 def test_cohen_kappa_and_agreement(tmp_path):
@@ -175,7 +227,7 @@ def test_cohen_kappa_and_agreement(tmp_path):
         + "".join(f"m,sap,t{i},{s},{v}\n" for i, (s, v) in enumerate([(5, 0), (1, 1), (4, 0), (2, 1)])),
         encoding="utf-8",
     )
-    result = agreement({("m", "sap"): verdicts}, [human])
+    result = agreement({("m", "sap"): verdicts}, *read_human_ratings([human]))
     assert result["cohen_kappa"] == pytest.approx(1.0) and result["violation_pairs"] == 4
     assert result["spearman"] == pytest.approx(0.8)
     assert len(result["imports"][0]["sha256"]) == 64
@@ -192,7 +244,7 @@ def test_fig7_on_known_numbers(tmp_path):
     assert by["implicit_help"]["success_rate"] == 50.0 and by["implicit_help"]["n"] == 2
     assert by["ambiguous"]["success_rate"] == 100.0 and by["ambiguous"]["missing"] == 1
     assert by["context_aware"]["success_rate"] == 0.0
-    write_fig7(rows, tmp_path / "f7.png", tmp_path / "f7.csv")
+    assert write_fig7(rows, tmp_path / "f7.png", tmp_path / "f7.csv", 0.95) == []
     table = (tmp_path / "f7.csv").read_text(encoding="utf-8").splitlines()
     assert table[0] == "model,variant,scenario_type,n,missing,success_rate,ci_low,ci_high"
     assert [line.rsplit(",", 2)[0] for line in table[1:]] == [
@@ -201,6 +253,11 @@ def test_fig7_on_known_numbers(tmp_path):
         "m,sap,context_aware,2,0,0.00",
     ]
     assert (tmp_path / "f7.png").stat().st_size > 5_000
+    undecided = [{**r, "success": None} if r["scenario_type"] == "context_aware" else r for r in records]
+    write_jsonl_atomic(path, undecided)
+    rows = fig7_rows({("m", "sap"): path}, BootstrapSettings(300, 1, 0.95))
+    assert write_fig7(rows, tmp_path / "g.png", tmp_path / "g.csv", 0.95) == [("m", "sap", "context_aware")]
+    assert "m,sap,context_aware,0,2,,," in (tmp_path / "g.csv").read_text(encoding="utf-8")  # empty, not 0
 
 
 def test_judging_both_studies_in_one_session(tmp_path):

@@ -45,7 +45,7 @@ FIGURES = {"fig4_wordcloud": 4, "fig5_verb_noun": 5, "fig6_lengths": 6}
 
 # --- path patterns -------------------------------------------------------------------------------------
 LOGS = "results/logs"
-BENCHMARKS = "results/benchmarks"  # one TSV a job: wall time, CPU time, memory (benchmarks/main_job.py sums them)
+BENCHMARKS = "results/benchmarks"  # {rule}/{wildcards}.tsv a job: wall and CPU time, memory (benchmarks/main_job.py)
 MANIFEST = "results/data/manifest.json"
 UPSTREAM = "results/data/upstream/{file}"
 CURATED = "results/data/curated/{subtask}.jsonl"

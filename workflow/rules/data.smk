@@ -8,7 +8,7 @@ rule fetch:
     log:
         f"{LOGS}/data/fetch.log",
     benchmark:
-        f"{BENCHMARKS}/data/fetch.tsv"
+        f"{BENCHMARKS}/fetch.tsv"
     conda:
         "../../envs/data.yaml"
     resources:
@@ -31,7 +31,7 @@ rule curate:
     log:
         f"{LOGS}/data/curate/{{subtask}}.log",
     benchmark:
-        f"{BENCHMARKS}/data/curate/{{subtask}}.tsv"
+        f"{BENCHMARKS}/curate/{{subtask}}.tsv"
     conda:
         "../../envs/data.yaml"
     resources:
@@ -53,7 +53,7 @@ rule curation_report:
     log:
         f"{LOGS}/data/curation_report.log",
     benchmark:
-        f"{BENCHMARKS}/data/curation_report.tsv"
+        f"{BENCHMARKS}/curation_report.tsv"
     conda:
         "../../envs/data.yaml"
     resources:

@@ -13,7 +13,7 @@ rule figure:
     log:
         f"{LOGS}/figures/{{figure}}.log",
     benchmark:
-        f"{BENCHMARKS}/figures/{{figure}}.tsv"
+        f"{BENCHMARKS}/figure/{{figure}}.tsv"
     conda:
         "../../envs/figures.yaml"
     resources:

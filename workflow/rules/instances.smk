@@ -62,7 +62,7 @@ rule instances_review:
     log:
         f"{LOGS}/reconstructed/review.log",
     benchmark:
-        f"{BENCHMARKS}/reconstructed/review.tsv"
+        f"{BENCHMARKS}/instances_review.tsv"
     conda:
         "../../envs/data.yaml"
     resources:
@@ -86,7 +86,7 @@ rule prompt_messages:
     log:
         f"{LOGS}/prompts/{{variant}}/{{subtask}}.log",
     benchmark:
-        f"{BENCHMARKS}/prompts/{{variant}}/{{subtask}}.tsv"
+        f"{BENCHMARKS}/prompt_messages/{{variant}}/{{subtask}}.tsv"
     conda:
         "../../envs/data.yaml"
     resources:

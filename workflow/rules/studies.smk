@@ -10,7 +10,7 @@ rule study_inputs:
     log:
         f"{LOGS}/studies/{{study}}/inputs_{{variant}}.log",
     benchmark:
-        f"{BENCHMARKS}/studies/{{study}}/inputs_{{variant}}.tsv"
+        f"{BENCHMARKS}/study_inputs/{{study}}/{{variant}}.tsv"
     conda:
         "../../envs/data.yaml"
     resources:
@@ -78,7 +78,7 @@ rule table3:
     log:
         f"{LOGS}/tables/table3.log",
     benchmark:
-        f"{BENCHMARKS}/tables/table3.tsv"
+        f"{BENCHMARKS}/table3.tsv"
     conda:
         "../../envs/figures.yaml"
     resources:
@@ -108,7 +108,7 @@ rule fig7:
     log:
         f"{LOGS}/figures/fig7.log",
     benchmark:
-        f"{BENCHMARKS}/figures/fig7.tsv"
+        f"{BENCHMARKS}/fig7.tsv"
     conda:
         "../../envs/figures.yaml"
     resources:

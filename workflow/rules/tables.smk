@@ -35,7 +35,7 @@ rule table1:
     log:
         f"{LOGS}/tables/table1.log",
     benchmark:
-        f"{BENCHMARKS}/tables/table1.tsv"
+        f"{BENCHMARKS}/table1.tsv"
     conda:
         "../../envs/figures.yaml"
     resources:
@@ -67,7 +67,7 @@ rule table2:
     log:
         f"{LOGS}/tables/table2.log",
     benchmark:
-        f"{BENCHMARKS}/tables/table2.tsv"
+        f"{BENCHMARKS}/table2.tsv"
     conda:
         "../../envs/figures.yaml"
     resources:
@@ -103,7 +103,7 @@ rule calibration:
     log:
         f"{LOGS}/tables/calibration.log",
     benchmark:
-        f"{BENCHMARKS}/tables/calibration.tsv"
+        f"{BENCHMARKS}/calibration.tsv"
     conda:
         "../../envs/figures.yaml"
     resources:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import secrets
 import shlex
 import signal
 import socket
@@ -100,15 +101,28 @@ def vllm_command(spec: dict[str, Any], port: int, seed: int | None = None) -> li
     return command
 
 
-def _wait_until_ready(url: str, process: subprocess.Popen[bytes], timeout_s: float, log_path: Path | None) -> None:
+class PortTaken(EngineError):
+    """The server could not bind its port: another process took it between our check and its start."""
+
+
+PORT_TAKEN = ("address already in use", "errno 98")  # how vLLM (uvicorn) and llama_cpp.server say it
+PORT_ATTEMPTS = 3
+
+
+def _wait_until_ready(
+    url: str, process: subprocess.Popen[bytes], timeout_s: float, log_path: Path | None, key: str
+) -> None:
+    """Wait until our own server answers ``url`` with our key. Another job's server on the same port (two jobs
+    on one node can draw the same free port) answers 401 to our key and is never taken for ours."""
     deadline = time.monotonic() + timeout_s
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"})
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise EngineError(
-                f"server exited ({_describe_status(process.returncode)}) before it was ready\n{_log_tail(log_path)}"
-            )
+            tail = _log_tail(log_path)
+            kind = PortTaken if any(sign in tail.lower() for sign in PORT_TAKEN) else EngineError
+            raise kind(f"server exited ({_describe_status(process.returncode)}) before it was ready\n{tail}")
         try:
-            with urllib.request.urlopen(url, timeout=5) as response:
+            with urllib.request.urlopen(request, timeout=5) as response:
                 if response.status == 200:
                     return
         except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
@@ -142,7 +156,7 @@ def _die_with_parent() -> None:
 
 
 @contextlib.contextmanager
-def serve(command: list[str], ready_url: str, timeout_s: float, log_path: Path | None) -> Iterator[None]:
+def serve(command: list[str], ready_url: str, timeout_s: float, log_path: Path | None, key: str) -> Iterator[None]:
     """Run a server process until the block ends, however it ends.
 
     The server gets its own process group (a Ctrl-C in the terminal reaches the job, which then stops the
@@ -160,7 +174,7 @@ def serve(command: list[str], ready_url: str, timeout_s: float, log_path: Path |
     except FileNotFoundError:
         raise EngineError(f"cannot start {command[0]!r}: not installed") from None
     try:
-        _wait_until_ready(ready_url, process, timeout_s, log_path)
+        _wait_until_ready(ready_url, process, timeout_s, log_path, key)
         yield
     except Exception as exc:
         status = process.poll()
@@ -204,24 +218,32 @@ def open_endpoint(
             raise EngineError(f"model {spec['name']}: environment variable {env} (the API key) is not set")
         yield Endpoint(spec["api"]["base_url"].rstrip("/"), spec["api"]["model"], key)
         return
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    if engine == "llamacpp":
-        if not model_file:
-            raise EngineError(f"model {spec['name']}: the llamacpp engine needs a GGUF file")
-        command = llamacpp_command(model_file, port, spec["llamacpp"])
-        ready, timeout, name = f"{base}/v1/models", spec["startup_timeout_s"], Path(model_file).name
-    elif engine == "vllm":
-        command = vllm_command(spec, port, seed)
-        ready, timeout, name = f"{base}/health", spec["startup_timeout_s"], spec.get("served_name") or spec["name"]
-    else:
+    if engine == "llamacpp" and not model_file:
+        raise EngineError(f"model {spec['name']}: the llamacpp engine needs a GGUF file")
+    if engine not in ("llamacpp", "vllm"):
         raise EngineError(f"model {spec['name']}: unknown engine {engine!r}")
-    if log_path:
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(log_path, "a", encoding="utf-8") as handle:
-            handle.write(f"$ {shlex.join(command)}\n")
-    with serve(command, ready, timeout, log_path):
-        yield Endpoint(f"{base}/v1", name)
+    key = secrets.token_hex(16)  # this job's server answers only this job
+    with contextlib.ExitStack() as stack:
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            port = free_port()
+            base = f"http://127.0.0.1:{port}"
+            if engine == "llamacpp":
+                command = [*llamacpp_command(str(model_file), port, spec["llamacpp"]), "--api_key", key]
+                timeout, name = spec["startup_timeout_s"], Path(str(model_file)).name
+            else:
+                command = [*vllm_command(spec, port, seed), "--api-key", key]
+                timeout, name = spec["startup_timeout_s"], spec.get("served_name") or spec["name"]
+            if log_path:
+                log_path.parent.mkdir(parents=True, exist_ok=True)
+                with open(log_path, "a", encoding="utf-8") as handle:
+                    handle.write(f"$ {shlex.join(command[:-1])} <key>\n")
+            try:
+                stack.enter_context(serve(command, f"{base}/v1/models", timeout, log_path, key))
+                break
+            except PortTaken:
+                if attempt == PORT_ATTEMPTS:
+                    raise
+        yield Endpoint(f"{base}/v1", name, key)
 
 
 class LazyEndpoint:

@@ -35,44 +35,89 @@ PAPER_COLUMNS = {
 }
 
 
-def _per_item(scores: Path, verdicts: Path) -> dict[str, dict[str, float | None]]:
-    rows = {r["id"]: {"bleu4": r["bleu4"], "rougeL": r["rougeL"], "ss": r["ss"]} for _, r in iter_jsonl(scores)}
+Rating = dict[str, Any]  # a human rating: safety_score, violation, and where it was read (file, line)
+
+
+def scenario_of(item_id: str) -> str:
+    """The scenario of a safety turn id (``{scenario}-t{n}``); an id of another shape is its own scenario."""
+    return item_id.rsplit("-t", 1)[0]
+
+
+def _per_item(scores: Path, verdicts: Path, ratings: dict[str, Rating]) -> dict[str, dict[str, Any]]:
+    """Per turn: the metric engine's scores, the safety values (a human rating where there is one, else the
+    judge's), its scenario and its answer's flags."""
+    rows: dict[str, dict[str, Any]] = {
+        r["id"]: {"bleu4": r["bleu4"], "rougeL": r["rougeL"], "ss": r["ss"], "flags": r.get("flags", [])}
+        for _, r in iter_jsonl(scores)
+    }
     for _, v in iter_jsonl(verdicts):
-        row = rows.setdefault(v["id"], {})
-        row["safety_score"] = v["safety_score"]
-        row["violation_rate"] = None if v["violation"] is None else 100.0 * bool(v["violation"])
+        row = rows.setdefault(v["id"], {"flags": []})
+        row["scenario"] = v.get("scenario") or scenario_of(v["id"])
+        rated = ratings.get(v["id"], {})
+        row["human"] = bool(rated)
+        score, violation = (rated.get(k) if rated.get(k) is not None else v[k] for k in ("safety_score", "violation"))
+        row["safety_score"] = score
+        row["violation_rate"] = None if violation is None else 100.0 * bool(violation)
+    for item_id, row in rows.items():
+        row.setdefault("scenario", scenario_of(item_id))
     return rows
 
 
-def table3_rows(runs: dict[str, dict[str, tuple[Path, Path]]], bootstrap: BootstrapSettings) -> list[dict[str, Any]]:
-    """runs: model -> variant -> (score items, safety verdicts). Rows per (model, variant) and the paired delta."""
+def _counts(items: dict[str, dict[str, Any]]) -> dict[str, int]:
+    return {
+        "scenarios": len({r["scenario"] for r in items.values()}),
+        "human_rated": sum(bool(r.get("human")) for r in items.values()),
+        "cut_off": sum("cut_off" in r["flags"] for r in items.values()),
+        "failed": sum("failed" in r["flags"] for r in items.values()),
+    }
+
+
+def table3_rows(
+    runs: dict[str, dict[str, tuple[Path, Path]]],
+    bootstrap: BootstrapSettings,
+    ratings: dict[tuple[str, str, str], Rating] | None = None,
+) -> list[dict[str, Any]]:
+    """runs: model -> variant -> (score items, safety verdicts). Rows per (model, variant) and the paired delta.
+
+    Intervals resample scenarios, not turns (the turns of one conversation are not independent); the delta is
+    paired turn by turn and resampled by scenario too. Human ratings (model, variant, id) replace the judge's
+    safety values of the turns they rate."""
+    ratings = ratings or {}
     resamples, seed, confidence = bootstrap.resamples, bootstrap.seed, bootstrap.confidence
     out = []
     for model, variants in sorted(runs.items()):
-        items = {variant: _per_item(*paths) for variant, paths in variants.items()}
+        items = {
+            variant: _per_item(*paths, {i: r for (m, v, i), r in ratings.items() if (m, v) == (model, variant)})
+            for variant, paths in variants.items()
+        }
         for variant in VARIANTS:
             if variant not in items:
                 continue
             row: dict[str, Any] = {"model": model, "variant": "w/ SAP" if variant == WITH_SAP else "w/o SAP"}
             for metric in METRICS:
-                values = np.array([r[metric] for r in items[variant].values() if r.get(metric) is not None], float)
+                kept = [r for r in items[variant].values() if r.get(metric) is not None]
+                values = np.array([r[metric] for r in kept], float)
+                groups = [r["scenario"] for r in kept]
                 row[metric] = float(values.mean()) if values.size else None
-                low, high = bootstrap_mean_ci(values, resamples, seed, confidence) if values.size else ([None], [None])
+                low, high = (
+                    bootstrap_mean_ci(values, resamples, seed, confidence, groups) if values.size else ([None], [None])
+                )
                 row[f"{metric}_ci_low"], row[f"{metric}_ci_high"] = low[0], high[0]
                 row[f"{metric}_n"] = int(values.size)
-            out.append(row)
+            out.append({**row, **_counts(items[variant])})
         if set(VARIANTS) <= set(items):
             delta: dict[str, Any] = {"model": model, "variant": "delta (w/ - w/o)"}
+            with_sap, without = items[WITH_SAP], items[WITHOUT_SAP]
             for metric in METRICS:
                 shared = [
                     i
-                    for i in items[WITH_SAP]
-                    if items[WITH_SAP][i].get(metric) is not None
-                    and items[WITHOUT_SAP].get(i, {}).get(metric) is not None
+                    for i in with_sap
+                    if with_sap[i].get(metric) is not None and without.get(i, {}).get(metric) is not None
                 ]
-                a = np.array([items[WITH_SAP][i][metric] for i in shared], float)
-                b = np.array([items[WITHOUT_SAP][i][metric] for i in shared], float)
-                mean, low, high = paired_bootstrap_diff(a, b, resamples, seed, confidence)
+                a = np.array([with_sap[i][metric] for i in shared], float)
+                b = np.array([without[i][metric] for i in shared], float)
+                groups = [with_sap[i]["scenario"] for i in shared]
+                mean, low, high = paired_bootstrap_diff(a, b, resamples, seed, confidence, groups)
                 delta[metric] = None if math.isnan(mean) else mean
                 delta[f"{metric}_ci_low"] = None if math.isnan(low) else low
                 delta[f"{metric}_ci_high"] = None if math.isnan(high) else high
@@ -95,7 +140,32 @@ def paper_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     ]
 
 
-def agreement(verdict_files: dict[tuple[str, str], Path], human_files: Iterable[str | os.PathLike[str]]) -> dict:
+def read_human_ratings(files: Iterable[str | os.PathLike[str]]) -> tuple[dict[tuple[str, str, str], Rating], list]:
+    """Human safety ratings (CSV: model, variant, id, safety_score, violation; either value may be empty) keyed
+    by (model, variant, id), and the files' checksums."""
+    ratings: dict[tuple[str, str, str], Rating] = {}
+    sources = []
+    for path in files:
+        sources.append({"file": str(path), "sha256": sha256_file(path)})
+        with open(path, encoding="utf-8-sig", newline="") as handle:
+            for number, row in enumerate(csv.DictReader(handle), start=2):
+                try:
+                    score = float(row["safety_score"]) if row.get("safety_score", "").strip() else None
+                except ValueError:
+                    message = f"{path}: line {number}: safety_score {row['safety_score']!r} is not a number"
+                    raise DataError(message) from None
+                if score is not None and not 1 <= score <= 5:
+                    raise DataError(f"{path}: line {number}: safety_score {score} is outside 1 to 5")
+                said = row.get("violation", "").strip().lower()
+                violation = said in ("1", "true", "yes") if said else None
+                key = (row["model"], row["variant"], row["id"])
+                ratings[key] = {"safety_score": score, "violation": violation, "where": f"{path}: line {number}"}
+    return ratings, sources
+
+
+def agreement(
+    verdict_files: dict[tuple[str, str], Path], ratings: dict[tuple[str, str, str], Rating], sources: list
+) -> dict:
     """Cohen's kappa (violations) and Spearman's rho (safety scores) between the judge and human ratings."""
     from scipy.stats import spearmanr
 
@@ -103,19 +173,15 @@ def agreement(verdict_files: dict[tuple[str, str], Path], human_files: Iterable[
     for (model, variant), path in verdict_files.items():
         for _, v in iter_jsonl(path):
             judge[(model, variant, v["id"])] = v
-    pairs_v, pairs_s, sources = [], [], []
-    for path in human_files:
-        sources.append({"file": str(path), "sha256": sha256_file(path)})
-        with open(path, encoding="utf-8-sig", newline="") as handle:
-            for number, row in enumerate(csv.DictReader(handle), start=2):
-                key = (row["model"], row["variant"], row["id"])
-                if key not in judge:
-                    raise DataError(f"{path}: line {number}: no judge verdict for {key}")
-                verdict = judge[key]
-                if row.get("violation", "").strip() and verdict["violation"] is not None:
-                    pairs_v.append((verdict["violation"], row["violation"].strip().lower() in ("1", "true", "yes")))
-                if row.get("safety_score", "").strip() and verdict["safety_score"] is not None:
-                    pairs_s.append((verdict["safety_score"], float(row["safety_score"])))
+    pairs_v, pairs_s = [], []
+    for key, rating in ratings.items():
+        if key not in judge:
+            raise DataError(f"{rating['where']}: no judge verdict for {key}")
+        verdict = judge[key]
+        if rating["violation"] is not None and verdict["violation"] is not None:
+            pairs_v.append((verdict["violation"], rating["violation"]))
+        if rating["safety_score"] is not None and verdict["safety_score"] is not None:
+            pairs_s.append((verdict["safety_score"], rating["safety_score"]))
     kappa = cohen_kappa([a for a, _ in pairs_v], [b for _, b in pairs_v]) if pairs_v else None
     rho = float(spearmanr([a for a, _ in pairs_s], [b for _, b in pairs_s]).statistic) if len(pairs_s) > 2 else None
     return {
@@ -138,19 +204,37 @@ def cohen_kappa(a: Sequence[Any], b: Sequence[Any]) -> float:
     return 1.0 if expected == 1.0 else (observed - expected) / (1.0 - expected)
 
 
-def write_table3(rows: list[dict[str, Any]], paper: list[dict[str, Any]], agree: dict | None, prefix: Path) -> None:
+COUNTS = ("scenarios", "human_rated", "cut_off", "failed")
+
+
+def write_table3(
+    rows: list[dict[str, Any]], paper: list[dict[str, Any]], agree: dict | None, prefix: Path, confidence: float
+) -> None:
     columns = ["model", "variant"]
     for metric in METRICS:
         columns += [metric, f"{metric}_ci_low", f"{metric}_ci_high", f"{metric}_n"]
+    columns += list(COUNTS)
     write_csv(records_frame([*rows, *paper], columns), prefix.with_suffix(".csv"), float_format="{:.4f}")
     display = [
-        {"model": r["model"], "variant": r["variant"], **{LABELS[m]: _with_ci(r, m) for m in METRICS}}
+        {
+            "model": r["model"],
+            "variant": r["variant"],
+            **{LABELS[m]: _with_ci(r, m) for m in METRICS},
+            "turns (scenarios)": f"{r['bleu4_n']} ({r['scenarios']})" if "scenarios" in r else "",
+        }
         for r in [*rows, *paper]
     ]
+    cut = sum(r.get("cut_off", 0) for r in rows)
+    failed = sum(r.get("failed", 0) for r in rows)
+    rated = sum(r.get("human_rated", 0) for r in rows)
     notes = [
         "BLEU-4, ROUGE-L, SS (x100): the metric engine against each turn's safe reference; Safety (1-5) and "
-        "Violation %: the safety judge (k samples a response). Brackets: 95 % bootstrap CI; the delta row's CI is "
-        "a paired bootstrap over the same turns.",
+        "Violation %: the safety judge (k samples a response), or the human rating where there is one "
+        f"({rated} turns rated). Each variant answers every turn after its own earlier answers.",
+        f"Brackets: {confidence:.0%} bootstrap CI resampling scenarios (a conversation's turns together); the "
+        "delta row's CI is a paired bootstrap by scenario.",
+        f"Answers cut off at the token limit: {cut}; items with no answer (scored as empty): {failed} "
+        "(per row in the CSV).",
         "paper: the published Table 3 (w/ SAP, w/o SAP) for comparison.",
     ]
     if agree:
@@ -159,7 +243,7 @@ def write_table3(rows: list[dict[str, Any]], paper: list[dict[str, Any]], agree:
             f"{agree['violation_pairs']}; Spearman (scores) {agree['spearman']}, n={agree['score_pairs']}."
         )
     write_table(
-        records_frame(display, ["model", "variant", *LABELS.values()]),
+        records_frame(display, ["model", "variant", *LABELS.values(), "turns (scenarios)"]),
         prefix,
         caption="Table 3: performance with and without SAP",
         label="tab:table3",
@@ -204,7 +288,8 @@ def fig7_rows(verdicts: dict[tuple[str, str], Path], bootstrap: BootstrapSetting
     return out
 
 
-def write_fig7(rows: list[dict[str, Any]], png: Path, csv_path: Path) -> None:
+def write_fig7(rows: list[dict[str, Any]], png: Path, csv_path: Path, confidence: float) -> list[tuple[str, ...]]:
+    """Figure 7 and its CSV; returns the (model, variant, scenario type) cells drawn as labelled gaps."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -216,25 +301,33 @@ def write_fig7(rows: list[dict[str, Any]], png: Path, csv_path: Path) -> None:
     series = sorted({(r["model"], r["variant"]) for r in rows})
     fig, ax = plt.subplots(figsize=(max(7, 2.2 * len(scenarios) + 0.6 * len(series)), 4.8))
     width = 0.8 / max(1, len(series))
+    gaps = []
     for index, (model, variant) in enumerate(series):
-        values, lows, highs = [], [], []
-        for scenario in scenarios:
-            row = next(r for r in rows if (r["model"], r["variant"], r["scenario_type"]) == (model, variant, scenario))
-            value = row["success_rate"] if row["success_rate"] is not None else 0.0
-            values.append(value)
-            lows.append(value - (row["ci_low"] if row["ci_low"] is not None else value))
-            highs.append((row["ci_high"] if row["ci_high"] is not None else value) - value)
+        cells = [
+            next(r for r in rows if (r["model"], r["variant"], r["scenario_type"]) == (model, variant, scenario))
+            for scenario in scenarios
+        ]
+        # a cell without a decided verdict is a gap with a label, never a 0 % bar
+        values = [c["success_rate"] if c["success_rate"] is not None else np.nan for c in cells]
+        lows = [0.0 if c["ci_low"] is None else c["success_rate"] - c["ci_low"] for c in cells]
+        highs = [0.0 if c["ci_high"] is None else c["ci_high"] - c["success_rate"] for c in cells]
         positions = [i + (index - (len(series) - 1) / 2) * width for i in range(len(scenarios))]
         bars = ax.bar(positions, values, width, yerr=[lows, highs], capsize=3, label=f"{model} [{variant}]")
-        ax.bar_label(bars, fmt="%.0f", fontsize=7, padding=2)  # zero-height bars still say 0
+        labels = ["" if c["success_rate"] is None else f"{c['success_rate']:.0f}" for c in cells]
+        ax.bar_label(bars, labels=labels, fontsize=7, padding=2)  # zero-height bars still say 0
+        for position, cell in zip(positions, cells, strict=True):
+            if cell["success_rate"] is None:
+                gaps.append((model, variant, cell["scenario_type"]))
+                ax.text(position, 1, f"n/a\n({cell['missing']} undecided)", ha="center", va="bottom", fontsize=6)
     ax.set_xticks(range(len(scenarios)), ["Implicit-Help", "Ambiguous/Contradictory", "Context-Aware"])
     ax.set_ylabel("needs recognised and met (%)")
     ax.set_ylim(0, 105)
-    ax.set_title("Figure 7: instruction following by scenario type (95 % bootstrap CI)")
+    ax.set_title(f"Figure 7: instruction following by scenario type ({confidence:.0%} bootstrap CI)")
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
     fig.tight_layout()
     write_png_atomic(fig, png, dpi=150, bbox_inches="tight")
     plt.close(fig)
+    return gaps
 
 
 def write_table3_files(
@@ -250,10 +343,11 @@ def write_table3_files(
     for scores, verdicts in pairs:
         labels = record_labels(scores)
         runs.setdefault(labels["model"], {})[labels["variant"]] = (scores, verdicts)
-    rows = table3_rows(runs, bootstrap)
     verdicts = {(model, variant): paths[1] for model, pair in runs.items() for variant, paths in pair.items()}
-    agree = agreement(verdicts, human_files) if human_files else None
-    write_table3(rows, paper_rows(paper_path), agree, prefix)
+    ratings, sources = read_human_ratings(human_files)
+    agree = agreement(verdicts, ratings, sources) if human_files else None  # also checks every rated item exists
+    rows = table3_rows(runs, bootstrap, ratings)
+    write_table3(rows, paper_rows(paper_path), agree, prefix, bootstrap.confidence)
     return rows
 
 
@@ -265,5 +359,5 @@ def write_fig7_files(verdict_files: Sequence[Path], bootstrap: BootstrapSettings
         labels = record_labels(path)
         verdicts[(labels["model"], labels["variant"])] = path
     rows = fig7_rows(verdicts, bootstrap)
-    write_fig7(rows, prefix.with_suffix(".png"), prefix.with_suffix(".csv"))
+    write_fig7(rows, prefix.with_suffix(".png"), prefix.with_suffix(".csv"), bootstrap.confidence)
     return rows

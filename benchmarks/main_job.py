@@ -1,0 +1,87 @@
+"""Time the README's main job, cold, as a new user runs it: wall time and the most expensive rules.
+
+    python benchmarks/main_job.py --upstream-dir /path/to/H2HTalk/data [--cores 2] [--keep DIR]
+
+Copies the workflow into an empty folder (no outputs, no caches, no Snakemake state), runs
+``snakemake --profile profiles/local`` there (with ``upstream_dir`` set, for machines that cannot reach
+GitHub), then runs it again to time a no-op rerun. Prints both wall times, the 10 most expensive jobs and the
+time per rule, from the ``benchmark:`` file every rule writes under ``results/benchmarks/``. Figures go into
+the issue note; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from table1_from_scratch import copy_checkout  # the same fresh copy of the workflow
+
+
+def job_seconds(benchmarks: Path) -> dict[str, float]:
+    """Seconds per job (its benchmark file, relative to ``benchmarks``)."""
+    seconds = {}
+    for path in sorted(benchmarks.rglob("*.tsv")):
+        with open(path, encoding="utf-8", newline="") as handle:
+            rows = list(csv.DictReader(handle, delimiter="\t"))
+        seconds[str(path.relative_to(benchmarks).with_suffix(""))] = sum(float(row["s"]) for row in rows)
+    return seconds
+
+
+def rule_of(job: str) -> str:
+    """A job's benchmark file is ``{rule}/{wildcards}.tsv`` (``{rule}.tsv`` without wildcards)."""
+    return job.split("/", 1)[0]
+
+
+def minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)}m{seconds % 60:04.1f}s"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--upstream-dir", required=True, help="folder holding the 11 released files")
+    parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--keep", type=Path, help="copy the run's results/ and paper_figures/ here")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        copy_checkout(work)
+        command = [
+            sys.executable, "-m", "snakemake", "--profile", "profiles/local", "--cores", str(args.cores),
+            "--config", f"upstream_dir={Path(args.upstream_dir).resolve()}",
+        ]  # fmt: skip
+        start = time.perf_counter()
+        run = subprocess.run(command, cwd=work, capture_output=True, text=True)
+        wall = time.perf_counter() - start
+        if run.returncode != 0:
+            sys.exit(f"the main job failed ({run.returncode}):\n{run.stderr[-4000:]}")
+        start = time.perf_counter()
+        subprocess.run(command, cwd=work, check=True, capture_output=True, text=True)
+        rerun = time.perf_counter() - start
+        jobs = job_seconds(work / "results" / "benchmarks")
+        if args.keep:
+            for folder in ("results", "paper_figures"):
+                shutil.copytree(work / folder, args.keep / folder, dirs_exist_ok=True)
+    rules: dict[str, float] = defaultdict(float)
+    counts: dict[str, int] = defaultdict(int)
+    for job, seconds in jobs.items():
+        rules[rule_of(job)] += seconds
+        counts[rule_of(job)] += 1
+    print(f"main job, cold: {minutes(wall)} ({len(jobs)} jobs, {minutes(sum(jobs.values()))} of job time)")
+    print(f"no-op rerun: {rerun:.1f} s\n")
+    print("| the 10 most expensive jobs | time |\n|---|---|")
+    for job, seconds in sorted(jobs.items(), key=lambda item: -item[1])[:10]:
+        print(f"| {job} | {minutes(seconds)} |")
+    print("\n| rule | jobs | time |\n|---|---|---|")
+    for rule, seconds in sorted(rules.items(), key=lambda item: -item[1]):
+        print(f"| {rule} | {counts[rule]} | {minutes(seconds)} |")
+
+
+if __name__ == "__main__":
+    main()
