@@ -46,6 +46,8 @@ wildcard_constraints:
 # stage needs); jobs that run a model or an embedder are submitted.
 localrules:
     fetch,
+    prefetch_model,
+    prefetch_embedder,
     curate,
     curation_report,
     instances,

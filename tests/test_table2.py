@@ -217,3 +217,22 @@ def test_marks_are_ranked_per_variant_and_coverage_is_shown(tmp_path):
     assert cell["itinerary_basic_cut_off"] == "1"
     assert "(2/3)" in (tmp_path / "t2.md").read_text(encoding="utf-8")
     assert "(2/3)" in (tmp_path / "t2.tex").read_text(encoding="utf-8")
+
+
+def test_table2_notes_name_a_model_under_test_that_also_reconstructed_or_judged():
+    from h2htalk.cli.tables import shared_roles
+    from h2htalk.config import default_config
+
+    paper = default_config(
+        {
+            "models": ["gpt-4o", "qwen2.5-7b-instruct"],
+            "judge": {"model": "gpt-4o"},
+            "instances": {"source": "reconstructed", "reconstruct": {"generator": "gpt-4o", "judges": ["claude-3.7"]}},
+        }
+    )
+    assert shared_roles(paper) == [
+        "gpt-4o is a model under test and also wrote the inputs (instance reconstruction).",
+        "gpt-4o is a model under test and also the rubric judge of Levels I-III.",
+    ]
+    demo = default_config({"models": ["qwen2.5-7b-instruct"], "judge": {"model": "gpt-4o"}})
+    assert shared_roles(demo) == []

@@ -3,6 +3,7 @@
 import os
 
 from h2htalk.config import load_registry
+from h2htalk.prefetch import embedder_downloads, model_downloads
 from h2htalk.prompts.render import VARIANTS as ALL_VARIANTS
 from h2htalk.settings import STUDIES, StudySettings
 from h2htalk.subtasks import JUDGED as ALL_JUDGED, SUBTASK_KEYS, get_subtask
@@ -59,6 +60,8 @@ INSTANCE_REVIEW = "results/review/instances/{subtask}.csv"
 INSTANCE_REVIEW_ALL = "results/review/instances.csv"
 PROMPTS = "results/prompts/{variant}/{subtask}.jsonl"
 MODEL_FILE = "results/models/{model}.gguf"
+PREFETCHED_MODEL = "results/prefetch/models/{model}.json"
+PREFETCHED_EMBEDDER = "results/prefetch/embedders/{embedder}.json"
 GENERATIONS = "results/generations/{model}/{variant}/{subtask}.jsonl"
 GENERATION_RUN = "results/generations/{model}/run.json"
 SCORE_ITEMS = "results/scores/{embedder}/{model}/{variant}/{subtask}.items.jsonl"
@@ -133,6 +136,32 @@ def gguf(*models):
 
 def model_gguf(wildcards):
     return gguf(wildcards.model)
+
+
+def prefetched(*models):
+    """The prefetch records of the models among ``models`` whose weights come from the Hugging Face hub
+    (fetched on the submit host; the jobs then run offline)."""
+    return [
+        PREFETCHED_MODEL.format(model=m) for m in models if model_downloads(MODELS[m])
+    ]
+
+
+def model_prefetched(wildcards):
+    return prefetched(wildcards.model)
+
+
+def embedder_prefetched(wildcards):
+    settings = config["embedders"][wildcards.embedder]
+    return (
+        [PREFETCHED_EMBEDDER.format(embedder=wildcards.embedder)]
+        if embedder_downloads(settings)
+        else []
+    )
+
+
+def prefetched_option(wildcards, input):
+    """--prefetched FILE for every prefetch record among the inputs."""
+    return " ".join(f"--prefetched {path}" for path in input.get("prefetched", []))
 
 
 def cell_instances(subtasks):

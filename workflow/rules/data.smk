@@ -21,6 +21,42 @@ rule fetch:
         "python -m h2htalk --log {log} fetch {params.config} --out-dir {params.out_dir} --manifest {output.manifest}"
 
 
+rule prefetch_model:
+    output:
+        PREFETCHED_MODEL,
+    log:
+        f"{LOGS}/prefetch/models/{{model}}.log",
+    benchmark:
+        f"{BENCHMARKS}/prefetch_model/{{model}}.tsv"
+    conda:
+        "../../envs/data.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=720,  # a 72B model is about 150 GB
+    params:
+        config=config_json("model_registry"),
+    shell:
+        "python -m h2htalk --log {log} prefetch {params.config} --model {wildcards.model} --out {output}"
+
+
+rule prefetch_embedder:
+    output:
+        PREFETCHED_EMBEDDER,
+    log:
+        f"{LOGS}/prefetch/embedders/{{embedder}}.log",
+    benchmark:
+        f"{BENCHMARKS}/prefetch_embedder/{{embedder}}.tsv"
+    conda:
+        "../../envs/data.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=60,
+    params:
+        config=config_json("embedders"),
+    shell:
+        "python -m h2htalk --log {log} prefetch {params.config} --embedder {wildcards.embedder} --out {output}"
+
+
 rule curate:
     input:
         manifest=MANIFEST,

@@ -29,6 +29,7 @@ rule generate:
             *expand(STUDY_PROMPTS, study=STUDIES, variant=VARIANTS),
         ],
         model_files=model_gguf,
+        prefetched=model_prefetched,
     output:
         responses=[
             *expand(
@@ -54,9 +55,11 @@ rule generate:
     params:
         config=config_json("model_registry", "generation", "studies"),
         model_files=model_files_option,
+        prefetched=prefetched_option,
     shell:
-        "python -m h2htalk --log {log.main} generate {params.config} --model {wildcards.model} --prompts {input.prompts}"
-        " --out {output.responses} {params.model_files} --server-log {log.server} --summary {output.summary}"
+        "python -m h2htalk --log {log.main} generate {params.config} {params.prefetched} --model {wildcards.model}"
+        " --prompts {input.prompts} --out {output.responses} {params.model_files} --server-log {log.server}"
+        " --summary {output.summary}"
 
 
 rule baseline_answers:

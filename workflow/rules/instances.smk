@@ -26,6 +26,7 @@ rule reconstruct_instances:
     input:
         curated=expand(CURATED, subtask=SUBTASKS),
         model_files=gguf(*RECONSTRUCT_MODELS),
+        prefetched=prefetched(*RECONSTRUCT_MODELS),
         decisions=config["instances"]["review_imports"],
     output:
         instances=expand(RECONSTRUCTED, subtask=SUBTASKS),
@@ -45,11 +46,12 @@ rule reconstruct_instances:
         config=config_json("model_registry", "generation", "instances"),
         subtasks=SUBTASKS,
         model_files=model_files_option,
+        prefetched=prefetched_option,
         decisions=lambda wc, input: " ".join(
             f"--decisions {shlex.quote(p)}" for p in input.decisions
         ),
     shell:
-        "python -m h2htalk --log {log.main} reconstruct {params.config} --subtask {params.subtasks}"
+        "python -m h2htalk --log {log.main} reconstruct {params.config} {params.prefetched} --subtask {params.subtasks}"
         " --curated {input.curated} {params.model_files} --server-log {log.server} {params.decisions}"
         " --out {output.instances} --report {output.reports} --review {output.review}"
 

@@ -10,6 +10,7 @@ rule judge:
             GENERATIONS, variant=VARIANTS, subtask=JUDGED, allow_missing=True
         ),
         model_files=gguf(JUDGE_MODEL),
+        prefetched=prefetched(JUDGE_MODEL),
     output:
         verdicts=expand(
             JUDGE_SAMPLES, variant=VARIANTS, subtask=JUDGED, allow_missing=True
@@ -28,8 +29,9 @@ rule judge:
     params:
         config=config_json("model_registry", "generation", "judge"),
         model_files=model_files_option,
+        prefetched=prefetched_option,
     shell:
-        "python -m h2htalk --log {log.main} judge {params.config} --instances {input.instances} --prompts {input.prompts}"
+        "python -m h2htalk --log {log.main} judge {params.config} {params.prefetched} --instances {input.instances} --prompts {input.prompts}"
         " --generations {input.generations} --out {output.verdicts} {params.model_files}"
         " --server-log {log.server} --summary {output.summary}"
 

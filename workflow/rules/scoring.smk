@@ -16,6 +16,7 @@ rule score:
             *cell_instances(SUBTASKS),
             *expand(STUDY_ITEMS, study="safety", variant=VARIANTS),
         ],
+        prefetched=embedder_prefetched,
     output:
         scored=[
             *expand(
@@ -41,8 +42,9 @@ rule score:
         **cpu_job_resources(mem_mb=8000, runtime=240),
     params:
         config=config_json("scoring", "embedders"),
+        prefetched=prefetched_option,
     shell:
-        "python -m h2htalk --log {log} score {params.config} --embedder {wildcards.embedder}"
+        "python -m h2htalk --log {log} score {params.config} {params.prefetched} --embedder {wildcards.embedder}"
         " --generations {input.generations} --references {input.references}"
         " --out-items {output.scored} --out-summary {output.summaries}"
 
@@ -53,6 +55,7 @@ use rule score as score_baseline with:
             GENERATIONS, variant=VARIANTS, subtask=SUBTASKS, allow_missing=True
         ),
         references=cell_instances(SUBTASKS),
+        prefetched=embedder_prefetched,
     output:
         scored=expand(
             SCORE_ITEMS, variant=VARIANTS, subtask=SUBTASKS, allow_missing=True

@@ -33,6 +33,7 @@ rule study_judge:
             STUDY_GENERATIONS, study=STUDIES, variant=VARIANTS, allow_missing=True
         ),
         model_files=gguf(STUDY.judge),
+        prefetched=prefetched(STUDY.judge),
     output:
         verdicts=expand(
             STUDY_VERDICTS, study=STUDIES, variant=VARIANTS, allow_missing=True
@@ -53,8 +54,9 @@ rule study_judge:
     params:
         config=config_json("model_registry", "generation", "judge", "studies"),
         model_files=model_files_option,
+        prefetched=prefetched_option,
     shell:
-        "python -m h2htalk --log {log.main} judge-study {params.config} --items {input.study_items}"
+        "python -m h2htalk --log {log.main} judge-study {params.config} {params.prefetched} --items {input.study_items}"
         " --generations {input.generations} --out {output.verdicts} {params.model_files}"
         " --server-log {log.server} --summary {output.summary}"
 

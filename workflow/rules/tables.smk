@@ -74,7 +74,9 @@ rule table2:
         mem_mb=1000,
         runtime=10,
     params:
-        config=config_json("model_registry", "paper"),
+        config=config_json(
+            "model_registry", "paper", "tables", "models", "instances", "judge"
+        ),
         out=output_prefix("csv"),
     shell:
         "python -m h2htalk --log {log} table2 {params.config} {input.summaries} --provenance {input.provenance}"

@@ -1,4 +1,4 @@
-"""Data stage commands: validate-config, fetch, curate, curation-report."""
+"""Data stage commands: validate-config, fetch, prefetch, curate, curation-report."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from h2htalk.cli.options import add_config, load_config, overrides
+from h2htalk.cli.options import add_config, load_config, overrides, registry_entry
 from h2htalk.progress import summary
 from h2htalk.subtasks import SUBTASK_KEYS
 
@@ -25,6 +25,14 @@ def register(sub: Any) -> None:
     p.add_argument("--manifest", type=Path, required=True, help="the manifest, written last")
     overrides(p, upstream_dir="upstream_dir")
     p.set_defaults(handler=cmd_fetch)
+
+    p = sub.add_parser("prefetch", help="fetch a model's or embedder's Hugging Face weights and record the commit")
+    add_config(p)
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--model", help="registry name (vLLM weights, and a LoRA adapter given as a hub id)")
+    what.add_argument("--embedder", help="embedder name (BGE-M3 given as a hub id)")
+    p.add_argument("--out", type=Path, required=True, help="the record (JSON): repositories, commits, sizes")
+    p.set_defaults(handler=cmd_prefetch)
 
     p = sub.add_parser("curate", help="curate one fetched upstream file into a flagged JSONL and its report")
     add_config(p)
@@ -80,4 +88,21 @@ def cmd_curation_report(args: argparse.Namespace) -> int:
 
     combined = write_curation_report(args.reports, args.out_json, args.out_md)
     summary(f"released {combined['totals']['released']}, kept {combined['totals']['kept']} -> {args.out_md}")
+    return 0
+
+
+def cmd_prefetch(args: argparse.Namespace) -> int:
+    from h2htalk.errors import H2HTalkError
+    from h2htalk.prefetch import embedder_downloads, model_downloads, prefetch
+
+    config = load_config(args)
+    if args.model:
+        kind, name, downloads = "models", args.model, model_downloads(registry_entry(config, args.model))
+    elif args.embedder in config["embedders"]:
+        kind, name, downloads = "embedders", args.embedder, embedder_downloads(config["embedders"][args.embedder])
+    else:
+        raise H2HTalkError(f"embedder {args.embedder!r} is not defined under 'embedders'")
+    record = prefetch(kind, name, downloads, args.out)
+    fetched = ", ".join(f"{d['repo']}@{d['revision'][:12]} ({d['bytes']} bytes)" for d in record["downloads"])
+    summary(f"prefetch {name}: {fetched or 'nothing to fetch'} -> {args.out}")
     return 0

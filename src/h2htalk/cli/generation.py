@@ -47,7 +47,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
     same_length(args, "prompts", "out")
     config = load_config(args)
-    spec = registry_entry(config, args.model)
+    spec = registry_entry(config, args.model, args)
     settings = GenerationSettings.from_config(config)
     files = [PromptFile.read(prompts, out) for prompts, out in zip(args.prompts, args.out, strict=True)]
     instances = {next(iter_jsonl(path))[1]["subtask"]: path for path in args.instances}

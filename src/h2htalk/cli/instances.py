@@ -63,7 +63,7 @@ def cmd_reconstruct(args: argparse.Namespace) -> int:
     config = load_config(args)
     options = ReconstructSettings.from_config(config)
     names = list(dict.fromkeys([options.generator, *options.judges]))
-    registry = {name: registry_entry(config, name) for name in names}
+    registry = {name: registry_entry(config, name, args) for name in names}
     same_length(args, "subtask", "curated", "out", "report", "review")
     cells = zip(args.subtask, args.curated, args.out, args.report, args.review, strict=True)
     files = [ReconstructFiles(*cell) for cell in cells]

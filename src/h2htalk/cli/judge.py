@@ -58,7 +58,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     same_length(args, "prompts", "generations", "out")
     config = load_config(args)
     judge = JudgeSettings.from_config(config)
-    spec = registry_entry(config, judge.model)
+    spec = registry_entry(config, judge.model, args)
     instances = {record_labels(path)["subtask"]: path for path in args.instances}
     files = []
     for prompts, generations, out in zip(args.prompts, args.generations, args.out, strict=True):

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from h2htalk.config import deep_update, load_registry, merge_layers, runnable_problem, validate_config
 from h2htalk.errors import ConfigError, H2HTalkError
+from h2htalk.prefetch import pinned_embedder, pinned_model, read_records
 from h2htalk.settings import ClientSettings, GenerationSettings
 
 if TYPE_CHECKING:  # the model-call stack (openai, httpx) is imported only by the commands that call models
@@ -40,6 +41,10 @@ def add_config(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--config-json", action="append", default=[], metavar="JSON", help="a config overlay as JSON (repeatable)"
     )
+    group.add_argument(
+        "--prefetched", action="append", default=[], metavar="FILE",
+        help="a prefetch record (h2htalk prefetch): work offline, on the commit it names (repeatable)",
+    )  # fmt: skip
 
 
 def load_config(args: argparse.Namespace) -> dict[str, Any]:
@@ -61,18 +66,28 @@ def load_config(args: argparse.Namespace) -> dict[str, Any]:
             node[leaf] = value
     raw = merge_layers(args.config, layers)
     deep_update(raw, flagged)
-    return validate_config(raw)
+    config = validate_config(raw)
+    for (kind, name), record in prefetched(args).items():
+        if kind == "embedders" and name in config["embedders"]:
+            config["embedders"][name] = pinned_embedder(config["embedders"][name], record)
+    return config
 
 
-def registry_entry(config: dict[str, Any], name: str) -> dict[str, Any]:
-    """A runnable registry entry, or an error naming the model and what is missing."""
+def prefetched(args: argparse.Namespace) -> dict[tuple[str, str], dict[str, Any]]:
+    """The command's prefetch records by (kind, name); having any puts the command offline."""
+    return read_records(getattr(args, "prefetched", []))
+
+
+def registry_entry(config: dict[str, Any], name: str, args: argparse.Namespace | None = None) -> dict[str, Any]:
+    """A runnable registry entry (at its prefetched commit when ``args`` has a record for it), or an error
+    naming the model and what is missing."""
     registry = load_registry(config["model_registry"])
     if name not in registry:
         raise H2HTalkError(f"model {name!r} is not in the registry {config['model_registry']}")
     spec = registry[name]
     if problem := runnable_problem(spec):
         raise H2HTalkError(problem)
-    return spec
+    return pinned_model(spec, prefetched(args).get(("models", name))) if args else spec
 
 
 def add_engine(parser: argparse.ArgumentParser) -> None:

@@ -87,7 +87,7 @@ def cmd_judge_study(args: argparse.Namespace) -> int:
     engines = engine_options(args, config, [judge_model])
     pairs = list(zip(args.generations, args.out, strict=True))
     run = judge_studies(
-        registry_entry(config, judge_model), args.items, pairs, judge, engines, summary_path=args.summary
+        registry_entry(config, judge_model, args), args.items, pairs, judge, engines, summary_path=args.summary
     )
     summary(answered(f"study judge {judge_model}", run, "verdicts") + f" -> {len(pairs)} files")
     return 0

@@ -61,7 +61,8 @@ def cmd_table2(args: argparse.Namespace) -> int:
 
     config = load_config(args)
     registry, paper = config["model_registry"], config["paper"]["table2"]
-    write_table2(args.summaries, registry, paper, args.out, config["tables"]["overall_weights"])
+    weights = config["tables"]["overall_weights"]
+    write_table2(args.summaries, registry, paper, args.out, weights, notes=shared_roles(config))
     write_meta(args, args.out, [*args.summaries, registry, paper])
     summary(f"wrote {args.out}.csv, .md, .tex, _heatmap.png, _vs_paper.csv, _paper_audit.csv")
     return 0
@@ -74,3 +75,17 @@ def cmd_calibration(args: argparse.Namespace) -> int:
     write_meta(args, args.out, [*args.summaries, *args.floor_items])
     summary(f"{len(rows)} rows -> {args.out}.md, {args.out}.csv")
     return 0
+
+
+def shared_roles(config: dict[str, Any]) -> list[str]:
+    """Notes for Table 2 when a model under test also wrote or judged what it is scored on."""
+    notes = []
+    reconstruct = config["instances"]["reconstruct"]
+    if config["instances"]["source"] == "reconstructed":
+        for role, names in (("wrote the inputs", [reconstruct["generator"]]), ("voted on them", reconstruct["judges"])):
+            for name in dict.fromkeys(names):
+                if name in config["models"]:
+                    notes.append(f"{name} is a model under test and also {role} (instance reconstruction).")
+    if config["judge"]["model"] in config["models"]:
+        notes.append(f"{config['judge']['model']} is a model under test and also the rubric judge of Levels I-III.")
+    return notes

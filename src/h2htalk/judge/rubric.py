@@ -36,8 +36,10 @@ def _template() -> jinja2.Template:
 
 
 def judge_messages(subtask: str, system: str, task: str, response: str, reference: str) -> list[dict[str, str]]:
-    """The judge's messages for one answer: the rubric (system), then the level's rules (from the subtask's
-    definition), what the model was given (its system prompt and its task), its answer and the reference."""
+    """The judge's messages for one answer: the rubric (system), then the model's system prompt, the level's
+    rules (from the subtask's definition), the model's task, its answer and the reference. The system prompt
+    comes first because it is the longest part that many requests share (every item of a variant): an engine
+    that keeps the previous prompt's prefix evaluates it once per variant, not once per level."""
     level = get_subtask(subtask).judge
     if level is None:
         raise ValueError(f"subtask {subtask!r} is not judged (measure S)")

@@ -83,14 +83,16 @@ def write_table2(
     out_prefix: str | os.PathLike[str],
     weights: dict[str, float],
     compare_variant: str = WITH_SAP,
+    notes: Iterable[str] = (),
 ) -> list[Row]:
-    """Table 2 and its companions; Overall weighted by ``weights`` (tables.overall_weights)."""
+    """Table 2 and its companions; Overall weighted by ``weights`` (tables.overall_weights); ``notes`` go
+    under the table with the standing ones."""
     prefix = Path(out_prefix)
     registry = load_registry(registry_path)
     rows = build_rows([read_json(p) for p in summary_paths], registry, weights)
     write_csv(ci_frame(rows), prefix.with_suffix(".csv"), float_format="{:.4f}")
     frame = table2_frame(rows)
-    notes = [*NOTES, *signature_notes(summary_paths)]
+    notes = [*NOTES, *notes, *signature_notes(summary_paths)]
     write_table(frame, prefix, caption=CAPTION, label=LABEL, notes=notes, marks=table2_marks(rows), csv=False)
     heatmap(rows, prefix.with_name(prefix.name + "_heatmap.png"))
 

