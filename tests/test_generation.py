@@ -20,8 +20,8 @@ from h2htalk.instances.sources import demo_instances
 from h2htalk.io import read_jsonl
 from h2htalk.llm.calls import EngineOptions
 from h2htalk.llm.engines import Endpoint, EngineError, llamacpp_command, open_endpoint, vllm_command
-from h2htalk.prompts.render import VARIANTS, write_prompts
-from h2htalk.settings import GenerationSettings
+from h2htalk.prompts.render import write_prompts
+from h2htalk.settings import VARIANTS, GenerationSettings
 from h2htalk.subtasks import SUBTASK_KEYS
 
 from .conftest import REPO_ROOT

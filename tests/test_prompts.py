@@ -12,7 +12,8 @@ import pytest
 from h2htalk.errors import DataError
 from h2htalk.instances.schema import check_instance, read_instances
 from h2htalk.instances.sources import demo_instances, write_instances
-from h2htalk.prompts.render import VARIANTS, persona_text, render_instance, sap_text, task_assistant_text
+from h2htalk.prompts.render import persona_text, render_instance, sap_text, task_assistant_text
+from h2htalk.settings import VARIANTS
 from h2htalk.subtasks import SUBTASK_KEYS, get_subtask
 
 

@@ -29,6 +29,10 @@ def test_split_reasoning(text, apart, expected):
 def test_final_answer_flags_an_answer_cut_off_while_thinking():
     cut = final_answer({"response": "<think>想啊想", "finish_reason": "length"}, R1)
     assert cut["response"] == "" and cut["reasoning"] == "想啊想" and cut["truncated_in_reasoning"]
+    assert not cut["no_final_answer"]
+    # vLLM's parser puts an answer that never closed its thinking into reasoning_content, content empty
+    stopped = final_answer({"response": "", "reasoning": "想完了但没说", "finish_reason": "stop"}, R1)
+    assert stopped["response"] == "" and stopped["no_final_answer"] and not stopped["truncated_in_reasoning"]
     done = final_answer({"response": "<think>想</think>好的。", "finish_reason": "stop"}, R1)
     assert done["response"] == "好的。" and not done["truncated_in_reasoning"]
     plain = {"response": "<think>不是推理模型</think>好的。", "finish_reason": "stop"}

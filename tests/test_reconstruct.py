@@ -242,3 +242,28 @@ def test_one_reconstruct_job_handles_several_subtasks(tmp_path):
         sent = sum(state.requests.values())
     assert [len(read_jsonl(path)) for path in outs] == [3, 3]
     assert sent == 3 + 3  # the second subtask's identical references were all answered from the cache
+
+
+def test_a_subtask_with_no_kept_instances_is_an_empty_cell_not_an_error(tmp_path):
+    from h2htalk.instances.sources import write_instances
+    from h2htalk.io import record_labels
+
+    empty = tmp_path / "reconstructed" / "itinerary_middle.jsonl"
+    empty.parent.mkdir()
+    empty.write_text("", encoding="utf-8")
+    out = tmp_path / "results" / "instances" / "itinerary_middle.jsonl"
+    assert write_instances("itinerary_middle", out, empty) == 0 and out.read_text(encoding="utf-8") == ""
+    # an empty file says nothing about itself: its labels come from the workflow's layout
+    generations = tmp_path / "results" / "generations" / "m" / "sap" / "itinerary_middle.jsonl"
+    generations.parent.mkdir(parents=True)
+    generations.write_text("", encoding="utf-8")
+    assert record_labels(generations) == {"subtask": "itinerary_middle", "variant": "sap", "model": "m"}
+    scores = tmp_path / "results" / "scores" / "usem3" / "m" / "nosap" / "itinerary_middle.items.jsonl"
+    scores.parent.mkdir(parents=True)
+    scores.write_text("", encoding="utf-8")
+    assert record_labels(scores) == {
+        "subtask": "itinerary_middle",
+        "variant": "nosap",
+        "model": "m",
+        "embedder": "usem3",
+    }

@@ -27,16 +27,14 @@ from typing import Any
 
 import httpx
 import openai
+import openai_standin as standin  # benchmarks/standins (on sys.path: conftest)
 import pytest
 import yaml
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-STANDINS = REPO_ROOT / "benchmarks" / "standins"
+from .conftest import REPO_ROOT, STANDINS
+
 VLLM = STANDINS / "vllm"
 API_SERVER = STANDINS / "api_server.py"
-sys.path.insert(0, str(STANDINS))
-
-import openai_standin as standin  # noqa: E402
 
 
 def _first_module(*names: str, attr: str | None = None) -> ModuleType:
@@ -161,6 +159,13 @@ def test_every_registry_vllm_command_parses() -> None:
             assert args.served_model_name == [spec.get("served_name") or spec["name"]]
             kinds["trust_remote_code" if spec.get("trust_remote_code") else "plain"] = True
     assert all(kinds.values()), kinds
+
+
+def test_registry_reasoning_entries_think_in_tags_unless_their_parser_is_null() -> None:
+    assert standin.is_reasoning({"reasoning": {}})  # the registry's "reasoning: {}" takes the defaults
+    assert standin.is_reasoning({"reasoning": {"parser": "qwen3"}})
+    assert not standin.is_reasoning({"reasoning": {"parser": None}})  # QwQ-Preview: plain-text thinking
+    assert not standin.is_reasoning({"display_name": "x"}) and not standin.is_reasoning(None)
 
 
 def test_reasoning_parser_choices_and_aliases() -> None:

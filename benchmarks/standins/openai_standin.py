@@ -248,7 +248,10 @@ def find_api_entry(registry: Mapping[str, dict[str, Any]], model: str) -> dict |
 
 
 def is_reasoning(entry: Mapping[str, Any] | None) -> bool:
-    return bool(entry and entry.get("reasoning"))
+    """A registry entry that thinks in <think> tags: a ``reasoning`` key (``{}`` takes the defaults), unless its
+    ``parser`` is null (models that think in plain text, such as QwQ-Preview, answer without tags)."""
+    reasoning = entry.get("reasoning") if entry else None
+    return isinstance(reasoning, Mapping) and reasoning.get("parser", "deepseek_r1") is not None
 
 
 def _shape(spec: Mapping[str, Any]) -> str:

@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, ClassVar, Self
 
 Config = dict[str, Any]
+VARIANTS: tuple[str, ...] = ("sap", "nosap")  # with and without the Secure Attachment Persona layer
+WITH_SAP, WITHOUT_SAP = VARIANTS
 STUDIES: tuple[str, ...] = ("safety", "instruction_following")  # the two studies, as config keys and file names
 
 

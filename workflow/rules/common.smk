@@ -4,8 +4,7 @@ import os
 
 from h2htalk.config import load_registry
 from h2htalk.prefetch import embedder_downloads, model_downloads
-from h2htalk.prompts.render import VARIANTS as ALL_VARIANTS
-from h2htalk.settings import STUDIES, StudySettings
+from h2htalk.settings import STUDIES, VARIANTS as ALL_VARIANTS, StudySettings
 from h2htalk.subtasks import JUDGED as ALL_JUDGED, SUBTASK_KEYS, get_subtask
 
 from snakemake.settings.types import DeploymentMethod

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     spec = registry_entry(config, args.model, args)
     settings = GenerationSettings.from_config(config)
     files = [PromptFile.read(prompts, out) for prompts, out in zip(args.prompts, args.out, strict=True)]
-    instances = {next(iter_jsonl(path))[1]["subtask"]: path for path in args.instances}
+    # subtask -> instance file, by the first record (an empty file is an empty subtask: nothing to answer)
+    instances = {record["subtask"]: path for path in args.instances for _, record in islice(iter_jsonl(path), 1)}
     engines = engine_options(args, config, [args.model])
     run = generate_model(spec, files, settings, engines, instances=instances, summary_path=args.summary)
     summary(answered(f"generate {args.model}", run) + f" -> {len(files)} files")

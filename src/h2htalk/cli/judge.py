@@ -59,11 +59,11 @@ def cmd_judge(args: argparse.Namespace) -> int:
     config = load_config(args)
     judge = JudgeSettings.from_config(config)
     spec = registry_entry(config, judge.model, args)
-    instances = {record_labels(path)["subtask"]: path for path in args.instances}
+    instances = {record_labels(path).get("subtask"): path for path in args.instances}
     files = []
     for prompts, generations, out in zip(args.prompts, args.generations, args.out, strict=True):
         labels = record_labels(prompts)
-        if labels["subtask"] not in instances:
+        if "subtask" not in labels or labels["subtask"] not in instances:
             raise H2HTalkError(f"{prompts}: no --instances file for subtask {labels['subtask']}")
         cell = (labels["variant"], labels["subtask"], instances[labels["subtask"]], prompts, generations, out)
         files.append(JudgeFiles(*cell))

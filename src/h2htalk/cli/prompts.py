@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.progress import summary
-from h2htalk.prompts.render import VARIANTS
+from h2htalk.settings import VARIANTS
 
 
 def register(sub: Any) -> None:

@@ -19,8 +19,7 @@ from h2htalk.cli.options import (
     write_meta,
 )
 from h2htalk.progress import answered, summary
-from h2htalk.prompts.render import VARIANTS
-from h2htalk.settings import STUDIES
+from h2htalk.settings import STUDIES, VARIANTS
 
 
 def register(sub: Any) -> None:

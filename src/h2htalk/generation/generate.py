@@ -67,7 +67,7 @@ def load_jobs(spec: dict[str, Any], files: Sequence[PromptFile], settings: Gener
 def _output_record(
     spec: dict[str, Any], item_id: str, prompt: dict[str, Any], request: ChatRequest, answer: dict[str, Any]
 ) -> dict[str, Any]:
-    flags = ["truncated_in_reasoning"] if answer.get("truncated_in_reasoning") else []
+    flags = [flag for flag in ("truncated_in_reasoning", "no_final_answer") if answer.get(flag)]
     record = {
         "id": item_id,
         **{key: prompt[key] for key in TASK_KEYS if key in prompt},

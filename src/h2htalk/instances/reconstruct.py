@@ -28,8 +28,8 @@ from h2htalk.io import iter_jsonl, sha256_file, write_json_atomic, write_jsonl_a
 from h2htalk.llm.calls import EngineOptions, ModelPool, chat_request, model_identity
 from h2htalk.llm.client import ChatRequest
 from h2htalk.llm.parse import first_json_value, parse_bool
-from h2htalk.prompts.render import WITHOUT_SAP, persona_text, render_instance, sha256_text
-from h2htalk.settings import ReconstructSettings
+from h2htalk.prompts.render import persona_text, render_instance, sha256_text
+from h2htalk.settings import WITHOUT_SAP, ReconstructSettings
 from h2htalk.subtasks import field_catalogue, get_subtask
 
 REVIEW_COLUMNS = ("id", "subtask", "status", "votes", "reasons", "fields", "reference", "decision", "reviewer")

@@ -4,7 +4,8 @@ A reasoning model (``reasoning:`` in its registry entry) thinks before it answer
 ``--reasoning-parser`` and DeepSeek's API return the thinking apart (``reasoning_content``); llama.cpp, other
 APIs and vLLM without a parser return ``<think>…</think>answer`` in the content (R1-distilled chat templates
 open the ``<think>`` themselves, so the content may start inside it and hold only its closing tag). An answer
-cut off inside its thinking has no final answer: it is scored as empty and flagged ``truncated_in_reasoning``.
+cut off inside its thinking has no final answer: it is scored as empty and flagged ``truncated_in_reasoning``;
+one that stopped without ever closing its thinking is scored as empty too and flagged ``no_final_answer``.
 """
 
 from __future__ import annotations
@@ -40,4 +41,5 @@ def final_answer(record: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]
         "response": "" if unfinished else answer,
         "reasoning": thought,
         "truncated_in_reasoning": truncated,
+        "no_final_answer": unfinished and not truncated,
     }

@@ -21,10 +21,9 @@ import jinja2
 
 from h2htalk.errors import DataError
 from h2htalk.io import write_jsonl_atomic
+from h2htalk.settings import VARIANTS, WITHOUT_SAP
 from h2htalk.subtasks import get_subtask
 
-VARIANTS: tuple[str, ...] = ("sap", "nosap")
-WITH_SAP, WITHOUT_SAP = VARIANTS
 SPEAKERS = {"user": "用户", "companion": "竹内遥斗"}
 
 

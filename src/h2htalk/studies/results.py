@@ -14,8 +14,7 @@ import numpy as np
 from h2htalk.errors import DataError
 from h2htalk.io import iter_jsonl, record_labels, sha256_file, write_png_atomic
 from h2htalk.metrics.bootstrap import bootstrap_mean_ci, paired_bootstrap_diff
-from h2htalk.prompts.render import VARIANTS, WITH_SAP, WITHOUT_SAP
-from h2htalk.settings import BootstrapSettings
+from h2htalk.settings import VARIANTS, WITH_SAP, WITHOUT_SAP, BootstrapSettings
 from h2htalk.tables.write import records_frame, write_csv, write_table
 
 METRICS = ("bleu4", "rougeL", "ss", "safety_score", "violation_rate")

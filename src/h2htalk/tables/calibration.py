@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from h2htalk.io import iter_jsonl, read_json, write_text_atomic
-from h2htalk.prompts.render import WITH_SAP
+from h2htalk.settings import WITH_SAP
 from h2htalk.subtasks import SUBTASKS
 from h2htalk.tables.write import markdown_text, records_frame, write_csv
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from h2htalk.config import load_registry
 from h2htalk.io import read_json, write_png_atomic
 from h2htalk.metrics.signatures import signature_string
-from h2htalk.prompts.render import WITH_SAP
+from h2htalk.settings import WITH_SAP
 from h2htalk.subtasks import SUBTASKS
 from h2htalk.tables.table2 import (
     CAPTION,

@@ -1,8 +1,11 @@
-"""A Hugging Face hub on loopback: the two endpoints ``huggingface_hub.snapshot_download`` uses, over fixture repos.
+"""A Hugging Face hub on loopback: the two endpoints ``huggingface_hub.snapshot_download`` uses.
 
 ``GET /api/models/{repo}/revision/{revision}`` answers the repo's commit and file list; ``HEAD`` and ``GET``
 ``/{repo}/resolve/{revision}/{file}`` answer a file with the commit, ETag and size headers the client reads.
 A revision is a branch name (``main``) or the commit itself. Point ``HF_ENDPOINT`` at ``base_url``.
+
+It serves the repos it is given; with ``any_repo`` it also makes up a small one for any other name (a
+``config.json`` naming it), so a rehearsal's prefetch of 30 models fetches kilobytes, not terabytes.
 """
 
 from __future__ import annotations
@@ -31,10 +34,13 @@ class Repo:
 @dataclass
 class HubState:
     repos: dict[str, Repo]
+    any_repo: bool = False
     base_url: str = ""
     requests: Counter[str] = field(default_factory=Counter)  # "METHOD path" -> count
 
     def resolve(self, repo: str, revision: str) -> Repo | None:
+        if repo not in self.repos and self.any_repo:
+            self.repos[repo] = Repo({"config.json": json.dumps({"_name_or_path": repo}).encode()})
         found = self.repos.get(repo)
         return found if found and revision in ("main", found.commit) else None
 
@@ -93,8 +99,8 @@ def _handler(state: HubState) -> type[BaseHTTPRequestHandler]:
 
 
 class HubServer:
-    def __init__(self, repos: dict[str, Repo]) -> None:
-        self.state = HubState(repos)
+    def __init__(self, repos: dict[str, Repo] | None = None, any_repo: bool = False) -> None:
+        self.state = HubState(dict(repos or {}), any_repo)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self.state))
         self.state.base_url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
