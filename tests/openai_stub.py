@@ -26,7 +26,7 @@ def stub_answer(user: str) -> str:
 class StubState:
     base_url: str = ""
     # substring of the user message -> faults consumed one per matching request:
-    # "429", "500", "503", "400", "stall", "malformed", "close", "no_choices"
+    # "429", "500", "503", "400", "risk" (a content refusal), "stall", "malformed", "close", "no_choices"
     faults: dict[str, list[str]] = field(default_factory=dict)
     delay_s: float = 0.0
     stall_s: float = 5.0
@@ -96,6 +96,9 @@ def make_handler(state: StubState) -> type[BaseHTTPRequestHandler]:
                 return
             if fault == "400":
                 self._send_json(400, {"error": {"message": "injected bad request"}})
+                return
+            if fault == "risk":  # DeepSeek's answer to text it will not process
+                self._send_json(400, {"error": {"message": "Content Exists Risk", "type": "invalid_request_error"}})
                 return
             if fault == "stall":
                 time.sleep(state.stall_s)

@@ -119,6 +119,15 @@ def test_refused_item_is_recorded_cached_and_resent_only_on_request(stub, regist
     assert not any(r["failure"] for r in records)
 
 
+def test_content_refusals_are_recorded_but_never_fail_the_job(stub, registry, prompt_files, tmp_path):
+    stub.faults = {"下雨了，我没带伞": ["risk", "risk"]}  # both variants' requests: DeepSeek's refusal
+    settings = settings_for(tmp_path, concurrency=1, max_failure_rate=0.0)
+    summary = run(api_spec(registry), prompt_files, settings, Endpoint(stub.base_url, "stub-model"))
+    assert summary["failures"] == {"content_refusal": 2}
+    records = [r for v in VARIANTS for r in read_jsonl(tmp_path / "out" / v / "dialogue_base.jsonl")]
+    assert sorted(r["failure"]["kind"] for r in records if r["failure"]) == ["content_refusal"] * 2
+
+
 def test_failures_beyond_the_threshold_fail_the_job_and_keep_finished_work(stub, registry, prompt_files, tmp_path):
     stub.faults = {"下雨了，我没带伞": ["400"]}
     settings = settings_for(tmp_path, concurrency=1, max_failure_rate=0.0)

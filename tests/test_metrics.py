@@ -242,3 +242,18 @@ def test_score_generation_file_round_trip(tmp_path, jieba_tok):
     assert summary["S"] == pytest.approx(100.0) and summary["model"] == "m"
     rows = [json.loads(line) for line in (tmp_path / "i.jsonl").read_text(encoding="utf-8").splitlines()]
     assert len(rows) == 5 and all("signature" in r for r in rows)
+
+
+def test_whitespace_tokens_and_rouge_recall_are_options_with_known_answers():
+    dropped, kept = get_tokenizer("char"), get_tokenizer("char", keep_whitespace=True)
+    reference, response = "我爱 你", "我爱 他"
+    # unigram precision: 2 of 3 characters without the space, 3 of 4 with it (the brevity penalty is 1)
+    assert bleu_1_to_4(dropped.tokenize(reference), dropped.tokenize(response))[0] == pytest.approx(2 / 3)
+    assert bleu_1_to_4(kept.tokenize(reference), kept.tokenize(response))[0] == pytest.approx(3 / 4)
+    assert (dropped.describe(), kept.describe()) == ("char", "char+whitespace")
+    # ROUGE on 3 reference tokens, 2 of them answered: recall 2/3, F = 2PR/(P+R) with P = 1
+    ref, hyp = ["我", "爱", "你"], ["我", "爱"]
+    assert rouge_1_l(ref, hyp, "recall") == pytest.approx((2 / 3, 2 / 3))
+    assert rouge_1_l(ref, hyp, "f") == pytest.approx((0.8, 0.8))
+    with pytest.raises(ValueError, match="unknown ROUGE measure"):
+        rouge_1_l(ref, hyp, "precision")

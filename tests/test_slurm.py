@@ -18,6 +18,7 @@ import sys
 import pytest
 import yaml
 
+from .conftest import REPO_ROOT
 from .test_workflow import checkout  # noqa: F401 - the fixture: a fresh copy of the workflow
 
 pytestmark = pytest.mark.skipif(
@@ -102,3 +103,38 @@ def test_a_failing_job_fails_the_run_and_shows_its_log(checkout, tmp_path):  # n
     output = result.stdout + result.stderr
     assert "Error in rule fetch" in output
     assert "dialogue_base.jsonl: not found in upstream_dir" in output  # the job's log, shown
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2400)
+def test_paper_rehearsal_slice_through_slurm(tmp_path, released_data):
+    """The paper config end to end through profiles/slurm against the stand-in engines (benchmarks/
+    paper_rehearsal.py): a vLLM model, a vLLM reasoning model and DeepSeek's API, 3 references per subtask
+    reconstructed, the judge and both studies. The scheduler's records say where every job ran."""
+    report_file = tmp_path / "report.json"
+    command = [
+        sys.executable, str(REPO_ROOT / "benchmarks" / "paper_rehearsal.py"), "--profile", "slurm",
+        "--models", "qwen2-1.5b-instruct,deepseek-r1-distill-qwen-7b,deepseek-r1", "--items-per-subtask", "3",
+        "--upstream-dir", str(released_data), "--out", str(report_file), "--workdir", str(tmp_path / "run"),
+    ]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, timeout=2300, check=False)
+    log = (tmp_path / "run" / "snakemake.log").read_text(encoding="utf-8", errors="replace")
+    assert result.returncode == 0, result.stdout[-3000:] + log[-6000:]
+    report = json.loads(report_file.read_text(encoding="utf-8"))
+    jobs = report["slurm_jobs"]
+    # one job per model and stage, the baselines' scores and judgments, one reconstruction: the rest is local
+    assert report["slurm_jobs_by_rule"] == {
+        "reconstruct_instances": 1, "generate": 3, "score": 3, "score_baseline": 4, "judge": 7, "study_judge": 3,
+    }  # fmt: skip
+    assert all(job["state"] == "COMPLETED" for job in jobs), jobs
+    vllm_generations = [j for j in jobs if j["rule"] == "generate" and j["partition"] == "gpu"]
+    assert len(vllm_generations) == 2  # the two vLLM models; DeepSeek's API runs on the CPU partition
+    assert all(j["gpus"] == "gres:gpu:1" and j["cpus_per_gpu"] == "gres:gpu:2" for j in vllm_generations)
+    assert all(j["partition"] == "cpu" and not j["gpus"] for j in jobs if j not in vllm_generations)
+    # DeepSeek refuses the safety study's crisis text: recorded per item, never fatal
+    assert report["requests"]["failures"].get("content_refusal", 0) > 0
+    assert report["cache_errors"] == 0
+    assert {"table1.csv", "table2.csv", "table3.csv", "fig7_instruction_following.png"} <= set(report["produced"])
+    table2 = (tmp_path / "run" / "paper_figures" / "table2.csv").read_text(encoding="utf-8")
+    assert "DeepSeek-R1," in table2 and "Qwen2-1.5B-Instruct," in table2
+    assert "gpt-4o is a model under test" not in (tmp_path / "run" / "paper_figures" / "table2.md").read_text()

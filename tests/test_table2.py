@@ -236,3 +236,7 @@ def test_table2_notes_name_a_model_under_test_that_also_reconstructed_or_judged(
     ]
     demo = default_config({"models": ["qwen2.5-7b-instruct"], "judge": {"model": "gpt-4o"}})
     assert shared_roles(demo) == []
+    unjudged = default_config({"models": ["qwen2.5-7b-instruct"], "judge": {"model": "gpt-4o", "baselines": False}})
+    assert shared_roles(unjudged) == [
+        "The baselines' Level I-III cells are S, not J: they are not judged (judge.baselines: false)."
+    ]

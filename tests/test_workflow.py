@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -72,6 +73,8 @@ def test_dry_run_lists_the_laptop_default_jobs(checkout):
     out = result.stdout + result.stderr
     for rule in ("fetch", "curate", "curation_report", "table1"):
         assert rule in out
+    # the laptop judges its model, not the baselines (judge.baselines: false): one judge job, one combine-j
+    assert re.search(r"^judge\s+1$", out, re.M) and re.search(r"^combine_j\s+1$", out, re.M), out[-3000:]
     assert not (checkout / "results").exists()
 
 

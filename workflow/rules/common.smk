@@ -31,6 +31,7 @@ BASELINES = list(
     config["baselines"]
 )  # no model: they answer from the instances, on the submit host
 RUN_MODELS = [*LLMS, *BASELINES]  # everything with generations, scores, rows
+JUDGED_MODELS = [*LLMS, *(BASELINES if config["judge"]["baselines"] else [])]
 EMBEDDERS = list(config["scoring"]["embedders"])
 EMBEDDER = EMBEDDERS[
     0
@@ -249,8 +250,10 @@ def instance_review_targets():
 
 
 def cell_summary(embedder, model, variant, subtask):
-    """The summary Table 2 reads for one cell: J for judged subtasks, S otherwise."""
-    pattern = J_SUMMARY if subtask in JUDGED else SCORE_SUMMARY
+    """The summary Table 2 reads for one cell: J for judged subtasks (of the judged models), S otherwise."""
+    pattern = (
+        J_SUMMARY if subtask in JUDGED and model in JUDGED_MODELS else SCORE_SUMMARY
+    )
     return pattern.format(
         embedder=embedder, model=model, variant=variant, subtask=subtask
     )

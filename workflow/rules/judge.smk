@@ -72,7 +72,7 @@ rule review_queue:
         expand(
             J_ITEMS,
             embedder=EMBEDDER,
-            model=RUN_MODELS,
+            model=JUDGED_MODELS,
             variant=VARIANTS,
             subtask=JUDGED,
         ),

@@ -75,7 +75,13 @@ rule table2:
         runtime=10,
     params:
         config=config_json(
-            "model_registry", "paper", "tables", "models", "instances", "judge"
+            "model_registry",
+            "paper",
+            "tables",
+            "models",
+            "baselines",
+            "instances",
+            "judge",
         ),
         out=output_prefix("csv"),
     shell:

@@ -78,7 +78,8 @@ def cmd_calibration(args: argparse.Namespace) -> int:
 
 
 def shared_roles(config: dict[str, Any]) -> list[str]:
-    """Notes for Table 2 when a model under test also wrote or judged what it is scored on."""
+    """Notes for Table 2 when a model under test also wrote or judged what it is scored on, or when the
+    baselines' judged cells are S."""
     notes = []
     reconstruct = config["instances"]["reconstruct"]
     if config["instances"]["source"] == "reconstructed":
@@ -88,4 +89,6 @@ def shared_roles(config: dict[str, Any]) -> list[str]:
                     notes.append(f"{name} is a model under test and also {role} (instance reconstruction).")
     if config["judge"]["model"] in config["models"]:
         notes.append(f"{config['judge']['model']} is a model under test and also the rubric judge of Levels I-III.")
+    if config["baselines"] and not config["judge"]["baselines"]:
+        notes.append("The baselines' Level I-III cells are S, not J: they are not judged (judge.baselines: false).")
     return notes

@@ -242,12 +242,15 @@ class ModelCalls:
 
     def check_failures(self, max_rate: float) -> None:
         """Fail the job when more than ``max_rate`` of its items got no answer, naming the model, the count and
-        the first items; every answer that came is already cached."""
-        if self.requests and len(self.failed) / len(self.requests) > max_rate:
-            first = ", ".join(f"{item} ({f['kind']})" for item, f in list(self.failed.items())[:5])
+        the first items; every answer that came is already cached. A content refusal does not count: it is the
+        provider's answer to that text (DeepSeek refuses crisis text, which the safety study is made of), it
+        would be refused again, and it is recorded and counted in its cell like every failure."""
+        counted = {item: f for item, f in self.failed.items() if f["kind"] != "content_refusal"}
+        if self.requests and len(counted) / len(self.requests) > max_rate:
+            first = ", ".join(f"{item} ({f['kind']})" for item, f in list(counted.items())[:5])
             answered = len(self.requests) - len(self.failed)
             raise GenerationError(
-                f"model {self.spec['name']}: {len(self.failed)} of {len(self.requests)} requests failed, more than"
+                f"model {self.spec['name']}: {len(counted)} of {len(self.requests)} requests failed, more than"
                 f" generation.max_failure_rate {max_rate:.0%} (first: {first}); the {answered} answers that came"
                 " are cached, and a rerun sends only what is missing (--retry-failed: the refused ones too)"
             )
