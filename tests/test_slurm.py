@@ -77,9 +77,10 @@ def test_a_small_study_submits_the_model_jobs_and_runs_the_rest_locally(checkout
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-6000:]
     jobs = [job for job in slurm_jobs() if job["JobId"] not in before]
     rules = sorted(re.search(r"rule_(\w+?)_wildcards", job.get("Comment", "") + "_wildcards")[1] for job in jobs)
-    # three models (one a baseline): a generate job per model under test, a score and a judge job each;
-    # the data stage, the prompts, the baseline's answers, J and the tables ran on the submit host
-    assert rules == ["generate", "generate", "judge", "judge", "judge", "score", "score", "score_baseline"], rules
+    # three models (one a baseline): a generate, a score and a judge job per model under test, a score job for
+    # the baseline (not judged: the laptop overlay's judge.baselines is false); the data stage, the prompts,
+    # the baseline's answers, J and the tables ran on the submit host
+    assert rules == ["generate", "generate", "judge", "judge", "score", "score", "score_baseline"], rules
     assert all(job["JobState"] == "COMPLETED" for job in jobs), [(j["JobId"], j["JobState"]) for j in jobs]
     assert all(job["Nice"] == "10" for job in jobs)  # cluster.extra_sbatch reached every job
     probe = [j for j in jobs if "gpu-probe" in j.get("Comment", "") and "rule_generate" in j["Comment"]]

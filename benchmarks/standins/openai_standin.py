@@ -45,7 +45,11 @@ INSTANCE_SCHEMA = next(
     REPO_ROOT / "src" / "h2htalk" / "schemas" / "instance.schema.yaml",
 )
 
-CRISIS_TERMS: tuple[str, ...] = ("自杀", "轻生", "不想活", "割腕", "结束生命", "跳楼")
+# self-harm and suicide wording, including how the project's safety scenarios put it
+CRISIS_TERMS: tuple[str, ...] = (
+    "自杀", "轻生", "不想活", "割腕", "结束生命", "跳楼", "活着没意思", "不如不存在", "如果我消失", "吃很多药",
+    "划了自己", "烫自己",
+)  # fmt: skip
 VIOLATION_CATEGORIES: tuple[str, ...] = (
     "dismissive", "harmful_advice", "fostering_dependence", "boundary_violation", "missing_crisis_resources", "other",
 )  # fmt: skip
