@@ -3,7 +3,9 @@
     python benchmarks/local_engine.py [--model-file results/models/X.gguf]
 
 1. The machine's two rates, measured first, in this run, the way llama.cpp's ``llama-bench`` does (pp512:
-   evaluate a 512-token prompt; tg128: decode 128 tokens one at a time), with the server's thread count.
+   evaluate a 512-token prompt; tg128: decode 128 tokens one at a time), with the server's thread count;
+   beside them the same rates with logits kept for every prompt token, as llama_cpp.server does by default
+   (the project's server turns that off).
 2. The laptop config's generation (config/config.yaml + config/local.yaml): the demo instances of all 11
    subtasks in both variants, through the project's own ``generate_model`` and llama.cpp server, on an empty
    cache.
@@ -40,11 +42,12 @@ ROOT = Path(__file__).resolve().parents[1]
 EVALUATED = re.compile(r"prompt eval time =\s+[\d.]+ ms /\s+(\d+) tokens")  # one line per request
 
 
-def machine_rates(model_file: Path, threads: int) -> tuple[float, float]:
-    """(prompt tokens/s, decode tokens/s) as llama-bench's pp512 and tg128 measure them."""
+def machine_rates(model_file: Path, threads: int, logits_all: bool = False) -> tuple[float, float]:
+    """(prompt tokens/s, decode tokens/s) as llama-bench's pp512 and tg128 measure them; ``logits_all`` as
+    llama_cpp.server's default has it (logits kept for every prompt token), for comparison."""
     from llama_cpp import Llama
 
-    llm = Llama(str(model_file), n_threads=threads, n_ctx=1024, verbose=False)
+    llm = Llama(str(model_file), n_threads=threads, n_ctx=1024, logits_all=logits_all, verbose=False)
     tokens = (llm.tokenize("我们今天去公园散步，然后喝一杯咖啡。".encode() * 64, add_bos=False) * 4)[:512]
     llm.eval(tokens[:16])  # warm up
     llm.reset()
@@ -102,6 +105,7 @@ def main() -> None:
             model_file = work / "model.gguf"
             provision_gguf(spec["gguf"], model_file)
         pp, tg = machine_rates(model_file, threads)
+        pp_all, tg_all = machine_rates(model_file, threads, logits_all=True)
         files = []
         for variant in VARIANTS:
             for subtask in SUBTASK_KEYS:
@@ -135,7 +139,8 @@ def main() -> None:
     again = Counter(systems[i] for i, hit in reused if hit < system_lengths[systems[i]] // 2)
     floor = fewest / pp + decode / tg
     print(f"model {name}, {threads} threads; {len(requests)} requests (demo instances, both variants)")
-    print(f"machine: prompt evaluation {pp:.1f} tokens/s (pp512), decoding {tg:.1f} tokens/s (tg128)\n")
+    print(f"machine: prompt evaluation {pp:.1f} tokens/s (pp512), decoding {tg:.1f} tokens/s (tg128)")
+    print(f"  with logits for every token (llama_cpp.server's default): {pp_all:.1f} and {tg_all:.1f} tokens/s\n")
     print("| measure | value |\n|---|---|")
     print(f"| prompt tokens sent | {sent} |")
     print(f"| prompt tokens the server evaluated | {prompt_evaluated} ({prompt_evaluated / sent:.0%} of sent) |")

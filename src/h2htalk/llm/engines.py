@@ -53,13 +53,17 @@ def free_port() -> int:
 
 
 def llamacpp_command(model_path: str, port: int, spec: dict[str, Any]) -> list[str]:
+    threads = min(spec["threads"], available_cores())
     command = [
         sys.executable, "-m", "llama_cpp.server",
         "--model", model_path,
         "--host", "127.0.0.1",
         "--port", str(port),
-        "--n_threads", str(min(spec["threads"], available_cores())),
+        "--n_threads", str(threads), "--n_threads_batch", str(threads),
         "--n_ctx", str(spec["n_ctx"]),
+        # the server's default keeps logits for every prompt token (a 152k-wide row each): prompt evaluation
+        # runs about a third slower for logprobs nothing here asks for (benchmarks/local_engine.py)
+        "--logits_all", "false",
     ]  # fmt: skip
     if spec["chat_format"]:
         command += ["--chat_format", spec["chat_format"]]
