@@ -104,7 +104,7 @@ def rehearsal_registry(api_url: str, limits: dict[str, int]) -> tuple[dict[str, 
             keys[entry["api"]["api_key_env"]] = "rehearsal-key"
         elif entry["engine"] == "vllm":
             entry["gpus"] = max(1, min(entry.get("gpus", 1), limits["gpus"] or 1))
-            entry["cpus_per_gpu"] = max(1, limits["cpus"] // entry["gpus"])
+            entry["cpus_per_gpu"] = 1  # the stand-in needs one core; the rest stay free for the CPU jobs
             entry["resources"] = {**entry.get("resources", {}), "mem_mb": min(1500, limits["mem_mb"])}
             entry["startup_timeout_s"] = 120
     return registry, keys

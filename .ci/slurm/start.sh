@@ -6,7 +6,10 @@
 set -euo pipefail
 D=${SLURM_STATE_DIR:?set SLURM_STATE_DIR to a scratch folder}
 H=$(hostname -s)
-CPUS=$(nproc)
+# SLURM_NODE_CPUS declares more cores than the machine has (the rehearsal's jobs mostly wait on stand-in
+# engines, as a cluster's many nodes would run them side by side); slurmd then trusts the config.
+CPUS=${SLURM_NODE_CPUS:-$(nproc)}
+OVERRIDES=$([ "$CPUS" -gt "$(nproc)" ] && echo "SlurmdParameters=config_overrides" || true)
 MEM=$(( $(awk '/MemTotal/{print int($2/1024)}' /proc/meminfo) - 1024 ))
 rm -rf "$D"/{state,spool,log}
 mkdir -p "$D"/{state,spool,log} /etc/slurm /run/munge /var/log/munge /var/lib/munge
@@ -38,6 +41,7 @@ SlurmdLogFile=$D/log/slurmd.log
 AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/none
+$OVERRIDES
 NodeName=$H NodeAddr=127.0.0.1 CPUs=$CPUS RealMemory=$MEM Gres=gpu:2 State=UNKNOWN
 PartitionName=cpu Nodes=$H Default=YES MaxTime=INFINITE State=UP
 PartitionName=gpu Nodes=$H MaxTime=INFINITE State=UP
