@@ -50,6 +50,8 @@ STANDINS = ROOT / "benchmarks" / "standins"
 sys.path.insert(0, str(STANDINS))
 from hf_hub import HubServer  # noqa: E402
 
+# the stand-in embedder needs a fraction of BGE-M3's memory: the node's memory goes to more jobs side by side
+SMALL_EMBEDDER = ["--set-resources", "score:mem_mb=2000", "score_baseline:mem_mb=2000"]
 STATUS_FLAGS = ["--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "5"]
 CACHE_ERRORS = re.compile(r"database is locked|database disk image is malformed|disk I/O error", re.IGNORECASE)
 
@@ -102,6 +104,7 @@ def rehearsal_registry(api_url: str, limits: dict[str, int]) -> tuple[dict[str, 
         if entry["engine"] == "api":
             entry["api"]["base_url"] = f"{api_url}/{provider(entry['api']['base_url'])}/v1"
             keys[entry["api"]["api_key_env"]] = "rehearsal-key"
+            entry["resources"] = {**entry.get("resources", {}), "mem_mb": 1000}  # a client, no model in memory
         elif entry["engine"] == "vllm":
             entry["gpus"] = max(1, min(entry.get("gpus", 1), limits["gpus"] or 1))
             entry["cpus_per_gpu"] = 1  # the stand-in needs one core; the rest stay free for the CPU jobs
@@ -212,6 +215,7 @@ def main() -> None:
             sys.executable, "-m", "snakemake", "--profile", f"profiles/{args.profile}",
             *(STATUS_FLAGS if args.profile == "slurm" else []),
             "all", "--configfiles", "config/config.yaml", "config/rehearsal.yaml",
+            *SMALL_EMBEDDER,
         ]  # fmt: skip
         since = time.strftime("%Y-%m-%dT%H:%M:%S")
         started = time.perf_counter()
