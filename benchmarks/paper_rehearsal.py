@@ -167,6 +167,15 @@ def slurm_jobs(since: str) -> list[dict[str, str]]:
     return jobs
 
 
+SUBMITTED = re.compile(r"submitted with SLURM jobid \d+ \(log: \S*?/slurm_logs/rule_([A-Za-z0-9_]+?)/")
+
+
+def submitted_by_rule(snakemake_log: Path) -> Counter[str]:
+    """Every SLURM job of this run, by rule, from Snakemake's own line per submission (the scheduler forgets
+    a finished job after MinJobAge, and the executor deletes a successful job's log)."""
+    return Counter(SUBMITTED.findall(snakemake_log.read_text(encoding="utf-8", errors="replace")))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", choices=["slurm", "local"], default="slurm")
@@ -240,8 +249,8 @@ def main() -> None:
         "workdir": str(work),
         "returncode": run.returncode,
         "wall_s": round(wall, 1),
-        "slurm_jobs_by_rule": dict(Counter(job["rule"] for job in submitted)),
-        "slurm_jobs": submitted,
+        "slurm_jobs_by_rule": dict(submitted_by_rule(work / "snakemake.log")),
+        "slurm_jobs": submitted,  # the details the scheduler still remembers (MinJobAge)
         "job_seconds_by_rule": {rule: round(seconds, 1) for rule, seconds in by_rule.most_common()},
         "requests": run_summaries(work / "results"),
         "cache_errors": cache_errors,
