@@ -50,8 +50,21 @@ STANDINS = ROOT / "benchmarks" / "standins"
 sys.path.insert(0, str(STANDINS))
 from hf_hub import HubServer  # noqa: E402
 
-# the stand-in embedder needs a fraction of BGE-M3's memory: the node's memory goes to more jobs side by side
-SMALL_EMBEDDER = ["--set-resources", "score:mem_mb=2000", "score_baseline:mem_mb=2000"]
+
+def scoring_resources(limits: dict[str, int]) -> list[str]:
+    """The stand-in embedder needs a fraction of BGE-M3's memory, so more jobs fit side by side; where the
+    node declares more cores than the machine has (SLURM_NODE_CPUS), a scoring job, the one CPU-bound job,
+    asks for as many declared cores as one real core is worth, so that no more of them run at once than
+    there are cores (each with one torch thread: OMP_NUM_THREADS=1 in the run's environment)."""
+    cores = max(1, limits["cpus"] // (os.cpu_count() or 1))
+    rules = ("score", "score_baseline")
+    return [
+        "--set-resources",
+        *(f"{rule}:mem_mb=2000" for rule in rules),
+        *(f"{rule}:cpus_per_task={cores}" for rule in rules),
+    ]
+
+
 STATUS_FLAGS = ["--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "5"]
 CACHE_ERRORS = re.compile(r"database is locked|database disk image is malformed|disk I/O error", re.IGNORECASE)
 
@@ -218,13 +231,13 @@ def main() -> None:
             **online, **keys,
             "PATH": f"{STANDINS}{os.pathsep}{os.environ['PATH']}",
             "STANDIN_REGISTRY": str(registry_path), "STANDIN_CORPUS": str(upstream), "STANDIN_STARTUP_S": "1",
-            "HF_ENDPOINT": hub.base_url, "HF_HOME": str(work / "hf-home"),
+            "HF_ENDPOINT": hub.base_url, "HF_HOME": str(work / "hf-home"), "OMP_NUM_THREADS": "1",
         }  # fmt: skip
         command = [
             sys.executable, "-m", "snakemake", "--profile", f"profiles/{args.profile}",
             *(STATUS_FLAGS if args.profile == "slurm" else []),
             "all", "--configfiles", "config/config.yaml", "config/rehearsal.yaml",
-            *SMALL_EMBEDDER,
+            *scoring_resources(limits),
         ]  # fmt: skip
         since = time.strftime("%Y-%m-%dT%H:%M:%S")
         started = time.perf_counter()
