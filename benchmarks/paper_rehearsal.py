@@ -50,6 +50,9 @@ STANDINS = ROOT / "benchmarks" / "standins"
 sys.path.insert(0, str(STANDINS))
 from hf_hub import HubServer  # noqa: E402
 
+STATUS_FLAGS = ["--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "5"]
+CACHE_ERRORS = re.compile(r"database is locked|database disk image is malformed|disk I/O error", re.IGNORECASE)
+
 
 def scoring_resources(limits: dict[str, int]) -> list[str]:
     """The stand-in embedder needs a fraction of BGE-M3's memory, so more jobs fit side by side; where the
@@ -63,10 +66,6 @@ def scoring_resources(limits: dict[str, int]) -> list[str]:
         *(f"{rule}:mem_mb=2000" for rule in rules),
         *(f"{rule}:cpus_per_task={cores}" for rule in rules),
     ]
-
-
-STATUS_FLAGS = ["--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "5"]
-CACHE_ERRORS = re.compile(r"database is locked|database disk image is malformed|disk I/O error", re.IGNORECASE)
 
 
 def node_limits() -> dict[str, int]:
@@ -271,7 +270,11 @@ def main() -> None:
         "node_limits": limits,
     }
     args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
-    print(json.dumps({k: v for k, v in report.items() if k not in ("produced", "slurm_jobs")}, indent=2))
+    print(
+        json.dumps(
+            {k: v for k, v in report.items() if k not in ("produced", "slurm_jobs")}, indent=2, ensure_ascii=False
+        )
+    )
     print(f"{len(report['produced'])} files in paper_figures/; the run: {work}/snakemake.log")
     sys.exit(run.returncode)
 
