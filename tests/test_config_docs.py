@@ -189,16 +189,24 @@ def test_a_key_added_without_documentation_fails(readme):
     assert documentation_problems(registry, readme[1]) == ["llamacpp.flash_attn: not documented"]
 
 
-def set_keys(overlay: dict[str, Any], schema: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
-    """(documented key, value) of every value a config file sets."""
+def set_keys(
+    overlay: dict[str, Any], schema: dict[str, Any], prefix: str = "", root: dict[str, Any] | None = None
+) -> Iterator[tuple[str, Any]]:
+    """(documented key, value) of every value a config file sets; a built-in named entry (embedders.bge-m3)
+    is documented as any named entry (embedders.NAME)."""
+    root = schema if root is None else root
     named = schema.get("additionalProperties")
+    named_ref = named.get("$ref") if isinstance(named, dict) else None
     for key, value in overlay.items():
-        if "properties" in schema:
+        if key in schema.get("properties", {}):
             sub, path = schema["properties"][key], f"{prefix}{key}"
+            if named_ref and sub.get("$ref") == named_ref:
+                path = f"{prefix}{NAME}"
         else:
             sub, path = named, f"{prefix}{NAME}"
+        sub = resolve(sub, root)
         if isinstance(value, dict) and ("properties" in sub or "properties" in (sub.get("additionalProperties") or {})):
-            yield from set_keys(value, sub, f"{path}.")
+            yield from set_keys(value, sub, f"{path}.", root)
         else:
             yield path, value
 

@@ -130,9 +130,13 @@ def test_paper_rehearsal_slice_through_slurm(tmp_path, released_data):
     assert all(job["state"] == "COMPLETED" for job in jobs), jobs
     vllm_generations = [j for j in jobs if j["rule"] == "generate" and j["partition"] == "gpu"]
     assert len(vllm_generations) == 2  # the two vLLM models; DeepSeek's API runs on the CPU partition
+    scoring = [j for j in jobs if j["rule"] in ("score", "score_baseline")]
+    assert len(scoring) == 7  # BGE-M3 on a GPU (embedders.bge-m3.gpus: 1 in the paper config)
     # the rehearsal asks for one core per GPU (a stand-in needs no more): the registry's value reaches sbatch
-    assert all(j["gpus"] == "gres:gpu:1" and j["cpus_per_gpu"] == "gres:gpu:1" for j in vllm_generations)
-    assert all(j["partition"] == "cpu" and not j["gpus"] for j in jobs if j not in vllm_generations)
+    on_gpu = vllm_generations + scoring
+    assert all(j["partition"] == "gpu" for j in on_gpu)
+    assert all(j["gpus"] == "gres:gpu:1" and j["cpus_per_gpu"] == "gres:gpu:1" for j in on_gpu)
+    assert all(j["partition"] == "cpu" and not j["gpus"] for j in jobs if j not in on_gpu)
     # DeepSeek refuses the safety study's crisis text: recorded per item, never fatal
     assert report["requests"]["failures"].get("content_refusal", 0) > 0
     assert report["cache_errors"] == 0

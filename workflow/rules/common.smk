@@ -207,17 +207,34 @@ def job_resources(*models):
     }
 
 
-def cpu_job_resources(mem_mb, runtime):
-    """A submitted job that runs no model (scoring): the CPU partition, the account and extra flags."""
-    return {**job_resources(), "mem_mb": mem_mb, "runtime": runtime}
+def embedder_job_resources(embedder, mem_mb, runtime):
+    """A scoring job, which runs no LLM: the CPU partition, or the GPU partition with the embedder's GPUs
+    (``embedders.NAME.gpus``); the account and extra flags as every job."""
+    gpus = config["embedders"][embedder]["gpus"]
+    resources = {**job_resources(), "mem_mb": mem_mb, "runtime": runtime}
+    if gpus:
+        cluster = config["cluster"]
+        resources.update(
+            slurm_partition=cluster["gpu_partition"],
+            gpu=gpus,
+            gpu_model=cluster["gpu_model"] or "",
+        )
+    return resources
+
+
+def per_job(resources_of):
+    """Resources that depend on the job's wildcards, one function per resource (Snakemake's form)."""
+    return {key: (lambda wc, key=key: resources_of(wc)[key]) for key in job_resources()}
 
 
 def model_job_resources():
-    """``job_resources`` of the job's own model (the ``model`` wildcard), one function per resource."""
-    return {
-        key: (lambda wc, key=key: job_resources(wc.model)[key])
-        for key in job_resources()
-    }
+    """``job_resources`` of the job's own model (the ``model`` wildcard)."""
+    return per_job(lambda wc: job_resources(wc.model))
+
+
+def scoring_job_resources(mem_mb, runtime):
+    """``embedder_job_resources`` of the job's own embedder (the ``embedder`` wildcard)."""
+    return per_job(lambda wc: embedder_job_resources(wc.embedder, mem_mb, runtime))
 
 
 # --- inputs of the tables ---------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ rule score:
     conda:
         "../../envs/metrics.yaml"
     resources:
-        **cpu_job_resources(mem_mb=8000, runtime=240),
+        **scoring_job_resources(mem_mb=8000, runtime=240),
     params:
         config=config_json("scoring", "embedders"),
         prefetched=prefetched_option,

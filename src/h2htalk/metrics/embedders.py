@@ -181,6 +181,7 @@ def make_embedder(name: str, spec: dict[str, Any] | None = None) -> Embedder:
             raise ValueError(f"embedder {name!r} has no default definition; known: {', '.join(defaults)}")
         spec = defaults[name]
     spec = dict(spec)
+    spec.pop("gpus", None)  # where the job runs; device picks the GPU
     kind = spec.pop("kind", None)
     if kind not in KINDS:
         raise ValueError(f"embedder {name!r}: unknown kind {kind!r}; known: {', '.join(KINDS)}")
