@@ -56,18 +56,19 @@ STATUS_FLAGS = ["--slurm-status-command", "squeue", "--slurm-init-seconds-before
 CACHE_ERRORS = re.compile(r"database is locked|database disk image is malformed|disk I/O error", re.IGNORECASE)
 
 
-def scoring_resources(limits: dict[str, int]) -> list[str]:
+def scoring_resources(limits: dict[str, int], on_gpu: bool) -> list[str]:
     """The stand-in embedder needs a fraction of BGE-M3's memory, so more jobs fit side by side; where the
     node declares more cores than the machine has (SLURM_NODE_CPUS), a scoring job, the one CPU-bound job,
-    asks for as many declared cores as one real core is worth (per GPU on the GPU partition, where the paper
-    config sends it), so that no more of them run at once than there are cores (each with one torch thread:
-    OMP_NUM_THREADS=1 in the run's environment)."""
+    asks for as many declared cores as one real core is worth (per GPU where the config sends it to the GPU
+    partition: SLURM's plugin would read cpus_per_task first), so that no more of them run at once than
+    there are cores (each with one torch thread: OMP_NUM_THREADS=1 in the run's environment)."""
     cores = max(1, limits["cpus"] // (os.cpu_count() or 1))
+    cpus = "cpus_per_gpu" if on_gpu else "cpus_per_task"
     rules = ("score", "score_baseline")
     return [
         "--set-resources",
         *(f"{rule}:mem_mb=2000" for rule in rules),
-        *(f"{rule}:{cpus}={cores}" for rule in rules for cpus in ("cpus_per_task", "cpus_per_gpu")),
+        *(f"{rule}:{cpus}={cores}" for rule in rules),
     ]
 
 
@@ -259,7 +260,7 @@ def main() -> None:
             sys.executable, "-m", "snakemake", "--profile", f"profiles/{args.profile}",
             *(STATUS_FLAGS if args.profile == "slurm" else []),
             "all", "--configfiles", "config/config.yaml", "config/rehearsal.yaml",
-            *scoring_resources(limits),
+            *scoring_resources(limits, on_gpu=bool(paper.get("embedders", {}).get("bge-m3", {}).get("gpus"))),
         ]  # fmt: skip
         since = time.strftime("%Y-%m-%dT%H:%M:%S")
         started = time.perf_counter()
