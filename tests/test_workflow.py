@@ -78,22 +78,27 @@ def test_dry_run_lists_the_laptop_default_jobs(checkout):
     assert not (checkout / "results").exists()
 
 
-def scoring_job_resources(root: Path, *configfiles: str) -> set[str]:
-    """The resources of every scoring job the paper DAG plans, as a dry run prints them."""
-    command = [sys.executable, "-m", "snakemake", "-n", "all", "--configfiles", "config/config.yaml", *configfiles,
-               "--config", "upstream_dir=/nonexistent"]  # fmt: skip
+def scoring_jobs(root: Path, *configfiles: str) -> dict[str, set[str]]:
+    """The resources and the shell commands of every scoring job the paper DAG plans, as a dry run prints them."""
+    command = [sys.executable, "-m", "snakemake", "-n", "-p", "all", "--configfiles", "config/config.yaml",
+               *configfiles, "--config", "upstream_dir=/nonexistent"]  # fmt: skip
     result = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
-    jobs = re.split(r"\n(?=rule )", result.stdout)
-    return {re.search(r"resources: (.*)", job)[1] for job in jobs if re.match(r"rule score(_baseline)?:", job)}
+    jobs = [job for job in re.split(r"\n(?=rule )", result.stdout) if re.match(r"rule score(_baseline)?:", job)]
+    return {
+        "resources": {re.search(r"resources: (.*)", job)[1] for job in jobs},
+        "commands": {re.search(r"Shell command: (.*)", job)[1] for job in jobs},
+    }
 
 
 def test_the_paper_dag_scores_on_a_gpu_and_a_cpu_only_embedder_stays_on_the_cpu_partition(checkout):
-    on_gpu = scoring_job_resources(checkout)
-    assert on_gpu and all("slurm_partition=gpu" in r and ", gpu=1," in r for r in on_gpu), on_gpu
+    on_gpu = scoring_jobs(checkout)
+    assert on_gpu["resources"] and all("slurm_partition=gpu" in r and ", gpu=1," in r for r in on_gpu["resources"])
     (checkout / "config" / "cpu.yaml").write_text("embedders: {bge-m3: {gpus: 0}}\n", encoding="utf-8")
-    on_cpu = scoring_job_resources(checkout, "config/cpu.yaml")
-    assert on_cpu and all("slurm_partition=cpu" in r and ", gpu=0," in r for r in on_cpu), on_cpu
+    on_cpu = scoring_jobs(checkout, "config/cpu.yaml")
+    assert on_cpu["resources"] and all("slurm_partition=cpu" in r and ", gpu=0," in r for r in on_cpu["resources"])
+    # where a job runs is not one of its settings: the same commands, so moving it reruns nothing
+    assert on_cpu["commands"] == on_gpu["commands"] and len(on_gpu["commands"]) == 37
 
 
 def test_misspelled_config_key_fails_before_any_job(checkout):

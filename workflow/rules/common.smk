@@ -102,6 +102,13 @@ def config_json(*sections):
     what reruns the rule when they change. A function, so that Snakemake does not read the braces of the
     JSON (e.g. the upstream URL template) as wildcards."""
     selected = {s: config[s] for s in sections or config}
+    if (
+        "embedders" in selected
+    ):  # where a scoring job runs (gpus) changes neither its command nor its results
+        selected["embedders"] = {
+            name: {k: v for k, v in spec.items() if k != "gpus"}
+            for name, spec in selected["embedders"].items()
+        }
     option = f"--config-json {shlex.quote(json.dumps(selected, sort_keys=True))}"
     return lambda wildcards: option
 
