@@ -99,13 +99,14 @@ def previous_port(registry: Path) -> int | None:
     if not registry.exists():
         return None
     match = re.search(r"base_url: http://127\.0\.0\.1:(\d+)/", registry.read_text(encoding="utf-8"))
-    port = int(match[1]) if match else None
+    if not match:
+        return None
     with socket.socket() as sock:
         try:
-            sock.bind(("127.0.0.1", port or 0))
-        except OSError:
+            sock.bind(("127.0.0.1", int(match[1])))
+        except OSError:  # taken since: a new port
             return None
-    return port
+    return int(match[1])
 
 
 def write_if_changed(path: Path, text: str) -> None:

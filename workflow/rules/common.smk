@@ -102,9 +102,8 @@ def config_json(*sections):
     what reruns the rule when they change. A function, so that Snakemake does not read the braces of the
     JSON (e.g. the upstream URL template) as wildcards."""
     selected = {s: config[s] for s in sections or config}
-    if (
-        "embedders" in selected
-    ):  # where a scoring job runs (gpus) changes neither its command nor its results
+    # where a scoring job runs (embedders' gpus) changes neither its command nor its results
+    if "embedders" in selected:
         selected["embedders"] = {
             name: {k: v for k, v in spec.items() if k != "gpus"}
             for name, spec in selected["embedders"].items()
@@ -192,20 +191,29 @@ def threads_for(*models):
     return max(threads, default=1)
 
 
-def job_resources(*models):
-    """What a submitted job that runs ``models`` asks SLURM for: partition, account and extra flags from
-    ``cluster``; GPUs, their type, CPUs per GPU, memory and runtime from the registry (the most any model
-    needs). Splat it into a rule's resources."""
+def placement(gpus, gpu_model=None):
+    """Where a submitted job asking for ``gpus`` goes: partition, account and extra flags from ``cluster``,
+    and the GPUs with their type (``gpu_model``, else the cluster's)."""
     cluster = config["cluster"]
-    gpus = max((MODELS[m]["gpus"] for m in models), default=0)
-    gpu_models = [MODELS[m].get("gpu_model") for m in models if MODELS[m]["gpus"]]
-    gpu_model = next(filter(None, gpu_models), None) or cluster["gpu_model"]
     return {
         "slurm_partition": cluster["gpu_partition" if gpus else "cpu_partition"],
         "slurm_account": cluster["account"] or "",
         "slurm_extra": cluster["extra_sbatch"] or "",
         "gpu": gpus,
-        "gpu_model": (gpu_model or "") if gpus else "",
+        "gpu_model": (gpu_model or cluster["gpu_model"] or "") if gpus else "",
+    }
+
+
+def job_resources(*models):
+    """What a submitted job that runs ``models`` asks SLURM for: its ``placement``; GPUs, their type, CPUs
+    per GPU, memory and runtime from the registry (the most any model needs). Splat it into a rule's
+    resources."""
+    gpu_models = [MODELS[m].get("gpu_model") for m in models if MODELS[m]["gpus"]]
+    return {
+        **placement(
+            max((MODELS[m]["gpus"] for m in models), default=0),
+            next(filter(None, gpu_models), None),
+        ),
         "cpus_per_gpu": max((MODELS[m]["cpus_per_gpu"] for m in models), default=4),
         "mem_mb": max((MODELS[m]["resources"]["mem_mb"] for m in models), default=4000),
         "runtime": max(
@@ -215,18 +223,10 @@ def job_resources(*models):
 
 
 def embedder_job_resources(embedder, mem_mb, runtime):
-    """A scoring job, which runs no LLM: the CPU partition, or the GPU partition with the embedder's GPUs
-    (``embedders.NAME.gpus``); the account and extra flags as every job."""
+    """A scoring job, which runs no LLM: placed by its embedder's GPUs (``embedders.NAME.gpus``; 0: the CPU
+    partition)."""
     gpus = config["embedders"][embedder]["gpus"]
-    resources = {**job_resources(), "mem_mb": mem_mb, "runtime": runtime}
-    if gpus:
-        cluster = config["cluster"]
-        resources.update(
-            slurm_partition=cluster["gpu_partition"],
-            gpu=gpus,
-            gpu_model=cluster["gpu_model"] or "",
-        )
-    return resources
+    return {**job_resources(), **placement(gpus), "mem_mb": mem_mb, "runtime": runtime}
 
 
 def per_job(resources_of):
