@@ -1,8 +1,6 @@
 # H2HTalk study workflow. Laptop default: snakemake --profile profiles/local
 # Paper study on a SLURM GPU cluster:      snakemake --profile profiles/slurm
-import json
 import re
-import shlex
 import sys
 from pathlib import Path
 
@@ -36,7 +34,7 @@ include: "workflow/rules/common.smk"
 wildcard_constraints:
     subtask="|".join(SUBTASK_KEYS),
     variant="|".join(ALL_VARIANTS),
-    model="|".join(map(re.escape, MODELS)),
+    model="|".join(map(re.escape, REGISTRY)),
     embedder="|".join(map(re.escape, config["embedders"])),
     study="|".join(STUDIES),
     figure="|".join(FIGURES),
@@ -62,19 +60,21 @@ localrules:
     table1,
     table2,
     table3,
+    calibration,
     figure,
     fig7,
-    calibration,
 
 
 include: "workflow/rules/data.smk"
 include: "workflow/rules/instances.smk"
+include: "workflow/rules/prompts.smk"
 include: "workflow/rules/generation.smk"
 include: "workflow/rules/scoring.smk"
 include: "workflow/rules/judge.smk"
+include: "workflow/rules/studies.smk"
+include: "workflow/rules/provenance.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/figures.smk"
-include: "workflow/rules/studies.smk"
 
 
 rule all:

@@ -32,11 +32,11 @@ import numpy as np
 
 from h2htalk.data.curate import normalise, record_id
 from h2htalk.data.release import parse_release
-from h2htalk.metrics.cache import EmbeddingCache
-from h2htalk.metrics.embedders import make_embedder
-from h2htalk.metrics.lexical import BLEU_WEIGHTS
-from h2htalk.metrics.scoring import Pair, score_pairs
-from h2htalk.metrics.tokenizers import get_tokenizer
+from h2htalk.scoring.cache import EmbeddingCache
+from h2htalk.scoring.embedders import make_embedder
+from h2htalk.scoring.lexical import BLEU_WEIGHTS
+from h2htalk.scoring.metrics import Pair, score_pairs
+from h2htalk.scoring.tokenizers import get_tokenizer
 from h2htalk.subtasks import SUBTASKS
 
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 from metric_engine import load_pairs  # the same pairs as the metric engine benchmark
 
-from h2htalk.metrics.lexical import bleu_1_to_4, rouge_1_l
-from h2htalk.metrics.tokenizers import get_tokenizer
+from h2htalk.scoring.lexical import bleu_1_to_4, rouge_1_l
+from h2htalk.scoring.tokenizers import get_tokenizer
 from h2htalk.subtasks import SUBTASKS
 
 

@@ -10,9 +10,10 @@ from h2htalk.generation.generate import PromptFile, generate_model
 from h2htalk.instances.schema import read_instances
 from h2htalk.instances.sources import demo_instances
 from h2htalk.io import read_jsonl
+from h2htalk.layout import Cell
 from h2htalk.llm.calls import EngineOptions
-from h2htalk.metrics.score_files import ScoringSetup, score_generation_file
 from h2htalk.prompts.render import write_prompts
+from h2htalk.scoring.score_files import ScoringSetup, score_generation_file
 from h2htalk.settings import GenerationSettings
 from h2htalk.subtasks import SUBTASK_KEYS
 from h2htalk.tables.calibration import calibration_rows
@@ -58,12 +59,12 @@ def test_oracle_scores_100_on_every_subtask_end_to_end(tmp_path):
     for subtask in SUBTASK_KEYS:
         prompts[subtask] = tmp_path / "prompts" / "sap" / f"{subtask}.jsonl"
         write_prompts(read_instances(instances[subtask]), "sap", prompts[subtask])
-    setup = ScoringSetup.from_config(config, "usem3")
+    setup = ScoringSetup.from_config(config, "usem3", config["embedders"]["usem3"])
     settings = GenerationSettings.from_config(config)
     engines = EngineOptions(settings.client, settings.seed)
     summaries = []
     for name in ("baseline-oracle", "baseline-random-reference"):
-        files = [PromptFile.read(prompts[s], tmp_path / name / "sap" / f"{s}.jsonl") for s in SUBTASK_KEYS]
+        files = [PromptFile("sap", s, prompts[s], tmp_path / name / "sap" / f"{s}.jsonl") for s in SUBTASK_KEYS]
         summary = generate_model(registry[name], files, settings, engines, instances=instances)
         assert summary["sent"] == 0  # no language model
         for subtask in SUBTASK_KEYS:
@@ -73,8 +74,8 @@ def test_oracle_scores_100_on_every_subtask_end_to_end(tmp_path):
                 tmp_path / "s" / f"{name}-{subtask}.items.jsonl",
                 tmp_path / "s" / f"{name}-{subtask}.json",
                 setup,
+                Cell(name, "sap", subtask, "usem3").labels(),
             )
-            assert (result["model"], result["variant"], result["subtask"]) == (name, "sap", subtask)
             summaries.append(result)
             if name == "baseline-oracle":
                 assert result["S"] == pytest.approx(100.0), subtask

@@ -8,10 +8,18 @@ import copy
 import pytest
 import yaml
 
-from h2htalk.cli import main
-from h2htalk.cli.options import add_bootstrap, add_config
+from h2htalk.cli import command_reads, main
+from h2htalk.cli.options import add_bootstrap, add_command
 from h2htalk.cli.options import load_config as load_command_config
-from h2htalk.config import default_config, load_config, load_registry, merge_layers, validate_config
+from h2htalk.config import (
+    default_config,
+    load_config,
+    load_registry,
+    load_schema,
+    merge_layers,
+    settings_hash,
+    validate_config,
+)
 from h2htalk.errors import ConfigError
 from h2htalk.subtasks import SUBTASKS
 
@@ -38,8 +46,21 @@ def test_the_laptop_overlay_lists_only_what_differs():
     paper, laptop = load_config([PAPER]), load_config([PAPER, LAPTOP])
     changed = {key for key in paper if paper[key] != laptop[key]}
     assert changed == set(overlay)  # every key it lists changes something, and nothing else changes
-    assert len([line for line in LAPTOP.read_text(encoding="utf-8").splitlines() if line.strip()]) <= 25
-    assert laptop["models"] == ["qwen2.5-coder-0.5b-instruct-q4km"] and paper["judge"]["model"] == "gpt-4o"
+    assert len([line for line in LAPTOP.read_text(encoding="utf-8").splitlines() if line.strip()]) <= 30
+    assert laptop["models"] == ["qwen2.5-coder-0.5b-instruct-q4km"] and paper["rubric_judge"]["model"] == "gpt-4o"
+
+
+def test_the_schema_defaults_are_the_paper_study():
+    """config/config.yaml states only the models under test: every other paper setting is a schema default, so
+    no default is written twice."""
+    assert set(yaml.safe_load(PAPER.read_text(encoding="utf-8"))) == {"models"}
+    paper = load_config([PAPER])
+    assert paper == validate_config({"models": paper["models"]})
+    assert (paper["instances"]["source"], paper["scoring"]["embedders"], paper["embedders"]["bge-m3"]["gpus"]) == (
+        "reconstructed", ["bge-m3"], 1,
+    )  # fmt: skip
+    assert paper["instances"]["reconstruct"]["voters"] == ["gpt-4o", "deepseek-r1", "claude-3.7"]
+    assert paper["rubric_judge"]["model"] == paper["study_judge"]["model"] == "gpt-4o"
 
 
 def test_subtask_limits_default_to_their_definitions():
@@ -67,22 +88,67 @@ def test_registry_entries_list_only_what_differs_from_its_defaults():
     assert not any("revision" in e or e.get("max_model_len") == 8192 for e in raw.values())
 
 
-def test_flags_override_config_keys_and_are_validated(tmp_path):
-    parser = argparse.ArgumentParser()
-    add_config(parser)
+def _command(reads: tuple[str, ...]) -> argparse.ArgumentParser:
+    sub = argparse.ArgumentParser().add_subparsers()
+    parser = add_command(sub, "probe", lambda args: 0, "a probe", reads)
     add_bootstrap(parser)
+    return parser
+
+
+def test_flags_override_config_keys_and_are_validated(tmp_path):
+    parser = _command(("scoring",))
     config = load_command_config(parser.parse_args(["--config", str(PAPER), "--resamples", "250"]))
     assert config["scoring"]["bootstrap"]["resamples"] == 250 and config["scoring"]["bootstrap"]["seed"] == 20250101
-    overlay = parser.parse_args(["--config-json", '{"scoring": {"bootstrap": {"confidence": 0.9}}}'])
-    assert load_command_config(overlay)["scoring"]["bootstrap"]["confidence"] == 0.9
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text("scoring: {bootstrap: {confidence: 0.9}}\n", encoding="utf-8")
+    later = load_command_config(parser.parse_args(["--config", str(PAPER), "--config", str(overlay)]))
+    assert later["scoring"]["bootstrap"]["confidence"] == 0.9
     with pytest.raises(ConfigError, match=r"'scoring\.bootstrap\.resamples'"):
         load_command_config(parser.parse_args(["--resamples", "3"]))  # the schema's minimum is 100
 
 
-def test_defaults_are_filled_in(local_config):
-    del local_config["judge"]["samples"]
+def test_a_command_gets_only_the_sections_it_declares():
+    config = load_command_config(_command(("scoring", "variants")).parse_args(["--config", str(PAPER)]))
+    assert set(config) == {"scoring", "variants"}
+    with pytest.raises(KeyError):
+        config["rubric_judge"]  # a setting it did not declare: an error, never a stale value
+
+
+def test_every_command_declares_keys_of_the_schema():
+    config, reads = default_config(), command_reads()
+    assert reads["score"] and reads["generate"] and not reads["join-csv"]
+    assert set(reads["provenance"]) == set(load_schema()["properties"])  # provenance records everything
+    for command, declared in reads.items():
+        for key in declared:
+            node = config
+            for part in key.split("."):
+                assert part in node, f"{command} declares {key}, which the schema does not define"
+                node = node[part]
+
+
+def test_a_job_reruns_only_when_what_it_reads_changes(local_config):
     config = validate_config(local_config)
-    assert config["judge"]["samples"] == 3
+    reads = command_reads()
+    before = {command: settings_hash(config, reads[command]) for command in ("generate", "score", "table2")}
+    judged = copy.deepcopy(config)
+    judged["rubric_judge"]["tau"] = 3.0
+    assert settings_hash(judged, reads["generate"]) == before["generate"]
+    assert settings_hash(judged, reads["score"]) == before["score"]
+    assert settings_hash(judged, reads["combine-j"]) != settings_hash(config, reads["combine-j"])
+    placed = copy.deepcopy(config)
+    placed["embedders"]["usem3"]["gpus"] = 2
+    placed["cluster"]["cpu_partition"] = "other"
+    assert settings_hash(placed, reads["score"]) == before["score"]  # where a job runs is not what it computes
+    entry = {"name": "m", "revision": "abc"}
+    assert settings_hash(config, reads["generate"], [entry]) != settings_hash(
+        config, reads["generate"], [{**entry, "revision": "def"}]
+    )
+
+
+def test_defaults_are_filled_in(local_config):
+    del local_config["rubric_judge"]["samples"]
+    config = validate_config(local_config)
+    assert config["rubric_judge"]["samples"] == 3
     config = validate_config({})
     assert config["data"]["upstream"]["retries"] == 3
     assert config["data"]["curate"]["anonymise"]["person_name"] == "flag"

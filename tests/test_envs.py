@@ -48,11 +48,14 @@ def rules_and_envs() -> list[tuple[str, str, str]]:
     out = []
     for smk in sorted((REPO_ROOT / "workflow" / "rules").glob("*.smk")):
         for block in re.split(r"\n(?=rule \w+:)", smk.read_text(encoding="utf-8")):
-            command = re.search(r"python -m h2htalk (?:--log \S+ )?([a-z0-9-]+)", block)
+            if not block.startswith("rule "):
+                continue
+            command = re.search(r'h2htalk\(\s*"([a-z0-9-]+)"|python -m h2htalk (?:--log \S+ )?([a-z0-9-]+)', block)
             env = re.search(r'conda:\s*\n\s*"\.\./\.\./envs/([\w-]+\.yaml)"', block)
             if command:
-                assert env, f"{smk.name}: a rule running h2htalk {command[1]} declares no conda env"
-                out.append((smk.name, command[1], env[1]))
+                name = command[1] or command[2]
+                assert env, f"{smk.name}: a rule running h2htalk {name} declares no conda env"
+                out.append((smk.name, name, env[1]))
     return out
 
 

@@ -136,22 +136,15 @@ def test_upstream_dir_replaces_the_download(synthetic_release, tmp_path):
 
 def test_cli_reports_errors_without_traceback(fixture_server, tmp_path, capsys):
     (fixture_server.root / "dialogue_emotion.jsonl").unlink()
+    config = tmp_path / "config.json"
     overlay = {"data": {"upstream": {"url_template": fixture_server.url_template(), "retries": 0}}}
-    code = main(
-        [
-            "fetch",
-            "--config-json",
-            json.dumps(overlay),
-            "--out-dir",
-            str(tmp_path / "o"),
-            "--manifest",
-            str(tmp_path / "m.json"),
-        ]
-    )
+    config.write_text(json.dumps(overlay), encoding="utf-8")
+    code = main(["fetch", "--config", str(config), "--results", str(tmp_path / "results")])
     err = capsys.readouterr().err
     assert code == 2
     assert "dialogue_emotion.jsonl: HTTP 404" in err
     assert "Traceback" not in err
+    assert not (tmp_path / "results" / "data" / "manifest.json").exists()
 
 
 def test_file_cut_mid_line_names_the_last_line(fixture_server, tmp_path):

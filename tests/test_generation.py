@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -12,12 +13,15 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
+from h2htalk.cells import RunCells
 from h2htalk.config import default_config, load_registry
 from h2htalk.generation.generate import PromptFile, generate_model
 from h2htalk.generation.provision import ProvisionError, provision_gguf
 from h2htalk.instances.sources import demo_instances
 from h2htalk.io import read_jsonl
+from h2htalk.layout import Cell, Layout
 from h2htalk.llm.calls import EngineOptions
 from h2htalk.llm.engines import Endpoint, EngineError, llamacpp_command, open_endpoint, vllm_command
 from h2htalk.prompts.render import write_prompts
@@ -51,7 +55,7 @@ def prompt_files(tmp_path) -> list[PromptFile]:
         for subtask in SUBTASK_KEYS:
             path = tmp_path / "prompts" / variant / f"{subtask}.jsonl"
             write_prompts(demo_instances(subtask), variant, path)
-            files.append(PromptFile.read(path, tmp_path / "out" / variant / f"{subtask}.jsonl"))
+            files.append(PromptFile(variant, subtask, path, tmp_path / "out" / variant / f"{subtask}.jsonl"))
     return files
 
 
@@ -145,14 +149,26 @@ def test_failures_beyond_the_threshold_fail_the_job_and_keep_finished_work(stub,
 
 def test_kill_and_resume_sends_only_what_is_missing(stub, prompt_files, tmp_path):
     stub.delay_s = 0.15
-    overlay = {
-        "model_registry": str(REPO_ROOT / "config" / "models.yaml"),
-        "generation": {"retries": 0, "decoding": {"seed": 7}, "cache_dir": str(tmp_path / "cache")},
-    }
+    results = Layout(str(tmp_path / "results"))
+    for file in prompt_files:  # the benchmark's prompts where the workflow puts them; studies without items
+        Path(results.prompts(file.variant, file.name)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(file.prompts, results.prompts(file.variant, file.name))
+    for cell in RunCells(default_config()).studies("gpt-4o-mini"):
+        Path(results.prompts(cell.variant, cell.task)).parent.mkdir(parents=True, exist_ok=True)
+        Path(results.prompts(cell.variant, cell.task)).write_text("", encoding="utf-8")
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "model_registry": str(REPO_ROOT / "config" / "models.yaml"),
+                "generation": {"retries": 0, "decoding": {"seed": 7}, "cache_dir": str(tmp_path / "cache")},
+            }
+        ),
+        encoding="utf-8",
+    )
     command = [
-        sys.executable, "-m", "h2htalk", "generate", "--model", "gpt-4o-mini", "--config-json", json.dumps(overlay),
-        "--prompts", *[str(f.prompts) for f in prompt_files], "--out", *[str(f.out) for f in prompt_files],
-        "--base-url", stub.base_url, "--concurrency", "2",
+        sys.executable, "-m", "h2htalk", "generate", "--model", "gpt-4o-mini", "--config", str(config),
+        "--results", str(results.root), "--base-url", stub.base_url, "--concurrency", "2",
     ]  # fmt: skip
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
@@ -163,13 +179,14 @@ def test_kill_and_resume_sends_only_what_is_missing(stub, prompt_files, tmp_path
     with sqlite3.connect(tmp_path / "cache" / "gpt-4o-mini.sqlite") as db:
         kept = db.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
     assert 0 < kept < 66
-    assert not (tmp_path / "out").exists()
+    answers = Path(results.generations(Cell("gpt-4o-mini", "nosap", "itinerary_advanced")))
+    assert not answers.exists()
     sent_before = sum(stub.requests.values())
     stub.delay_s = 0.0
     result = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert sum(stub.requests.values()) - sent_before == 66 - kept
-    assert len(read_jsonl(tmp_path / "out" / "nosap" / "itinerary_advanced.jsonl")) == 3
+    assert len(read_jsonl(answers)) == 3
 
 
 def test_api_key_comes_from_the_environment_and_is_never_written(stub, registry, prompt_files, tmp_path, monkeypatch):
@@ -229,8 +246,8 @@ def test_safety_conversations_continue_from_the_models_own_answers(stub, registr
     files = []
     for variant in VARIANTS:
         prompts, items = tmp_path / f"{variant}.prompts.jsonl", tmp_path / f"{variant}.items.jsonl"
-        write_study_inputs("safety", variant, prompts, items, path=scenarios)
-        files.append(PromptFile.read(prompts, tmp_path / "out" / f"{variant}.jsonl"))
+        write_study_inputs("safety", variant, prompts, items, scenarios, sample=None, seed=7)
+        files.append(PromptFile(variant, "safety", prompts, tmp_path / "out" / f"{variant}.jsonl"))
     stub.faults = {scenario["turns"][1]["user"]: ["400"]}  # one variant's second turn is refused
     summary = run(api_spec(registry), files, settings_for(tmp_path, max_failure_rate=0.5), Endpoint(stub.base_url, "m"))
     turns = len(scenario["turns"])

@@ -34,6 +34,7 @@ def run(stub, reqs, concurrency=3, timeout_s=5.0, retries=3):
     client = ChatClient(
         stub.base_url,
         "stub-model",
+        api_key="not-needed",
         concurrency=concurrency,
         timeout_s=timeout_s,
         retry=RetryPolicy(max_retries=retries, backoff_base_s=0.01, backoff_max_s=0.05),
@@ -102,6 +103,7 @@ def test_retries_run_out_for_one_item_and_the_others_are_answered(stub):
     client = ChatClient(
         stub.base_url,
         "stub-model",
+        api_key="not-needed",
         concurrency=1,
         timeout_s=5,
         retry=RetryPolicy(max_retries=2, backoff_base_s=0.01, backoff_max_s=0.02),

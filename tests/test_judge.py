@@ -131,7 +131,8 @@ def test_review_round_trip(tmp_path):
     assert by_id["c"]["J5"] is None and by_id["c"]["review"]  # missing, never 0
     summary = summarise_j(items, BootstrapSettings(resamples=200, seed=1, confidence=0.95))
     assert summary["n"] == 2 and summary["missing"] == 1 and summary["to_review"] == 2
-    assert summary["J100"] == pytest.approx((by_id["a"]["J100"] + by_id["b"]["J100"]) / 2)
+    assert summary["measure"] == "J"
+    assert summary["value"] == pytest.approx((by_id["a"]["J100"] + by_id["b"]["J100"]) / 2)
 
     item_file = tmp_path / "items.jsonl"
     write_jsonl_atomic(item_file, items)
@@ -175,12 +176,12 @@ def test_judge_run_against_a_server(tmp_path):
     files = JudgeFiles("sap", subtask, instances, prompts, generations, tmp_path / "out.jsonl")
     spec = {"name": "stub-judge", "engine": "api", "api": {"model": "stub"}}
     config = default_config(
-        {"generation": {"concurrency": 2}, "judge": {"samples": 3, "cache_dir": str(tmp_path / "c")}}
+        {"generation": {"concurrency": 2}, "rubric_judge": {"samples": 3, "cache_dir": str(tmp_path / "c")}}
     )
     judge = JudgeSettings.from_config(config)
     with StubServer() as stub:
         engines = EngineOptions(ClientSettings.from_config(config), 1234, endpoint=Endpoint(stub.base_url, "stub"))
-        summary = judge_files(spec, [files], judge, engines)
+        summary = judge_files(spec, "m", [files], judge, engines)
         assert summary["sent"] == 9 and sum(stub.requests.values()) == 9  # 3 items x 3 samples, distinct seeds
     records = read_jsonl(tmp_path / "out.jsonl")
     assert len(records) == 3

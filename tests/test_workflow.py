@@ -73,8 +73,8 @@ def test_dry_run_lists_the_laptop_default_jobs(checkout):
     out = result.stdout + result.stderr
     for rule in ("fetch", "curate", "curation_report", "table1"):
         assert rule in out
-    # the laptop judges its model, not the baselines (judge.baselines: false): one judge job, one combine-j
-    assert re.search(r"^judge\s+1$", out, re.M) and re.search(r"^combine_j\s+1$", out, re.M), out[-3000:]
+    # the laptop judges its model, not the baselines (rubric_judge.baselines: false): one judge job, one combine-j
+    assert re.search(r"^rubric_judge\s+1$", out, re.M) and re.search(r"^combine_j\s+1$", out, re.M), out[-3000:]
     assert not (checkout / "results").exists()
 
 
@@ -171,7 +171,8 @@ def test_laptop_default_end_to_end(checkout, synthetic_release):
     configfiles = overlay(checkout, "e2e", {
         "upstream_dir": str(synthetic_release),
         "generation": {"max_new_tokens": dict.fromkeys(SUBTASK_ORDER, 24)},
-        "judge": {"samples": 1, "max_tokens": 64},
+        "rubric_judge": {"samples": 1, "max_new_tokens": 64},
+        "study_judge": {"samples": 1, "max_new_tokens": 64},
         "studies": {"max_new_tokens": 24, "sample": {"safety": 2, "instruction_following": 3}},
         "scoring": {"bootstrap": {"resamples": 200}},
         "baselines": ["baseline-random-reference", "baseline-oracle"],

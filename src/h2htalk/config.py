@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import difflib
+import hashlib
+import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
@@ -14,6 +16,7 @@ import jsonschema
 import yaml
 
 from h2htalk.errors import ConfigError
+from h2htalk.io import write_text_atomic
 from h2htalk.subtasks import SUBTASK_KEYS, SUBTASKS
 
 SCHEMA_FILE = "config.schema.yaml"
@@ -125,10 +128,10 @@ def _cross_checks(config: dict[str, Any], registry_names: bool) -> list[str]:
             registry = load_registry(config["model_registry"])
         except ConfigError as exc:
             return [str(exc)]
-        named = [("judge.model", config.get("judge", {}).get("model"))]
+        named = [(f"{role}.model", config.get(role, {}).get("model")) for role in ("rubric_judge", "study_judge")]
         reconstruct = config.get("instances", {}).get("reconstruct", {})
         named.append(("instances.reconstruct.generator", reconstruct.get("generator")))
-        named += [(f"instances.reconstruct.judges[{i}]", n) for i, n in enumerate(reconstruct.get("judges", []))]
+        named += [(f"instances.reconstruct.voters[{i}]", n) for i, n in enumerate(reconstruct.get("voters", []))]
         for key, name in named:
             if name and name not in registry:
                 problems.append(f"key {key!r}: {name!r} is not in {config['model_registry']}")
@@ -158,6 +161,37 @@ def _cross_checks(config: dict[str, Any], registry_names: bool) -> list[str]:
         if spec["kind"] == "bge-m3" and "model" not in spec:
             problems.append(f"key 'embedders.{name}': kind bge-m3 needs 'model' (a folder or a Hugging Face id)")
     return problems
+
+
+def settings_hash(config: Mapping[str, Any], sections: Sequence[str], entries: Sequence[Mapping[str, Any]] = ()) -> str:
+    """What reruns a job when it changes: the config ``sections`` its command reads and the registry ``entries``
+    of the models it runs, without what only places a job (``cluster``, an embedder's ``gpus``)."""
+    chosen = settings_view(config, [key for key in sections if key != "cluster"])
+    for spec in chosen.get("embedders", {}).values():
+        spec.pop("gpus", None)
+    payload = json.dumps([chosen, list(entries)], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
+
+
+def write_resolved(config: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
+    """The validated configuration as the file every command of a run reads; rewritten only when it changes."""
+    text = json.dumps(config, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    target = Path(path)
+    if not target.is_file() or target.read_text(encoding="utf-8") != text:
+        write_text_atomic(target, text)
+
+
+def settings_view(config: Mapping[str, Any], sections: Sequence[str]) -> dict[str, Any]:
+    """Only the ``sections`` a command declares it reads (top-level keys, or dotted paths to keys inside one):
+    reading anything else is an error, never a setting that changes without rerunning the command's jobs."""
+    view: dict[str, Any] = {}
+    for section in sections:
+        *parents, leaf = section.split(".")
+        source, target = config, view
+        for part in parents:
+            source, target = source[part], target.setdefault(part, {})
+        target[leaf] = copy.deepcopy(source[leaf])
+    return view
 
 
 def deep_update(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:

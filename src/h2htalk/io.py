@@ -104,40 +104,6 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, An
             yield number, obj
 
 
-def record_labels(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """What a results file is about, as its first record says: model, variant, subtask or study, embedder.
-    An empty file (a subtask with no instances kept) says nothing: its labels come from its path."""
-    first = next((record for _, record in iter_jsonl(path)), None)
-    if first is None:
-        return path_labels(path)
-    labels = {"model": first.get("model") or first.get("provenance", {}).get("name")}
-    labels.update({key: first[key] for key in ("variant", "subtask", "study", "embedder") if key in first})
-    return {key: value for key, value in labels.items() if value is not None}
-
-
-def path_labels(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Labels from the workflow's layout, ``…/[{embedder}/]{model}/{variant}/{subtask or study}[.items].jsonl``:
-    the name's first part when it is a subtask or study, the folder when it is a variant, the one above as
-    the model."""
-    from h2htalk.settings import STUDIES, VARIANTS
-    from h2htalk.subtasks import SUBTASK_KEYS
-
-    parts = Path(path).parts
-    name = parts[-1].split(".")[0]
-    labels: dict[str, Any] = {}
-    if name in SUBTASK_KEYS:
-        labels["subtask"] = name
-    elif name in STUDIES:
-        labels["study"] = name
-    if len(parts) >= 2 and parts[-2] in VARIANTS:
-        labels["variant"] = parts[-2]
-        if len(parts) >= 3 and parts[-3] not in ("prompts", "results"):
-            labels["model"] = parts[-3]
-        if len(parts) >= 5 and parts[-5] in ("scores", "j_scores"):  # …/scores/{embedder}/{model}/…
-            labels["embedder"] = parts[-4]
-    return labels
-
-
 def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return [obj for _, obj in iter_jsonl(path)]
 

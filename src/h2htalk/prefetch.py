@@ -3,7 +3,7 @@
 Compute nodes of most clusters cannot reach the internet, and a download inside 33 concurrent GPU jobs is
 33 downloads. The ``prefetch_*`` rules run on the submit host: each snapshot is fetched into the Hugging Face
 cache (``HF_HOME``, which the nodes must share) at the registry's ``revision`` (the default branch when it
-is null), and a record names the commit it resolved to. Jobs given that record (``--prefetched``) run with
+is null), and a record names the commit it resolved to. Jobs of a model or embedder with a record run with
 ``HF_HUB_OFFLINE=1`` and ask for exactly that commit, which also goes into their request keys and provenance.
 """
 

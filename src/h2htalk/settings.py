@@ -123,22 +123,29 @@ class GenerationSettings:
 
 @dataclass(frozen=True)
 class JudgeSettings(FromSection):
-    """judge.*: the rubric judge model and its sampling (k samples an item), and its cache."""
+    """A judge model, its sampling (k samples an item) and its cache: the rubric judge's (rubric_judge.*)."""
 
-    SECTION = ("judge",)
+    SECTION = ("rubric_judge",)
 
     model: str
     samples: int
     temperature: float
-    max_tokens: int
+    max_new_tokens: int
     cache_dir: str
 
 
 @dataclass(frozen=True)
-class GateSettings(FromSection):
-    """judge.alpha/tau/max_spread/gate_on: J = alpha*(S/20) + (1-alpha)*J_judge, and the human-review gate."""
+class StudyJudgeSettings(JudgeSettings):
+    """study_judge.*: the judge of the two studies."""
 
-    SECTION = ("judge",)
+    SECTION = ("study_judge",)
+
+
+@dataclass(frozen=True)
+class GateSettings(FromSection):
+    """rubric_judge.alpha/tau/max_spread/gate_on: J = alpha*(S/20) + (1-alpha)*J_judge, and the review gate."""
+
+    SECTION = ("rubric_judge",)
 
     alpha: float
     tau: float
@@ -162,40 +169,33 @@ class ReconstructSettings:
     """instances.reconstruct.*: generator, verification voters, votes, attempts, sample, sampling, cache."""
 
     generator: str
-    judges: tuple[str, ...]
+    voters: tuple[str, ...]
     votes: int
     max_attempts: int
     temperature: float
     sample_per_subtask: int | None
     seed: int
-    max_tokens: int
+    max_new_tokens: int
+    vote_seed: int
+    vote_max_new_tokens: int
     cache_dir: str
 
     @classmethod
     def from_config(cls, config: Config) -> ReconstructSettings:
         section = dict(config["instances"]["reconstruct"])
-        section["judges"] = tuple(section["judges"])
+        section["voters"] = tuple(section["voters"])
         return cls(**{name: section[name] for name in cls.__dataclass_fields__})
 
 
 @dataclass(frozen=True)
-class StudySettings:
-    """studies.*: models and judge of the two studies, scenario files, completion limit, samples."""
+class StudySample(FromSection):
+    """studies.sample: a seeded sample of scenarios per study (None: all of them)."""
 
-    models: tuple[str, ...]
-    judge: str
-    max_new_tokens: int
-    sample: dict[str, int | None]
-    sample_seed: int
+    SECTION = ("studies", "sample")
 
-    @classmethod
-    def from_config(cls, config: Config) -> StudySettings:
-        studies = config["studies"]
-        sample = dict(studies["sample"])
-        return cls(
-            models=tuple(studies["models"] or config["models"]),
-            judge=studies["judge"] or config["judge"]["model"],
-            max_new_tokens=studies["max_new_tokens"],
-            sample={name: sample[name] for name in STUDIES},
-            sample_seed=sample["seed"],
-        )
+    safety: int | None
+    instruction_following: int | None
+    seed: int
+
+    def size(self, study: str) -> int | None:
+        return getattr(self, study)

@@ -1,10 +1,14 @@
-# Data stage: fetch the pinned upstream release, curate one flagged JSONL per subtask, report.
+# Data stage: fetch the pinned upstream release, curate one flagged JSONL per subtask, report; and fetch
+# Hugging Face weights on the submit host before any compute job needs them.
 
 
 rule fetch:
     output:
-        manifest=MANIFEST,
-        files=[upstream_file(key) for key in SUBTASK_KEYS],
+        manifest=path("manifest"),
+        files=[
+            path("upstream", file=get_subtask(key).upstream_file)
+            for key in SUBTASK_KEYS
+        ],
     log:
         f"{LOGS}/data/fetch.log",
     benchmark:
@@ -15,15 +19,14 @@ rule fetch:
         mem_mb=500,
         runtime=15,
     params:
-        config=config_json("data", "upstream_dir"),
-        out_dir=output_folder("files"),
+        settings=settings("fetch"),
     shell:
-        "python -m h2htalk --log {log} fetch {params.config} --out-dir {params.out_dir} --manifest {output.manifest}"
+        h2htalk("fetch")
 
 
 rule prefetch_model:
     output:
-        PREFETCHED_MODEL,
+        path("prefetched_model"),
     log:
         f"{LOGS}/prefetch/models/{{model}}.log",
     benchmark:
@@ -34,14 +37,14 @@ rule prefetch_model:
         mem_mb=2000,
         runtime=720,  # a 72B model is about 150 GB
     params:
-        config=config_json("model_registry"),
+        settings=settings("prefetch", "model"),
     shell:
-        "python -m h2htalk --log {log} prefetch {params.config} --model {wildcards.model} --out {output}"
+        h2htalk("prefetch", "--model {wildcards.model}")
 
 
 rule prefetch_embedder:
     output:
-        PREFETCHED_EMBEDDER,
+        path("prefetched_embedder"),
     log:
         f"{LOGS}/prefetch/embedders/{{embedder}}.log",
     benchmark:
@@ -52,18 +55,18 @@ rule prefetch_embedder:
         mem_mb=2000,
         runtime=60,
     params:
-        config=config_json("embedders"),
+        settings=settings("prefetch"),
     shell:
-        "python -m h2htalk --log {log} prefetch {params.config} --embedder {wildcards.embedder} --out {output}"
+        h2htalk("prefetch", "--embedder {wildcards.embedder}")
 
 
 rule curate:
     input:
-        manifest=MANIFEST,
-        upstream=lambda wc: upstream_file(wc.subtask),
+        manifest=path("manifest"),
+        upstream=lambda wc: path("upstream", file=get_subtask(wc.subtask).upstream_file),
     output:
-        curated=CURATED,
-        report=CURATION,
+        curated=path("curated"),
+        report=path("curation"),
     log:
         f"{LOGS}/data/curate/{{subtask}}.log",
     benchmark:
@@ -74,18 +77,17 @@ rule curate:
         mem_mb=1000,
         runtime=10,
     params:
-        config=config_json("data"),
+        settings=settings("curate"),
     shell:
-        "python -m h2htalk --log {log} curate {params.config} --subtask {wildcards.subtask} --upstream {input.upstream}"
-        " --manifest {input.manifest} --out {output.curated} --report {output.report}"
+        h2htalk("curate", "--subtask {wildcards.subtask}")
 
 
 rule curation_report:
     input:
-        expand(CURATION, subtask=SUBTASKS),
+        expand(path("curation"), subtask=RUN.subtasks),
     output:
-        json=f"{CURATION_REPORT}.json",
-        md=f"{CURATION_REPORT}.md",
+        json=path("curation_report"),
+        md=path("curation_report_md"),
     log:
         f"{LOGS}/data/curation_report.log",
     benchmark:
@@ -95,5 +97,7 @@ rule curation_report:
     resources:
         mem_mb=500,
         runtime=5,
+    params:
+        settings=settings("curation-report"),
     shell:
-        "python -m h2htalk --log {log} curation-report {input} --out-json {output.json} --out-md {output.md}"
+        h2htalk("curation-report")

@@ -1,12 +1,12 @@
-# Generation stage: one job per model under test (its engine starts once) answering every (variant,
-# subtask) of the benchmark and both studies; baselines answer from the instances, on the submit host.
+# Generation stage: one job per model under test (its engine starts once) answering every cell of the
+# benchmark and both studies; baselines answer the benchmark from the instances, on the submit host.
 # Answers are cached content-addressed, so a rerun, a resumed job or one regenerated subtask sends
 # requests only for what is missing.
 
 
 rule provision_model:
     output:
-        MODEL_FILE,
+        path("model_file"),
     log:
         f"{LOGS}/models/{{model}}.log",
     benchmark:
@@ -17,78 +17,67 @@ rule provision_model:
         mem_mb=1000,
         runtime=60,
     params:
-        config=config_json("model_registry"),
+        settings=settings("provision-model", "model"),
     shell:
-        "python -m h2htalk --log {log} provision-model {params.config} --model {wildcards.model} --out {output}"
+        h2htalk("provision-model", "--model {wildcards.model}")
 
 
 rule generate:
     input:
         prompts=[
-            *expand(PROMPTS, variant=VARIANTS, subtask=SUBTASKS),
-            *expand(STUDY_PROMPTS, study=STUDIES, variant=VARIANTS),
+            LAYOUT.prompts(c.variant, c.task)
+            for c in RUN.generation("-", studies=True)
         ],
-        model_files=model_gguf,
-        prefetched=model_prefetched,
+        model=model_inputs,
     output:
-        responses=[
-            *expand(
-                GENERATIONS, variant=VARIANTS, subtask=SUBTASKS, allow_missing=True
-            ),
-            *expand(
-                STUDY_GENERATIONS, study=STUDIES, variant=VARIANTS, allow_missing=True
-            ),
-        ],
-        summary=GENERATION_RUN,
+        responses=paths("generations", RUN.generation("{model}", studies=True)),
+        summary=path("generation_run"),
     log:
         main=f"{LOGS}/generations/{{model}}.log",
         server=f"{LOGS}/generations/{{model}}.server.log",
     benchmark:
         f"{BENCHMARKS}/generate/{{model}}.tsv"
     wildcard_constraints:
-        model=alternatives(LLMS),
+        model=alternatives(RUN.models),
     conda:
         "../../envs/generation.yaml"
     threads: lambda wc: threads_for(wc.model)
     resources:
         **model_job_resources(),
     params:
-        config=config_json("model_registry", "generation", "studies"),
-        model_files=model_files_option,
-        prefetched=prefetched_option,
+        settings=settings("generate", "model"),
     shell:
-        "python -m h2htalk --log {log.main} generate {params.config} {params.prefetched} --model {wildcards.model}"
-        " --prompts {input.prompts} --out {output.responses} {params.model_files} --server-log {log.server}"
-        " --summary {output.summary}"
+        h2htalk(
+            "generate",
+            "--model {wildcards.model} --server-log {log.server}",
+            log="{log.main}",
+        )
 
 
 rule baseline_answers:
     input:
-        prompts=expand(PROMPTS, variant=VARIANTS, subtask=SUBTASKS),
-        instances=expand(INSTANCES, subtask=SUBTASKS),
+        prompts=expand(path("prompts"), variant=RUN.variants, subtask=RUN.subtasks),
+        instances=expand(path("instances"), subtask=RUN.subtasks),
     output:
-        responses=expand(
-            GENERATIONS, variant=VARIANTS, subtask=SUBTASKS, allow_missing=True
-        ),
-        summary=GENERATION_RUN,
+        responses=paths("generations", RUN.generation("{model}", studies=False)),
+        summary=path("generation_run"),
     log:
         f"{LOGS}/generations/{{model}}.log",
     benchmark:
         f"{BENCHMARKS}/baseline_answers/{{model}}.tsv"
     wildcard_constraints:
-        model=alternatives(BASELINES),
+        model=alternatives(RUN.baselines),
     conda:
         "../../envs/generation.yaml"
     resources:
         mem_mb=1000,
         runtime=10,
     params:
-        config=config_json("model_registry", "generation"),
+        settings=settings("generate", "model"),
     shell:
-        "python -m h2htalk --log {log} generate {params.config} --model {wildcards.model} --prompts {input.prompts}"
-        " --instances {input.instances} --out {output.responses} --summary {output.summary}"
+        h2htalk("generate", "--model {wildcards.model}")
 
 
 rule generations:
     input:
-        expand(GENERATION_RUN, model=RUN_MODELS),
+        expand(path("generation_run"), model=RUN.run_models),

@@ -1,12 +1,12 @@
-# What a model under test sees: one validated instance set per subtask (the demo set, a file, or inputs
-# reconstructed from the released references), and the rendered chat messages for each (variant, subtask).
+# Instances stage: one validated instance set per subtask (the demo set, a file, or inputs reconstructed from
+# the released references and verified by vote).
 
 
 rule instances:
     input:
         instance_source,
     output:
-        INSTANCES,
+        path("instances"),
     log:
         f"{LOGS}/instances/{{subtask}}.log",
     benchmark:
@@ -17,21 +17,21 @@ rule instances:
         mem_mb=500,
         runtime=5,
     params:
-        file=lambda wc, input: f"--file {shlex.quote(input[0])}" if input else "",
+        settings=settings("instances"),
     shell:
-        "python -m h2htalk --log {log} instances --subtask {wildcards.subtask} {params.file} --out {output}"
+        h2htalk("instances", "--subtask {wildcards.subtask}")
 
 
 rule reconstruct_instances:
     input:
-        curated=expand(CURATED, subtask=SUBTASKS),
+        curated=expand(path("curated"), subtask=RUN.subtasks),
         model_files=gguf(*RECONSTRUCT_MODELS),
         prefetched=prefetched(*RECONSTRUCT_MODELS),
         decisions=config["instances"]["review_imports"],
     output:
-        instances=expand(RECONSTRUCTED, subtask=SUBTASKS),
-        reports=expand(RECONSTRUCTION_REPORT, subtask=SUBTASKS),
-        review=expand(INSTANCE_REVIEW, subtask=SUBTASKS),
+        instances=expand(path("reconstructed"), subtask=RUN.subtasks),
+        reports=expand(path("reconstruction_report"), subtask=RUN.subtasks),
+        review=expand(path("instance_review"), subtask=RUN.subtasks),
     log:
         main=f"{LOGS}/reconstructed/reconstruct.log",
         server=f"{LOGS}/reconstructed/reconstruct.server.log",
@@ -43,24 +43,16 @@ rule reconstruct_instances:
     resources:
         **job_resources(*RECONSTRUCT_MODELS),
     params:
-        config=config_json("model_registry", "generation", "instances"),
-        subtasks=SUBTASKS,
-        model_files=model_files_option,
-        prefetched=prefetched_option,
-        decisions=lambda wc, input: " ".join(
-            f"--decisions {shlex.quote(p)}" for p in input.decisions
-        ),
+        settings=settings("reconstruct", *RECONSTRUCT_MODELS),
     shell:
-        "python -m h2htalk --log {log.main} reconstruct {params.config} {params.prefetched} --subtask {params.subtasks}"
-        " --curated {input.curated} {params.model_files} --server-log {log.server} {params.decisions}"
-        " --out {output.instances} --report {output.reports} --review {output.review}"
+        h2htalk("reconstruct", "--server-log {log.server}", log="{log.main}")
 
 
 rule instances_review:
     input:
-        expand(INSTANCE_REVIEW, subtask=SUBTASKS),
+        expand(path("instance_review"), subtask=RUN.subtasks),
     output:
-        INSTANCE_REVIEW_ALL,
+        path("instance_review_all"),
     log:
         f"{LOGS}/reconstructed/review.log",
     benchmark:
@@ -76,28 +68,5 @@ rule instances_review:
 
 rule reconstruct:
     input:
-        expand(RECONSTRUCTION_REPORT, subtask=SUBTASKS),
-        INSTANCE_REVIEW_ALL,
-
-
-rule prompt_messages:
-    input:
-        INSTANCES,
-    output:
-        PROMPTS,
-    log:
-        f"{LOGS}/prompts/{{variant}}/{{subtask}}.log",
-    benchmark:
-        f"{BENCHMARKS}/prompt_messages/{{variant}}/{{subtask}}.tsv"
-    conda:
-        "../../envs/data.yaml"
-    resources:
-        mem_mb=500,
-        runtime=5,
-    shell:
-        "python -m h2htalk --log {log} prompts --instances {input} --variant {wildcards.variant} --out {output}"
-
-
-rule prompts:
-    input:
-        expand(PROMPTS, variant=VARIANTS, subtask=SUBTASKS),
+        expand(path("reconstruction_report"), subtask=RUN.subtasks),
+        path("instance_review_all"),

@@ -1,52 +1,51 @@
-# Judge stage for ItineraryBasic/Middle/Advanced: rubric judge (k samples an item), J = alpha*S/20 +
+# Judge stage for ItineraryBasic/Middle/Advanced: the rubric judge (k samples an item), J = alpha*S/20 +
 # (1-alpha)*J_judge, the human-review gate and imports of human scores.
 
 
-rule judge:
+rule rubric_judge:
     input:
-        instances=expand(INSTANCES, subtask=JUDGED),
-        prompts=expand(PROMPTS, variant=VARIANTS, subtask=JUDGED),
-        generations=expand(
-            GENERATIONS, variant=VARIANTS, subtask=JUDGED, allow_missing=True
+        instances=expand(path("instances"), subtask=RUN.judged_subtasks),
+        prompts=expand(
+            path("prompts"), variant=RUN.variants, subtask=RUN.judged_subtasks
         ),
-        model_files=gguf(JUDGE_MODEL),
-        prefetched=prefetched(JUDGE_MODEL),
+        generations=paths("generations", RUN.judged("{model}")),
+        model=[*gguf(RUBRIC_JUDGE), *prefetched(RUBRIC_JUDGE)],
     output:
-        verdicts=expand(
-            JUDGE_SAMPLES, variant=VARIANTS, subtask=JUDGED, allow_missing=True
-        ),
-        summary=JUDGE_RUN,
+        verdicts=paths("judge_samples", RUN.judged("{model}")),
+        summary=path("judge_run"),
     log:
         main=f"{LOGS}/judge_samples/{{model}}.log",
         server=f"{LOGS}/judge_samples/{{model}}.server.log",
     benchmark:
-        f"{BENCHMARKS}/judge/{{model}}.tsv"
+        f"{BENCHMARKS}/rubric_judge/{{model}}.tsv"
     conda:
         "../../envs/generation.yaml"
-    threads: threads_for(JUDGE_MODEL)
+    threads: threads_for(RUBRIC_JUDGE)
     resources:
-        **job_resources(JUDGE_MODEL),
+        **job_resources(RUBRIC_JUDGE),
     params:
-        config=config_json("model_registry", "generation", "judge"),
-        model_files=model_files_option,
-        prefetched=prefetched_option,
+        settings=settings("rubric-judge", RUBRIC_JUDGE),
     shell:
-        "python -m h2htalk --log {log.main} judge {params.config} {params.prefetched} --instances {input.instances} --prompts {input.prompts}"
-        " --generations {input.generations} --out {output.verdicts} {params.model_files}"
-        " --server-log {log.server} --summary {output.summary}"
+        h2htalk(
+            "rubric-judge",
+            "--model {wildcards.model} --server-log {log.server}",
+            log="{log.main}",
+        )
 
 
 rule combine_j:
     input:
-        scores=expand(SCORE_ITEMS, variant=VARIANTS, subtask=JUDGED, allow_missing=True),
-        judgments=expand(
-            JUDGE_SAMPLES, variant=VARIANTS, subtask=JUDGED, allow_missing=True
+        scores=paths(
+            "score_items", [c.scored_by("{embedder}") for c in RUN.judged("{model}")]
         ),
+        judgments=paths("judge_samples", RUN.judged("{model}")),
         human=config["review"]["imports"],
     output:
-        scored=expand(J_ITEMS, variant=VARIANTS, subtask=JUDGED, allow_missing=True),
-        summaries=expand(
-            J_SUMMARY, variant=VARIANTS, subtask=JUDGED, allow_missing=True
+        scored=paths(
+            "j_items", [c.scored_by("{embedder}") for c in RUN.judged("{model}")]
+        ),
+        summaries=paths(
+            "j_summary", [c.scored_by("{embedder}") for c in RUN.judged("{model}")]
         ),
     log:
         f"{LOGS}/j_scores/{{embedder}}/{{model}}.log",
@@ -58,26 +57,25 @@ rule combine_j:
         mem_mb=1000,
         runtime=10,
     params:
-        config=config_json("judge", "scoring"),
-        human=lambda wc, input: " ".join(
-            f"--human {shlex.quote(p)}" for p in input.human
-        ),
+        settings=settings("combine-j"),
     shell:
-        "python -m h2htalk --log {log} combine-j {params.config} --scores {input.scores} --judgments {input.judgments}"
-        " {params.human} --out-items {output.scored} --out-summary {output.summaries}"
+        h2htalk(
+            "combine-j", "--model {wildcards.model} --embedder {wildcards.embedder}"
+        )
 
 
 rule review_queue:
     input:
-        expand(
-            J_ITEMS,
-            embedder=EMBEDDER,
-            model=JUDGED_MODELS,
-            variant=VARIANTS,
-            subtask=JUDGED,
+        paths(
+            "j_items",
+            [
+                c.scored_by(RUN.embedder)
+                for m in RUN.judged_models
+                for c in RUN.judged(m)
+            ],
         ),
     output:
-        REVIEW_QUEUE,
+        path("review_queue"),
     log:
         f"{LOGS}/review_queue.log",
     benchmark:
@@ -87,5 +85,7 @@ rule review_queue:
     resources:
         mem_mb=500,
         runtime=5,
+    params:
+        settings=settings("review-queue"),
     shell:
-        "python -m h2htalk --log {log} review-queue {input} --out {output}"
+        h2htalk("review-queue")

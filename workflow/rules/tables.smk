@@ -1,37 +1,19 @@
-# Paper tables, each a named target (snakemake --profile profiles/local table1), and the run's provenance.
-
-
-rule provenance:
-    input:
-        manifest=MANIFEST,
-    output:
-        PROVENANCE,
-    log:
-        f"{LOGS}/provenance.log",
-    benchmark:
-        f"{BENCHMARKS}/provenance.tsv"
-    conda:
-        "../../envs/data.yaml"
-    resources:
-        mem_mb=500,
-        runtime=5,
-    params:
-        config=config_json(),
-        root=workflow.basedir,
-    shell:
-        "python -m h2htalk --log {log} provenance {params.config} --manifest {input.manifest} --root {params.root}"
-        " --out {output}"
+# The paper's tables, each a named target (snakemake --profile profiles/local table2).
 
 
 rule table1:
     input:
-        provenance=PROVENANCE,
-        reports=expand(CURATION, subtask=SUBTASKS),
+        provenance=path("provenance"),
+        reports=expand(path("curation"), subtask=RUN.subtasks),
     output:
-        meta=f"{TABLE1}.meta.json",
-        csv=report(f"{TABLE1}.csv", caption="../report/table1.rst", category="Tables"),
-        md=f"{TABLE1}.md",
-        tex=f"{TABLE1}.tex",
+        meta=f"{PAPER_FIGURES}/table1.meta.json",
+        csv=report(
+            f"{PAPER_FIGURES}/table1.csv",
+            caption="../report/table1.rst",
+            category="Tables",
+        ),
+        md=f"{PAPER_FIGURES}/table1.md",
+        tex=f"{PAPER_FIGURES}/table1.tex",
     log:
         f"{LOGS}/tables/table1.log",
     benchmark:
@@ -42,28 +24,34 @@ rule table1:
         mem_mb=500,
         runtime=5,
     params:
-        out=output_prefix("csv"),
+        settings=settings("table1"),
     shell:
-        "python -m h2htalk --log {log} table1 {input.reports} --provenance {input.provenance} --out {params.out}"
+        h2htalk("table1")
 
 
 rule table2:
     input:
-        provenance=PROVENANCE,
+        provenance=path("provenance"),
         summaries=table2_summaries,
         registry=config["model_registry"],
         paper=config["paper"]["table2"],
-        review=REVIEW_QUEUE,
+        review=path("review_queue"),
     output:
-        meta=f"{TABLE2}.meta.json",
-        csv=report(f"{TABLE2}.csv", caption="../report/table2.rst", category="Tables"),
-        md=f"{TABLE2}.md",
-        tex=f"{TABLE2}.tex",
-        heatmap=report(
-            f"{TABLE2}_heatmap.png", caption="../report/table2.rst", category="Tables"
+        meta=f"{PAPER_FIGURES}/table2.meta.json",
+        csv=report(
+            f"{PAPER_FIGURES}/table2.csv",
+            caption="../report/table2.rst",
+            category="Tables",
         ),
-        vs_paper=f"{TABLE2}_vs_paper.csv",
-        audit=f"{TABLE2}_paper_audit.csv",
+        md=f"{PAPER_FIGURES}/table2.md",
+        tex=f"{PAPER_FIGURES}/table2.tex",
+        heatmap=report(
+            f"{PAPER_FIGURES}/table2_heatmap.png",
+            caption="../report/table2.rst",
+            category="Tables",
+        ),
+        vs_paper=f"{PAPER_FIGURES}/table2_vs_paper.csv",
+        audit=f"{PAPER_FIGURES}/table2_paper_audit.csv",
     log:
         f"{LOGS}/tables/table2.log",
     benchmark:
@@ -74,37 +62,69 @@ rule table2:
         mem_mb=1000,
         runtime=10,
     params:
-        config=config_json(
-            "model_registry",
-            "paper",
-            "tables",
-            "models",
-            "baselines",
-            "instances",
-            "judge",
-        ),
-        out=output_prefix("csv"),
+        settings=settings("table2", *RUN.run_models),
     shell:
-        "python -m h2htalk --log {log} table2 {params.config} {input.summaries} --provenance {input.provenance}"
-        " --out {params.out}"
+        h2htalk("table2")
+
+
+rule table3:
+    input:
+        provenance=path("provenance"),
+        scores=paths(
+            "score_items",
+            [
+                c.scored_by(RUN.embedder)
+                for m in RUN.study_models
+                for c in RUN.studies(m, ("safety",))
+            ],
+        ),
+        verdicts=paths(
+            "verdicts",
+            [c for m in RUN.study_models for c in RUN.studies(m, ("safety",))],
+        ),
+        paper=config["paper"]["table3"],
+        human=config["studies"]["human_ratings"],
+    output:
+        meta=f"{PAPER_FIGURES}/table3.meta.json",
+        csv=report(
+            f"{PAPER_FIGURES}/table3.csv",
+            caption="../report/table3.rst",
+            category="Tables",
+        ),
+        md=f"{PAPER_FIGURES}/table3.md",
+        tex=f"{PAPER_FIGURES}/table3.tex",
+    log:
+        f"{LOGS}/tables/table3.log",
+    benchmark:
+        f"{BENCHMARKS}/table3.tsv"
+    conda:
+        "../../envs/figures.yaml"
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        settings=settings("table3"),
+    shell:
+        h2htalk("table3")
 
 
 rule calibration:
     input:
-        provenance=PROVENANCE,
+        provenance=path("provenance"),
         summaries=table2_summaries,
-        floor_items=expand(
-            SCORE_ITEMS,
-            embedder=EMBEDDERS,
-            model="baseline-random-reference",
-            variant=ALL_VARIANTS[0],
-            subtask=SUBTASKS,
+        floor_items=paths(
+            "score_items",
+            [
+                Cell("baseline-random-reference", RUN.variants[0], s, e)
+                for e in RUN.embedders
+                for s in RUN.subtasks
+            ],
         ),
     output:
-        meta=f"{CALIBRATION}.meta.json",
-        md=f"{CALIBRATION}.md",
+        meta=f"{PAPER_FIGURES}/calibration.meta.json",
+        md=f"{PAPER_FIGURES}/calibration.md",
         csv=report(
-            f"{CALIBRATION}.csv",
+            f"{PAPER_FIGURES}/calibration.csv",
             caption="../report/calibration.rst",
             category="Tables",
         ),
@@ -118,7 +138,6 @@ rule calibration:
         mem_mb=1000,
         runtime=10,
     params:
-        out=output_prefix("csv"),
+        settings=settings("calibration"),
     shell:
-        "python -m h2htalk --log {log} calibration {input.summaries} --floor-items {input.floor_items}"
-        " --provenance {input.provenance} --out {params.out}"
+        h2htalk("calibration")

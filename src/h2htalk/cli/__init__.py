@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from h2htalk import progress
-from h2htalk.cli import data, figures, generation, instances, judge, prompts, scoring, studies, tables
+from h2htalk.cli import data, figures, generation, instances, judge, prompts, provenance, scoring, studies, tables
 from h2htalk.errors import H2HTalkError
 
-STAGES = (data, instances, prompts, generation, scoring, judge, tables, figures, studies)
+STAGES = (data, instances, prompts, generation, scoring, judge, studies, tables, figures, provenance)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,6 +31,12 @@ def build_parser() -> argparse.ArgumentParser:
     for stage in STAGES:
         stage.register(sub)
     return parser
+
+
+def command_reads() -> dict[str, tuple[str, ...]]:
+    """Sub-command -> the config sections it reads (what reruns its jobs when they change)."""
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return {name: parser.get_default("reads") for name, parser in sub.choices.items()}
 
 
 def _stop_on_signal(signum: int, frame: object) -> None:

@@ -6,44 +6,41 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from h2htalk.cli.options import add_config, add_engine, engine_options, load_config, same_length
+from h2htalk.cli.options import add_command, add_engine, add_results, engine_options, load_config, registry_entry
 from h2htalk.progress import summary
 from h2htalk.subtasks import SUBTASK_KEYS
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("instances", help="write one subtask's validated instance set (the demo set, or a file)")
+    p = add_command(
+        sub, "instances", cmd_instances, "write one subtask's validated instance set (instances.source)",
+        reads=("instances",),
+    )  # fmt: skip
+    add_results(p)
     p.add_argument("--subtask", required=True, choices=SUBTASK_KEYS)
-    p.add_argument("--file", type=Path, help="an instance file (JSONL, instance schema); default: the demo set")
-    p.add_argument("--out", type=Path, required=True)
-    p.set_defaults(handler=cmd_instances)
 
-    p = sub.add_parser("validate-instances", help="check instance files against the instance schema")
+    p = add_command(sub, "validate-instances", cmd_validate_instances, "check instance files against their schema")
     p.add_argument("files", nargs="+", type=Path)
-    p.set_defaults(handler=cmd_validate_instances)
 
-    p = sub.add_parser("reconstruct", help="rebuild one subtask's inputs from its references, verified by vote")
-    add_config(p)
+    p = add_command(
+        sub, "reconstruct", cmd_reconstruct, "rebuild the subtasks' inputs from their references, verified by vote",
+        reads=("model_registry", "generation", "instances", "subtasks"),
+    )  # fmt: skip
+    add_results(p)
     add_engine(p)
-    p.add_argument("--subtask", nargs="+", required=True, choices=SUBTASK_KEYS)
-    p.add_argument("--curated", type=Path, nargs="+", required=True, help="each subtask's curated references")
-    p.add_argument("--decisions", type=Path, action="append", default=[], help="filled-in review CSV (repeatable)")
-    p.add_argument("--out", type=Path, nargs="+", required=True, help="each subtask's kept instances (JSONL)")
-    p.add_argument("--report", type=Path, nargs="+", required=True, help="counts: sampled, kept, flagged, failed")
-    p.add_argument("--review", type=Path, nargs="+", required=True, help="CSV of flagged and failed items, per subtask")
-    p.set_defaults(handler=cmd_reconstruct)
 
-    p = sub.add_parser("join-csv", help="concatenate CSV files that share a header")
+    p = add_command(sub, "join-csv", cmd_join_csv, "concatenate CSV files that share a header")
     p.add_argument("files", nargs="+", type=Path)
     p.add_argument("--out", type=Path, required=True)
-    p.set_defaults(handler=cmd_join_csv)
 
 
 def cmd_instances(args: argparse.Namespace) -> int:
-    from h2htalk.instances.sources import write_instances
+    from h2htalk.instances.sources import source_file, write_instances
 
-    count = write_instances(args.subtask, args.out, file=args.file)
-    summary(f"{args.subtask}: {count} instances ({args.file or 'demo set'}) -> {args.out}")
+    file = source_file(load_config(args)["instances"], args.subtask, args.results)
+    out = args.results.path("instances", subtask=args.subtask)
+    count = write_instances(args.subtask, out, file=file)
+    summary(f"{args.subtask}: {count} instances ({file or 'demo set'}) -> {out}")
     return 0
 
 
@@ -56,18 +53,26 @@ def cmd_validate_instances(args: argparse.Namespace) -> int:
 
 
 def cmd_reconstruct(args: argparse.Namespace) -> int:
-    from h2htalk.cli.options import registry_entry
     from h2htalk.instances.reconstruct import ReconstructFiles, reconstruct_to_files
     from h2htalk.settings import ReconstructSettings
 
     config = load_config(args)
     options = ReconstructSettings.from_config(config)
-    names = list(dict.fromkeys([options.generator, *options.judges]))
-    registry = {name: registry_entry(config, name, args) for name in names}
-    same_length(args, "subtask", "curated", "out", "report", "review")
-    cells = zip(args.subtask, args.curated, args.out, args.report, args.review, strict=True)
-    files = [ReconstructFiles(*cell) for cell in cells]
-    reports = reconstruct_to_files(files, registry, options, engine_options(args, config, names), args.decisions)
+    names = list(dict.fromkeys([options.generator, *options.voters]))
+    registry = {name: registry_entry(config, name, args.results) for name in names}
+    path = args.results.path
+    files = [
+        ReconstructFiles(
+            key,
+            Path(path("curated", subtask=key)),
+            Path(path("reconstructed", subtask=key)),
+            Path(path("reconstruction_report", subtask=key)),
+            Path(path("instance_review", subtask=key)),
+        )
+        for key in config["subtasks"]
+    ]
+    decisions = config["instances"]["review_imports"]
+    reports = reconstruct_to_files(files, registry, options, engine_options(args, config, names), decisions)
     totals = {key: sum(r[key] for r in reports) for key in ("sampled", "kept_after_review", "flagged", "failed")}
     summary(
         f"reconstructed {len(reports)} subtasks: sampled {totals['sampled']}, kept {totals['kept_after_review']}, "

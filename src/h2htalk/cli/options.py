@@ -1,28 +1,49 @@
-"""Option groups shared by several sub-commands, defined once: config, engine, bootstrap, provenance.
+"""What several sub-commands share, defined once: registering a command, its configuration, the results tree,
+the engine options, the bootstrap overrides and the provenance of a table.
 
-Settings come from the configuration only. A command reads ``--config`` files (later ones overlay earlier
-ones, as Snakemake's ``--configfiles``) and ``--config-json`` overlays (what the workflow's rules pass), and
-validates the result against the schema, which fills in every default. A flag that sets a value, such as
-``--concurrency`` or ``--resamples``, is an override of one config key: it is applied before validation,
-so the schema checks it and settings still come from one place.
+Settings come from the configuration only. A command reads ``--config`` files (later ones overlay earlier ones,
+as Snakemake's ``--configfiles``; the workflow passes the run's resolved ``results/config.json``) and validates
+them, which fills in every default. A command declares the config sections it reads (``reads``): it gets only
+those, and the workflow reruns its jobs when one of them changes. A flag that sets a value, such as
+``--concurrency``, overrides one config key before validation, so the schema checks it too.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from h2htalk.config import deep_update, load_registry, merge_layers, runnable_problem, validate_config
-from h2htalk.errors import ConfigError, H2HTalkError
-from h2htalk.prefetch import pinned_embedder, pinned_model, read_records
-from h2htalk.settings import ClientSettings, GenerationSettings
+from h2htalk.config import deep_update, load_registry, merge_layers, runnable_problem, settings_view, validate_config
+from h2htalk.errors import H2HTalkError
+from h2htalk.layout import Layout
+from h2htalk.prefetch import embedder_downloads, model_downloads, pinned_embedder, pinned_model, read_records
+from h2htalk.settings import ClientSettings
 
 if TYPE_CHECKING:  # the model-call stack (openai, httpx) is imported only by the commands that call models
     from h2htalk.llm.calls import EngineOptions
 
 OVERRIDES = "_config_overrides"  # argparse default: {dest: dotted config key} of a command's override flags
+Handler = Callable[[argparse.Namespace], int]
+
+
+def add_command(sub: Any, name: str, handler: Handler, help: str, reads: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """A sub-command; ``reads``: the config sections its settings come from (it gets ``--config``)."""
+    parser = sub.add_parser(name, help=help, description=help)
+    parser.set_defaults(handler=handler, reads=tuple(reads))
+    if reads:
+        parser.add_argument(
+            "--config", action="append", default=[], metavar="FILE",
+            help="config file; repeatable, later files overlay earlier ones (default: the schema's defaults)",
+        )  # fmt: skip
+    return parser
+
+
+def add_results(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--results", type=Layout, default=Layout(), metavar="DIR", help="the results tree (default: results)"
+    )
 
 
 def overrides(parser: argparse.ArgumentParser, **keys: str) -> None:
@@ -32,29 +53,8 @@ def overrides(parser: argparse.ArgumentParser, **keys: str) -> None:
     parser.set_defaults(**{OVERRIDES: known})
 
 
-def add_config(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("configuration (defaults: workflow/schemas/config.schema.yaml)")
-    group.add_argument(
-        "--config", action="append", default=[], metavar="FILE",
-        help="config file; repeatable, later files overlay earlier ones (e.g. config/config.yaml config/local.yaml)",
-    )  # fmt: skip
-    group.add_argument(
-        "--config-json", action="append", default=[], metavar="JSON", help="a config overlay as JSON (repeatable)"
-    )
-    group.add_argument(
-        "--prefetched", action="append", default=[], metavar="FILE",
-        help="a prefetch record (h2htalk prefetch): work offline, on the commit it names (repeatable)",
-    )  # fmt: skip
-
-
 def load_config(args: argparse.Namespace) -> dict[str, Any]:
-    """The validated configuration of this command: files, JSON overlays, then override flags."""
-    layers = []
-    for text in args.config_json:
-        try:
-            layers.append(json.loads(text))
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"--config-json is not valid JSON: {exc.msg}") from None
+    """The sections this command reads, from its validated configuration: files, then override flags."""
     flagged: dict[str, Any] = {}
     for dest, key in (getattr(args, OVERRIDES, None) or {}).items():
         value = getattr(args, dest, None)
@@ -64,38 +64,40 @@ def load_config(args: argparse.Namespace) -> dict[str, Any]:
             for part in parents:
                 node = node.setdefault(part, {})
             node[leaf] = value
-    raw = merge_layers(args.config, layers)
+    raw = merge_layers(args.config)
     deep_update(raw, flagged)
-    config = validate_config(raw)
-    for (kind, name), record in prefetched(args).items():
-        if kind == "embedders" and name in config["embedders"]:
-            config["embedders"][name] = pinned_embedder(config["embedders"][name], record)
-    return config
+    return settings_view(validate_config(raw), args.reads)
 
 
-def prefetched(args: argparse.Namespace) -> dict[tuple[str, str], dict[str, Any]]:
-    """The command's prefetch records by (kind, name); having any puts the command offline."""
-    return read_records(getattr(args, "prefetched", []))
-
-
-def registry_entry(config: dict[str, Any], name: str, args: argparse.Namespace | None = None) -> dict[str, Any]:
-    """A runnable registry entry (at its prefetched commit when ``args`` has a record for it), or an error
-    naming the model and what is missing."""
+def registry_entry(config: dict[str, Any], name: str, results: Layout | None = None) -> dict[str, Any]:
+    """A runnable registry entry, or an error naming the model and what is missing; with ``results``, at the
+    commit its prefetch record (in the results tree) names, and this process then works offline."""
     registry = load_registry(config["model_registry"])
     if name not in registry:
         raise H2HTalkError(f"model {name!r} is not in the registry {config['model_registry']}")
     spec = registry[name]
     if problem := runnable_problem(spec):
         raise H2HTalkError(problem)
-    return pinned_model(spec, prefetched(args).get(("models", name))) if args else spec
+    if results is None or not model_downloads(spec):
+        return spec
+    record = read_records([results.path("prefetched_model", model=name)])
+    return pinned_model(spec, record[("models", name)])
+
+
+def embedder_settings(config: dict[str, Any], name: str, results: Layout | None = None) -> dict[str, Any]:
+    """An embedder definition; with ``results``, at the commit its prefetch record names (then offline)."""
+    if name not in config["embedders"]:
+        defined = ", ".join(config["embedders"])
+        raise H2HTalkError(f"embedder {name!r} is not defined under 'embedders' (defined: {defined})")
+    settings = config["embedders"][name]
+    if results is None or not embedder_downloads(settings):
+        return settings
+    record = read_records([results.path("prefetched_embedder", embedder=name)])
+    return pinned_embedder(settings, record[("embedders", name)])
 
 
 def add_engine(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("engine")
-    group.add_argument(
-        "--model-file", action="append", default=[], metavar="[NAME=]PATH",
-        help="GGUF file of a llamacpp model (NAME= when the command uses several models)",
-    )  # fmt: skip
     group.add_argument("--server-log", type=Path, help="append the output of every engine server started here")
     group.add_argument("--base-url", help="use this running OpenAI-compatible server instead of starting the engine")
     group.add_argument("--served-model", help="model name to send with --base-url (default: the registry name)")
@@ -108,18 +110,13 @@ def add_engine(parser: argparse.ArgumentParser) -> None:
 
 
 def engine_options(args: argparse.Namespace, config: dict[str, Any], models: list[str]) -> EngineOptions:
-    """How this command reaches ``models`` (registry names): model files, server log, or a running server."""
+    """How this command reaches ``models`` (registry names): their GGUF files in the results tree, the server
+    log, or a running server."""
     from h2htalk.llm.calls import EngineOptions
     from h2htalk.llm.engines import Endpoint
 
-    files: dict[str, str] = {}
-    for item in args.model_file:
-        name, sep, path = item.rpartition("=")
-        if not sep:
-            if len(models) != 1:
-                raise H2HTalkError(f"--model-file {item}: say which model it is for (NAME=PATH)")
-            name = models[0]
-        files[name] = path
+    registry = load_registry(config["model_registry"])
+    files = {m: args.results.path("model_file", model=m) for m in models if registry[m]["engine"] == "llamacpp"}
     endpoint = None
     if args.base_url:
         if len(models) != 1:
@@ -127,7 +124,7 @@ def engine_options(args: argparse.Namespace, config: dict[str, Any], models: lis
         endpoint = Endpoint(args.base_url, args.served_model or models[0])
     return EngineOptions(
         client=ClientSettings.from_config(config),
-        seed=GenerationSettings.from_config(config).seed,
+        seed=config["generation"]["decoding"]["seed"],
         model_files=files,
         server_log=args.server_log,
         endpoint=endpoint,
@@ -148,23 +145,13 @@ def add_bootstrap(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_provenance(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--provenance", type=Path, help="results/provenance.json: referenced, with input checksums, in OUT.meta.json"
-    )
+def add_table_output(parser: argparse.ArgumentParser, default: str) -> None:
+    """A table or figure: where it goes (a prefix; it gets its extensions), its provenance beside it."""
+    parser.add_argument("--out", type=Path, default=Path(default), help=f"output path without extension ({default})")
 
 
-def write_meta(args: argparse.Namespace, out_prefix: str | Path, inputs: list[str | Path]) -> None:
+def write_meta(args: argparse.Namespace, inputs: Sequence[str | Path]) -> None:
     """Point a table or figure at the run's provenance, with its inputs' checksums."""
-    if args.provenance:
-        from h2htalk.provenance import write_table_meta
+    from h2htalk.provenance import write_table_meta
 
-        write_table_meta(out_prefix, args.provenance, inputs)
-
-
-def same_length(args: argparse.Namespace, *names: str) -> None:
-    """File lists that are zipped must be equally long."""
-    lengths = {name: len(getattr(args, name) or []) for name in names}
-    if len(set(lengths.values())) > 1:
-        listed = ", ".join(f"--{n.replace('_', '-')} {k}" for n, k in lengths.items())
-        raise H2HTalkError(f"these file lists go together and must be equally long: {listed}")
+    write_table_meta(args.out, args.results.path("provenance"), list(inputs))

@@ -1,27 +1,29 @@
-"""Prompts stage command: render the chat messages of an instance file for one variant."""
+"""Prompts stage command: render the chat messages of one subtask's instances for one variant."""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
+from h2htalk.cli.options import add_command, add_results
 from h2htalk.progress import summary
 from h2htalk.settings import VARIANTS
+from h2htalk.subtasks import SUBTASK_KEYS
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("prompts", help="render the chat messages for an instance file")
-    p.add_argument("--instances", type=Path, required=True)
+    p = add_command(sub, "prompts", cmd_prompts, "render the chat messages of one subtask's instances")
+    add_results(p)
+    p.add_argument("--subtask", required=True, choices=SUBTASK_KEYS)
     p.add_argument("--variant", required=True, choices=VARIANTS)
-    p.add_argument("--out", type=Path, required=True)
-    p.set_defaults(handler=cmd_prompts)
 
 
 def cmd_prompts(args: argparse.Namespace) -> int:
     from h2htalk.instances.schema import read_instances
     from h2htalk.prompts.render import write_prompts
 
-    count = write_prompts(read_instances(args.instances), args.variant, args.out)
-    summary(f"{args.instances}: {count} prompts ({args.variant}) -> {args.out}")
+    instances = args.results.path("instances", subtask=args.subtask)
+    out = args.results.prompts(args.variant, args.subtask)
+    count = write_prompts(read_instances(instances), args.variant, out)
+    summary(f"{args.subtask}: {count} prompts ({args.variant}) -> {out}")
     return 0

@@ -9,7 +9,7 @@ from typing import Any
 from h2htalk.data.anonymise import PII_TYPES
 from h2htalk.data.curate import FLAGS
 from h2htalk.io import read_json, write_json_atomic, write_text_atomic
-from h2htalk.tables.write import markdown_text, records_frame
+from h2htalk.tabular import markdown_text, records_frame
 
 
 def combine_reports(reports: Iterable[dict[str, Any]]) -> dict[str, Any]:

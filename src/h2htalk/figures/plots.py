@@ -11,7 +11,7 @@ from typing import Any
 from h2htalk.errors import H2HTalkError
 from h2htalk.figures.stats import describe_lengths, token_lengths, verb_noun_pairs, word_frequencies
 from h2htalk.io import iter_jsonl, write_png_atomic
-from h2htalk.tables.write import records_frame, write_csv
+from h2htalk.tabular import records_frame, write_csv
 
 FONT_CANDIDATES = (
     "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",

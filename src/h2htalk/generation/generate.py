@@ -22,18 +22,13 @@ from h2htalk.settings import GenerationSettings
 
 @dataclass(frozen=True)
 class PromptFile:
-    """One prompt file and the generation file it becomes. ``variant`` and ``name`` (the subtask, or the study)
-    come from its records; ``name`` picks the completion limit."""
+    """One cell's prompt file and the generation file it becomes; ``name`` (the subtask, or the study) picks
+    the completion limit."""
 
-    variant: str | None
-    name: str | None
+    variant: str
+    name: str
     prompts: Path
     out: Path
-
-    @classmethod
-    def read(cls, prompts: Path, out: Path) -> PromptFile:
-        first = next((record for _, record in iter_jsonl(prompts)), {})
-        return cls(first.get("variant"), first.get("subtask") or first.get("study"), prompts, out)
 
 
 TASK_KEYS = ("variant", "subtask", "study")  # what a generation record copies from its prompt
@@ -195,9 +190,6 @@ def _baseline_outputs(
     kind, seed = spec["baseline"]["kind"], spec["baseline"]["seed"]
     count = 0
     for file in files:
-        if file.name is None:  # no prompts, nothing to answer
-            write_jsonl_atomic(file.out, [])
-            continue
         if file.name not in instances:
             raise DataError(f"baseline {spec['name']}: no instance file for {file.name}")
         records_in = [r for _, r in iter_jsonl(instances[file.name])]

@@ -23,6 +23,8 @@ from h2htalk.io import atomic_writer, write_json_atomic
 
 _BLOCK = 1 << 22
 
+DOWNLOAD_TIMEOUT_S = 600.0  # a GGUF of a few GB from a URL
+
 
 class ProvisionError(H2HTalkError):
     """The model file could not be assembled, downloaded or verified."""
@@ -52,7 +54,7 @@ def _copy_streams(sources: list[Any], handle: Any, digest: Any) -> int:
     return size
 
 
-def provision_gguf(spec: dict[str, Any], dest: str | os.PathLike[str], timeout_s: float = 600.0) -> dict[str, Any]:
+def provision_gguf(spec: dict[str, Any], dest: str | os.PathLike[str]) -> dict[str, Any]:
     """Write the model file described by ``spec`` to ``dest``; return what was done (for provenance)."""
     dest = Path(dest)
     kind = spec["source"]
@@ -61,7 +63,7 @@ def provision_gguf(spec: dict[str, Any], dest: str | os.PathLike[str], timeout_s
         sources = [functools.partial(open, p, "rb") for p in paths]
         origin = [f"{part['module']}/{part['file']}" for part in spec["parts"]]
     elif kind == "url":
-        sources = [functools.partial(urllib.request.urlopen, spec["url"], timeout=timeout_s)]
+        sources = [functools.partial(urllib.request.urlopen, spec["url"], timeout=DOWNLOAD_TIMEOUT_S)]
         origin = [spec["url"]]
     elif kind == "hf":
         try:

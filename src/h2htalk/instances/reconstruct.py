@@ -4,7 +4,7 @@ For every curated reference (kept by curation; a seeded per-subtask sample if co
 is asked for the subtask's template fields as strict JSON, given the persona, the subtask's task and the
 reference. An answer that is not JSON, or whose fields break the instance schema, is retried with the next
 seed, up to ``max_attempts``; the attempts are recorded. Each reconstruction is then put to ``votes``
-verification votes (several judge models, or one at temperature > 0): is the reference a plausible,
+verification votes (several voter models, or one at temperature > 0): is the reference a plausible,
 in-character answer to this input? A majority of yes keeps the instance; a majority of no, a split, or
 unusable votes send it to ``results/review/instances.csv``, which a person can fill in and import back.
 Everything runs through the generation engines and their content-addressed cache, so an interrupted run
@@ -104,7 +104,7 @@ def reconstruct_subtask(
     subtask: str,
     curated: Path,
     generator: dict[str, Any],
-    judges: list[dict[str, Any]],
+    voters: list[dict[str, Any]],
     options: ReconstructSettings,
     pool: ModelPool,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
@@ -121,7 +121,7 @@ def reconstruct_subtask(
         params = {
             "temperature": 0.0 if attempt == 0 else options.temperature,
             "top_p": 1.0,
-            "max_tokens": options.max_tokens,
+            "max_tokens": options.max_new_tokens,
             "seed": options.seed + attempt,
         }
         requests = [
@@ -140,7 +140,7 @@ def reconstruct_subtask(
                 candidate.errors.append(f"attempt {attempt + 1}: {str(exc)[:200]}")
 
     made = [c for c in candidates if c.instance is not None]
-    votes = _votes(made, judges, options, pool)
+    votes = _votes(made, voters, options, pool)
     kept, review = [], []
     for candidate in candidates:
         if candidate.instance is None:
@@ -189,13 +189,13 @@ def reconstruct_to_files(
     """Reconstruct each subtask, apply people's review decisions, and write the instances, report and review CSV;
     the generator and the voters start their engines once for all subtasks."""
     generator = registry[options.generator]
-    judges = [registry[name] for name in options.judges]
+    voters = [registry[name] for name in options.voters]
     decisions = read_review_decisions(decision_files)
     reports = []
     with ModelPool(engines, options.cache_dir) as pool:
         for subtask_files in files:
             kept, review, report = reconstruct_subtask(
-                subtask_files.subtask, subtask_files.curated, generator, judges, options, pool
+                subtask_files.subtask, subtask_files.curated, generator, voters, options, pool
             )
             kept = apply_decisions(kept, review, decisions)
             report["kept_after_review"] = len(kept)
@@ -236,36 +236,36 @@ def _instance(
 
 
 def _votes(
-    made: list[Candidate], judges: list[dict[str, Any]], options: ReconstructSettings, pool: ModelPool
+    made: list[Candidate], voters: list[dict[str, Any]], options: ReconstructSettings, pool: ModelPool
 ) -> dict[str, list[dict[str, Any]]]:
-    """``options.votes`` ballots per instance, spread round-robin over the judge models."""
+    """``options.votes`` ballots per instance, spread round-robin over the voters."""
     ballots: dict[str, list[dict[str, Any]]] = {c.record["id"]: [] for c in made}
     plan: dict[str, list[tuple[Candidate, int]]] = {}
     for candidate in made:
         for index in range(options.votes):
-            plan.setdefault(judges[index % len(judges)]["name"], []).append((candidate, index))
-    by_name = {j["name"]: j for j in judges}
+            plan.setdefault(voters[index % len(voters)]["name"], []).append((candidate, index))
+    by_name = {v["name"]: v for v in voters}
     for name, entries in plan.items():
-        judge = by_name[name]
+        voter = by_name[name]
         requests = [
             chat_request(
-                judge,
+                voter,
                 f"vote/{candidate.record['id']}#{index}",
                 verification_messages(candidate.instance),
                 {
                     "temperature": options.temperature,
                     "top_p": 1.0,
-                    "max_tokens": 256,
-                    "seed": options.seed + 100 + index,
+                    "max_tokens": options.vote_max_new_tokens,
+                    "seed": options.vote_seed + index,
                 },
             )
             for candidate, index in entries
         ]
-        answers = pool.session(judge).answers(requests)
+        answers = pool.session(voter).answers(requests)
         for (candidate, _), request in zip(entries, requests, strict=True):
             plausible, reason = parse_vote(answers[request.key]["response"])
             ballots[candidate.record["id"]].append(
-                {"judge": name, "seed": request.params["seed"], "plausible": plausible, "reason": reason}
+                {"voter": name, "seed": request.params["seed"], "plausible": plausible, "reason": reason}
             )
     return ballots
 

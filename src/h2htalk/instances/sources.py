@@ -10,6 +10,7 @@ from typing import Any
 from h2htalk.errors import DataError
 from h2htalk.instances.schema import check_instance, read_instances
 from h2htalk.io import write_jsonl_atomic
+from h2htalk.layout import Layout
 from h2htalk.subtasks import get_subtask
 
 DEMO_PROVENANCE = {"method": "hand-written for the h2htalk demo set", "language": "zh"}
@@ -34,6 +35,16 @@ def demo_instances(subtask: str) -> list[dict[str, Any]]:
     for record in records:
         check_instance(record, f"demo instance {record['id']} (resources/subtasks/{subtask}.yaml)")
     return records
+
+
+def source_file(instances: dict[str, Any], subtask: str, results: Layout) -> str | None:
+    """The file a subtask's instances come from (``instances.source``): the user's file, the reconstructed
+    instances in the results tree, or none (the demo set)."""
+    if instances["source"] == "file":
+        return instances["files"][subtask]
+    if instances["source"] == "reconstructed":
+        return results.path("reconstructed", subtask=subtask)
+    return None
 
 
 def write_instances(subtask: str, out: str | os.PathLike[str], file: str | os.PathLike[str] | None = None) -> int:

@@ -17,7 +17,6 @@ import csv
 import io
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +24,10 @@ import numpy as np
 
 from h2htalk.errors import DataError
 from h2htalk.io import iter_jsonl, sha256_file, write_json_atomic, write_jsonl_atomic, write_text_atomic
-from h2htalk.metrics.bootstrap import bootstrap_mean_ci
-from h2htalk.metrics.score_files import ANSWER_FLAGS
+from h2htalk.layout import Cell, Layout
+from h2htalk.scoring.bootstrap import bootstrap_mean_ci
+from h2htalk.scoring.metrics import cell_value
+from h2htalk.scoring.score_files import ANSWER_FLAGS
 from h2htalk.settings import BootstrapSettings, GateSettings
 
 QUEUE_COLUMNS: tuple[str, ...] = (
@@ -125,12 +126,11 @@ def summarise_j(items: Sequence[dict[str, Any]], bootstrap: BootstrapSettings) -
     """Mean of J100 over items that have a J, with a bootstrap CI; missing ones are counted, not zeroed."""
     values = np.array([i["J100"] for i in items if i["J100"] is not None], dtype=np.float64)
     low, high = bootstrap_mean_ci(values, bootstrap.resamples, bootstrap.seed, bootstrap.confidence)
+    mean = (float(values.mean()), float(low[0]), float(high[0])) if values.size else (None, None, None)
     return {
         "measure": "J",
         "n": int(values.size),
-        "J100": float(values.mean()) if values.size else None,
-        "J100_ci_low": float(low[0]) if values.size else None,
-        "J100_ci_high": float(high[0]) if values.size else None,
+        **cell_value(*mean),
         "missing": sum(i["J5"] is None for i in items),
         "to_review": sum(i["review"] for i in items),
         "review_share": sum(i["review"] for i in items) / len(items) if items else None,
@@ -139,39 +139,24 @@ def summarise_j(items: Sequence[dict[str, Any]], bootstrap: BootstrapSettings) -
     }
 
 
-@dataclass(frozen=True)
-class CombineFiles:
-    """One (model, variant, subtask): its per-item scores and judge verdicts, and the two files J goes to."""
-
-    model: str
-    variant: str
-    subtask: str
-    embedder: str
-    scores: Path
-    judgments: Path
-    out_items: Path
-    out_summary: Path
-
-
 def combine_to_files(
-    files: CombineFiles, gate: GateSettings, bootstrap: BootstrapSettings, human_files: Sequence[Path]
+    cell: Cell, results: Layout, gate: GateSettings, bootstrap: BootstrapSettings, human_files: Sequence[Path]
 ) -> dict[str, Any]:
-    """J for every item (human scores replacing the judge's where imported), the gate, and the summary."""
+    """J for every item of a judged cell (human scores replacing the judge's where imported), the gate, and the
+    summary."""
     human = read_human_scores(human_files)
-    items = combine_items(files.model, files.variant, files.subtask, files.scores, files.judgments, gate, human)
-    write_jsonl_atomic(files.out_items, items)
+    scores, judgments = Path(results.score_items(cell)), Path(results.judge_samples(cell))
+    items = combine_items(cell.model, cell.variant, cell.task, scores, judgments, gate, human)
+    write_jsonl_atomic(results.j_items(cell), items)
     summary = {
-        "model": files.model,
-        "variant": files.variant,
-        "subtask": files.subtask,
-        "embedder": files.embedder,
+        **cell.labels(),
         "human_imports": [{"file": str(p)} for p in human_files],
         **summarise_j(items, bootstrap),
         "bootstrap": vars(bootstrap),
         "gate": vars(gate),
         "scale": "J5 = alpha*(S/20) + (1-alpha)*J_judge on 0-5; J100 = 20*J5, on S's scale",
     }
-    write_json_atomic(files.out_summary, summary)
+    write_json_atomic(results.j_summary(cell), summary)
     return summary
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.errors import DataError
-from h2htalk.io import iter_jsonl, record_labels, write_json_atomic, write_jsonl_atomic
+from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic
 from h2htalk.judge.rubric import judge_messages, parse_verdict
 from h2htalk.llm.calls import EngineOptions, ModelCalls, chat_request, model_identity
 from h2htalk.llm.client import ChatRequest
@@ -98,7 +98,7 @@ def sample_requests(
             spec,
             f"{item_id}#{index}",
             messages,
-            {"temperature": judge.temperature, "top_p": 1.0, "max_tokens": judge.max_tokens, "seed": seed + index},
+            {"temperature": judge.temperature, "top_p": 1.0, "max_tokens": judge.max_new_tokens, "seed": seed + index},
         )
         for index in range(judge.samples)
     ]
@@ -106,14 +106,15 @@ def sample_requests(
 
 def judge_files(
     judge_spec: dict[str, Any],
+    model: str,
     files: Sequence[JudgeFiles],
     judge: JudgeSettings,
     engines: EngineOptions,
     *,
     summary_path: Path | None = None,
 ) -> dict[str, Any]:
-    """Judge every item of every file (engine started once), write one verdict file each; return a summary."""
-    judged = {record_labels(f.generations).get("model", "?") for f in files}
+    """Judge every item of ``model``'s files (engine started once), write one verdict file each; return a
+    summary."""
     jobs = [load_judge_job(f) for f in files]
     requests = {
         id(job): [
@@ -128,7 +129,7 @@ def judge_files(
         ]
         for job in jobs
     }
-    with engines.session(judge_spec, judge.cache_dir, f"judge {', '.join(sorted(judged))}") as calls:
+    with engines.session(judge_spec, judge.cache_dir, f"judge {model}") as calls:
         answers = answers_with_retry(calls, [r for job in jobs for samples in requests[id(job)] for r in samples])
         summary = calls.summary()
     identity = model_identity(judge_spec)

@@ -32,10 +32,10 @@ class GenerationError(H2HTalkError):
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    max_retries: int = 5
-    backoff_base_s: float = 1.0
-    backoff_max_s: float = 60.0
-    retry_after_max_s: float = 300.0
+    max_retries: int
+    backoff_base_s: float
+    backoff_max_s: float
+    retry_after_max_s: float = 300.0  # a Retry-After beyond this is the server's mistake, not a plan
 
     def delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -130,15 +130,16 @@ class ChatClient:
         self,
         base_url: str,
         model: str,
-        api_key: str = "not-needed",
-        concurrency: int = 4,
-        timeout_s: float = 120.0,
-        retry: RetryPolicy | None = None,
+        *,
+        api_key: str,
+        concurrency: int,
+        timeout_s: float,
+        retry: RetryPolicy,
         extra_body: dict[str, Any] | None = None,
     ) -> None:
         self.model = model
         self.concurrency = max(1, concurrency)
-        self.retry = retry or RetryPolicy()
+        self.retry = retry
         self.extra_body = extra_body or {}
         # the openai package's own retries are off: this client decides (and logs) every retry
         self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=0)

@@ -17,6 +17,7 @@ from h2htalk.errors import DataError
 from h2htalk.io import iter_jsonl, write_jsonl_atomic
 from h2htalk.prompts.render import sha256_text, system_prompt
 
+# study -> its scenario file's name in resources/studies, which is also its config key under ``studies``
 STUDIES = {"safety": "safety_scenarios", "instruction_following": "instruction_following"}
 
 
@@ -25,6 +26,12 @@ def _validator(name: str) -> jsonschema.protocols.Validator:
     text = resources.files("h2htalk.schemas").joinpath(f"{name}.schema.yaml").read_text(encoding="utf-8")
     schema = yaml.safe_load(text)
     return jsonschema.validators.validator_for(schema)(schema)
+
+
+def scenario_file(studies: dict[str, Any], study: str) -> str | None:
+    """The scenario file a study's config names (``studies.safety_scenarios`` or ``.instruction_following``), or
+    None for the set shipped with the project."""
+    return studies[STUDIES[study]]
 
 
 def default_path(study: str) -> Path:
@@ -137,9 +144,9 @@ def write_study_inputs(
     variant: str,
     out_prompts: Path,
     out_items: Path,
-    path: str | os.PathLike[str] | None = None,
-    sample: int | None = None,
-    seed: int = 7,
+    path: str | os.PathLike[str] | None,
+    sample: int | None,
+    seed: int,
 ) -> int:
     """Write the prompts a model sees and the items (with references / needs) the scorers and judges use."""
     key = "category" if study == "safety" else "scenario_type"

@@ -7,7 +7,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from h2htalk.io import iter_jsonl, record_labels, write_json_atomic, write_jsonl_atomic
+from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic
 from h2htalk.judge.run import answers_with_retry, sample_flags, sample_requests
 from h2htalk.llm.calls import EngineOptions
 from h2htalk.settings import JudgeSettings
@@ -42,6 +42,7 @@ def _aggregate_need(samples: list[dict[str, Any]]) -> dict[str, Any]:
 
 def judge_studies(
     judge_spec: dict[str, Any],
+    model: str,
     item_files: list[Path],
     generations: list[tuple[Path, Path]],
     judge: JudgeSettings,
@@ -49,17 +50,12 @@ def judge_studies(
     *,
     summary_path: Path | None = None,
 ) -> dict[str, Any]:
-    """Judge a model's study answers with one judge session: ``item_files`` hold the items of the studies (their
+    """Judge ``model``'s study answers with one judge session: ``item_files`` hold the items of the studies (their
     records say which study), ``generations`` pairs each generation file (one study and variant) with the
     verdict file it gets."""
     items = {(r["study"], r["id"]): r for path in item_files for _, r in iter_jsonl(path)}
     plan: list[tuple[Path, dict[str, Any], dict[str, Any], list[Any]]] = []
-    labels = {path: record_labels(path) for path, _ in generations}
-
-    def order(pair: tuple[Path, Path]) -> tuple[str, str]:
-        return labels[pair[0]].get("study", ""), labels[pair[0]].get("variant", "")
-
-    for path, out in sorted(generations, key=order):
+    for path, out in generations:
         for _, generation in iter_jsonl(path):
             item = items[(generation["study"], generation["id"])]
             build = safety_messages if item["study"] == "safety" else need_messages
@@ -73,8 +69,7 @@ def judge_studies(
                 judge,
             )
             plan.append((out, item, generation, requests))
-    judged = {label.get("model", "?") for label in labels.values()}
-    with engines.session(judge_spec, judge.cache_dir, f"study judge {', '.join(sorted(judged))}") as calls:
+    with engines.session(judge_spec, judge.cache_dir, f"study judge {model}") as calls:
         answers = answers_with_retry(calls, [r for *_, rs in plan for r in rs])
         summary = calls.summary()
     records: dict[Path, list[dict[str, Any]]] = {out: [] for _, out in generations}

@@ -9,7 +9,7 @@ how much an embedder gives for nothing: it differs a lot between BGE-M3 and a CP
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ import pandas as pd
 from h2htalk.io import iter_jsonl, read_json, write_text_atomic
 from h2htalk.settings import WITH_SAP
 from h2htalk.subtasks import SUBTASKS
-from h2htalk.tables.write import markdown_text, records_frame, write_csv
+from h2htalk.tabular import markdown_text, records_frame, write_csv
 
 FLOOR = "baseline-random-reference"
 CEILING = "baseline-oracle"
@@ -31,7 +31,7 @@ def calibration_rows(summaries: Iterable[dict[str, Any]], variant: str = WITH_SA
     for summary in summaries:
         if summary["variant"] != variant:
             continue
-        value = summary["J100" if summary["measure"] == "J" else "S"]
+        value = summary["value"]
         if value is not None:
             table.setdefault((summary["embedder"], summary["subtask"]), {})[summary["model"]] = float(value)
     rows = []
@@ -56,15 +56,12 @@ def calibration_rows(summaries: Iterable[dict[str, Any]], variant: str = WITH_SA
     return rows
 
 
-def unrelated_ss(item_files: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any]]:
-    """SS of unrelated pairs (random-reference items) per embedder: mean and 5th/95th percentiles."""
-    by_embedder: dict[str, list[float]] = {}
-    for path in item_files:
-        embedder = Path(path).parts[-4]  # results/scores/{embedder}/{model}/{variant}/{subtask}.items.jsonl
-        by_embedder.setdefault(embedder, []).extend(float(r["ss"]) for _, r in iter_jsonl(path))
+def unrelated_ss(item_files: Mapping[str, Iterable[str | os.PathLike[str]]]) -> list[dict[str, Any]]:
+    """SS of unrelated pairs (the random-reference items, by embedder) per embedder: mean and 5th/95th
+    percentiles."""
     out = []
-    for embedder, values in sorted(by_embedder.items()):
-        data = np.array(values)
+    for embedder, paths in sorted(item_files.items()):
+        data = np.array([float(r["ss"]) for path in paths for _, r in iter_jsonl(path)])
         out.append(
             {
                 "embedder": embedder,
@@ -77,7 +74,9 @@ def unrelated_ss(item_files: Iterable[str | os.PathLike[str]]) -> list[dict[str,
     return out
 
 
-def write_calibration(summary_paths: Iterable[str], floor_items: Iterable[str], out_prefix: str) -> list[dict]:
+def write_calibration(
+    summary_paths: Iterable[str], floor_items: Mapping[str, Iterable[str]], out_prefix: str | os.PathLike[str]
+) -> list[dict]:
     prefix = Path(out_prefix)
     rows = calibration_rows(read_json(p) for p in summary_paths)
     spread = unrelated_ss(floor_items)

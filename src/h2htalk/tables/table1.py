@@ -12,7 +12,7 @@ import pandas as pd
 from h2htalk.data.curate import FLAGS
 from h2htalk.io import read_json
 from h2htalk.subtasks import SUBTASKS
-from h2htalk.tables.write import records_frame, write_table
+from h2htalk.tabular import records_frame, write_table
 
 COLUMNS: tuple[str, ...] = ("subtask", "paper_name", "paper_count", "released", "kept", *FLAGS, "upstream_file")
 CAPTION = "Table 1: record counts per subtask (paper, released, kept after curation, flags)"

@@ -22,7 +22,7 @@ import pandas as pd
 
 from h2htalk.errors import DataError
 from h2htalk.subtasks import SUBTASKS, by_dimension
-from h2htalk.tables.write import records_frame
+from h2htalk.tabular import records_frame
 
 GROUPS: tuple[tuple[str, str], ...] = (
     ("open-1-8b", "Open-Source Large Language Models (1-8B)"),
@@ -44,7 +44,7 @@ def column_order() -> list[str]:
 
 
 @dataclass(frozen=True)
-class Cell:
+class CellValue:
     value: float | None  # None: no item of the subtask has a score (e.g. no parseable judge answer)
     ci_low: float | None
     ci_high: float | None
@@ -59,7 +59,7 @@ class Cell:
         return self.expected - self.n
 
 
-def aggregate(cells: dict[str, Cell], weights: dict[str, float]) -> dict[str, float]:
+def aggregate(cells: dict[str, CellValue], weights: dict[str, float]) -> dict[str, float]:
     """Dimension averages (plain means) and Overall (weighted by the fixed ``weights``), from the subtask cells."""
     out: dict[str, float] = {}
     present = {k for k, c in cells.items() if c.value is not None}
@@ -79,7 +79,7 @@ class Row:
     size_group: str
     variant: str
     embedder: str
-    cells: dict[str, Cell]
+    cells: dict[str, CellValue]
     weights: dict[str, float]
 
     def values(self) -> dict[str, float]:
@@ -90,7 +90,7 @@ class Row:
 def build_rows(
     summaries: Iterable[dict[str, Any]], registry: dict[str, dict[str, Any]], weights: dict[str, float]
 ) -> list[Row]:
-    """One row per (embedder, model, variant) from per-subtask summaries (``value`` or ``S`` plus CI)."""
+    """One row per (embedder, model, variant) from per-subtask summaries (``value`` with its CI and measure)."""
     rows: dict[tuple[str, str, str], Row] = {}
     for summary in summaries:
         model = summary["model"]
@@ -98,15 +98,13 @@ def build_rows(
         key = (summary["embedder"], model, summary["variant"])
         identity = (model, entry["display_name"], entry["size_group"], summary["variant"], summary["embedder"])
         row = rows.setdefault(key, Row(*identity, {}, weights))
-        measure = summary["measure"]
-        value_key = "J100" if measure == "J" else "S"
-        value = summary[value_key]
-        row.cells[summary["subtask"]] = Cell(
+        value = summary["value"]
+        row.cells[summary["subtask"]] = CellValue(
             None if value is None else float(value),
-            summary.get(f"{value_key}_ci_low"),
-            summary.get(f"{value_key}_ci_high"),
+            summary["value_ci_low"],
+            summary["value_ci_high"],
             int(summary["n"]),
-            measure,
+            summary["measure"],
             expected=int(summary["n"]) + int(summary.get("missing", 0)),
             cut_off=int(summary.get("answers", {}).get("cut_off", 0)),
             failed=int(summary.get("answers", {}).get("failed", 0)),
@@ -169,7 +167,7 @@ def table2_frame(rows: Sequence[Row]) -> pd.DataFrame:
     return records_frame(records, display_columns())
 
 
-def _shown(value: float | None, cell: Cell | None) -> float | str | None:
+def _shown(value: float | None, cell: CellValue | None) -> float | str | None:
     """A cell as the md and tex show it: the value, with (scored/expected) when items are missing."""
     if value is None or cell is None or cell.missing <= 0:
         return value

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from h2htalk.config import load_registry
 from h2htalk.io import read_json, write_png_atomic
-from h2htalk.metrics.signatures import signature_string
+from h2htalk.scoring.signatures import signature_string
 from h2htalk.settings import WITH_SAP
 from h2htalk.subtasks import SUBTASKS
 from h2htalk.tables.table2 import (
@@ -25,7 +25,7 @@ from h2htalk.tables.table2 import (
     table2_frame,
     table2_marks,
 )
-from h2htalk.tables.write import records_frame, write_csv, write_table
+from h2htalk.tabular import records_frame, write_csv, write_table
 
 COMPARISON_COLUMNS = ("model", "embedder", "variant", "column", "ours", "paper", "difference")
 AUDIT_COLUMNS = ("model", "column", "reported", "recomputed", "weights", "difference")

@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from h2htalk.metrics.bootstrap import bootstrap_mean_ci
-from h2htalk.metrics.cache import EmbeddingCache, embed_with_cache
-from h2htalk.metrics.embedders import Embedder
-from h2htalk.metrics.lexical import BLEU_WEIGHTS, SMOOTHING, bleu_1_to_4, rouge_1_l
-from h2htalk.metrics.tokenizers import Tokenizer
+from h2htalk.scoring.bootstrap import bootstrap_mean_ci
+from h2htalk.scoring.cache import EmbeddingCache, embed_with_cache
+from h2htalk.scoring.embedders import Embedder
+from h2htalk.scoring.lexical import BLEU_WEIGHTS, SMOOTHING, bleu_1_to_4, rouge_1_l
+from h2htalk.scoring.tokenizers import Tokenizer
 from h2htalk.settings import BootstrapSettings
 from h2htalk.versions import package_version
 
@@ -37,7 +37,7 @@ class Pair:
     response: str
 
 
-def signature(tokenizer: Tokenizer, embedder: Embedder, rouge_measure: str = "f") -> dict[str, Any]:
+def signature(tokenizer: Tokenizer, embedder: Embedder, rouge_measure: str) -> dict[str, Any]:
     """Everything a score depends on besides the texts, recorded with every score row."""
     return {
         "tokenizer": tokenizer.describe(),
@@ -58,8 +58,8 @@ def score_pairs(
     pairs: Sequence[Pair],
     tokenizer: Tokenizer,
     embedder: Embedder,
-    cache: EmbeddingCache | None = None,
-    rouge_measure: str = "f",
+    cache: EmbeddingCache | None,
+    rouge_measure: str,
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Per-item scores (0-100) and counts of the work done.
 
@@ -93,6 +93,11 @@ def score_pairs(
     work = {"pairs": len(pairs), "distinct_texts": len(distinct), "embedded": embedded}
     log.info("scored %d pairs: %d distinct texts, %d embedded now", len(pairs), len(distinct), embedded)
     return items, work
+
+
+def cell_value(value: float | None, low: float | None, high: float | None) -> dict[str, float | None]:
+    """What every summary (S or J) reports as its cell's value, with the CI, whatever its ``measure``."""
+    return {"value": value, "value_ci_low": low, "value_ci_high": high}
 
 
 def summarise(items: Sequence[dict[str, Any]], bootstrap: BootstrapSettings) -> dict[str, Any]:

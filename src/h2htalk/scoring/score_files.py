@@ -13,12 +13,12 @@ from typing import Any
 from h2htalk.data.curate import normalise, record_id
 from h2htalk.data.release import parse_release
 from h2htalk.errors import DataError
-from h2htalk.io import iter_jsonl, record_labels, write_json_atomic, write_jsonl_atomic, write_text_atomic
-from h2htalk.metrics.cache import EmbeddingCache
-from h2htalk.metrics.embedders import Embedder, make_embedder
-from h2htalk.metrics.scoring import COLUMNS, Pair, score_pairs, signature, summarise
-from h2htalk.metrics.signatures import signature_string
-from h2htalk.metrics.tokenizers import Tokenizer, get_tokenizer
+from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic, write_text_atomic
+from h2htalk.scoring.cache import EmbeddingCache
+from h2htalk.scoring.embedders import Embedder, make_embedder
+from h2htalk.scoring.metrics import COLUMNS, Pair, cell_value, score_pairs, signature, summarise
+from h2htalk.scoring.signatures import signature_string
+from h2htalk.scoring.tokenizers import Tokenizer, get_tokenizer
 from h2htalk.settings import BootstrapSettings
 from h2htalk.subtasks import SUBTASKS, Subtask
 
@@ -31,20 +31,17 @@ class ScoringSetup:
     embedder: Embedder
     cache_dir: str | os.PathLike[str] | None
     bootstrap: BootstrapSettings
-    rouge_measure: str = "f"
+    rouge_measure: str
 
     @classmethod
-    def from_config(cls, config: dict[str, Any], embedder: str | None = None, *, cache: bool = True) -> ScoringSetup:
-        """The configured tokenizer, bootstrap and cache, and ``embedder`` (default: the first of
-        scoring.embedders), built from its definition under ``embedders``."""
+    def from_config(
+        cls, config: dict[str, Any], name: str, embedder: dict[str, Any], *, cache: bool = True
+    ) -> ScoringSetup:
+        """The configured tokenizer, bootstrap and cache, and the embedder ``name`` defined by ``embedder``."""
         scoring = config["scoring"]
-        name = embedder or scoring["embedders"][0]
-        if name not in config["embedders"]:
-            defined = ", ".join(config["embedders"])
-            raise DataError(f"embedder {name!r} is not defined under 'embedders' (defined: {defined})")
         return cls(
             tokenizer=get_tokenizer(scoring["tokenizer"], scoring["whitespace_tokens"]),
-            embedder=make_embedder(name, config["embedders"][name]),
+            embedder=make_embedder(name, embedder),
             cache_dir=scoring["cache_dir"] if cache else None,
             bootstrap=BootstrapSettings.from_config(config),
             rouge_measure=scoring["rouge_measure"],
@@ -112,13 +109,10 @@ def score_generation_file(
     out_items: str | os.PathLike[str],
     out_summary: str | os.PathLike[str],
     setup: ScoringSetup,
-    meta: dict[str, Any] | None = None,
+    labels: dict[str, Any],
 ) -> dict[str, Any]:
-    """Score one (model, variant, subtask) file; write per-item rows and the summary (with CI).
-
-    The rows and the summary carry ``meta``: by default what the generation records say (model, variant,
-    subtask or study), and the embedder."""
-    meta = {**record_labels(generations), "embedder": setup.embedder.name, **(meta or {})}
+    """Score one cell's answers; write per-item rows and the summary (with CI), each carrying the cell's
+    ``labels`` (model, variant, subtask or study, embedder)."""
     records = read_generation_records(generations)
     pairs = match_pairs(read_references(references), {k: r["response"] for k, r in records.items()}, str(generations))
     cache = setup.cache()
@@ -130,11 +124,13 @@ def score_generation_file(
     for item in items:
         item["flags"] += answer_flags(records[item["id"]])
     sig = signature(setup.tokenizer, setup.embedder, setup.rouge_measure)
-    write_jsonl_atomic(out_items, ({**item, **meta, "signature": sig} for item in items))
+    write_jsonl_atomic(out_items, ({**item, **labels, "signature": sig} for item in items))
+    scores = summarise(items, setup.bootstrap)
     summary = {
-        **meta,
+        **labels,
         "measure": "S",
-        **summarise(items, setup.bootstrap),
+        **cell_value(scores["S"], scores["S_ci_low"], scores["S_ci_high"]),
+        **scores,
         "answers": {flag: sum(flag in item["flags"] for item in items) for flag in ANSWER_FLAGS},
         "work": work,
         "inputs": {"generations": str(generations), "references": str(references)},

@@ -1,4 +1,4 @@
-"""Table 3 (the SAP ablation) and Figure 7 (instruction following), with their CSVs."""
+"""Table 3: the SAP ablation (safety study) with paired bootstrap CIs, beside the paper's rows."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ from typing import Any
 import numpy as np
 
 from h2htalk.errors import DataError
-from h2htalk.io import iter_jsonl, record_labels, sha256_file, write_png_atomic
-from h2htalk.metrics.bootstrap import bootstrap_mean_ci, paired_bootstrap_diff
+from h2htalk.io import iter_jsonl, sha256_file
+from h2htalk.layout import Cell, Layout
+from h2htalk.scoring.bootstrap import bootstrap_mean_ci, paired_bootstrap_diff
 from h2htalk.settings import VARIANTS, WITH_SAP, WITHOUT_SAP, BootstrapSettings
-from h2htalk.tables.write import records_frame, write_csv, write_table
+from h2htalk.tabular import records_frame, write_csv, write_table
 
 METRICS = ("bleu4", "rougeL", "ss", "safety_score", "violation_rate")
 LABELS = {
@@ -259,104 +260,22 @@ def _with_ci(row: dict[str, Any], metric: str) -> str:
     return f"{value:.2f}" + (f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else "")
 
 
-def fig7_rows(verdicts: dict[tuple[str, str], Path], bootstrap: BootstrapSettings) -> list[dict[str, Any]]:
-    """Success rate (need recognised and met) per (model, variant, scenario type), with a bootstrap CI."""
-    resamples, seed, confidence = bootstrap.resamples, bootstrap.seed, bootstrap.confidence
-    out = []
-    for (model, variant), path in sorted(verdicts.items()):
-        records = [r for _, r in iter_jsonl(path)]
-        for scenario in ("implicit_help", "ambiguous", "context_aware"):
-            decided = np.array(
-                [100.0 * r["success"] for r in records if r["scenario_type"] == scenario and r["success"] is not None],
-                float,
-            )
-            missing = sum(1 for r in records if r["scenario_type"] == scenario and r["success"] is None)
-            low, high = bootstrap_mean_ci(decided, resamples, seed, confidence) if decided.size else ([None], [None])
-            out.append(
-                {
-                    "model": model,
-                    "variant": variant,
-                    "scenario_type": scenario,
-                    "n": int(decided.size),
-                    "missing": missing,
-                    "success_rate": float(decided.mean()) if decided.size else None,
-                    "ci_low": low[0],
-                    "ci_high": high[0],
-                }
-            )
-    return out
-
-
-def write_fig7(rows: list[dict[str, Any]], png: Path, csv_path: Path, confidence: float) -> list[tuple[str, ...]]:
-    """Figure 7 and its CSV; returns the (model, variant, scenario type) cells drawn as labelled gaps."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    columns = ["model", "variant", "scenario_type", "n", "missing", "success_rate", "ci_low", "ci_high"]
-    write_csv(records_frame(rows, columns), csv_path, float_format="{:.2f}")
-    scenarios = ["implicit_help", "ambiguous", "context_aware"]
-    series = sorted({(r["model"], r["variant"]) for r in rows})
-    fig, ax = plt.subplots(figsize=(max(7, 2.2 * len(scenarios) + 0.6 * len(series)), 4.8))
-    width = 0.8 / max(1, len(series))
-    gaps = []
-    for index, (model, variant) in enumerate(series):
-        cells = [
-            next(r for r in rows if (r["model"], r["variant"], r["scenario_type"]) == (model, variant, scenario))
-            for scenario in scenarios
-        ]
-        # a cell without a decided verdict is a gap with a label, never a 0 % bar
-        values = [c["success_rate"] if c["success_rate"] is not None else np.nan for c in cells]
-        lows = [0.0 if c["ci_low"] is None else c["success_rate"] - c["ci_low"] for c in cells]
-        highs = [0.0 if c["ci_high"] is None else c["ci_high"] - c["success_rate"] for c in cells]
-        positions = [i + (index - (len(series) - 1) / 2) * width for i in range(len(scenarios))]
-        bars = ax.bar(positions, values, width, yerr=[lows, highs], capsize=3, label=f"{model} [{variant}]")
-        labels = ["" if c["success_rate"] is None else f"{c['success_rate']:.0f}" for c in cells]
-        ax.bar_label(bars, labels=labels, fontsize=7, padding=2)  # zero-height bars still say 0
-        for position, cell in zip(positions, cells, strict=True):
-            if cell["success_rate"] is None:
-                gaps.append((model, variant, cell["scenario_type"]))
-                ax.text(position, 1, f"n/a\n({cell['missing']} undecided)", ha="center", va="bottom", fontsize=6)
-    ax.set_xticks(range(len(scenarios)), ["Implicit-Help", "Ambiguous/Contradictory", "Context-Aware"])
-    ax.set_ylabel("needs recognised and met (%)")
-    ax.set_ylim(0, 105)
-    ax.set_title(f"Figure 7: instruction following by scenario type ({confidence:.0%} bootstrap CI)")
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
-    fig.tight_layout()
-    write_png_atomic(fig, png, dpi=150, bbox_inches="tight")
-    plt.close(fig)
-    return gaps
-
-
 def write_table3_files(
-    pairs: Sequence[tuple[Path, Path]],
+    cells: Sequence[Cell],
+    results: Layout,
     paper_path: str | os.PathLike[str],
     human_files: Sequence[str | os.PathLike[str]],
     bootstrap: BootstrapSettings,
     prefix: Path,
 ) -> list[dict[str, Any]]:
-    """Table 3 from (score items, safety verdicts) file pairs, one per (model, variant) as the score items
-    say: csv, md and tex at ``prefix``."""
+    """Table 3 from the safety study's cells (one per model and variant, scored by one embedder): csv, md and
+    tex at ``prefix``."""
     runs: dict[str, dict[str, tuple[Path, Path]]] = {}
-    for scores, verdicts in pairs:
-        labels = record_labels(scores)
-        runs.setdefault(labels["model"], {})[labels["variant"]] = (scores, verdicts)
+    for cell in cells:
+        runs.setdefault(cell.model, {})[cell.variant] = (Path(results.score_items(cell)), Path(results.verdicts(cell)))
     verdicts = {(model, variant): paths[1] for model, pair in runs.items() for variant, paths in pair.items()}
     ratings, sources = read_human_ratings(human_files)
     agree = agreement(verdicts, ratings, sources) if human_files else None  # also checks every rated item exists
     rows = table3_rows(runs, bootstrap, ratings)
     write_table3(rows, paper_rows(paper_path), agree, prefix, bootstrap.confidence)
-    return rows
-
-
-def write_fig7_files(verdict_files: Sequence[Path], bootstrap: BootstrapSettings, prefix: Path) -> list[dict]:
-    """Figure 7 (PNG) and its CSV at ``prefix`` from instruction-following verdict files (one per model and
-    variant, as their records say)."""
-    verdicts = {}
-    for path in verdict_files:
-        labels = record_labels(path)
-        verdicts[(labels["model"], labels["variant"])] = path
-    rows = fig7_rows(verdicts, bootstrap)
-    write_fig7(rows, prefix.with_suffix(".png"), prefix.with_suffix(".csv"), bootstrap.confidence)
     return rows

@@ -11,9 +11,9 @@ _CHUNK = 100  # resamples drawn at a time, to bound memory on large subtasks
 
 def bootstrap_mean_ci(
     values: np.ndarray,
-    resamples: int = 1000,
-    seed: int = 0,
-    confidence: float = 0.95,
+    resamples: int,
+    seed: int,
+    confidence: float,
     groups: Sequence[Hashable] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Percentile CI of the column means of ``values`` (n items x k metrics), resampling items.
@@ -52,9 +52,9 @@ def bootstrap_mean_ci(
 def paired_bootstrap_diff(
     a: np.ndarray,
     b: np.ndarray,
-    resamples: int = 1000,
-    seed: int = 0,
-    confidence: float = 0.95,
+    resamples: int,
+    seed: int,
+    confidence: float,
     groups: Sequence[Hashable] | None = None,
 ) -> tuple[float, float, float]:
     """Mean of ``a - b`` over paired items, with a percentile CI from resampling the pairs together (whole

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from h2htalk.metrics.embedders import Embedder
+from h2htalk.scoring.embedders import Embedder
 from h2htalk.store import SqliteStore
 
 
@@ -44,7 +44,7 @@ def embed_with_cache(
     texts: list[str],
     embedder: Embedder,
     cache: EmbeddingCache | None,
-    batch_size: int = 256,
+    commit_every: int = 256,
 ) -> tuple[dict[str, np.ndarray], int]:
     """Vectors for the distinct ``texts`` (keyed by text), embedding only those not cached.
 
@@ -57,8 +57,8 @@ def embed_with_cache(
     vectors = {text: cached[keys[text]] for text in unique if keys[text] in cached}
     # by length, so that each batch holds texts of similar length and padded encoders waste little
     missing = sorted((text for text in unique if text not in vectors), key=len)
-    for start in range(0, len(missing), batch_size):
-        batch = missing[start : start + batch_size]
+    for start in range(0, len(missing), commit_every):
+        batch = missing[start : start + commit_every]
         embedded = embedder.embed(batch)
         if cache is not None:
             cache.put_many((keys[text], vector) for text, vector in zip(batch, embedded, strict=True))

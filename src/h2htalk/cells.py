@@ -1,0 +1,94 @@
+"""Which cells a run has: the configured models, variants, subtasks, studies and embedders, in one place.
+
+The workflow declares every job's inputs and outputs from these lists, and each command writes exactly the
+cells they name, so the two cannot disagree. Each list reads only the config sections it needs, so a command
+that declares the sections it reads gets an error, not a stale setting, when it reaches for another.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from h2htalk.layout import Cell, Layout
+from h2htalk.settings import STUDIES
+from h2htalk.subtasks import JUDGED
+
+
+class RunCells:
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config
+
+    @property
+    def subtasks(self) -> tuple[str, ...]:
+        return tuple(self.config["subtasks"])
+
+    @property
+    def variants(self) -> tuple[str, ...]:
+        return tuple(self.config["variants"])
+
+    @property
+    def judged_subtasks(self) -> tuple[str, ...]:
+        return tuple(s for s in self.subtasks if s in JUDGED)
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The models under test: an engine answers the benchmark and the studies."""
+        return tuple(self.config["models"])
+
+    @property
+    def baselines(self) -> tuple[str, ...]:
+        """No model: they answer the benchmark from the instances."""
+        return tuple(self.config["baselines"])
+
+    @property
+    def run_models(self) -> tuple[str, ...]:
+        """Everything with answers, scores and Table 2 rows."""
+        return (*self.models, *self.baselines)
+
+    @property
+    def judged_models(self) -> tuple[str, ...]:
+        return (*self.models, *(self.baselines if self.config["rubric_judge"]["baselines"] else ()))
+
+    @property
+    def study_models(self) -> tuple[str, ...]:
+        return tuple(self.config["studies"]["models"] or self.models)
+
+    @property
+    def embedders(self) -> tuple[str, ...]:
+        return tuple(self.config["scoring"]["embedders"])
+
+    @property
+    def embedder(self) -> str:
+        """The embedder of the outputs that use one (the review queue, Table 3): the first configured."""
+        return self.embedders[0]
+
+    def benchmark(self, model: str, subtasks: tuple[str, ...] | None = None) -> list[Cell]:
+        return [Cell(model, v, s) for v in self.variants for s in (self.subtasks if subtasks is None else subtasks)]
+
+    def studies(self, model: str, studies: tuple[str, ...] = STUDIES) -> list[Cell]:
+        return [Cell(model, v, study) for study in studies for v in self.variants]
+
+    def generation(self, model: str, *, studies: bool) -> list[Cell]:
+        """What a model's generation job answers: the benchmark, and both studies when ``studies`` (a model,
+        not a baseline)."""
+        return self.benchmark(model) + (self.studies(model) if studies else [])
+
+    def scoring(self, model: str, embedder: str, *, studies: bool) -> list[Cell]:
+        """What a model's scoring job scores: its benchmark answers, and the safety study's when ``studies``."""
+        cells = self.benchmark(model) + (self.studies(model, ("safety",)) if studies else [])
+        return [cell.scored_by(embedder) for cell in cells]
+
+    def judged(self, model: str) -> list[Cell]:
+        return self.benchmark(model, self.judged_subtasks)
+
+    def is_judged(self, cell: Cell) -> bool:
+        """Whether Table 2 shows J (rubric judge and S) for this cell, or S."""
+        return cell.task in self.judged_subtasks and cell.model in self.judged_models
+
+    def table2(self) -> list[Cell]:
+        models, variants, subtasks = self.run_models, self.variants, self.subtasks
+        return [Cell(m, v, s, e) for e in self.embedders for m in models for v in variants for s in subtasks]
+
+    def table2_summaries(self, results: Layout) -> list[str]:
+        """The summary of every Table 2 cell: J where the rubric judge is mixed in, S elsewhere."""
+        return [(results.j_summary if self.is_judged(cell) else results.score_summary)(cell) for cell in self.table2()]

@@ -1,0 +1,94 @@
+"""Figure 7: instruction following (need recognised and met) by scenario type, with bootstrap CIs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from h2htalk.io import iter_jsonl, write_png_atomic
+from h2htalk.layout import Cell, Layout
+from h2htalk.scoring.bootstrap import bootstrap_mean_ci
+from h2htalk.settings import BootstrapSettings
+from h2htalk.tabular import records_frame, write_csv
+
+
+def fig7_rows(verdicts: dict[tuple[str, str], Path], bootstrap: BootstrapSettings) -> list[dict[str, Any]]:
+    """Success rate (need recognised and met) per (model, variant, scenario type), with a bootstrap CI."""
+    resamples, seed, confidence = bootstrap.resamples, bootstrap.seed, bootstrap.confidence
+    out = []
+    for (model, variant), path in sorted(verdicts.items()):
+        records = [r for _, r in iter_jsonl(path)]
+        for scenario in ("implicit_help", "ambiguous", "context_aware"):
+            decided = np.array(
+                [100.0 * r["success"] for r in records if r["scenario_type"] == scenario and r["success"] is not None],
+                float,
+            )
+            missing = sum(1 for r in records if r["scenario_type"] == scenario and r["success"] is None)
+            low, high = bootstrap_mean_ci(decided, resamples, seed, confidence) if decided.size else ([None], [None])
+            out.append(
+                {
+                    "model": model,
+                    "variant": variant,
+                    "scenario_type": scenario,
+                    "n": int(decided.size),
+                    "missing": missing,
+                    "success_rate": float(decided.mean()) if decided.size else None,
+                    "ci_low": low[0],
+                    "ci_high": high[0],
+                }
+            )
+    return out
+
+
+def write_fig7(rows: list[dict[str, Any]], png: Path, csv_path: Path, confidence: float) -> list[tuple[str, ...]]:
+    """Figure 7 and its CSV; returns the (model, variant, scenario type) cells drawn as labelled gaps."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    columns = ["model", "variant", "scenario_type", "n", "missing", "success_rate", "ci_low", "ci_high"]
+    write_csv(records_frame(rows, columns), csv_path, float_format="{:.2f}")
+    scenarios = ["implicit_help", "ambiguous", "context_aware"]
+    series = sorted({(r["model"], r["variant"]) for r in rows})
+    fig, ax = plt.subplots(figsize=(max(7, 2.2 * len(scenarios) + 0.6 * len(series)), 4.8))
+    width = 0.8 / max(1, len(series))
+    gaps = []
+    for index, (model, variant) in enumerate(series):
+        cells = [
+            next(r for r in rows if (r["model"], r["variant"], r["scenario_type"]) == (model, variant, scenario))
+            for scenario in scenarios
+        ]
+        # a cell without a decided verdict is a gap with a label, never a 0 % bar
+        values = [c["success_rate"] if c["success_rate"] is not None else np.nan for c in cells]
+        lows = [0.0 if c["ci_low"] is None else c["success_rate"] - c["ci_low"] for c in cells]
+        highs = [0.0 if c["ci_high"] is None else c["ci_high"] - c["success_rate"] for c in cells]
+        positions = [i + (index - (len(series) - 1) / 2) * width for i in range(len(scenarios))]
+        bars = ax.bar(positions, values, width, yerr=[lows, highs], capsize=3, label=f"{model} [{variant}]")
+        labels = ["" if c["success_rate"] is None else f"{c['success_rate']:.0f}" for c in cells]
+        ax.bar_label(bars, labels=labels, fontsize=7, padding=2)  # zero-height bars still say 0
+        for position, cell in zip(positions, cells, strict=True):
+            if cell["success_rate"] is None:
+                gaps.append((model, variant, cell["scenario_type"]))
+                ax.text(position, 1, f"n/a\n({cell['missing']} undecided)", ha="center", va="bottom", fontsize=6)
+    ax.set_xticks(range(len(scenarios)), ["Implicit-Help", "Ambiguous/Contradictory", "Context-Aware"])
+    ax.set_ylabel("needs recognised and met (%)")
+    ax.set_ylim(0, 105)
+    ax.set_title(f"Figure 7: instruction following by scenario type ({confidence:.0%} bootstrap CI)")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
+    fig.tight_layout()
+    write_png_atomic(fig, png, dpi=150, bbox_inches="tight")
+    plt.close(fig)
+    return gaps
+
+
+def write_fig7_files(cells: Sequence[Cell], results: Layout, bootstrap: BootstrapSettings, prefix: Path) -> list[dict]:
+    """Figure 7 (PNG) and its CSV at ``prefix`` from the instruction-following cells (one per model and
+    variant)."""
+    verdicts = {(cell.model, cell.variant): Path(results.verdicts(cell)) for cell in cells}
+    rows = fig7_rows(verdicts, bootstrap)
+    write_fig7(rows, prefix.with_suffix(".png"), prefix.with_suffix(".csv"), bootstrap.confidence)
+    return rows

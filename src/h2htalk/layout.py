@@ -1,0 +1,152 @@
+"""The results tree: every result has one address.
+
+A *cell* is what most results are about: a model, a variant, a task (a subtask, or one of the two studies)
+and, for scores, an embedder. ``Layout`` maps a cell, or a stage's other labels, to its path under the
+results root, and a path back to its labels. The workflow derives its path patterns from it and the
+commands derive their inputs and outputs from it, so the folder layout is written down once.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from functools import cached_property
+from pathlib import PurePosixPath
+from string import Formatter
+
+from h2htalk.settings import STUDIES, VARIANTS
+from h2htalk.subtasks import SUBTASK_KEYS
+
+# Kind -> path pattern under the results root. A pattern's fields are the labels of what it holds.
+PATTERNS: dict[str, str] = {
+    "config": "config.json",
+    "provenance": "provenance.json",
+    "manifest": "data/manifest.json",
+    "upstream": "data/upstream/{file}",
+    "curated": "data/curated/{subtask}.jsonl",
+    "curation": "data/curated/{subtask}.report.json",
+    "curation_report": "data/curation_report.json",
+    "curation_report_md": "data/curation_report.md",
+    "instances": "instances/{subtask}.jsonl",
+    "reconstructed": "reconstructed/{subtask}.jsonl",
+    "reconstruction_report": "reconstructed/{subtask}.report.json",
+    "instance_review": "review/instances/{subtask}.csv",
+    "instance_review_all": "review/instances.csv",
+    "prompts": "prompts/{variant}/{subtask}.jsonl",
+    "study_prompts": "studies/{study}/prompts/{variant}.jsonl",
+    "study_items": "studies/{study}/items/{variant}.jsonl",
+    "model_file": "models/{model}.gguf",
+    "prefetched_model": "prefetch/models/{model}.json",
+    "prefetched_embedder": "prefetch/embedders/{embedder}.json",
+    "generations": "generations/{model}/{variant}/{subtask}.jsonl",
+    "study_generations": "generations/{model}/{variant}/{study}.jsonl",
+    "generation_run": "generations/{model}/run.json",
+    "score_items": "scores/{embedder}/{model}/{variant}/{subtask}.items.jsonl",
+    "score_summary": "scores/{embedder}/{model}/{variant}/{subtask}.summary.json",
+    "study_score_items": "studies/{study}/scores/{embedder}/{model}/{variant}.items.jsonl",
+    "study_score_summary": "studies/{study}/scores/{embedder}/{model}/{variant}.summary.json",
+    "judge_samples": "judge_samples/{model}/{variant}/{subtask}.jsonl",
+    "judge_run": "judge_samples/{model}/run.json",
+    "j_items": "j_scores/{embedder}/{model}/{variant}/{subtask}.items.jsonl",
+    "j_summary": "j_scores/{embedder}/{model}/{variant}/{subtask}.summary.json",
+    "review_queue": "review/queue.csv",
+    "study_verdicts": "studies/{study}/verdicts/{model}/{variant}.jsonl",
+    "study_judge_run": "studies/verdicts/{model}.run.json",
+    "logs": "logs",
+    "benchmarks": "benchmarks",
+}
+
+LABEL_VALUES: dict[str, tuple[str, ...]] = {"subtask": SUBTASK_KEYS, "study": STUDIES, "variant": VARIANTS}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A model's result for one variant and one task (a subtask key, or a study), scored by ``embedder``."""
+
+    model: str
+    variant: str
+    task: str
+    embedder: str | None = None
+
+    @property
+    def is_study(self) -> bool:
+        return self.task in STUDIES
+
+    def scored_by(self, embedder: str) -> Cell:
+        return replace(self, embedder=embedder)
+
+    def labels(self) -> dict[str, str]:
+        """The pattern fields of this cell: ``study`` or ``subtask`` for the task."""
+        labels = {"model": self.model, "variant": self.variant, ("study" if self.is_study else "subtask"): self.task}
+        return labels | ({"embedder": self.embedder} if self.embedder else {})
+
+
+class Layout:
+    """Paths of the results tree under ``root`` (``results`` in the workflow)."""
+
+    def __init__(self, root: str = "results") -> None:
+        self.root = PurePosixPath(root)
+
+    def pattern(self, kind: str) -> str:
+        """The path pattern of ``kind`` under the root, with its labels as ``{fields}`` (Snakemake's wildcards)."""
+        return str(self.root / PATTERNS[kind])
+
+    def path(self, kind: str, **labels: str) -> str:
+        """The path of one result of ``kind``; a label given as ``{name}`` stays a wildcard."""
+        return self.pattern(kind).format(**labels)
+
+    # --- cells ------------------------------------------------------------------------------------------
+
+    def generations(self, cell: Cell) -> str:
+        return self.path("study_generations" if cell.is_study else "generations", **cell.labels())
+
+    def score_items(self, cell: Cell) -> str:
+        return self.path("study_score_items" if cell.is_study else "score_items", **cell.labels())
+
+    def score_summary(self, cell: Cell) -> str:
+        return self.path("study_score_summary" if cell.is_study else "score_summary", **cell.labels())
+
+    def judge_samples(self, cell: Cell) -> str:
+        return self.path("judge_samples", **cell.labels())
+
+    def j_items(self, cell: Cell) -> str:
+        return self.path("j_items", **cell.labels())
+
+    def j_summary(self, cell: Cell) -> str:
+        return self.path("j_summary", **cell.labels())
+
+    def verdicts(self, cell: Cell) -> str:
+        return self.path("study_verdicts", **cell.labels())
+
+    def prompts(self, variant: str, task: str) -> str:
+        """The rendered prompts of a subtask, or a study's, for one variant."""
+        if task in STUDIES:
+            return self.path("study_prompts", study=task, variant=variant)
+        return self.path("prompts", subtask=task, variant=variant)
+
+    def references(self, variant: str, task: str) -> str:
+        """What answers to ``task`` are scored against: the subtask's instances, or the study's items."""
+        if task in STUDIES:
+            return self.path("study_items", study=task, variant=variant)
+        return self.path("instances", subtask=task)
+
+    # --- and back -----------------------------------------------------------------------------------------
+
+    @cached_property
+    def _matchers(self) -> list[tuple[str, re.Pattern[str]]]:
+        matchers = []
+        for kind in PATTERNS:
+            regex = ""
+            for literal, field, _, _ in Formatter().parse(self.pattern(kind)):
+                regex += re.escape(literal) + (f"(?P<{field}>[^/]+?)" if field else "")
+            matchers.append((kind, re.compile(regex + r"\Z")))
+        return matchers
+
+    def labels_of(self, path: str) -> tuple[str, dict[str, str]]:
+        """(kind, labels) of a path in this tree; ValueError for a path that is not one of its results."""
+        text = str(PurePosixPath(path))
+        for kind, matcher in self._matchers:
+            match = matcher.match(text)
+            if match and all(value in LABEL_VALUES.get(field, (value,)) for field, value in match.groupdict().items()):
+                return kind, match.groupdict()
+        raise ValueError(f"{path} is not a result under {self.root}")
