@@ -19,7 +19,7 @@ from h2htalk.io import write_jsonl_atomic
 from h2htalk.subtasks import SUBTASKS
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-STANDINS = REPO_ROOT / "benchmarks" / "standins"  # the stand-in engines and hub: importable by the tests
+STANDINS = REPO_ROOT / "tests" / "standins"  # the stand-in engines and hub: importable by the tests
 sys.path.insert(0, str(STANDINS))
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hf_hub import HubServer, Repo  # benchmarks/standins (on sys.path: conftest)
+from hf_hub import HubServer, Repo  # tests/standins (on sys.path: conftest)
 
 from h2htalk.cli import build_parser
 from h2htalk.cli.options import load_config, registry_entry

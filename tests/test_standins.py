@@ -1,4 +1,4 @@
-"""The stand-in engines (benchmarks/standins): a vLLM look-alike and a multi-provider API look-alike.
+"""The stand-in engines (tests/standins): a vLLM look-alike and a multi-provider API look-alike.
 
 They exist so the real client, caches, scoring and tables can run at paper scale without GPUs or API keys;
 these tests hold them to the behaviour they stand in for: vLLM's flag parser and errors, its reasoning
@@ -27,7 +27,7 @@ from typing import Any
 
 import httpx
 import openai
-import openai_standin as standin  # benchmarks/standins (on sys.path: conftest)
+import openai_standin as standin  # tests/standins (on sys.path: conftest)
 import pytest
 import yaml
 
@@ -198,7 +198,7 @@ def test_rejected_flags_exit_2_like_vllm(extra: list[str], message: str) -> None
 
 
 def test_executable_on_path_parses_project_command(tmp_path: Path) -> None:
-    assert os.access(VLLM, os.X_OK), "benchmarks/standins/vllm must be executable"
+    assert os.access(VLLM, os.X_OK), "tests/standins/vllm must be executable"
     assert VLLM.read_text(encoding="utf-8").startswith("#!/usr/bin/env python3\n")
     spec = next(s for s in _runnable_vllm_specs() if s.get("trust_remote_code"))
     command = _engines().vllm_command(spec, 9000)

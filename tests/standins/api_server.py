@@ -1,6 +1,6 @@
 """Start the remote-API stand-in: several OpenAI-compatible providers under path prefixes (a test fixture).
 
-    python benchmarks/standins/api_server.py --port 8400 [--host 127.0.0.1] [--corpus DIR] [--registry FILE]
+    python tests/standins/api_server.py --port 8400 [--host 127.0.0.1] [--corpus DIR] [--registry FILE]
 
 serves ``/{provider}/v1/chat/completions`` and ``/{provider}/v1/models`` for any provider name (point a registry
 entry's ``api.base_url`` at ``http://HOST:PORT/openai/v1``, ``.../deepseek/v1``, ``.../anthropic/v1``), and

@@ -2,8 +2,8 @@
 
 Test and benchmark fixture, not product code. Two servers use it:
 
-- ``benchmarks/standins/vllm``: behaves like ``vllm serve`` (one model, its LoRA adapters, a reasoning parser);
-- ``benchmarks/standins/api_server.py``: behaves like several remote APIs (OpenAI, DeepSeek, Anthropic-compatible
+- ``tests/standins/vllm``: behaves like ``vllm serve`` (one model, its LoRA adapters, a reasoning parser);
+- ``tests/standins/api_server.py``: behaves like several remote APIs (OpenAI, DeepSeek, Anthropic-compatible
   gateways) under path prefixes, with rate limits, server errors and DeepSeek's content-risk refusals.
 
 Every answer is a deterministic function of (model, messages, seed, max_tokens). Answers mix sentence fragments
