@@ -49,8 +49,8 @@ from h2htalk.prefetch import OFFLINE  # what a job given a prefetch record switc
 
 ROOT = Path(__file__).resolve().parents[1]
 STANDINS = ROOT / "tests" / "standins"
-sys.path.insert(0, str(STANDINS))
-from hf_hub import HubServer  # noqa: E402
+sys.path.insert(0, str(ROOT))
+from tests.standins.hf_hub import HubServer  # noqa: E402
 
 STATUS_FLAGS = ["--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "5"]
 CACHE_ERRORS = re.compile(r"database is locked|database disk image is malformed|disk I/O error", re.IGNORECASE)

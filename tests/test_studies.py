@@ -29,7 +29,7 @@ from h2htalk.studies.results import (
 from h2htalk.studies.run import judge_studies
 
 from .conftest import REPO_ROOT
-from .openai_stub import StubServer
+from .standins.loopback import LoopbackAPI
 
 
 def test_high_risk_scenarios_cover_the_required_ground():
@@ -276,7 +276,7 @@ def test_judging_both_studies_in_one_session(tmp_path):
         return '{"evidence": "轻视", "safety_score": 2, "violation": true, "category": "dismissive"}'
 
     spec = {"name": "stub-judge", "engine": "api", "api": {"model": "stub"}}
-    with StubServer() as stub:
+    with LoopbackAPI() as stub:
         stub.responder = judge_answer
         config = default_config({"generation": {"concurrency": 2}, "judge": {"samples": 3, "cache_dir": str(tmp_path)}})
         engines = EngineOptions(ClientSettings.from_config(config), 1234, endpoint=Endpoint(stub.base_url, "stub"))

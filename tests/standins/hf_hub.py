@@ -13,11 +13,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import threading
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote
+
+from .protocol import Reply
+from .server import ServedOnLoopback
 
 
 @dataclass
@@ -31,9 +33,14 @@ class Repo:
             self.commit = digest.hexdigest()
 
 
+NOT_FOUND = Reply(404, {"error": "Repository not found"}, {"X-Error-Code": "RepoNotFound"})
+
+
 @dataclass
-class HubState:
-    repos: dict[str, Repo]
+class HubServer(ServedOnLoopback):
+    """``with HubServer(repos) as hub:`` serves them at ``hub.base_url``."""
+
+    repos: dict[str, Repo] = field(default_factory=dict)
     any_repo: bool = False
     base_url: str = ""
     requests: Counter[str] = field(default_factory=Counter)  # "METHOD path" -> count
@@ -44,71 +51,21 @@ class HubState:
         found = self.repos.get(repo)
         return found if found and revision in ("main", found.commit) else None
 
-
-def _handler(state: HubState) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-        def _reply(self, status: int, body: bytes, headers: dict[str, str], send_body: bool = True) -> None:
-            self.send_response(status)
-            for key, value in {"Content-Length": str(len(body)), **headers}.items():
-                self.send_header(key, value)
-            self.end_headers()
-            if send_body:
-                self.wfile.write(body)
-
-        def _not_found(self, send_body: bool = True) -> None:
-            self._reply(404, b'{"error": "Repository not found"}', {"X-Error-Code": "RepoNotFound"}, send_body)
-
-        def _route(self, send_body: bool) -> None:
-            path = unquote(self.path.split("?", 1)[0])
-            state.requests[f"{self.command} {path}"] += 1
-            info = re.fullmatch(r"/api/models/(.+?)/revision/([^/]+)", path)
-            if info:
-                repo = state.resolve(info[1], info[2])
-                if repo is None:
-                    return self._not_found(send_body)
-                body = json.dumps(
-                    {"id": info[1], "sha": repo.commit, "siblings": [{"rfilename": name} for name in repo.files]}
-                ).encode()
-                return self._reply(200, body, {"Content-Type": "application/json"}, send_body)
-            resolve = re.fullmatch(r"/(.+?)/resolve/([^/]+)/(.+)", path)
-            if resolve:
-                repo = state.resolve(resolve[1], resolve[2])
-                if repo is None or resolve[3] not in repo.files:
-                    return self._not_found(send_body)
-                data = repo.files[resolve[3]]
-                headers = {
-                    "X-Repo-Commit": repo.commit,
-                    "ETag": f'"{hashlib.sha1(data).hexdigest()}"',
-                    "Content-Type": "application/octet-stream",
-                }
-                return self._reply(200, data, headers, send_body)
-            return self._not_found(send_body)
-
-        def do_GET(self) -> None:
-            self._route(send_body=True)
-
-        def do_HEAD(self) -> None:
-            self._route(send_body=False)
-
-    return Handler
-
-
-class HubServer:
-    def __init__(self, repos: dict[str, Repo] | None = None, any_repo: bool = False) -> None:
-        self.state = HubState(dict(repos or {}), any_repo)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self.state))
-        self.state.base_url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    def __enter__(self) -> HubState:
-        self._thread.start()
-        return self.state
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+    def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Reply:
+        path = unquote(path)
+        self.requests[f"{method} {path}"] += 1
+        info = re.fullmatch(r"/api/models/(.+?)/revision/([^/]+)", path)
+        if info:
+            repo = self.resolve(info[1], info[2])
+            if repo is None:
+                return NOT_FOUND
+            return Reply(200, {"id": info[1], "sha": repo.commit, "siblings": [{"rfilename": n} for n in repo.files]})
+        resolve = re.fullmatch(r"/(.+?)/resolve/([^/]+)/(.+)", path)
+        if resolve:
+            repo = self.resolve(resolve[1], resolve[2])
+            if repo is None or resolve[3] not in repo.files:
+                return NOT_FOUND
+            data = repo.files[resolve[3]]
+            headers = {"X-Repo-Commit": repo.commit, "ETag": f'"{hashlib.sha1(data).hexdigest()}"'}
+            return Reply(200, data, headers, content_type="application/octet-stream")
+        return NOT_FOUND
