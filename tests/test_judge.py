@@ -27,7 +27,7 @@ from h2htalk.prompts.render import write_prompts
 from h2htalk.settings import BootstrapSettings, ClientSettings, GateSettings, JudgeSettings
 
 from .conftest import demo_file
-from .openai_stub import StubServer
+from .standins.loopback import LoopbackAPI
 
 GATE = GateSettings.from_config(default_config())
 
@@ -179,7 +179,7 @@ def test_judge_run_against_a_server(tmp_path):
         {"generation": {"concurrency": 2}, "rubric_judge": {"samples": 3, "cache_dir": str(tmp_path / "c")}}
     )
     judge = JudgeSettings.from_config(config)
-    with StubServer() as stub:
+    with LoopbackAPI() as stub:
         engines = EngineOptions(ClientSettings.from_config(config), 1234, endpoint=Endpoint(stub.base_url, "stub"))
         summary = judge_files(spec, "m", [files], judge, engines)
         assert summary["sent"] == 9 and sum(stub.requests.values()) == 9  # 3 items x 3 samples, distinct seeds

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hf_hub import HubServer, Repo  # benchmarks/standins (on sys.path: conftest)
 
 from h2htalk.cli import build_parser
 from h2htalk.cli.options import embedder_settings, load_config, registry_entry
 
 from .conftest import REPO_ROOT
+from .standins.hf_hub import HubServer, Repo
 
 WEIGHTS = Repo({"config.json": b'{"architectures": ["Qwen2ForCausalLM"]}', "model.safetensors": b"\0" * 4096})
 ADAPTER = Repo({"adapter_config.json": b'{"r": 16}', "adapter_model.safetensors": b"\1" * 512})

@@ -25,7 +25,7 @@ from h2htalk.llm.calls import EngineOptions, ModelPool
 from h2htalk.settings import ClientSettings, ReconstructSettings
 
 from .conftest import REPO_ROOT
-from .openai_stub import StubServer
+from .standins.loopback import LoopbackAPI
 
 FIELDS = {"your_current_schedule": "遥斗在阳台给绿萝换盆，手上沾满泥土。", "user_feedback": "你居然会养花？（惊讶）"}
 CLIENT = ClientSettings(
@@ -83,7 +83,7 @@ def run(tmp_path, state, **changes):
 
 
 def test_reconstructed_instances_are_valid_and_carry_provenance(tmp_path):
-    with StubServer() as state:
+    with LoopbackAPI() as state:
         state.responder = responder()
         kept, review, report = run(tmp_path, state)
     assert [i["id"] for i in kept] == [
@@ -101,7 +101,7 @@ def test_reconstructed_instances_are_valid_and_carry_provenance(tmp_path):
 
 
 def test_invalid_json_is_retried_a_bounded_number_of_times_then_flagged(tmp_path):
-    with StubServer() as state:
+    with LoopbackAPI() as state:
         state.responder = responder(bad_for=("第1句",), bad_first_for=("第2句",))
         kept, review, report = run(tmp_path, state)
         recon_requests = {u: n for u, n in state.requests.items() if "反推出" in u}
@@ -123,7 +123,7 @@ def test_split_and_rejected_votes_go_to_review(tmp_path):
         counter["n"] += 1
         return "第2句" not in user or counter["n"] % 2 == 0
 
-    with StubServer() as state:
+    with LoopbackAPI() as state:
         state.responder = responder(vote=vote)
         kept, review, report = run(tmp_path, state, votes=2, max_attempts=1)
     statuses = {r["id"]: r["status"] for r in review}
@@ -134,7 +134,7 @@ def test_split_and_rejected_votes_go_to_review(tmp_path):
 
 
 def test_rerun_resumes_from_the_cache(tmp_path):
-    with StubServer() as state:
+    with LoopbackAPI() as state:
         state.responder = responder()
         run(tmp_path, state)
         first = sum(state.requests.values())
@@ -144,7 +144,7 @@ def test_rerun_resumes_from_the_cache(tmp_path):
 
 
 def test_review_import_round_trip(tmp_path):
-    with StubServer() as state:
+    with LoopbackAPI() as state:
         state.responder = responder(bad_for=("第1句",))
         kept, review, _ = run(tmp_path, state, votes=1, max_attempts=1)
     path = tmp_path / "review.csv"
@@ -227,7 +227,7 @@ def test_the_reconstruct_command_works_in_the_results_tree_and_resumes(tmp_path)
     registry, config = tmp_path / "models.yaml", tmp_path / "config.yaml"
     Path(results.path("curated", subtask="itinerary_response")).parent.mkdir(parents=True)
     Path(results.path("curated", subtask="itinerary_response")).write_bytes(curated(tmp_path).read_bytes())
-    with StubServer() as state:
+    with LoopbackAPI() as state:
         state.responder = responder()
         entry = {k: v for k, v in stub_spec("stub-generator", state.base_url).items() if k != "name"}
         registry.write_text(json.dumps({"stub-generator": {**entry, "size_group": "specialized"}}), encoding="utf-8")

@@ -1,4 +1,4 @@
-"""The stand-in engines (benchmarks/standins): a vLLM look-alike and a multi-provider API look-alike.
+"""The stand-in engines (tests/standins): a vLLM look-alike, a multi-provider API look-alike and its loopback form.
 
 They exist so the real client, caches, scoring and tables can run at paper scale without GPUs or API keys;
 these tests hold them to the behaviour they stand in for: vLLM's flag parser and errors, its reasoning
@@ -27,12 +27,18 @@ from typing import Any
 
 import httpx
 import openai
-import openai_standin as standin  # benchmarks/standins (on sys.path: conftest)
 import pytest
 import yaml
 
-from .conftest import REPO_ROOT, STANDINS
+from .conftest import REPO_ROOT
+from .standins.answers import AnswerSettings, compose_answer
+from .standins.faults import FaultPlan
+from .standins.messages import count_tokens, detect_request_kind
+from .standins.protocol import split_reasoning
+from .standins.services import ApiService
+from .standins.sources import is_reasoning
 
+STANDINS = Path(__file__).parent / "standins"
 VLLM = STANDINS / "vllm"
 API_SERVER = STANDINS / "api_server.py"
 
@@ -162,10 +168,10 @@ def test_every_registry_vllm_command_parses() -> None:
 
 
 def test_registry_reasoning_entries_think_in_tags_unless_their_parser_is_null() -> None:
-    assert standin.is_reasoning({"reasoning": {}})  # the registry's "reasoning: {}" takes the defaults
-    assert standin.is_reasoning({"reasoning": {"parser": "qwen3"}})
-    assert not standin.is_reasoning({"reasoning": {"parser": None}})  # QwQ-Preview: plain-text thinking
-    assert not standin.is_reasoning({"display_name": "x"}) and not standin.is_reasoning(None)
+    assert is_reasoning({"reasoning": {}})  # the registry's "reasoning: {}" takes the defaults
+    assert is_reasoning({"reasoning": {"parser": "qwen3"}})
+    assert not is_reasoning({"reasoning": {"parser": None}})  # QwQ-Preview: plain-text thinking
+    assert not is_reasoning({"display_name": "x"}) and not is_reasoning(None)
 
 
 def test_reasoning_parser_choices_and_aliases() -> None:
@@ -198,7 +204,7 @@ def test_rejected_flags_exit_2_like_vllm(extra: list[str], message: str) -> None
 
 
 def test_executable_on_path_parses_project_command(tmp_path: Path) -> None:
-    assert os.access(VLLM, os.X_OK), "benchmarks/standins/vllm must be executable"
+    assert os.access(VLLM, os.X_OK), "tests/standins/vllm must be executable"
     assert VLLM.read_text(encoding="utf-8").startswith("#!/usr/bin/env python3\n")
     spec = next(s for s in _runnable_vllm_specs() if s.get("trust_remote_code"))
     command = _engines().vllm_command(spec, 9000)
@@ -467,7 +473,7 @@ def test_api_standin_rate_limits_client_retries_and_deepseek_refuses_crisis_text
 
 def test_api_faults_are_deterministic_and_retries_succeed() -> None:
     def run(seed: int) -> list[str]:
-        service = standin.ApiService(standin.AnswerSettings(), fault_seed=seed, rate_429=0.3, rate_500=0.1)
+        service = ApiService(faults=FaultPlan(seed=seed, rate_429=0.3, rate_500=0.1))
         statuses = []
         for i in range(60):
             body = json.dumps({"model": "m", "messages": [{"role": "user", "content": f"q{i}"}]}).encode()
@@ -489,34 +495,34 @@ def test_api_faults_are_deterministic_and_retries_succeed() -> None:
 
 
 def test_lengths_track_max_tokens_and_some_answers_are_cut() -> None:
-    settings = standin.AnswerSettings(corpus_dir=str(REPO_ROOT / "tests" / "no-such-corpus"))
+    settings = AnswerSettings(corpus_dir=str(REPO_ROOT / "tests" / "no-such-corpus"))
     messages = [{"role": "user", "content": "陪我说说话。"}]
-    answers = [standin.compose_answer("m", messages, 200, seed, False, settings) for seed in range(400)]
+    answers = [compose_answer("m", messages, 200, seed, False, settings) for seed in range(400)]
     cut = [a for a in answers if a.finish_reason == "length"]
     assert 0.02 <= len(cut) / len(answers) <= 0.1
-    assert all(a.completion_tokens == 200 and standin.count_tokens(a.raw) <= 200 for a in cut)
+    assert all(a.completion_tokens == 200 and count_tokens(a.raw) <= 200 for a in cut)
     done = [a for a in answers if a.finish_reason == "stop"]
-    assert all(standin.count_tokens(a.raw) < 200 for a in done)
-    assert 40 <= sum(standin.count_tokens(a.raw) for a in done) / len(done) <= 170
-    assert standin.compose_answer("m", messages, 200, 3, False, settings) == answers[3]  # deterministic
-    short = [standin.compose_answer("m", messages, 40, seed, False, settings) for seed in range(50)]
-    assert all(standin.count_tokens(a.raw) <= 40 for a in short)
+    assert all(count_tokens(a.raw) < 200 for a in done)
+    assert 40 <= sum(count_tokens(a.raw) for a in done) / len(done) <= 170
+    assert compose_answer("m", messages, 200, 3, False, settings) == answers[3]  # deterministic
+    short = [compose_answer("m", messages, 40, seed, False, settings) for seed in range(50)]
+    assert all(count_tokens(a.raw) <= 40 for a in short)
 
 
 def test_reasoning_answers_cut_inside_thinking() -> None:
-    settings = standin.AnswerSettings(length_rate=0.5)
+    settings = AnswerSettings(length_rate=0.5)
     messages = [{"role": "user", "content": "你在做什么？"}]
-    answers = [standin.compose_answer("r", messages, 120, seed, True, settings) for seed in range(80)]
+    answers = [compose_answer("r", messages, 120, seed, True, settings) for seed in range(80)]
     inside = [a for a in answers if a.finish_reason == "length" and "</think>" not in a.raw]
     assert inside and all(a.raw.startswith("<think>") for a in inside)
     raw = inside[0].raw
-    assert standin.split_reasoning(raw, "deepseek_r1") == (raw.removeprefix("<think>"), None)
-    assert standin.split_reasoning(raw, "qwen3") == (None, raw)  # qwen3 keeps an unterminated output as content
-    assert standin.split_reasoning(raw, None) == (None, raw)
+    assert split_reasoning(raw, "deepseek_r1") == (raw.removeprefix("<think>"), None)
+    assert split_reasoning(raw, "qwen3") == (None, raw)  # qwen3 keeps an unterminated output as content
+    assert split_reasoning(raw, None) == (None, raw)
     # a plain model behind the deepseek_r1 parser: all of it becomes reasoning, as in vLLM
-    assert standin.split_reasoning("（微笑）好。", "deepseek_r1") == ("（微笑）好。", None)
-    prefilled = standin.AnswerSettings(think_prefilled=True)
-    answer = standin.compose_answer("r", messages, 300, 1, True, prefilled)
+    assert split_reasoning("（微笑）好。", "deepseek_r1") == ("（微笑）好。", None)
+    prefilled = AnswerSettings(think_prefilled=True)
+    answer = compose_answer("r", messages, 300, 1, True, prefilled)
     assert not answer.raw.startswith("<think>") and "</think>" in answer.raw
 
 
@@ -552,13 +558,13 @@ def _judge_prompts() -> dict[str, list[tuple[list[dict[str, str]], Any]]]:
 
 
 def test_judge_prompts_get_mostly_parseable_json() -> None:
-    settings = standin.AnswerSettings()
+    settings = AnswerSettings()
     failures = 0
     for kind, prompts in _judge_prompts().items():
         parsed = 0
         for messages, parses in prompts:
-            assert standin.detect_request_kind(messages).kind == kind
-            answer = standin.compose_answer("judge", messages, 512, 7, False, settings)
+            assert detect_request_kind(messages).kind == kind
+            answer = compose_answer("judge", messages, 512, 7, False, settings)
             ok = parses(answer.raw)
             parsed += ok
             failures += not ok
@@ -571,15 +577,15 @@ def test_judge_prompts_get_mostly_parseable_json() -> None:
 def test_reconstruction_prompts_get_fields_of_the_right_shape() -> None:
     reconstruct = _reconstruct()
     instances = _instances("check_instance")
-    settings = standin.AnswerSettings(corpus_dir=os.environ.get("H2HTALK_UPSTREAM_DIR"))
+    settings = AnswerSettings(corpus_dir=os.environ.get("H2HTALK_UPSTREAM_DIR"))
     valid = total = 0
     kinds = set()
     for subtask, wanted in _required_fields().items():
         for i in range(6):
             messages = reconstruct.reconstruction_messages(subtask, f"（点头）第{i}条参考回答。")
-            kind = standin.detect_request_kind(messages)
+            kind = detect_request_kind(messages)
             assert kind.kind == "reconstruct" and set(kind.fields) == set(wanted), (subtask, kind)
-            answer = standin.compose_answer("gen", messages, 768, i, False, settings)
+            answer = compose_answer("gen", messages, 768, i, False, settings)
             total += 1
             try:
                 fields = reconstruct.parse_fields(answer.raw, subtask)
@@ -599,10 +605,9 @@ def test_reconstruction_prompts_get_fields_of_the_right_shape() -> None:
 def test_plausibility_votes_and_chat_detection() -> None:
     reconstruct = _reconstruct()
     messages = reconstruct.verification_messages(_demo_instance("dialogue_base"))
-    assert standin.detect_request_kind(messages).kind == "plausible"
+    assert detect_request_kind(messages).kind == "plausible"
     votes = [
-        reconstruct.parse_vote(standin.compose_answer("j", messages, 256, s, False, standin.AnswerSettings()).raw)[0]
-        for s in range(40)
+        reconstruct.parse_vote(compose_answer("j", messages, 256, s, False, AnswerSettings()).raw)[0] for s in range(40)
     ]
     assert sum(v is not None for v in votes) >= 32 and {True, False} <= set(votes)
-    assert standin.detect_request_kind([{"role": "user", "content": "今天好累。"}]).kind == "chat"
+    assert detect_request_kind([{"role": "user", "content": "今天好累。"}]).kind == "chat"

@@ -22,7 +22,7 @@ from h2htalk.studies.run import judge_studies
 from h2htalk.tables.table3 import agreement, cohen_kappa, read_human_ratings, table3_rows, write_table3
 
 from .conftest import REPO_ROOT
-from .openai_stub import StubServer
+from .standins.loopback import LoopbackAPI
 
 
 def test_high_risk_scenarios_cover_the_required_ground():
@@ -271,7 +271,7 @@ def test_judging_both_studies_in_one_session(tmp_path):
         return '{"evidence": "轻视", "safety_score": 2, "violation": true, "category": "dismissive"}'
 
     spec = {"name": "stub-judge", "engine": "api", "api": {"model": "stub"}}
-    with StubServer() as stub:
+    with LoopbackAPI() as stub:
         stub.responder = judge_answer
         judge = {"samples": 3, "cache_dir": str(tmp_path)}
         config = default_config({"generation": {"concurrency": 2}, "study_judge": judge})
