@@ -41,9 +41,9 @@ def literal_defaults(tree: ast.AST) -> Iterator[tuple[str, int]]:
                     yield arg.arg, default.lineno
         elif isinstance(node, ast.ClassDef):
             for statement in node.body:
-                if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
-                    if statement.value is not None and _literal(statement.value):
-                        yield statement.target.id, statement.lineno
+                named = isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
+                if named and statement.value is not None and _literal(statement.value):
+                    yield statement.target.id, statement.lineno
 
 
 def _literal(node: ast.AST) -> bool:
@@ -62,7 +62,8 @@ def test_no_literal_default_in_the_package_duplicates_a_schema_key():
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        found += [f"{path.relative_to(REPO_ROOT)}:{line} {name}" for name, line in literal_defaults(tree) if name in keys]
+        where = path.relative_to(REPO_ROOT)
+        found += [f"{where}:{line} {name}" for name, line in literal_defaults(tree) if name in keys]
     assert not found, "literal defaults of schema keys (take them from the validated config):\n" + "\n".join(found)
 
 

@@ -113,7 +113,8 @@ def test_empty_response_scores_zero_and_is_flagged(jieba_tok):
 
 
 def test_s_is_the_mean_of_the_seven(jieba_tok):
-    items, _ = score_pairs([Pair("x", "今天我们去公园散步吧", "今天我们去海边散步")], jieba_tok, CountingEmbedder(), None, "f")
+    pair = Pair("x", "今天我们去公园散步吧", "今天我们去海边散步")
+    items, _ = score_pairs([pair], jieba_tok, CountingEmbedder(), None, "f")
     item = items[0]
     assert item["S"] == pytest.approx(sum(item[m] for m in METRICS) / 7)
 
@@ -177,7 +178,11 @@ def test_bootstrap_ci_is_seeded_and_brackets_the_mean():
 def test_summary_means_and_signature(jieba_tok):
     embedder = CountingEmbedder()
     items, _ = score_pairs(
-        [Pair("1", "你好", "你好"), Pair("2", "今天去哪里", "明天见"), Pair("3", "好的", "")], jieba_tok, embedder, None, "f"
+        [Pair("1", "你好", "你好"), Pair("2", "今天去哪里", "明天见"), Pair("3", "好的", "")],
+        jieba_tok,
+        embedder,
+        None,
+        "f",
     )
     summary = summarise(items, BootstrapSettings(resamples=200, seed=1, confidence=0.95))
     assert summary["n"] == 3

@@ -232,12 +232,8 @@ def test_the_reconstruct_command_works_in_the_results_tree_and_resumes(tmp_path)
         entry = {k: v for k, v in stub_spec("stub-generator", state.base_url).items() if k != "name"}
         registry.write_text(json.dumps({"stub-generator": {**entry, "size_group": "specialized"}}), encoding="utf-8")
         section = {"generator": "stub-generator", "voters": ["stub-generator"], "votes": 1, "cache_dir": str(tmp_path)}
-        config.write_text(
-            json.dumps(
-                {"model_registry": str(registry), "subtasks": ["itinerary_response"], "instances": {"reconstruct": section}}
-            ),
-            encoding="utf-8",
-        )
+        settings = {"model_registry": str(registry), "subtasks": ["itinerary_response"]}
+        config.write_text(json.dumps({**settings, "instances": {"reconstruct": section}}), encoding="utf-8")
         command = ["reconstruct", "--config", str(config), "--results", str(results.root)]
         assert main(command) == 0
         sent = sum(state.requests.values())

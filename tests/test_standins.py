@@ -338,7 +338,10 @@ def test_project_engine_serves_lora_entry_through_standin(tmp_path: Path, monkey
         assert {m["id"] for m in models} == {spec["hf_id"], endpoint.model}
         adapter = next(m for m in models if m["id"] == endpoint.model)
         assert adapter["root"] == spec["lora"]["path"] and adapter["parent"] == spec["hf_id"]
-        chat = client_module.ChatClient(endpoint.base_url, endpoint.model, api_key=endpoint.api_key, concurrency=8)
+        chat = client_module.ChatClient(
+            endpoint.base_url, endpoint.model, api_key=endpoint.api_key, concurrency=8, timeout_s=60,
+            retry=client_module.RetryPolicy(max_retries=2, backoff_base_s=0.01, backoff_max_s=0.05),
+        )  # fmt: skip
         requests = [
             client_module.ChatRequest(f"k{i}", f"item{i}", [{"role": "user", "content": f"晚安{i}"}],
                                       {"max_tokens": 64, "seed": 5, "temperature": 0.0})
@@ -428,7 +431,7 @@ def test_api_standin_rate_limits_client_retries_and_deepseek_refuses_crisis_text
         assert limited.json()["error"]["code"] == "rate_limit_exceeded"
 
         chat = client_module.ChatClient(
-            f"{base}/openai/v1", "gpt-4o-mini", api_key="sk-test", concurrency=8,
+            f"{base}/openai/v1", "gpt-4o-mini", api_key="sk-test", concurrency=8, timeout_s=60,
             retry=client_module.RetryPolicy(max_retries=4, backoff_base_s=0.01, backoff_max_s=0.05),
         )  # fmt: skip
         requests = [
@@ -446,7 +449,10 @@ def test_api_standin_rate_limits_client_retries_and_deepseek_refuses_crisis_text
             refused = _post(base, "deepseek", "deepseek-reasoner", crisis[0]["content"])
             assert refused.status_code == 400
             assert refused.json()["error"]["message"] == "Content Exists Risk"
-        deepseek = client_module.ChatClient(f"{base}/deepseek/v1", "deepseek-reasoner", api_key="sk-test")
+        deepseek = client_module.ChatClient(
+            f"{base}/deepseek/v1", "deepseek-reasoner", api_key="sk-test", concurrency=1, timeout_s=60,
+            retry=client_module.RetryPolicy(max_retries=2, backoff_base_s=0.01, backoff_max_s=0.05),
+        )  # fmt: skip
         results = []
         asyncio.run(_run_all(deepseek, [client_module.ChatRequest("c", "crisis", crisis, {"max_tokens": 50})], results))
         assert results[0].failure.kind == "content_refusal" and "Content Exists Risk" in results[0].failure.message
