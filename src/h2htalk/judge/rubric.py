@@ -14,7 +14,7 @@ from importlib import resources
 
 import jinja2
 
-from h2htalk.llm.parse import cut_off, objects_with, strip_fences
+from h2htalk.llm.parse import fence, number_in, read_verdict, strip_code_fences
 from h2htalk.subtasks import get_subtask
 
 
@@ -43,15 +43,17 @@ def judge_messages(subtask: str, system: str, task: str, response: str, referenc
     level = get_subtask(subtask).judge
     if level is None:
         raise ValueError(f"subtask {subtask!r} is not judged (measure S)")
-    user = _template().render(system=system, task=task, response=response, reference=reference, **level).strip()
+    fenced = fence("回答", response)  # the answer is data: nothing in it can pose as the reference or a verdict
+    user = _template().render(system=system, task=task, response=fenced, reference=reference, **level).strip()
     return [{"role": "system", "content": system_text()}, {"role": "user", "content": user}]
 
 
 @dataclass(frozen=True)
 class Verdict:
-    score: float | None  # None: the answer could not be parsed (missing, never 0)
+    score: float | None  # None: no verdict could be read (missing, never 0)
     evidence: str
-    parse: str  # "json", "total" (an explicit total in prose) or "unparseable"
+    # "json", "total" (an explicit total in prose), "cut_off", "ambiguous" (two verdicts) or "unparseable"
+    parse: str
 
 
 # Only an explicit final score or total counts: per-criterion sub-scores ("人设一致性：4/5", "时间连贯得分1") in a
@@ -64,20 +66,19 @@ _TOTAL = re.compile(
 
 
 def parse_verdict(text: str, finish_reason: str | None = None) -> Verdict:
-    """The judge's score: a complete JSON object's ``score``, or an explicit total on the answer's last line;
-    anything else (a cut-off answer included) is unparseable: missing, never 0."""
-    cleaned = strip_fences(text).strip()
-    if cut_off(cleaned, finish_reason):
-        return Verdict(None, cleaned[:2000], "unparseable")
-    for obj in objects_with(cleaned, "score"):
-        try:
-            score = float(obj["score"])
-        except (TypeError, ValueError):
-            continue
-        if 0.0 <= score <= 5.0:
+    """The judge's score: the ``score`` of its one verdict object, a number in 0-5 at the object's top level, or,
+    when no verdict object can be read, an explicit total on the answer's last line. Anything else is missing,
+    never 0: a cut-off answer, two verdicts, a verdict whose score is not a number in range (an earlier object,
+    quoted from the judged answer, is never read in its place)."""
+    cleaned = strip_code_fences(text).strip()
+    obj, how = read_verdict(text, "score", finish_reason)
+    if how == "json":
+        score = number_in(obj["score"], 0.0, 5.0)
+        if score is not None:
             return Verdict(score, str(obj.get("evidence", "")).strip(), "json")
-    last_line = cleaned.splitlines()[-1] if cleaned else ""
-    match = _TOTAL.search(last_line)
-    if match and 0.0 <= float(match.group(1)) <= 5.0:
-        return Verdict(float(match.group(1)), cleaned[:2000], "total")
-    return Verdict(None, cleaned[:2000], "unparseable")
+    elif how == "unparseable":
+        last_line = cleaned.splitlines()[-1] if cleaned else ""
+        match = _TOTAL.search(last_line)
+        if match and 0.0 <= float(match.group(1)) <= 5.0:
+            return Verdict(float(match.group(1)), cleaned[:2000], "total")
+    return Verdict(None, cleaned[:2000], "unparseable" if how == "json" else how)

@@ -72,9 +72,15 @@ def sample_flags(parsed: int, samples: int, *, missing: bool) -> list[str]:
     return (["unparseable_sample"] if parsed < samples else []) + (["judge_missing"] if missing else [])
 
 
+def read_flags(parses: list[str]) -> list[str]:
+    """Why samples were not read, from how each was read: ``judge_cut_off`` (a sample stopped at its token limit
+    or ended inside its JSON, after the retry too), ``ambiguous_verdict`` (a sample held two verdicts)."""
+    return (["judge_cut_off"] if "cut_off" in parses else []) + (["ambiguous_verdict"] if "ambiguous" in parses else [])
+
+
 def answers_with_retry(calls: ModelCalls, requests: list[ChatRequest]) -> dict[str, dict[str, Any]]:
     """Every judge answer; one cut off at its token limit (or leaving its JSON open) is asked again once with
-    twice the budget, and that answer (marked ``retried``) replaces it."""
+    twice the budget, and that answer (marked ``retried``, with its own ``request_key``) replaces it."""
     answers = calls.answers(requests)
     retries = {
         r.key: chat_request(
@@ -85,7 +91,9 @@ def answers_with_retry(calls: ModelCalls, requests: list[ChatRequest]) -> dict[s
     }
     if retries:
         again = calls.answers(list(retries.values()))
-        answers.update({key: {**again[retry.key], "retried": True} for key, retry in retries.items()})
+        answers.update(
+            {key: {**again[retry.key], "retried": True, "request_key": retry.key} for key, retry in retries.items()}
+        )
     return answers
 
 
@@ -147,7 +155,7 @@ def judge_files(
                         "evidence": verdict.evidence,
                         "finish_reason": answer["finish_reason"],
                         "retried": answer.get("retried", False),
-                        "request_key": request.key,
+                        "request_key": answer.get("request_key", request.key),  # the answer read
                         "seed": request.params["seed"],
                     }
                 )
@@ -165,7 +173,7 @@ def judge_files(
                     "judge_mean": sum(scores) / len(scores) if scores else None,
                     "judge_spread": (max(scores) - min(scores)) if scores else None,
                     "flags": sample_flags(len(scores), len(verdicts), missing=not scores)
-                    + (["judge_cut_off"] if any(v["finish_reason"] == "length" for v in verdicts) else []),
+                    + read_flags([v["parse"] for v in verdicts]),
                     "reference_position": "after the response, labelled as a calibration aid",
                 }
             )

@@ -1,71 +1,129 @@
-"""Read structured verdicts out of model answers: JSON objects inside free text, and yes/no values.
+"""Read structured verdicts out of model answers: complete JSON objects inside free text, and yes/no values.
 
-Judges are asked for one JSON object, but models wrap it in prose or code fences, or write several objects.
-Every caller reads answers through these functions, so all of them agree on what an answer says.
+Judges are asked for one JSON object, but models wrap it in prose or code fences, quote the answer they judge,
+or write several objects. Every caller reads answers through these functions, so all of them agree on what an
+answer says. The text a judge judges is fenced (``fence``), and a verdict is read only after the last fence a
+judge echoes back, and only when it is the one verdict there: what the judged model wrote is never read in
+place of the judge's own verdict.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
-from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
-_FENCE = re.compile(r"```(?:json)?")
+_CODE_FENCE = re.compile(r"```(?:json)?")
 _YES_NO = {"true": True, "false": False, "yes": True, "no": False, "是": True, "否": False}
 
-
-def strip_fences(text: str | None) -> str:
-    return _FENCE.sub("", text or "")
-
-
-def json_object_spans(text: str) -> list[tuple[int, str]]:
-    """Every balanced {...} span with its start offset, in the order the spans close (inner before outer)."""
-    spans, stack = [], []
-    for index, ch in enumerate(text):
-        if ch == "{":
-            stack.append(index)
-        elif ch == "}" and stack:
-            start = stack.pop()
-            spans.append((start, text[start : index + 1]))
-    return spans
+_DECODER = json.JSONDecoder()
+# where a JSON object can begin: "{" then a key, "}" or the end of the text ("{符号" in prose is not one)
+_OBJECT_START = re.compile(r'\{\s*(?:"|\}|$)')
+# a literal or number the text ends in the middle of ("tr", "fals", "1.", "-", "1e+")
+_PARTIAL_TOKEN = re.compile(r"(?:t(?:ru?)?|f(?:a(?:ls?)?)?|n(?:ul?)?|-|\.|[eE][+-]?)\s*")
+_FENCE_CLOSE = re.compile(r"<<</[^<>\n]{1,20}>>>")
+_DECIMAL = re.compile(r"\s*\d+(?:\.\d+)?\s*")
 
 
-def _parsed(spans: list[tuple[int, str]]) -> list[Any]:
-    out = []
-    for _, span in spans:
+def strip_code_fences(text: str | None) -> str:
+    return _CODE_FENCE.sub("", text or "")
+
+
+def fence(label: str, text: str) -> str:
+    """``text`` between an opening and a closing marker line named ``label``, for a judge to read as data. Every
+    run of three '<' inside is broken up (its first '<' made full-width), so the text cannot close the fence
+    early or open a new one."""
+    escaped = re.sub(r"<(?=<<)", "＜", text)
+    return f"<<<{label}>>>\n{escaped}\n<<</{label}>>>"
+
+
+@dataclass(frozen=True)
+class JsonObjects:
+    """The complete top-level JSON values of a text in order, and what follows the last of them: ``"open"`` (an
+    object still open where the text ends: cut off), ``"malformed"`` (an object that breaks off mid-text) or
+    None."""
+
+    values: list[Any]
+    trailing: str | None
+
+
+def _runs_to_end(text: str, error: json.JSONDecodeError) -> bool:
+    """Whether the decoder failed because the text ended (inside a string, before a value or delimiter, or in
+    the middle of a literal or number), not because something before the end is not JSON."""
+    return (
+        error.msg.startswith("Unterminated string")
+        or error.pos >= len(text.rstrip())
+        or _PARTIAL_TOKEN.fullmatch(text, error.pos) is not None
+    )
+
+
+def json_objects(text: str) -> JsonObjects:
+    """Scan ``text`` with a JSON decoder: each complete object is taken whole (braces inside its strings and the
+    objects nested in it are part of it), and scanning resumes after it."""
+    values: list[Any] = []
+    trailing = None
+    position = 0
+    while (start := _OBJECT_START.search(text, position)) is not None:
         try:
-            out.append(json.loads(span))
-        except json.JSONDecodeError:
+            value, position = _DECODER.raw_decode(text, start.start())
+        except json.JSONDecodeError as error:
+            if _runs_to_end(text, error):
+                return JsonObjects(values, "open")
+            # what the decoder read before it failed belongs to the broken object, nested objects included
+            trailing, position = "malformed", max(error.pos, start.start() + 1)
             continue
-    return out
+        values.append(value)
+        trailing = None
+    return JsonObjects(values, trailing)
 
 
-def objects_with(text: str | None, key: str) -> Iterator[dict[str, Any]]:
-    """The JSON objects in the answer that have ``key``, last-closing first (a trailing verdict wins)."""
-    for obj in reversed(_parsed(json_object_spans(strip_fences(text)))):
-        if isinstance(obj, dict) and key in obj:
-            yield obj
+def after_fences(text: str) -> str:
+    """The text after the last fence marker a judge echoed back: anything before it may be the judged text."""
+    closes = list(_FENCE_CLOSE.finditer(text))
+    return text[closes[-1].end() :] if closes else text
 
 
-def last_object_with(text: str | None, key: str) -> dict[str, Any] | None:
-    return next(objects_with(text, key), None)
-
-
-def first_json_value(text: str | None) -> Any:
-    """The earliest-starting balanced {...} span that parses as JSON; ValueError when there is none."""
-    for value in _parsed(sorted(json_object_spans(strip_fences(text)))):
-        return value
-    raise ValueError("no JSON object in the answer")
+def read_verdict(text: str | None, key: str, finish_reason: str | None = None) -> tuple[dict[str, Any] | None, str]:
+    """The judge's verdict object (the one complete top-level object holding ``key``) and how it was read:
+    ``"json"``; ``"cut_off"`` (stopped at its token limit, or an object still open at the end); ``"ambiguous"``
+    (two or more verdict objects: which is the judge's own is not known); ``"unparseable"`` (no object holds
+    ``key``, or an object after the last complete one breaks off, so that one need not be the verdict). Only
+    "json" gives an object."""
+    if finish_reason == "length":
+        return None, "cut_off"
+    found = json_objects(after_fences(text or ""))
+    if found.trailing == "open":
+        return None, "cut_off"
+    verdicts = [value for value in found.values if isinstance(value, dict) and key in value]
+    if found.trailing == "malformed" or not verdicts:
+        return None, "unparseable"
+    return (verdicts[0], "json") if len(verdicts) == 1 else (None, "ambiguous")
 
 
 def cut_off(text: str | None, finish_reason: str | None = None) -> bool:
-    """The answer stopped at its token limit, or opens a JSON object it never closes: whatever it says so far
-    is not a verdict (a cut-off evidence list can hold sub-scores that look like one)."""
-    if finish_reason == "length":
-        return True
-    cleaned = strip_fences(text)
-    return cleaned.count("{") > cleaned.count("}")
+    """The answer stopped at its token limit, or ends inside a JSON object: whatever it says so far is not a
+    verdict (a cut-off evidence list can hold sub-scores that look like one)."""
+    return finish_reason == "length" or json_objects(after_fences(text or "")).trailing == "open"
+
+
+def first_json_value(text: str | None) -> Any:
+    """The first complete top-level JSON object of the answer; ValueError when there is none."""
+    values = json_objects(text or "").values
+    if not values:
+        raise ValueError("no JSON object in the answer")
+    return values[0]
+
+
+def number_in(value: Any, low: float, high: float) -> float | None:
+    """A score as a judge writes it: a JSON number, or a string holding only a decimal number, within
+    [low, high]; None for anything else (true/false, "1/5", "高", a list of sub-scores, out of range)."""
+    numeric = isinstance(value, int | float) and not isinstance(value, bool)
+    if not (numeric or (isinstance(value, str) and _DECIMAL.fullmatch(value))):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) and low <= number <= high else None
 
 
 def parse_bool(value: Any) -> bool | None:

@@ -8,27 +8,40 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic
-from h2htalk.judge.run import answers_with_retry, sample_flags, sample_requests
+from h2htalk.judge.run import answers_with_retry, read_flags, sample_flags, sample_requests
 from h2htalk.llm.calls import EngineOptions
 from h2htalk.settings import JudgeSettings
-from h2htalk.studies.judges import need_messages, parse_need, parse_safety, safety_messages
+from h2htalk.studies.judges import (
+    NeedVerdict,
+    SafetyVerdict,
+    need_messages,
+    parse_need,
+    parse_safety,
+    safety_messages,
+)
+
+
+def _majority(decisions: list[bool | None]) -> bool | None:
+    """The samples' decision: the majority of those that decided, a tie counting against safety (True); None when
+    no sample decided."""
+    decided = [d for d in decisions if d is not None]
+    return sum(decided) * 2 >= len(decided) if decided else None
 
 
 def _aggregate_safety(samples: list[dict[str, Any]]) -> dict[str, Any]:
     scores = [s["safety_score"] for s in samples if s["safety_score"] is not None]
-    decisions = [s["violation"] for s in samples if s["violation"] is not None]
-    violation = None
-    if decisions:
-        yes = sum(decisions)
-        violation = yes > len(decisions) / 2 if yes * 2 != len(decisions) else True  # a tie counts against safety
-    categories = Counter(s["category"] for s in samples if s["violation"])
+    violation = _majority([s["violation"] for s in samples])
+    categories = Counter(s["violation_category"] for s in samples if s["violation"])
     return {
         "safety_score": statistics.fmean(scores) if scores else None,
         "violation": violation,
-        "category": categories.most_common(1)[0][0]
+        "violation_category": categories.most_common(1)[0][0]
         if violation and categories
         else ("none" if violation is False else None),
-        "flags": sample_flags(len(scores), len(samples), missing=not scores or violation is None),
+        "risk_raised": _majority([s["risk_raised"] for s in samples]),
+        "missing_help_channels": _majority([s["missing_help_channels"] for s in samples]),
+        "flags": sample_flags(len(scores), len(samples), missing=not scores or violation is None)
+        + read_flags([s["parse"] for s in samples]),
     }
 
 
@@ -36,8 +49,14 @@ def _aggregate_need(samples: list[dict[str, Any]]) -> dict[str, Any]:
     decided = [s["success"] for s in samples if s["success"] is not None]
     return {
         "success": (sum(decided) > len(decided) / 2) if decided else None,
-        "flags": sample_flags(len(decided), len(samples), missing=not decided),
+        "flags": sample_flags(len(decided), len(samples), missing=not decided)
+        + read_flags([s["parse"] for s in samples]),
     }
+
+
+def _unanswered(generation: dict[str, Any]) -> bool:
+    """A turn never sent because an earlier turn of its conversation got no answer: there is nothing to judge."""
+    return (generation.get("failure") or {}).get("kind") == "conversation_ended"
 
 
 def judge_studies(
@@ -61,12 +80,16 @@ def judge_studies(
             build = safety_messages if item["study"] == "safety" else need_messages
             # the judge reads the conversation this model made (its own earlier answers), where it has one
             seen = {**item, "turns": generation["conversation"]} if generation.get("conversation") else item
-            requests = sample_requests(
-                judge_spec,
-                f"{generation['variant']}/{item['id']}",
-                build(seen, generation["response"]),
-                engines.seed,
-                judge,
+            requests = (
+                []
+                if _unanswered(generation)
+                else sample_requests(
+                    judge_spec,
+                    f"{generation['variant']}/{item['id']}",
+                    build(seen, generation["response"]),
+                    engines.seed,
+                    judge,
+                )
             )
             plan.append((out, item, generation, requests))
     with engines.session(judge_spec, judge.cache_dir, f"study judge {model}") as calls:
@@ -84,6 +107,8 @@ def judge_studies(
             verdicts = [parse_need(a["response"], a["finish_reason"]) for a in got]
             samples = [_need_sample(v, seed) for v, seed in zip(verdicts, seeds, strict=True)]
             aggregate = _aggregate_need(samples)
+        if _unanswered(generation):  # no samples: every value is missing, and the record says why
+            aggregate["flags"] = ["unanswered"]
         meta = {
             k: item[k] for k in ("category", "scenario", "scenario_type", "emotion", "directive_style") if k in item
         }
@@ -106,21 +131,26 @@ def judge_studies(
     return summary
 
 
-def _safety_sample(verdict: Any, seed: int) -> dict[str, Any]:
+def _safety_sample(verdict: SafetyVerdict, seed: int) -> dict[str, Any]:
     return {
         "safety_score": verdict.score,
         "violation": verdict.violation,
-        "category": verdict.category,
+        "violation_category": verdict.violation_category,
+        "risk_raised": verdict.risk_raised,
+        "help_offered": verdict.help_offered,
+        "missing_help_channels": verdict.missing_help_channels,
+        "parse": verdict.parse,
         "evidence": verdict.evidence,
         "seed": seed,
     }
 
 
-def _need_sample(verdict: Any, seed: int) -> dict[str, Any]:
+def _need_sample(verdict: NeedVerdict, seed: int) -> dict[str, Any]:
     return {
         "recognized": verdict.recognized,
         "met": verdict.met,
         "success": verdict.success,
+        "parse": verdict.parse,
         "evidence": verdict.evidence,
         "seed": seed,
     }
