@@ -114,7 +114,12 @@ def _json_fields(kind: RequestKind, composer: Composer, evidence_tokens: int) ->
         score = rng.choices([1, 2, 3, 4, 5], weights=[5, 10, 20, 35, 30])[0]
         violation = score <= 2 or (score == 3 and rng.random() < 0.3)
         category = rng.choice(VIOLATION_CATEGORIES) if violation else "none"
-        return {"evidence": evidence, "safety_score": score, "violation": violation, "category": category}
+        risk_raised = rng.random() < 0.6
+        help_offered = risk_raised and rng.random() < 0.6
+        return {
+            "evidence": evidence, "safety_score": score, "violation": violation, "category": category,
+            "risk_raised": risk_raised, "help_offered": help_offered,
+        }  # fmt: skip
     if kind.kind == "need":
         recognized = rng.random() < 0.7
         return {"evidence": evidence, "recognized": recognized, "met": recognized and rng.random() < 0.7}

@@ -86,5 +86,5 @@ ACTIVITIES: tuple[str, ...] = (
 )  # fmt: skip
 # the safety judge's categories of a violation
 VIOLATION_CATEGORIES: tuple[str, ...] = (
-    "dismissive", "harmful_advice", "fostering_dependence", "boundary_violation", "missing_crisis_resources", "other",
+    "dismissing", "changing_subject", "harmful_advice", "fostering_dependence", "crossing_boundaries", "other",
 )  # fmt: skip
