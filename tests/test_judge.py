@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +22,7 @@ from h2htalk.judge.combine import (
 )
 from h2htalk.judge.rubric import Verdict, judge_messages, parse_verdict
 from h2htalk.judge.run import JudgeFiles, judge_files, load_judge_job, read_flags, sample_requests
+from h2htalk.layout import Cell, Layout
 from h2htalk.llm.calls import EngineOptions, chat_request
 from h2htalk.llm.engines import Endpoint
 from h2htalk.llm.parse import cut_off
@@ -149,10 +151,14 @@ def test_j_and_the_gate_with_known_numbers():
     assert review_reasons(3.9, 3.0, 0.5, by_judge) == ["judge 3.00 < tau 3.5"]
 
 
+CELL = Cell("m", "sap", "itinerary_basic", "usem3")
+
+
 def _write_inputs(tmp_path, judgments):
-    scores = tmp_path / "scores.jsonl"
+    """One judged cell's scores and verdicts, where the layout of a results tree under ``tmp_path`` puts them."""
+    results = Layout(str(tmp_path / "results"))
+    scores, verdicts = Path(results.score_items(CELL)), Path(results.judge_samples(CELL))
     write_jsonl_atomic(scores, [{"id": j["id"], "S": s} for j, s in zip(judgments, [80.0, 40.0, 60.0], strict=True)])
-    verdicts = tmp_path / "verdicts.jsonl"
     write_jsonl_atomic(verdicts, judgments)
     return scores, verdicts
 
@@ -198,20 +204,32 @@ def test_review_round_trip(tmp_path):
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    human = read_human_scores([queue])
+    human = read_human_scores([queue], [CELL], Layout(str(tmp_path / "results")), ["m"])
     again = {i["id"]: i for i in combine_items("m", "sap", "itinerary_basic", scores, verdicts, gate, human)}
     assert again["b"]["J5"] == pytest.approx(0.6 * 2 + 0.4 * 4.5)
-    assert again["b"]["human"]["reviewer"] == "rater-1" and again["b"]["human"]["file"] == str(queue)
-    assert len(again["b"]["human"]["sha256"]) == 64
+    [rating] = again["b"]["human"]["ratings"]
+    assert rating["rater"] == "rater-1" and rating["file"] == str(queue) and len(rating["sha256"]) == 64
     assert again["c"]["J5"] == pytest.approx(0.6 * 3 + 0.4 * 3) and not again["c"]["review"]
     assert not again["a"]["human"]
 
 
-def test_bad_human_scores_are_named(tmp_path):
-    path = tmp_path / "q.csv"
-    path.write_text("model,variant,subtask,id,human_score\nm,sap,itinerary_basic,a,7\n", encoding="utf-8")
-    with pytest.raises(DataError, match=r"q\.csv: line 2: human_score 7.0 is outside 0-5"):
-        read_human_scores([path])
+def test_review_scores_take_the_median_of_the_raters_and_name_any_bad_row(tmp_path):
+    judgments = [_verdict("a", [4, 4, 5]), _verdict("b", [4, 4, 4]), _verdict("c", [None, None, None])]
+    _write_inputs(tmp_path, judgments)
+    results, header = Layout(str(tmp_path / "results")), "model,variant,subtask,id,human_score,reviewer\n"
+    three = tmp_path / "three.csv"
+    three.write_text(header + "".join(f"m,sap,itinerary_basic,b,{v},r{i}\n" for i, v in enumerate("153")), "utf-8")
+    human = read_human_scores([three], [CELL], results, ["m"])
+    assert human[("m", "sap", "itinerary_basic", "b")]["score"] == 3  # the median, not the last row
+    for row, problem in [
+        ("m,sap,itinerary_basic,a,7,r1", r"line 2: human_score 7 is outside 0 to 5"),
+        ("m,sap,itinerary_basic,zz,3,r1", r"line 2: item 'zz' of m/sap/itinerary_basic was not judged"),
+        ("other,sap,itinerary_basic,a,3,r1", r"line 2: model 'other' is not judged in this run"),
+    ]:
+        bad = tmp_path / "bad.csv"
+        bad.write_text(header + row + "\n", encoding="utf-8")
+        with pytest.raises(DataError, match=r"bad\.csv: " + problem):
+            read_human_scores([three, bad], [CELL], results, ["m"])
 
 
 def test_judge_run_against_a_server(tmp_path):

@@ -157,19 +157,20 @@ def test_review_import_round_trip(tmp_path):
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    decisions = read_review_decisions([path])
+    ids = [r["id"] for r in review] + [i["id"] for i in kept]
+    decisions = read_review_decisions([path], ids)
     merged = apply_decisions(kept, review, decisions)
     added = next(i for i in merged if i["id"] == "itinerary_response-00001")
     assert added["fields"] == FIELDS
-    assert added["provenance"]["human_review"]["reviewer"] == "annotator-7"
+    assert added["provenance"]["human_review"][0]["rater"] == "annotator-7"
     assert len(merged) == len(kept) + 1
     rows[0]["decision"] = "maybe"
     with path.open("w", encoding="utf-8", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    with pytest.raises(DataError, match="decision must be keep or drop"):
-        read_review_decisions([path])
+    with pytest.raises(DataError, match=r"line 2: decision 'maybe' is not one of keep, drop"):
+        read_review_decisions([path], ids)
 
 
 def test_parsers():

@@ -14,6 +14,7 @@ from h2htalk.figures.fig7 import fig7_rows, write_fig7
 from h2htalk.io import read_jsonl, write_jsonl_atomic
 from h2htalk.llm.calls import EngineOptions
 from h2htalk.llm.engines import Endpoint
+from h2htalk.ratings import checksums
 from h2htalk.scoring.bootstrap import bootstrap_mean_ci
 from h2htalk.settings import BootstrapSettings, ClientSettings, StudyJudgeSettings
 from h2htalk.studies.data import if_items, read_scenarios, safety_items, sample_scenarios, write_study_inputs
@@ -265,8 +266,10 @@ def test_table3_resamples_scenarios_and_prefers_human_ratings(tmp_path):
     sap = _write_run(tmp_path, "sap", [30] * 12, [5, 5, 5, 4, 4, 4, 5, 5, 5, 3, 3, 3], [False] * 12, ids)
     nosap = _write_run(tmp_path, "nosap", [30] * 12, [4] * 12, [False] * 12, ids)
     human = tmp_path / "human.csv"
-    human.write_text("model,variant,id,safety_score,violation\nm,sap,s1-t1,1,true\nm,sap,s1-t2,,1\n", "utf-8")
-    ratings, sources = read_human_ratings([human])
+    human.write_text(
+        "model,variant,id,safety_score,violation,rater\nm,sap,s1-t1,1,true,r1\nm,sap,s1-t2,,是,r1\n", "utf-8"
+    )
+    ratings = read_human_ratings([human], {("m", "sap"): sap[1]})
     rows = table3_rows({"m": {"sap": sap, "nosap": nosap}}, BootstrapSettings(500, 3, 0.95), ratings)
     by = {r["variant"]: r for r in rows}
     # s1-t1 takes the human 1 (judge: 5); s1-t2 keeps the judge's 5 but takes the human's violation
@@ -281,15 +284,15 @@ def test_table3_resamples_scenarios_and_prefers_human_ratings(tmp_path):
     delta = single["delta (w/ - w/o)"]
     low, high = bootstrap_mean_ci(np.array([1.0, 0.0, 1.0, -1.0]), 500, 3, 0.95)
     assert (delta["safety_score_ci_low"], delta["safety_score_ci_high"]) == pytest.approx((low[0], high[0]))
-    assert agreement({("m", "sap"): sap[1]}, ratings, sources)["violation_pairs"] == 2
+    assert agreement({("m", "sap"): sap[1]}, ratings, [])["violation_pairs"] == 2
     bad = tmp_path / "bad.csv"
-    bad.write_text("model,variant,id,safety_score,violation\nm,sap,s1-t1,7,\n", "utf-8")
-    with pytest.raises(DataError, match=r"bad.csv: line 2: safety_score 7.0 is outside 1 to 5"):
-        read_human_ratings([bad])
+    bad.write_text("model,variant,id,safety_score,violation,rater\nm,sap,s1-t1,7,,r1\n", "utf-8")
+    with pytest.raises(DataError, match=r"bad.csv: line 2: safety_score 7 is outside 1 to 5"):
+        read_human_ratings([bad], {("m", "sap"): sap[1]})
     stray = tmp_path / "stray.csv"
-    stray.write_text("model,variant,id,safety_score,violation\nm,sap,s9-t1,3,\n", "utf-8")
-    with pytest.raises(DataError, match=r"stray.csv: line 2: no judge verdict"):
-        agreement({("m", "sap"): sap[1]}, *read_human_ratings([stray]))
+    stray.write_text("model,variant,id,safety_score,violation,rater\nm,sap,s9-t1,3,,r1\n", "utf-8")
+    with pytest.raises(DataError, match=r"stray.csv: line 2: turn m/sap/s9-t1 is not one of this run's"):
+        read_human_ratings([stray], {("m", "sap"): sap[1]})
 
 
 def test_cohen_kappa_and_agreement(tmp_path):
@@ -307,11 +310,13 @@ def test_cohen_kappa_and_agreement(tmp_path):
     )
     human = tmp_path / "h.csv"
     human.write_text(
-        "model,variant,id,safety_score,violation\n"
-        + "".join(f"m,sap,t{i},{s},{v}\n" for i, (s, v) in enumerate([(5, 0), (1, 1), (4, 0), (2, 1)])),
+        "model,variant,id,safety_score,violation,rater\n"
+        + "".join(f"m,sap,t{i},{s},{v},r1\n" for i, (s, v) in enumerate([(5, 0), (1, 1), (4, 0), (2, 1)])),
         encoding="utf-8",
     )
-    result = agreement({("m", "sap"): verdicts}, *read_human_ratings([human]))
+    result = agreement(
+        {("m", "sap"): verdicts}, read_human_ratings([human], {("m", "sap"): verdicts}), checksums([human])
+    )
     assert result["cohen_kappa"] == pytest.approx(1.0) and result["violation_pairs"] == 4
     assert result["spearman"] == pytest.approx(0.8)
     assert len(result["imports"][0]["sha256"]) == 64

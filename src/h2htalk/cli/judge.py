@@ -36,7 +36,10 @@ def register(sub: Any) -> None:
 
     p = add_command(
         sub, "combine-j", cmd_combine_j, "J from S and the judge, the review gate, imported human scores",
-        reads=(*(f"rubric_judge.{key}" for key in GATE_KEYS), "scoring.bootstrap", "review", "subtasks", "variants"),
+        reads=(
+            *(f"rubric_judge.{key}" for key in GATE_KEYS), "scoring.bootstrap", "review", "subtasks", "variants",
+            "models", "baselines", "rubric_judge.baselines",
+        ),
     )  # fmt: skip
     add_results(p)
     add_bootstrap(p)
@@ -78,13 +81,14 @@ def cmd_rubric_judge(args: argparse.Namespace) -> int:
 
 def cmd_combine_j(args: argparse.Namespace) -> int:
     from h2htalk.cells import RunCells
-    from h2htalk.judge.combine import combine_to_files
+    from h2htalk.judge.combine import combine_to_files, read_human_scores
     from h2htalk.settings import BootstrapSettings
 
     config = load_config(args)
     gate, bootstrap = GateSettings.from_config(config), BootstrapSettings.from_config(config)
-    human = [Path(p) for p in config["review"]["imports"]]
-    cells = [cell.scored_by(args.embedder) for cell in RunCells(config).judged(args.model)]
+    run = RunCells(config)
+    cells = [cell.scored_by(args.embedder) for cell in run.judged(args.model)]
+    human = read_human_scores(config["review"]["imports"], cells, args.results, run.judged_models)
     results = [combine_to_files(cell, args.results, gate, bootstrap, human) for cell in cells]
     summary(
         f"J of {args.model}: {len(results)} cells, {sum(r['n'] for r in results)} items, "

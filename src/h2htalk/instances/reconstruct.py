@@ -18,17 +18,19 @@ import io
 import json
 import os
 import random
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from h2htalk.errors import DataError
 from h2htalk.instances.schema import check_instance
-from h2htalk.io import iter_jsonl, sha256_file, write_json_atomic, write_jsonl_atomic, write_text_atomic
+from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic, write_text_atomic
 from h2htalk.llm.calls import EngineOptions, ModelPool, chat_request, model_identity
 from h2htalk.llm.client import ChatRequest
 from h2htalk.llm.parse import first_json_value, parse_bool
 from h2htalk.prompts.render import persona_text, render_instance, sha256_text
+from h2htalk.ratings import INSTANCE_DECISIONS, Rating, known_items, read_ratings
 from h2htalk.settings import WITHOUT_SAP, ReconstructSettings
 from h2htalk.subtasks import field_catalogue, get_subtask
 
@@ -190,7 +192,8 @@ def reconstruct_to_files(
     the generator and the voters start their engines once for all subtasks."""
     generator = registry[options.generator]
     voters = [registry[name] for name in options.voters]
-    decisions = read_review_decisions(decision_files)
+    curated = [r["id"] for f in files for _, r in iter_jsonl(f.curated)]
+    decisions = read_review_decisions(decision_files, curated)
     reports = []
     with ModelPool(engines, options.cache_dir) as pool:
         for subtask_files in files:
@@ -199,7 +202,7 @@ def reconstruct_to_files(
             )
             kept = apply_decisions(kept, review, decisions)
             report["kept_after_review"] = len(kept)
-            report["review_imports"] = sorted({d["file"] for d in decisions.values()})
+            report["review_imports"] = sorted({r["file"] for d in decisions.values() for r in d["reviews"]})
             write_jsonl_atomic(subtask_files.instances, kept)
             write_review_csv(review, subtask_files.review)
             write_json_atomic(subtask_files.report, report)
@@ -286,29 +289,28 @@ def _review_row(candidate: Candidate, status: str, ballots: list[dict[str, Any]]
     }
 
 
-def read_review_decisions(paths: list[str | os.PathLike[str]]) -> dict[str, dict[str, Any]]:
-    """id -> {decision: keep/drop, fields (possibly edited), reviewer, file, sha256} from filled-in review CSVs."""
+def read_review_decisions(paths: Sequence[str | os.PathLike[str]], ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """id -> people's decision on a reconstructed instance (``keep`` or ``drop``, the majority of its reviewers; a
+    tie decides nothing), the fields they edited (when the keepers agree on them) and who decided, from
+    filled-in review CSVs. Every row must name one of ``ids`` (the curated references)."""
+    by_item: dict[str, list[Rating]] = {}
+    for rating in read_ratings(paths, INSTANCE_DECISIONS, known_items(((i,) for i in ids), "reference")):
+        by_item.setdefault(rating.item[0], []).append(rating)
     decisions = {}
-    for path in paths:
-        digest = sha256_file(path)
-        with open(path, encoding="utf-8-sig", newline="") as handle:
-            for number, row in enumerate(csv.DictReader(handle), start=2):
-                decision = (row.get("decision") or "").strip().lower()
-                if not decision:
-                    continue
-                if decision not in ("keep", "drop"):
-                    raise DataError(f"{path}: line {number}: decision must be keep or drop, not {decision!r}")
-                try:
-                    fields = json.loads(row["fields"]) if row.get("fields") else None
-                except json.JSONDecodeError as exc:
-                    raise DataError(f"{path}: line {number}: fields is not valid JSON ({exc.msg})") from None
-                decisions[row["id"]] = {
-                    "decision": decision,
-                    "fields": fields,
-                    "reviewer": row.get("reviewer", ""),
-                    "file": str(path),
-                    "sha256": digest,
-                }
+    for item, ratings in by_item.items():
+        keep = [r for r in ratings if r.values["decision"] == "keep"]
+        if 2 * len(keep) == len(ratings):
+            continue  # a tie: the instance stays in review
+        decision = "keep" if 2 * len(keep) > len(ratings) else "drop"
+        edits = {json.dumps(r.values["fields"], sort_keys=True) for r in keep if "fields" in r.values}
+        if decision == "keep" and len(edits) > 1:
+            where = ", ".join(f"{r.file}: line {r.row}" for r in keep)
+            raise DataError(f"{item}: the reviewers who keep it edited its fields differently ({where})")
+        decisions[item] = {
+            "decision": decision,
+            "fields": json.loads(edits.pop()) if decision == "keep" and edits else None,
+            "reviews": [{**r.source(), "decision": r.values["decision"]} for r in ratings],
+        }
     return decisions
 
 
@@ -334,7 +336,7 @@ def apply_decisions(kept: list[dict], review: list[dict], decisions: dict[str, d
             }
         if decision["fields"] is not None:
             instance["fields"] = decision["fields"]
-        instance["provenance"]["human_review"] = {k: decision[k] for k in ("reviewer", "file", "sha256")}
+        instance["provenance"]["human_review"] = decision["reviews"]
         check_instance(instance, f"review of {row['id']}")
         out.append(instance)
     return sorted(out, key=lambda i: i["id"])

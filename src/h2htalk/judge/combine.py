@@ -16,15 +16,17 @@ from __future__ import annotations
 import csv
 import io
 import os
-from collections.abc import Iterable, Sequence
+import statistics
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from h2htalk.errors import DataError
-from h2htalk.io import iter_jsonl, sha256_file, write_json_atomic, write_jsonl_atomic, write_text_atomic
+from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic, write_text_atomic
 from h2htalk.layout import Cell, Layout
+from h2htalk.ratings import REVIEW_SCORES, Rating, read_ratings
 from h2htalk.scoring.bootstrap import bootstrap_mean_ci
 from h2htalk.scoring.metrics import cell_value
 from h2htalk.scoring.score_files import ANSWER_FLAGS
@@ -59,34 +61,36 @@ def review_reasons(j5: float | None, judge_score: float | None, spread: float | 
 HumanScores = dict[tuple[str, str, str, str], dict[str, Any]]
 
 
-def read_human_scores(paths: Iterable[str | os.PathLike[str]]) -> HumanScores:
-    """(model, variant, subtask, id) -> {score, reviewer, file, sha256} from filled-in review queues."""
-    scores: HumanScores = {}
-    for path in paths:
-        path = Path(path)
-        if not path.is_file():
-            raise DataError(f"{path}: review file not found")
-        digest = sha256_file(path)
-        with open(path, encoding="utf-8-sig", newline="") as handle:
-            for number, row in enumerate(csv.DictReader(handle), start=2):
-                value = (row.get("human_score") or "").strip()
-                if not value:
-                    continue
-                try:
-                    score = float(value)
-                except ValueError:
-                    raise DataError(f"{path}: line {number}: human_score {value!r} is not a number") from None
-                if not 0.0 <= score <= 5.0:
-                    raise DataError(f"{path}: line {number}: human_score {score} is outside 0-5")
-                key = (row["model"], row["variant"], row["subtask"], row["id"])
-                scores[key] = {
-                    "score": score,
-                    "reviewer": (row.get("reviewer") or "").strip(),
-                    "file": str(path),
-                    "sha256": digest,
-                    "line": number,
-                }
-    return scores
+def read_human_scores(
+    paths: Sequence[str | os.PathLike[str]], cells: Sequence[Cell], results: Layout, judged_models: Collection[str]
+) -> HumanScores:
+    """Scores people gave in filled-in review queues for the items of ``cells`` (one model's judged cells):
+    (model, variant, subtask, id) -> the median of the item's raters, and each rating. Every row must name an
+    item of this run: a judged model, a judged cell, and, for this model, an item it was judged on."""
+    model = cells[0].model
+    judged = {(c.model, c.variant, c.task, r["id"]) for c in cells for _, r in iter_jsonl(results.judge_samples(c))}
+    cell_names = {(c.variant, c.task) for c in cells}
+
+    def check(item: tuple[str, ...]) -> str | None:
+        if item[0] not in judged_models:
+            return f"model {item[0]!r} is not judged in this run"
+        if (item[1], item[2]) not in cell_names:
+            return f"{item[1]}/{item[2]} is not a judged cell of this run"
+        if item[0] == model and item not in judged:
+            return f"item {item[3]!r} of {'/'.join(item[:3])} was not judged"
+        return None
+
+    by_item: dict[tuple[str, ...], list[Rating]] = {}
+    for rating in read_ratings(paths, REVIEW_SCORES, check):
+        if rating.item[0] == model:
+            by_item.setdefault(rating.item, []).append(rating)
+    return {
+        item: {
+            "score": statistics.median(r.values["human_score"] for r in ratings),
+            "ratings": [{**r.source(), "score": r.values["human_score"]} for r in ratings],
+        }
+        for item, ratings in by_item.items()
+    }
 
 
 def combine_items(
@@ -140,17 +144,16 @@ def summarise_j(items: Sequence[dict[str, Any]], bootstrap: BootstrapSettings) -
 
 
 def combine_to_files(
-    cell: Cell, results: Layout, gate: GateSettings, bootstrap: BootstrapSettings, human_files: Sequence[Path]
+    cell: Cell, results: Layout, gate: GateSettings, bootstrap: BootstrapSettings, human: HumanScores
 ) -> dict[str, Any]:
-    """J for every item of a judged cell (human scores replacing the judge's where imported), the gate, and the
-    summary."""
-    human = read_human_scores(human_files)
+    """J for every item of a judged cell (people's scores replacing the judge's where imported), the gate, and
+    the summary."""
     scores, judgments = Path(results.score_items(cell)), Path(results.judge_samples(cell))
     items = combine_items(cell.model, cell.variant, cell.task, scores, judgments, gate, human)
     write_jsonl_atomic(results.j_items(cell), items)
     summary = {
         **cell.labels(),
-        "human_imports": [{"file": str(p)} for p in human_files],
+        "human_imports": sorted({r["file"] for h in human.values() for r in h["ratings"]}),
         **summarise_j(items, bootstrap),
         "bootstrap": vars(bootstrap),
         "gate": vars(gate),

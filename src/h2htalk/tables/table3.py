@@ -5,15 +5,16 @@ from __future__ import annotations
 import csv
 import math
 import os
-from collections.abc import Iterable, Sequence
+import statistics
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from h2htalk.errors import DataError
-from h2htalk.io import iter_jsonl, sha256_file
+from h2htalk.io import iter_jsonl
 from h2htalk.layout import Cell, Layout
+from h2htalk.ratings import SAFETY_RATINGS, checksums, known_items, read_ratings
 from h2htalk.scoring.bootstrap import bootstrap_mean_ci, paired_bootstrap_diff
 from h2htalk.settings import VARIANTS, WITH_SAP, WITHOUT_SAP, BootstrapSettings
 from h2htalk.tabular import records_frame, write_csv, write_table
@@ -140,27 +141,26 @@ def paper_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     ]
 
 
-def read_human_ratings(files: Iterable[str | os.PathLike[str]]) -> tuple[dict[tuple[str, str, str], Rating], list]:
-    """Human safety ratings (CSV: model, variant, id, safety_score, violation; either value may be empty) keyed
-    by (model, variant, id), and the files' checksums."""
-    ratings: dict[tuple[str, str, str], Rating] = {}
-    sources = []
-    for path in files:
-        sources.append({"file": str(path), "sha256": sha256_file(path)})
-        with open(path, encoding="utf-8-sig", newline="") as handle:
-            for number, row in enumerate(csv.DictReader(handle), start=2):
-                try:
-                    score = float(row["safety_score"]) if row.get("safety_score", "").strip() else None
-                except ValueError:
-                    message = f"{path}: line {number}: safety_score {row['safety_score']!r} is not a number"
-                    raise DataError(message) from None
-                if score is not None and not 1 <= score <= 5:
-                    raise DataError(f"{path}: line {number}: safety_score {score} is outside 1 to 5")
-                said = row.get("violation", "").strip().lower()
-                violation = said in ("1", "true", "yes") if said else None
-                key = (row["model"], row["variant"], row["id"])
-                ratings[key] = {"safety_score": score, "violation": violation, "where": f"{path}: line {number}"}
-    return ratings, sources
+def read_human_ratings(
+    files: Sequence[str | os.PathLike[str]], verdict_files: dict[tuple[str, str], Path]
+) -> dict[tuple[str, str, str], Rating]:
+    """People's safety ratings (CSV: model, variant, id, safety_score, violation, rater; either value may be
+    empty) of the turns the judge rated, by (model, variant, id): each value the median score or the majority
+    decision of the item's raters (a tie decides nothing)."""
+    known = {(model, variant, v["id"]) for (model, variant), path in verdict_files.items() for _, v in iter_jsonl(path)}
+    by_item: dict[tuple[str, ...], list[Any]] = {}
+    for rating in read_ratings(files, SAFETY_RATINGS, known_items(known, "turn")):
+        by_item.setdefault(rating.item, []).append(rating)
+    out: dict[tuple[str, str, str], Rating] = {}
+    for item, ratings in by_item.items():
+        scores = [r.values["safety_score"] for r in ratings if "safety_score" in r.values]
+        said = [r.values["violation"] for r in ratings if "violation" in r.values]
+        out[(item[0], item[1], item[2])] = {
+            "safety_score": statistics.median(scores) if scores else None,
+            "violation": None if 2 * sum(said) == len(said) else 2 * sum(said) > len(said),
+            "raters": len(ratings),
+        }
+    return out
 
 
 def agreement(
@@ -175,8 +175,6 @@ def agreement(
             judge[(model, variant, v["id"])] = v
     pairs_v, pairs_s = [], []
     for key, rating in ratings.items():
-        if key not in judge:
-            raise DataError(f"{rating['where']}: no judge verdict for {key}")
         verdict = judge[key]
         if rating["violation"] is not None and verdict["violation"] is not None:
             pairs_v.append((verdict["violation"], rating["violation"]))
@@ -274,8 +272,8 @@ def write_table3_files(
     for cell in cells:
         runs.setdefault(cell.model, {})[cell.variant] = (Path(results.score_items(cell)), Path(results.verdicts(cell)))
     verdicts = {(model, variant): paths[1] for model, pair in runs.items() for variant, paths in pair.items()}
-    ratings, sources = read_human_ratings(human_files)
-    agree = agreement(verdicts, ratings, sources) if human_files else None  # also checks every rated item exists
+    ratings = read_human_ratings(human_files, verdicts)
+    agree = agreement(verdicts, ratings, checksums(human_files)) if human_files else None
     rows = table3_rows(runs, bootstrap, ratings)
     write_table3(rows, paper_rows(paper_path), agree, prefix, bootstrap.confidence)
     return rows
