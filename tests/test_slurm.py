@@ -54,7 +54,8 @@ def small_config(root, synthetic_release):
         "models": ["qwen2.5-coder-0.5b-instruct-q4km", "gpu-probe"],
         "baselines": ["baseline-oracle"],
         "generation": {"max_new_tokens": {"dialogue_base": 16, "itinerary_basic": 16}},
-        "judge": {"samples": 1, "max_tokens": 48},
+        "rubric_judge": {"samples": 1, "max_new_tokens": 48},
+        "study_judge": {"samples": 1, "max_new_tokens": 48},
         "studies": {"max_new_tokens": 8, "sample": {"safety": 1, "instruction_following": 1}},
         "scoring": {"bootstrap": {"resamples": 100}},
         "cluster": {"extra_sbatch": "--nice=10"},
@@ -78,9 +79,9 @@ def test_a_small_study_submits_the_model_jobs_and_runs_the_rest_locally(checkout
     jobs = [job for job in slurm_jobs() if job["JobId"] not in before]
     rules = sorted(re.search(r"rule_(\w+?)_wildcards", job.get("Comment", "") + "_wildcards")[1] for job in jobs)
     # three models (one a baseline): a generate, a score and a judge job per model under test, a score job for
-    # the baseline (not judged: the laptop overlay's judge.baselines is false); the data stage, the prompts,
+    # the baseline (not judged: the laptop overlay's rubric_judge.baselines is false); the data stage, the prompts,
     # the baseline's answers, J and the tables ran on the submit host
-    assert rules == ["generate", "generate", "judge", "judge", "score", "score", "score_baseline"], rules
+    assert rules == ["generate", "generate", "rubric_judge", "rubric_judge", "score", "score", "score_baseline"], rules
     assert all(job["JobState"] == "COMPLETED" for job in jobs), [(j["JobId"], j["JobState"]) for j in jobs]
     assert all(job["Nice"] == "10" for job in jobs)  # cluster.extra_sbatch reached every job
     probe = [j for j in jobs if "gpu-probe" in j.get("Comment", "") and "rule_generate" in j["Comment"]]
@@ -125,7 +126,7 @@ def test_paper_rehearsal_slice_through_slurm(tmp_path, released_data):
     jobs = report["slurm_jobs"]
     # one job per model and stage, the baselines' scores and judgments, one reconstruction: the rest is local
     assert report["slurm_jobs_by_rule"] == {
-        "reconstruct_instances": 1, "generate": 3, "score": 3, "score_baseline": 4, "judge": 7, "study_judge": 3,
+        "reconstruct_instances": 1, "generate": 3, "score": 3, "score_baseline": 4, "rubric_judge": 7, "study_judge": 3,
     }  # fmt: skip
     assert all(job["state"] == "COMPLETED" for job in jobs), jobs
     vllm_generations = [j for j in jobs if j["rule"] == "generate" and j["partition"] == "gpu"]

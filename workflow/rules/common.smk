@@ -4,6 +4,7 @@ from h2htalk.cells import RunCells
 from h2htalk.cli import command_reads
 from h2htalk.cli.figures import FIGURES as FIGURE_NAMES
 from h2htalk.config import load_registry, settings_hash, write_resolved
+from h2htalk.freshness import remove_stale, result_graph, stale_results
 from h2htalk.instances.sources import source_file
 from h2htalk.layout import Cell, Layout
 from h2htalk.prefetch import embedder_downloads, model_downloads
@@ -11,6 +12,7 @@ from h2htalk.settings import STUDIES, VARIANTS as ALL_VARIANTS
 from h2htalk.studies.data import scenario_file
 from h2htalk.subtasks import SUBTASK_KEYS, get_subtask
 
+from snakemake.logging import logger
 from snakemake.settings.types import DeploymentMethod
 
 # Rules run "python -m h2htalk" from the checkout's package: with --software-deployment-method conda
@@ -44,6 +46,22 @@ RECONSTRUCT_MODELS = list(
 class _Wildcards(dict):
     def __missing__(self, name):
         return f"{{{name}}}"
+
+
+# Results whose inputs are gone (a failed job's outputs are removed; a killed forced job leaves none): removed
+# before the run, so that it rebuilds them and everything missing under them instead of "nothing to be done".
+if workflow.is_main_process:
+    _stale = stale_results(result_graph(config, LAYOUT), PAPER_FIGURES)
+    if _stale:
+        _dry = any(arg in ("-n", "-np", "-pn", "--dry-run", "--dryrun") for arg in sys.argv)
+        logger.warning(
+            f"{len(_stale)} results were made from files that are gone or changed and "
+            + ("would be rebuilt by a real run:" if _dry else "are rebuilt:")
+        )
+        for _path, _why in list(_stale.items())[:10]:
+            logger.warning(f"  {_path}: {_why}")
+        if not _dry:
+            remove_stale(_stale)
 
 
 onstart:

@@ -1,0 +1,106 @@
+"""Results that outlived what they were made from: found before a run, so that it rebuilds them.
+
+Snakemake does not rebuild a missing intermediate file when the files made from it are present and newer: after
+a job failed (its outputs removed) or a forced job was killed, a plain rerun says "nothing to be done" while the
+tables still show numbers whose inputs are gone. Every result of a run has one address (``h2htalk.layout``), so
+the chain of each cell is known: instances -> prompts -> answers -> scores, judge samples -> J, and the tables
+record the checksum of every input they read. A result is stale when something it was made from is missing or
+stale, and a table also when an input's checksum is not the one it recorded. Removing the stale results makes
+the next run rebuild them, and everything missing under them, from the caches.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from h2htalk.cells import RunCells
+from h2htalk.io import read_json, sha256_file
+from h2htalk.layout import Layout
+
+Graph = dict[str, list[str]]  # a result -> what it is made from
+
+
+def result_graph(config: dict[str, Any], results: Layout) -> Graph:
+    """What each result of the configured run is made from, cell by cell."""
+    run = RunCells(config)
+    graph: Graph = {}
+    for model in run.run_models:
+        studies = model in run.models
+        for cell in run.generation(model, studies=studies):
+            references, prompts = results.references(cell.variant, cell.task), results.prompts(cell.variant, cell.task)
+            if not cell.is_study:
+                graph[prompts] = [references]
+            answers = results.generations(cell)
+            graph[answers] = [prompts]
+            if cell.is_study:
+                graph[results.verdicts(cell)] = [answers, references]
+        for embedder in run.embedders:
+            for cell in run.scoring(model, embedder, studies=studies):
+                answers = results.generations(cell)
+                references = results.references(cell.variant, cell.task)
+                for scored in (results.score_items(cell), results.score_summary(cell)):
+                    graph[scored] = [answers, references]
+        if model in run.judged_models:
+            for cell in run.judged(model):
+                samples = results.judge_samples(cell)
+                graph[samples] = [results.generations(cell), results.prompts(cell.variant, cell.task)]
+                for embedder in run.embedders:
+                    scored = cell.scored_by(embedder)
+                    for combined in (results.j_items(scored), results.j_summary(scored)):
+                        graph[combined] = [results.score_items(scored), samples]
+    return graph
+
+
+def stale_results(graph: Graph, figures: str | os.PathLike[str]) -> dict[str, str]:
+    """Every present result that was made from something missing or stale, and every table or figure whose
+    recorded inputs are missing, stale or changed: path -> why."""
+    stale: dict[str, str] = {}
+    known: dict[str, bool] = {}  # path -> stale (or missing)
+
+    def gone(path: str) -> bool:
+        if path not in known:
+            known[path] = not os.path.exists(path) or any(gone(source) for source in graph.get(path, ()))
+            if known[path] and os.path.exists(path):
+                missing = next(s for s in graph[path] if gone(s))
+                stale[path] = f"made from {missing}, which is {'stale' if missing in stale else 'missing'}"
+        return known[path]
+
+    for path in graph:
+        gone(path)
+    for meta in sorted(Path(figures).glob("*.meta.json")):
+        reason = _changed_input(read_json(meta)["inputs"], gone)
+        if reason:
+            stale[str(meta)] = reason
+    return stale
+
+
+def _changed_input(inputs: Iterable[dict[str, str]], gone: Any) -> str | None:
+    for entry in inputs:
+        path = entry["path"]
+        if not os.path.exists(path):
+            return f"made from {path}, which is missing"
+        if gone(path):
+            return f"made from {path}, which is stale"
+        if sha256_file(path) != entry["sha256"]:
+            return f"made from {path}, which has changed since"
+    return None
+
+
+def outputs_of(stale_path: str) -> list[Path]:
+    """The files to remove for one stale result: a table's or figure's every output (``prefix.*``, ``prefix_*``),
+    or the result itself."""
+    path = Path(stale_path)
+    if not path.name.endswith(".meta.json"):
+        return [path]
+    prefix = path.name.removesuffix(".meta.json")
+    return sorted(p for p in path.parent.iterdir() if p.name.startswith((f"{prefix}.", f"{prefix}_")))
+
+
+def remove_stale(stale: dict[str, str]) -> list[Path]:
+    removed = [output for path in stale for output in outputs_of(path)]
+    for output in removed:
+        output.unlink(missing_ok=True)
+    return removed
