@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Self
 Config = dict[str, Any]
 VARIANTS: tuple[str, ...] = ("sap", "nosap")  # with and without the Secure Attachment Persona layer
 WITH_SAP, WITHOUT_SAP = VARIANTS
+VARIANT_NAMES = {WITH_SAP: "w/ SAP", WITHOUT_SAP: "w/o SAP"}  # as the paper's tables name them
 STUDIES: tuple[str, ...] = ("safety", "instruction_following")  # the two studies, as config keys and file names
 
 

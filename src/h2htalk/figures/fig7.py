@@ -43,8 +43,11 @@ def fig7_rows(verdicts: dict[tuple[str, str], Path], bootstrap: BootstrapSetting
     return out
 
 
-def write_fig7(rows: list[dict[str, Any]], png: Path, csv_path: Path, confidence: float) -> list[tuple[str, ...]]:
-    """Figure 7 and its CSV; returns the (model, variant, scenario type) cells drawn as labelled gaps."""
+def write_fig7(
+    rows: list[dict[str, Any]], png: Path, csv_path: Path, confidence: float, run_notes: Sequence[str] = ()
+) -> list[tuple[str, ...]]:
+    """Figure 7 and its CSV, ``run_notes`` (e.g. the demo note) under its title; returns the (model, variant,
+    scenario type) cells drawn as labelled gaps."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -77,7 +80,8 @@ def write_fig7(rows: list[dict[str, Any]], png: Path, csv_path: Path, confidence
     ax.set_xticks(range(len(scenarios)), ["Implicit-Help", "Ambiguous/Contradictory", "Context-Aware"])
     ax.set_ylabel("needs recognised and met (%)")
     ax.set_ylim(0, 105)
-    ax.set_title(f"Figure 7: instruction following by scenario type ({confidence:.0%} bootstrap CI)")
+    title = f"Figure 7: instruction following by scenario type ({confidence:.0%} bootstrap CI)"
+    ax.set_title("\n".join([title, *run_notes]))
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
     fig.tight_layout()
     write_png_atomic(fig, png, dpi=150, bbox_inches="tight")
@@ -85,10 +89,12 @@ def write_fig7(rows: list[dict[str, Any]], png: Path, csv_path: Path, confidence
     return gaps
 
 
-def write_fig7_files(cells: Sequence[Cell], results: Layout, bootstrap: BootstrapSettings, prefix: Path) -> list[dict]:
+def write_fig7_files(
+    cells: Sequence[Cell], results: Layout, bootstrap: BootstrapSettings, prefix: Path, run_notes: Sequence[str] = ()
+) -> list[dict]:
     """Figure 7 (PNG) and its CSV at ``prefix`` from the instruction-following cells (one per model and
     variant)."""
     verdicts = {(cell.model, cell.variant): Path(results.verdicts(cell)) for cell in cells}
     rows = fig7_rows(verdicts, bootstrap)
-    write_fig7(rows, prefix.with_suffix(".png"), prefix.with_suffix(".csv"), bootstrap.confidence)
+    write_fig7(rows, prefix.with_suffix(".png"), prefix.with_suffix(".csv"), bootstrap.confidence, run_notes)
     return rows
