@@ -3,6 +3,7 @@
 from h2htalk.cells import RunCells
 from h2htalk.cli import command_reads
 from h2htalk.cli.figures import FIGURES as FIGURE_NAMES
+from h2htalk.cluster import embedder_job, model_job
 from h2htalk.config import load_registry, settings_hash, write_resolved
 from h2htalk.freshness import remove_stale, result_graph, stale_results
 from h2htalk.instances.sources import source_file
@@ -53,7 +54,9 @@ class _Wildcards(dict):
 if workflow.is_main_process:
     _stale = stale_results(result_graph(config, LAYOUT), PAPER_FIGURES)
     if _stale:
-        _dry = any(arg in ("-n", "-np", "-pn", "--dry-run", "--dryrun") for arg in sys.argv)
+        _dry = any(
+            arg in ("-n", "-np", "-pn", "--dry-run", "--dryrun") for arg in sys.argv
+        )
         logger.warning(
             f"{len(_stale)} results were made from files that are gone or changed and "
             + ("would be rebuilt by a real run:" if _dry else "are rebuilt:")
@@ -147,49 +150,24 @@ def threads_for(*models):
     return max(threads, default=1)
 
 
-def placement(gpus, gpu_model=None):
-    """Where a submitted job asking for ``gpus`` goes: partition, account and extra flags from ``cluster``,
-    and the GPUs with their type (``gpu_model``, else the cluster's)."""
-    cluster = config["cluster"]
-    return {
-        "slurm_partition": cluster["gpu_partition" if gpus else "cpu_partition"],
-        "slurm_account": cluster["account"] or "",
-        "slurm_extra": cluster["extra_sbatch"] or "",
-        "gpu": gpus,
-        "gpu_model": (gpu_model or cluster["gpu_model"] or "") if gpus else "",
-    }
+def per_job(resources_of):
+    """Resources that depend on the job's wildcards, one function per resource (Snakemake's form)."""
+    keys = (
+        "slurm_partition",
+        "slurm_account",
+        "slurm_extra",
+        "gpu",
+        "gpu_model",
+        "cpus_per_gpu",
+        "mem_mb",
+        "runtime",
+    )
+    return {key: (lambda wc, key=key: resources_of(wc)[key]) for key in keys}
 
 
 def job_resources(*models):
-    """What a submitted job that runs ``models`` asks SLURM for: its ``placement``; GPUs, their type, CPUs
-    per GPU, memory and runtime from the registry (the most any model needs). Splat it into a rule's
-    resources."""
-    gpu_models = [REGISTRY[m].get("gpu_model") for m in models if REGISTRY[m]["gpus"]]
-    return {
-        **placement(
-            max((REGISTRY[m]["gpus"] for m in models), default=0),
-            next(filter(None, gpu_models), None),
-        ),
-        "cpus_per_gpu": max((REGISTRY[m]["cpus_per_gpu"] for m in models), default=4),
-        "mem_mb": max(
-            (REGISTRY[m]["resources"]["mem_mb"] for m in models), default=4000
-        ),
-        "runtime": max(
-            (REGISTRY[m]["resources"]["runtime_min"] for m in models), default=60
-        ),
-    }
-
-
-def embedder_job_resources(embedder, mem_mb, runtime):
-    """A scoring job, which runs no LLM: placed by its embedder's GPUs (``embedders.NAME.gpus``; 0: the CPU
-    partition)."""
-    gpus = config["embedders"][embedder]["gpus"]
-    return {**job_resources(), **placement(gpus), "mem_mb": mem_mb, "runtime": runtime}
-
-
-def per_job(resources_of):
-    """Resources that depend on the job's wildcards, one function per resource (Snakemake's form)."""
-    return {key: (lambda wc, key=key: resources_of(wc)[key]) for key in job_resources()}
+    """What a submitted job that runs ``models`` asks SLURM for (splat it into a rule's resources)."""
+    return model_job(config["cluster"], [REGISTRY[m] for m in models])
 
 
 def model_job_resources():
@@ -198,8 +176,12 @@ def model_job_resources():
 
 
 def scoring_job_resources(mem_mb, runtime):
-    """``embedder_job_resources`` of the job's own embedder (the ``embedder`` wildcard)."""
-    return per_job(lambda wc: embedder_job_resources(wc.embedder, mem_mb, runtime))
+    """A scoring job's, placed by its embedder's GPUs (the ``embedder`` wildcard)."""
+    return per_job(
+        lambda wc: embedder_job(
+            config["cluster"], config["embedders"][wc.embedder], mem_mb, runtime
+        )
+    )
 
 
 # --- inputs that depend on the configuration ---------------------------------------------------------------
