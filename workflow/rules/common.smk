@@ -9,6 +9,8 @@ from h2htalk.freshness import remove_stale, result_graph, stale_results
 from h2htalk.instances.sources import source_file
 from h2htalk.layout import Cell, Layout
 from h2htalk.prefetch import embedder_downloads, model_downloads
+from h2htalk.ratings import INSTANCE_DECISIONS, REVIEW_SCORES, SAFETY_RATINGS
+from h2htalk.review.store import ReviewStore, ratings_digest
 from h2htalk.settings import STUDIES, VARIANTS as ALL_VARIANTS
 from h2htalk.studies.data import scenario_file
 from h2htalk.subtasks import SUBTASK_KEYS, get_subtask
@@ -65,6 +67,24 @@ if workflow.is_main_process:
             logger.warning(f"  {_path}: {_why}")
         if not _dry:
             remove_stale(_stale)
+
+
+# The review desk's store of people's ratings (review.store, outside the results tree) is an input of the rules
+# that read ratings. An empty one is made where there is none, so that its first ratings change no job's list of
+# inputs; it is read as ancient, so that only a change to what a job reads from it (ratings_param) reruns the job.
+STORE = config["review"]["store"]
+if workflow.is_main_process and not Path(STORE).exists():
+    ReviewStore(STORE, create=True).close()
+
+
+def ratings_param(sheet, by_model=False):
+    """A param that reruns a job when the store's ratings of ``sheet`` change (of the job's own model only,
+    with ``by_model``)."""
+
+    def param(wildcards):
+        return ratings_digest(STORE, sheet, wildcards.model if by_model else None)
+
+    return param
 
 
 onstart:
