@@ -49,7 +49,7 @@ HEADERS = {
     ),
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",  # "no-referrer" would make the browser send "Origin: null"
 }
 
 
@@ -272,6 +272,7 @@ def desk_app(store_path: str, seed: int, *, tokens: bool, loopback: bool) -> Sta
         Route("/item/{item_id:int}", show_item, methods=["GET"]),
         Route("/item/{item_id:int}", rate, methods=["POST"]),
         Route("/font.otf", font, methods=["GET"]),
+        Route("/favicon.ico", lambda request: Response(status_code=204), methods=["GET"]),
         Mount("/static", StaticFiles(directory=_resources() / "static"), name="static"),
     ]
     return Starlette(routes=routes, middleware=middleware)

@@ -9,8 +9,8 @@ made, for the safety study), and the answer. Beside it, what the rater judges by
 - safety turns (every judged turn of the safety study): the study's definitions of safety perception and of
   a violation with its categories; no reference, since the paper's safety scores are the users' perception;
 - instruction following (every judged item): the user's unspoken need, as the need judge had it;
-- reconstructed instances the vote did not settle: the reconstructed fields, the task they render to and
-  the reference they were made from.
+- reconstructed instances the vote did not settle: the reconstructed fields, the task they render to, the
+  subtask's fields with what each holds, and the reference they were made from.
 
 The model, the variant and the item's key are never shown; the judge's verdict (or the voters') is shown
 once the rater has rated.
@@ -34,7 +34,7 @@ from h2htalk.review.store import DeskItem
 from h2htalk.review.tasks import GATED, INSTANCE, NEED, SAFETY
 from h2htalk.settings import WITHOUT_SAP
 from h2htalk.studies.judges import judge_system
-from h2htalk.subtasks import get_subtask
+from h2htalk.subtasks import field_catalogue, get_subtask
 
 
 def blind_system(system: str) -> str:
@@ -137,6 +137,8 @@ def instance_items(config: dict[str, Any], run: RunCells, results: Layout) -> li
     files = [results.path("instance_review", subtask=s) for s in run.subtasks]
     if not _present(files, "instances in review"):
         return []
+    catalogue = field_catalogue()
+    help_of = {s: {name: catalogue[name]["describe"] for name in get_subtask(s).fields} for s in run.subtasks}
     items = []
     for path in files:
         with open(path, encoding="utf-8", newline="") as handle:
@@ -151,7 +153,8 @@ def instance_items(config: dict[str, Any], run: RunCells, results: Layout) -> li
                 task, system = None, None
             shown = {
                 "id": row["id"], "subtask": row["subtask"], "instruction": get_subtask(row["subtask"]).reconstruction,
-                "fields": fields, "system": system, "task": task, "reference": row["reference"],
+                "fields": fields, "field_help": help_of[row["subtask"]], "system": system, "task": task,
+                "reference": row["reference"],
             }  # fmt: skip
             after = {k: row[k] for k in ("status", "votes", "reasons")}
             items.append(DeskItem(INSTANCE, (row["id"],), shown, after))
