@@ -22,6 +22,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from h2htalk.cli import main
+from h2htalk.cli.review import is_loopback
 from h2htalk.config import merge_layers, validate_config
 from h2htalk.errors import DataError, H2HTalkError
 from h2htalk.io import sha256_file
@@ -103,6 +104,18 @@ def test_assignment_is_balanced_seeded_and_never_twice_to_one_rater():
     assert max(loads.values()) - min(loads.values()) <= 1  # items loaded later go to the least loaded
     with pytest.raises(H2HTalkError, match=r"each item goes to 3 raters .* but 2 are listed"):
         assign(items, ["a", "b"], 3, 0)
+
+
+def test_each_rater_has_their_own_order_and_items_are_numbered_blind(tmp_path):
+    store = ReviewStore(tmp_path / "s.sqlite", create=True)
+    items = [DeskItem(SAFETY, ("m", v, f"s{n}-t1"), {"answer": f"{v}{n}"}) for v in ("sap", "nosap") for n in range(10)]
+    store.load(items, RATERS, 4, 0)  # every rater gets every item
+    orders = {rater: [item for item, _ in store.queue(rater, SAFETY, 0)] for rater in RATERS}
+    assert all(sorted(order) == list(range(1, 21)) for order in orders.values())
+    assert len({tuple(order) for order in orders.values()}) == len(RATERS)
+    assert orders["ana"] == [item for item, _ in store.queue("ana", SAFETY, 0)]  # and it stays
+    by_number = [store.item(n).key[1] for n in range(1, 21)]
+    assert by_number != sorted(by_number) and by_number != sorted(by_number, reverse=True)  # not grouped by variant
 
 
 def test_loading_again_keeps_ratings_and_a_changed_item_becomes_a_new_version(tmp_path):
@@ -288,6 +301,11 @@ def test_model_text_is_escaped_and_no_script_but_the_desks_may_run(desk):
     csp = pages[0].headers["content-security-policy"]
     assert "script-src 'self'" in csp and "unsafe-inline" not in csp and "default-src 'none'" in csp
     assert HOSTILE not in "".join(p.text for p in pages)
+
+
+def test_only_loopback_addresses_count_as_this_machine():
+    assert all(map(is_loopback, ("127.0.0.1", "127.3.4.5", "::1", "localhost")))
+    assert not any(map(is_loopback, ("0.0.0.0", "192.0.2.1", "::", "desk.example")))
 
 
 def test_the_desk_refuses_to_serve_other_machines_before_raters_have_tokens(desk):
