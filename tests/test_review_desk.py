@@ -432,6 +432,9 @@ def test_the_workflow_reads_the_store_for_j_table3_and_instances(desk):
         )
     assert {"path": str(path), "sha256": sha256_file(path)} in made["table3_meta"]["inputs"]
     assert MODEL in made["table2"]
+    fig7 = list(csv.DictReader(made["fig7"].splitlines()))  # the judge met one need a variant; people none
+    assert {row["success_rate"] for row in fig7 if row["n"] != "0"} == {"0.00"}
+    assert sum(int(row["n"]) for row in fig7) == 4
     from h2htalk.instances.reconstruct import read_review_decisions
 
     decisions = read_review_decisions([], [f"{SUBTASK}-000001", f"{SUBTASK}-000002"], path)

@@ -9,7 +9,7 @@ from h2htalk.freshness import remove_stale, result_graph, stale_results
 from h2htalk.instances.sources import source_file
 from h2htalk.layout import Cell, Layout
 from h2htalk.prefetch import embedder_downloads, model_downloads
-from h2htalk.ratings import INSTANCE_DECISIONS, REVIEW_SCORES, SAFETY_RATINGS
+from h2htalk.ratings import INSTANCE_DECISIONS, NEED_VERDICTS, REVIEW_SCORES, SAFETY_RATINGS
 from h2htalk.review.store import ReviewStore, ratings_digest
 from h2htalk.settings import STUDIES, VARIANTS as ALL_VARIANTS
 from h2htalk.studies.data import scenario_file
@@ -70,7 +70,7 @@ if workflow.is_main_process:
 
 
 # The review desk's store of people's ratings (review.store, outside the results tree) is an input of the rules
-# that read ratings. An empty one is made where there is none, so that its first ratings change no job's list of
+# that read ratings (combine_j, table3, fig7, reconstruct_instances). An empty one is made where there is none, so that its first ratings change no job's list of
 # inputs; it is read as ancient, so that only a change to what a job reads from it (ratings_param) reruns the job.
 STORE = config["review"]["store"]
 if workflow.is_main_process and not Path(STORE).exists():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ def register(sub: Any) -> None:
 
     p = add_command(
         sub, "fig7", cmd_fig7, "Figure 7: instruction following by scenario type",
-        reads=("scoring.bootstrap", "studies.models", "models", "variants"),
+        reads=("scoring.bootstrap", "studies.models", "models", "variants", "review.store"),
     )  # fmt: skip
     add_results(p)
     add_bootstrap(p)
@@ -60,7 +61,8 @@ def cmd_fig7(args: argparse.Namespace) -> int:
     config = load_config(args)
     run = RunCells(config)
     cells = [cell for m in run.study_models for cell in run.studies(m, ("instruction_following",))]
-    rows = write_fig7_files(cells, args.results, BootstrapSettings.from_config(config), args.out)
-    write_meta(args, [args.results.verdicts(cell) for cell in cells])
+    store = config["review"]["store"]
+    rows = write_fig7_files(cells, args.results, BootstrapSettings.from_config(config), args.out, store)
+    write_meta(args, [*(args.results.verdicts(cell) for cell in cells), *([store] if os.path.exists(store) else [])])
     summary(f"{len(rows)} bars -> {args.out}.png")
     return 0
