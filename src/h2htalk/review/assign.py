@@ -24,7 +24,8 @@ def assign(
 ) -> list[tuple[int, str]]:
     """(item, rater) pairs for ``items`` (id, task); ``loads``: the (rater, task) of every assignment already
     made."""
-    if per_item > len(raters):
+    items = list(items)
+    if items and per_item > len(raters):
         raise H2HTalkError(
             f"each item goes to {per_item} raters (review.raters_per_item), but {len(raters)} are listed "
             f"(review.raters: {', '.join(raters) or 'none'})"
