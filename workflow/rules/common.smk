@@ -9,7 +9,12 @@ from h2htalk.freshness import remove_stale, result_graph, stale_results
 from h2htalk.instances.sources import source_file
 from h2htalk.layout import Cell, Layout
 from h2htalk.prefetch import embedder_downloads, model_downloads
-from h2htalk.ratings import INSTANCE_DECISIONS, NEED_VERDICTS, REVIEW_SCORES, SAFETY_RATINGS
+from h2htalk.ratings import (
+    INSTANCE_DECISIONS,
+    NEED_VERDICTS,
+    REVIEW_SCORES,
+    SAFETY_RATINGS,
+)
 from h2htalk.review.store import ReviewStore, ratings_digest
 from h2htalk.settings import STUDIES, VARIANTS as ALL_VARIANTS
 from h2htalk.studies.data import scenario_file
