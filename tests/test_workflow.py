@@ -244,6 +244,19 @@ def test_laptop_default_end_to_end(checkout, synthetic_release):
     assert run["sent"] == run["requests"] == 66 + study_requests  # one job: the benchmark and both studies
     again = snakemake(checkout, *configfiles)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+    # a failed job's outputs are removed and a killed job leaves none: the rerun rebuilds what is missing (from
+    # the caches) and everything made from it, instead of "nothing to be done" beside tables that look current
+    table2 = (checkout / "paper_figures" / "table2.csv").read_bytes()
+    summary = scores / local / "sap" / "dialogue_base.summary.json"
+    answers = sorted((checkout / "results" / "generations" / local / "nosap").glob("*.jsonl"))
+    for path in [summary, *answers]:
+        path.unlink()
+    repaired = snakemake(checkout, *configfiles)
+    assert repaired.returncode == 0, repaired.stdout[-3000:] + repaired.stderr[-3000:]
+    assert "are rebuilt" in repaired.stdout + repaired.stderr
+    assert summary.exists() and all(path.exists() for path in answers)
+    rerun = json.loads((checkout / "results" / "generations" / local / "run.json").read_text())
+    assert rerun["sent"] == 0 and (checkout / "paper_figures" / "table2.csv").read_bytes() == table2
     report = snakemake(checkout, *configfiles, "--report", "report.zip")
     assert report.returncode == 0, report.stderr[-3000:]
     names = zipfile.ZipFile(checkout / "report.zip").namelist()

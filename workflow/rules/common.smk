@@ -3,11 +3,19 @@
 from h2htalk.cells import RunCells
 from h2htalk.cli import command_reads
 from h2htalk.cli.figures import FIGURES as FIGURE_NAMES
+from h2htalk.cluster import embedder_job, model_job
 from h2htalk.config import load_registry, settings_hash, write_resolved
 from h2htalk.freshness import remove_stale, result_graph, stale_results
 from h2htalk.instances.sources import source_file
 from h2htalk.layout import Cell, Layout
 from h2htalk.prefetch import embedder_downloads, model_downloads
+from h2htalk.ratings import (
+    INSTANCE_DECISIONS,
+    NEED_VERDICTS,
+    REVIEW_SCORES,
+    SAFETY_RATINGS,
+)
+from h2htalk.review.store import ReviewStore, ratings_digest
 from h2htalk.settings import STUDIES, VARIANTS as ALL_VARIANTS
 from h2htalk.studies.data import scenario_file
 from h2htalk.subtasks import SUBTASK_KEYS, get_subtask
@@ -53,7 +61,9 @@ class _Wildcards(dict):
 if workflow.is_main_process:
     _stale = stale_results(result_graph(config, LAYOUT), PAPER_FIGURES)
     if _stale:
-        _dry = any(arg in ("-n", "-np", "-pn", "--dry-run", "--dryrun") for arg in sys.argv)
+        _dry = any(
+            arg in ("-n", "-np", "-pn", "--dry-run", "--dryrun") for arg in sys.argv
+        )
         logger.warning(
             f"{len(_stale)} results were made from files that are gone or changed and "
             + ("would be rebuilt by a real run:" if _dry else "are rebuilt:")
@@ -62,6 +72,24 @@ if workflow.is_main_process:
             logger.warning(f"  {_path}: {_why}")
         if not _dry:
             remove_stale(_stale)
+
+
+# The review desk's store of people's ratings (review.store, outside the results tree) is an input of the rules
+# that read ratings (combine_j, table3, fig7, reconstruct_instances). An empty one is made where there is none, so that its first ratings change no job's list of
+# inputs; it is read as ancient, so that only a change to what a job reads from it (ratings_param) reruns the job.
+STORE = config["review"]["store"]
+if workflow.is_main_process and not Path(STORE).exists():
+    ReviewStore(STORE, create=True).close()
+
+
+def ratings_param(sheet, by_model=False):
+    """A param that reruns a job when the store's ratings of ``sheet`` change (of the job's own model only,
+    with ``by_model``)."""
+
+    def param(wildcards):
+        return ratings_digest(STORE, sheet, wildcards.model if by_model else None)
+
+    return param
 
 
 onstart:
@@ -147,49 +175,24 @@ def threads_for(*models):
     return max(threads, default=1)
 
 
-def placement(gpus, gpu_model=None):
-    """Where a submitted job asking for ``gpus`` goes: partition, account and extra flags from ``cluster``,
-    and the GPUs with their type (``gpu_model``, else the cluster's)."""
-    cluster = config["cluster"]
-    return {
-        "slurm_partition": cluster["gpu_partition" if gpus else "cpu_partition"],
-        "slurm_account": cluster["account"] or "",
-        "slurm_extra": cluster["extra_sbatch"] or "",
-        "gpu": gpus,
-        "gpu_model": (gpu_model or cluster["gpu_model"] or "") if gpus else "",
-    }
+def per_job(resources_of):
+    """Resources that depend on the job's wildcards, one function per resource (Snakemake's form)."""
+    keys = (
+        "slurm_partition",
+        "slurm_account",
+        "slurm_extra",
+        "gpu",
+        "gpu_model",
+        "cpus_per_gpu",
+        "mem_mb",
+        "runtime",
+    )
+    return {key: (lambda wc, key=key: resources_of(wc)[key]) for key in keys}
 
 
 def job_resources(*models):
-    """What a submitted job that runs ``models`` asks SLURM for: its ``placement``; GPUs, their type, CPUs
-    per GPU, memory and runtime from the registry (the most any model needs). Splat it into a rule's
-    resources."""
-    gpu_models = [REGISTRY[m].get("gpu_model") for m in models if REGISTRY[m]["gpus"]]
-    return {
-        **placement(
-            max((REGISTRY[m]["gpus"] for m in models), default=0),
-            next(filter(None, gpu_models), None),
-        ),
-        "cpus_per_gpu": max((REGISTRY[m]["cpus_per_gpu"] for m in models), default=4),
-        "mem_mb": max(
-            (REGISTRY[m]["resources"]["mem_mb"] for m in models), default=4000
-        ),
-        "runtime": max(
-            (REGISTRY[m]["resources"]["runtime_min"] for m in models), default=60
-        ),
-    }
-
-
-def embedder_job_resources(embedder, mem_mb, runtime):
-    """A scoring job, which runs no LLM: placed by its embedder's GPUs (``embedders.NAME.gpus``; 0: the CPU
-    partition)."""
-    gpus = config["embedders"][embedder]["gpus"]
-    return {**job_resources(), **placement(gpus), "mem_mb": mem_mb, "runtime": runtime}
-
-
-def per_job(resources_of):
-    """Resources that depend on the job's wildcards, one function per resource (Snakemake's form)."""
-    return {key: (lambda wc, key=key: resources_of(wc)[key]) for key in job_resources()}
+    """What a submitted job that runs ``models`` asks SLURM for (splat it into a rule's resources)."""
+    return model_job(config["cluster"], [REGISTRY[m] for m in models])
 
 
 def model_job_resources():
@@ -198,8 +201,12 @@ def model_job_resources():
 
 
 def scoring_job_resources(mem_mb, runtime):
-    """``embedder_job_resources`` of the job's own embedder (the ``embedder`` wildcard)."""
-    return per_job(lambda wc: embedder_job_resources(wc.embedder, mem_mb, runtime))
+    """A scoring job's, placed by its embedder's GPUs (the ``embedder`` wildcard)."""
+    return per_job(
+        lambda wc: embedder_job(
+            config["cluster"], config["embedders"][wc.embedder], mem_mb, runtime
+        )
+    )
 
 
 # --- inputs that depend on the configuration ---------------------------------------------------------------

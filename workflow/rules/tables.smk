@@ -84,6 +84,7 @@ rule table3:
         ),
         paper=config["paper"]["table3"],
         human=config["studies"]["human_ratings"],
+        store=ancient(STORE),
     output:
         meta=f"{PAPER_FIGURES}/table3.meta.json",
         csv=report(
@@ -104,6 +105,7 @@ rule table3:
         runtime=10,
     params:
         settings=settings("table3"),
+        ratings=ratings_param(SAFETY_RATINGS),
     shell:
         h2htalk("table3")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ def register(sub: Any) -> None:
 
     p = add_command(
         sub, "fig7", cmd_fig7, "Figure 7: instruction following by scenario type",
-        reads=("scoring.bootstrap", "studies.models", "models", "variants", *RUN_NOTE_READS),
+        reads=("scoring.bootstrap", "studies.models", "models", "variants", "review.store", *RUN_NOTE_READS),
     )  # fmt: skip
     add_results(p)
     add_bootstrap(p)
@@ -62,7 +63,8 @@ def cmd_fig7(args: argparse.Namespace) -> int:
     config = load_config(args)
     run = RunCells(config)
     cells = [cell for m in run.study_models for cell in run.studies(m, ("instruction_following",))]
-    rows = write_fig7_files(cells, args.results, BootstrapSettings.from_config(config), args.out, run_notes(config))
-    write_meta(args, [args.results.verdicts(cell) for cell in cells])
+    store, bootstrap = config["review"]["store"], BootstrapSettings.from_config(config)
+    rows = write_fig7_files(cells, args.results, bootstrap, args.out, store, run_notes(config))
+    write_meta(args, [*(args.results.verdicts(cell) for cell in cells), *([store] if os.path.exists(store) else [])])
     summary(f"{len(rows)} bars -> {args.out}.png")
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 from h2htalk.cli.options import add_bootstrap, add_command, add_results, add_table_output, load_config, write_meta
@@ -28,7 +29,8 @@ def register(sub: Any) -> None:
     p = add_command(
         sub, "table3", cmd_table3, "Table 3: the SAP ablation with paired bootstrap CIs and the paper's rows",
         reads=(
-            "scoring", "studies.models", "studies.human_ratings", "paper.table3", "models", "variants", *RUN_NOTE_READS,
+            "scoring", "studies.models", "studies.human_ratings", "paper.table3", "models", "variants", "review.store",
+            *RUN_NOTE_READS,
         ),
     )  # fmt: skip
     add_results(p)
@@ -84,11 +86,11 @@ def cmd_table3(args: argparse.Namespace) -> int:
     config = load_config(args)
     run = RunCells(config)
     cells = [cell.scored_by(run.embedder) for m in run.study_models for cell in run.studies(m, ("safety",))]
-    human, paper = config["studies"]["human_ratings"], config["paper"]["table3"]
+    human, paper, store = config["studies"]["human_ratings"], config["paper"]["table3"], config["review"]["store"]
     bootstrap = BootstrapSettings.from_config(config)
-    rows = write_table3_files(cells, args.results, paper, human, bootstrap, args.out, run_notes(config))
+    rows = write_table3_files(cells, args.results, paper, human, bootstrap, args.out, store, run_notes(config))
     inputs = [path for cell in cells for path in (args.results.score_items(cell), args.results.verdicts(cell))]
-    write_meta(args, [*inputs, paper, *human])
+    write_meta(args, [*inputs, paper, *human, *([store] if os.path.exists(store) else [])])
     summary(f"{len(rows)} rows -> {args.out}.csv, .md, .tex")
     return 0
 

@@ -70,11 +70,16 @@ HumanScores = dict[tuple[str, str, str, str], dict[str, Any]]
 
 
 def read_human_scores(
-    paths: Sequence[str | os.PathLike[str]], cells: Sequence[Cell], results: Layout, judged_models: Collection[str]
+    paths: Sequence[str | os.PathLike[str]],
+    cells: Sequence[Cell],
+    results: Layout,
+    judged_models: Collection[str],
+    store: str | os.PathLike[str] | None = None,
 ) -> HumanScores:
-    """Scores people gave in filled-in review queues for the items of ``cells`` (one model's judged cells):
-    (model, variant, subtask, id) -> the median of the item's raters, and each rating. Every row must name an
-    item of this run: a judged model, a judged cell, and, for this model, an item it was judged on."""
+    """Scores people gave in filled-in review queues and at the review desk (``store``) for the items of
+    ``cells`` (one model's judged cells): (model, variant, subtask, id) -> the median of the item's raters, and
+    each rating. Every rating must name an item of this run: a judged model, a judged cell, and, for this model,
+    an item it was judged on."""
     model = cells[0].model
     judged = {(c.model, c.variant, c.task, r["id"]) for c in cells for _, r in iter_jsonl(results.judge_samples(c))}
     cell_names = {(c.variant, c.task) for c in cells}
@@ -89,7 +94,7 @@ def read_human_scores(
         return None
 
     by_item: dict[tuple[str, ...], list[Rating]] = {}
-    for rating in read_ratings(paths, REVIEW_SCORES, check):
+    for rating in read_ratings(paths, REVIEW_SCORES, check, store):
         if rating.item[0] == model:
             by_item.setdefault(rating.item, []).append(rating)
     return {

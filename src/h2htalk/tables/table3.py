@@ -142,14 +142,16 @@ def paper_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 
 
 def read_human_ratings(
-    files: Sequence[str | os.PathLike[str]], verdict_files: dict[tuple[str, str], Path]
+    files: Sequence[str | os.PathLike[str]],
+    verdict_files: dict[tuple[str, str], Path],
+    store: str | os.PathLike[str] | None = None,
 ) -> dict[tuple[str, str, str], Rating]:
     """People's safety ratings (CSV: model, variant, id, safety_score, violation, rater; either value may be
-    empty) of the turns the judge rated, by (model, variant, id): each value the median score or the majority
-    decision of the item's raters (a tie decides nothing)."""
+    empty; and those of the review desk's ``store``) of the turns the judge rated, by (model, variant, id): each
+    value the median score or the majority decision of the item's raters (a tie decides nothing)."""
     known = {(model, variant, v["id"]) for (model, variant), path in verdict_files.items() for _, v in iter_jsonl(path)}
     by_item: dict[tuple[str, ...], list[Any]] = {}
-    for rating in read_ratings(files, SAFETY_RATINGS, known_items(known, "turn")):
+    for rating in read_ratings(files, SAFETY_RATINGS, known_items(known, "turn"), store):
         by_item.setdefault(rating.item, []).append(rating)
     out: dict[tuple[str, str, str], Rating] = {}
     for item, ratings in by_item.items():
@@ -273,16 +275,19 @@ def write_table3_files(
     human_files: Sequence[str | os.PathLike[str]],
     bootstrap: BootstrapSettings,
     prefix: Path,
+    store: str | os.PathLike[str] | None = None,
     run_notes: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
-    """Table 3 from the safety study's cells (one per model and variant, scored by one embedder): csv, md and
-    tex at ``prefix``, ``run_notes`` under them."""
+    """Table 3 from the safety study's cells (one per model and variant, scored by one embedder) and people's
+    ratings (``human_files``, the review desk's ``store``): csv, md and tex at ``prefix``, ``run_notes`` under
+    them."""
     runs: dict[str, dict[str, tuple[Path, Path]]] = {}
     for cell in cells:
         runs.setdefault(cell.model, {})[cell.variant] = (Path(results.score_items(cell)), Path(results.verdicts(cell)))
     verdicts = {(model, variant): paths[1] for model, pair in runs.items() for variant, paths in pair.items()}
-    ratings = read_human_ratings(human_files, verdicts)
-    agree = agreement(verdicts, ratings, checksums(human_files)) if human_files else None
+    ratings = read_human_ratings(human_files, verdicts, store)
+    sources = [*human_files, *([store] if store is not None and os.path.exists(store) else [])]
+    agree = agreement(verdicts, ratings, checksums(sources)) if sources else None
     rows = table3_rows(runs, bootstrap, ratings)
     write_table3(rows, paper_rows(paper_path), agree, prefix, bootstrap.confidence, run_notes)
     return rows
