@@ -16,14 +16,16 @@ import pytest
 import yaml
 
 from h2htalk.cells import RunCells
-from h2htalk.config import default_config, load_registry
-from h2htalk.generation.generate import PromptFile, generate_model
+from h2htalk.config import default_config, load_config, load_registry
+from h2htalk.generation.generate import PromptFile, generate_model, request_params
 from h2htalk.generation.provision import ProvisionError, provision_gguf
 from h2htalk.instances.sources import demo_instances
 from h2htalk.io import read_jsonl
 from h2htalk.layout import Cell, Layout
-from h2htalk.llm.calls import EngineOptions
-from h2htalk.llm.engines import Endpoint, EngineError, llamacpp_command, open_endpoint, vllm_command
+from h2htalk.llm.calls import EngineOptions, chat_request, model_identity
+from h2htalk.llm.engines import Endpoint, EngineError, open_endpoint
+from h2htalk.llm.engines.llamacpp import llamacpp_command
+from h2htalk.llm.engines.vllm import vllm_command
 from h2htalk.prompts.render import write_prompts
 from h2htalk.settings import VARIANTS, GenerationSettings
 from h2htalk.subtasks import SUBTASK_KEYS
@@ -317,3 +319,39 @@ def test_server_engine_failing_to_start_is_reported(tmp_path):
     ):
         pass
     assert "llama_cpp.server" in (tmp_path / "server.log").read_text()
+
+
+MESSAGES = [{"role": "system", "content": "你是"}, {"role": "user", "content": "你好"}]
+PARAMS = {"temperature": 0.0, "top_p": 1.0, "max_tokens": 64, "seed": 1234}
+
+
+@pytest.mark.parametrize(
+    ("name", "identity", "key"),
+    [
+        (
+            "qwen2.5-coder-0.5b-instruct-q4km",
+            {"name": "qwen2.5-coder-0.5b-instruct-q4km", "engine": "llamacpp",
+             "model_id": "Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF",
+             "revision": "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", "lora": None},
+            "b11d593379e9555a09c5aebf775b730d9bd31bf3ee7c8f99c47df00ee6c36684",
+        ),
+        (
+            "qwen2-7b-instruct",
+            {"name": "qwen2-7b-instruct", "engine": "vllm", "model_id": "Qwen/Qwen2-7B-Instruct", "revision": None,
+             "lora": None},
+            "e0f52c1e0a11f051712f280ac5271240cd540966c0a16072b496c46e09d97ba1",
+        ),
+    ],
+)  # fmt: skip
+def test_local_and_vllm_request_keys_are_those_of_earlier_runs(registry, name, identity, key):
+    """A cache filled by an earlier run is still hit: the identity and the key of a fixed request, as they were."""
+    assert model_identity(registry[name]) == identity
+    assert chat_request(registry[name], "x", MESSAGES, PARAMS).key == key
+
+
+def test_the_laptop_models_request_params_are_those_of_earlier_runs(registry):
+    settings = GenerationSettings.from_config(
+        load_config([REPO_ROOT / "config" / "config.yaml", REPO_ROOT / "config" / "local.yaml"])
+    )
+    params = request_params(registry["qwen2.5-coder-0.5b-instruct-q4km"], settings, "itinerary_advanced")
+    assert json.dumps(params) == '{"temperature": 0.0, "top_p": 1.0, "max_tokens": 384, "seed": 1234}'

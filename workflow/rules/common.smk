@@ -8,7 +8,8 @@ from h2htalk.config import load_registry, settings_hash, write_resolved
 from h2htalk.freshness import remove_stale, result_graph, stale_results
 from h2htalk.instances.sources import source_file
 from h2htalk.layout import Cell, Layout
-from h2htalk.prefetch import embedder_downloads, model_downloads
+from h2htalk.llm.engines import engine_of
+from h2htalk.prefetch import embedder_downloads
 from h2htalk.ratings import (
     INSTANCE_DECISIONS,
     NEED_VERDICTS,
@@ -128,11 +129,11 @@ def settings(command, *models):
 
 
 def gguf(*models):
-    """The provisioned GGUF files of the llamacpp models among ``models`` (other engines need none)."""
+    """The provisioned GGUF files of the models among ``models`` whose engine needs one."""
     return [
         path("model_file", model=m)
         for m in models
-        if REGISTRY[m]["engine"] == "llamacpp"
+        if engine_of(REGISTRY[m]).needs_model_file
     ]
 
 
@@ -142,7 +143,7 @@ def prefetched(*models):
     return [
         path("prefetched_model", model=m)
         for m in models
-        if model_downloads(REGISTRY[m])
+        if engine_of(REGISTRY[m]).downloads(REGISTRY[m])
     ]
 
 
@@ -166,13 +167,8 @@ def alternatives(names):
 
 
 def threads_for(*models):
-    """CPU threads of a job that runs ``models``: the llama.cpp server's threads, one otherwise."""
-    threads = [
-        REGISTRY[m]["llamacpp"]["threads"]
-        for m in models
-        if REGISTRY[m]["engine"] == "llamacpp"
-    ]
-    return max(threads, default=1)
+    """CPU threads of a job that runs ``models``: the most any of their engines asks for."""
+    return max((engine_of(REGISTRY[m]).threads(REGISTRY[m]) for m in models), default=1)
 
 
 def per_job(resources_of):

@@ -95,11 +95,13 @@ def cmd_curation_report(args: argparse.Namespace) -> int:
 
 
 def cmd_prefetch(args: argparse.Namespace) -> int:
-    from h2htalk.prefetch import embedder_downloads, model_downloads, prefetch
+    from h2htalk.llm.engines import engine_of
+    from h2htalk.prefetch import embedder_downloads, prefetch
 
     config = load_config(args)
     if args.model:
-        kind, name, downloads = "models", args.model, model_downloads(registry_entry(config, args.model))
+        spec = registry_entry(config, args.model)
+        kind, name, downloads = "models", args.model, engine_of(spec).downloads(spec)
         out = args.results.path("prefetched_model", model=name)
     else:
         kind, name = "embedders", args.embedder

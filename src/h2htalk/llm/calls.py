@@ -6,10 +6,10 @@ get their answers from a ``ModelCalls`` session:
     with EngineOptions(client, seed, model_files).session(spec, cache_dir) as calls:
         answers = calls.answers(requests)      # request key -> cached record
 
-Every request is content-addressed: key = SHA-256 of (model id and revision, engine, sampling parameters,
-system prompt, the rest of the conversation). Finished answers are committed to the model's cache as they
-land, so a killed job, rerun, sends only what is missing; the engine starts only if something is missing,
-once per session.
+Every request is content-addressed: key = SHA-256 of (the model's identity as its engine states it: model id
+and revision, engine; sampling parameters, system prompt, the rest of the conversation). Finished answers are
+committed to the model's cache as they land, so a killed job, rerun, sends only what is missing; the engine
+starts only if something is missing, once per session.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.llm.client import ChatClient, ChatRequest, ChatResult, GenerationError, RetryPolicy
-from h2htalk.llm.engines import Endpoint, LazyEndpoint
+from h2htalk.llm.engines import Endpoint, LazyEndpoint, ServeOptions, engine_of
 from h2htalk.llm.reasoning import final_answer
 from h2htalk.progress import Progress
 from h2htalk.progress import log as progress_log
@@ -40,14 +40,8 @@ log = logging.getLogger(__name__)
 
 
 def model_identity(spec: dict[str, Any]) -> dict[str, Any]:
-    """What identifies the weights behind a registry entry (part of every request key)."""
-    return {
-        "name": spec["name"],
-        "engine": spec["engine"],
-        "model_id": spec.get("hf_id") or spec.get("api", {}).get("model") or spec.get("baseline", {}).get("kind"),
-        "revision": spec.get("revision") or spec.get("gguf", {}).get("sha256"),
-        "lora": (spec.get("lora") or {}).get("path"),
-    }
+    """What identifies the answers of a registry entry, as its engine says (part of every request key)."""
+    return engine_of(spec).identity(spec)
 
 
 def conversation_text(messages: list[dict[str, str]]) -> str:
@@ -185,7 +179,9 @@ class ModelCalls:
         self.client = engines.client
         self.retry_failed = engines.retry_failed
         self._cache = ResponseCache(cache_dir, spec["name"])
-        self._lazy = LazyEndpoint(spec, engines.model_files.get(spec["name"]), engines.server_log, engines.seed)
+        self._lazy = LazyEndpoint(
+            spec, ServeOptions(engines.model_files.get(spec["name"]), engines.server_log, engines.seed)
+        )
         self._endpoint = engines.endpoint
         self._transient: dict[str, dict[str, Any]] = {}  # failures worth another try: never cached
         self.requests: set[str] = set()
@@ -266,8 +262,7 @@ def run_summary(spec: dict[str, Any], requests: int, sent: int, seconds: float, 
         "versions": {
             "h2htalk": package_version("h2htalk"),
             "openai": package_version("openai"),
-            "llama_cpp_python": package_version("llama-cpp-python"),
-            "vllm": package_version("vllm"),
+            **{name: package_version(name) for name in engine_of(spec).packages},
             "python": platform.python_version(),
         },
         "settings": settings,
