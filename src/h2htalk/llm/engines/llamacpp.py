@@ -37,7 +37,7 @@ class LlamaCpp(ServerEngine):
     name = "llamacpp"
     needs_model_file = True
     packages = ("llama-cpp-python",)
-    key_flag = "--api_key"
+    key_variable = "API_KEY"  # llama_cpp.server reads every setting not given as a flag from the environment
     schema = yaml.safe_load(
         """
         properties:

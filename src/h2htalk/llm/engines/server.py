@@ -1,7 +1,8 @@
 """Engines that start their own server process for the length of one job (llama.cpp, vLLM).
 
-The server listens on a free loopback port and answers only the job's own key. It is waited on until it answers,
-and stopped when the job ends, also when it fails or is killed.
+The server listens on a free loopback port and answers only the job's own key, which it reads from its
+environment (never from its command line, which every user of the machine can read with ``ps``). It is
+waited on until it answers, and stopped when the job ends, also when it fails or is killed.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ PORT_ATTEMPTS = 3
 class ServerEngine(Engine):
     """An engine whose endpoint is a server process the job starts (subclasses say which command)."""
 
-    key_flag: ClassVar[str]  # the command-line option that gives the server its API key
+    key_variable: ClassVar[str]  # the environment variable the server reads its API key from
 
     def command(self, spec: dict[str, Any], port: int, options: ServeOptions) -> list[str]:
         raise NotImplementedError
@@ -48,18 +49,19 @@ class ServerEngine(Engine):
     @contextlib.contextmanager
     def endpoint(self, spec: dict[str, Any], options: ServeOptions) -> Iterator[Endpoint]:
         key = secrets.token_hex(16)  # this job's server answers only this job
+        environment = {**os.environ, self.key_variable: key}
         timeout_s, log_path = spec["startup_timeout_s"], options.log_path
         with contextlib.ExitStack() as stack:
             for attempt in range(1, PORT_ATTEMPTS + 1):
                 port = free_port()
-                command = [*self.command(spec, port, options), self.key_flag, key]
+                command = self.command(spec, port, options)
                 if log_path:
                     log_path.parent.mkdir(parents=True, exist_ok=True)
                     with open(log_path, "a", encoding="utf-8") as handle:
-                        handle.write(f"$ {shlex.join(command[:-1])} <key>\n")
+                        handle.write(f"$ {shlex.join(command)}\n")
                 base = f"http://127.0.0.1:{port}"
                 try:
-                    stack.enter_context(serve(command, f"{base}/v1/models", timeout_s, log_path, key))
+                    stack.enter_context(serve(command, environment, f"{base}/v1/models", timeout_s, log_path, key))
                     break
                 except PortTaken:
                     if attempt == PORT_ATTEMPTS:
@@ -122,6 +124,7 @@ def _die_with_parent() -> None:
 @contextlib.contextmanager
 def serve(
     command: list[str],
+    environment: dict[str, str],
     ready_url: str,
     timeout_s: float,
     log_path: Path | None,
@@ -136,6 +139,7 @@ def serve(
     try:
         process = subprocess.Popen(
             command,
+            env=environment,
             stdout=log_file,
             stderr=subprocess.STDOUT,
             start_new_session=True,

@@ -50,7 +50,7 @@ def vllm_command(spec: dict[str, Any], port: int, seed: int | None = None) -> li
 class Vllm(ServerEngine):
     name = "vllm"
     packages = ("vllm",)
-    key_flag = "--api-key"
+    key_variable = "VLLM_API_KEY"
     schema = yaml.safe_load(
         """
         properties:
