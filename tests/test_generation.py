@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from h2htalk.cells import RunCells
+from h2htalk.cli import main
 from h2htalk.config import default_config, load_config, load_registry
 from h2htalk.generation.generate import PromptFile, generate_model, request_params
 from h2htalk.generation.provision import ProvisionError, provision_gguf
@@ -150,29 +151,41 @@ def test_failures_beyond_the_threshold_fail_the_job_and_keep_finished_work(stub,
     assert resumed["sent"] == 0 and resumed["failed"] == 1
 
 
-def test_kill_and_resume_sends_only_what_is_missing(stub, prompt_files, tmp_path):
-    stub.latency_s = 0.15
+def results_tree(tmp_path: Path, prompt_files: list[PromptFile]) -> Layout:
+    """A results tree holding the benchmark's prompts where the workflow puts them (the studies without items)."""
     results = Layout(str(tmp_path / "results"))
-    for file in prompt_files:  # the benchmark's prompts where the workflow puts them; studies without items
+    for file in prompt_files:
         Path(results.prompts(file.variant, file.name)).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(file.prompts, results.prompts(file.variant, file.name))
     for cell in RunCells(default_config()).studies("gpt-4o-mini"):
         Path(results.prompts(cell.variant, cell.task)).parent.mkdir(parents=True, exist_ok=True)
         Path(results.prompts(cell.variant, cell.task)).write_text("", encoding="utf-8")
+    return results
+
+
+def generate_command(stub, results: Layout, tmp_path: Path, **generation) -> list[str]:
+    """``h2htalk generate`` of gpt-4o-mini against the stub, its cache in ``tmp_path``."""
     config = tmp_path / "config.yaml"
     config.write_text(
         yaml.safe_dump(
             {
                 "model_registry": str(REPO_ROOT / "config" / "models.yaml"),
-                "generation": {"retries": 0, "decoding": {"seed": 7}, "cache_dir": str(tmp_path / "cache")},
+                "generation": {**generation, "cache_dir": str(tmp_path / "cache")},
             }
         ),
         encoding="utf-8",
     )
-    command = [
-        sys.executable, "-m", "h2htalk", "generate", "--model", "gpt-4o-mini", "--config", str(config),
-        "--results", str(results.root), "--base-url", stub.base_url, "--concurrency", "2",
+    return [
+        "generate", "--model", "gpt-4o-mini", "--config", str(config), "--results", str(results.root),
+        "--base-url", stub.base_url,
     ]  # fmt: skip
+
+
+def test_kill_and_resume_sends_only_what_is_missing(stub, prompt_files, tmp_path):
+    stub.latency_s = 0.15
+    results = results_tree(tmp_path, prompt_files)
+    options = generate_command(stub, results, tmp_path, retries=0, decoding={"seed": 7})
+    command = [sys.executable, "-m", "h2htalk", *options, "--concurrency", "2"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
     while sum(stub.answered.values()) < 20 and time.monotonic() < deadline:
@@ -355,3 +368,18 @@ def test_the_laptop_models_request_params_are_those_of_earlier_runs(registry):
     )
     params = request_params(registry["qwen2.5-coder-0.5b-instruct-q4km"], settings, "itinerary_advanced")
     assert json.dumps(params) == '{"temperature": 0.0, "top_p": 1.0, "max_tokens": 384, "seed": 1234}'
+
+
+def test_a_damaged_cache_names_its_file_and_what_deleting_it_costs(stub, prompt_files, tmp_path, capsys):
+    command = generate_command(stub, results_tree(tmp_path, prompt_files), tmp_path)
+    assert main(command) == 0
+    cache = tmp_path / "cache" / "gpt-4o-mini.sqlite"
+    with open(cache, "r+b") as handle:  # a disk fault: pages overwritten past the header
+        handle.seek(4096)
+        handle.write(b"\xa5" * 4096 * 3)
+    capsys.readouterr()
+    assert main(command) == 2
+    error = capsys.readouterr().err
+    assert f"{cache}: this cache is damaged" in error and "Traceback" not in error
+    assert "It holds the answers of model gpt-4o-mini" in error
+    assert "delete it, and the next run sends again every request to gpt-4o-mini that a job needs" in error

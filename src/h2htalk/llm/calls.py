@@ -70,7 +70,11 @@ class ResponseCache:
     """Finished answers of one model, keyed by request key (one SQLite file per model)."""
 
     def __init__(self, folder: str | os.PathLike[str], model: str) -> None:
-        self._store = SqliteStore(Path(folder) / f"{model}.sqlite")
+        self._store = SqliteStore(
+            Path(folder) / f"{model}.sqlite",
+            holds=f"the answers of model {model} (and its content refusals)",
+            redo=f"sends again every request to {model} that a job needs (other models have their own files)",
+        )
 
     def get_many(self, keys: list[str]) -> dict[str, dict[str, Any]]:
         return {key: json.loads(value) for key, value in self._store.get_many(keys).items()}
