@@ -24,6 +24,7 @@ from h2htalk.instances.sources import demo_instances
 from h2htalk.io import read_jsonl
 from h2htalk.layout import Cell, Layout
 from h2htalk.llm.calls import EngineOptions, chat_request, model_identity
+from h2htalk.llm.client import EndpointError
 from h2htalk.llm.engines import Endpoint, EngineError, open_endpoint
 from h2htalk.llm.engines.llamacpp import llamacpp_command
 from h2htalk.llm.engines.vllm import vllm_command
@@ -107,7 +108,7 @@ def test_rerun_sends_nothing_and_one_subtask_regenerates_alone(stub, registry, p
     assert sum(stub.requests.values()) == before + 6
 
 
-def test_refused_item_is_recorded_cached_and_resent_only_on_request(stub, registry, prompt_files, tmp_path):
+def test_a_failed_item_is_recorded_and_sent_again_by_the_next_run(stub, registry, prompt_files, tmp_path):
     stub.faults.scripted = {"下雨了，我没带伞": ["400"]}  # one of the two variants' requests for this item is refused
     settings, endpoint = settings_for(tmp_path, concurrency=1), Endpoint(stub.base_url, "stub-model")
     summary = run(api_spec(registry), prompt_files, settings, endpoint)
@@ -117,14 +118,38 @@ def test_refused_item_is_recorded_cached_and_resent_only_on_request(stub, regist
     assert [(r["id"], r["response"], r["failure"]["kind"]) for r in refused] == [
         ("dialogue_base-demo03", "", "client_error")
     ]
-    assert run(api_spec(registry), prompt_files, settings, endpoint)["sent"] == 0  # a refusal is not resent
-    retried = generate_model(
-        api_spec(registry), prompt_files, settings,
-        EngineOptions(settings.client, settings.seed, endpoint=endpoint, retry_failed=True),
-    )  # fmt: skip
-    assert retried["sent"] == 1 and retried["failed"] == 0
-    records = [r for v in VARIANTS for r in read_jsonl(tmp_path / "out" / v / "dialogue_base.jsonl")]
-    assert not any(r["failure"] for r in records)
+    # not a content refusal: whatever caused it (a setting, the endpoint) may be fixed, so it is not cached
+    again = run(api_spec(registry), prompt_files, settings, endpoint)
+    assert again["sent"] == 1 and again["failed"] == 0
+
+
+def test_a_content_refusal_is_cached_and_sent_again_with_retry_failed(stub, prompt_files, tmp_path):
+    stub.faults.scripted = {"下雨了，我没带伞": ["risk"]}  # DeepSeek's answer to text it will not process
+    command = generate_command(stub, results_tree(tmp_path, prompt_files), tmp_path)
+    assert main(command) == 0
+    sent = sum(stub.requests.values())
+    assert main(command) == 0
+    assert sum(stub.requests.values()) == sent  # it would be refused again: the rerun reuses it
+    (tmp_path / "retry.yaml").write_text("generation: {retry_failed: true}\n", encoding="utf-8")  # as an overlay
+    assert main([*command, "--config", str(tmp_path / "retry.yaml")]) == 0
+    assert sum(stub.requests.values()) == sent + 1
+
+
+def test_an_endpoint_that_refuses_every_request_fails_the_job_and_a_fixed_one_gets_them(
+    stub, registry, prompt_files, tmp_path
+):
+    """A wrong key (401) reaches no answer and caches nothing: once the key is fixed, the rerun sends every
+    request (it used to report "66 cached, 0 to send", every one a cached 401)."""
+    stub.faults.scripted = {"": ["401"] * 66}  # every request
+    settings, endpoint = settings_for(tmp_path), Endpoint(stub.base_url, "stub-model")
+    with pytest.raises(EndpointError, match=r"model gpt-4o-mini: .* answered HTTP 401: .*Incorrect API key.* sends"):
+        run(api_spec(registry), prompt_files, settings, endpoint)
+    assert sum(stub.requests.values()) < 66 and not (tmp_path / "out").exists()
+    with sqlite3.connect(tmp_path / "cache" / "gpt-4o-mini.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM entries").fetchone()[0] == 0
+    stub.faults.scripted = {}  # the key is fixed
+    fixed = run(api_spec(registry), prompt_files, settings, endpoint)
+    assert fixed["sent"] == 66 and fixed["failed"] == 0
 
 
 def test_content_refusals_are_recorded_but_never_fail_the_job(stub, registry, prompt_files, tmp_path):
@@ -144,11 +169,11 @@ def test_failures_beyond_the_threshold_fail_the_job_and_keep_finished_work(stub,
     assert not (tmp_path / "out").exists()  # no output is written for a failed job
     with sqlite3.connect(tmp_path / "cache" / "gpt-4o-mini.sqlite") as db:
         kept = db.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
-    assert kept == 66  # 65 answers and the refusal
+    assert kept == 65  # the answers; the failed request is not cached
     resumed = run(
         api_spec(registry), prompt_files, settings_for(tmp_path, concurrency=1), Endpoint(stub.base_url, "stub-model")
     )
-    assert resumed["sent"] == 0 and resumed["failed"] == 1
+    assert resumed["sent"] == 1 and resumed["failed"] == 0
 
 
 def results_tree(tmp_path: Path, prompt_files: list[PromptFile]) -> Layout:

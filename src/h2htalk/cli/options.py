@@ -111,10 +111,10 @@ def add_engine(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--served-model", help="model name to send with --base-url (default: the registry name)")
     group.add_argument("--concurrency", type=int, help="requests in flight (overrides generation.concurrency)")
     group.add_argument(
-        "--retry-failed", action="store_true",
-        help="send again the items the endpoint refused before (refusals are cached, so a rerun does not resend them)",
+        "--retry-failed", action="store_const", const=True,
+        help="send again the cached content refusals (overrides generation.retry_failed)",
     )  # fmt: skip
-    overrides(parser, concurrency="generation.concurrency")
+    overrides(parser, concurrency="generation.concurrency", retry_failed="generation.retry_failed")
 
 
 def engine_options(args: argparse.Namespace, config: dict[str, Any], models: list[str]) -> EngineOptions:
@@ -136,7 +136,6 @@ def engine_options(args: argparse.Namespace, config: dict[str, Any], models: lis
         model_files=files,
         server_log=args.server_log,
         endpoint=endpoint,
-        retry_failed=args.retry_failed,
     )
 
 

@@ -7,9 +7,10 @@ get their answers from a ``ModelCalls`` session:
         answers = calls.answers(requests)      # request key -> cached record
 
 Every request is content-addressed: key = SHA-256 of (the model's identity as its engine states it: model id
-and revision, engine; sampling parameters, system prompt, the rest of the conversation). Finished answers are
-committed to the model's cache as they land, so a killed job, rerun, sends only what is missing; the engine
-starts only if something is missing, once per session.
+and revision, engine; sampling parameters, system prompt, the rest of the conversation).
+Answers, and content refusals (they would be refused again), are committed to the model's cache as they land,
+so a killed job, rerun, sends only what is missing; the engine starts only if something is missing, once per
+session. Other failures are never cached: a rerun sends them again.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from h2htalk.llm.client import ChatClient, ChatRequest, ChatResult, GenerationError, RetryPolicy
+from h2htalk.llm.client import ChatClient, ChatRequest, ChatResult, EndpointError, GenerationError, RetryPolicy
 from h2htalk.llm.engines import Endpoint, LazyEndpoint, ServeOptions, engine_of
 from h2htalk.llm.reasoning import final_answer
 from h2htalk.progress import Progress
@@ -144,7 +145,6 @@ class EngineOptions:
     model_files: Mapping[str, str] = field(default_factory=dict)
     server_log: Path | None = None
     endpoint: Endpoint | None = None
-    retry_failed: bool = False  # send again the items an endpoint refused before (they are cached as failures)
 
     def session(self, spec: dict[str, Any], cache_dir: str | os.PathLike[str], label: str = "") -> ModelCalls:
         """Calls to the model of ``spec``; ``label`` names the work in progress lines (default: the model)."""
@@ -181,7 +181,6 @@ class ModelCalls:
         self.spec = spec
         self.label = label or spec["name"]
         self.client = engines.client
-        self.retry_failed = engines.retry_failed
         self._cache = ResponseCache(cache_dir, spec["name"])
         self._lazy = LazyEndpoint(
             spec, ServeOptions(engines.model_files.get(spec["name"]), engines.server_log, engines.seed)
@@ -209,20 +208,30 @@ class ModelCalls:
         else:  # answers, and refusals that would only be refused again (resent with retry_failed)
             self._cache.put(result.key, record)
 
+    def _reusable(self, record: dict[str, Any]) -> bool:
+        """A cached record that stands for its request: an answer, or a content refusal unless those are retried.
+        (Caches of earlier versions hold other failures too: those are sent again.)"""
+        failure = record.get("failure")
+        return failure is None or (failure["kind"] == "content_refusal" and not self.client.retry_failed)
+
     def answers(self, requests: Sequence[ChatRequest]) -> dict[str, dict[str, Any]]:
         """A record for every request (key -> record), sending only what is not cached. A record of an item that
         got no answer has ``response`` "" and its ``failure``; a reasoning model's record holds its final answer
         in ``response`` and its reasoning apart (``reasoning``)."""
         unique = {r.key: r for r in requests}
-        cached = self._cache.get_many(list(unique))
-        if self.retry_failed:
-            cached = {key: record for key, record in cached.items() if not record.get("failure")}
+        cached = {key: record for key, record in self._cache.get_many(list(unique)).items() if self._reusable(record)}
         missing = sorted((r for k, r in unique.items() if k not in cached), key=prefix_order)
         progress_log.info("%s: %d requests, %d cached, %d to send", self.label, len(unique), len(cached), len(missing))
         started = time.perf_counter()
         if missing:
             endpoint = self._endpoint or self._lazy()
-            asyncio.run(_send(endpoint, missing, self._keep, self.client, self.label))
+            try:
+                asyncio.run(_send(endpoint, missing, self._keep, self.client, self.label))
+            except EndpointError as exc:
+                raise EndpointError(
+                    f"model {self.spec['name']}: {exc} (the endpoint refuses every request: check its URL, the model"
+                    " name and the key); nothing of it was cached, and the next run sends these requests again"
+                ) from None
         self.requests.update(unique)
         self.sent += len(missing)
         self.seconds += time.perf_counter() - started
@@ -252,7 +261,7 @@ class ModelCalls:
             raise GenerationError(
                 f"model {self.spec['name']}: {len(counted)} of {len(self.requests)} requests failed, more than"
                 f" generation.max_failure_rate {max_rate:.0%} (first: {first}); the {answered} answers that came"
-                " are cached, and a rerun sends only what is missing (--retry-failed: the refused ones too)"
+                " are cached, and a rerun sends the failed ones again"
             )
 
 
