@@ -27,6 +27,7 @@ from h2htalk.llm.calls import EngineOptions, chat_request, model_identity
 from h2htalk.llm.client import EndpointError
 from h2htalk.llm.engines import Endpoint, EngineError, open_endpoint
 from h2htalk.llm.engines.llamacpp import llamacpp_command
+from h2htalk.llm.engines.server import free_port
 from h2htalk.llm.engines.vllm import vllm_command
 from h2htalk.prompts.render import write_prompts
 from h2htalk.settings import VARIANTS, GenerationSettings
@@ -393,6 +394,51 @@ def test_the_laptop_models_request_params_are_those_of_earlier_runs(registry):
     )
     params = request_params(registry["qwen2.5-coder-0.5b-instruct-q4km"], settings, "itinerary_advanced")
     assert json.dumps(params) == '{"temperature": 0.0, "top_p": 1.0, "max_tokens": 384, "seed": 1234}'
+
+
+def at(spec: dict, base_url: str, **entry) -> dict:
+    return {**spec, "api": {**spec["api"], "base_url": base_url}, **entry}
+
+
+def test_an_api_models_endpoint_is_part_of_its_request_keys_unless_its_revision_is_pinned(registry):
+    spec = api_spec(registry)
+    here, there = at(spec, "http://127.0.0.1:8000/v1"), at(spec, "https://api.example.org/v1/")
+    key = chat_request(here, "x", MESSAGES, PARAMS).key
+    assert chat_request(there, "x", MESSAGES, PARAMS).key != key
+    assert chat_request(at(spec, "http://127.0.0.1:8000/v1/"), "x", MESSAGES, PARAMS).key == key  # the same URL
+    pinned = [
+        at(spec, url, revision="2024-07-18") for url in ("http://127.0.0.1:8000/v1", "https://api.example.org/v1")
+    ]
+    assert len({chat_request(p, "x", MESSAGES, PARAMS).key for p in pinned}) == 1  # the same model, another host
+    assert (
+        "endpoint" not in model_identity(pinned[0]) and model_identity(here)["endpoint"] == "http://127.0.0.1:8000/v1"
+    )
+
+
+def test_an_api_model_moved_to_a_dead_endpoint_sends_its_requests(stub, registry, prompt_files, tmp_path, monkeypatch):
+    """Pointed at another endpoint, a model's cached answers are not its answers there: the requests are sent,
+    and a dead endpoint fails the job (it used to report "66 cached, 0 to send" and succeed)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    settings = settings_for(tmp_path, retries=0)
+    assert run(at(api_spec(registry), stub.base_url), prompt_files, settings)["sent"] == 66
+    with pytest.raises(Exception, match=r"gpt-4o-mini: 66 of 66 requests failed"):
+        run(at(api_spec(registry), f"http://127.0.0.1:{free_port()}/v1"), prompt_files, settings)
+
+
+def test_what_the_server_says_it_serves_is_recorded_and_a_change_is_warned(
+    stub, registry, prompt_files, tmp_path, caplog
+):
+    endpoint = Endpoint(stub.base_url, "stub-model")
+    stub.system_fingerprint = "fp_one"
+    summary = run(api_spec(registry), prompt_files, settings_for(tmp_path), endpoint)
+    served = {"model": "stub-model", "root": None, "system_fingerprint": "fp_one"}
+    assert summary["served_by"] == [served]
+    assert read_jsonl(prompt_files[0].out)[0]["provenance"]["served_by"] == served
+    stub.system_fingerprint = "fp_two"  # the backend changed between runs
+    changed = settings_for(tmp_path, max_new_tokens={"dialogue_base": 64, "itinerary_middle": 99})
+    assert run(api_spec(registry), prompt_files, changed, endpoint)["sent"] == 6
+    warning = next(r.getMessage() for r in caplog.records if r.levelname == "WARNING")
+    assert "system_fingerprint fp_two" in warning and "60 cached from earlier runs from model stub-model" in warning
 
 
 def test_a_damaged_cache_names_its_file_and_what_deleting_it_costs(stub, prompt_files, tmp_path, capsys):

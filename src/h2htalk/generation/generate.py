@@ -83,6 +83,7 @@ def _output_record(
             "prompt_hashes": prompt["hashes"],
             "generated_at": answer["generated_at"],
             "attempts": answer["attempts"],
+            "served_by": answer.get("served_by"),
         },
     }
     if "user_turns" in prompt:  # a conversation: what this turn answered, the model's own earlier answers included

@@ -7,7 +7,7 @@ get their answers from a ``ModelCalls`` session:
         answers = calls.answers(requests)      # request key -> cached record
 
 Every request is content-addressed: key = SHA-256 of (the model's identity as its engine states it: model id
-and revision, engine; sampling parameters, system prompt, the rest of the conversation).
+and revision, engine, an API's endpoint; sampling parameters, system prompt, the rest of the conversation).
 Answers, and content refusals (they would be refused again), are committed to the model's cache as they land,
 so a killed job, rerun, sends only what is missing; the engine starts only if something is missing, once per
 session. Other failures are never cached: a rerun sends them again.
@@ -87,7 +87,8 @@ class ResponseCache:
         self._store.close()
 
 
-def _result_record(result: ChatResult) -> dict[str, Any]:
+def _result_record(result: ChatResult, listed: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """What the cache keeps of one result; ``listed``: what the endpoint says it serves (its ``/models``)."""
     return {
         "response": result.response,
         "reasoning": result.reasoning,
@@ -98,7 +99,19 @@ def _result_record(result: ChatResult) -> dict[str, Any]:
         "latency_s": round(result.latency_s, 4),
         "attempts": result.attempts,
         "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "served_by": None if result.failure else served_by(result, listed),
     }
+
+
+def served_by(result: ChatResult, listed: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """What the endpoint says an answer came from: the model it names (and the weights behind that name, where
+    its ``/models`` says: vLLM's ``root``), and the backend configuration (``system_fingerprint``)."""
+    entry = listed.get(result.served_model or "", {})
+    return {"model": result.served_model, "root": entry.get("root"), "system_fingerprint": result.system_fingerprint}
+
+
+def _served_key(served: dict[str, Any]) -> str:
+    return ", ".join(f"{name} {value}" for name, value in served.items() if value is not None) or "an unnamed model"
 
 
 def prefix_order(request: ChatRequest) -> tuple[str, ...]:
@@ -110,7 +123,7 @@ def prefix_order(request: ChatRequest) -> tuple[str, ...]:
 async def _send(
     endpoint: Endpoint,
     requests: list[ChatRequest],
-    keep: Callable[[ChatResult], None],
+    keep: Callable[[ChatResult, dict[str, dict[str, Any]]], None],
     client: ClientSettings,
     label: str,
 ) -> None:
@@ -124,11 +137,13 @@ async def _send(
     )
     progress = Progress(label, len(requests))
 
-    def landed(result: ChatResult) -> None:
-        keep(result)
-        progress.advance()
-
     try:
+        listed = await chat.listed_models()
+
+        def landed(result: ChatResult) -> None:
+            keep(result, listed)
+            progress.advance()
+
         await chat.run(requests, landed)
     finally:
         await chat.close()
@@ -188,6 +203,7 @@ class ModelCalls:
         self._endpoint = engines.endpoint
         self._transient: dict[str, dict[str, Any]] = {}  # failures worth another try: never cached
         self.requests: set[str] = set()
+        self.served: dict[str, dict[str, Any]] = {}  # what the endpoint said the answers came from, over this session
         self.failed: dict[str, dict[str, Any]] = {}  # item id -> failure, over this session
         self.sent = 0
         self.seconds = 0.0
@@ -201,8 +217,8 @@ class ModelCalls:
         finally:
             self._cache.close()
 
-    def _keep(self, result: ChatResult) -> None:
-        record = _result_record(result)
+    def _keep(self, result: ChatResult, listed: dict[str, dict[str, Any]]) -> None:
+        record = _result_record(result, listed)
         if result.failure is not None and not result.failure.permanent:
             self._transient[result.key] = record
         else:  # answers, and refusals that would only be refused again (resent with retry_failed)
@@ -239,15 +255,33 @@ class ModelCalls:
             **self._cache.get_many(list(unique)),
             **{k: self._transient[k] for k in unique if k in self._transient},
         }
+        self._warn_if_the_server_changed(cached, records)
+        for record in records.values():
+            if record.get("served_by"):
+                self.served[_served_key(record["served_by"])] = record["served_by"]
         records = {key: final_answer(record, self.spec) for key, record in records.items()}
         self.failed.update({unique[k].item_id: r["failure"] for k, r in records.items() if r.get("failure")})
         return records
+
+    def _warn_if_the_server_changed(self, cached: dict[str, dict], records: dict[str, dict]) -> None:
+        """Answers of earlier runs and answers sent now that came, the endpoint says, from different models or
+        backends go into the same outputs: say so."""
+        before = {_served_key(r["served_by"]) for r in cached.values() if r.get("served_by")}
+        now = {_served_key(r["served_by"]) for k, r in records.items() if k not in cached and r.get("served_by")}
+        if before and now - before:
+            log.warning(
+                "model %s: the endpoint says the answers sent now came from %s, the %d cached from earlier runs"
+                " from %s; both go into this job's outputs (delete its cache to have every answer from the same"
+                " server, or pin its revision if it is the same model)",
+                self.spec["name"], "; ".join(sorted(now - before)), len(cached), "; ".join(sorted(before)),
+            )  # fmt: skip
 
     def summary(self) -> dict[str, Any]:
         """What this session did, with the versions and settings it ran with (a job's run.json)."""
         summary = run_summary(self.spec, len(self.requests), self.sent, self.seconds, {"client": vars(self.client)})
         kinds = Counter(failure["kind"] for failure in self.failed.values())
-        return {**summary, "failed": len(self.failed), "failures": dict(kinds)}
+        served = [self.served[key] for key in sorted(self.served)]
+        return {**summary, "failed": len(self.failed), "failures": dict(kinds), "served_by": served}
 
     def check_failures(self, max_rate: float) -> None:
         """Fail the job when more than ``max_rate`` of its items got no answer, naming the model, the count and

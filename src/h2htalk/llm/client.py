@@ -81,6 +81,8 @@ class ChatResult:
     attempts: int
     reasoning: str | None = None  # what a reasoning model thought, when the endpoint returns it apart
     failure: Failure | None = None
+    served_model: str | None = None  # the model the answer says it came from
+    system_fingerprint: str | None = None  # the backend configuration it came from, where the endpoint says
 
 
 _REFUSAL = ("content exists risk", "content_policy", "content policy", "content management policy", "safety system")
@@ -162,6 +164,15 @@ class ChatClient:
     async def close(self) -> None:
         await self._client.close()
 
+    async def listed_models(self) -> dict[str, dict[str, Any]]:
+        """What the endpoint says it serves (``/models``: id -> entry); empty when it does not say."""
+        try:
+            page = await self._client.models.list()
+        except (openai.APIError, ValueError) as exc:
+            log.info("%s/models: %s; what it serves is not recorded", self.base_url, classify(exc)[2])
+            return {}
+        return {entry.id: entry.model_dump() for entry in page.data}
+
     async def complete(self, request: ChatRequest) -> ChatResult:
         attempt = 0
         start = time.perf_counter()
@@ -190,6 +201,8 @@ class ChatClient:
                     latency_s=time.perf_counter() - start,
                     attempts=attempt + 1,
                     reasoning=reasoning if isinstance(reasoning, str) else None,
+                    served_model=completion.model,
+                    system_fingerprint=completion.system_fingerprint,
                 )
             except Exception as exc:
                 retry, retry_after, description = classify(exc)

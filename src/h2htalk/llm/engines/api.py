@@ -34,6 +34,14 @@ class Api(Engine):
         """
     )
 
+    def identity(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """Another host may serve other weights under the same name: the endpoint is part of the identity, unless
+        the entry pins a ``revision`` (the same model, wherever it is served)."""
+        identity = super().identity(spec)
+        if identity["revision"] is None:
+            identity["endpoint"] = base_url(spec)
+        return identity
+
     def model_id(self, spec: dict[str, Any]) -> str | None:
         return spec.get("hf_id") or spec["api"]["model"]
 
