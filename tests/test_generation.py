@@ -441,6 +441,16 @@ def test_what_the_server_says_it_serves_is_recorded_and_a_change_is_warned(
     assert "system_fingerprint fp_two" in warning and "60 cached from earlier runs from model stub-model" in warning
 
 
+def test_an_api_entry_without_a_key_talks_to_a_server_that_asks_for_none(stub, registry, prompt_files, tmp_path):
+    (tmp_path / "models.yaml").write_text(
+        yaml.safe_dump({"local-server": {"display_name": "Local server", "size_group": "local", "engine": "api",
+                                         "api": {"base_url": stub.base_url, "model": "stub-model"}}}),
+        encoding="utf-8",
+    )  # fmt: skip
+    spec = load_registry(tmp_path / "models.yaml")["local-server"]
+    assert run(spec, prompt_files, settings_for(tmp_path))["sent"] == 66
+
+
 def test_a_damaged_cache_names_its_file_and_what_deleting_it_costs(stub, prompt_files, tmp_path, capsys):
     command = generate_command(stub, results_tree(tmp_path, prompt_files), tmp_path)
     assert main(command) == 0

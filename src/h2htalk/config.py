@@ -7,7 +7,7 @@ import difflib
 import hashlib
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ import yaml
 
 from h2htalk.errors import ConfigError
 from h2htalk.io import write_text_atomic
-from h2htalk.llm.engines import engine_of, registry_schema
+from h2htalk.llm.engines import engine_of, missing_environment, registry_schema
 from h2htalk.subtasks import SUBTASK_KEYS, SUBTASKS
 
 SCHEMA_FILE = "config.schema.yaml"
@@ -118,6 +118,27 @@ def load_registry(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
 def runnable_problem(spec: dict[str, Any]) -> str | None:
     """Why a registry entry cannot be run as configured, or None."""
     return engine_of(spec).runnable_problem(spec)
+
+
+def models_in_use(config: dict[str, Any]) -> list[str]:
+    """The models a run of the validated ``config`` calls (registry names): the models under test, the judges,
+    and the reconstruction models when the instances are reconstructed."""
+    reconstruct = config["instances"]["reconstruct"]
+    names = [*config["models"], config["rubric_judge"]["model"], config["study_judge"]["model"]]
+    if config["instances"]["source"] == "reconstructed":
+        names += [reconstruct["generator"], *reconstruct["voters"]]
+    return list(dict.fromkeys(names))
+
+
+def check_environment(config: dict[str, Any], names: Iterable[str] | None = None) -> None:
+    """Fail, before anything starts, when the environment lacks what models need (an API key): every problem
+    at once. ``names``: the models to check (registry names; default: every model ``config`` uses)."""
+    registry = load_registry(config["model_registry"])
+    wanted = models_in_use(config) if names is None else names
+    problems = missing_environment(registry[name] for name in wanted)
+    if problems:
+        lines = "\n".join(f"  - {p}" for p in problems)
+        raise ConfigError(f"the environment lacks what the models in use need:\n{lines}")
 
 
 def _cross_checks(config: dict[str, Any], registry_names: bool) -> list[str]:

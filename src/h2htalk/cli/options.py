@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from h2htalk.config import (
+    check_environment,
     deep_update,
     load_registry,
     merge_layers,
@@ -119,7 +120,8 @@ def add_engine(parser: argparse.ArgumentParser) -> None:
 
 def engine_options(args: argparse.Namespace, config: dict[str, Any], models: list[str]) -> EngineOptions:
     """How this command reaches ``models`` (registry names): their model files in the results tree (engines that
-    need one), the server log, or a running server."""
+    need one), the server log, or a running server. Fails, before anything starts, when the environment lacks what
+    the models need (an API key)."""
     from h2htalk.llm.calls import EngineOptions
     from h2htalk.llm.engines import Endpoint
 
@@ -130,6 +132,8 @@ def engine_options(args: argparse.Namespace, config: dict[str, Any], models: lis
         if len(models) != 1:
             raise H2HTalkError("--base-url needs a command that uses one model")
         endpoint = Endpoint(args.base_url, args.served_model or models[0])
+    else:
+        check_environment(config, models)
     return EngineOptions(
         client=ClientSettings.from_config(config),
         seed=config["generation"]["decoding"]["seed"],

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from h2htalk.llm.engines.llamacpp import LlamaCpp
 from h2htalk.llm.engines.vllm import Vllm
 
 __all__ = [
-    "ENGINES", "Endpoint", "Engine", "EngineError", "LazyEndpoint", "ServeOptions", "engine_of",
+    "ENGINES", "Endpoint", "Engine", "EngineError", "LazyEndpoint", "ServeOptions", "engine_of", "missing_environment",
     "open_endpoint", "register", "registry_schema",
 ]  # fmt: skip
 
@@ -61,6 +61,11 @@ def registry_schema(base: dict[str, Any]) -> dict[str, Any]:
         branches.append({"if": {"properties": {"engine": {"const": name}}}, "then": block["then"]})
     entry["allOf"] = branches
     return schema
+
+
+def missing_environment(specs: Iterable[dict[str, Any]]) -> list[str]:
+    """What the environment lacks to run ``specs`` (registry entries), one line each."""
+    return sorted({problem for spec in specs if (problem := engine_of(spec).missing_environment(spec))})
 
 
 @contextlib.contextmanager

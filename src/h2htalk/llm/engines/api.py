@@ -1,4 +1,5 @@
-"""``api``: a remote OpenAI-compatible endpoint; its key comes from the environment variable the registry names."""
+"""``api``: a remote (or separately run) OpenAI-compatible endpoint; its key, when it asks for one, comes from
+the environment variable the registry names."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from h2htalk.llm.engines.base import Endpoint, Engine, EngineError, ServeOptions
+from h2htalk.llm.engines.base import NO_KEY, Endpoint, Engine, EngineError, ServeOptions
 
 
 class Api(Engine):
@@ -20,12 +21,12 @@ class Api(Engine):
           api:
             type: object
             additionalProperties: false
-            required: [base_url, model, api_key_env]
+            required: [base_url, model]
             properties:
               base_url: {type: string, pattern: "^https?://"}
               model: {type: string}
-              api_key_env: {description: Name of the environment variable holding the key (never the key).,
-                            type: string, pattern: "^[A-Z_][A-Z0-9_]*$"}
+              api_key_env: {description: "Name of the environment variable holding the key (never the key); none
+                              for a server that asks for no key.", type: string, pattern: "^[A-Z_][A-Z0-9_]*$"}
         then:
           required: [api]
           properties:
@@ -46,8 +47,8 @@ class Api(Engine):
         return spec.get("hf_id") or spec["api"]["model"]
 
     def missing_environment(self, spec: dict[str, Any]) -> str | None:
-        variable = spec["api"]["api_key_env"]
-        if not os.environ.get(variable):
+        variable = spec["api"].get("api_key_env")
+        if variable and not os.environ.get(variable):
             return f"environment variable {variable} (the API key of model {spec['name']}) is not set"
         return None
 
@@ -55,7 +56,8 @@ class Api(Engine):
     def endpoint(self, spec: dict[str, Any], options: ServeOptions) -> Iterator[Endpoint]:
         if problem := self.missing_environment(spec):
             raise EngineError(problem)
-        yield Endpoint(base_url(spec), spec["api"]["model"], os.environ[spec["api"]["api_key_env"]])
+        variable = spec["api"].get("api_key_env")
+        yield Endpoint(base_url(spec), spec["api"]["model"], os.environ[variable] if variable else NO_KEY)
 
 
 def base_url(spec: dict[str, Any]) -> str:
