@@ -63,6 +63,10 @@ localrules:
     calibration,
     figure,
     fig7,
+    results_json,
+    leaderboard,
+    every_eval_ever,
+    viewer,
 
 
 include: "workflow/rules/data.smk"
@@ -75,6 +79,7 @@ include: "workflow/rules/studies.smk"
 include: "workflow/rules/provenance.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/export.smk"
 
 
 rule all:
@@ -90,3 +95,6 @@ rule all:
         rules.fig7.output,
         calibration_targets(),
         instance_review_targets(),
+        rules.results_json.output,
+        rules.leaderboard.output,
+        rules.viewer.output,

@@ -12,6 +12,7 @@ the next run rebuild them, and everything missing under them, from the caches.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -90,17 +91,22 @@ def _changed_input(inputs: Iterable[dict[str, str]], gone: Any) -> str | None:
 
 
 def outputs_of(stale_path: str) -> list[Path]:
-    """The files to remove for one stale result: a table's or figure's every output (``prefix.*``, ``prefix_*``),
-    or the result itself."""
+    """The files to remove for one stale result: a table's or figure's every output (``prefix.*``, ``prefix_*``,
+    and the folder ``prefix/`` of a bundle such as the viewer), or the result itself."""
     path = Path(stale_path)
     if not path.name.endswith(".meta.json"):
         return [path]
     prefix = path.name.removesuffix(".meta.json")
-    return sorted(p for p in path.parent.iterdir() if p.name.startswith((f"{prefix}.", f"{prefix}_")))
+    return sorted(
+        p for p in path.parent.iterdir() if p.name.startswith((f"{prefix}.", f"{prefix}_")) or p.name == prefix
+    )
 
 
 def remove_stale(stale: dict[str, str]) -> list[Path]:
     removed = [output for path in stale for output in outputs_of(path)]
     for output in removed:
-        output.unlink(missing_ok=True)
+        if output.is_dir():
+            shutil.rmtree(output)
+        else:
+            output.unlink(missing_ok=True)
     return removed
