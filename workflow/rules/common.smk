@@ -53,7 +53,9 @@ class _Wildcards(dict):
 if workflow.is_main_process:
     _stale = stale_results(result_graph(config, LAYOUT), PAPER_FIGURES)
     if _stale:
-        _dry = any(arg in ("-n", "-np", "-pn", "--dry-run", "--dryrun") for arg in sys.argv)
+        _dry = any(
+            arg in ("-n", "-np", "-pn", "--dry-run", "--dryrun") for arg in sys.argv
+        )
         logger.warning(
             f"{len(_stale)} results were made from files that are gone or changed and "
             + ("would be rebuilt by a real run:" if _dry else "are rebuilt:")
@@ -218,6 +220,10 @@ def study_scenarios(wildcards):
 
 def table2_summaries(wildcards):
     return RUN.table2_summaries(LAYOUT)
+
+
+def table2_items(wildcards):
+    return list(RUN.table2_items(LAYOUT).values())
 
 
 def instance_review_targets():

@@ -29,6 +29,41 @@ rule table1:
         h2htalk("table1")
 
 
+# Which rows of Table 2 can be told apart: paired bootstrap comparisons on the items both rows answered, rank
+# intervals and the smallest detectable differences (h2htalk.tables.table2_pairs); Table 2 marks them.
+rule table2_pairs:
+    input:
+        provenance=path("provenance"),
+        scores=table2_items,
+        registry=config["model_registry"],
+    output:
+        meta=f"{PAPER_FIGURES}/table2_pairs.meta.json",
+        csv=report(
+            f"{PAPER_FIGURES}/table2_pairs.csv",
+            caption="../report/table2_pairs.rst",
+            category="Tables",
+        ),
+        ranks=f"{PAPER_FIGURES}/table2_ranks.csv",
+        figure=report(
+            f"{PAPER_FIGURES}/table2_ranks.png",
+            caption="../report/table2_pairs.rst",
+            category="Tables",
+        ),
+    log:
+        f"{LOGS}/tables/table2_pairs.log",
+    benchmark:
+        f"{BENCHMARKS}/table2_pairs.tsv"
+    conda:
+        "../../envs/figures.yaml"
+    resources:
+        mem_mb=4000,
+        runtime=20,
+    params:
+        settings=settings("table2-pairs"),
+    shell:
+        h2htalk("table2-pairs")
+
+
 rule table2:
     input:
         provenance=path("provenance"),
@@ -36,6 +71,8 @@ rule table2:
         registry=config["model_registry"],
         paper=config["paper"]["table2"],
         review=path("review_queue"),
+        pairs=rules.table2_pairs.output.csv,
+        ranks=rules.table2_pairs.output.ranks,
     output:
         meta=f"{PAPER_FIGURES}/table2.meta.json",
         csv=report(

@@ -1,12 +1,15 @@
-"""Table commands: table1, table2, table3 (the SAP ablation), calibration."""
+"""Table commands: table1, table2 and its paired comparisons, table3 (the SAP ablation), calibration."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from h2htalk.cli.options import add_bootstrap, add_command, add_results, add_table_output, load_config, write_meta
 from h2htalk.progress import summary
+
+PAIRS, RANKS = "paper_figures/table2_pairs.csv", "paper_figures/table2_ranks.csv"
 
 CELLS_READS = ("models", "baselines", "rubric_judge.baselines", "subtasks", "variants", "scoring.embedders")
 TABLE2_READS = (
@@ -23,6 +26,21 @@ def register(sub: Any) -> None:
     p = add_command(sub, "table2", cmd_table2, "Table 2, its heatmap, the paper comparison and audit", TABLE2_READS)
     add_results(p)
     add_table_output(p, "paper_figures/table2")
+    p.add_argument("--pairs", type=Path, default=Path(PAIRS), help=f"the paired comparisons to mark ({PAIRS})")
+    p.add_argument("--ranks", type=Path, default=Path(RANKS), help=f"the rank intervals to show ({RANKS})")
+
+    p = add_command(
+        sub, "table2-pairs", cmd_table2_pairs,
+        "Table 2's paired comparisons, rank intervals and detectable differences, and the rank figure",
+        reads=(*TABLE2_READS, "scoring.bootstrap"),
+    )  # fmt: skip
+    add_results(p)
+    add_bootstrap(p)
+    add_table_output(p, PAIRS.removesuffix(".csv"))
+    p.add_argument(
+        "--ranks-out", type=Path, default=Path(RANKS.removesuffix(".csv")),
+        help=f"the rank intervals' path without extension (.csv and the figure's .png; {RANKS.removesuffix('.csv')})",
+    )  # fmt: skip
 
     p = add_command(
         sub, "table3", cmd_table3, "Table 3: the SAP ablation with paired bootstrap CIs and the paper's rows",
@@ -53,14 +71,34 @@ def cmd_table1(args: argparse.Namespace) -> int:
 def cmd_table2(args: argparse.Namespace) -> int:
     from h2htalk.cells import RunCells
     from h2htalk.tables.table2_files import write_table2
+    from h2htalk.tables.table2_significance import Significance
 
     config = load_config(args)
     summaries = RunCells(config).table2_summaries(args.results)
     registry, paper = config["model_registry"], config["paper"]["table2"]
     weights = config["tables"]["overall_weights"]
-    write_table2(summaries, registry, paper, args.out, weights, notes=shared_roles(config))
-    write_meta(args, [*summaries, registry, paper])
+    significance = Significance.read(args.pairs, args.ranks)
+    write_table2(summaries, registry, paper, args.out, weights, notes=shared_roles(config), significance=significance)
+    write_meta(args, [*summaries, registry, paper, args.pairs, args.ranks])
     summary(f"wrote {args.out}.csv, .md, .tex, _heatmap.png, _vs_paper.csv, _paper_audit.csv")
+    return 0
+
+
+def cmd_table2_pairs(args: argparse.Namespace) -> int:
+    from h2htalk.cells import RunCells
+    from h2htalk.config import load_registry
+    from h2htalk.settings import BootstrapSettings
+    from h2htalk.tables.table2_pairs import compare_rows
+    from h2htalk.tables.table2_pairs_files import read_row_items, write_comparisons
+
+    config = load_config(args)
+    registry = load_registry(config["model_registry"])
+    rows, items = read_row_items(RunCells(config), args.results, registry)
+    comparisons = compare_rows(rows, config["tables"]["overall_weights"], BootstrapSettings.from_config(config))
+    write_comparisons(comparisons, args.out, args.ranks_out)
+    write_meta(args, [*items, config["model_registry"]])
+    told = sum(bool(r["separable"]) for r in comparisons.pairs)
+    summary(f"{len(comparisons.pairs)} comparisons ({told} separable) -> {args.out}.csv; {args.ranks_out}.csv, .png")
     return 0
 
 

@@ -25,6 +25,7 @@ from h2htalk.tables.table2 import (
     table2_frame,
     table2_marks,
 )
+from h2htalk.tables.table2_significance import Significance
 from h2htalk.tabular import records_frame, write_csv, write_table
 
 COMPARISON_COLUMNS = ("model", "embedder", "variant", "column", "ours", "paper", "difference")
@@ -84,15 +85,20 @@ def write_table2(
     weights: dict[str, float],
     compare_variant: str = WITH_SAP,
     notes: Iterable[str] = (),
+    significance: Significance | None = None,
 ) -> list[Row]:
     """Table 2 and its companions; Overall weighted by ``weights`` (tables.overall_weights); ``notes`` go
-    under the table with the standing ones."""
+    under the table with the standing ones; ``significance`` (the paired comparisons) adds its marks, the rank
+    intervals and its notes."""
     prefix = Path(out_prefix)
     registry = load_registry(registry_path)
     rows = build_rows([read_json(p) for p in summary_paths], registry, weights)
     write_csv(ci_frame(rows), prefix.with_suffix(".csv"), float_format="{:.4f}")
     frame = table2_frame(rows)
     notes = [*NOTES, *notes, *signature_notes(summary_paths)]
+    if significance is not None:
+        frame = significance.annotate(frame, rows)
+        notes += significance.notes(rows)
     write_table(frame, prefix, caption=CAPTION, label=LABEL, notes=notes, marks=table2_marks(rows), csv=False)
     heatmap(rows, prefix.with_name(prefix.name + "_heatmap.png"))
 
