@@ -82,39 +82,49 @@ class Significance:
             f"{DAGGER} after a model: its Overall is not separable from its size group's best (paired bootstrap on"
             f" the items both rows answered, Holm-adjusted p >= {alpha:.2g} over every pair and column of the group;"
             f" table2_pairs.csv). {RANK_COLUMN}: the row's rank by Overall within its size group and variant, with"
-            f" the central {confidence:.0%} of its ranks over the bootstrap resamples (table2_ranks.csv, .png).",
+            f" the central {confidence:.0%} of its ranks over the bootstrap resamples (each row on its own, not"
+            " corrected for the group's comparisons as the dagger is; table2_ranks.csv, .png).",
         ]
         ties = self.tie_note(rows)
         return [*notes, *([ties] if ties else []), self.power_note()]
 
     def tie_note(self, rows: Sequence[Row]) -> str | None:
-        """Which of the top-three marks of each group and column are ties (the rows not separable)."""
-        found: dict[tuple[str, str, str], list[str]] = {}
+        """Which of the top-three marks of each group and column are ties (rows not separable), columns with the
+        same ties named together."""
+        found: dict[tuple[str, str, str], dict[str, list[str]]] = {}
+        marked_columns: dict[tuple[str, str, str], int] = {}
         compared = False
         for column in column_order():
             marked: dict[tuple[str, str, str], dict[int, Row]] = {}
             for index, rank in top_three(rows, column).items():
                 row = rows[index]
                 marked.setdefault((row.embedder, row.variant, row.size_group), {})[rank] = row
-            for (embedder, variant, group), ranked in marked.items():
+            for block, ranked in marked.items():
                 tied = []
                 for (r1, a), (r2, b) in combinations(sorted(ranked.items()), 2):
-                    verdict = self.separable(embedder, variant, a.model, b.model, column)
+                    verdict = self.separable(block[0], block[1], a.model, b.model, column)
                     compared |= verdict is not None
                     if verdict is False:
                         tied.append((r1, r2))
+                marked_columns[block] = marked_columns.get(block, 0) + (len(ranked) > 1)
                 if tied:
                     text = "=".join(ORDINALS[r] for r in (1, 2, 3)) if len(tied) == 3 else _pairs_text(tied)
-                    found.setdefault((embedder, variant, group), []).append(f"{column} {text}")
+                    found.setdefault(block, {}).setdefault(text, []).append(column)
         if not compared:
             return None
         if not found:
             return "No top-three mark is a tie: every marked row is separable from the others marked in its column."
         several = len({row.embedder for row in rows}) > 1
-        parts = [
-            f"{GROUP_TITLES.get(group, group)}, {variant}{f', {embedder}' if several else ''}: " + "; ".join(columns)
-            for (embedder, variant, group), columns in found.items()
-        ]
+        parts = []
+        for (embedder, variant, group), ties in found.items():
+            every = marked_columns[(embedder, variant, group)]
+            shown = [
+                f"{text} on {'every column' if len(columns) == every else ', '.join(columns)}"
+                for text, columns in ties.items()
+            ]
+            parts.append(
+                f"{GROUP_TITLES.get(group, group)}, {variant}{f', {embedder}' if several else ''}: " + "; ".join(shown)
+            )
         return "Top-three marks that are ties (not separable, as for the dagger): " + " | ".join(parts) + "."
 
     def power_note(self) -> str:
