@@ -136,6 +136,9 @@ def test_families_baselines_and_the_sap_pairs():
     assert {r["family_size"] for r in within} == {3 * 15}  # every pair and column of one group
     assert len(sap) == 3 * 15 and {r["family_size"] for r in sap} == {3 * 15} and sap[0]["variant"] == "sap - nosap"
     assert all(r["difference"] == 0 and r["p"] == 1 for r in sap)  # the same answers in both variants
+    # paired differences that do not vary say nothing of power: the MDD falls back on the rows' own SDs
+    assert all(r["mdd_basis"] == "unpaired" and r["mdd"] > 0 for r in sap)
+    assert {r["mdd_basis"] for r in within} == {"paired"}
     assert "baseline-oracle" not in {r["model_a"] for r in comparisons.pairs} | {
         r["model_b"] for r in comparisons.pairs
     }

@@ -56,7 +56,7 @@ rule table2_pairs:
     conda:
         "../../envs/figures.yaml"
     resources:
-        mem_mb=4000,
+        mem_mb=2000,
         runtime=20,
     params:
         settings=settings("table2-pairs"),

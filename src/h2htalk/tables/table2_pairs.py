@@ -39,7 +39,7 @@ BASELINE_GROUP = "baseline"
 WITHIN_GROUP, SAP_EFFECT = "within group", "SAP vs no-SAP"
 PAIR_COLUMNS = (
     "comparison", "embedder", "size_group", "variant", "pair", "model_a", "variant_a", "model_b", "variant_b",
-    "column", "measure", "value_a", "value_b", "difference", "ci_low", "ci_high", "n", "sd", "mdd", "p",
+    "column", "measure", "value_a", "value_b", "difference", "ci_low", "ci_high", "n", "sd", "mdd", "mdd_basis", "p",
     "family_size", "p_holm", "separable", "confidence",
 )  # fmt: skip
 RANK_COLUMNS = (
@@ -121,6 +121,7 @@ def _compare_embedder(rows: list[RowItems], weights: Mapping[str, float], bootst
     index = np.array([(p.a, p.b) for p in pairs], dtype=np.intp).reshape(-1, 2)
     means: dict[str, Estimates] = {}
     differences: dict[str, Estimates] = {}
+    detectable: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # per task: the SE each pair's MDD is from, fallen back
     for task in tasks:
         # one stream per subtask (its place in the paper's order): a subtask's resamples do not depend on which
         # other subtasks a run has; drawn once for every row and pair, and let go before the next subtask's
@@ -128,8 +129,9 @@ def _compare_embedder(rows: list[RowItems], weights: Mapping[str, float], bootst
         means[task] = row_means(values[task], resamples)
         unlike = np.array([rows[p.a].measures.get(task) != rows[p.b].measures.get(task) for p in pairs], bool)
         differences[task] = pair_differences(values[task], index, resamples).without(unlike)  # never S against J
+        detectable[task] = _detectable(differences[task], means[task], index)
     row_columns = {c.name: combine([means[t] for t in c.tasks], c.coefficients) for c in columns}
-    pair_records = _pair_records(rows, pairs, columns, differences, row_columns, bootstrap.confidence)
+    pair_records = _pair_records(rows, pairs, columns, differences, detectable, row_columns, bootstrap.confidence)
     rank_records = _rank_records(rows, groups, row_columns, pair_records, bootstrap.confidence)
     return Comparisons(pair_records, rank_records)
 
@@ -175,11 +177,21 @@ def _pairs(rows: list[RowItems], groups: dict[tuple[str, str], list[int]]) -> li
     return pairs
 
 
+def _detectable(differences: Estimates, means: Estimates, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The standard error each pair's MDD is quoted from: its paired differences', or where those do not vary
+    (two rows that answered alike) or rest on fewer than two items, the two rows' own, sqrt(se_a^2 + se_b^2)
+    (each cell's SD x sqrt(2) / sqrt(n) for equal SDs); and which pairs fell back on the rows' own."""
+    own = np.sqrt(means.standard_error[index[:, 0]] ** 2 + means.standard_error[index[:, 1]] ** 2)
+    fell_back = ~(differences.standard_error > 0) & ~np.isnan(differences.observed)
+    return np.where(fell_back, own, differences.standard_error), fell_back
+
+
 def _pair_records(
     rows: list[RowItems],
     pairs: list[Pair],
     columns: list[Column],
     differences: dict[str, Estimates],
+    detectable: dict[str, tuple[np.ndarray, np.ndarray]],
     row_columns: dict[str, Estimates],
     confidence: float,
 ) -> list[dict[str, Any]]:
@@ -188,9 +200,12 @@ def _pair_records(
     adjusted, family_size = _holm_by_family(pairs, np.array([test.p for test in tests]).reshape(len(columns), -1))
     records = []
     for c, (column, estimate, test) in enumerate(zip(columns, estimates, tests, strict=True)):
-        mdd = minimum_detectable_difference(estimate.standard_error, confidence)
+        terms = list(zip(column.coefficients, (detectable[t] for t in column.tasks), strict=True))
+        mdd = minimum_detectable_difference(np.sqrt(sum(c**2 * se**2 for c, (se, _) in terms)), confidence)
         own = row_columns[column.name].observed
         single = len(column.tasks) == 1
+        fell_back = np.array([back for _, (_, back) in terms])
+        basis = np.where(fell_back.all(axis=0), "unpaired", np.where(fell_back.any(axis=0), "mixed", "paired"))
         for k, pair in enumerate(pairs):
             if np.isnan(estimate.observed[k]):
                 continue  # no item both rows answered, or S against J
@@ -216,6 +231,7 @@ def _pair_records(
                     "n": int(estimate.n[k]),
                     "sd": _number(estimate.standard_error[k] * np.sqrt(estimate.n[k])) if single else None,
                     "mdd": _number(mdd[k]),
+                    "mdd_basis": str(basis[k]),
                     "p": _number(test.p[k]),
                     "family_size": int(family_size[c, k]),
                     "p_holm": _number(adjusted[c, k]),

@@ -94,8 +94,8 @@ def rank_figure(ranks: Sequence[Mapping[str, Any]], path: Path) -> None:
         axes[0, 0].text(0.5, 0.5, "no ranked rows", ha="center", va="center")
         axes[0, 0].set_axis_off()
     confidence = next((r["confidence"] for r in ranks), None)
-    share = f"central {confidence:.0%} of" if confidence else ""
-    axes[-1, 0].set_xlabel(f"rank by Overall within the group (point: observed; line: {share} bootstrap ranks)")
+    share = f"the central {confidence:.0%} of its" if confidence else "its"
+    axes[-1, 0].set_xlabel(f"rank by Overall within the group\n(point: the row's rank; line: {share} bootstrap ranks)")
     fig.tight_layout()
     write_png_atomic(fig, path, dpi=130)
     plt.close(fig)

@@ -141,7 +141,10 @@ class Significance:
             kinds = " and ".join(
                 kind for kind in (WITHIN_GROUP, SAP_EFFECT) if any(r["comparison"] == kind for r in compared)
             )
-            source = f"medians over the {pairs} pairs compared ({kinds}); each comparison's in table2_pairs.csv, mdd"
+            source = (
+                f"medians over the {pairs} pair{'s' if pairs != 1 else ''} compared ({kinds});"
+                " each comparison's in table2_pairs.csv, mdd"
+            )
             verdict = (
                 "at this run's n no two rows can be told apart on any column"
                 if told == 0
