@@ -9,6 +9,7 @@ import os
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import combinations
 
 import pandas as pd
@@ -47,17 +48,23 @@ class Significance:
         levels = {float(r["confidence"]) for r in [*self.pairs, *self.ranks] if r.get("confidence")}
         return levels.pop() if len(levels) == 1 else None
 
-    def _rank(self, key: Key) -> dict[str, str] | None:
-        return next((r for r in self.ranks if (r["embedder"], r["model"], r["variant"]) == key), None)
+    @cached_property
+    def _ranks_by_row(self) -> dict[Key, dict[str, str]]:
+        return {(r["embedder"], r["model"], r["variant"]): r for r in self.ranks}
+
+    @cached_property
+    def _within_group(self) -> dict[tuple[str, str, str, frozenset[str]], str]:
+        """(embedder, variant, column, the two models) -> "yes", "no" or "" (not tested)."""
+        return {
+            (r["embedder"], r["variant"], r["column"], frozenset((r["model_a"], r["model_b"]))): r["separable"]
+            for r in self.pairs
+            if r["comparison"] == WITHIN_GROUP
+        }
 
     def separable(self, embedder: str, variant: str, better: str, worse: str, column: str) -> bool | None:
         """Whether two rows of one group are told apart on ``column`` (None: not compared)."""
-        for r in self.pairs:
-            if (r["comparison"], r["embedder"], r["variant"], r["column"]) != (WITHIN_GROUP, embedder, variant, column):
-                continue
-            if {r["model_a"], r["model_b"]} == {better, worse} and r["separable"]:
-                return r["separable"] == "yes"
-        return None
+        verdict = self._within_group.get((embedder, variant, column, frozenset((better, worse))))
+        return (verdict == "yes") if verdict else None
 
     def annotate(self, frame: pd.DataFrame, rows: Sequence[Row]) -> pd.DataFrame:
         """``frame`` (``table2_frame(rows)``) with a dagger after each model not separable from its group's best
@@ -65,7 +72,7 @@ class Significance:
         out = frame.copy()
         ranks = []
         for index, row in enumerate(rows):
-            record = self._rank((row.embedder, row.model, row.variant))
+            record = self._ranks_by_row.get((row.embedder, row.model, row.variant))
             if record and record.get("separable_from_best") == "no":
                 out.loc[index, "model"] = f"{out.loc[index, 'model']} {DAGGER}"
             shown = record and record.get("rank")
