@@ -236,7 +236,7 @@ def test_laptop_default_end_to_end(checkout, synthetic_release):
     # one model under test: no size group to compare within, its SAP row against its no-SAP row; no baseline
     assert pairs and {(r["comparison"], r["model_a"], r["model_b"]) for r in pairs} == {("SAP vs no-SAP", local, local)}
     assert "Power (80 % power" in (figures / "table2.md").read_text(encoding="utf-8")
-    assert (figures / "table2_ranks.png").stat().st_size > 5_000
+    assert (figures / "table2_ranks.png").stat().st_size > 0  # no rank where a judged cell has no J at all
     assert (checkout / "results" / "review" / "queue.csv").exists()
     run = json.loads(
         (checkout / "results" / "generations" / "qwen2.5-coder-0.5b-instruct-q4km" / "run.json").read_text()
