@@ -331,3 +331,17 @@ def test_the_commands_compare_a_runs_item_files_and_table2_marks_them(tmp_path):
     assert RANK_COLUMN in markdown and "Power (80 % power" in markdown
     meta = json.loads((figures / "table2.meta.json").read_text(encoding="utf-8"))
     assert {pairs_in, ranks_in} <= {entry["path"] for entry in meta["inputs"]}
+
+
+def test_a_judged_cell_without_any_j_leaves_its_columns_uncompared(tmp_path):
+    """The small local judge can miss every item of a subtask: that subtask, its Avg and Overall are not compared
+    and the row gets no rank; everything else is."""
+    rows = synthetic_rows(9, rows=2, n=5)
+    empty = {**rows[1].values, "itinerary_basic": {}}
+    rows[1] = RowItems("usem3", "m1", "Model 1", "open-1-8b", "sap", empty, MEASURES)
+    significance = _significance(tmp_path, rows)
+    columns = {r["column"] for r in significance.pairs}
+    assert "itinerary_basic" not in columns and "itinerary_avg" not in columns and "overall" not in columns
+    assert "dialogue_base" in columns and "recollection_avg" in columns
+    assert [r["rank"] for r in significance.ranks] == ["1", ""]  # ranked among the rows that have an Overall
+    assert "on Overall" not in significance.power_note() and "on a subtask" in significance.power_note()
