@@ -237,7 +237,7 @@ def _significance(tmp_path, rows: list[RowItems], resamples: int = 500) -> Signi
 
 def _registered(rows: list[RowItems]) -> tuple[list[RowItems], dict]:
     """The rows under registry names (qwen2-*), so Table 2 groups them as it groups the models."""
-    names = ["qwen2-1.5b-instruct", "qwen2-7b-instruct", "chatglm3-6b"]
+    names = ["qwen2-1.5b-instruct", "qwen2-7b-instruct", "chatglm3-6b", "internlm-2.5-7b-chat"]
     renamed = [
         RowItems(r.embedder, names[i], names[i], r.size_group, r.variant, r.values, r.measures)
         for i, r in enumerate(rows)
@@ -247,29 +247,30 @@ def _registered(rows: list[RowItems]) -> tuple[list[RowItems], dict]:
 
 
 def test_table2_marks_rows_not_separable_from_the_best_and_names_the_tied_top_three(tmp_path):
-    shifts = {0: dict.fromkeys(RELEASED, 30.0), 1: dict.fromkeys(RELEASED, 0.3)}  # 0 far ahead; 1 and 2 tied
-    rows, registry = _registered(synthetic_rows(4, rows=3, n=30, shifts=shifts))
+    """Four rows (Table 2 marks the top three of groups of at least four): one far ahead, three close."""
+    shifts = {0: dict.fromkeys(RELEASED, 30.0), 1: dict.fromkeys(RELEASED, 0.3)}
+    rows, registry = _registered(synthetic_rows(4, rows=4, n=30, shifts=shifts))
     significance = _significance(tmp_path, rows)
-    table_rows = build_rows(_summaries(rows), registry, RELEASED)
+    table_rows = build_rows(_summaries(rows), registry, RELEASED, "J")
     frame = significance.annotate(table2_frame(table_rows), table_rows)
     marked = dict(zip(frame["model"], frame[RANK_COLUMN], strict=True))
     assert marked["qwen2-1.5b-instruct"] == "1 (1-1)"  # the best: no dagger
     tied = {name for name in marked if name.endswith(DAGGER)}
-    assert tied == set()  # 30 points ahead of both: each is separable from the best
-    assert list(frame.columns).index(RANK_COLUMN) == list(frame.columns).index("overall") + 1
+    assert tied == set()  # 30 points ahead of the others: each is separable from the best
+    assert list(frame.columns).index(RANK_COLUMN) == list(frame.columns).index("Overall") + 1
     notes = significance.notes(table_rows)
     ties = next(note for note in notes if note.startswith("Top-three marks that are ties"))
-    assert ties.endswith("(1-8B), sap: 2nd=3rd on every column.")
+    assert ties.endswith("(1-8B), w/ SAP: 2nd=3rd on every column.")
     power = notes[-1]
     assert power.startswith("Power (80 % power, two-sided 95%, before Holm)") and "on Overall" in power
     assert "comparisons are separable after Holm" in power
 
     close = {0: dict.fromkeys(RELEASED, 0.2)}
-    rows, registry = _registered(synthetic_rows(4, rows=3, n=3, shifts=close))  # the demo's 3 items a subtask
+    rows, registry = _registered(synthetic_rows(4, rows=4, n=3, shifts=close))  # the demo's 3 items a subtask
     significance = _significance(tmp_path, rows)
-    table_rows = build_rows(_summaries(rows), registry, RELEASED)
+    table_rows = build_rows(_summaries(rows), registry, RELEASED, "J")
     frame = significance.annotate(table2_frame(table_rows), table_rows)
-    assert sum(name.endswith(DAGGER) for name in frame["model"]) == 2  # neither is told apart from the best
+    assert sum(name.endswith(DAGGER) for name in frame["model"]) == 3  # none is told apart from the best
     notes = significance.notes(table_rows)
     assert "at this run's n no two rows can be told apart on any column" in notes[-1]
     assert any("1st=2nd=3rd on every column" in note for note in notes)
@@ -287,12 +288,14 @@ def test_one_row_a_group_has_no_pairs_and_the_power_line_says_so(tmp_path):
 
 
 def test_the_commands_compare_a_runs_item_files_and_table2_marks_them(tmp_path):
-    """table2-pairs reads the run's score and J items (J where judged) and records them; table2 reads its CSVs."""
+    """table2-pairs reads the run's score and J items (where judged, the reading tables.judged_cell names) and
+    records them; table2 reads its CSVs."""
     overlay = {
         "models": ["qwen2-1.5b-instruct", "qwen2-7b-instruct"],
         "baselines": [],
         "model_registry": str(REPO_ROOT / "config" / "models.yaml"),
         "paper": {"table2": str(REPO_ROOT / "config" / "paper" / "table2.csv")},
+        "tables": {"judged_cell": "judge"},
     }
     config_file = tmp_path / "config.json"
     write_text_atomic(config_file, json.dumps(overlay))
@@ -301,12 +304,16 @@ def test_the_commands_compare_a_runs_item_files_and_table2_marks_them(tmp_path):
     rows = {(r.model, r.variant): r for r in synthetic_rows(8, rows=2, n=10)}
     for cell, path in run.table2_items(results).items():
         row = rows[("m0" if cell.model == "qwen2-1.5b-instruct" else "m1", "sap")]
-        field = "J100" if run.is_judged(cell) else "S"
-        items = [{"id": i, field: v + (5 if cell.variant == "nosap" else 0)} for i, v in row.values[cell.task].items()]
+        shifted = {i: v + (5 if cell.variant == "nosap" else 0) for i, v in row.values[cell.task].items()}
+        values = list(shifted.values())
+        # a judged item carries every reading of its cell: J, S and the judge's own (here 20 points above S)
+        items = [{"id": i, "S": v, "J100": v, "judge_score": v / 20 + 1} for i, v in shifted.items()]
         write_text_atomic(path, "".join(json.dumps(item) + "\n" for item in items))
+        mean = {"n": 10, "missing": 0, "value": float(np.mean(values)), "value_ci_low": None, "value_ci_high": None}
         summary = {"model": cell.model, "variant": cell.variant, "subtask": cell.task, "embedder": cell.embedder,
-                   "measure": field[0], "n": 10, "value": float(np.mean([i[field] for i in items])),
-                   "value_ci_low": None, "value_ci_high": None}  # fmt: skip
+                   "measure": "S", **mean}  # fmt: skip
+        if run.is_judged(cell):
+            summary |= {"measure": "J", "readings": dict.fromkeys(("J", "S", "judge"), mean), "gate": {"alpha": 0.6}}
         write_json_atomic((results.j_summary if run.is_judged(cell) else results.score_summary)(cell), summary)
     figures = tmp_path / "figures"
     common = ["--config", str(config_file), "--results", str(results.root)]
@@ -319,8 +326,10 @@ def test_the_commands_compare_a_runs_item_files_and_table2_marks_them(tmp_path):
         pairs = list(csv.DictReader(handle))
     sap = [r for r in pairs if r["comparison"] == SAP_EFFECT]
     assert len(sap) == 2 * 15 and all(float(r["difference"]) == pytest.approx(-5.0) for r in sap)
-    judged = next(r for r in pairs if r["column"] == "itinerary_basic")
-    assert judged["measure"] == "J" and judged["n"] == "10"
+    judged = next(r for r in pairs if r["column"] == "itinerary_basic" and r["comparison"] == SAP_EFFECT)
+    assert judged["measure"] == "judge" and judged["n"] == "10"
+    source = rows[("m0" if judged["model_a"] == "qwen2-1.5b-instruct" else "m1", "sap")].values["itinerary_basic"]
+    assert float(judged["value_a"]) == pytest.approx(np.mean(list(source.values())) + 20, abs=1e-3)
     meta = json.loads((figures / "table2_pairs.meta.json").read_text(encoding="utf-8"))
     recorded = {entry["path"] for entry in meta["inputs"]}
     assert set(run.table2_items(results).values()) <= recorded

@@ -110,6 +110,19 @@ def test_misspelled_config_key_fails_before_any_job(checkout):
     assert not (checkout / "results").exists(), "no job may start with an invalid config"
 
 
+def test_an_api_key_missing_fails_before_any_job_but_not_a_dry_run_or_a_job_without_the_model(checkout, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    configfiles = overlay(checkout, "api", {"models": ["gpt-4o-mini"]})
+    assert snakemake(checkout, "-n", "generations", *configfiles).returncode == 0  # a dry run needs no key
+    instances = snakemake(checkout, "results/instances/dialogue_base.jsonl", *configfiles)
+    assert instances.returncode == 0, instances.stderr  # a job that calls no model runs without it
+    result = snakemake(checkout, "generations", *configfiles)
+    assert result.returncode != 0
+    out = result.stdout + result.stderr
+    assert "environment variable OPENAI_API_KEY (the API key of model gpt-4o-mini) is not set" in out, out[-3000:]
+    assert not (checkout / "results" / "data").exists(), "no job may start: fetch is the first"
+
+
 @pytest.mark.slow
 def test_table1_from_the_released_files(checkout, released_data):
     result = snakemake(checkout, "table1", "--config", f"upstream_dir={released_data}")
@@ -250,6 +263,19 @@ def test_laptop_default_end_to_end(checkout, synthetic_release):
     assert run["sent"] == run["requests"] == 66 + study_requests  # one job: the benchmark and both studies
     again = snakemake(checkout, *configfiles)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+    # a failed job's outputs are removed and a killed job leaves none: the rerun rebuilds what is missing (from
+    # the caches) and everything made from it, instead of "nothing to be done" beside tables that look current
+    table2 = (checkout / "paper_figures" / "table2.csv").read_bytes()
+    summary = scores / local / "sap" / "dialogue_base.summary.json"
+    answers = sorted((checkout / "results" / "generations" / local / "nosap").glob("*.jsonl"))
+    for path in [summary, *answers]:
+        path.unlink()
+    repaired = snakemake(checkout, *configfiles)
+    assert repaired.returncode == 0, repaired.stdout[-3000:] + repaired.stderr[-3000:]
+    assert "are rebuilt" in repaired.stdout + repaired.stderr
+    assert summary.exists() and all(path.exists() for path in answers)
+    rerun = json.loads((checkout / "results" / "generations" / local / "run.json").read_text())
+    assert rerun["sent"] == 0 and (checkout / "paper_figures" / "table2.csv").read_bytes() == table2
     report = snakemake(checkout, *configfiles, "--report", "report.zip")
     assert report.returncode == 0, report.stderr[-3000:]
     names = zipfile.ZipFile(checkout / "report.zip").namelist()

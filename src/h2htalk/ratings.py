@@ -1,8 +1,11 @@
-"""What people fill in (review scores, safety ratings, decisions on instances), read by one strict importer.
+"""What people fill in (review scores, safety ratings, decisions on instances, instruction-following verdicts), read
+by one strict importer.
 
-Every file is read whole and checked before anything is used: a missing column, an unknown item, a value that
+People rate at the review desk (``h2htalk.review``), whose store keeps every rating in an append-only log, or in
+CSV files. Every file is read whole and checked before anything is used: a missing column, an unknown item, a value that
 cannot be read, or one rater rating one item twice is an error naming the file, the row and the problem, and
-nothing of any file is imported then. Values are read the same way everywhere: full-width digits, letters and
+nothing of any file is imported then. A store's ratings pass the same checks beside the files. Values are read the
+same way everywhere: full-width digits, letters and
 spaces as their ASCII forms (NFKC), and yes/no in English or Chinese, or as a tick.
 """
 
@@ -18,6 +21,7 @@ from typing import Any
 
 from h2htalk.errors import DataError
 from h2htalk.io import sha256_file
+from h2htalk.studies.judges import VIOLATIONS
 
 YES = ("yes", "y", "true", "1", "是", "对", "有", "x", "✓", "✔")
 NO = ("no", "n", "false", "0", "否", "不是", "没有", "无")
@@ -96,7 +100,11 @@ REVIEW_SCORES = Sheet(
 SAFETY_RATINGS = Sheet(
     "safety ratings",
     ("model", "variant", "id"),
-    (Field("safety_score", score_in(1, 5)), Field("violation", yes_no)),
+    (
+        Field("safety_score", score_in(1, 5)),
+        Field("violation", yes_no),
+        Field("violation_category", one_of("none", *VIOLATIONS), required=False),
+    ),
     "rater",
 )
 INSTANCE_DECISIONS = Sheet(
@@ -105,6 +113,12 @@ INSTANCE_DECISIONS = Sheet(
     (Field("decision", one_of("keep", "drop")), Field("fields", json_object, required=False)),
     "reviewer",
 )
+NEED_VERDICTS = Sheet(
+    "instruction-following verdicts",
+    ("model", "variant", "id"),
+    (Field("recognized", yes_no), Field("met", yes_no)),
+    "rater",
+)
 
 
 @dataclass(frozen=True)
@@ -112,37 +126,57 @@ class Rating:
     item: tuple[str, ...]
     values: dict[str, Any]  # the filled-in value columns
     rater: str
-    file: str
-    row: int  # line of the CSV file (the header is line 1)
+    file: str  # the CSV file, or the review desk's store
+    row: int  # line of the CSV file (the header is line 1), or row of the store's log
     sha256: str  # of the file it came from
+    unit: str = "line"  # what ``row`` counts: "line" of a CSV file, "log_row" of a store
 
     def source(self) -> dict[str, Any]:
-        return {"rater": self.rater, "file": self.file, "line": self.row, "sha256": self.sha256}
+        return {"rater": self.rater, "file": self.file, self.unit: self.row, "sha256": self.sha256}
+
+    def where(self) -> str:
+        return f"{self.file}: {self.unit.replace('_', ' ')} {self.row}"
 
 
 ItemCheck = Callable[[tuple[str, ...]], str | None]  # why an item is not one the caller knows, or None
 
 
-def read_ratings(paths: Iterable[str | os.PathLike[str]], sheet: Sheet, check_item: ItemCheck) -> list[Rating]:
-    """Every rated row of every file, or an error listing each problem with its file and row."""
+def read_ratings(
+    paths: Iterable[str | os.PathLike[str]],
+    sheet: Sheet,
+    check_item: ItemCheck,
+    store: str | os.PathLike[str] | None = None,
+) -> list[Rating]:
+    """Every rated row of every file, and every rating of the sheet in the review desk's ``store`` (when given and
+    there), or an error listing each problem with its file and row."""
+    from h2htalk.review.store import store_ratings
+
     ratings: list[Rating] = []
     problems: list[str] = []
     for path in paths:
         ratings += _read_file(str(path), sheet, check_item, problems)
+    if store is not None and os.path.exists(store):
+        for rating in store_ratings(store, sheet):
+            if (problem := check_item(rating.item)) is not None:
+                problems.append(f"{rating.where()}: {problem}")
+            else:
+                ratings.append(rating)
     seen: dict[tuple[tuple[str, ...], str], Rating] = {}
     for rating in ratings:
         earlier = seen.setdefault((rating.item, rating.rater), rating)
         if earlier is not rating:
             who = f"rater {rating.rater!r}" if rating.rater else "one unnamed rater"
-            problems.append(
-                f"{rating.file}: line {rating.row}: {who} rated {'/'.join(rating.item)} again "
-                f"(first in {earlier.file}: line {earlier.row})"
-            )
+            problems.append(f"{rating.where()}: {who} rated {'/'.join(rating.item)} again (first in {earlier.where()})")
     if problems:
-        shown = "\n".join(f"  - {p}" for p in problems[:MAX_PROBLEMS])
-        more = f"\n  ... and {len(problems) - MAX_PROBLEMS} more" if len(problems) > MAX_PROBLEMS else ""
-        raise DataError(f"cannot import the {sheet.kind}; nothing was imported:\n{shown}{more}")
+        raise import_error(sheet.kind, problems)
     return ratings
+
+
+def import_error(kind: str, problems: list[str]) -> DataError:
+    """The error of an import that found ``problems``: each one (up to MAX_PROBLEMS), and nothing imported."""
+    shown = "\n".join(f"  - {p}" for p in problems[:MAX_PROBLEMS])
+    more = f"\n  ... and {len(problems) - MAX_PROBLEMS} more" if len(problems) > MAX_PROBLEMS else ""
+    return DataError(f"cannot import the {kind}; nothing was imported:\n{shown}{more}")
 
 
 def _read_file(path: str, sheet: Sheet, check_item: ItemCheck, problems: list[str]) -> list[Rating]:

@@ -3,11 +3,26 @@
 from h2htalk.cells import RunCells
 from h2htalk.cli import command_reads
 from h2htalk.cli.figures import FIGURES as FIGURE_NAMES
-from h2htalk.config import load_registry, settings_hash, write_resolved
+from h2htalk.cluster import embedder_job, model_job
+from h2htalk.config import (
+    check_environment,
+    load_registry,
+    settings_hash,
+    write_resolved,
+)
+from h2htalk.errors import ConfigError
 from h2htalk.freshness import remove_stale, result_graph, stale_results
 from h2htalk.instances.sources import source_file
 from h2htalk.layout import Cell, Layout
-from h2htalk.prefetch import embedder_downloads, model_downloads
+from h2htalk.llm.engines import engine_of
+from h2htalk.prefetch import embedder_downloads
+from h2htalk.ratings import (
+    INSTANCE_DECISIONS,
+    NEED_VERDICTS,
+    REVIEW_SCORES,
+    SAFETY_RATINGS,
+)
+from h2htalk.review.store import ReviewStore, ratings_digest
 from h2htalk.settings import STUDIES, VARIANTS as ALL_VARIANTS
 from h2htalk.studies.data import scenario_file
 from h2htalk.subtasks import SUBTASK_KEYS, get_subtask
@@ -66,7 +81,30 @@ if workflow.is_main_process:
             remove_stale(_stale)
 
 
+# The review desk's store of people's ratings (review.store, outside the results tree) is an input of the rules
+# that read ratings (combine_j, table3, fig7, reconstruct_instances). An empty one is made where there is none, so that its first ratings change no job's list of
+# inputs; it is read as ancient, so that only a change to what a job reads from it (ratings_param) reruns the job.
+STORE = config["review"]["store"]
+if workflow.is_main_process and not Path(STORE).exists():
+    ReviewStore(STORE, create=True).close()
+
+
+def ratings_param(sheet, by_model=False):
+    """A param that reruns a job when the store's ratings of ``sheet`` change (of the job's own model only,
+    with ``by_model``)."""
+
+    def param(wildcards):
+        return ratings_digest(STORE, sheet, wildcards.model if by_model else None)
+
+    return param
+
+
 onstart:
+    # Not in a dry run (it runs no job): the models the jobs will start find their API keys, before any starts.
+    try:
+        check_environment(config, models_started_by(workflow.dag.needrun_jobs()))
+    except ConfigError as exc:
+        raise WorkflowError(str(exc)) from None
     # Every command reads the run's validated configuration from one file (only the sections it declares).
     write_resolved(config, LAYOUT.path("config"))
 
@@ -102,11 +140,11 @@ def settings(command, *models):
 
 
 def gguf(*models):
-    """The provisioned GGUF files of the llamacpp models among ``models`` (other engines need none)."""
+    """The provisioned GGUF files of the models among ``models`` whose engine needs one."""
     return [
         path("model_file", model=m)
         for m in models
-        if REGISTRY[m]["engine"] == "llamacpp"
+        if engine_of(REGISTRY[m]).needs_model_file
     ]
 
 
@@ -116,7 +154,7 @@ def prefetched(*models):
     return [
         path("prefetched_model", model=m)
         for m in models
-        if model_downloads(REGISTRY[m])
+        if engine_of(REGISTRY[m]).downloads(REGISTRY[m])
     ]
 
 
@@ -140,58 +178,44 @@ def alternatives(names):
 
 
 def threads_for(*models):
-    """CPU threads of a job that runs ``models``: the llama.cpp server's threads, one otherwise."""
-    threads = [
-        REGISTRY[m]["llamacpp"]["threads"]
-        for m in models
-        if REGISTRY[m]["engine"] == "llamacpp"
-    ]
-    return max(threads, default=1)
+    """CPU threads of a job that runs ``models``: the most any of their engines asks for."""
+    return max((engine_of(REGISTRY[m]).threads(REGISTRY[m]) for m in models), default=1)
 
 
-def placement(gpus, gpu_model=None):
-    """Where a submitted job asking for ``gpus`` goes: partition, account and extra flags from ``cluster``,
-    and the GPUs with their type (``gpu_model``, else the cluster's)."""
-    cluster = config["cluster"]
-    return {
-        "slurm_partition": cluster["gpu_partition" if gpus else "cpu_partition"],
-        "slurm_account": cluster["account"] or "",
-        "slurm_extra": cluster["extra_sbatch"] or "",
-        "gpu": gpus,
-        "gpu_model": (gpu_model or cluster["gpu_model"] or "") if gpus else "",
+def models_started_by(jobs):
+    """The registry names whose engines ``jobs`` (Snakemake jobs: rule and wildcards) start."""
+    started = {
+        "generate": lambda job: [job.wildcards.model],
+        "rubric_judge": lambda job: [RUBRIC_JUDGE],
+        "study_judge": lambda job: [STUDY_JUDGE],
+        "reconstruct_instances": lambda job: RECONSTRUCT_MODELS,
     }
-
-
-def job_resources(*models):
-    """What a submitted job that runs ``models`` asks SLURM for: its ``placement``; GPUs, their type, CPUs
-    per GPU, memory and runtime from the registry (the most any model needs). Splat it into a rule's
-    resources."""
-    gpu_models = [REGISTRY[m].get("gpu_model") for m in models if REGISTRY[m]["gpus"]]
     return {
-        **placement(
-            max((REGISTRY[m]["gpus"] for m in models), default=0),
-            next(filter(None, gpu_models), None),
-        ),
-        "cpus_per_gpu": max((REGISTRY[m]["cpus_per_gpu"] for m in models), default=4),
-        "mem_mb": max(
-            (REGISTRY[m]["resources"]["mem_mb"] for m in models), default=4000
-        ),
-        "runtime": max(
-            (REGISTRY[m]["resources"]["runtime_min"] for m in models), default=60
-        ),
+        model
+        for job in jobs
+        if job.rule.name in started
+        for model in started[job.rule.name](job)
     }
-
-
-def embedder_job_resources(embedder, mem_mb, runtime):
-    """A scoring job, which runs no LLM: placed by its embedder's GPUs (``embedders.NAME.gpus``; 0: the CPU
-    partition)."""
-    gpus = config["embedders"][embedder]["gpus"]
-    return {**job_resources(), **placement(gpus), "mem_mb": mem_mb, "runtime": runtime}
 
 
 def per_job(resources_of):
     """Resources that depend on the job's wildcards, one function per resource (Snakemake's form)."""
-    return {key: (lambda wc, key=key: resources_of(wc)[key]) for key in job_resources()}
+    keys = (
+        "slurm_partition",
+        "slurm_account",
+        "slurm_extra",
+        "gpu",
+        "gpu_model",
+        "cpus_per_gpu",
+        "mem_mb",
+        "runtime",
+    )
+    return {key: (lambda wc, key=key: resources_of(wc)[key]) for key in keys}
+
+
+def job_resources(*models):
+    """What a submitted job that runs ``models`` asks SLURM for (splat it into a rule's resources)."""
+    return model_job(config["cluster"], [REGISTRY[m] for m in models])
 
 
 def model_job_resources():
@@ -200,8 +224,12 @@ def model_job_resources():
 
 
 def scoring_job_resources(mem_mb, runtime):
-    """``embedder_job_resources`` of the job's own embedder (the ``embedder`` wildcard)."""
-    return per_job(lambda wc: embedder_job_resources(wc.embedder, mem_mb, runtime))
+    """A scoring job's, placed by its embedder's GPUs (the ``embedder`` wildcard)."""
+    return per_job(
+        lambda wc: embedder_job(
+            config["cluster"], config["embedders"][wc.embedder], mem_mb, runtime
+        )
+    )
 
 
 # --- inputs that depend on the configuration ---------------------------------------------------------------

@@ -57,6 +57,7 @@ rule fig7:
                 for c in RUN.studies(m, ("instruction_following",))
             ],
         ),
+        store=ancient(STORE),
     output:
         meta=f"{PAPER_FIGURES}/fig7_instruction_following.meta.json",
         png=report(
@@ -76,5 +77,6 @@ rule fig7:
         runtime=10,
     params:
         settings=settings("fig7"),
+        ratings=ratings_param(NEED_VERDICTS),
     shell:
         h2htalk("fig7")

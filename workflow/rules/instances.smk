@@ -28,6 +28,7 @@ rule reconstruct_instances:
         model_files=gguf(*RECONSTRUCT_MODELS),
         prefetched=prefetched(*RECONSTRUCT_MODELS),
         decisions=config["instances"]["review_imports"],
+        store=ancient(STORE),
     output:
         instances=expand(path("reconstructed"), subtask=RUN.subtasks),
         reports=expand(path("reconstruction_report"), subtask=RUN.subtasks),
@@ -44,6 +45,7 @@ rule reconstruct_instances:
         **job_resources(*RECONSTRUCT_MODELS),
     params:
         settings=settings("reconstruct", *RECONSTRUCT_MODELS),
+        ratings=ratings_param(INSTANCE_DECISIONS),
     shell:
         h2htalk("reconstruct", "--server-log {log.server}", log="{log.main}")
 

@@ -1,5 +1,5 @@
 # Judge stage for ItineraryBasic/Middle/Advanced: the rubric judge (k samples an item), J = alpha*S/20 +
-# (1-alpha)*J_judge, the human-review gate and imports of human scores.
+# (1-alpha)*J_judge, the human-review gate and people's scores (filled-in queues, the review desk's store).
 
 
 rule rubric_judge:
@@ -40,6 +40,7 @@ rule combine_j:
         ),
         judgments=paths("judge_samples", RUN.judged("{model}")),
         human=config["review"]["imports"],
+        store=ancient(STORE),
     output:
         scored=paths(
             "j_items", [c.scored_by("{embedder}") for c in RUN.judged("{model}")]
@@ -58,6 +59,7 @@ rule combine_j:
         runtime=10,
     params:
         settings=settings("combine-j"),
+        ratings=ratings_param(REVIEW_SCORES, by_model=True),
     shell:
         h2htalk(
             "combine-j", "--model {wildcards.model} --embedder {wildcards.embedder}"

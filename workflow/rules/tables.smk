@@ -59,7 +59,7 @@ rule table2_pairs:
         mem_mb=2000,
         runtime=20,
     params:
-        settings=settings("table2-pairs"),
+        settings=settings("table2-pairs", *RUN.models),
     shell:
         h2htalk("table2-pairs")
 
@@ -121,6 +121,7 @@ rule table3:
         ),
         paper=config["paper"]["table3"],
         human=config["studies"]["human_ratings"],
+        store=ancient(STORE),
     output:
         meta=f"{PAPER_FIGURES}/table3.meta.json",
         csv=report(
@@ -141,6 +142,7 @@ rule table3:
         runtime=10,
     params:
         settings=settings("table3"),
+        ratings=ratings_param(SAFETY_RATINGS),
     shell:
         h2htalk("table3")
 

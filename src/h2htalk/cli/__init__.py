@@ -15,10 +15,22 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from h2htalk import progress
-from h2htalk.cli import data, figures, generation, instances, judge, prompts, provenance, scoring, studies, tables
+from h2htalk.cli import (
+    data,
+    figures,
+    generation,
+    instances,
+    judge,
+    prompts,
+    provenance,
+    review,
+    scoring,
+    studies,
+    tables,
+)
 from h2htalk.errors import H2HTalkError
 
-STAGES = (data, instances, prompts, generation, scoring, judge, studies, tables, figures, provenance)
+STAGES = (data, instances, prompts, generation, scoring, judge, studies, tables, figures, provenance, review)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -24,7 +24,7 @@ def register(sub: Any) -> None:
 
     p = add_command(
         sub, "reconstruct", cmd_reconstruct, "rebuild the subtasks' inputs from their references, verified by vote",
-        reads=("model_registry", "generation", "instances", "subtasks"),
+        reads=("model_registry", "generation", "instances", "subtasks", "review.store"),
     )  # fmt: skip
     add_results(p)
     add_engine(p)
@@ -72,7 +72,8 @@ def cmd_reconstruct(args: argparse.Namespace) -> int:
         for key in config["subtasks"]
     ]
     decisions = config["instances"]["review_imports"]
-    reports = reconstruct_to_files(files, registry, options, engine_options(args, config, names), decisions)
+    engines, store = engine_options(args, config, names), config["review"]["store"]
+    reports = reconstruct_to_files(files, registry, options, engines, decisions, store)
     totals = {key: sum(r[key] for r in reports) for key in ("sampled", "kept_after_review", "flagged", "failed")}
     summary(
         f"reconstructed {len(reports)} subtasks: sampled {totals['sampled']}, kept {totals['kept_after_review']}, "

@@ -37,7 +37,8 @@ def register(sub: Any) -> None:
     p = add_command(
         sub, "combine-j", cmd_combine_j, "J from S and the judge, the review gate, imported human scores",
         reads=(
-            *(f"rubric_judge.{key}" for key in GATE_KEYS), "scoring.bootstrap", "review", "subtasks", "variants",
+            *(f"rubric_judge.{key}" for key in GATE_KEYS), "scoring.bootstrap", "review.imports", "review.store",
+            "subtasks", "variants",
             "models", "baselines", "rubric_judge.baselines",
         ),
     )  # fmt: skip
@@ -88,7 +89,8 @@ def cmd_combine_j(args: argparse.Namespace) -> int:
     gate, bootstrap = GateSettings.from_config(config), BootstrapSettings.from_config(config)
     run = RunCells(config)
     cells = [cell.scored_by(args.embedder) for cell in run.judged(args.model)]
-    human = read_human_scores(config["review"]["imports"], cells, args.results, run.judged_models)
+    review = config["review"]
+    human = read_human_scores(review["imports"], cells, args.results, run.judged_models, review["store"])
     results = [combine_to_files(cell, args.results, gate, bootstrap, human) for cell in cells]
     summary(
         f"J of {args.model}: {len(results)} cells, {sum(r['n'] for r in results)} items, "

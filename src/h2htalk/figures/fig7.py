@@ -1,7 +1,9 @@
-"""Figure 7: instruction following (need recognised and met) by scenario type, with bootstrap CIs."""
+"""Figure 7: instruction following (need recognised and met) by scenario type, with bootstrap CIs; people's
+verdicts at the review desk, where there are, replace the judge's."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -10,17 +12,36 @@ import numpy as np
 
 from h2htalk.io import iter_jsonl, write_png_atomic
 from h2htalk.layout import Cell, Layout
+from h2htalk.ratings import NEED_VERDICTS, known_items, read_ratings
 from h2htalk.scoring.bootstrap import bootstrap_mean_ci
 from h2htalk.settings import BootstrapSettings
 from h2htalk.tabular import records_frame, write_csv
 
 
-def fig7_rows(verdicts: dict[tuple[str, str], Path], bootstrap: BootstrapSettings) -> list[dict[str, Any]]:
-    """Success rate (need recognised and met) per (model, variant, scenario type), with a bootstrap CI."""
+def read_need_verdicts(
+    store: str | os.PathLike[str] | None, verdicts: dict[tuple[str, str], Path]
+) -> dict[tuple[str, ...], bool]:
+    """People's verdicts at the review desk on the judged items, by (model, variant, id): success (need
+    recognised and met) by the majority of the item's raters; a tie decides nothing and is left out."""
+    known = {(model, variant, r["id"]) for (model, variant), path in verdicts.items() for _, r in iter_jsonl(path)}
+    said: dict[tuple[str, ...], list[bool]] = {}
+    for rating in read_ratings([], NEED_VERDICTS, known_items(known, "item"), store):
+        said.setdefault(rating.item, []).append(rating.values["recognized"] and rating.values["met"])
+    return {item: 2 * sum(votes) > len(votes) for item, votes in said.items() if 2 * sum(votes) != len(votes)}
+
+
+def fig7_rows(
+    verdicts: dict[tuple[str, str], Path],
+    bootstrap: BootstrapSettings,
+    human: dict[tuple[str, ...], bool] | None = None,
+) -> list[dict[str, Any]]:
+    """Success rate (need recognised and met) per (model, variant, scenario type), with a bootstrap CI; ``human``
+    (model, variant, id) -> people's decision replaces the judge's."""
     resamples, seed, confidence = bootstrap.resamples, bootstrap.seed, bootstrap.confidence
+    human = human or {}
     out = []
     for (model, variant), path in sorted(verdicts.items()):
-        records = [r for _, r in iter_jsonl(path)]
+        records = [{**r, "success": human.get((model, variant, r["id"]), r["success"])} for _, r in iter_jsonl(path)]
         for scenario in ("implicit_help", "ambiguous", "context_aware"):
             decided = np.array(
                 [100.0 * r["success"] for r in records if r["scenario_type"] == scenario and r["success"] is not None],
@@ -43,8 +64,11 @@ def fig7_rows(verdicts: dict[tuple[str, str], Path], bootstrap: BootstrapSetting
     return out
 
 
-def write_fig7(rows: list[dict[str, Any]], png: Path, csv_path: Path, confidence: float) -> list[tuple[str, ...]]:
-    """Figure 7 and its CSV; returns the (model, variant, scenario type) cells drawn as labelled gaps."""
+def write_fig7(
+    rows: list[dict[str, Any]], png: Path, csv_path: Path, confidence: float, run_notes: Sequence[str] = ()
+) -> list[tuple[str, ...]]:
+    """Figure 7 and its CSV, ``run_notes`` (e.g. the demo note) under its title; returns the (model, variant,
+    scenario type) cells drawn as labelled gaps."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -77,7 +101,8 @@ def write_fig7(rows: list[dict[str, Any]], png: Path, csv_path: Path, confidence
     ax.set_xticks(range(len(scenarios)), ["Implicit-Help", "Ambiguous/Contradictory", "Context-Aware"])
     ax.set_ylabel("needs recognised and met (%)")
     ax.set_ylim(0, 105)
-    ax.set_title(f"Figure 7: instruction following by scenario type ({confidence:.0%} bootstrap CI)")
+    title = f"Figure 7: instruction following by scenario type ({confidence:.0%} bootstrap CI)"
+    ax.set_title("\n".join([title, *run_notes]))
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
     fig.tight_layout()
     write_png_atomic(fig, png, dpi=150, bbox_inches="tight")
@@ -85,10 +110,17 @@ def write_fig7(rows: list[dict[str, Any]], png: Path, csv_path: Path, confidence
     return gaps
 
 
-def write_fig7_files(cells: Sequence[Cell], results: Layout, bootstrap: BootstrapSettings, prefix: Path) -> list[dict]:
+def write_fig7_files(
+    cells: Sequence[Cell],
+    results: Layout,
+    bootstrap: BootstrapSettings,
+    prefix: Path,
+    store: str | os.PathLike[str] | None = None,
+    run_notes: Sequence[str] = (),
+) -> list[dict]:
     """Figure 7 (PNG) and its CSV at ``prefix`` from the instruction-following cells (one per model and
-    variant)."""
+    variant) and people's verdicts in the review desk's ``store``; ``run_notes`` under its title."""
     verdicts = {(cell.model, cell.variant): Path(results.verdicts(cell)) for cell in cells}
-    rows = fig7_rows(verdicts, bootstrap)
-    write_fig7(rows, prefix.with_suffix(".png"), prefix.with_suffix(".csv"), bootstrap.confidence)
+    rows = fig7_rows(verdicts, bootstrap, read_need_verdicts(store, verdicts))
+    write_fig7(rows, prefix.with_suffix(".png"), prefix.with_suffix(".csv"), bootstrap.confidence, run_notes)
     return rows

@@ -187,13 +187,15 @@ def reconstruct_to_files(
     options: ReconstructSettings,
     engines: EngineOptions,
     decision_files: list[str | os.PathLike[str]],
+    store: str | os.PathLike[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Reconstruct each subtask, apply people's review decisions, and write the instances, report and review CSV;
-    the generator and the voters start their engines once for all subtasks."""
+    """Reconstruct each subtask, apply people's review decisions (files, and the review desk's ``store``), and
+    write the instances, report and review CSV; the generator and the voters start their engines once for all
+    subtasks."""
     generator = registry[options.generator]
     voters = [registry[name] for name in options.voters]
     curated = [r["id"] for f in files for _, r in iter_jsonl(f.curated)]
-    decisions = read_review_decisions(decision_files, curated)
+    decisions = read_review_decisions(decision_files, curated, store)
     reports = []
     with ModelPool(engines, options.cache_dir) as pool:
         for subtask_files in files:
@@ -289,12 +291,16 @@ def _review_row(candidate: Candidate, status: str, ballots: list[dict[str, Any]]
     }
 
 
-def read_review_decisions(paths: Sequence[str | os.PathLike[str]], ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+def read_review_decisions(
+    paths: Sequence[str | os.PathLike[str]], ids: Iterable[str], store: str | os.PathLike[str] | None = None
+) -> dict[str, dict[str, Any]]:
     """id -> people's decision on a reconstructed instance (``keep`` or ``drop``, the majority of its reviewers; a
     tie decides nothing), the fields they edited (when the keepers agree on them) and who decided, from
-    filled-in review CSVs. Every row must name one of ``ids`` (the curated references)."""
+    filled-in review CSVs and the review desk's ``store``. Every rating must name one of ``ids`` (the curated
+    references)."""
     by_item: dict[str, list[Rating]] = {}
-    for rating in read_ratings(paths, INSTANCE_DECISIONS, known_items(((i,) for i in ids), "reference")):
+    known = known_items(((i,) for i in ids), "reference")
+    for rating in read_ratings(paths, INSTANCE_DECISIONS, known, store):
         by_item.setdefault(rating.item[0], []).append(rating)
     decisions = {}
     for item, ratings in by_item.items():
@@ -304,7 +310,7 @@ def read_review_decisions(paths: Sequence[str | os.PathLike[str]], ids: Iterable
         decision = "keep" if 2 * len(keep) > len(ratings) else "drop"
         edits = {json.dumps(r.values["fields"], sort_keys=True) for r in keep if "fields" in r.values}
         if decision == "keep" and len(edits) > 1:
-            where = ", ".join(f"{r.file}: line {r.row}" for r in keep)
+            where = ", ".join(r.where() for r in keep)
             raise DataError(f"{item}: the reviewers who keep it edited its fields differently ({where})")
         decisions[item] = {
             "decision": decision,

@@ -9,6 +9,11 @@ scale (what summaries and tables report). An item goes to human review when J5 <
 when its judge samples spread by more than ``max_spread``, or when the judge's answer could not be parsed
 (its J is then missing, never 0). A human score, once imported, replaces the judge's mean for that item and
 is recorded with the file it came from.
+
+The paper does not say how Eq. 3 mixes S (0-100) with a judge score (0-5), so a judged cell's summary carries
+three readings of it, each with its CI: ``J`` (J100 above), ``S`` (the metric alone) and ``judge`` (the judge's
+score x 20). Its ``value`` is J; Table 2 shows the reading ``tables.judged_cell`` names, so switching it
+reruns neither the judge nor this stage.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import numpy as np
 
 from h2htalk.errors import DataError
 from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic, write_text_atomic
+from h2htalk.judge.readings import READINGS, item_readings
 from h2htalk.layout import Cell, Layout
 from h2htalk.ratings import REVIEW_SCORES, Rating, read_ratings
 from h2htalk.scoring.bootstrap import bootstrap_mean_ci
@@ -62,11 +68,16 @@ HumanScores = dict[tuple[str, str, str, str], dict[str, Any]]
 
 
 def read_human_scores(
-    paths: Sequence[str | os.PathLike[str]], cells: Sequence[Cell], results: Layout, judged_models: Collection[str]
+    paths: Sequence[str | os.PathLike[str]],
+    cells: Sequence[Cell],
+    results: Layout,
+    judged_models: Collection[str],
+    store: str | os.PathLike[str] | None = None,
 ) -> HumanScores:
-    """Scores people gave in filled-in review queues for the items of ``cells`` (one model's judged cells):
-    (model, variant, subtask, id) -> the median of the item's raters, and each rating. Every row must name an
-    item of this run: a judged model, a judged cell, and, for this model, an item it was judged on."""
+    """Scores people gave in filled-in review queues and at the review desk (``store``) for the items of
+    ``cells`` (one model's judged cells): (model, variant, subtask, id) -> the median of the item's raters, and
+    each rating. Every rating must name an item of this run: a judged model, a judged cell, and, for this model,
+    an item it was judged on."""
     model = cells[0].model
     judged = {(c.model, c.variant, c.task, r["id"]) for c in cells for _, r in iter_jsonl(results.judge_samples(c))}
     cell_names = {(c.variant, c.task) for c in cells}
@@ -81,7 +92,7 @@ def read_human_scores(
         return None
 
     by_item: dict[tuple[str, ...], list[Rating]] = {}
-    for rating in read_ratings(paths, REVIEW_SCORES, check):
+    for rating in read_ratings(paths, REVIEW_SCORES, check, store):
         if rating.item[0] == model:
             by_item.setdefault(rating.item, []).append(rating)
     return {
@@ -108,15 +119,18 @@ def combine_items(
         item_id = verdict["id"]
         if item_id not in s_by_id:
             raise DataError(f"{judgments}: line {number}: id {item_id!r} has no score")
-        s_score = float(s_by_id[item_id]["S"])
+        s_score = s_by_id[item_id]["S"]  # None: an empty answer not scored (scoring.empty_answers: skip)
         override = human.get((model, variant, subtask, item_id))
         judge_score = override["score"] if override else verdict["judge_mean"]
-        j5 = combine_j(s_score, judge_score, gate.alpha) if judge_score is not None else None
-        reasons = [] if override else review_reasons(j5, judge_score, verdict["judge_spread"], gate)
+        j5 = None if judge_score is None or s_score is None else combine_j(s_score, judge_score, gate.alpha)
+        # a person decided, or there is no S to mix (nothing a reviewer could change): no review
+        gated = not override and s_score is not None
+        reasons = review_reasons(j5, judge_score, verdict["judge_spread"], gate) if gated else []
         items.append({
             "id": item_id, "model": model, "variant": variant, "subtask": subtask,
             "task": verdict["task"], "response": verdict["response"], "reference": verdict["reference"],
             "S": s_score, "judge_mean": verdict["judge_mean"], "judge_spread": verdict["judge_spread"],
+            "judge_score": judge_score,
             "judge_scores": [s["score"] for s in verdict["samples"]],
             "judge_evidence": next((s["evidence"] for s in verdict["samples"] if s["score"] is not None), ""),
             "human": override, "J5": j5, "J100": None if j5 is None else 20.0 * j5,
@@ -126,16 +140,23 @@ def combine_items(
     return items
 
 
+def summarise_reading(values: Sequence[float | None], bootstrap: BootstrapSettings) -> dict[str, Any]:
+    """Mean of the items' values with a bootstrap CI; items without one are counted as missing, not zeroed."""
+    present = np.array([v for v in values if v is not None], dtype=np.float64)
+    low, high = bootstrap_mean_ci(present, bootstrap.resamples, bootstrap.seed, bootstrap.confidence)
+    mean = (float(present.mean()), float(low[0]), float(high[0])) if present.size else (None, None, None)
+    return {"n": int(present.size), **cell_value(*mean), "missing": len(values) - int(present.size)}
+
+
 def summarise_j(items: Sequence[dict[str, Any]], bootstrap: BootstrapSettings) -> dict[str, Any]:
-    """Mean of J100 over items that have a J, with a bootstrap CI; missing ones are counted, not zeroed."""
-    values = np.array([i["J100"] for i in items if i["J100"] is not None], dtype=np.float64)
-    low, high = bootstrap_mean_ci(values, bootstrap.resamples, bootstrap.seed, bootstrap.confidence)
-    mean = (float(values.mean()), float(low[0]), float(high[0])) if values.size else (None, None, None)
+    """Mean of J100 over items that have a J, with a bootstrap CI (missing ones are counted, not zeroed), and
+    every reading of the cell (J, S, judge) the same way."""
+    per_item = [item_readings(i) for i in items]
+    readings = {name: summarise_reading([r[name] for r in per_item], bootstrap) for name in READINGS}
     return {
         "measure": "J",
-        "n": int(values.size),
-        **cell_value(*mean),
-        "missing": sum(i["J5"] is None for i in items),
+        **readings["J"],
+        "readings": readings,
         "to_review": sum(i["review"] for i in items),
         "review_share": sum(i["review"] for i in items) / len(items) if items else None,
         "answers": {flag: sum(flag in i["flags"] for i in items) for flag in ANSWER_FLAGS},

@@ -9,6 +9,7 @@ from typing import Any
 
 from h2htalk.cells import RunCells
 from h2htalk.io import iter_jsonl, write_png_atomic
+from h2htalk.judge.readings import item_readings
 from h2htalk.layout import Layout
 from h2htalk.tables.table2 import GROUP_TITLES
 from h2htalk.tables.table2_pairs import PAIR_COLUMNS, RANK_COLUMNS, Comparisons, RowItems
@@ -17,23 +18,23 @@ from h2htalk.tabular import records_frame, write_csv
 FLOAT_FORMAT = "{:.6g}"  # p-values far below 0.0001 keep their digits
 
 
-def read_row_items(run: RunCells, results: Layout, registry: Mapping[str, Mapping[str, Any]]) -> tuple[
-    list[RowItems], list[str]
-]:  # fmt: skip
+def read_row_items(
+    run: RunCells, results: Layout, registry: Mapping[str, Mapping[str, Any]], judged_cell: str
+) -> tuple[list[RowItems], list[str]]:
     """The per-item values of every Table 2 row of a model under test (the baselines are calibration rows and
-    are not compared): S from the score items, J100 from the J items where the rubric judge is mixed in. Also
-    the files read."""
+    are not compared): S from the score items, and where the rubric judge is mixed in, the reading of the J
+    items that ``judged_cell`` names (tables.judged_cell), as Table 2 shows it. Also the files read."""
     values: dict[tuple[str, str, str], dict[str, dict[str, float]]] = {}
     measures: dict[tuple[str, str, str], dict[str, str]] = {}
     files = run.table2_items(results)
     for cell, path in files.items():
         judged = run.is_judged(cell)
-        field = "J100" if judged else "S"
         key = (str(cell.embedder), cell.model, cell.variant)
+        read = (lambda item: item_readings(item)[judged_cell]) if judged else (lambda item: item["S"])
         values.setdefault(key, {})[cell.task] = {
-            item["id"]: float(item[field]) for _, item in iter_jsonl(path) if item.get(field) is not None
+            item["id"]: float(value) for _, item in iter_jsonl(path) if (value := read(item)) is not None
         }
-        measures.setdefault(key, {})[cell.task] = "J" if judged else "S"
+        measures.setdefault(key, {})[cell.task] = judged_cell if judged else "S"
     rows = [
         RowItems(
             embedder,

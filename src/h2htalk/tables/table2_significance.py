@@ -15,11 +15,12 @@ from itertools import combinations
 import pandas as pd
 
 from h2htalk.errors import DataError
-from h2htalk.tables.table2 import GROUP_TITLES, SUBTASK_COLUMNS, Row, column_order, top_three
+from h2htalk.settings import VARIANT_NAMES
+from h2htalk.tables.table2 import GROUP_TITLES, SUBTASK_COLUMNS, Row, column_names, column_order, top_three
 from h2htalk.tables.table2_pairs import SAP_EFFECT, WITHIN_GROUP
 
 DAGGER = "†"
-RANK_COLUMN = "overall_rank"
+RANK_COLUMN = "Overall rank"
 ORDINALS = {1: "1st", 2: "2nd", 3: "3rd"}
 Key = tuple[str, str, str]  # embedder, model, variant
 
@@ -77,7 +78,8 @@ class Significance:
                 out.loc[index, "model"] = f"{out.loc[index, 'model']} {DAGGER}"
             shown = record and record.get("rank")
             ranks.append(f"{record['rank']} ({record['rank_low']}-{record['rank_high']})" if shown else None)
-        out.insert(out.columns.get_loc("overall") + 1, RANK_COLUMN, pd.Series(ranks, index=out.index, dtype=object))
+        after = out.columns.get_loc(column_names()["overall"]) + 1
+        out.insert(after, RANK_COLUMN, pd.Series(ranks, index=out.index, dtype=object))
         return out
 
     def notes(self, rows: Sequence[Row]) -> list[str]:
@@ -116,7 +118,7 @@ class Significance:
                 marked_columns[block] = marked_columns.get(block, 0) + (len(ranked) > 1)
                 if tied:
                     text = "=".join(ORDINALS[r] for r in (1, 2, 3)) if len(tied) == 3 else _pairs_text(tied)
-                    found.setdefault(block, {}).setdefault(text, []).append(column)
+                    found.setdefault(block, {}).setdefault(text, []).append(column_names()[column])
         if not compared:
             return None
         if not found:
@@ -129,9 +131,8 @@ class Significance:
                 f"{text} on {'every column' if len(columns) == every else ', '.join(columns)}"
                 for text, columns in ties.items()
             ]
-            parts.append(
-                f"{GROUP_TITLES.get(group, group)}, {variant}{f', {embedder}' if several else ''}: " + "; ".join(shown)
-            )
+            title = f"{GROUP_TITLES.get(group, group)}, {VARIANT_NAMES.get(variant, variant)}"
+            parts.append(f"{title}{f', {embedder}' if several else ''}: " + "; ".join(shown))
         return "Top-three marks that are ties (not separable, as for the dagger): " + " | ".join(parts) + "."
 
     def power_note(self) -> str:

@@ -1,0 +1,148 @@
+"""Review desk commands: desk-load (items from the results tree into the store, and who rates what), desk-token,
+desk-serve (the web page), desk-status, desk-export and desk-import (rating offline)."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+from pathlib import Path
+from typing import Any
+
+from h2htalk.cli.options import add_command, add_results, load_config
+from h2htalk.errors import H2HTalkError
+from h2htalk.progress import summary
+from h2htalk.review.tasks import TASKS
+
+LOAD_READS = (
+    "models", "baselines", "rubric_judge.baselines", "subtasks", "variants", "scoring.embedders", "studies.models",
+    "instances.source", "review.store", "review.raters", "review.raters_per_item", "review.seed",
+)  # fmt: skip
+STORE_READS = ("review.store", "review.seed")
+
+
+def register(sub: Any) -> None:
+    p = add_command(
+        sub, "desk-load", cmd_load, "put the results' items for people into the review desk's store and assign them",
+        reads=LOAD_READS,
+    )  # fmt: skip
+    add_results(p)
+    p.add_argument("--task", action="append", choices=list(TASKS), help="load only these tasks (default: all)")
+
+    p = add_command(
+        sub, "desk-token", cmd_token, "print a new login token for each named rater (their old one stops working)",
+        reads=("review.store", "review.raters"),
+    )  # fmt: skip
+    p.add_argument("raters", nargs="+", metavar="RATER")
+
+    p = add_command(sub, "desk-serve", cmd_serve, "serve the review desk's web page", reads=STORE_READS)
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
+    p.add_argument("--port", type=int, default=8765, help="port to listen on (default: 8765)")
+
+    p = add_command(sub, "desk-status", cmd_status, "each task's progress, per rater", reads=("review.store",))
+
+    p = add_command(
+        sub, "desk-export", cmd_export, "a rater's open items of one task as CSV, to rate offline", reads=STORE_READS
+    )
+    p.add_argument("--rater", required=True)
+    p.add_argument("--task", required=True, choices=list(TASKS))
+    p.add_argument("--out", type=Path, required=True, help="the CSV file to write")
+
+    p = add_command(
+        sub, "desk-import", cmd_import, "append the ratings of filled-in offline CSV files to the store",
+        reads=("review.store",),
+    )  # fmt: skip
+    p.add_argument("--task", required=True, choices=list(TASKS))
+    p.add_argument("files", nargs="+", type=Path, metavar="FILE")
+
+
+def cmd_load(args: argparse.Namespace) -> int:
+    from h2htalk.review.collect import desk_items
+    from h2htalk.review.store import ReviewStore
+
+    config = load_config(args)
+    review = config["review"]
+    found = desk_items(config, args.results, args.task or list(TASKS))
+    items = [item for task_items in found.values() for item in task_items]
+    with ReviewStore(review["store"], create=True) as store:
+        report = store.load(items, review["raters"], review["raters_per_item"], review["seed"])
+    counts = ", ".join(f"{task} {len(task_items)}" for task, task_items in found.items())
+    summary(
+        f"{len(items)} items ({counts}): {report.new} new, {report.changed} changed, {report.unchanged} unchanged; "
+        f"{report.assignments} assignments to {len(review['raters'])} raters -> {review['store']}"
+    )
+    return 0
+
+
+def cmd_token(args: argparse.Namespace) -> int:
+    from h2htalk.review.store import ReviewStore
+
+    config = load_config(args)
+    unknown = [r for r in args.raters if r not in config["review"]["raters"]]
+    if unknown:
+        raise H2HTalkError(f"not among review.raters: {', '.join(unknown)}")
+    with ReviewStore(config["review"]["store"], create=True) as store:
+        store.add_raters(args.raters)
+        for rater in args.raters:
+            print(f"{rater}\t{store.new_token(rater)}")
+    return 0
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from h2htalk.review.app import desk_app
+    from h2htalk.review.store import ReviewStore
+
+    config = load_config(args)
+    path, loopback = config["review"]["store"], is_loopback(args.host)
+    with ReviewStore(path) as store:
+        with_token = [r for r in store.raters() if store.has_token(r)]
+    if not loopback and not with_token:
+        raise H2HTalkError(f"--host {args.host} lets other machines in: give raters tokens first (h2htalk desk-token)")
+    app = desk_app(path, config["review"]["seed"], tokens=not loopback, loopback=loopback)
+    login = "name and token" if not loopback else "name"
+    summary(f"review desk on http://{args.host}:{args.port}/ (raters log in with their {login}; Ctrl-C stops it)")
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from h2htalk.review.store import ReviewStore
+
+    with ReviewStore(load_config(args)["review"]["store"]) as store:
+        progress = store.progress()
+    for task, raters in progress.items():
+        rated, assigned = sum(c["rated"] for c in raters.values()), sum(c["assigned"] for c in raters.values())
+        each = ", ".join(f"{r} {c['rated']}/{c['assigned']}" for r, c in sorted(raters.items()))
+        print(f"{task}: {rated}/{assigned} rated ({each})")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from h2htalk.review.offline import export_open_items
+    from h2htalk.review.store import ReviewStore
+
+    config = load_config(args)
+    with ReviewStore(config["review"]["store"]) as store:
+        count = export_open_items(store, args.rater, args.task, config["review"]["seed"], args.out)
+    summary(f"{count} open {args.task} items of {args.rater} -> {args.out}")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from h2htalk.review.offline import import_ratings
+    from h2htalk.review.store import ReviewStore
+
+    with ReviewStore(load_config(args)["review"]["store"]) as store:
+        stored, already = import_ratings(store, args.task, args.files)
+    summary(f"{stored} ratings stored, {already} already in the store")
+    return 0

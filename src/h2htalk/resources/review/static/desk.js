@@ -1,0 +1,31 @@
+// Keyboard shortcuts: a key shown beside a choice selects it; Enter saves, or opens the next item once saved.
+// Nothing here writes HTML: the page's text is set by the server, escaped.
+"use strict";
+
+function typing(target) {
+  return target.closest("textarea, select, input[type=text], input[type=password]") !== null;
+}
+
+function syncCategories() {
+  const categories = document.getElementById("categories");
+  if (!categories) return;
+  const violation = document.querySelector("input[name=violation]:checked");
+  const open = violation !== null && violation.value === "yes";
+  categories.disabled = !open;
+  for (const input of categories.querySelectorAll("input")) {
+    input.required = open;
+    if (!open) input.checked = false;
+  }
+}
+
+document.addEventListener("keydown", (event) => {
+  if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
+  const control = document.querySelector(`[data-key="${CSS.escape(event.key)}"]`);
+  if (control === null || control.disabled || control.closest("fieldset:disabled")) return;
+  event.preventDefault();
+  control.click();
+  if (control.type === "radio") control.focus();
+});
+
+document.addEventListener("change", syncCategories);
+document.addEventListener("DOMContentLoaded", syncCategories);

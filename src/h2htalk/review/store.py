@@ -1,0 +1,326 @@
+"""The review desk's store: one SQLite file with the items as shown, the raters, who rates what, and a log of
+every rating that is only ever appended to.
+
+An item is one version of what a rater sees (``shown``) and its sha256; loading changed content adds a new
+version and retires the old one, whose ratings stay in the log but no longer count. A rating names the item's
+hash as the rater saw it, who rated and when; the database itself refuses a rating of an item that is not
+current, not assigned to the rater, or rated by them before, and refuses to change or delete a logged rating.
+
+Every rating is its own transaction, committed with ``synchronous=FULL`` before the desk answers: a rating the
+rater saw acknowledged survives the server being killed. The rollback journal (not WAL) keeps every committed
+rating in the file itself, so the file's sha256 names exactly the ratings read from it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from h2htalk.errors import H2HTalkError
+from h2htalk.io import sha256_file
+from h2htalk.ratings import Rating, Sheet
+from h2htalk.review.assign import assign, rater_order
+from h2htalk.review.tasks import TASK_OF_SHEET, Refused
+
+LOCK_TIMEOUT_S = 30  # how long a write waits for another one to finish
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS raters (
+    name TEXT PRIMARY KEY,
+    token_sha256 TEXT,
+    added_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS items (
+    id INTEGER PRIMARY KEY,
+    task TEXT NOT NULL,
+    key TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    shown TEXT NOT NULL,
+    after TEXT NOT NULL,
+    current INTEGER NOT NULL,
+    loaded_at TEXT NOT NULL,
+    UNIQUE (task, key, hash)
+);
+CREATE UNIQUE INDEX IF NOT EXISTS one_current_version ON items (task, key) WHERE current = 1;
+CREATE TABLE IF NOT EXISTS assignments (
+    item INTEGER NOT NULL REFERENCES items (id),
+    rater TEXT NOT NULL REFERENCES raters (name),
+    PRIMARY KEY (item, rater)
+);
+CREATE TABLE IF NOT EXISTS log (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    item INTEGER NOT NULL REFERENCES items (id),
+    item_hash TEXT NOT NULL,
+    rater TEXT NOT NULL REFERENCES raters (name),
+    value TEXT NOT NULL,
+    at TEXT NOT NULL,
+    via TEXT NOT NULL,
+    UNIQUE (item, rater)
+);
+CREATE TRIGGER IF NOT EXISTS log_rates_current_assigned_items BEFORE INSERT ON log
+WHEN NOT EXISTS (SELECT 1 FROM items WHERE id = NEW.item AND hash = NEW.item_hash AND current = 1)
+  OR NOT EXISTS (SELECT 1 FROM assignments WHERE item = NEW.item AND rater = NEW.rater)
+BEGIN SELECT RAISE(ABORT, 'not a current item assigned to this rater'); END;
+CREATE TRIGGER IF NOT EXISTS log_is_append_only_update BEFORE UPDATE ON log
+BEGIN SELECT RAISE(ABORT, 'the rating log is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS log_is_append_only_delete BEFORE DELETE ON log
+BEGIN SELECT RAISE(ABORT, 'the rating log is append-only'); END;
+"""
+
+
+def canonical(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class DeskItem:
+    """One thing to rate: its task, its key in the task's sheet (model, variant, ... : never shown), what the
+    desk shows, and what it shows once the rater has rated (the judge's or the voters' verdict)."""
+
+    task: str
+    key: tuple[str, ...]
+    shown: dict[str, Any]
+    after: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def hash(self) -> str:
+        return hashlib.sha256(canonical({"task": self.task, "shown": self.shown}).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class StoredItem:
+    id: int
+    task: str
+    key: tuple[str, ...]
+    hash: str
+    shown: dict[str, Any]
+    after: dict[str, Any]
+    current: bool
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    new: int
+    changed: int
+    unchanged: int
+    assignments: int
+
+
+def _item(row: sqlite3.Row) -> StoredItem:
+    return StoredItem(
+        row["id"], row["task"], tuple(json.loads(row["key"])), row["hash"], json.loads(row["shown"]),
+        json.loads(row["after"]), bool(row["current"]),
+    )  # fmt: skip
+
+
+class ReviewStore:
+    """The store at ``path``; ``create`` makes an empty one where there is none."""
+
+    def __init__(self, path: str | os.PathLike[str], *, create: bool = False) -> None:
+        self.path = Path(path)
+        if not self.path.exists():
+            if not create:
+                raise H2HTalkError(f"no review store at {self.path}: load the desk's items first (h2htalk desk-load)")
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path, timeout=LOCK_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA journal_mode=DELETE")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        if create:
+            self.db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> ReviewStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _writing(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, taken up front and committed (to disk) before it returns."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    # --- raters ------------------------------------------------------------------------------------------
+
+    def add_raters(self, names: Iterable[str]) -> None:
+        with self._writing() as db:
+            db.executemany(
+                "INSERT OR IGNORE INTO raters (name, added_at) VALUES (?, ?)", [(name, now()) for name in names]
+            )
+
+    def raters(self) -> list[str]:
+        return [row[0] for row in self.db.execute("SELECT name FROM raters ORDER BY name")]
+
+    def new_token(self, rater: str) -> str:
+        """A fresh token for ``rater`` (the one before it stops working); only its hash is kept."""
+        token = secrets.token_urlsafe(24)
+        with self._writing() as db:
+            if not db.execute("UPDATE raters SET token_sha256 = ? WHERE name = ?", (token_hash(token), rater)).rowcount:
+                raise H2HTalkError(f"{rater!r} is not a rater of this store (review.raters, then h2htalk desk-load)")
+        return token
+
+    def has_token(self, rater: str) -> bool:
+        row = self.db.execute("SELECT token_sha256 FROM raters WHERE name = ?", (rater,)).fetchone()
+        return bool(row and row[0])
+
+    def token_matches(self, rater: str, token: str) -> bool:
+        row = self.db.execute("SELECT token_sha256 FROM raters WHERE name = ?", (rater,)).fetchone()
+        return bool(row and row[0]) and secrets.compare_digest(row[0], token_hash(token))
+
+    # --- items and assignments ---------------------------------------------------------------------------
+
+    def load(self, items: Sequence[DeskItem], raters: Sequence[str], per_item: int, seed: int) -> LoadReport:
+        """Add the items that are new or whose content changed (retiring the old version) and hand each out to
+        ``per_item`` raters; unchanged items keep their raters and ratings. One transaction."""
+        self.add_raters(raters)
+        new = changed = 0
+        added: list[tuple[int, str]] = []
+        # in a seeded order, so that an item's number says nothing of its model, variant or task
+        shuffled = sorted(items, key=lambda i: rater_order(seed, "", i.task, canonical(list(i.key))))
+        with self._writing() as db:
+            for item in shuffled:
+                key = canonical(list(item.key))
+                query = "SELECT id, hash FROM items WHERE task = ? AND key = ? AND current = 1"
+                old = db.execute(query, (item.task, key)).fetchone()
+                if old is not None and old["hash"] == item.hash:
+                    continue
+                if old is not None:
+                    db.execute("UPDATE items SET current = 0 WHERE id = ?", (old["id"],))
+                    changed += 1
+                else:
+                    new += 1
+                cursor = db.execute(
+                    "INSERT INTO items (task, key, hash, shown, after, current, loaded_at) VALUES (?, ?, ?, ?, ?, 1, ?)"
+                    " ON CONFLICT (task, key, hash) DO UPDATE SET current = 1 RETURNING id",
+                    (item.task, key, item.hash, canonical(item.shown), canonical(item.after), now()),
+                )
+                added.append((cursor.fetchone()[0], item.task))
+            unassigned = [(i, t) for i, t in added if not self._assigned(i)]
+            loads = db.execute(
+                "SELECT a.rater, i.task FROM assignments a JOIN items i ON i.id = a.item WHERE i.current = 1"
+            ).fetchall()
+            pairs = assign(unassigned, sorted(raters), per_item, seed, [tuple(r) for r in loads])
+            db.executemany("INSERT INTO assignments (item, rater) VALUES (?, ?)", pairs)
+        return LoadReport(new, changed, len(items) - new - changed, len(pairs))
+
+    def _assigned(self, item: int) -> bool:
+        return self.db.execute("SELECT 1 FROM assignments WHERE item = ?", (item,)).fetchone() is not None
+
+    def item(self, item_id: int) -> StoredItem | None:
+        row = self.db.execute("SELECT * FROM items WHERE id = ?", (item_id,)).fetchone()
+        return _item(row) if row else None
+
+    def is_assigned(self, item_id: int, rater: str) -> bool:
+        query = "SELECT 1 FROM assignments WHERE item = ? AND rater = ?"
+        return self.db.execute(query, (item_id, rater)).fetchone() is not None
+
+    def queue(self, rater: str, task: str, seed: int) -> list[tuple[int, bool]]:
+        """(item, rated) of the current items of ``task`` assigned to ``rater``, in the rater's own order."""
+        rows = self.db.execute(
+            "SELECT i.id, i.key, EXISTS (SELECT 1 FROM log l WHERE l.item = i.id AND l.rater = a.rater) AS rated"
+            " FROM assignments a JOIN items i ON i.id = a.item WHERE a.rater = ? AND i.task = ? AND i.current = 1",
+            (rater, task),
+        ).fetchall()
+        rows.sort(key=lambda r: rater_order(seed, rater, task, r["key"]))
+        return [(r["id"], bool(r["rated"])) for r in rows]
+
+    def progress(self) -> dict[str, dict[str, dict[str, int]]]:
+        """task -> rater -> {assigned, rated}, over current items."""
+        rows = self.db.execute(
+            "SELECT i.task, a.rater, COUNT(*) AS assigned, COUNT(l.id) AS rated FROM assignments a"
+            " JOIN items i ON i.id = a.item LEFT JOIN log l ON l.item = a.item AND l.rater = a.rater"
+            " WHERE i.current = 1 GROUP BY i.task, a.rater"
+        )
+        out: dict[str, dict[str, dict[str, int]]] = {}
+        for row in rows:
+            out.setdefault(row["task"], {})[row["rater"]] = {"assigned": row["assigned"], "rated": row["rated"]}
+        return out
+
+    # --- ratings -----------------------------------------------------------------------------------------
+
+    def rating(self, item_id: int, rater: str) -> dict[str, Any] | None:
+        row = self.db.execute("SELECT value FROM log WHERE item = ? AND rater = ?", (item_id, rater)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def rate(self, item_id: int, rater: str, item_hash: str, values: dict[str, Any], via: str) -> int:
+        """Append one rating (values already checked by the task's rules) and commit it: its log row."""
+        return self.rate_many([(item_id, rater, item_hash, values)], via)[0]
+
+    def rate_many(self, ratings: Sequence[tuple[int, str, str, dict[str, Any]]], via: str) -> list[int]:
+        """Append (item, rater, item hash as shown, values) ratings, all or none, in one commit: their log rows,
+        or Refused for the first that cannot be stored: 404 for no such item, 403 for an item not assigned to
+        the rater, 409 for an item rated by them before or no longer as they saw it."""
+        rows = []
+        with self._writing() as db:
+            for item_id, rater, item_hash, values in ratings:
+                item = self.item(item_id)
+                if item is None:
+                    raise Refused(f"there is no item {item_id}", 404)
+                if not self.is_assigned(item_id, rater):
+                    raise Refused(f"item {item_id} is not assigned to {rater}", 403)
+                if self.rating(item_id, rater) is not None:
+                    raise Refused(f"{rater} has already rated item {item_id}", 409)
+                if not item.current or item.hash != item_hash:
+                    raise Refused(f"item {item_id} has changed since it was shown: open it again", 409)
+                cursor = db.execute(
+                    "INSERT INTO log (item, item_hash, rater, value, at, via) VALUES (?, ?, ?, ?, ?, ?)",
+                    (item_id, item_hash, rater, canonical(values), now(), via),
+                )
+                rows.append(int(cursor.lastrowid))
+        return rows
+
+
+def store_ratings(path: str | os.PathLike[str], sheet: Sheet) -> list[Rating]:
+    """The ratings of ``sheet`` in the store at ``path`` (of current items), each with the store's path, its log
+    row and the store's sha256, read in one snapshot: the checksum names exactly these ratings."""
+    task = TASK_OF_SHEET[sheet.kind]
+    with ReviewStore(path) as store:
+        store.db.execute("BEGIN")  # a read transaction: writers wait until the file is hashed
+        rows = store.db.execute(
+            "SELECT l.id, i.key, l.rater, l.value FROM log l JOIN items i ON i.id = l.item"
+            " WHERE i.task = ? AND i.current = 1 ORDER BY l.id",
+            (task,),
+        ).fetchall()
+        digest = sha256_file(path)
+        store.db.execute("COMMIT")
+    return [
+        Rating(tuple(json.loads(r["key"])), json.loads(r["value"]), r["rater"], str(path), r["id"], digest, "log_row")
+        for r in rows
+    ]
+
+
+def ratings_digest(path: str | os.PathLike[str], sheet: Sheet, model: str | None = None) -> str:
+    """A digest of what ``sheet``'s ratings in the store say (of ``model``'s items only, when given): it changes
+    when, and only when, a job that reads them would compute something else."""
+    if not os.path.exists(path):
+        return "no store"
+    ratings = [r for r in store_ratings(path, sheet) if model is None or r.item[0] == model]
+    said = sorted(canonical([list(r.item), r.rater, r.values]) for r in ratings)
+    return hashlib.sha256("\n".join(said).encode("utf-8")).hexdigest()

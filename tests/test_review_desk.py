@@ -1,0 +1,458 @@
+"""The review desk without a browser: its items, assignment, store, page (over HTTP), offline files, and the
+consumers that read its ratings."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import signal
+import sqlite3
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import httpx
+import pytest
+from starlette.testclient import TestClient
+
+from h2htalk.cli import main
+from h2htalk.cli.review import is_loopback
+from h2htalk.config import merge_layers, validate_config
+from h2htalk.errors import DataError, H2HTalkError
+from h2htalk.io import sha256_file
+from h2htalk.prompts.render import sap_text
+from h2htalk.ratings import INSTANCE_DECISIONS, REVIEW_SCORES, SAFETY_RATINGS
+from h2htalk.review.app import desk_app
+from h2htalk.review.assign import assign
+from h2htalk.review.collect import desk_items
+from h2htalk.review.offline import export_open_items, import_ratings
+from h2htalk.review.store import DeskItem, ReviewStore, canonical, ratings_digest, store_ratings
+from h2htalk.review.tasks import GATED, INSTANCE, NEED, SAFETY, TASKS
+
+from .desk_tree import HOSTILE, MODEL, RATERS, SUBTASK, loaded_desk, run, start_desk, tables_from_ratings
+
+
+@pytest.fixture
+def desk(tmp_path):
+    """A small run's results tree, loaded into a desk store: (root, config file, store path)."""
+    return tmp_path, loaded_desk(tmp_path), tmp_path / "desk" / "ratings.sqlite"
+
+
+def settings(config: Path) -> dict:
+    return validate_config(merge_layers([config]))
+
+
+def first_assigned(store: ReviewStore, rater: str, task: str) -> int:
+    return store.queue(rater, task, 0)[0][0]
+
+
+def unassigned(store: ReviewStore, rater: str, task: str) -> int:
+    mine = {item for item, _ in store.queue(rater, task, 0)}
+    others = {item for other in RATERS for item, _ in store.queue(other, task, 0)}
+    return min(others - mine)
+
+
+# --- items, assignment, store ---------------------------------------------------------------------------------
+
+
+def test_every_task_is_read_from_the_results_tree_blind_to_model_and_variant(desk):
+    root, config, _ = desk
+    from h2htalk.layout import Layout
+
+    found = desk_items(settings(config), Layout(str(root / "results")), list(TASKS))
+    # two of three plans per variant are gated; one safety scenario of three turns and two need items a variant
+    assert {task: len(items) for task, items in found.items()} == {GATED: 4, SAFETY: 6, NEED: 4, INSTANCE: 2}
+    for items in found.values():
+        for item in items:
+            shown = canonical(item.shown)
+            assert MODEL not in shown and sap_text() not in shown and "sap" not in shown.lower()
+            assert "judge" not in shown and "scores" not in shown  # the verdicts wait in ``after``
+    gated = found[GATED][0]
+    assert gated.shown["rubric"].startswith("【评分细则】") and gated.shown["level"]["level_name"].startswith("Level I")
+    assert gated.after["judge_scores"] == [2, 2, 3]
+    safety = found[SAFETY][-1]
+    assert [t["role"] for t in safety.shown["conversation"]] == ["user", "assistant", "user", "assistant", "user"]
+    assert "reference" not in safety.shown  # the paper's safety scores are the users' perception
+    assert found[NEED][0].shown["need"]
+    failed = next(i for i in found[INSTANCE] if i.shown["fields"] is None)
+    assert failed.shown["task"] is None and set(failed.shown["field_help"]) == {"hobbies", "history_memory"}
+
+
+def test_assignment_is_balanced_seeded_and_never_twice_to_one_rater():
+    raters = ["a", "b", "c", "d", "e"]
+    items = [(i, "gated" if i < 7 else "safety") for i in range(20)]
+    pairs = assign(items, raters, 3, seed=1)
+    assert pairs == assign(items, raters, 3, seed=1) and pairs != assign(items, raters, 3, seed=2)
+    by_item = Counter(item for item, _ in pairs)
+    assert set(by_item.values()) == {3} and len(set(pairs)) == len(pairs)  # three raters, each once
+    for task in ("gated", "safety"):
+        loads = Counter(r for i, r in pairs if dict(items)[i] == task)
+        assert max(loads.values()) - min(loads.values()) <= 1, task
+    later = assign([(20, "gated"), (21, "gated")], raters, 3, 1, [(r, dict(items)[i]) for i, r in pairs])
+    loads = Counter(r for i, r in pairs + later if i < 7 or i >= 20)
+    assert max(loads.values()) - min(loads.values()) <= 1  # items loaded later go to the least loaded
+    with pytest.raises(H2HTalkError, match=r"each item goes to 3 raters .* but 2 are listed"):
+        assign(items, ["a", "b"], 3, 0)
+
+
+def test_each_rater_has_their_own_order_and_items_are_numbered_blind(tmp_path):
+    store = ReviewStore(tmp_path / "s.sqlite", create=True)
+    items = [DeskItem(SAFETY, ("m", v, f"s{n}-t1"), {"answer": f"{v}{n}"}) for v in ("sap", "nosap") for n in range(10)]
+    store.load(items, RATERS, 4, 0)  # every rater gets every item
+    orders = {rater: [item for item, _ in store.queue(rater, SAFETY, 0)] for rater in RATERS}
+    assert all(sorted(order) == list(range(1, 21)) for order in orders.values())
+    assert len({tuple(order) for order in orders.values()}) == len(RATERS)
+    assert orders["ana"] == [item for item, _ in store.queue("ana", SAFETY, 0)]  # and it stays
+    by_number = [store.item(n).key[1] for n in range(1, 21)]
+    assert by_number != sorted(by_number) and by_number != sorted(by_number, reverse=True)  # not grouped by variant
+
+
+def test_loading_again_keeps_ratings_and_a_changed_item_becomes_a_new_version(tmp_path):
+    store = ReviewStore(tmp_path / "s.sqlite", create=True)
+    items = [DeskItem(GATED, ("m", "sap", SUBTASK, f"i{n}"), {"answer": f"回答{n}"}) for n in range(3)]
+    assert store.load(items, RATERS, 3, 0).new == 3
+    item = first_assigned(store, "ana", GATED)
+    old = store.item(item)
+    store.rate(item, "ana", old.hash, {"human_score": 4.0}, "desk")
+    report = store.load(items, RATERS, 3, 0)
+    assert (report.new, report.changed, report.unchanged, report.assignments) == (0, 0, 3, 0)
+    assert [r.values for r in store_ratings(store.path, REVIEW_SCORES)] == [{"human_score": 4.0}]
+    changed = [i if i.key != old.key else DeskItem(GATED, i.key, {"answer": "新的回答"}) for i in items]
+    report = store.load(changed, RATERS, 3, 0)
+    assert (report.new, report.changed, report.assignments) == (0, 1, 3)
+    assert store_ratings(store.path, REVIEW_SCORES) == []  # the rating was of what is no longer shown
+    assert not store.item(item).current
+    store.load(items, RATERS, 3, 0)  # the old content again: its version and its rating come back
+    assert [r.values for r in store_ratings(store.path, REVIEW_SCORES)] == [{"human_score": 4.0}]
+
+
+def test_the_log_is_append_only_and_takes_only_assigned_current_items(desk):
+    _, _, path = desk
+    store = ReviewStore(path)
+    item = store.item(first_assigned(store, "ana", SAFETY))
+    row = store.rate(item.id, "ana", item.hash, {"safety_score": 5.0, "violation": False}, "desk")
+    for statement in ("UPDATE log SET value = '{}'", "DELETE FROM log"):
+        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+            store.db.execute(statement)
+    other = store.item(unassigned(store, "ana", SAFETY))
+    with pytest.raises(sqlite3.IntegrityError, match="not a current item assigned to this rater"):
+        store.db.execute(
+            "INSERT INTO log (item, item_hash, rater, value, at, via) VALUES (?, ?, 'ana', '{}', 'now', 'sql')",
+            (other.id, other.hash),
+        )
+    [rating] = store_ratings(path, SAFETY_RATINGS)
+    assert rating.source() == {"rater": "ana", "file": str(path), "log_row": row, "sha256": sha256_file(path)}
+    assert rating.item == (MODEL, item.key[1], item.key[2])
+
+
+def test_the_digest_changes_only_with_what_a_job_reads(desk):
+    _, _, path = desk
+    store = ReviewStore(path)
+    before = {sheet.kind: ratings_digest(path, sheet) for sheet in (REVIEW_SCORES, SAFETY_RATINGS)}
+    of_model = ratings_digest(path, REVIEW_SCORES, MODEL)
+    item = store.item(first_assigned(store, "ana", SAFETY))
+    store.rate(item.id, "ana", item.hash, {"safety_score": 3.0, "violation": False}, "desk")
+    assert ratings_digest(path, SAFETY_RATINGS) != before[SAFETY_RATINGS.kind]
+    assert ratings_digest(path, REVIEW_SCORES) == before[REVIEW_SCORES.kind]
+    item = store.item(first_assigned(store, "ana", GATED))
+    store.rate(item.id, "ana", item.hash, {"human_score": 1.0}, "desk")
+    assert ratings_digest(path, REVIEW_SCORES, MODEL) != of_model
+    assert ratings_digest(path, REVIEW_SCORES, "another-model") == ratings_digest(path, REVIEW_SCORES, "nobody")
+    assert ratings_digest(path.with_name("absent.sqlite"), REVIEW_SCORES) == "no store"
+
+
+# --- the page over HTTP ---------------------------------------------------------------------------------------
+
+
+def client(path: Path, *, tokens: bool = False) -> TestClient:
+    return TestClient(desk_app(str(path), 0, tokens=tokens, loopback=not tokens), base_url="http://127.0.0.1")
+
+
+def log_in(browser: TestClient, rater: str, token: str = "") -> None:
+    form = browser.get("/login")
+    csrf = re.search(r'name="csrf" value="([^"]+)"', form.text)[1]
+    answer = browser.post("/login", data={"csrf": csrf, "rater": rater, "token": token}, follow_redirects=False)
+    assert answer.status_code == 303, answer.text
+
+
+def csrf_of(browser: TestClient, item: int) -> dict[str, str]:
+    page = browser.get(f"/item/{item}")
+    return {name: re.search(rf'name="{name}" value="([^"]+)"', page.text)[1] for name in ("csrf", "item_hash")}
+
+
+def test_nobody_writes_without_logging_in_and_logins_are_protected(desk):
+    _, _, path = desk
+    browser = client(path)
+    assert browser.get("/", follow_redirects=False).headers["location"] == "/login"
+    assert browser.post("/item/1", data={"human_score": "3"}).status_code == 401
+    assert browser.post("/login", data={"csrf": "x", "rater": "ana"}).status_code == 403  # no login cookie
+    browser.get("/login")
+    assert browser.post("/login", data={"csrf": browser.cookies["desk_login"], "rater": "zed"}).status_code == 401
+    crossed = browser.post(
+        "/login", data={"csrf": browser.cookies["desk_login"], "rater": "ana"}, headers={"Origin": "http://evil.test"}
+    )
+    assert crossed.status_code == 403
+    assert browser.get("/login", headers={"Host": "evil.test"}).status_code == 400  # no DNS rebinding on loopback
+    assert store_ratings(path, REVIEW_SCORES) == []
+
+
+def test_a_rating_is_checked_before_it_is_stored(desk):
+    _, _, path = desk
+    store = ReviewStore(path)
+    mine, theirs = first_assigned(store, "ana", GATED), unassigned(store, "ana", GATED)
+    browser = client(path)
+    log_in(browser, "ana")
+    page = browser.get(f"/item/{mine}")
+    assert page.status_code == 200 and "The judge" not in page.text and "2.33" not in page.text  # hidden until rated
+    form = csrf_of(browser, mine)
+    for data, headers, status in [
+        ({**form, "csrf": "forged", "human_score": "3"}, {}, 403),
+        ({**form, "human_score": "3"}, {"Origin": "http://evil.test"}, 403),
+        ({**form, "human_score": "7"}, {}, 422),
+        ({**form, "human_score": "three"}, {}, 422),
+        ({**form}, {}, 422),
+        ({**form, "item_hash": "0" * 64, "human_score": "3"}, {}, 409),
+    ]:
+        answer = browser.post(f"/item/{mine}", data=data, headers=headers, follow_redirects=False)
+        assert answer.status_code == status, (data, answer.text)
+    assert store_ratings(path, REVIEW_SCORES) == []
+    assert browser.post(f"/item/{mine}", data={**form, "human_score": "4"}, follow_redirects=False).status_code == 303
+    twice = browser.post(f"/item/{mine}", data={**form, "human_score": "1"}, follow_redirects=False)
+    assert twice.status_code == 409 and "already rated" in twice.text
+    rated = browser.get(f"/item/{mine}")
+    assert "The judge" in rated.text and "Your score: <strong>4.0</strong>" in rated.text
+    assert browser.get(f"/item/{theirs}").status_code == 403
+    theirs_form = {**form, "item_hash": store.item(theirs).hash, "human_score": "2"}
+    assert browser.post(f"/item/{theirs}", data=theirs_form, follow_redirects=False).status_code == 403
+    assert browser.get("/item/99999").status_code == 404
+    assert [(r.rater, r.values) for r in store_ratings(path, REVIEW_SCORES)] == [("ana", {"human_score": 4.0})]
+
+
+def test_each_task_takes_its_own_values_and_rules(desk):
+    _, _, path = desk
+    store = ReviewStore(path)
+    browser = client(path)
+    log_in(browser, "cai")
+    cases = {
+        SAFETY: [
+            ({"safety_score": "2", "violation": "yes"}, 422),  # a violation needs its category
+            ({"safety_score": "4", "violation": "no", "violation_category": "dismissing"}, 422),
+            ({"safety_score": "0", "violation": "no"}, 422),
+            ({"safety_score": "2", "violation": "yes", "violation_category": "harmful_advice"}, 303),
+        ],
+        NEED: [({"recognized": "yes"}, 422), ({"recognized": "是", "met": "否"}, 303)],
+        INSTANCE: [
+            ({"decision": "maybe"}, 422),
+            ({"decision": "keep", "fields": "{not json"}, 422),
+            ({"decision": "keep", "fields": '{"hobbies": "钢琴"}'}, 422),  # breaks the instance schema
+            ({"decision": "keep", "fields": ""}, None),  # needs fields only where reconstruction failed
+        ],
+    }
+    for task, attempts in cases.items():
+        item = store.item(first_assigned(store, "cai", task))
+        for values, status in attempts:
+            if status is None:
+                status = 422 if item.shown["fields"] is None else 303
+            data = {**csrf_of(browser, item.id), **values}
+            answer = browser.post(f"/item/{item.id}", data=data, follow_redirects=False)
+            assert answer.status_code == status, (task, values, answer.text)
+    [safety] = store_ratings(path, SAFETY_RATINGS)
+    assert safety.values == {"safety_score": 2.0, "violation": True, "violation_category": "harmful_advice"}
+
+
+def test_tokens_are_required_off_loopback(desk):
+    _, _, path = desk
+    token = ReviewStore(path).new_token("ben")
+    browser = client(path, tokens=True)
+    browser.get("/login")
+    for sent in ("", "wrong"):
+        answer = browser.post("/login", data={"csrf": browser.cookies["desk_login"], "rater": "ben", "token": sent})
+        assert answer.status_code == 401
+    log_in(browser, "ben", token)
+    assert browser.get("/").status_code == 200
+    browser = client(path, tokens=True)
+    browser.get("/login")
+    data = {"csrf": browser.cookies["desk_login"], "rater": "ana", "token": token}  # ben's token is not ana's
+    assert browser.post("/login", data=data).status_code == 401
+
+
+def test_model_text_is_escaped_and_no_script_but_the_desks_may_run(desk):
+    _, _, path = desk
+    store = ReviewStore(path)
+    browser = client(path)
+    log_in(browser, "ana")
+    pages = [browser.get(f"/item/{item}") for task in TASKS for item, _ in store.queue("ana", task, 0)]
+    hostile = [p for p in pages if "window.__pwned" in p.text]
+    assert hostile, "the tree's hostile answers are among ana's items"
+    for page in hostile:
+        assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt;&lt;img" in page.text
+        assert "<script>window" not in page.text and "<img" not in page.text
+    csp = pages[0].headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "unsafe-inline" not in csp and "default-src 'none'" in csp
+    assert HOSTILE not in "".join(p.text for p in pages)
+
+
+def test_only_loopback_addresses_count_as_this_machine():
+    assert all(map(is_loopback, ("127.0.0.1", "127.3.4.5", "::1", "localhost")))
+    assert not any(map(is_loopback, ("0.0.0.0", "192.0.2.1", "::", "desk.example")))
+
+
+def test_the_desk_refuses_to_serve_other_machines_before_raters_have_tokens(desk):
+    _, config, _ = desk
+    assert main(["desk-serve", "--config", str(config), "--host", "192.0.2.1"]) == 2  # exits before listening
+
+
+# --- durability --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_killing_the_server_mid_stream_loses_no_acknowledged_rating(desk):
+    """Three raters rate as fast as they can; the server is killed (SIGKILL) while they do. Every rating it
+    acknowledged is in the store afterwards, and the store is intact."""
+    root, config, path = desk
+    server, base = start_desk(root, config)
+    acknowledged: list[tuple[str, int]] = []
+    store = ReviewStore(path)
+    plans = {r: [i for task in (SAFETY, NEED) for i, _ in store.queue(r, task, 0)] for r in RATERS[:3]}
+    values = {SAFETY: {"safety_score": "4", "violation": "no"}, NEED: {"recognized": "yes", "met": "yes"}}
+    value_of = {item: values[store.item(item).task] for items in plans.values() for item in items}
+
+    def rate_all(rater: str) -> None:
+        with httpx.Client(base_url=base, timeout=5) as browser:
+            browser.get("/login")
+            browser.post("/login", data={"csrf": browser.cookies["desk_login"], "rater": rater})
+            for item in plans[rater]:
+                try:
+                    page = browser.get(f"/item/{item}").text
+                    form = {k: re.search(rf'name="{k}" value="([^"]+)"', page)[1] for k in ("csrf", "item_hash")}
+                    answer = browser.post(f"/item/{item}", data={**form, **value_of[item]})
+                except (httpx.TransportError, TypeError):
+                    return  # the server is gone
+                if answer.status_code == 303:
+                    acknowledged.append((rater, item))
+
+    threads = [threading.Thread(target=rate_all, args=(r,)) for r in plans]
+    for thread in threads:
+        thread.start()
+    while len(acknowledged) < 6 and any(t.is_alive() for t in threads):
+        time.sleep(0.01)
+    server.send_signal(signal.SIGKILL)
+    server.wait(timeout=10)
+    for thread in threads:
+        thread.join(timeout=30)
+    assert len(acknowledged) >= 6
+    stored = {(r.rater, r.item) for sheet in (SAFETY_RATINGS, TASKS[NEED].sheet) for r in store_ratings(path, sheet)}
+    keys = {item: store.item(item).key for _, item in acknowledged}
+    assert {(rater, keys[item]) for rater, item in acknowledged} <= stored
+    assert ReviewStore(path).db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+# --- offline files -----------------------------------------------------------------------------------------------
+
+
+def write_rows(path: Path, rows: list[dict[str, str]]) -> None:
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def test_offline_files_go_through_the_strict_importer(desk):
+    root, config, path = desk
+    out = root / "dee.csv"
+    run("desk-export", "--config", str(config), "--rater", "dee", "--task", SAFETY, "--out", str(out))
+    text = out.read_text(encoding="utf-8")
+    assert MODEL not in text and "nosap" not in text  # blind offline too
+    rows = list(csv.DictReader(out.open(encoding="utf-8")))
+    assert len(rows) == 4 and {"desk_item", "item_hash", "conversation", "answer", "safety_score"} <= set(rows[0])
+    rows[0].update(safety_score="５", violation="否")  # read as the importer reads every file
+    rows[1].update(safety_score="2", violation="是", violation_category="dismissing")
+    write_rows(out, rows)
+    run("desk-import", "--config", str(config), "--task", SAFETY, str(out))
+    ratings = store_ratings(path, SAFETY_RATINGS)
+    assert sorted(r.values["safety_score"] for r in ratings) == [2.0, 5.0] and {r.rater for r in ratings} == {"dee"}
+    store = ReviewStore(path)
+    assert import_ratings(store, SAFETY, [out]) == (0, 2)  # the same file again: nothing new
+    for change, problem in [
+        ({2: {"safety_score": "9", "violation": "no"}}, "line 4: safety_score 9 is outside 1 to 5"),
+        ({2: {"safety_score": "3"}}, "line 4: violation is missing"),
+        ({0: {"safety_score": "1"}}, "line 2: dee rated desk item .* before, differently"),
+        ({2: {"safety_score": "3", "violation": "no", "rater": "zed"}}, "line 4: desk item .* not assigned to 'zed'"),
+        ({2: {"safety_score": "3", "violation": "no", "item_hash": "0" * 64}}, "line 4: desk item .* has changed"),
+    ]:
+        edited = [{**row, **change.get(n, {})} for n, row in enumerate(rows)]
+        write_rows(out, edited)
+        with pytest.raises(DataError, match="nothing was imported(.|\n)*" + problem):
+            import_ratings(store, SAFETY, [out])
+    assert len(store_ratings(path, SAFETY_RATINGS)) == 2
+    assert export_open_items(store, "dee", SAFETY, 0, root / "again.csv") == 2
+
+
+# --- the consumers -------------------------------------------------------------------------------------------------
+
+
+def rate_everything(path: Path, scores: dict[str, float]) -> None:
+    """Every rater rates every item assigned to them: gated plans with ``scores[rater]``, safety turns 1 (ana,
+    cai) or 2 (ben, dee) with a violation, need items yes/no, instances drop."""
+    store = ReviewStore(path)
+    values = {
+        SAFETY: lambda r: {
+            "safety_score": 1.0 + (r in ("ben", "dee")),
+            "violation": True,
+            "violation_category": "other",
+        },
+        NEED: lambda r: {"recognized": True, "met": False},
+        INSTANCE: lambda r: {"decision": "drop"},
+        GATED: lambda r: {"human_score": scores[r]},
+    }
+    for rater in RATERS:
+        for task, value in values.items():
+            for item, _ in store.queue(rater, task, 0):
+                store.rate(item, rater, store.item(item).hash, value(rater), "desk")
+
+
+def test_the_workflow_reads_the_store_for_j_table3_and_instances(desk):
+    root, config, path = desk
+    rate_everything(path, {"ana": 1.0, "ben": 5.0, "cai": 2.0, "dee": 4.0})
+    made = tables_from_ratings(root, config)
+    gated = [i for i in made["j_items"] if i["human"]]
+    assert len(gated) == 4 and not any(i["review"] for i in gated)
+    for item in gated:
+        raters = item["human"]["ratings"]
+        assert len(raters) == 3 and {r["file"] for r in raters} == {str(path)}
+        assert all(r["sha256"] == sha256_file(path) and "log_row" in r for r in raters)
+        median = sorted(r["score"] for r in raters)[1]
+        assert item["human"]["score"] == median and item["J5"] == pytest.approx(0.6 * item["S"] / 20 + 0.4 * median)
+    rows = list(csv.DictReader(made["table3"].splitlines()))
+    for row in rows[:2]:
+        assert (
+            row["human_rated"] == "3" and 1 <= float(row["safety_score"]) <= 2 and float(row["violation_rate"]) == 100
+        )
+    assert {"path": str(path), "sha256": sha256_file(path)} in made["table3_meta"]["inputs"]
+    assert MODEL in made["table2"]
+    fig7 = list(csv.DictReader(made["fig7"].splitlines()))  # the judge met one need a variant; people none
+    assert {row["success_rate"] for row in fig7 if row["n"] != "0"} == {"0.00"}
+    assert sum(int(row["n"]) for row in fig7) == 4
+    from h2htalk.instances.reconstruct import read_review_decisions
+
+    decisions = read_review_decisions([], [f"{SUBTASK}-000001", f"{SUBTASK}-000002"], path)
+    assert {d["decision"] for d in decisions.values()} == {"drop"}
+    assert all(len(d["reviews"]) == 3 for d in decisions.values())
+
+
+def test_a_rater_in_a_file_and_at_the_desk_rates_once(desk):
+    root, _, path = desk
+    rate_everything(path, dict.fromkeys(RATERS, 3.0))
+    store = ReviewStore(path)
+    item = store.item(first_assigned(store, "ana", GATED))
+    twice = root / "twice.csv"
+    twice.write_text("model,variant,subtask,id,human_score,reviewer\n" + ",".join(item.key) + ",4,ana\n", "utf-8")
+    with pytest.raises(DataError, match=r"ratings\.sqlite: log row \d+: rater 'ana' rated .* again"):
+        from h2htalk.judge.combine import read_human_scores
+        from h2htalk.layout import Cell, Layout
+
+        cells = [Cell(MODEL, v, SUBTASK, "usem3") for v in ("sap", "nosap")]
+        read_human_scores([twice], cells, Layout(str(root / "results")), [MODEL], path)
+    assert json.loads(canonical(store_ratings(path, INSTANCE_DECISIONS)[0].values)) == {"decision": "drop"}
