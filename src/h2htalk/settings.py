@@ -154,6 +154,17 @@ class GateSettings(FromSection):
 
 
 @dataclass(frozen=True)
+class ReviewSettings(FromSection):
+    """review.mode/sample_per_cell/sample_seed: what people's scores do to a judged cell (gate or sample)."""
+
+    SECTION = ("review",)
+
+    mode: str
+    sample_per_cell: int
+    sample_seed: int
+
+
+@dataclass(frozen=True)
 class BootstrapSettings(FromSection):
     """scoring.bootstrap: one setting for every interval (Table 2, J, Table 3, Figure 7)."""
 

@@ -53,7 +53,9 @@ class _Wildcards(dict):
 if workflow.is_main_process:
     _stale = stale_results(result_graph(config, LAYOUT), PAPER_FIGURES)
     if _stale:
-        _dry = any(arg in ("-n", "-np", "-pn", "--dry-run", "--dryrun") for arg in sys.argv)
+        _dry = any(
+            arg in ("-n", "-np", "-pn", "--dry-run", "--dryrun") for arg in sys.argv
+        )
         logger.warning(
             f"{len(_stale)} results were made from files that are gone or changed and "
             + ("would be rebuilt by a real run:" if _dry else "are rebuilt:")
@@ -227,6 +229,13 @@ def instance_review_targets():
         if config["instances"]["source"] == "reconstructed"
         else []
     )
+
+
+def curated_for_decisions():
+    """The curated references, which people's instance decisions name, when there are decisions to read."""
+    if not config["instances"]["review_imports"]:
+        return []
+    return expand(path("curated"), subtask=RUN.subtasks)
 
 
 def calibration_targets():

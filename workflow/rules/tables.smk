@@ -36,6 +36,10 @@ rule table2:
         registry=config["model_registry"],
         paper=config["paper"]["table2"],
         review=path("review_queue"),
+        judge_samples=paths(
+            "judge_samples", [c for m in RUN.judged_models for c in RUN.judged(m)]
+        ),
+        human=config["review"]["imports"],
     output:
         meta=f"{PAPER_FIGURES}/table2.meta.json",
         csv=report(
@@ -106,6 +110,43 @@ rule table3:
         settings=settings("table3"),
     shell:
         h2htalk("table3")
+
+
+rule agreement:
+    input:
+        provenance=path("provenance"),
+        judge_samples=paths(
+            "judge_samples", [c for m in RUN.judged_models for c in RUN.judged(m)]
+        ),
+        review=config["review"]["imports"],
+        verdicts=paths(
+            "verdicts",
+            [c for m in RUN.study_models for c in RUN.studies(m, ("safety",))],
+        ),
+        safety=config["studies"]["human_ratings"],
+        curated=curated_for_decisions(),
+        decisions=config["instances"]["review_imports"],
+    output:
+        meta=f"{PAPER_FIGURES}/agreement.meta.json",
+        csv=report(
+            f"{PAPER_FIGURES}/agreement.csv",
+            caption="../report/agreement.rst",
+            category="Tables",
+        ),
+        md=f"{PAPER_FIGURES}/agreement.md",
+    log:
+        f"{LOGS}/tables/agreement.log",
+    benchmark:
+        f"{BENCHMARKS}/agreement.tsv"
+    conda:
+        "../../envs/figures.yaml"
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        settings=settings("agreement"),
+    shell:
+        h2htalk("agreement")
 
 
 rule calibration:

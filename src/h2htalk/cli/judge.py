@@ -47,7 +47,7 @@ def register(sub: Any) -> None:
     p.add_argument("--embedder", required=True, help="the embedder of the S it mixes in")
 
     p = add_command(
-        sub, "review-queue", cmd_review_queue, "collect the items sent to human review into one CSV",
+        sub, "review-queue", cmd_review_queue, "collect the items sent to people (gated, or sampled) into one CSV",
         reads=("models", "baselines", "rubric_judge.baselines", "scoring.embedders", "subtasks", "variants"),
     )  # fmt: skip
     add_results(p)
@@ -82,17 +82,19 @@ def cmd_rubric_judge(args: argparse.Namespace) -> int:
 def cmd_combine_j(args: argparse.Namespace) -> int:
     from h2htalk.cells import RunCells
     from h2htalk.judge.combine import combine_to_files, read_human_scores
-    from h2htalk.settings import BootstrapSettings
+    from h2htalk.settings import BootstrapSettings, ReviewSettings
 
     config = load_config(args)
     gate, bootstrap = GateSettings.from_config(config), BootstrapSettings.from_config(config)
+    review = ReviewSettings.from_config(config)
     run = RunCells(config)
     cells = [cell.scored_by(args.embedder) for cell in run.judged(args.model)]
     human = read_human_scores(config["review"]["imports"], cells, args.results, run.judged_models)
-    results = [combine_to_files(cell, args.results, gate, bootstrap, human) for cell in cells]
+    results = [combine_to_files(cell, args.results, gate, bootstrap, human, review) for cell in cells]
     summary(
-        f"J of {args.model}: {len(results)} cells, {sum(r['n'] for r in results)} items, "
-        f"{sum(r['to_review'] for r in results)} to review, {sum(r['missing'] for r in results)} missing"
+        f"J of {args.model} ({review.mode} mode): {len(results)} cells, {sum(r['n'] for r in results)} items, "
+        f"{sum(r['to_review'] for r in results)} to review, {sum(r['human_items'] for r in results)} rated by "
+        f"people, {sum(r['missing'] for r in results)} missing"
     )
     return 0
 

@@ -53,6 +53,8 @@ class CellValue:
     expected: int = 0  # items the cell should have (n + missing)
     cut_off: int = 0  # answers that stopped at their token limit
     failed: int = 0  # answers that failed for good (a refusal, an over-long prompt), scored as empty
+    people_items: int = 0  # items whose people's score the value rests on (judged cells); CSV: _human_items
+    people_ratings: int = 0  # people's ratings of those items; CSV: _human_ratings
 
     @property
     def missing(self) -> int:
@@ -108,6 +110,8 @@ def build_rows(
             expected=int(summary["n"]) + int(summary.get("missing", 0)),
             cut_off=int(summary.get("answers", {}).get("cut_off", 0)),
             failed=int(summary.get("answers", {}).get("failed", 0)),
+            people_items=int(summary.get("human_items", 0)),
+            people_ratings=int(summary.get("human_ratings", 0)),
         )
     order = {g: i for i, (g, _) in enumerate(GROUPS)}
     return sorted(rows.values(), key=lambda r: (r.embedder, order.get(r.size_group, 99), r.display_name, r.variant))
@@ -142,7 +146,9 @@ NOTES: tuple[str, ...] = (
     r"\newcommand{\first}[1]{\cellcolor{green!25}#1} with \usepackage[table]{xcolor}.",
 )
 RANK_COMMANDS = {1: "first", 2: "second", 3: "third"}
-CELL_PARTS = ("ci_low", "ci_high", "n", "expected", "missing", "cut_off", "failed", "measure")
+CELL_PARTS = (
+    "ci_low", "ci_high", "n", "expected", "missing", "cut_off", "failed", "measure", "human_items", "human_ratings",
+)  # fmt: skip
 
 
 def display_columns() -> list[str]:
@@ -186,7 +192,7 @@ def table2_marks(rows: Sequence[Row]) -> pd.DataFrame:
 
 def ci_frame(rows: Sequence[Row]) -> pd.DataFrame:
     """The machine-readable Table 2: every value with its 95 % CI and coverage (items scored, expected, missing;
-    answers cut off or failed), one row per (model, variant, embedder).
+    answers cut off or failed; items and ratings by people it rests on), one row per (model, variant, embedder).
 
     Values and CI bounds are floats (4 decimals in the CSV); a subtask without a cell has all its columns empty.
     """
@@ -211,7 +217,7 @@ def ci_frame(rows: Sequence[Row]) -> pd.DataFrame:
             cell = row.cells.get(column)
             if column in SUBTASK_COLUMNS and cell:
                 parts = (_float(cell.ci_low), _float(cell.ci_high), cell.n, cell.expected, cell.missing)
-                parts += (cell.cut_off, cell.failed, cell.measure)
+                parts += (cell.cut_off, cell.failed, cell.measure, cell.people_items, cell.people_ratings)
                 record.update({f"{column}_{part}": value for part, value in zip(CELL_PARTS, parts, strict=True)})
         records.append(record)
     return records_frame(records, header)
