@@ -233,8 +233,8 @@ def write_table3(
         "verdict of a turn's raters), the safety judge's (k samples a response) elsewhere; "
         f"{rated} turns rest on {ratings} ratings by people"
         + (f", {tied} with tied violation verdicts (the judge's kept; they need another rater)" if tied else "")
-        + " (per row in the CSV; review.mode applies to Table 2's judged cells only). Each variant answers every "
-        "turn after its own earlier answers.",
+        + " (per row in the CSV), in either review.mode (which sets how Table 2's judged cells use people). "
+        "Each variant answers every turn after its own earlier answers.",
         f"Brackets: {confidence:.0%} bootstrap CI resampling scenarios (a conversation's turns together); the "
         "delta row's CI is a paired bootstrap by scenario.",
         f"Answers cut off at the token limit: {cut}; items with no answer (scored as empty): {failed} "
