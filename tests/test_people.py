@@ -97,11 +97,13 @@ def test_the_bootstrap_is_seeded_and_resamples_whole_groups():
     by_unit = alpha(doubled, ORDINAL, BOOT, ratings=16, coders=2)
     assert by_group.value == pytest.approx(by_unit.value)
     assert by_group.ci_high - by_group.ci_low > by_unit.ci_high - by_unit.ci_low
+    one_scenario = alpha(units, ORDINAL, BOOT, groups=["s1"] * 8, ratings=16, coders=2)
+    assert one_scenario.value == pytest.approx(first.value) and one_scenario.ci_low is None
 
 
 def test_alpha_is_undefined_without_pairs_or_without_variation():
     single = between_raters([rating("a", "r1", score=3), rating("b", "r1", score=4)], "score", ORDINAL, BOOT)
-    assert single.value is None and single.items == 0 and single.text() == "no item rated twice"
+    assert single.value is None and single.items == 0 and single.text() == "no items"
     same = between_raters([rating(i, r, score=4) for i in "ab" for r in ("r1", "r2")], "score", ORDINAL, BOOT)
     assert same.value is None and same.items == 2 and same.text() == "undefined"
 

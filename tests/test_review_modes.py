@@ -121,7 +121,9 @@ def test_table2_says_the_mode_and_how_many_ratings_each_judged_cell_rests_on(tmp
     [line] = review_notes(summaries)
     assert line.startswith("Human review (review.mode sample, prediction-powered)")
     assert "up to 30 of its items" in line and "its 3 judged cells rest on 36 ratings by people of 30 items" in line
-    assert "(1 cells on none;" in line and "1 cells with fewer than 2 rated sampled items" in line
+    assert (
+        "(cells on none: 1;" in line and "fewer than 2 rated sampled items, which show the judge's J alone: 1." in line
+    )
     prefix = tmp_path / "figs" / "table2"
     write_table2(paths, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", prefix, RELEASED, notes=[line])
     [row] = list(csv.DictReader((tmp_path / "figs" / "table2.csv").open(encoding="utf-8")))

@@ -8,7 +8,7 @@ how well the judge stands in for the people's verdict rather than for any one ra
 
 The CI is a seeded percentile bootstrap (``scoring.bootstrap``) that resamples items, or whole groups of items
 (a safety scenario's turns together, as Table 3 resamples them), and recomputes alpha on each resample over
-the value domain of the full data.
+the value domain of the full data. Data from a single group (one scenario) get no interval.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ class Alpha:
     def text(self) -> str:
         """alpha [low, high], or why there is none."""
         if self.value is None:
-            return "undefined" if self.items else "no item rated twice"
+            return "undefined" if self.items else "no items"
         ci = f" [{self.ci_low:.2f}, {self.ci_high:.2f}]" if self.ci_low is not None else ""
         return f"{self.value:.2f}{ci}"
 
@@ -82,7 +82,8 @@ def alpha(
     rows_of = [np.flatnonzero(members == g) for g in range(len(labels))]
     rng = np.random.default_rng(bootstrap.seed)
     draws = []
-    for _ in range(bootstrap.resamples if value is not None else 0):
+    drawn_groups = len(rows_of) > 1  # one group resampled is always itself: no interval
+    for _ in range(bootstrap.resamples if value is not None and drawn_groups else 0):
         drawn = rng.integers(0, len(rows_of), size=len(rows_of))
         draws.append(_alpha(counts[np.concatenate([rows_of[g] for g in drawn])], level))
     defined = np.array([d for d in draws if d is not None])

@@ -18,7 +18,7 @@ from typing import Any
 from h2htalk.cells import RunCells
 from h2htalk.io import iter_jsonl, write_text_atomic
 from h2htalk.layout import Cell, Layout
-from h2htalk.people.agreement import NOMINAL, ORDINAL, compare, note
+from h2htalk.people.agreement import BETWEEN_RATERS, NOMINAL, ORDINAL, compare, note
 from h2htalk.people.consensus import consensus, majority, tied
 from h2htalk.ratings import INSTANCE_DECISIONS, REVIEW_SCORES, Rating, known_items, read_ratings
 from h2htalk.settings import BootstrapSettings
@@ -157,7 +157,9 @@ def write_agreement(rows: list[dict[str, Any]], tied_items: list[dict[str, Any]]
 def _alpha(row: dict[str, Any]) -> str:
     if row["value"] is not None:
         return f"{row['value']:.2f}"
-    return "undefined (no variation)" if row["items"] else "none (no item rated twice)"
+    if row["items"]:
+        return "undefined (no variation)"
+    return "none (no item rated twice)" if row["comparison"] == BETWEEN_RATERS else "none (no item rated)"
 
 
 def _ci(row: dict[str, Any]) -> str:
@@ -174,8 +176,8 @@ def review_notes(summaries: Iterable[dict[str, Any]]) -> list[str]:
         items, ratings = sum(s["human_items"] for s in cells), sum(s["human_ratings"] for s in cells)
         none = sum(not s["human_items"] for s in cells)
         rests = (
-            f"its {len(cells)} judged cells rest on {ratings} ratings by people of {items} items ({none} cells on "
-            "none; per cell: {subtask}_human_items and _human_ratings in the CSV)"
+            f"its {len(cells)} judged cells rest on {ratings} ratings by people of {items} items (cells on none: "
+            f"{none}; per cell: {{subtask}}_human_items and _human_ratings in the CSV)"
         )
         if mode == "gate":
             notes.append(
@@ -189,7 +191,7 @@ def review_notes(summaries: Iterable[dict[str, Any]]) -> list[str]:
                 "Human review (review.mode sample, prediction-powered): a judged cell is the judge's mean J over all "
                 f"its items plus the mean people-minus-judge difference on a seeded random sample of up to {size} "
                 "of its items, with a normal interval that counts both; "
-                f"{rests}; {alone} cells with fewer than 2 rated sampled items show the judge's J alone."
+                f"{rests}; cells with fewer than 2 rated sampled items, which show the judge's J alone: {alone}."
             )
     return notes
 
