@@ -285,7 +285,7 @@ def test_judge_run_against_a_server(tmp_path):
     generations = tmp_path / "gen.jsonl"
     write_jsonl_atomic(generations, [{"id": r["id"], "response": "08:00 晨跑"} for r in read_jsonl(instances)])
     files = JudgeFiles("sap", subtask, instances, prompts, generations, tmp_path / "out.jsonl")
-    spec = {"name": "stub-judge", "engine": "api", "api": {"model": "stub"}}
+    spec = {"name": "stub-judge", "engine": "api", "api": {"base_url": "http://127.0.0.1/v1", "model": "stub"}}
     config = default_config(
         {"generation": {"concurrency": 2}, "rubric_judge": {"samples": 3, "cache_dir": str(tmp_path / "c")}}
     )
@@ -313,7 +313,7 @@ def test_a_cut_off_answer_is_retried_with_twice_the_budget_then_missing_and_flag
     generations = tmp_path / "gen.jsonl"
     write_jsonl_atomic(generations, [{"id": item, "response": plan} for item, plan in plans.items()])
     files = JudgeFiles("nosap", subtask, instances, prompts, generations, tmp_path / "out.jsonl")
-    spec = {"name": "stub-judge", "engine": "api", "api": {"model": "stub"}}
+    spec = {"name": "stub-judge", "engine": "api", "api": {"base_url": "http://127.0.0.1/v1", "model": "stub"}}
     config = default_config({"rubric_judge": {"samples": 1, "max_new_tokens": 100, "cache_dir": str(tmp_path / "c")}})
     judge = JudgeSettings.from_config(config)
     seen: dict[str, int] = {}

@@ -73,7 +73,8 @@ class CurateOptions:
 
 @dataclass(frozen=True)
 class ClientSettings(FromSection):
-    """How the chat client talks to an endpoint (generation.*): concurrency, timeout, retries, backoff."""
+    """How the chat client talks to an endpoint (generation.*): concurrency, timeout, retries, backoff; the
+    failures a job tolerates, and whether it sends the cached content refusals again."""
 
     SECTION = ("generation",)
 
@@ -83,6 +84,7 @@ class ClientSettings(FromSection):
     backoff_base_s: float
     backoff_max_s: float
     max_failure_rate: float
+    retry_failed: bool
 
 
 @dataclass(frozen=True)
