@@ -314,6 +314,7 @@ def test_the_commands_compare_a_runs_item_files_and_table2_marks_them(tmp_path):
                    "measure": "S", **mean}  # fmt: skip
         if run.is_judged(cell):
             summary |= {"measure": "J", "readings": dict.fromkeys(("J", "S", "judge"), mean), "gate": {"alpha": 0.6}}
+            write_text_atomic(results.judge_samples(cell), "")  # what Table 2's agreement line reads
         write_json_atomic((results.j_summary if run.is_judged(cell) else results.score_summary)(cell), summary)
     figures = tmp_path / "figures"
     common = ["--config", str(config_file), "--results", str(results.root)]

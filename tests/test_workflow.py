@@ -213,6 +213,8 @@ def test_laptop_default_end_to_end(checkout, synthetic_release):
         "fig6_lengths.png",
         "fig7_instruction_following.png",
         "table2.meta.json",
+        "agreement.md",
+        "agreement.csv",
     ):
         assert (figures / name).stat().st_size > 0, name
     table3 = (figures / "table3.csv").read_text(encoding="utf-8")

@@ -73,6 +73,11 @@ rule table2:
         review=path("review_queue"),
         pairs=rules.table2_pairs.output.csv,
         ranks=rules.table2_pairs.output.ranks,
+        judge_samples=paths(
+            "judge_samples", [c for m in RUN.judged_models for c in RUN.judged(m)]
+        ),
+        human=config["review"]["imports"],
+        store=ancient(STORE),
     output:
         meta=f"{PAPER_FIGURES}/table2.meta.json",
         csv=report(
@@ -100,6 +105,7 @@ rule table2:
         runtime=10,
     params:
         settings=settings("table2", *RUN.run_models),
+        ratings=ratings_param(REVIEW_SCORES),
     shell:
         h2htalk("table2")
 
@@ -145,6 +151,51 @@ rule table3:
         ratings=ratings_param(SAFETY_RATINGS),
     shell:
         h2htalk("table3")
+
+
+rule agreement:
+    input:
+        provenance=path("provenance"),
+        judge_samples=paths(
+            "judge_samples", [c for m in RUN.judged_models for c in RUN.judged(m)]
+        ),
+        review=config["review"]["imports"],
+        verdicts=paths(
+            "verdicts",
+            [
+                c
+                for m in RUN.study_models
+                for c in RUN.studies(m, ("safety", "instruction_following"))
+            ],
+        ),
+        safety=config["studies"]["human_ratings"],
+        curated=curated_for_decisions(),
+        decisions=config["instances"]["review_imports"],
+        store=ancient(STORE),
+    output:
+        meta=f"{PAPER_FIGURES}/agreement.meta.json",
+        csv=report(
+            f"{PAPER_FIGURES}/agreement.csv",
+            caption="../report/agreement.rst",
+            category="Tables",
+        ),
+        md=f"{PAPER_FIGURES}/agreement.md",
+    log:
+        f"{LOGS}/tables/agreement.log",
+    benchmark:
+        f"{BENCHMARKS}/agreement.tsv"
+    conda:
+        "../../envs/figures.yaml"
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        settings=settings("agreement"),
+        ratings=ratings_param(
+            REVIEW_SCORES, SAFETY_RATINGS, NEED_VERDICTS, INSTANCE_DECISIONS
+        ),
+    shell:
+        h2htalk("agreement")
 
 
 rule calibration:

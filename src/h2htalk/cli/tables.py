@@ -1,4 +1,5 @@
-"""Table commands: table1, table2 and its paired comparisons, table3 (the SAP ablation), calibration."""
+"""Table commands: table1, table2 and its paired comparisons, table3 (the SAP ablation), agreement (people and
+judges), calibration."""
 
 from __future__ import annotations
 
@@ -16,7 +17,11 @@ PAIRS, RANKS = "paper_figures/table2_pairs.csv", "paper_figures/table2_ranks.csv
 CELLS_READS = ("models", "baselines", "rubric_judge.baselines", "subtasks", "variants", "scoring.embedders")
 TABLE2_READS = (
     *CELLS_READS, *RUN_NOTE_READS, "model_registry", "paper.table2", "tables", "instances.reconstruct.generator",
-    "instances.reconstruct.voters", "rubric_judge.model",
+    "instances.reconstruct.voters", "rubric_judge.model", "review.imports", "review.store", "scoring.bootstrap",
+)  # fmt: skip
+AGREEMENT_READS = (
+    *CELLS_READS, *RUN_NOTE_READS, "review.imports", "review.store", "studies.models", "studies.human_ratings",
+    "instances.review_imports", "scoring.bootstrap",
 )  # fmt: skip
 
 
@@ -27,6 +32,7 @@ def register(sub: Any) -> None:
 
     p = add_command(sub, "table2", cmd_table2, "Table 2, its heatmap, the paper comparison and audit", TABLE2_READS)
     add_results(p)
+    add_bootstrap(p)
     add_table_output(p, "paper_figures/table2")
     p.add_argument("--pairs", type=Path, default=Path(PAIRS), help=f"the paired comparisons to mark ({PAIRS})")
     p.add_argument("--ranks", type=Path, default=Path(RANKS), help=f"the rank intervals to show ({RANKS})")
@@ -56,6 +62,14 @@ def register(sub: Any) -> None:
     add_table_output(p, "paper_figures/table3")
 
     p = add_command(
+        sub, "agreement", cmd_agreement, "Krippendorff's alpha between people and between the judges and people",
+        reads=AGREEMENT_READS,
+    )  # fmt: skip
+    add_results(p)
+    add_bootstrap(p)
+    add_table_output(p, "paper_figures/agreement")
+
+    p = add_command(
         sub, "calibration", cmd_calibration, "chance floor, oracle, rescaled scores and unrelated-pair SS",
         reads=(*CELLS_READS, *RUN_NOTE_READS, "tables.judged_cell"),
     )  # fmt: skip
@@ -75,13 +89,28 @@ def cmd_table1(args: argparse.Namespace) -> int:
 
 def cmd_table2(args: argparse.Namespace) -> int:
     from h2htalk.cells import RunCells
+    from h2htalk.io import read_json
+    from h2htalk.settings import BootstrapSettings
+    from h2htalk.tables.human_review import agreement_note, judged_cells, review_notes, rubric_agreement, rubric_ratings
     from h2htalk.tables.table2_files import write_table2
     from h2htalk.tables.table2_significance import Significance
 
     config = load_config(args)
-    summaries = RunCells(config).table2_summaries(args.results)
+    run, bootstrap = RunCells(config), BootstrapSettings.from_config(config)
+    summaries = run.table2_summaries(args.results)
     registry, paper = config["model_registry"], config["paper"]["table2"]
     weights, judged_cell = config["tables"]["overall_weights"], config["tables"]["judged_cell"]
+    imports, store = config["review"]["imports"], config["review"]["store"]
+    notes = shared_roles(config) + review_notes(map(read_json, summaries), judged_cell)
+    significance = None  # the workflow always compares; on its own, table2 says when nothing was compared
+    if args.pairs.is_file() and args.ranks.is_file():
+        significance = Significance.read(args.pairs, args.ranks)
+    else:
+        notes.append("No paired comparisons: which rows can be told apart is in table2_pairs (h2htalk table2-pairs).")
+    if run.judged_subtasks:
+        ratings, judge = rubric_ratings(imports, run, args.results, store)
+        rows = rubric_agreement(ratings, judge, run.judged_subtasks, bootstrap)
+        notes.append(agreement_note(rows, bootstrap.confidence))
     write_table2(
         summaries,
         registry,
@@ -89,11 +118,14 @@ def cmd_table2(args: argparse.Namespace) -> int:
         args.out,
         weights,
         judged_cell,
-        notes=shared_roles(config),
+        notes=notes,
         run_notes=run_notes(config),
-        significance=Significance.read(args.pairs, args.ranks),
+        significance=significance,
     )
-    write_meta(args, [*summaries, registry, paper, args.pairs, args.ranks])
+    samples = [args.results.judge_samples(cell) for cell in judged_cells(run)]
+    stored = [store] if os.path.exists(store) else []
+    compared = [args.pairs, args.ranks] if significance else []
+    write_meta(args, [*summaries, registry, paper, *compared, *samples, *imports, *stored])
     summary(f"wrote {args.out}.csv, .md, .tex, _heatmap.png, _vs_paper.csv, _paper_audit.csv")
     return 0
 
@@ -130,6 +162,20 @@ def cmd_table3(args: argparse.Namespace) -> int:
     inputs = [path for cell in cells for path in (args.results.score_items(cell), args.results.verdicts(cell))]
     write_meta(args, [*inputs, paper, *human, *([store] if os.path.exists(store) else [])])
     summary(f"{len(rows)} rows -> {args.out}.csv, .md, .tex")
+    return 0
+
+
+def cmd_agreement(args: argparse.Namespace) -> int:
+    from h2htalk.settings import BootstrapSettings
+    from h2htalk.tables.human_review import agreement_report, report_inputs, write_agreement
+
+    config = load_config(args)
+    bootstrap = BootstrapSettings.from_config(config)
+    rows, tied = agreement_report(config, args.results, bootstrap)
+    write_agreement(rows, tied, args.out, bootstrap.confidence, run_notes(config))
+    write_meta(args, report_inputs(config, args.results))
+    defined = sum(r["value"] is not None for r in rows)
+    summary(f"{len(rows)} rows ({defined} with an alpha), {len(tied)} tied items -> {args.out}.md, {args.out}.csv")
     return 0
 
 
