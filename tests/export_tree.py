@@ -20,7 +20,7 @@ from h2htalk.layout import Cell, Layout
 from h2htalk.prompts.render import write_prompts
 from h2htalk.provenance import write_provenance
 from h2htalk.scoring.score_files import ScoringSetup, score_generation_file
-from h2htalk.settings import BootstrapSettings, GateSettings
+from h2htalk.settings import BootstrapSettings, GateSettings, ReviewSettings
 from h2htalk.subtasks import JUDGED, SUBTASK_KEYS, get_subtask
 
 from .conftest import REPO_ROOT
@@ -127,7 +127,7 @@ def write_tree(root: Path) -> tuple[Path, Layout]:
     write_json_atomic(manifest, {**MANIFEST, "files": files})
     write_provenance(config, str(manifest), results.path("provenance"), str(REPO_ROOT))
     setup = ScoringSetup.from_config(config, "usem3", config["embedders"]["usem3"])
-    gate, bootstrap = GateSettings.from_config(config), BootstrapSettings.from_config(config)
+    gate, bootstrap, review = (s.from_config(config) for s in (GateSettings, BootstrapSettings, ReviewSettings))
     for subtask in SUBTASK_KEYS:
         instances = demo_instances(subtask)
         write_jsonl_atomic(results.path("instances", subtask=subtask), instances)
@@ -149,7 +149,7 @@ def write_tree(root: Path) -> tuple[Path, Layout]:
                 if subtask in JUDGED and model != ORACLE:
                     with_reference = [{**p, "reference": ref} for p, ref in zip(prompts, references, strict=True)]
                     write_jsonl_atomic(results.judge_samples(cell), judge_samples(cell, answers, with_reference))
-                    combine_to_files(cell, results, gate, bootstrap, {})
+                    combine_to_files(cell, results, gate, bootstrap, {}, review)
     write_study_tables(root / "paper_figures")
     return config_path, results
 

@@ -69,7 +69,16 @@ def cell_entry(summaries: CellSummaries, judged_cell: str, results: Layout) -> d
     if summaries.judged is not None:
         judged = summaries.judged
         entry["readings"] = judged["readings"]
-        entry["review"] = {key: judged.get(key) for key in ("to_review", "review_share", "human_scored")}
+        review = (
+            "review_mode",
+            "estimator",
+            "to_review",
+            "review_share",
+            "human_scored",
+            "human_items",
+            "human_ratings",
+        )
+        entry["review"] = {key: judged[key] for key in review if key in judged}
         entry["gate"] = judged.get("gate")
         paths.append(results.j_summary(summaries.cell))
     entry["summaries"] = [{"path": path, "sha256": sha256_file(path)} for path in paths]
