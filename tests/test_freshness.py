@@ -92,3 +92,11 @@ def test_a_stale_bundle_is_removed_with_its_folder(tmp_path, monkeypatch):
     removed = {p.name for p in remove_stale(stale) if p.parent == figures}
     assert {"viewer", "viewer.meta.json"} <= removed
     assert not (figures / "viewer").exists() and (figures / "table1.csv").exists()
+
+
+def test_an_input_touched_but_unchanged_is_not_stale(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    results, figures = build(tmp_path)
+    instances = Path(results.path("instances", subtask="dialogue_base"))
+    instances.write_text(instances.read_text(encoding="utf-8"), encoding="utf-8")  # a new mtime, the same bytes
+    assert stale_results(result_graph(CONFIG, results), figures) == {}
