@@ -38,3 +38,8 @@ def embedder_job(cluster: dict[str, Any], embedder: dict[str, Any], mem_mb: int,
     partition)."""
     gpus = embedder["gpus"]
     return {**placement(cluster, gpus), "cpus_per_gpu": SCORING_CPUS_PER_GPU, "mem_mb": mem_mb, "runtime": runtime}
+
+
+def cpu_job(cluster: dict[str, Any], mem_mb: int, runtime: int) -> dict[str, Any]:
+    """A job that runs no model and needs no GPU (Table 2's resampling): the CPU partition."""
+    return {**placement(cluster, 0), "mem_mb": mem_mb, "runtime": runtime}

@@ -3,7 +3,7 @@
 from h2htalk.cells import RunCells
 from h2htalk.cli import command_reads
 from h2htalk.cli.figures import FIGURES as FIGURE_NAMES
-from h2htalk.cluster import embedder_job, model_job
+from h2htalk.cluster import cpu_job, embedder_job, model_job
 from h2htalk.config import (
     check_environment,
     load_registry,
@@ -226,6 +226,11 @@ def job_resources(*models):
 def model_job_resources():
     """``job_resources`` of the job's own model (the ``model`` wildcard)."""
     return per_job(lambda wc: job_resources(wc.model))
+
+
+def cpu_job_resources(mem_mb, runtime):
+    """A submitted job that runs no model and needs no GPU: the CPU partition, the cluster's account and flags."""
+    return cpu_job(config["cluster"], mem_mb, runtime)
 
 
 def scoring_job_resources(mem_mb, runtime):

@@ -56,8 +56,7 @@ rule table2_pairs:
     conda:
         "../../envs/figures.yaml"
     resources:
-        mem_mb=2000,
-        runtime=20,
+        **cpu_job_resources(mem_mb=2000, runtime=20),
     params:
         settings=settings("table2-pairs", *RUN.models),
     shell:
