@@ -57,22 +57,18 @@ def cmd_table1(args: argparse.Namespace) -> int:
 
 def cmd_table2(args: argparse.Namespace) -> int:
     from h2htalk.cells import RunCells
+    from h2htalk.io import read_json
+    from h2htalk.tables.calibration import echo_notes
     from h2htalk.tables.table2_files import write_table2
 
     config = load_config(args)
     summaries = RunCells(config).table2_summaries(args.results)
     registry, paper = config["model_registry"], config["paper"]["table2"]
     weights, judged_cell = config["tables"]["overall_weights"], config["tables"]["judged_cell"]
-    write_table2(
-        summaries,
-        registry,
-        paper,
-        args.out,
-        weights,
-        judged_cell,
-        notes=shared_roles(config),
-        run_notes=run_notes(config),
-    )
+    notes = shared_roles(config)
+    if config["instances"]["source"] == "reconstructed":
+        notes += echo_notes(map(read_json, summaries), weights, judged_cell)
+    write_table2(summaries, registry, paper, args.out, weights, judged_cell, notes=notes, run_notes=run_notes(config))
     write_meta(args, [*summaries, registry, paper])
     summary(f"wrote {args.out}.csv, .md, .tex, _heatmap.png, _vs_paper.csv, _paper_audit.csv")
     return 0
