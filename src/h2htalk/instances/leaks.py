@@ -154,7 +154,9 @@ def leak_report(instances: Sequence[dict[str, Any]], leak: LeakSettings) -> dict
         "action": leak.action,
         "overlap": overlap_distribution([r["overlap"] for r in records], leak.threshold),
         "fields": {
-            name: overlap_distribution([max(r["fields"][name].values()) for r in records], leak.threshold)
+            name: overlap_distribution(
+                [max(r["fields"][name].values()) for r in records if name in r["fields"]], leak.threshold
+            )
             for name in names
         },
         "votes_saying_leak": sum(b.get("leaks") is True for b in ballots),
