@@ -8,6 +8,7 @@ import pytest
 
 from h2htalk.config import default_config
 from h2htalk.instances.leaks import (
+    FieldOverlap,
     field_overlap,
     instance_overlaps,
     leak_report,
@@ -16,6 +17,7 @@ from h2htalk.instances.leaks import (
     normalise,
     overlap_of,
     plant_leak,
+    reference_readings,
 )
 from h2htalk.instances.schema import check_instance
 from h2htalk.instances.sources import demo_instances
@@ -46,6 +48,23 @@ def test_formatting_does_not_hide_a_copy():
     assert normalise("ＡＢＣ１２３") == "ABC123"  # full-width letters and digits read as ASCII (NFKC)
     copy = field_overlap("要 不 要 来 杯 咖 啡 ？ 我陪你坐会儿!!", "要不要来杯咖啡？我陪你坐会儿。", 4)
     assert copy.substring == 1.0 and copy.ngram == 1.0
+
+
+def test_the_companion_saying_the_reference_without_its_gesture_is_a_copy():
+    """The case that started it: the rebuilt history ends with the companion saying the reference's words, which
+    are half of the reference's characters once its bracketed action counts."""
+    reference = '（放下手中的设计图纸，声音温和）"要不要来杯咖啡？我陪你坐会儿。"'
+    history = [{"speaker": "user", "text": "你那杯换成热可可了，我记得你晚上喝咖啡会睡不着。"},
+               {"speaker": "companion", "text": "要不要来杯咖啡？我陪你坐会儿。"}]  # fmt: skip
+    assert field_overlap(history, reference, 4) == FieldOverlap(1.0, 1.0)
+    assert reference_readings(reference, 4) == [
+        "放下手中的设计图纸声音温和要不要来杯咖啡我陪你坐会儿",
+        "要不要来杯咖啡我陪你坐会儿",
+    ]
+    instance = {"id": "dialogue_base-01212", "subtask": "dialogue_base", "reference": reference,
+                "fields": {"history_dialogues": history}, "flags": [], "provenance": {}}  # fmt: skip
+    assert measure_leak(instance, LEAK)
+    assert reference_readings("（笑）好呀，走吧", 4) == ["笑好呀走吧"]  # what is said is too short to tell a copy by
 
 
 def test_a_copy_never_spans_two_turns_but_its_ngrams_add_up():

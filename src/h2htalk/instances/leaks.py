@@ -10,6 +10,11 @@ hide a copy):
 - ``ngram``: character n-gram containment, the share of the reference's distinct n-grams found in the field
   (a reference shorter than n is one gram: contained or not). It also catches a copy with small edits.
 
+A reference is read twice: all of it, and what is said in it without its bracketed actions, since an input
+can give the answer away by having the companion say it without the gesture (``（放下设计图纸）"要不要来杯
+咖啡？我陪你坐会儿。"`` against a last companion turn ``要不要来杯咖啡？我陪你坐会儿。``: half of the whole,
+all of what is said). Each measure is the larger of the two readings'.
+
 A field made of several texts (dialogue turns, list items) is read text by text, so no substring or n-gram
 spans two turns; its substring is the longest in any of them, and the n-grams found in any of them count
 together. An instance's overlap is the largest of any field's two measures.
@@ -18,6 +23,7 @@ together. An instance's overlap is the largest of any field's two measures.
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,6 +35,7 @@ from h2htalk.settings import LeakSettings
 
 DIALOGUE = "history_dialogues"  # the one field made of turns
 KEPT_CATEGORIES = frozenset("LNM")  # letters, numbers, marks: the characters a copy is made of
+ASIDE = re.compile(r"[（(][^（）()]*[）)]")  # a bracketed action or expression: done, not said
 
 
 def normalise(text: str) -> str:
@@ -77,11 +84,24 @@ class FieldOverlap:
         return {"substring": round(self.substring, 4), "ngram": round(self.ngram, 4)}
 
 
+def reference_readings(reference: str, n: int) -> list[str]:
+    """The texts a copy of ``reference`` could be, normalised: all of it, and what is said in it without its
+    bracketed actions (（放下咖啡杯）), when that is at least 2n characters (a shorter line is a common phrase)."""
+    whole, said = normalise(reference), normalise(ASIDE.sub("", reference))
+    return [whole] if said == whole or len(said) < 2 * n else [whole, said]
+
+
 def field_overlap(value: Any, reference: str, n: int) -> FieldOverlap:
-    target = normalise(reference)
-    if not target:
-        return FieldOverlap(0.0, 0.0)
+    """How much of ``reference`` one field value holds: each measure at its largest over the reference's
+    readings."""
     texts = [t for t in map(normalise, field_texts(value)) if t]
+    measures = [_overlap(texts, target, n) for target in reference_readings(reference, n) if target]
+    return FieldOverlap(
+        max((m.substring for m in measures), default=0.0), max((m.ngram for m in measures), default=0.0)
+    )
+
+
+def _overlap(texts: list[str], target: str, n: int) -> FieldOverlap:
     substring = max((longest_common_substring(target, t) for t in texts), default=0) / len(target)
     if len(target) < n:  # the reference is one gram
         return FieldOverlap(substring, float(any(target in t for t in texts)))
