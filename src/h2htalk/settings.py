@@ -16,6 +16,8 @@ VARIANTS: tuple[str, ...] = ("sap", "nosap")  # with and without the Secure Atta
 WITH_SAP, WITHOUT_SAP = VARIANTS
 VARIANT_NAMES = {WITH_SAP: "w/ SAP", WITHOUT_SAP: "w/o SAP"}  # as the paper's tables name them
 STUDIES: tuple[str, ...] = ("safety", "instruction_following")  # the two studies, as config keys and file names
+GATE, SAMPLE = "gate", "sample"  # review.mode: what people's scores do to a judged cell
+PEOPLE_READINGS: tuple[str, ...] = ("J", "judge")  # the readings of a judged cell people's scores enter (not S)
 
 
 class FromSection:
@@ -71,7 +73,8 @@ class CurateOptions:
 
 @dataclass(frozen=True)
 class ClientSettings(FromSection):
-    """How the chat client talks to an endpoint (generation.*): concurrency, timeout, retries, backoff."""
+    """How the chat client talks to an endpoint (generation.*): concurrency, timeout, retries, backoff; the
+    failures a job tolerates, and whether it sends the cached content refusals again."""
 
     SECTION = ("generation",)
 
@@ -81,6 +84,7 @@ class ClientSettings(FromSection):
     backoff_base_s: float
     backoff_max_s: float
     max_failure_rate: float
+    retry_failed: bool
 
 
 @dataclass(frozen=True)
@@ -152,6 +156,17 @@ class GateSettings(FromSection):
     tau: float
     max_spread: float
     gate_on: str
+
+
+@dataclass(frozen=True)
+class ReviewSettings(FromSection):
+    """review.mode/sample_per_cell/sample_seed: what people's scores do to a judged cell (gate or sample)."""
+
+    SECTION = ("review",)
+
+    mode: str
+    sample_per_cell: int
+    sample_seed: int
 
 
 @dataclass(frozen=True)

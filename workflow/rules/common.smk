@@ -4,11 +4,20 @@ from h2htalk.cells import RunCells
 from h2htalk.cli import command_reads
 from h2htalk.cli.figures import FIGURES as FIGURE_NAMES
 from h2htalk.cluster import embedder_job, model_job
-from h2htalk.config import load_registry, settings_hash, write_resolved
+from h2htalk.config import (
+    check_environment,
+    load_registry,
+    settings_hash,
+    write_resolved,
+)
+from h2htalk.errors import ConfigError
+from h2htalk.export.items import item_files
+from h2htalk.export.summaries import summary_paths
 from h2htalk.freshness import remove_stale, result_graph, stale_results
 from h2htalk.instances.sources import source_file
 from h2htalk.layout import Cell, Layout
-from h2htalk.prefetch import embedder_downloads, model_downloads
+from h2htalk.llm.engines import engine_of
+from h2htalk.prefetch import embedder_downloads
 from h2htalk.ratings import (
     INSTANCE_DECISIONS,
     NEED_VERDICTS,
@@ -18,6 +27,7 @@ from h2htalk.ratings import (
 from h2htalk.review.store import ReviewStore, ratings_digest
 from h2htalk.settings import STUDIES, VARIANTS as ALL_VARIANTS
 from h2htalk.studies.data import scenario_file
+from h2htalk.tables.human_review import reads_decisions
 from h2htalk.subtasks import SUBTASK_KEYS, get_subtask
 
 from snakemake.logging import logger
@@ -75,24 +85,31 @@ if workflow.is_main_process:
 
 
 # The review desk's store of people's ratings (review.store, outside the results tree) is an input of the rules
-# that read ratings (combine_j, table3, fig7, reconstruct_instances). An empty one is made where there is none, so that its first ratings change no job's list of
-# inputs; it is read as ancient, so that only a change to what a job reads from it (ratings_param) reruns the job.
+# that read ratings (combine_j, table2, table3, agreement, fig7, reconstruct_instances). An empty one is made where
+# there is none, so that its first ratings change no job's list of inputs; it is read as ancient, so that only a
+# change to what a job reads from it (ratings_param) reruns the job.
 STORE = config["review"]["store"]
 if workflow.is_main_process and not Path(STORE).exists():
     ReviewStore(STORE, create=True).close()
 
 
-def ratings_param(sheet, by_model=False):
-    """A param that reruns a job when the store's ratings of ``sheet`` change (of the job's own model only,
+def ratings_param(*sheets, by_model=False):
+    """A param that reruns a job when the store's ratings of ``sheets`` change (of the job's own model only,
     with ``by_model``)."""
 
     def param(wildcards):
-        return ratings_digest(STORE, sheet, wildcards.model if by_model else None)
+        model = wildcards.model if by_model else None
+        return " ".join(ratings_digest(STORE, sheet, model) for sheet in sheets)
 
     return param
 
 
 onstart:
+    # Not in a dry run (it runs no job): the models the jobs will start find their API keys, before any starts.
+    try:
+        check_environment(config, models_started_by(workflow.dag.needrun_jobs()))
+    except ConfigError as exc:
+        raise WorkflowError(str(exc)) from None
     # Every command reads the run's validated configuration from one file (only the sections it declares).
     write_resolved(config, LAYOUT.path("config"))
 
@@ -128,11 +145,11 @@ def settings(command, *models):
 
 
 def gguf(*models):
-    """The provisioned GGUF files of the llamacpp models among ``models`` (other engines need none)."""
+    """The provisioned GGUF files of the models among ``models`` whose engine needs one."""
     return [
         path("model_file", model=m)
         for m in models
-        if REGISTRY[m]["engine"] == "llamacpp"
+        if engine_of(REGISTRY[m]).needs_model_file
     ]
 
 
@@ -142,7 +159,7 @@ def prefetched(*models):
     return [
         path("prefetched_model", model=m)
         for m in models
-        if model_downloads(REGISTRY[m])
+        if engine_of(REGISTRY[m]).downloads(REGISTRY[m])
     ]
 
 
@@ -166,13 +183,24 @@ def alternatives(names):
 
 
 def threads_for(*models):
-    """CPU threads of a job that runs ``models``: the llama.cpp server's threads, one otherwise."""
-    threads = [
-        REGISTRY[m]["llamacpp"]["threads"]
-        for m in models
-        if REGISTRY[m]["engine"] == "llamacpp"
-    ]
-    return max(threads, default=1)
+    """CPU threads of a job that runs ``models``: the most any of their engines asks for."""
+    return max((engine_of(REGISTRY[m]).threads(REGISTRY[m]) for m in models), default=1)
+
+
+def models_started_by(jobs):
+    """The registry names whose engines ``jobs`` (Snakemake jobs: rule and wildcards) start."""
+    started = {
+        "generate": lambda job: [job.wildcards.model],
+        "rubric_judge": lambda job: [RUBRIC_JUDGE],
+        "study_judge": lambda job: [STUDY_JUDGE],
+        "reconstruct_instances": lambda job: RECONSTRUCT_MODELS,
+    }
+    return {
+        model
+        for job in jobs
+        if job.rule.name in started
+        for model in started[job.rule.name](job)
+    }
 
 
 def per_job(resources_of):
@@ -227,6 +255,10 @@ def table2_summaries(wildcards):
     return RUN.table2_summaries(LAYOUT)
 
 
+def table2_items(wildcards):
+    return list(RUN.table2_items(LAYOUT).values())
+
+
 def instance_review_targets():
     """The instance review queue, when instances are reconstructed."""
     return (
@@ -234,6 +266,14 @@ def instance_review_targets():
         if config["instances"]["source"] == "reconstructed"
         else []
     )
+
+
+def curated_for_decisions():
+    """The curated references, which people's instance decisions name, when there are decisions to read (files
+    of them, or reconstructed instances, which the review desk takes decisions on)."""
+    if not reads_decisions(config):
+        return []
+    return expand(path("curated"), subtask=RUN.subtasks)
 
 
 def calibration_targets():

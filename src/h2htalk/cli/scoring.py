@@ -49,11 +49,13 @@ def register(sub: Any) -> None:
 
 def cmd_score(args: argparse.Namespace) -> int:
     from h2htalk.cells import RunCells
+    from h2htalk.llm.engines import engine_of
     from h2htalk.scoring.score_files import ScoringSetup, score_generation_file
 
     config = load_config(args)
     results = args.results
-    baseline = registry_entry(config, args.model)["engine"] == "baseline"
+    spec = registry_entry(config, args.model)
+    baseline = engine_of(spec).answers_without_model
     embedder = embedder_settings(config, args.embedder, results)
     setup = ScoringSetup.from_config(config, args.embedder, embedder, cache=not args.no_cache)
     summaries = [
