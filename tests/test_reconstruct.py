@@ -11,12 +11,14 @@ import pytest
 from h2htalk.config import default_config, load_registry
 from h2htalk.errors import DataError
 from h2htalk.instances.reconstruct import (
+    Vote,
     apply_decisions,
     parse_fields,
     parse_vote,
     read_review_decisions,
     reconstruct_subtask,
     sample_references,
+    verification_messages,
     write_review_csv,
 )
 from h2htalk.instances.schema import check_instance
@@ -55,7 +57,9 @@ def stub_spec(name: str, base_url: str) -> dict:
             "api": {"base_url": base_url, "model": name, "api_key_env": "STUB_KEY"}}  # fmt: skip
 
 
-def responder(fields=FIELDS, vote=True, bad_for=(), bad_first_for=()):
+def responder(fields=FIELDS, vote=True, bad_for=(), bad_first_for=(), copy_for=(), leaks=False):
+    """The stand-in generator and voter: ``copy_for`` references are copied into the user's feedback (a leak);
+    ``vote`` and ``leaks`` are each vote's answers (or functions of the prompt giving them)."""
     seen: dict[str, int] = {}
 
     def answer(user: str) -> str:
@@ -65,8 +69,13 @@ def responder(fields=FIELDS, vote=True, bad_for=(), bad_first_for=()):
                 return "好的，这是输入：{不是JSON"
             if any(tag in user for tag in bad_first_for) and seen[user] == 1:
                 return '{"your_current_schedule": "只有一个字段"}'
-            return "```json\n" + json.dumps(fields, ensure_ascii=False) + "\n```"
-        return json.dumps({"reason": "合理", "plausible": vote(user) if callable(vote) else vote}, ensure_ascii=False)
+            given = dict(fields)
+            if any(tag in user for tag in copy_for):
+                given["user_feedback"] = user.split("【参考回答】\n")[1].split("\n\n【要求】")[0]
+            return "```json\n" + json.dumps(given, ensure_ascii=False) + "\n```"
+        plausible = vote(user) if callable(vote) else vote
+        said_leak = leaks(user) if callable(leaks) else leaks
+        return json.dumps({"reason": "合理", "leaks": said_leak, "plausible": plausible}, ensure_ascii=False)
 
     return answer
 
@@ -134,6 +143,58 @@ def test_split_and_rejected_votes_go_to_review(tmp_path):
     assert report["flagged"] == 2
 
 
+def test_an_input_that_holds_its_reference_goes_to_review_as_a_leak(tmp_path):
+    with LoopbackAPI() as state:
+        state.responder = responder(copy_for=("第2句",))
+        kept, review, report = run(tmp_path, state)
+        votes = sum(n for user, n in state.requests.items() if "反推出" not in user)
+    assert [i["id"] for i in kept] == ["itinerary_response-00001", "itinerary_response-00004"]
+    assert [(r["id"], r["status"]) for r in review] == [("itinerary_response-00002", "leak")]
+    assert review[0]["votes"] == "yes yes yes"  # the voters missed it; the measure did not
+    assert "the input holds 100% of the reference" in review[0]["reasons"]
+    leaked = review[0]["_instance"]
+    assert "leak" in leaked["flags"] and leaked["provenance"]["leak"]["leak"] is True
+    assert leaked["provenance"]["leak"]["fields"]["user_feedback"] == {"substring": 1.0, "ngram": 1.0}
+    assert leaked["provenance"]["leak"]["fields"]["your_current_schedule"]["ngram"] == 0.0
+    assert all(i["provenance"]["leak"]["leak"] is False for i in kept)
+    assert votes == 9  # the leaked instance is voted on too: its votes help the reviewer
+    assert report["leaked"] == 1 and report["leaks_dropped"] == 0 and report["flagged"] == 0
+    assert report["leak"]["overlap"]["count"] == 3 and report["leak"]["overlap"]["above_threshold"] == 1
+    assert report["leak"]["fields"]["user_feedback"]["above_threshold"] == 1
+    assert report["leak"]["fields"]["your_current_schedule"]["above_threshold"] == 0
+
+
+def test_leaks_can_be_dropped_without_a_vote(tmp_path):
+    with LoopbackAPI() as state:
+        state.responder = responder(copy_for=("第2句",))
+        kept, review, report = run(tmp_path, state, leak={"action": "drop"})
+        votes = sum(n for user, n in state.requests.items() if "反推出" not in user)
+    assert [i["id"] for i in kept] == ["itinerary_response-00001", "itinerary_response-00004"]
+    assert review == [] and votes == 6
+    assert report["leaked"] == report["leaks_dropped"] == 1 and report["leak"]["action"] == "drop"
+
+
+def test_the_threshold_decides_what_leaks(tmp_path):
+    with LoopbackAPI() as state:
+        state.responder = responder(copy_for=("第2句",))
+        kept, review, report = run(tmp_path, state, leak={"threshold": 1.0})  # nothing is above all of it
+    assert len(kept) == 3 and review == [] and report["leaked"] == 0
+    assert report["leak"]["overlap"]["max"] == 1.0 and report["leak"]["overlap"]["above_threshold"] == 0
+
+
+def test_voters_are_asked_whether_the_input_leaks_and_a_leak_vote_is_not_a_keep(tmp_path):
+    with LoopbackAPI() as state:
+        state.responder = responder(leaks=lambda user: "第4句" in user)
+        kept, review, report = run(tmp_path, state)
+    assert [i["id"] for i in kept] == ["itinerary_response-00001", "itinerary_response-00002"]
+    assert [(r["id"], r["status"], r["votes"]) for r in review] == [
+        ("itinerary_response-00004", "rejected", "leak leak leak")
+    ]
+    assert report["leaked"] == 0 and report["leak"]["votes_saying_leak"] == 3
+    asked = verification_messages(kept[0])[1]["content"]
+    assert '"leaks": true 或 false' in asked and "照抄输入就能得到参考回答" in asked
+
+
 def test_rerun_resumes_from_the_cache(tmp_path):
     with LoopbackAPI() as state:
         state.responder = responder()
@@ -182,8 +243,13 @@ def test_parsers():
     }
     with pytest.raises(ValueError):
         parse_fields("没有JSON", "itinerary_middle")
-    assert parse_vote('{"plausible": "false", "reason": "答非所问"}') == (False, "答非所问")
-    assert parse_vote("我觉得可以")[0] is None
+    assert parse_vote('{"plausible": "false", "leaks": false, "reason": "答非所问"}') == Vote(False, False, "答非所问")
+    assert parse_vote("我觉得可以").keep is None
+    assert parse_vote('{"plausible": true, "leaks": false}').keep is True
+    assert parse_vote('{"plausible": true, "leaks": true}').keep is False  # the input gives the answer away
+    assert parse_vote('{"plausible": false}').keep is False  # a no needs no second answer
+    unanswered = parse_vote('{"plausible": true, "reason": "合理"}')  # a yes must answer the leak question too
+    assert unanswered.keep is None and unanswered.reason == "vote without a true/false 'leaks': 合理"
 
 
 def test_sample_is_seeded_and_kept_only():

@@ -620,8 +620,7 @@ def test_plausibility_votes_and_chat_detection() -> None:
     reconstruct = _reconstruct()
     messages = reconstruct.verification_messages(_demo_instance("dialogue_base"))
     assert detect_request_kind(messages).kind == "plausible"
-    votes = [
-        reconstruct.parse_vote(compose_answer("j", messages, 256, s, False, AnswerSettings()).raw)[0] for s in range(40)
-    ]
+    answers = [compose_answer("j", messages, 256, s, False, AnswerSettings()).raw for s in range(40)]
+    votes = [reconstruct.parse_vote(answer).keep for answer in answers]
     assert sum(v is not None for v in votes) >= 32 and {True, False} <= set(votes)
     assert detect_request_kind([{"role": "user", "content": "今天好累。"}]).kind == "chat"

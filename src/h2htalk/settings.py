@@ -181,8 +181,19 @@ class BootstrapSettings(FromSection):
 
 
 @dataclass(frozen=True)
+class LeakSettings(FromSection):
+    """instances.reconstruct.leak: when a reconstructed input gives its reference away, and what happens then."""
+
+    SECTION = ("instances", "reconstruct", "leak")
+
+    threshold: float  # an instance whose overlap with its reference is above this share leaks
+    ngram: int  # characters per n-gram of the containment measure
+    action: str  # review (to the review file, status leak) or drop
+
+
+@dataclass(frozen=True)
 class ReconstructSettings:
-    """instances.reconstruct.*: generator, verification voters, votes, attempts, sample, sampling, cache."""
+    """instances.reconstruct.*: generator, verification voters, votes, attempts, sample, sampling, cache, leaks."""
 
     generator: str
     voters: tuple[str, ...]
@@ -195,11 +206,13 @@ class ReconstructSettings:
     vote_seed: int
     vote_max_new_tokens: int
     cache_dir: str
+    leak: LeakSettings
 
     @classmethod
     def from_config(cls, config: Config) -> ReconstructSettings:
         section = dict(config["instances"]["reconstruct"])
         section["voters"] = tuple(section["voters"])
+        section["leak"] = LeakSettings.from_config(config)
         return cls(**{name: section[name] for name in cls.__dataclass_fields__})
 
 

@@ -124,7 +124,8 @@ def _json_fields(kind: RequestKind, composer: Composer, evidence_tokens: int) ->
         recognized = rng.random() < 0.7
         return {"evidence": evidence, "recognized": recognized, "met": recognized and rng.random() < 0.7}
     if kind.kind == "plausible":
-        return {"reason": evidence, "plausible": rng.random() < 0.75}
+        plausible = rng.random() < 0.75
+        return {"reason": evidence, "leaks": rng.random() < 0.03, "plausible": plausible}
     return reconstruction_fields(kind.fields, composer)
 
 

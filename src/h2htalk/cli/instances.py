@@ -74,10 +74,11 @@ def cmd_reconstruct(args: argparse.Namespace) -> int:
     decisions = config["instances"]["review_imports"]
     engines, store = engine_options(args, config, names), config["review"]["store"]
     reports = reconstruct_to_files(files, registry, options, engines, decisions, store)
-    totals = {key: sum(r[key] for r in reports) for key in ("sampled", "kept_after_review", "flagged", "failed")}
+    counts = ("sampled", "kept_after_review", "flagged", "leaked", "failed")
+    totals = {key: sum(r[key] for r in reports) for key in counts}
     summary(
         f"reconstructed {len(reports)} subtasks: sampled {totals['sampled']}, kept {totals['kept_after_review']}, "
-        f"flagged {totals['flagged']}, failed {totals['failed']}"
+        f"flagged {totals['flagged']}, leaked {totals['leaked']}, failed {totals['failed']}"
     )
     return 0
 

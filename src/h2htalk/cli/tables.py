@@ -91,6 +91,7 @@ def cmd_table2(args: argparse.Namespace) -> int:
     from h2htalk.cells import RunCells
     from h2htalk.io import read_json
     from h2htalk.settings import BootstrapSettings
+    from h2htalk.tables.calibration import echo_notes
     from h2htalk.tables.human_review import agreement_note, judged_cells, review_notes, rubric_agreement, rubric_ratings
     from h2htalk.tables.table2_files import write_table2
     from h2htalk.tables.table2_significance import Significance
@@ -102,6 +103,8 @@ def cmd_table2(args: argparse.Namespace) -> int:
     weights, judged_cell = config["tables"]["overall_weights"], config["tables"]["judged_cell"]
     imports, store = config["review"]["imports"], config["review"]["store"]
     notes = shared_roles(config) + review_notes(map(read_json, summaries), judged_cell)
+    if config["instances"]["source"] == "reconstructed":
+        notes += echo_notes(map(read_json, summaries), weights, judged_cell)
     significance = None  # the workflow always compares; on its own, table2 says when nothing was compared
     if args.pairs.is_file() and args.ranks.is_file():
         significance = Significance.read(args.pairs, args.ranks)

@@ -3,7 +3,9 @@
 - ``random_reference``: a seeded random reference of another item of the same subtask (never the item's own,
   and never a text identical to its own): the chance floor.
 - ``majority_reference``: the most frequent reference of the subtask (ties: the first seen).
-- ``echo_input``: the last input text the model would see (the last dialogue turn, or the last field).
+- ``echo_input``: the input text nearest to where the answer goes, chosen without seeing the reference
+  (``echo_text``). An input that gives its reference away makes it score like the oracle; on honest inputs it
+  sits near the floor.
 - ``oracle``: the reference itself: the ceiling (100 by construction), and an end-to-end correctness check.
 
 They write the same generation records as real models, so they pass through the same score and table path.
@@ -18,18 +20,26 @@ from typing import Any
 from h2htalk.subtasks import get_subtask
 
 KINDS: tuple[str, ...] = ("random_reference", "majority_reference", "echo_input", "oracle")
+DIALOGUE = "history_dialogues"  # the one field made of turns
 
 
-def last_input_text(instance: dict[str, Any]) -> str:
+def echo_text(instance: dict[str, Any]) -> str:
+    """The input text nearest to the answer's place, by the subtask's fields alone: in a subtask with a dialogue
+    (DialogueBase, DialogueEmotion, DialogueSchedule, RecollectionSynthesis) the companion's last line, where a
+    copied answer would sit (the user's last line when the companion has none); otherwise the longest field,
+    the one with the most of what an answer could take up (a list of strings joined with 、; the first field of
+    that length)."""
     fields = instance["fields"]
-    name = get_subtask(instance["subtask"]).fields[-1]
-    value = fields[name]
-    if name == "history_dialogues":
-        users = [turn["text"] for turn in value if turn["speaker"] == "user"]
-        return users[-1] if users else value[-1]["text"]
-    if isinstance(value, list):
-        return "、".join(value)
-    return value
+    if DIALOGUE in fields:
+        turns = fields[DIALOGUE]
+        companion = [turn["text"] for turn in turns if turn["speaker"] == "companion"]
+        return companion[-1] if companion else turns[-1]["text"]
+    texts = [_text(fields[name]) for name in get_subtask(instance["subtask"]).fields]
+    return max(texts, key=len)
+
+
+def _text(value: str | list[str]) -> str:
+    return "、".join(value) if isinstance(value, list) else value
 
 
 def baseline_responses(kind: str, instances: list[dict[str, Any]], seed: int, subtask: str) -> list[str]:
@@ -37,7 +47,7 @@ def baseline_responses(kind: str, instances: list[dict[str, Any]], seed: int, su
     if kind == "oracle":
         return [i["reference"] for i in instances]
     if kind == "echo_input":
-        return [last_input_text(i) for i in instances]
+        return [echo_text(i) for i in instances]
     if kind == "majority_reference":
         counts = Counter(i["reference"] for i in instances)
         best = max(counts.values()) if counts else 0

@@ -5,8 +5,13 @@ is asked for the subtask's template fields as strict JSON, given the persona, th
 reference. An answer that is not JSON, or whose fields break the instance schema, is retried with the next
 seed, up to ``max_attempts``; the attempts are recorded. Each reconstruction is then put to ``votes``
 verification votes (several voter models, or one at temperature > 0): is the reference a plausible,
-in-character answer to this input? A majority of yes keeps the instance; a majority of no, a split, or
-unusable votes send it to ``results/review/instances.csv``, which a person can fill in and import back.
+in-character answer to this input, and does the input already hold or give away the reference? A vote is a
+yes only when the reference is plausible and the input does not give it away. A majority of yes keeps the
+instance; a majority of no, a split, or unusable votes send it to ``results/review/instances.csv``, which a
+person can fill in and import back.
+Before the vote, every input field is measured against the reference (``h2htalk.instances.leaks``): an
+instance above ``leak.threshold`` is flagged ``leak`` and goes to review with that status, or is dropped
+(``leak.action``); the report gives the overlap distribution.
 Everything runs through the generation engines and their content-addressed cache, so an interrupted run
 resumes where it stopped.
 """
@@ -24,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.errors import DataError
+from h2htalk.instances.leaks import leak_report, measure_leak, overlap_note
 from h2htalk.instances.schema import check_instance
 from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic, write_text_atomic
 from h2htalk.llm.calls import EngineOptions, ModelPool, chat_request, model_identity
@@ -59,9 +65,12 @@ def reconstruction_messages(subtask: str, reference: str) -> list[dict[str, str]
 def verification_messages(instance: dict[str, Any]) -> list[dict[str, str]]:
     task = render_instance(instance, WITHOUT_SAP).user
     user = (
-        "【任务】判断下面的参考回答，是否是竹内遥斗对给定输入合理、符合人设的回答。\n\n"
+        "【任务】回答关于下面这条参考回答和给模型的输入的两个问题。\n"
+        "1. leaks：输入是否已经包含参考回答，或把它透露了出来（原样或几乎原样出现在输入里，"
+        "或者输入里某一句已经说出了回答的内容），使得照抄输入就能得到参考回答？\n"
+        "2. plausible：参考回答是否是竹内遥斗对给定输入合理、符合人设的回答？\n\n"
         f"【给模型的输入】\n{task}\n\n【参考回答】\n{instance['reference']}\n\n"
-        '只输出一个JSON对象：{"reason": "一句话理由", "plausible": true 或 false}'
+        '只输出一个JSON对象：{"reason": "一句话理由", "leaks": true 或 false, "plausible": true 或 false}'
     )
     return [{"role": "system", "content": "你是一名严格的数据审核员。"}, {"role": "user", "content": user}]
 
@@ -75,15 +84,36 @@ def parse_fields(text: str, subtask: str) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k in wanted} if wanted <= set(obj) else obj
 
 
-def parse_vote(text: str) -> tuple[bool | None, str]:
+@dataclass(frozen=True)
+class Vote:
+    plausible: bool | None
+    leaks: bool | None  # the voter says the input holds or gives away the reference
+    reason: str
+
+    @property
+    def keep(self) -> bool | None:
+        """A keep needs both answers (plausible, no leak); either answer alone can make it a no."""
+        if self.plausible is False or self.leaks is True:
+            return False
+        if self.plausible is None or self.leaks is None:
+            return None
+        return True
+
+
+def parse_vote(text: str) -> Vote:
     try:
         obj = first_json_value(text)
     except ValueError:
-        return None, "unparseable vote"
-    plausible = parse_bool(obj.get("plausible")) if isinstance(obj, dict) else None
-    if plausible is None:
-        return None, "vote without a true/false 'plausible'"
-    return plausible, str(obj.get("reason", ""))[:300]
+        return Vote(None, None, "unparseable vote")
+    if not isinstance(obj, dict):
+        return Vote(None, None, "the vote is not a JSON object")
+    plausible, leaks = parse_bool(obj.get("plausible")), parse_bool(obj.get("leaks"))
+    missing = [name for name, value in (("plausible", plausible), ("leaks", leaks)) if value is None]
+    reason = str(obj.get("reason", ""))[:300]
+    if missing:
+        without = f"vote without a true/false {' or '.join(repr(m) for m in missing)}"
+        reason = f"{without}: {reason}" if reason else without
+    return Vote(plausible, leaks, reason)
 
 
 def sample_references(records: list[dict[str, Any]], size: int | None, seed: int, subtask: str) -> list[dict]:
@@ -143,16 +173,24 @@ def reconstruct_subtask(
                 candidate.errors.append(f"attempt {attempt + 1}: {str(exc)[:200]}")
 
     made = [c for c in candidates if c.instance is not None]
-    votes = _votes(made, voters, options, pool)
+    leaked = {c.record["id"] for c in made if measure_leak(c.instance, options.leak)}
+    dropping = options.leak.action == "drop"
+    votes = _votes([c for c in made if not (dropping and c.record["id"] in leaked)], voters, options, pool)
     kept, review = [], []
     for candidate in candidates:
+        item = candidate.record["id"]
         if candidate.instance is None:
             review.append(_review_row(candidate, "reconstruction_failed", [], candidate.errors))
             continue
-        ballots = votes[candidate.record["id"]]
-        yes = sum(b["plausible"] is True for b in ballots)
-        no = sum(b["plausible"] is False for b in ballots)
+        if dropping and item in leaked:
+            continue
+        ballots = votes[item]
         candidate.instance["provenance"]["votes"] = ballots
+        if item in leaked:
+            review.append(_review_row(candidate, "leak", ballots, [overlap_note(candidate.instance)]))
+            continue
+        yes = sum(b["keep"] is True for b in ballots)
+        no = sum(b["keep"] is False for b in ballots)
         if yes > len(ballots) / 2:
             kept.append(candidate.instance)
             continue
@@ -166,7 +204,10 @@ def reconstruct_subtask(
         "kept": len(kept),
         "flagged": sum(r["status"] in ("rejected", "split") for r in review),
         "failed": sum(r["status"] == "reconstruction_failed" for r in review),
+        "leaked": len(leaked),
+        "leaks_dropped": len(leaked) if dropping else 0,
         "attempts": {str(n): sum(c.attempts == n for c in candidates) for n in range(1, options.max_attempts + 1)},
+        "leak": leak_report([c.instance for c in made], options.leak),
     }
     return kept, review, report
 
@@ -269,9 +310,16 @@ def _votes(
         ]
         answers = pool.session(voter).answers(requests)
         for (candidate, _), request in zip(entries, requests, strict=True):
-            plausible, reason = parse_vote(answers[request.key]["response"])
+            vote = parse_vote(answers[request.key]["response"])
             ballots[candidate.record["id"]].append(
-                {"voter": name, "seed": request.params["seed"], "plausible": plausible, "reason": reason}
+                {
+                    "voter": name,
+                    "seed": request.params["seed"],
+                    "plausible": vote.plausible,
+                    "leaks": vote.leaks,
+                    "keep": vote.keep,
+                    "reason": vote.reason,
+                }
             )
     return ballots
 
@@ -282,7 +330,7 @@ def _review_row(candidate: Candidate, status: str, ballots: list[dict[str, Any]]
         "id": candidate.record["id"],
         "subtask": candidate.record["subtask"],
         "status": status,
-        "votes": " ".join({True: "yes", False: "no", None: "?"}[b["plausible"]] for b in ballots),
+        "votes": " ".join(_ballot_word(b) for b in ballots),
         "reasons": " | ".join([b["reason"] for b in ballots] + errors),
         "fields": json.dumps(instance["fields"], ensure_ascii=False) if instance else "",
         "reference": candidate.record["text"],
@@ -290,6 +338,12 @@ def _review_row(candidate: Candidate, status: str, ballots: list[dict[str, Any]]
         "reviewer": "",
         "_instance": instance,
     }
+
+
+def _ballot_word(ballot: dict[str, Any]) -> str:
+    if ballot["leaks"] is True:
+        return "leak"
+    return {True: "yes", False: "no", None: "?"}[ballot["keep"]]
 
 
 def read_review_decisions(

@@ -24,6 +24,7 @@ from h2htalk.tabular import markdown_text, records_frame, write_csv
 
 FLOOR = "baseline-random-reference"
 CEILING = "baseline-oracle"
+ECHO = "baseline-echo-input"  # answers with its own input: far above the floor only when inputs give answers away
 
 
 def calibration_rows(
@@ -107,8 +108,9 @@ def write_calibration(
         float_format="{:.3f}",
     )
     models = markdown_text(
-        records_frame([r for r in rows if not r["model"].startswith("baseline-")], columns),
-        caption="Models rescaled: (score - floor) / (oracle - floor); 0 = chance, 1 = the reference",
+        records_frame([r for r in rows if r["model"] not in (FLOOR, CEILING)], columns),
+        caption="Models and the other baselines rescaled: (score - floor) / (oracle - floor); 0 = chance, 1 = the "
+        "reference",
     )
     text = "\n".join(
         [
@@ -128,3 +130,55 @@ def write_calibration(
     )
     write_text_atomic(prefix.with_suffix(".md"), text + "\n")
     return rows
+
+
+def echo_above_floor(
+    summaries: Iterable[dict[str, Any]], weights: Mapping[str, float], judged_cell: str
+) -> list[dict[str, Any]]:
+    """Per (embedder, variant): the echo baseline's and the floor's Overall as Table 2 computes it (weighted by
+    ``weights``, judged cells read as ``judged_cell`` says) over the subtasks all three of echo, floor and oracle
+    have (every subtask in a full run), their difference, and the echo rescaled between floor and oracle."""
+    table: dict[tuple[str, str], dict[str, dict[str, float]]] = {}
+    for summary in summaries:
+        if summary["model"] not in (ECHO, FLOOR, CEILING):
+            continue
+        value = cell_reading(summary, judged_cell)["value"]
+        if value is not None:
+            cells = table.setdefault((summary["embedder"], summary["variant"]), {})
+            cells.setdefault(summary["model"], {})[summary["subtask"]] = float(value)
+    out = []
+    for (embedder, variant), by_model in sorted(table.items()):
+        if set(by_model) != {ECHO, FLOOR, CEILING}:
+            continue
+        subtasks = [s.key for s in SUBTASKS if all(s.key in cells for cells in by_model.values())]
+        total = sum(weights[k] for k in subtasks)
+        if not subtasks or total <= 0:
+            continue
+        overall = {m: sum(cells[k] * weights[k] for k in subtasks) / total for m, cells in by_model.items()}
+        span = overall[CEILING] - overall[FLOOR]
+        out.append(
+            {
+                "embedder": embedder,
+                "variant": variant,
+                "subtasks": len(subtasks),
+                "echo": overall[ECHO],
+                "floor": overall[FLOOR],
+                "above_floor": overall[ECHO] - overall[FLOOR],
+                "rescaled": (overall[ECHO] - overall[FLOOR]) / span if span > 1e-9 else None,
+            }
+        )
+    return out
+
+
+def echo_notes(summaries: Iterable[dict[str, Any]], weights: Mapping[str, float], judged_cell: str) -> list[str]:
+    """Table 2's notes for reconstructed inputs: how far answering with the input itself sits above chance."""
+    notes = []
+    for row in echo_above_floor(summaries, weights, judged_cell):
+        scope = "Overall" if row["subtasks"] == len(SUBTASKS) else f"Overall over {row['subtasks']} subtasks"
+        rescaled = "" if row["rescaled"] is None else f", {row['rescaled']:.2f} of the way to the oracle"
+        notes.append(
+            f"Inputs reconstructed from their references: echoing the input ({ECHO}) scores {scope} "
+            f"{row['echo']:.2f}, {row['above_floor']:+.2f} against the random-reference floor's {row['floor']:.2f}"
+            f"{rescaled} ({row['embedder']}, {row['variant']})."
+        )
+    return notes
