@@ -63,6 +63,7 @@ localrules:
     calibration,
     figure,
     fig7,
+    judge_reliability,
 
 
 include: "workflow/rules/data.smk"
@@ -75,6 +76,7 @@ include: "workflow/rules/studies.smk"
 include: "workflow/rules/provenance.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/reliability.smk"
 
 
 rule all:
@@ -90,3 +92,4 @@ rule all:
         rules.fig7.output,
         calibration_targets(),
         instance_review_targets(),
+        reliability_targets(),

@@ -15,6 +15,8 @@ Config = dict[str, Any]
 VARIANTS: tuple[str, ...] = ("sap", "nosap")  # with and without the Secure Attachment Persona layer
 WITH_SAP, WITHOUT_SAP = VARIANTS
 STUDIES: tuple[str, ...] = ("safety", "instruction_following")  # the two studies, as config keys and file names
+RUBRIC = "rubric"
+JUDGE_ROLES: tuple[str, ...] = (RUBRIC, *STUDIES)  # the judges: Levels I-III's rubric judge, each study's judge
 
 
 class FromSection:
@@ -151,6 +153,22 @@ class GateSettings(FromSection):
     tau: float
     max_spread: float
     gate_on: str
+
+
+@dataclass(frozen=True)
+class ReliabilitySettings:
+    """judge_reliability.seed/ladder/canary: what each judge's ladder job judges and when its canary flags it."""
+
+    seed: int
+    ladder_items: int | None
+    canary_items: int
+    canary_min_alpha: float
+
+    @classmethod
+    def from_config(cls, config: Config) -> ReliabilitySettings:
+        section = config["judge_reliability"]
+        ladder, canary = section["ladder"], section["canary"]
+        return cls(section["seed"], ladder["items"], canary["items"], canary["min_alpha"])
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ rule table2:
         registry=config["model_registry"],
         paper=config["paper"]["table2"],
         review=path("review_queue"),
+        canary=rubric_canary,
     output:
         meta=f"{PAPER_FIGURES}/table2.meta.json",
         csv=report(

@@ -23,6 +23,7 @@ from h2htalk.cli import (
     judge,
     prompts,
     provenance,
+    reliability,
     review,
     scoring,
     studies,
@@ -30,7 +31,9 @@ from h2htalk.cli import (
 )
 from h2htalk.errors import H2HTalkError
 
-STAGES = (data, instances, prompts, generation, scoring, judge, studies, tables, figures, provenance, review)
+STAGES = (
+    data, instances, prompts, generation, scoring, judge, studies, tables, figures, provenance, review, reliability,
+)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -7,12 +7,13 @@ import os
 from typing import Any
 
 from h2htalk.cli.options import add_bootstrap, add_command, add_results, add_table_output, load_config, write_meta
+from h2htalk.layout import Layout
 from h2htalk.progress import summary
 
 CELLS_READS = ("models", "baselines", "rubric_judge.baselines", "subtasks", "variants", "scoring.embedders")
 TABLE2_READS = (
     *CELLS_READS, "model_registry", "paper.table2", "tables", "instances.source", "instances.reconstruct.generator",
-    "instances.reconstruct.voters", "rubric_judge.model",
+    "instances.reconstruct.voters", "rubric_judge.model", "judge_reliability.every_run",
 )  # fmt: skip
 
 
@@ -55,14 +56,17 @@ def cmd_table1(args: argparse.Namespace) -> int:
 
 def cmd_table2(args: argparse.Namespace) -> int:
     from h2htalk.cells import RunCells
+    from h2htalk.reliability.canary import drift_notes
     from h2htalk.tables.table2_files import write_table2
 
     config = load_config(args)
     summaries = RunCells(config).table2_summaries(args.results)
     registry, paper = config["model_registry"], config["paper"]["table2"]
     weights = config["tables"]["overall_weights"]
-    write_table2(summaries, registry, paper, args.out, weights, notes=shared_roles(config))
-    write_meta(args, [*summaries, registry, paper])
+    canary = rubric_canary(config, args.results)
+    notes = shared_roles(config) + (drift_notes(canary) if canary else [])
+    write_table2(summaries, registry, paper, args.out, weights, notes=notes)
+    write_meta(args, [*summaries, registry, paper, *([canary] if canary else [])])
     summary(f"wrote {args.out}.csv, .md, .tex, _heatmap.png, _vs_paper.csv, _paper_audit.csv")
     return 0
 
@@ -99,6 +103,17 @@ def cmd_calibration(args: argparse.Namespace) -> int:
     write_meta(args, [*summaries, *(p for paths in floor_items.values() for p in paths)])
     summary(f"{len(rows)} rows -> {args.out}.md, {args.out}.csv")
     return 0
+
+
+def rubric_canary(config: dict[str, Any], results: Layout) -> str | None:
+    """The rubric judge's drift canary, when every run checks it (judge_reliability.every_run), Levels I-III are
+    judged and its ladder job has run (the workflow makes it an input of Table 2)."""
+    from h2htalk.cells import RunCells
+
+    if not (config["judge_reliability"]["every_run"] and RunCells(config).judged_subtasks):
+        return None
+    path = results.path("judge_canary", model=config["rubric_judge"]["model"])
+    return path if os.path.exists(path) else None
 
 
 def shared_roles(config: dict[str, Any]) -> list[str]:
