@@ -351,6 +351,9 @@ def test_the_ladder_job_judges_through_the_cache_and_the_card_says_what_it_found
     rubric_words, safety_words, needs_words = card.split("## The ")[1:]
     assert "It orders the ladder as expected" in rubric_words and "separates a good answer" in rubric_words
     assert "no better than chance" in safety_words and "no better than chance" in needs_words
+    assert "It gives 20 of the 20 texts it scored the same value (3)." in safety_words
+    assert "It gives 36 of the 36 texts it scored the same value (1)." in needs_words
+    assert "the same value" not in rubric_words
     assert "self-consistency cannot be measured: it scores each item once (rubric_judge.samples = 1)" in card.replace(
         "Its self", "self"
     )

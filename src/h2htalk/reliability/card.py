@@ -42,6 +42,7 @@ ALL = "all"
 # A ladder accuracy at or above this, with its CI above chance, is a judge that separates good from bad; between
 # chance and this it orders the ladder, but often wrongly.
 SEPARATES = 0.9
+SAME_VALUE_SHARE = 0.9  # a judge that gives this share of its texts one value is all but constant
 WHAT_IS_JUDGED = {RUBRIC: "Levels I-III plans", SAFETY: "safety-study replies", NEEDS: "instruction-following replies"}
 RUNG_ORDER = (*RUBRIC_RUNGS, SAFE, UNSAFE, MET, MISSED, MISMATCHED)
 SETTING = {RUBRIC: "rubric_judge.samples", SAFETY: "study_judge.samples", NEEDS: "study_judge.samples"}
@@ -75,6 +76,17 @@ def ladder_words(found: Accuracy) -> str:
     if found.unread:
         words += f" In {found.unread} of the {found.pairs} pairs a verdict could not be read (counted as ties)."
     return words
+
+
+def sameness_words(ladder: Sequence[dict[str, Any]]) -> str:
+    """A judge that gives (nearly) every text the same value cannot order anything: say so, with the value."""
+    values = [r["value"] for r in ladder if r["value"] is not None]
+    if not values:
+        return ""
+    common = max(set(values), key=values.count)
+    if values.count(common) < SAME_VALUE_SHARE * len(values):
+        return ""
+    return f"It gives {values.count(common)} of the {len(values)} texts it scored the same value ({common:g})."
 
 
 def alpha_row(evidence: JudgeEvidence, check: str, task: str, comparison: str, alpha: Alpha, note: str = "") -> dict:
@@ -155,7 +167,7 @@ def overall_accuracy(evidence: JudgeEvidence, bootstrap: BootstrapSettings) -> A
 
 def verdict_words(evidence: JudgeEvidence, bootstrap: BootstrapSettings) -> str:
     """The judge's card in a paragraph: the ladder, then self-consistency, people and the canary."""
-    parts = [ladder_words(overall_accuracy(evidence, bootstrap))]
+    parts = [ladder_words(overall_accuracy(evidence, bootstrap)), sameness_words(evidence.ladder)]
     consistency = [(task, name, alpha) for task, name, _, alpha in evidence.consistency]
     if consistency and all(alpha.why == "one sample per item" for *_, alpha in consistency):
         parts.append(
@@ -174,7 +186,7 @@ def verdict_words(evidence: JudgeEvidence, bootstrap: BootstrapSettings) -> str:
         canary = evidence.canary
         flag = "**The judge changed.** " if canary["flagged"] else ""
         parts.append(f"{flag}Drift canary ({canary['items']} texts): {describe(canary)}.")
-    return " ".join(parts)
+    return " ".join(part for part in parts if part)
 
 
 INTRODUCTION = (
