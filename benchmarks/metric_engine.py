@@ -109,11 +109,11 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as cache_dir:
             cache = EmbeddingCache(cache_dir, embedder.key)
             start = time.perf_counter()
-            _, work = score_pairs(batches[0], tokenizer, embedder, cache)
+            _, work = score_pairs(batches[0], tokenizer, embedder, cache, "f", "zero")
             rows.append((name, len(batches[0]), time.perf_counter() - start, work["embedded"]))
             if batches[0] is model_a:  # model B is scored next, against the cache model A filled
                 start = time.perf_counter()
-                _, work = score_pairs(model_b, tokenizer, embedder, cache)
+                _, work = score_pairs(model_b, tokenizer, embedder, cache, "f", "zero")
                 rows.append((runs[2][0], len(model_b), time.perf_counter() - start, work["embedded"]))
             cache.close()
 

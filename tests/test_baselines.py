@@ -81,7 +81,7 @@ def test_oracle_scores_100_on_every_subtask_end_to_end(tmp_path):
                 assert result["S"] == pytest.approx(100.0), subtask
             else:
                 assert result["S"] < 100.0
-    rows = calibration_rows(summaries)
+    rows = calibration_rows(summaries, "J")
     oracle_rows = [r for r in rows if r["model"] == "baseline-oracle"]
     assert len(oracle_rows) == 11 and all(r["rescaled"] == pytest.approx(1.0) for r in oracle_rows)
     floor_rows = [r for r in rows if r["model"] == "baseline-random-reference"]

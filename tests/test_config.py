@@ -199,3 +199,18 @@ def test_cli_validate_config(tmp_path, capsys, local_config):
     bad.write_text(yaml.safe_dump(local_config, allow_unicode=True), encoding="utf-8")
     assert main(["validate-config", str(bad)]) == 2
     assert "unknown key 'paper.tabel2' (did you mean 'table2'?)" in capsys.readouterr().err
+
+
+def test_validate_config_names_the_api_keys_the_models_in_use_lack(tmp_path, capsys, monkeypatch):
+    """An unset key fails the check of the configuration, not a job after others ran."""
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(yaml.safe_dump({"rubric_judge": {"model": "gpt-4o"}, "models": ["deepseek-r1", "gpt-4o-mini"]}))
+    for variable in ("OPENAI_API_KEY", "DEEPSEEK_API_KEY"):
+        monkeypatch.delenv(variable, raising=False)
+    assert main(["validate-config", str(PAPER), str(LAPTOP), str(mine)]) == 2
+    error = capsys.readouterr().err
+    assert "environment variable DEEPSEEK_API_KEY (the API key of model deepseek-r1) is not set" in error
+    assert "environment variable OPENAI_API_KEY (the API key of model gpt-4o) is not set" in error
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test")
+    assert main(["validate-config", str(PAPER), str(LAPTOP), str(mine)]) == 0

@@ -115,7 +115,8 @@ def test_figures_are_written_with_their_numbers(tmp_path, font):
     pairs = list(csv.DictReader((tmp_path / "f5.csv").open(encoding="utf-8")))
     assert {(r["verb"], r["noun"]) for r in pairs[:2]} == {("放下", "咖啡杯"), ("听", "音乐")}
     assert pairs[0]["method"].startswith("jieba")
-    stats = figure6_lengths(inputs, outputs, font, tmp_path / "f6.png", tmp_path / "f6.csv")
+    panels = {"inputs": ("Inputs", inputs), "outputs": ("Outputs", outputs)}
+    stats = figure6_lengths(panels, font, tmp_path / "f6.png", tmp_path / "f6.csv")
     assert stats["inputs"]["n"] == 2 and stats["outputs"]["n"] == 15
     summary = [r for r in csv.DictReader((tmp_path / "f6.csv").open(encoding="utf-8")) if r["tokens"] == "summary"]
     assert float(summary[0]["mean"]) == pytest.approx(stats["inputs"]["mean"])
@@ -146,7 +147,7 @@ def test_the_packaged_font_draws_the_figures_chinese_not_boxes(no_system_fonts, 
         warnings.simplefilter("always")
         figure4_wordcloud(outputs + inputs, font, tmp_path / "f4.png", tmp_path / "f4.csv", top=20)
         figure5_verb_noun(outputs + inputs, font, tmp_path / "f5.png", tmp_path / "f5.csv", top=5)
-        figure6_lengths(inputs, outputs, font, tmp_path / "f6.png", tmp_path / "f6.csv")
+        figure6_lengths({"inputs": ("输入", inputs)}, font, tmp_path / "f6.png", tmp_path / "f6.csv")
         plt = plots._pyplot(font)  # matplotlib warns for each glyph it has to draw as a box
         fig, ax = plt.subplots()
         ax.set_title("".join(sorted(set(drawn))))
@@ -194,3 +195,58 @@ def test_no_font_anywhere_is_a_clear_error(no_system_fonts, monkeypatch):
     assert str(no_system_fonts) in message and FONT_DIRS_ENV in message  # what was searched
     assert "no-such-font-dist, which is not installed" in message
     assert "pip install -e ." in message and "apt-get install fonts-noto-cjk" in message  # how to fix it
+
+
+def _demo_run(tmp_path):
+    """Curated references (one not kept) and instance files, as a results tree holds them."""
+    curated = tmp_path / "curated.jsonl"
+    write_jsonl_atomic(curated, [
+        {"text": "（微笑）今天我们去公园散步吧。", "kept": True},
+        {"text": "我们一起去公园听音乐。", "kept": True},
+        {"text": "请重新生成：这一句与设定不符。", "kept": False},
+    ])  # fmt: skip
+    instances = tmp_path / "instances.jsonl"
+    write_jsonl_atomic(instances, [{"fields": {"hobbies": ["摄影", "天文望远镜"]}, "reference": "周末去看星星吧。"}])
+    return [curated], [instances]
+
+
+def test_figures_4_and_5_draw_the_release_and_figure_6_keeps_every_source_in_its_own_panel(tmp_path, monkeypatch):
+    curated, instances = _demo_run(tmp_path)
+    titles = {}
+    monkeypatch.setattr(plots, "_save", lambda fig, path: titles.update({path.stem: _titles(fig)}))
+    settings = {"cjk_font": "auto", "top_words": 10, "top_pairs": 5}
+    note = "Demo instances, 3 per subtask: a check of the pipeline, not a finding."
+    for number in (4, 5, 6):
+        plots.draw_figure(number, curated, instances, settings, tmp_path / f"f{number}", "demo", [note])
+    words = {r["word"]: int(r["count"]) for r in csv.DictReader((tmp_path / "f4.csv").open(encoding="utf-8"))}
+    assert words["公园"] == 2 and "天文望远镜" not in words and "重新" not in words  # kept references only
+    assert "the released references kept by curation (2 texts" in titles["f4"]
+    assert "the released references kept by curation (2 texts)" in titles["f5"]
+    panels = [r for r in csv.DictReader((tmp_path / "f6.csv").open(encoding="utf-8")) if r["tokens"] == "summary"]
+    assert {r["panel"]: int(r["count"]) for r in panels} == {"inputs": 1, "outputs": 1, "released": 2}
+    for label in ("Inputs: demo instances (n=1)", "Outputs: the references of the same demo instances (n=1)",
+                  "Outputs: the released references kept by curation (n=2)", note):  # fmt: skip
+        assert label in titles["f6"], label
+    assert note not in titles["f4"] + titles["f5"]  # built from the release alone, the same in any run
+
+
+def _titles(fig) -> str:
+    """Every title of a figure: its own and its axes'."""
+    own = fig._suptitle.get_text() if fig._suptitle is not None else ""
+    return "\n".join([own, *(ax.get_title() for ax in fig.axes)])
+
+
+def test_figure_7_says_when_its_run_is_a_demo(tmp_path, monkeypatch):
+    from h2htalk.figures import fig7
+
+    titles = []
+    monkeypatch.setattr(fig7, "write_png_atomic", lambda fig, path, **_: titles.append(_titles(fig)))
+    rows = [
+        {"model": "m", "variant": "sap", "scenario_type": t, "n": 2, "missing": 0, "success_rate": 50.0,
+         "ci_low": 0.0, "ci_high": 100.0}
+        for t in ("implicit_help", "ambiguous", "context_aware")
+    ]  # fmt: skip
+    note = "Demo instances, 3 per subtask: a check of the pipeline, not a finding."
+    fig7.write_fig7(rows, tmp_path / "f7.png", tmp_path / "f7.csv", 0.95, [note])
+    fig7.write_fig7(rows, tmp_path / "f7.png", tmp_path / "f7.csv", 0.95)
+    assert note in titles[0] and note not in titles[1]

@@ -16,14 +16,19 @@ import pytest
 import yaml
 
 from h2htalk.cells import RunCells
-from h2htalk.config import default_config, load_registry
-from h2htalk.generation.generate import PromptFile, generate_model
+from h2htalk.cli import main
+from h2htalk.config import default_config, load_config, load_registry
+from h2htalk.generation.generate import PromptFile, generate_model, request_params
 from h2htalk.generation.provision import ProvisionError, provision_gguf
 from h2htalk.instances.sources import demo_instances
 from h2htalk.io import read_jsonl
 from h2htalk.layout import Cell, Layout
-from h2htalk.llm.calls import EngineOptions
-from h2htalk.llm.engines import Endpoint, EngineError, llamacpp_command, open_endpoint, vllm_command
+from h2htalk.llm.calls import EngineOptions, chat_request, model_identity
+from h2htalk.llm.client import EndpointError
+from h2htalk.llm.engines import Endpoint, EngineError, open_endpoint
+from h2htalk.llm.engines.llamacpp import llamacpp_command
+from h2htalk.llm.engines.server import free_port
+from h2htalk.llm.engines.vllm import vllm_command
 from h2htalk.prompts.render import write_prompts
 from h2htalk.settings import VARIANTS, GenerationSettings
 from h2htalk.subtasks import SUBTASK_KEYS
@@ -104,7 +109,7 @@ def test_rerun_sends_nothing_and_one_subtask_regenerates_alone(stub, registry, p
     assert sum(stub.requests.values()) == before + 6
 
 
-def test_refused_item_is_recorded_cached_and_resent_only_on_request(stub, registry, prompt_files, tmp_path):
+def test_a_failed_item_is_recorded_and_sent_again_by_the_next_run(stub, registry, prompt_files, tmp_path):
     stub.faults.scripted = {"下雨了，我没带伞": ["400"]}  # one of the two variants' requests for this item is refused
     settings, endpoint = settings_for(tmp_path, concurrency=1), Endpoint(stub.base_url, "stub-model")
     summary = run(api_spec(registry), prompt_files, settings, endpoint)
@@ -114,14 +119,38 @@ def test_refused_item_is_recorded_cached_and_resent_only_on_request(stub, regist
     assert [(r["id"], r["response"], r["failure"]["kind"]) for r in refused] == [
         ("dialogue_base-demo03", "", "client_error")
     ]
-    assert run(api_spec(registry), prompt_files, settings, endpoint)["sent"] == 0  # a refusal is not resent
-    retried = generate_model(
-        api_spec(registry), prompt_files, settings,
-        EngineOptions(settings.client, settings.seed, endpoint=endpoint, retry_failed=True),
-    )  # fmt: skip
-    assert retried["sent"] == 1 and retried["failed"] == 0
-    records = [r for v in VARIANTS for r in read_jsonl(tmp_path / "out" / v / "dialogue_base.jsonl")]
-    assert not any(r["failure"] for r in records)
+    # not a content refusal: whatever caused it (a setting, the endpoint) may be fixed, so it is not cached
+    again = run(api_spec(registry), prompt_files, settings, endpoint)
+    assert again["sent"] == 1 and again["failed"] == 0
+
+
+def test_a_content_refusal_is_cached_and_sent_again_with_retry_failed(stub, prompt_files, tmp_path):
+    stub.faults.scripted = {"下雨了，我没带伞": ["risk"]}  # DeepSeek's answer to text it will not process
+    command = generate_command(stub, results_tree(tmp_path, prompt_files), tmp_path)
+    assert main(command) == 0
+    sent = sum(stub.requests.values())
+    assert main(command) == 0
+    assert sum(stub.requests.values()) == sent  # it would be refused again: the rerun reuses it
+    (tmp_path / "retry.yaml").write_text("generation: {retry_failed: true}\n", encoding="utf-8")  # as an overlay
+    assert main([*command, "--config", str(tmp_path / "retry.yaml")]) == 0
+    assert sum(stub.requests.values()) == sent + 1
+
+
+def test_an_endpoint_that_refuses_every_request_fails_the_job_and_a_fixed_one_gets_them(
+    stub, registry, prompt_files, tmp_path
+):
+    """A wrong key (401) reaches no answer and caches nothing: once the key is fixed, the rerun sends every
+    request (it used to report "66 cached, 0 to send", every one a cached 401)."""
+    stub.faults.scripted = {"": ["401"] * 66}  # every request
+    settings, endpoint = settings_for(tmp_path), Endpoint(stub.base_url, "stub-model")
+    with pytest.raises(EndpointError, match=r"model gpt-4o-mini: .* answered HTTP 401: .*Incorrect API key.* sends"):
+        run(api_spec(registry), prompt_files, settings, endpoint)
+    assert sum(stub.requests.values()) < 66 and not (tmp_path / "out").exists()
+    with sqlite3.connect(tmp_path / "cache" / "gpt-4o-mini.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM entries").fetchone()[0] == 0
+    stub.faults.scripted = {}  # the key is fixed
+    fixed = run(api_spec(registry), prompt_files, settings, endpoint)
+    assert fixed["sent"] == 66 and fixed["failed"] == 0
 
 
 def test_content_refusals_are_recorded_but_never_fail_the_job(stub, registry, prompt_files, tmp_path):
@@ -141,36 +170,48 @@ def test_failures_beyond_the_threshold_fail_the_job_and_keep_finished_work(stub,
     assert not (tmp_path / "out").exists()  # no output is written for a failed job
     with sqlite3.connect(tmp_path / "cache" / "gpt-4o-mini.sqlite") as db:
         kept = db.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
-    assert kept == 66  # 65 answers and the refusal
+    assert kept == 65  # the answers; the failed request is not cached
     resumed = run(
         api_spec(registry), prompt_files, settings_for(tmp_path, concurrency=1), Endpoint(stub.base_url, "stub-model")
     )
-    assert resumed["sent"] == 0 and resumed["failed"] == 1
+    assert resumed["sent"] == 1 and resumed["failed"] == 0
 
 
-def test_kill_and_resume_sends_only_what_is_missing(stub, prompt_files, tmp_path):
-    stub.latency_s = 0.15
+def results_tree(tmp_path: Path, prompt_files: list[PromptFile]) -> Layout:
+    """A results tree holding the benchmark's prompts where the workflow puts them (the studies without items)."""
     results = Layout(str(tmp_path / "results"))
-    for file in prompt_files:  # the benchmark's prompts where the workflow puts them; studies without items
+    for file in prompt_files:
         Path(results.prompts(file.variant, file.name)).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(file.prompts, results.prompts(file.variant, file.name))
     for cell in RunCells(default_config()).studies("gpt-4o-mini"):
         Path(results.prompts(cell.variant, cell.task)).parent.mkdir(parents=True, exist_ok=True)
         Path(results.prompts(cell.variant, cell.task)).write_text("", encoding="utf-8")
+    return results
+
+
+def generate_command(stub, results: Layout, tmp_path: Path, **generation) -> list[str]:
+    """``h2htalk generate`` of gpt-4o-mini against the stub, its cache in ``tmp_path``."""
     config = tmp_path / "config.yaml"
     config.write_text(
         yaml.safe_dump(
             {
                 "model_registry": str(REPO_ROOT / "config" / "models.yaml"),
-                "generation": {"retries": 0, "decoding": {"seed": 7}, "cache_dir": str(tmp_path / "cache")},
+                "generation": {**generation, "cache_dir": str(tmp_path / "cache")},
             }
         ),
         encoding="utf-8",
     )
-    command = [
-        sys.executable, "-m", "h2htalk", "generate", "--model", "gpt-4o-mini", "--config", str(config),
-        "--results", str(results.root), "--base-url", stub.base_url, "--concurrency", "2",
+    return [
+        "generate", "--model", "gpt-4o-mini", "--config", str(config), "--results", str(results.root),
+        "--base-url", stub.base_url,
     ]  # fmt: skip
+
+
+def test_kill_and_resume_sends_only_what_is_missing(stub, prompt_files, tmp_path):
+    stub.latency_s = 0.15
+    results = results_tree(tmp_path, prompt_files)
+    options = generate_command(stub, results, tmp_path, retries=0, decoding={"seed": 7})
+    command = [sys.executable, "-m", "h2htalk", *options, "--concurrency", "2"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
     while sum(stub.answered.values()) < 20 and time.monotonic() < deadline:
@@ -317,3 +358,109 @@ def test_server_engine_failing_to_start_is_reported(tmp_path):
     ):
         pass
     assert "llama_cpp.server" in (tmp_path / "server.log").read_text()
+
+
+MESSAGES = [{"role": "system", "content": "你是"}, {"role": "user", "content": "你好"}]
+PARAMS = {"temperature": 0.0, "top_p": 1.0, "max_tokens": 64, "seed": 1234}
+
+
+@pytest.mark.parametrize(
+    ("name", "identity", "key"),
+    [
+        (
+            "qwen2.5-coder-0.5b-instruct-q4km",
+            {"name": "qwen2.5-coder-0.5b-instruct-q4km", "engine": "llamacpp",
+             "model_id": "Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF",
+             "revision": "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", "lora": None},
+            "b11d593379e9555a09c5aebf775b730d9bd31bf3ee7c8f99c47df00ee6c36684",
+        ),
+        (
+            "qwen2-7b-instruct",
+            {"name": "qwen2-7b-instruct", "engine": "vllm", "model_id": "Qwen/Qwen2-7B-Instruct", "revision": None,
+             "lora": None},
+            "e0f52c1e0a11f051712f280ac5271240cd540966c0a16072b496c46e09d97ba1",
+        ),
+    ],
+)  # fmt: skip
+def test_local_and_vllm_request_keys_are_those_of_earlier_runs(registry, name, identity, key):
+    """A cache filled by an earlier run is still hit: the identity and the key of a fixed request, as they were."""
+    assert model_identity(registry[name]) == identity
+    assert chat_request(registry[name], "x", MESSAGES, PARAMS).key == key
+
+
+def test_the_laptop_models_request_params_are_those_of_earlier_runs(registry):
+    settings = GenerationSettings.from_config(
+        load_config([REPO_ROOT / "config" / "config.yaml", REPO_ROOT / "config" / "local.yaml"])
+    )
+    params = request_params(registry["qwen2.5-coder-0.5b-instruct-q4km"], settings, "itinerary_advanced")
+    assert json.dumps(params) == '{"temperature": 0.0, "top_p": 1.0, "max_tokens": 384, "seed": 1234}'
+
+
+def at(spec: dict, base_url: str, **entry) -> dict:
+    return {**spec, "api": {**spec["api"], "base_url": base_url}, **entry}
+
+
+def test_an_api_models_endpoint_is_part_of_its_request_keys_unless_its_revision_is_pinned(registry):
+    spec = api_spec(registry)
+    here, there = at(spec, "http://127.0.0.1:8000/v1"), at(spec, "https://api.example.org/v1/")
+    key = chat_request(here, "x", MESSAGES, PARAMS).key
+    assert chat_request(there, "x", MESSAGES, PARAMS).key != key
+    assert chat_request(at(spec, "http://127.0.0.1:8000/v1/"), "x", MESSAGES, PARAMS).key == key  # the same URL
+    pinned = [
+        at(spec, url, revision="2024-07-18") for url in ("http://127.0.0.1:8000/v1", "https://api.example.org/v1")
+    ]
+    assert len({chat_request(p, "x", MESSAGES, PARAMS).key for p in pinned}) == 1  # the same model, another host
+    assert (
+        "endpoint" not in model_identity(pinned[0]) and model_identity(here)["endpoint"] == "http://127.0.0.1:8000/v1"
+    )
+
+
+def test_an_api_model_moved_to_a_dead_endpoint_sends_its_requests(stub, registry, prompt_files, tmp_path, monkeypatch):
+    """Pointed at another endpoint, a model's cached answers are not its answers there: the requests are sent,
+    and a dead endpoint fails the job (it used to report "66 cached, 0 to send" and succeed)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    settings = settings_for(tmp_path, retries=0)
+    assert run(at(api_spec(registry), stub.base_url), prompt_files, settings)["sent"] == 66
+    with pytest.raises(Exception, match=r"gpt-4o-mini: 66 of 66 requests failed"):
+        run(at(api_spec(registry), f"http://127.0.0.1:{free_port()}/v1"), prompt_files, settings)
+
+
+def test_what_the_server_says_it_serves_is_recorded_and_a_change_is_warned(
+    stub, registry, prompt_files, tmp_path, caplog
+):
+    endpoint = Endpoint(stub.base_url, "stub-model")
+    stub.system_fingerprint = "fp_one"
+    summary = run(api_spec(registry), prompt_files, settings_for(tmp_path), endpoint)
+    served = {"model": "stub-model", "root": None, "system_fingerprint": "fp_one"}
+    assert summary["served_by"] == [served]
+    assert read_jsonl(prompt_files[0].out)[0]["provenance"]["served_by"] == served
+    stub.system_fingerprint = "fp_two"  # the backend changed between runs
+    changed = settings_for(tmp_path, max_new_tokens={"dialogue_base": 64, "itinerary_middle": 99})
+    assert run(api_spec(registry), prompt_files, changed, endpoint)["sent"] == 6
+    warning = next(r.getMessage() for r in caplog.records if r.levelname == "WARNING")
+    assert "system_fingerprint fp_two" in warning and "60 cached from earlier runs from model stub-model" in warning
+
+
+def test_an_api_entry_without_a_key_talks_to_a_server_that_asks_for_none(stub, registry, prompt_files, tmp_path):
+    (tmp_path / "models.yaml").write_text(
+        yaml.safe_dump({"local-server": {"display_name": "Local server", "size_group": "local", "engine": "api",
+                                         "api": {"base_url": stub.base_url, "model": "stub-model"}}}),
+        encoding="utf-8",
+    )  # fmt: skip
+    spec = load_registry(tmp_path / "models.yaml")["local-server"]
+    assert run(spec, prompt_files, settings_for(tmp_path))["sent"] == 66
+
+
+def test_a_damaged_cache_names_its_file_and_what_deleting_it_costs(stub, prompt_files, tmp_path, capsys):
+    command = generate_command(stub, results_tree(tmp_path, prompt_files), tmp_path)
+    assert main(command) == 0
+    cache = tmp_path / "cache" / "gpt-4o-mini.sqlite"
+    with open(cache, "r+b") as handle:  # a disk fault: pages overwritten past the header
+        handle.seek(4096)
+        handle.write(b"\xa5" * 4096 * 3)
+    capsys.readouterr()
+    assert main(command) == 2
+    error = capsys.readouterr().err
+    assert f"{cache}: this cache is damaged" in error and "Traceback" not in error
+    assert "It holds the answers of model gpt-4o-mini" in error
+    assert "delete it, and the next run sends again every request to gpt-4o-mini that a job needs" in error

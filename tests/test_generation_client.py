@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from h2htalk.llm.client import ChatClient, ChatRequest, RetryPolicy
+from h2htalk.llm.client import ChatClient, ChatRequest, EndpointError, RetryPolicy
 
 from .standins.answers import echo_answer
 from .standins.loopback import LoopbackAPI
@@ -94,8 +94,26 @@ def test_a_client_error_fails_that_item_at_once_and_no_other(stub):
     results = {r.item_id: r for r in run(stub, requests(3), concurrency=1)}
     assert stub.requests["问题2"] == 1  # not retried
     failure = results["item2"].failure
-    assert failure.kind == "client_error" and failure.permanent and "HTTP 400" in failure.message
+    assert failure.kind == "client_error" and "HTTP 400" in failure.message
+    assert not failure.permanent  # it may not fail again: it is never cached
     assert results["item2"].response == "" and results["item0"].failure is None and results["item1"].response
+
+
+def test_a_content_refusal_is_permanent(stub):
+    stub.faults.scripted = {"问题1": ["risk"]}
+    results = {r.item_id: r for r in run(stub, requests(2))}
+    failure = results["item1"].failure
+    assert failure.kind == "content_refusal" and failure.permanent and stub.requests["问题1"] == 1
+
+
+@pytest.mark.parametrize(
+    ("fault", "says"), [("401", "HTTP 401: .*Incorrect API key"), ("404", "HTTP 404: .*not exist")]
+)
+def test_an_endpoint_that_refuses_every_request_stops_the_work_at_once(stub, fault, says):
+    stub.faults.scripted = {"问题": [fault] * 20}  # every request: a wrong key, or a model the endpoint does not serve
+    with pytest.raises(EndpointError, match=f"{stub.base_url} answered {says}"):
+        run(stub, requests(20), concurrency=2)
+    assert sum(stub.requests.values()) < 20  # the rest were never sent
 
 
 def test_retries_run_out_for_one_item_and_the_others_are_answered(stub):

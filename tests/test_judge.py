@@ -13,6 +13,7 @@ from h2htalk.errors import DataError
 from h2htalk.instances.schema import read_instances
 from h2htalk.io import read_jsonl, write_jsonl_atomic
 from h2htalk.judge.combine import (
+    READINGS,
     combine_items,
     combine_j,
     read_human_scores,
@@ -213,6 +214,48 @@ def test_review_round_trip(tmp_path):
     assert not again["a"]["human"]
 
 
+def test_a_judged_cell_carries_every_reading_of_eq3_with_known_numbers(tmp_path):
+    """S 45 and the judge 4: J100 = 0.6*45 + 0.4*20*4 = 59, the metric alone 45, the judge alone 80. An item the
+    judge could not read has no J and no judge value but its S; an empty answer the scorer skipped (S None) has
+    no J and no S but its judge value, and is not sent to review: there is nothing a reviewer could change."""
+    judgments = [_verdict(i, [4, 4, 4]) for i in "ab"] + [_verdict("c", [None, None, None]), _verdict("d", [4, 4, 4])]
+    results = Layout(str(tmp_path / "results"))
+    scores, verdicts = Path(results.score_items(CELL)), Path(results.judge_samples(CELL))
+    write_jsonl_atomic(scores, [{"id": i, "S": s} for i, s in zip("abcd", [45.0, 45.0, 45.0, None], strict=True)])
+    write_jsonl_atomic(verdicts, judgments)
+    items = combine_items("m", "sap", "itinerary_basic", scores, verdicts, GATE, {})
+    by_id = {i["id"]: i for i in items}
+    assert by_id["a"]["J100"] == pytest.approx(59.0) and by_id["a"]["judge_score"] == 4
+    assert by_id["d"]["J100"] is None and not by_id["d"]["review"]
+    summary = summarise_j(items, BootstrapSettings(resamples=200, seed=1, confidence=0.95))
+    readings = summary["readings"]
+    assert set(readings) == set(READINGS) == {"J", "S", "judge"}
+    assert (readings["J"]["value"], readings["J"]["n"], readings["J"]["missing"]) == (pytest.approx(59.0), 2, 2)
+    assert (readings["S"]["value"], readings["S"]["n"], readings["S"]["missing"]) == (pytest.approx(45.0), 3, 1)
+    assert (readings["judge"]["value"], readings["judge"]["n"], readings["judge"]["missing"]) == (
+        pytest.approx(80.0), 3, 1,
+    )  # fmt: skip
+    for reading in readings.values():
+        assert reading["value_ci_low"] <= reading["value"] <= reading["value_ci_high"]
+    # the summary's own value stays J, as every summary's measure says
+    assert summary["measure"] == "J" and summary["value"] == readings["J"]["value"] and summary["n"] == 2
+
+
+def test_switching_the_judged_cell_reruns_the_tables_not_the_judge():
+    """Every judged cell's summary carries all three readings, so tables.judged_cell is read by the tables only:
+    switching it changes the settings of no judge, combine-j or scoring job."""
+    from h2htalk.cli import command_reads
+    from h2htalk.config import settings_hash
+
+    before, after = default_config(), default_config({"tables": {"judged_cell": "S"}})
+    changed = {
+        command
+        for command, reads in command_reads().items()
+        if reads and settings_hash(before, reads) != settings_hash(after, reads)
+    }
+    assert changed == {"table2", "calibration", "provenance"}  # provenance records the whole configuration
+
+
 def test_review_scores_take_the_median_of_the_raters_and_name_any_bad_row(tmp_path):
     judgments = [_verdict("a", [4, 4, 5]), _verdict("b", [4, 4, 4]), _verdict("c", [None, None, None])]
     _write_inputs(tmp_path, judgments)
@@ -241,7 +284,7 @@ def test_judge_run_against_a_server(tmp_path):
     generations = tmp_path / "gen.jsonl"
     write_jsonl_atomic(generations, [{"id": r["id"], "response": "08:00 晨跑"} for r in read_jsonl(instances)])
     files = JudgeFiles("sap", subtask, instances, prompts, generations, tmp_path / "out.jsonl")
-    spec = {"name": "stub-judge", "engine": "api", "api": {"model": "stub"}}
+    spec = {"name": "stub-judge", "engine": "api", "api": {"base_url": "http://127.0.0.1/v1", "model": "stub"}}
     config = default_config(
         {"generation": {"concurrency": 2}, "rubric_judge": {"samples": 3, "cache_dir": str(tmp_path / "c")}}
     )
@@ -269,7 +312,7 @@ def test_a_cut_off_answer_is_retried_with_twice_the_budget_then_missing_and_flag
     generations = tmp_path / "gen.jsonl"
     write_jsonl_atomic(generations, [{"id": item, "response": plan} for item, plan in plans.items()])
     files = JudgeFiles("nosap", subtask, instances, prompts, generations, tmp_path / "out.jsonl")
-    spec = {"name": "stub-judge", "engine": "api", "api": {"model": "stub"}}
+    spec = {"name": "stub-judge", "engine": "api", "api": {"base_url": "http://127.0.0.1/v1", "model": "stub"}}
     config = default_config({"rubric_judge": {"samples": 1, "max_new_tokens": 100, "cache_dir": str(tmp_path / "c")}})
     judge = JudgeSettings.from_config(config)
     seen: dict[str, int] = {}

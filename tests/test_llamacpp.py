@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import sqlite3
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -81,13 +84,11 @@ def _servers_using(model_file) -> list[int]:
     return found
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
-def test_stopping_a_job_stops_its_engine_and_keeps_what_it_cached(local_model, tmp_path, stop):
-    """A job stopped by Snakemake (SIGTERM), Ctrl-C (SIGINT) or the scheduler (SIGKILL) leaves no server."""
-    spec, model_file = local_model
+def local_job(spec: dict, model_file: Path, tmp_path: Path) -> tuple[list[str], Path, Path]:
+    """A generate job of the local model answering dialogue_base's three demo prompts, in a results tree of the
+    test's own: its command, the path of its model file (this test's own, to find its servers by), its answers."""
     results = Layout(str(tmp_path / "results"))
-    model_copy = Path(results.path("model_file", model=spec["name"]))  # this test's own path, to find its servers by
+    model_copy = Path(results.path("model_file", model=spec["name"]))
     model_copy.parent.mkdir(parents=True)
     model_copy.symlink_to(model_file)
     instances = demo_file(tmp_path / "instances", "dialogue_base")
@@ -99,11 +100,19 @@ def test_stopping_a_job_stops_its_engine_and_keeps_what_it_cached(local_model, t
     config.write_text(
         json.dumps({"generation": generation, "subtasks": ["dialogue_base"], "variants": ["sap"]}), encoding="utf-8"
     )
-    answers = Path(results.generations(Cell(spec["name"], "sap", "dialogue_base")))
     command = [
         sys.executable, "-m", "h2htalk", "generate", "--model", spec["name"], "--config", str(config),
         "--results", str(results.root), "--server-log", str(tmp_path / "server.log"),
     ]  # fmt: skip
+    return command, model_copy, Path(results.generations(Cell(spec["name"], "sap", "dialogue_base")))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
+def test_stopping_a_job_stops_its_engine_and_keeps_what_it_cached(local_model, tmp_path, stop):
+    """A job stopped by Snakemake (SIGTERM), Ctrl-C (SIGINT) or the scheduler (SIGKILL) leaves no server."""
+    spec, model_file = local_model
+    command, model_copy, answers = local_job(spec, model_file, tmp_path)
     job = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 240
     cache = tmp_path / "cache" / f"{spec['name']}.sqlite"
@@ -122,3 +131,37 @@ def test_stopping_a_job_stops_its_engine_and_keeps_what_it_cached(local_model, t
 def _cached(path) -> int:
     with sqlite3.connect(path) as db:
         return db.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
+
+
+@pytest.mark.slow
+def test_the_servers_key_stays_out_of_the_process_list(local_model, tmp_path):
+    """``ps`` shows every user the servers' command lines: the job's key is not on it, and the server still asks
+    for it."""
+    spec, model_file = local_model
+    command, model_copy, _ = local_job(spec, model_file, tmp_path)
+    job = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 240
+        while not _servers_using(model_copy) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        (server,) = _servers_using(model_copy)
+        arguments = Path(f"/proc/{server}/cmdline").read_bytes().decode().split("\0")
+        assert "--api_key" not in arguments and not any(re.fullmatch("[0-9a-f]{32}", a) for a in arguments), arguments
+        port = arguments[arguments.index("--port") + 1]
+        assert _status_without_key(port, deadline) == 401  # it asks for the key it got through its environment
+    finally:
+        job.kill()
+        job.wait()
+
+
+def _status_without_key(port: str, deadline: float) -> int | None:
+    """The status a request without a key gets, once the server listens (it loads the model first)."""
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=5) as response:
+                return response.status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+        except urllib.error.URLError:
+            time.sleep(0.5)
+    return None

@@ -45,7 +45,7 @@ def jieba_tok():
 
 def test_identical_chinese_strings_score_100_everywhere(jieba_tok):
     text = "（轻轻将外套披在你肩上）这里的风声很像我小时候听过的海浪。"
-    items, _ = score_pairs([Pair("a", text, text)], jieba_tok, CountingEmbedder(), None, "f")
+    items, _ = score_pairs([Pair("a", text, text)], jieba_tok, CountingEmbedder(), None, "f", "zero")
     for column in COLUMNS:
         assert items[0][column] == pytest.approx(100.0), column
 
@@ -92,7 +92,7 @@ def test_hand_computed_bleu_with_a_wrong_word():
 
 
 def test_mixed_text_is_not_scored_on_its_ascii_part_only(jieba_tok):
-    items, _ = score_pairs([Pair("m", "我爱AI 2024", "你恨AI 2024")], jieba_tok, CountingEmbedder(), None, "f")
+    items, _ = score_pairs([Pair("m", "我爱AI 2024", "你恨AI 2024")], jieba_tok, CountingEmbedder(), None, "f", "zero")
     assert items[0]["rouge1"] < 100.0
     assert items[0]["rouge1"] > 0.0  # AI and 2024 are shared
 
@@ -100,21 +100,44 @@ def test_mixed_text_is_not_scored_on_its_ascii_part_only(jieba_tok):
 def test_character_tokens_are_an_option():
     char = get_tokenizer("char")
     assert char.tokenize("我 爱 你。") == ["我", "爱", "你", "。"]
-    items, _ = score_pairs([Pair("c", "我爱你", "我爱他")], char, CountingEmbedder(), None, "f")
+    items, _ = score_pairs([Pair("c", "我爱你", "我爱他")], char, CountingEmbedder(), None, "f", "zero")
     assert items[0]["bleu1"] == pytest.approx(100 * 2 / 3)
 
 
 def test_empty_response_scores_zero_and_is_flagged(jieba_tok):
     embedder = CountingEmbedder()
-    items, _ = score_pairs([Pair("e", "（微笑）你好呀", "  ")], jieba_tok, embedder, None, "f")
+    items, _ = score_pairs([Pair("e", "（微笑）你好呀", "  ")], jieba_tok, embedder, None, "f", "zero")
     assert items[0]["flags"] == ["empty_response"]
     assert all(items[0][c] == 0.0 for c in COLUMNS)
     assert "  " not in embedder.embedded
 
 
+def test_an_empty_answer_is_zero_or_skipped_and_always_counted(jieba_tok):
+    """Known answer: one perfect answer (S 100) and one empty answer. Scored 0 (the paper's reading) the cell is
+    50 on 2 items; skipped (the upstream scorer) it is 100 on 1 item, with the empty one counted as missing and
+    flagged, never dropped; the signature says which."""
+    pairs = [Pair("1", "（微笑）你好呀", "（微笑）你好呀"), Pair("2", "今天去公园吧", "")]
+    bootstrap = BootstrapSettings(resamples=100, seed=1, confidence=0.95)
+    zero, _ = score_pairs(pairs, jieba_tok, CountingEmbedder(), None, "f", "zero")
+    skip, _ = score_pairs(pairs, jieba_tok, CountingEmbedder(), None, "f", "skip")
+    assert zero[1]["S"] == 0.0 and zero[1]["flags"] == ["empty_response"]
+    assert all(skip[1][c] is None for c in COLUMNS) and skip[1]["flags"] == ["empty_response", "skipped"]
+    assert skip[0] == zero[0]
+    kept, dropped = summarise(zero, bootstrap), summarise(skip, bootstrap)
+    assert (kept["S"], kept["n"], kept["missing"]) == (pytest.approx(50.0), 2, 0)
+    assert (dropped["S"], dropped["n"], dropped["missing"]) == (pytest.approx(100.0), 1, 1)
+    assert dropped["flagged"] == {"empty_response": 1, "empty_reference": 0, "skipped": 1}
+    from h2htalk.scoring.signatures import signature_string
+
+    embedder = CountingEmbedder()
+    assert signature(jieba_tok, embedder, "f", "skip")["empty_answers"] == "skip"
+    assert "|empty:skip|" in signature_string(signature(jieba_tok, embedder, "f", "skip"))
+    assert "|empty:zero|" in signature_string(signature(jieba_tok, embedder, "f", "zero"))
+
+
 def test_s_is_the_mean_of_the_seven(jieba_tok):
     pair = Pair("x", "今天我们去公园散步吧", "今天我们去海边散步")
-    items, _ = score_pairs([pair], jieba_tok, CountingEmbedder(), None, "f")
+    items, _ = score_pairs([pair], jieba_tok, CountingEmbedder(), None, "f", "zero")
     item = items[0]
     assert item["S"] == pytest.approx(sum(item[m] for m in METRICS) / 7)
 
@@ -122,7 +145,7 @@ def test_s_is_the_mean_of_the_seven(jieba_tok):
 def test_distinct_texts_are_embedded_once(jieba_tok):
     embedder = CountingEmbedder()
     pairs = [Pair("1", "甲乙", "丙丁"), Pair("2", "甲乙", "丙丁"), Pair("3", "丙丁", "甲乙")]
-    _, work = score_pairs(pairs, jieba_tok, embedder, None, "f")
+    _, work = score_pairs(pairs, jieba_tok, embedder, None, "f", "zero")
     assert sorted(embedder.embedded) == ["丙丁", "甲乙"]
     assert work == {"pairs": 3, "distinct_texts": 2, "embedded": 2}
 
@@ -133,11 +156,11 @@ def test_second_run_embeds_no_reference_again(jieba_tok, tmp_path):
     second_model = [Pair(str(i), ref, f"模型二的回答{i}") for i, ref in enumerate(references)]
     embedder = CountingEmbedder()
     cache = EmbeddingCache(tmp_path, embedder.key)
-    score_pairs(first_model, jieba_tok, embedder, cache, "f")
+    score_pairs(first_model, jieba_tok, embedder, cache, "f", "zero")
     cache.close()
     embedder.embedded.clear()
     cache = EmbeddingCache(tmp_path, embedder.key)  # a new process would reopen it like this
-    _, work = score_pairs(second_model, jieba_tok, embedder, cache, "f")
+    _, work = score_pairs(second_model, jieba_tok, embedder, cache, "f", "zero")
     assert not set(embedder.embedded) & set(references)
     assert sorted(embedder.embedded) == sorted(p.response for p in second_model)
     assert work["embedded"] == 20
@@ -183,13 +206,14 @@ def test_summary_means_and_signature(jieba_tok):
         embedder,
         None,
         "f",
+        "zero",
     )
     summary = summarise(items, BootstrapSettings(resamples=200, seed=1, confidence=0.95))
     assert summary["n"] == 3
     assert summary["S"] == pytest.approx(np.mean([i["S"] for i in items]))
     assert summary["S_ci_low"] <= summary["S"] <= summary["S_ci_high"]
     assert summary["flagged"]["empty_response"] == 1
-    sig = signature(jieba_tok, embedder, "f")
+    sig = signature(jieba_tok, embedder, "f", "zero")
     assert sig["tokenizer"].startswith("jieba-0.42.1")
     assert sig["smoothing"] == "method1"
     assert sig["weights"][3] == [0.25, 0.25, 0.25, 0.25]
@@ -243,12 +267,30 @@ def test_score_generation_file_round_trip(tmp_path, jieba_tok):
         encoding="utf-8",
     )
     setup = ScoringSetup(
-        jieba_tok, CountingEmbedder(), None, BootstrapSettings(resamples=100, seed=3, confidence=0.95), "f"
+        jieba_tok, CountingEmbedder(), None, BootstrapSettings(resamples=100, seed=3, confidence=0.95), "f", "zero"
     )
     summary = score_generation_file(gens, refs, tmp_path / "i.jsonl", tmp_path / "s.json", setup, {"model": "m"})
     assert summary["S"] == pytest.approx(100.0) and summary["model"] == "m"
     rows = [json.loads(line) for line in (tmp_path / "i.jsonl").read_text(encoding="utf-8").splitlines()]
     assert len(rows) == 5 and all("signature" in r for r in rows)
+
+
+def test_a_skipped_empty_answer_leaves_its_table2_cell_incomplete(tmp_path, jieba_tok):
+    from h2htalk.scoring.score_files import ScoringSetup, score_generation_file
+    from h2htalk.tables.table2 import cell_reading
+
+    refs, gens = tmp_path / "refs.jsonl", tmp_path / "gens.jsonl"
+    texts = [f"（微笑）今天我们去公园散步吧，这是第{i}次。" for i in range(3)]
+    refs.write_text("\n".join(json.dumps({"id": f"d-{i}", "reference": t}) for i, t in enumerate(texts)), "utf-8")
+    answers = [*texts[:2], ""]
+    gens.write_text("\n".join(json.dumps({"id": f"d-{i}", "response": a}) for i, a in enumerate(answers)), "utf-8")
+    bootstrap = BootstrapSettings(resamples=100, seed=3, confidence=0.95)
+    setup = ScoringSetup(jieba_tok, CountingEmbedder(), None, bootstrap, "f", "skip")
+    summary = score_generation_file(gens, refs, tmp_path / "i.jsonl", tmp_path / "s.json", setup, {"model": "m"})
+    assert (summary["value"], summary["n"], summary["missing"]) == (pytest.approx(100.0), 2, 1)
+    assert summary["signature"]["empty_answers"] == "skip"
+    cell = cell_reading(summary, "J")
+    assert (cell["n"], cell["missing"], cell["measure"]) == (2, 1, "S")  # shown as (2/3) in Table 2
 
 
 def test_whitespace_tokens_and_rouge_recall_are_options_with_known_answers():

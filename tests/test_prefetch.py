@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -115,6 +116,10 @@ def test_the_paper_dag_prefetches_on_the_submit_host_and_the_laptop_dag_does_not
 
     paper = jobs("config/config.yaml")
     assert "prefetch_model" in paper and "prefetch_embedder" in paper
-    generate = paper.split("rule generate:")[1].split("rule ")[0]
-    assert "results/prefetch/models/" in generate
+    inputs = {  # model -> the inputs of its generate job
+        re.search(r"wildcards: model=(\S+)", job)[1]: re.search(r"input: (.*)", job)[1]
+        for job in paper.split("rule generate:")[1:]
+    }
+    assert "results/prefetch/models/llama-3.1-8b-instruct.json" in inputs["llama-3.1-8b-instruct"]  # vLLM weights
+    assert "prefetch" not in inputs["claude-3.7"]  # an API model downloads nothing
     assert "prefetch" not in jobs("config/config.yaml", "config/local.yaml")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import shutil
 
 import pytest
@@ -90,3 +91,45 @@ def test_missing_output_file_is_named(synthetic_release, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "output file missing" in err and "dialogue_schedule.jsonl" in err
     assert "itinerary_initialization" in err  # the subtask the swapped file name belongs to
+
+
+def test_only_the_references_curation_keeps_are_scored(synthetic_release, tmp_path):
+    """Known answer: 9 of ItineraryInitialization's 76 references are meta refusals (as in the release), which
+    curation does not keep and Table 1 does not count. Outputs equal to every other reference, and unrelated on
+    those 9 lines, score 100 on the 67 kept; matching stays by line order."""
+    refusals = range(10, 19)
+    name = next(s for s in SUBTASKS if s.key == "itinerary_initialization").upstream_file
+    lines = synthetic_release_bytes(76, "itinerary_initialization").decode("utf-8").split("\r\n")[:76]
+    for number in refusals:
+        refusal = f"（这一句与角色设定不符，请重新生成。第{number}条）"
+        lines[number - 1] = json.dumps({"response": refusal}, ensure_ascii=False)
+    (synthetic_release / name).write_bytes(("\r\n".join(lines) + "\r\n").encode("utf-8"))
+    outputs = tmp_path / "outputs"
+    shutil.copytree(synthetic_release, outputs)
+    answered = [json.dumps({"response": "完全无关的回答"}, ensure_ascii=False) if n in refusals else line
+                for n, line in enumerate(lines, start=1)]  # fmt: skip
+    (outputs / name).write_bytes(("\r\n".join(answered) + "\r\n").encode("utf-8"))
+    out = tmp_path / "scores.csv"
+    assert run(outputs, synthetic_release, out, "--items", str(tmp_path / "items.jsonl")) == 0
+    row = next(r for r in csv.DictReader(out.open(encoding="utf-8")) if r["subtask"] == "itinerary_initialization")
+    assert (row["n"], row["released"], row["kept"], row["skipped"]) == ("67", "76", "67", "0")
+    assert float(row["S"]) == pytest.approx(100.0)
+    scored = {json.loads(line)["id"] for line in (tmp_path / "items.jsonl").open(encoding="utf-8")}
+    assert "itinerary_initialization-00010" not in scored and "itinerary_initialization-00019" in scored
+    assert len(scored) == 4589 - 9
+
+
+def test_empty_answers_skipped_are_counted(synthetic_release, tmp_path):
+    outputs = tmp_path / "outputs"
+    shutil.copytree(synthetic_release, outputs)
+    name = next(s for s in SUBTASKS if s.key == "itinerary_response").upstream_file
+    lines = (outputs / name).read_bytes().decode("utf-8").split("\r\n")[:163]
+    lines[:4] = [json.dumps({"response": ""})] * 4
+    (outputs / name).write_bytes(("\r\n".join(lines) + "\r\n").encode("utf-8"))
+    config = tmp_path / "skip.yaml"
+    config.write_text("scoring: {empty_answers: skip}\n", encoding="utf-8")
+    out = tmp_path / "scores.csv"
+    assert run(outputs, synthetic_release, out, "--config", str(config)) == 0
+    row = next(r for r in csv.DictReader(out.open(encoding="utf-8")) if r["subtask"] == "itinerary_response")
+    assert (row["n"], row["kept"], row["skipped"], row["empty_responses"]) == ("159", "163", "4", "4")
+    assert float(row["S"]) == pytest.approx(100.0) and "|empty:skip|" in row["signature"]

@@ -61,7 +61,15 @@ def _first_module(*names: str, attr: str | None = None) -> ModuleType:
 
 
 def _engines() -> ModuleType:
-    return _first_module("h2htalk.llm.engines", "h2htalk.llm.engines", attr="vllm_command")
+    return _first_module("h2htalk.llm.engines", attr="open_endpoint")
+
+
+def _vllm_engine() -> ModuleType:
+    return _first_module("h2htalk.llm.engines.vllm", attr="vllm_command")
+
+
+def _servers() -> ModuleType:
+    return _first_module("h2htalk.llm.engines.server", attr="free_port")
 
 
 def _client() -> ModuleType:
@@ -141,7 +149,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def test_every_registry_vllm_command_parses() -> None:
-    cli, engines = _vllm_cli(), _engines()
+    cli, engines = _vllm_cli(), _vllm_engine()
     specs = _runnable_vllm_specs()
     kinds = {"plain": False, "trust_remote_code": False, "lora": False}
     assert len(specs) >= 20
@@ -207,7 +215,7 @@ def test_executable_on_path_parses_project_command(tmp_path: Path) -> None:
     assert os.access(VLLM, os.X_OK), "tests/standins/vllm must be executable"
     assert VLLM.read_text(encoding="utf-8").startswith("#!/usr/bin/env python3\n")
     spec = next(s for s in _runnable_vllm_specs() if s.get("trust_remote_code"))
-    command = _engines().vllm_command(spec, 9000)
+    command = _vllm_engine().vllm_command(spec, 9000)
     env = _env(STANDIN_PARSE_ONLY="1", PATH=f"{STANDINS}{os.pathsep}{os.environ['PATH']}")
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=30)
     assert result.returncode == 0, result.stderr
@@ -370,7 +378,7 @@ def test_a_port_another_jobs_server_holds_is_never_used(tmp_path: Path, monkeypa
         _wait_ready(f"{other}/health", process)
         taken = int(other.rsplit(":", 1)[1])
         ports = iter([taken, _free_port()])
-        monkeypatch.setattr(engines, "free_port", lambda: next(ports))
+        monkeypatch.setattr(_servers(), "free_port", lambda: next(ports))
         log = tmp_path / "server.log"
         with engines.open_endpoint(spec, log_path=log, seed=5) as endpoint:
             assert f":{taken}/" not in endpoint.base_url

@@ -8,14 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from h2htalk.store import SqliteStore
+from h2htalk.store import CacheDamaged, SqliteStore
 
 WRITERS, BATCHES, PER_BATCH = 4, 40, 25
 
 
+def open_store(path: str | Path) -> SqliteStore:
+    return SqliteStore(path, holds="the test's entries", redo="writes them again")
+
+
 def _write(path: str, writer: int) -> int:
     """One job: reads what is there and writes its batches as its answers land; returns errors seen."""
-    store = SqliteStore(path)
+    store = open_store(path)
     errors = 0
     try:
         for batch in range(BATCHES):
@@ -32,11 +36,11 @@ def _write(path: str, writer: int) -> int:
 
 def test_concurrent_writers_lose_nothing(tmp_path: Path) -> None:
     path = str(tmp_path / "cache.sqlite")
-    SqliteStore(path).close()
+    open_store(path).close()
     with multiprocessing.get_context("spawn").Pool(WRITERS) as pool:
         errors = pool.starmap(_write, [(path, writer) for writer in range(WRITERS)])
     assert errors == [0] * WRITERS  # no "database is locked"
-    store = SqliteStore(path)
+    store = open_store(path)
     assert len(store) == WRITERS * BATCHES * PER_BATCH + BATCHES  # every entry, the shared keys once
     sample = [f"w{w}-{b}-{i}" for w in range(WRITERS) for b in (0, BATCHES - 1) for i in (0, PER_BATCH - 1)]
     assert store.get_many(sample) == {key: key.encode() * 20 for key in sample}
@@ -46,7 +50,7 @@ def test_concurrent_writers_lose_nothing(tmp_path: Path) -> None:
 
 
 def test_a_failed_write_keeps_what_was_committed_and_nothing_of_itself(tmp_path: Path) -> None:
-    store = SqliteStore(tmp_path / "c.sqlite")
+    store = open_store(tmp_path / "c.sqlite")
     store.put_many([("a", b"1")])
     with pytest.raises(sqlite3.IntegrityError):
         store.put_many([("b", b"2"), ("c", None)])  # fails inside the transaction, after "b" went in
@@ -54,3 +58,22 @@ def test_a_failed_write_keeps_what_was_committed_and_nothing_of_itself(tmp_path:
     store.put_many([("d", b"3")])  # the store is usable after the rollback
     assert len(store) == 2
     store.close()
+
+
+# a disk fault: the header overwritten (not a database), the schema's pages, or a page deep in the data that
+# only a check of every page finds when the file is opened
+@pytest.mark.parametrize("offset", [0, 4096, 150 * 1024])
+def test_a_damaged_file_is_found_when_opened_and_named(tmp_path: Path, offset: int) -> None:
+    path = tmp_path / "c.sqlite"
+    store = open_store(path)
+    store.put_many((f"key{i}", b"v" * 1000) for i in range(300))
+    store.close()
+    with open(path, "r+b") as handle:
+        handle.seek(offset)
+        handle.write(b"\xa5" * 4096)
+    with pytest.raises(CacheDamaged) as info:
+        open_store(path)
+    assert str(info.value).startswith(f"{path}: this cache is damaged (") and "\n" not in str(info.value)
+    assert str(info.value).endswith("It holds the test's entries: delete it, and the next run writes them again")
+    path.unlink()
+    assert len(open_store(path)) == 0  # deleted, it starts afresh

@@ -374,7 +374,7 @@ def test_judging_both_studies_in_one_session(tmp_path):
             '"risk_raised": true, "help_offered": false}'
         )
 
-    spec = {"name": "stub-judge", "engine": "api", "api": {"model": "stub"}}
+    spec = {"name": "stub-judge", "engine": "api", "api": {"base_url": "http://127.0.0.1/v1", "model": "stub"}}
     with LoopbackAPI() as stub:
         stub.responder = judge_answer
         judge = {"samples": 3, "cache_dir": str(tmp_path)}

@@ -9,7 +9,9 @@ import re
 import pytest
 
 from h2htalk.config import default_config
+from h2htalk.errors import DataError
 from h2htalk.io import write_json_atomic
+from h2htalk.settings import VARIANTS
 from h2htalk.subtasks import SUBTASKS
 from h2htalk.tables.table2 import CellValue, aggregate, audit_paper, column_order, read_paper_table2, table2_marks
 from h2htalk.tables.table2_files import write_table2
@@ -78,7 +80,13 @@ def _cells(row: dict) -> dict[str, CellValue]:
     return {s.key: CellValue(row[s.key], None, None, 1, "S") for s in SUBTASKS}
 
 
+def _reading(value, n, missing=0):
+    return {"value": value, "value_ci_low": value - 1, "value_ci_high": value + 1, "n": n, "missing": missing}
+
+
 def _summaries(tmp_path, model, variant, base):
+    """One summary per subtask, the value base + its position; a judged cell's readings S and judge 5 below and
+    above its J."""
     paths = []
     for index, subtask in enumerate(SUBTASKS):
         value = base + index
@@ -87,12 +95,13 @@ def _summaries(tmp_path, model, variant, base):
             "variant": variant,
             "subtask": subtask.key,
             "embedder": "usem3",
-            "n": subtask.released,
             "measure": subtask.measure,
-            "value": value,
-            "value_ci_low": value - 1,
-            "value_ci_high": value + 1,
+            **_reading(value, subtask.released),
         }
+        if subtask.measure == "J":
+            readings = {"J": value, "S": value - 5, "judge": value + 5}
+            summary["readings"] = {name: _reading(v, subtask.released) for name, v in readings.items()}
+            summary["gate"] = {"alpha": 0.6}
         path = tmp_path / f"{model}-{variant}-{subtask.key}.json"
         write_json_atomic(path, summary)
         paths.append(path)
@@ -111,7 +120,7 @@ def test_table2_outputs(tmp_path):
         for variant in ("sap", "nosap"):
             paths += _summaries(tmp_path, model, variant, base + (1 if variant == "sap" else 0))
     prefix = tmp_path / "figs" / "table2"
-    rows = write_table2(paths, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", prefix, RELEASED)
+    rows = write_table2(paths, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", prefix, RELEASED, "J")
     assert len(rows) == 10
     table = list(csv.DictReader((tmp_path / "figs" / "table2.csv").open(encoding="utf-8")))
     assert {r["variant"] for r in table} == {"sap", "nosap"}
@@ -162,14 +171,14 @@ def test_table2_latex_escapes_names_and_ranks_within_embedder_and_size_group(tmp
                 write_json_atomic(target, summary)
                 paths.append(target)
     prefix = tmp_path / "out" / "table2"
-    write_table2(paths, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", prefix, RELEASED)
+    write_table2(paths, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", prefix, RELEASED, "J")
     tex = prefix.with_suffix(".tex").read_text(encoding="utf-8")
     escaped = r"Model\_A \& B 100\%"
     assert escaped in tex and weird not in tex
     assert weird in prefix.with_suffix(".md").read_text(encoding="utf-8")
     header, *body = _tex_rows(tex)
     assert header[:4] == ["group", "model", "variant", "embedder"] and len(body) == 12
-    column = header.index(r"dialogue\_base")
+    column = header.index("DialogueBase")
     marks = {}
     for cells in body:
         match = re.fullmatch(r"\\(first|second|third)\{(.*)\}", cells[column])
@@ -182,29 +191,46 @@ def test_table2_latex_escapes_names_and_ranks_within_embedder_and_size_group(tmp
         ("usem3", "ChatGlm3-6B"): "second",
         ("usem3", "Qwen2-1.5B-Instruct"): "third",
         ("usem3", "Internlm-2.5-7B-Chat"): None,
-        ("usem3", escaped): "first",  # below every 1-8B row, but first of its own group
-        ("usem3", floor): "second",
+        ("usem3", escaped): None,  # a group of two (the Baselines) is not ranked
+        ("usem3", floor): None,
         ("bge-m3", "Internlm-2.5-7B-Chat"): "first",
         ("bge-m3", "Qwen2-1.5B-Instruct"): "second",
         ("bge-m3", "ChatGlm3-6B"): "third",
         ("bge-m3", "Qwen2-7B-Instruct"): None,
-        ("bge-m3", floor): "first",
-        ("bge-m3", escaped): "second",
+        ("bge-m3", floor): None,
+        ("bge-m3", escaped): None,
     }
 
 
-def test_marks_are_ranked_per_variant_and_coverage_is_shown(tmp_path):
+def _md_rows(md: str) -> list[dict[str, str]]:
+    """The rows of the pipe table in a Markdown file, by header."""
+    lines = [line for line in md.splitlines() if line.startswith("|")]
+    header, *body = ([cell.strip() for cell in line.strip("|").split("|")] for line in lines)
+    return [dict(zip(header, cells, strict=True)) for cells in body[1:]]  # body[0] is the alignment row
+
+
+FOUR = (
+    ("qwen2-1.5b-instruct", 30.0),
+    ("qwen2-7b-instruct", 40.0),
+    ("chatglm3-6b", 35.0),
+    ("internlm-2.5-7b-chat", 20.0),
+)
+
+
+def test_marks_rank_groups_of_four_per_variant_and_an_incomplete_cell_marks_its_avg_and_overall(tmp_path):
     paths = []
-    for model, base in (("qwen2-1.5b-instruct", 30.0), ("qwen2-7b-instruct", 40.0)):
-        for variant, shift in (("sap", 0.0), ("nosap", 20.0)):  # every no-SAP value beats every SAP value
+    for model, base in FOUR:
+        for variant, shift in (("sap", 0.0), ("nosap", 50.0)):  # every no-SAP value beats every SAP value
             paths += _summaries(tmp_path, model, variant, base + shift)
     judged = json.loads(paths[6].read_text(encoding="utf-8"))  # qwen2-1.5b, sap, itinerary_basic (J)
     assert judged["subtask"] == "itinerary_basic"
-    write_json_atomic(paths[6], {**judged, "n": 2, "missing": 1, "answers": {"cut_off": 1, "failed": 0}})
-    rows = write_table2(paths, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", tmp_path / "t2", RELEASED)
+    short = {**judged["readings"], "J": _reading(judged["value"], 2, 1)}
+    write_json_atomic(paths[6], {**judged, "readings": short, "answers": {"cut_off": 1, "failed": 0}})
+    registry, paper = REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv"
+    rows = write_table2(paths, registry, paper, tmp_path / "t2", RELEASED, "J")
     marks = table2_marks(rows)
     for variant in ("sap", "nosap"):
-        firsts = [i for i, row in enumerate(rows) if row.variant == variant and marks.loc[i, "overall"] == "first"]
+        firsts = [i for i, row in enumerate(rows) if row.variant == variant and marks.loc[i, "Overall"] == "first"]
         assert len(firsts) == 1 and rows[firsts[0]].model == "qwen2-7b-instruct"
     table = list(csv.DictReader((tmp_path / "t2.csv").open(encoding="utf-8")))
     cell = next(r for r in table if r["model"] == "qwen2-1.5b-instruct" and r["variant"] == "sap")
@@ -214,8 +240,76 @@ def test_marks_are_ranked_per_variant_and_coverage_is_shown(tmp_path):
         "1",
     )
     assert cell["itinerary_basic_cut_off"] == "1"
-    assert "(2/3)" in (tmp_path / "t2.md").read_text(encoding="utf-8")
-    assert "(2/3)" in (tmp_path / "t2.tex").read_text(encoding="utf-8")
+    md, tex = (tmp_path / "t2.md").read_text(encoding="utf-8"), (tmp_path / "t2.tex").read_text(encoding="utf-8")
+    shown = {(r["model"], r["variant"]): r for r in _md_rows(md)}
+    short_row = shown[("Qwen2-1.5B-Instruct", "w/ SAP")]
+    # ItineraryBasic 36 on 2 of 3 items; the Itinerary Avg and Overall built on it carry the mark, Dialogue's not
+    assert short_row["ItineraryBasic"] == "36.00 (2/3)"
+    assert short_row["Itinerary Avg"].endswith("*") and short_row["Overall"].endswith("*")
+    assert short_row["Dialogue Avg"] == "31.00" and short_row["Recollection Avg"] == "34.00"
+    whole = shown[("Qwen2-1.5B-Instruct", "w/o SAP")]
+    assert not any(value.endswith("*") for value in whole.values())
+    assert "36.00 (2/3)" in tex and re.search(r"\d+\.\d\d\*", tex)
+    counts = "Qwen2-1.5B-Instruct w/ SAP: 1/0 (ItineraryBasic 1/0); every other row 0/0."
+    assert counts in md and counts in tex  # the answers cut off / failed, under both tables
+
+
+def test_a_lone_model_gets_no_top_three_marks_and_columns_carry_the_papers_names(tmp_path):
+    paths = []
+    for model, base in (("qwen2-7b-instruct", 40.0), ("baseline-oracle", 100.0), ("baseline-random-reference", 10.0)):
+        for variant in ("sap", "nosap"):
+            paths += _summaries(tmp_path, model, variant, base)
+    prefix = tmp_path / "t2"
+    write_table2(paths, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", prefix, RELEASED, "J")
+    tex = prefix.with_suffix(".tex").read_text(encoding="utf-8")
+    assert not re.search(r"\\(first|second|third)\{", tex)  # one model, two baselines: nothing to rank
+    header, *_ = _tex_rows(tex)
+    names = ["DialogueBase", "DialogueEmotion", "DialogueSchedule", "Dialogue Avg"]
+    assert header[:8] == ["group", "model", "variant", "embedder", *names]
+    assert header[-1] == "Overall" and "dialogue\\_base" not in tex
+    md = prefix.with_suffix(".md").read_text(encoding="utf-8")
+    assert {r["variant"] for r in _md_rows(md)} == {"w/ SAP", "w/o SAP"}
+    assert "Answers cut off at their token limit / failed (no answer came; scored as empty): none." in md
+    table = list(csv.DictReader(prefix.with_suffix(".csv").open(encoding="utf-8")))
+    assert list(table[0])[5:7] == ["dialogue_base", "dialogue_base_ci_low"] and table[0]["variant"] in VARIANTS
+
+
+@pytest.mark.parametrize(
+    ("judged_cell", "basic", "overall"),
+    [  # every S cell 45, every judged cell S 45 with the judge at 4 (alpha 0.6)
+        ("J", 59.0, 45 + 14 * (207 + 444 + 143) / 4589),  # 0.6*45 + 8*4 = 59: +14 a cell, Overall +2.42
+        ("S", 45.0, 45.0),
+        ("judge", 80.0, 45 + 35 * (207 + 444 + 143) / 4589),
+    ],
+)
+def test_the_judged_cell_shows_the_configured_reading_of_eq3(tmp_path, judged_cell, basic, overall):
+    paths = _summaries(tmp_path, "qwen2-7b-instruct", "sap", 0.0)
+    for path in paths:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        summary.update(_reading(45.0, 3))
+        if "readings" in summary:
+            readings = {"J": 0.6 * 45 + 0.4 * 20 * 4, "S": 45.0, "judge": 20 * 4.0}
+            summary.update(_reading(readings["J"], 3), readings={k: _reading(v, 3) for k, v in readings.items()})
+        write_json_atomic(path, summary)
+    prefix = tmp_path / "t2"
+    registry, paper = REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv"
+    [row] = write_table2(paths, registry, paper, prefix, RELEASED, judged_cell)
+    assert row.values()["itinerary_basic"] == pytest.approx(basic)
+    assert row.values()["itinerary_advanced"] == pytest.approx(basic)
+    assert row.values()["overall"] == pytest.approx(overall)
+    [record] = csv.DictReader(prefix.with_suffix(".csv").open(encoding="utf-8"))
+    assert record["itinerary_basic_measure"] == judged_cell and record["dialogue_base_measure"] == "S"
+    md = prefix.with_suffix(".md").read_text(encoding="utf-8")
+    assert f"(tables.judged_cell: {judged_cell})" in md
+    assert ("one reading of the paper's Eq. 3" in md) == (judged_cell == "J")
+
+
+def test_a_j_summary_without_readings_is_an_error_not_a_silent_j(tmp_path):
+    paths = _summaries(tmp_path, "qwen2-7b-instruct", "sap", 40.0)
+    judged = json.loads(paths[6].read_text(encoding="utf-8"))
+    write_json_atomic(paths[6], {k: v for k, v in judged.items() if k != "readings"})
+    with pytest.raises(DataError, match=r"usem3/qwen2-7b-instruct/sap/itinerary_basic has no readings"):
+        write_table2(paths, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", tmp_path / "t", RELEASED, "S")
 
 
 def test_table2_notes_name_a_model_under_test_that_also_reconstructed_or_judged():

@@ -128,6 +128,19 @@ def test_misspelled_config_key_fails_before_any_job(checkout):
     assert not (checkout / "results").exists(), "no job may start with an invalid config"
 
 
+def test_an_api_key_missing_fails_before_any_job_but_not_a_dry_run_or_a_job_without_the_model(checkout, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    configfiles = overlay(checkout, "api", {"models": ["gpt-4o-mini"]})
+    assert snakemake(checkout, "-n", "generations", *configfiles).returncode == 0  # a dry run needs no key
+    instances = snakemake(checkout, "results/instances/dialogue_base.jsonl", *configfiles)
+    assert instances.returncode == 0, instances.stderr  # a job that calls no model runs without it
+    result = snakemake(checkout, "generations", *configfiles)
+    assert result.returncode != 0
+    out = result.stdout + result.stderr
+    assert "environment variable OPENAI_API_KEY (the API key of model gpt-4o-mini) is not set" in out, out[-3000:]
+    assert not (checkout / "results" / "data").exists(), "no job may start: fetch is the first"
+
+
 @pytest.mark.slow
 def test_table1_from_the_released_files(checkout, released_data):
     result = snakemake(checkout, "table1", "--config", f"upstream_dir={released_data}")

@@ -7,7 +7,7 @@ import difflib
 import hashlib
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -17,6 +17,7 @@ import yaml
 
 from h2htalk.errors import ConfigError
 from h2htalk.io import write_text_atomic
+from h2htalk.llm.engines import engine_of, missing_environment, registry_schema
 from h2htalk.subtasks import SUBTASK_KEYS, SUBTASKS
 
 SCHEMA_FILE = "config.schema.yaml"
@@ -24,9 +25,12 @@ REGISTRY_SCHEMA_FILE = "models.schema.yaml"
 
 
 def load_schema(name: str = SCHEMA_FILE) -> dict[str, Any]:
-    """A schema from ``h2htalk/schemas``; the config schema gets its subtask parts from the definitions."""
+    """A schema from ``h2htalk/schemas``; the config schema gets its subtask parts from the definitions, the
+    registry schema its engines from the registered engines."""
     text = resources.files("h2htalk.schemas").joinpath(name).read_text(encoding="utf-8")
     schema = yaml.safe_load(text)
+    if name == REGISTRY_SCHEMA_FILE:
+        return registry_schema(schema)
     if name == SCHEMA_FILE:
         schema["$defs"]["subtask_key"]["enum"] = list(SUBTASK_KEYS)
         schema["properties"]["subtasks"]["default"] = list(SUBTASK_KEYS)
@@ -113,11 +117,28 @@ def load_registry(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
 
 def runnable_problem(spec: dict[str, Any]) -> str | None:
     """Why a registry entry cannot be run as configured, or None."""
-    if spec["engine"] == "vllm" and not spec.get("hf_id"):
-        return f"model {spec['name']!r} has no weights configured ({spec.get('weights', 'hf_id is null')}): set hf_id"
-    if spec.get("lora") is not None and not spec["lora"].get("path"):
-        return f"model {spec['name']!r} is a LoRA variant whose adapter is not configured: set lora.path"
-    return None
+    return engine_of(spec).runnable_problem(spec)
+
+
+def models_in_use(config: dict[str, Any]) -> list[str]:
+    """The models a run of the validated ``config`` calls (registry names): the models under test, the judges,
+    and the reconstruction models when the instances are reconstructed."""
+    reconstruct = config["instances"]["reconstruct"]
+    names = [*config["models"], config["rubric_judge"]["model"], config["study_judge"]["model"]]
+    if config["instances"]["source"] == "reconstructed":
+        names += [reconstruct["generator"], *reconstruct["voters"]]
+    return list(dict.fromkeys(names))
+
+
+def check_environment(config: dict[str, Any], names: Iterable[str] | None = None) -> None:
+    """Fail, before anything starts, when the environment lacks what models need (an API key): every problem
+    at once. ``names``: the models to check (registry names; default: every model ``config`` uses)."""
+    registry = load_registry(config["model_registry"])
+    wanted = models_in_use(config) if names is None else names
+    problems = missing_environment(registry[name] for name in wanted)
+    if problems:
+        lines = "\n".join(f"  - {p}" for p in problems)
+        raise ConfigError(f"the environment lacks what the models in use need:\n{lines}")
 
 
 def _cross_checks(config: dict[str, Any], registry_names: bool) -> list[str]:
@@ -136,7 +157,7 @@ def _cross_checks(config: dict[str, Any], registry_names: bool) -> list[str]:
             if name and name not in registry:
                 problems.append(f"key {key!r}: {name!r} is not in {config['model_registry']}")
         for index, name in enumerate(config.get("baselines", [])):
-            if name not in registry or registry[name]["engine"] != "baseline":
+            if name not in registry or not engine_of(registry[name]).answers_without_model:
                 problems.append(f"key 'baselines[{index}]': {name!r} is not a baseline in {config['model_registry']}")
         for index, name in enumerate(config["models"]):
             if name not in registry:

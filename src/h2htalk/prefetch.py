@@ -19,26 +19,14 @@ from h2htalk.io import read_json, write_json_atomic
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 
-def _is_hub_id(name: str | None) -> bool:
+def is_hub_id(name: str | None) -> bool:
     """``org/name`` and not a folder here: something to download."""
     return bool(name) and name.count("/") == 1 and not name.startswith((".", "/", "~")) and not Path(name).exists()
 
 
-def model_downloads(spec: dict[str, Any]) -> list[dict[str, Any]]:
-    """What a registry entry needs from the hub: a vLLM model's weights, and its LoRA adapter when that is a
-    hub id."""
-    if spec["engine"] != "vllm":
-        return []
-    downloads = [{"role": "weights", "repo": spec["hf_id"], "revision": spec.get("revision")}]
-    lora = (spec.get("lora") or {}).get("path")
-    if _is_hub_id(lora):
-        downloads.append({"role": "lora", "repo": lora, "revision": None})
-    return downloads
-
-
 def embedder_downloads(settings: dict[str, Any]) -> list[dict[str, Any]]:
     """What an embedder definition needs from the hub: BGE-M3's weights, unless ``model`` is a local folder."""
-    if settings.get("kind") != "bge-m3" or not _is_hub_id(settings.get("model")):
+    if settings.get("kind") != "bge-m3" or not is_hub_id(settings.get("model")):
         return []
     return [{"role": "weights", "repo": settings["model"], "revision": settings.get("revision")}]
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 import time
 
+from h2htalk.llm.engines import ENGINES
+
 log = logging.getLogger("h2htalk.progress")
 
 EVERY_S = 15.0  # at most one line this often, besides the first and the last
@@ -68,7 +70,7 @@ def summary(line: str) -> None:
 
 def answered(what: str, run: dict, noun: str = "answers") -> str:
     """``qwen: 66 answers (12 cached, 0 failed)``, from a run summary of the model-call seam."""
-    if run["engine"] == "baseline":
+    if ENGINES[run["engine"]].answers_without_model:
         return f"{what}: {run['requests']} {noun} (a baseline: no model)"
     cached = run["requests"] - run["sent"]
     return f"{what}: {run['requests']} {noun} ({cached} cached, {run.get('failed', 0)} failed)"

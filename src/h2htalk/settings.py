@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Self
 Config = dict[str, Any]
 VARIANTS: tuple[str, ...] = ("sap", "nosap")  # with and without the Secure Attachment Persona layer
 WITH_SAP, WITHOUT_SAP = VARIANTS
+VARIANT_NAMES = {WITH_SAP: "w/ SAP", WITHOUT_SAP: "w/o SAP"}  # as the paper's tables name them
 STUDIES: tuple[str, ...] = ("safety", "instruction_following")  # the two studies, as config keys and file names
 RUBRIC = "rubric"
 JUDGE_ROLES: tuple[str, ...] = (RUBRIC, *STUDIES)  # the judges: Levels I-III's rubric judge, each study's judge
@@ -72,7 +73,8 @@ class CurateOptions:
 
 @dataclass(frozen=True)
 class ClientSettings(FromSection):
-    """How the chat client talks to an endpoint (generation.*): concurrency, timeout, retries, backoff."""
+    """How the chat client talks to an endpoint (generation.*): concurrency, timeout, retries, backoff; the
+    failures a job tolerates, and whether it sends the cached content refusals again."""
 
     SECTION = ("generation",)
 
@@ -82,6 +84,7 @@ class ClientSettings(FromSection):
     backoff_base_s: float
     backoff_max_s: float
     max_failure_rate: float
+    retry_failed: bool
 
 
 @dataclass(frozen=True)

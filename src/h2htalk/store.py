@@ -5,49 +5,90 @@ committed transaction, so an interrupted job keeps everything it stored before. 
 (``journal_mode=DELETE``), not WAL: WAL needs shared memory between the processes, which jobs on different
 nodes of a cluster's network filesystem do not have; the rollback journal needs only the file locks that
 such filesystems provide. A writer takes the lock up front (``BEGIN IMMEDIATE``) and waits its turn.
+
+A damaged file (a disk or filesystem fault, a copy cut short) is found when a job opens it, by SQLite's
+``quick_check`` (it reads every page once, without the slower cross-checks of indexes), and whenever a read
+or write meets it; the error names the file, what it holds and what deleting it costs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+
+from h2htalk.errors import H2HTalkError
 
 _CHUNK = 500  # keys per SELECT, under SQLite's bound-parameter limit
 LOCK_TIMEOUT_S = 600  # how long a job waits for another job's write to finish
+DAMAGED = ("SQLITE_CORRUPT", "SQLITE_NOTADB")  # SQLite's names for a file it cannot read as a database
+PROBLEMS_SHOWN = 3  # of quick_check's list
+
+
+class CacheDamaged(H2HTalkError):
+    """A cache file SQLite cannot read."""
 
 
 class SqliteStore:
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    """``holds``: what the file holds; ``redo``: what the next run does once it is deleted (error messages)."""
+
+    def __init__(self, path: str | os.PathLike[str], holds: str, redo: str) -> None:
         self.path = Path(path)
+        self.holds, self.redo = holds, redo
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # autocommit mode: transactions are opened explicitly, each write in one
         self._db = sqlite3.connect(self.path, timeout=LOCK_TIMEOUT_S, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=DELETE")
-        self._db.execute("CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
+        with self._readable():
+            self._db.execute("PRAGMA journal_mode=DELETE")
+            self._db.execute("CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
+            problems = [row[0] for row in self._db.execute(f"PRAGMA quick_check({PROBLEMS_SHOWN})")]
+        if problems != ["ok"]:
+            self._db.close()
+            lines = [line for problem in problems for line in problem.splitlines() if not line.startswith("***")]
+            raise self._damaged("; ".join(lines))
+
+    def _damaged(self, why: str) -> CacheDamaged:
+        return CacheDamaged(
+            f"{self.path}: this cache is damaged ({why}). It holds {self.holds}: delete it, and the next run"
+            f" {self.redo}"
+        )
+
+    @contextlib.contextmanager
+    def _readable(self) -> Iterator[None]:
+        """Turn SQLite's "malformed" and "not a database" into an error that says which file and what to do."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            if getattr(exc, "sqlite_errorname", None) in DAMAGED:
+                raise self._damaged(str(exc)) from None
+            raise
 
     def get_many(self, keys: Iterable[str]) -> dict[str, bytes]:
         keys = list(keys)
         found: dict[str, bytes] = {}
-        for start in range(0, len(keys), _CHUNK):
-            chunk = keys[start : start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            found.update(self._db.execute(f"SELECT key, value FROM entries WHERE key IN ({marks})", chunk))
+        with self._readable():
+            for start in range(0, len(keys), _CHUNK):
+                chunk = keys[start : start + _CHUNK]
+                marks = ",".join("?" * len(chunk))
+                found.update(self._db.execute(f"SELECT key, value FROM entries WHERE key IN ({marks})", chunk))
         return found
 
     def put_many(self, items: Iterable[tuple[str, bytes]]) -> None:
         rows = list(items)
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            self._db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?)", rows)
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+        with self._readable():
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?)", rows)
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
 
     def __len__(self) -> int:
-        return int(self._db.execute("SELECT COUNT(*) FROM entries").fetchone()[0])
+        with self._readable():
+            return int(self._db.execute("SELECT COUNT(*) FROM entries").fetchone()[0])
 
     def close(self) -> None:
         self._db.close()

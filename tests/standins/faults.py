@@ -1,8 +1,9 @@
 """What goes wrong: the faults a stand-in injects into chat requests, scripted by a test or drawn at seeded rates.
 
-A fault, by name: "429" (with Retry-After), "500", "503", "400", "risk" (DeepSeek's content refusal), "malformed"
-(a body cut mid-JSON), "close" (the connection dropped without an answer), "stall" (the answer comes after
-``stall_s``) and "no_choices" (a completion without choices).
+A fault, by name: "429" (with Retry-After), "500", "503", "400", "401" (a wrong key), "404" (a model the endpoint
+does not serve), "risk" (DeepSeek's content refusal), "malformed" (a body cut mid-JSON), "close" (the connection
+dropped without an answer), "stall" (the answer comes after ``stall_s``) and "no_choices" (a completion without
+choices).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ CRISIS_TERMS: tuple[str, ...] = (
 
 # the /stats counter each fault adds to
 FAULT_COUNTERS: dict[str, str] = {
-    "429": "http_429", "500": "http_500", "503": "http_503", "400": "http_400", "risk": "http_400_content_risk",
+    "429": "http_429", "500": "http_500", "503": "http_503", "400": "http_400", "401": "http_401", "404": "http_404",
+    "risk": "http_400_content_risk",
     "malformed": "malformed", "close": "dropped", "stall": "stalled", "no_choices": "no_choices",
 }  # fmt: skip
 
@@ -85,6 +87,11 @@ class FaultPlan:
             return openai_error(503, "The engine is currently overloaded, please try again later.", "server_error")
         if fault == "400":
             return openai_error(400, "Invalid request (an injected fault).", "invalid_request_error")
+        if fault == "401":
+            return openai_error(401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
+        if fault == "404":
+            message = "The model does not exist or you do not have access to it."
+            return openai_error(404, message, "invalid_request_error", "model_not_found")
         if fault == "risk":  # DeepSeek's answer to text it will not process: retrying cannot help
             return openai_error(400, "Content Exists Risk", "invalid_request_error", "invalid_request_error")
         if fault == "malformed":

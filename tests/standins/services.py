@@ -117,6 +117,7 @@ class ApiService:
     latency_s: float = 0.0  # before each answer
     # the content of every answer, from the last user message, instead of a composed one
     responder: Callable[[str], str] | None = None
+    system_fingerprint: str | None = None  # the backend configuration every completion names, when set
     stats: Stats = field(default_factory=Stats)
 
     _ROUTE = re.compile(r"^(?:/(?P<provider>[^/]+))?/v1/(?P<route>chat/completions|models)/?$")
@@ -191,5 +192,7 @@ class ApiService:
             choice.pop("stop_reason", None)
         if fault == "no_choices":
             completion["choices"] = []
+        if self.system_fingerprint:
+            completion["system_fingerprint"] = self.system_fingerprint
         self.stats.add("ok", f"{provider}/{model}")
         return completion_reply(request, completion, self.stats, provider)

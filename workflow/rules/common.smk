@@ -4,11 +4,18 @@ from h2htalk.cells import RunCells
 from h2htalk.cli import command_reads
 from h2htalk.cli.figures import FIGURES as FIGURE_NAMES
 from h2htalk.cluster import embedder_job, model_job
-from h2htalk.config import load_registry, settings_hash, write_resolved
+from h2htalk.config import (
+    check_environment,
+    load_registry,
+    settings_hash,
+    write_resolved,
+)
+from h2htalk.errors import ConfigError
 from h2htalk.freshness import remove_stale, result_graph, stale_results
 from h2htalk.instances.sources import source_file
 from h2htalk.layout import Cell, Layout
-from h2htalk.prefetch import embedder_downloads, model_downloads
+from h2htalk.llm.engines import engine_of
+from h2htalk.prefetch import embedder_downloads
 from h2htalk.ratings import (
     INSTANCE_DECISIONS,
     NEED_VERDICTS,
@@ -93,6 +100,11 @@ def ratings_param(sheet, by_model=False):
 
 
 onstart:
+    # Not in a dry run (it runs no job): the models the jobs will start find their API keys, before any starts.
+    try:
+        check_environment(config, models_started_by(workflow.dag.needrun_jobs()))
+    except ConfigError as exc:
+        raise WorkflowError(str(exc)) from None
     # Every command reads the run's validated configuration from one file (only the sections it declares).
     write_resolved(config, LAYOUT.path("config"))
 
@@ -128,11 +140,11 @@ def settings(command, *models):
 
 
 def gguf(*models):
-    """The provisioned GGUF files of the llamacpp models among ``models`` (other engines need none)."""
+    """The provisioned GGUF files of the models among ``models`` whose engine needs one."""
     return [
         path("model_file", model=m)
         for m in models
-        if REGISTRY[m]["engine"] == "llamacpp"
+        if engine_of(REGISTRY[m]).needs_model_file
     ]
 
 
@@ -142,7 +154,7 @@ def prefetched(*models):
     return [
         path("prefetched_model", model=m)
         for m in models
-        if model_downloads(REGISTRY[m])
+        if engine_of(REGISTRY[m]).downloads(REGISTRY[m])
     ]
 
 
@@ -166,13 +178,25 @@ def alternatives(names):
 
 
 def threads_for(*models):
-    """CPU threads of a job that runs ``models``: the llama.cpp server's threads, one otherwise."""
-    threads = [
-        REGISTRY[m]["llamacpp"]["threads"]
-        for m in models
-        if REGISTRY[m]["engine"] == "llamacpp"
-    ]
-    return max(threads, default=1)
+    """CPU threads of a job that runs ``models``: the most any of their engines asks for."""
+    return max((engine_of(REGISTRY[m]).threads(REGISTRY[m]) for m in models), default=1)
+
+
+def models_started_by(jobs):
+    """The registry names whose engines ``jobs`` (Snakemake jobs: rule and wildcards) start."""
+    started = {
+        "generate": lambda job: [job.wildcards.model],
+        "rubric_judge": lambda job: [RUBRIC_JUDGE],
+        "study_judge": lambda job: [STUDY_JUDGE],
+        "judge_ladder": lambda job: [job.wildcards.model],
+        "reconstruct_instances": lambda job: RECONSTRUCT_MODELS,
+    }
+    return {
+        model
+        for job in jobs
+        if job.rule.name in started
+        for model in started[job.rule.name](job)
+    }
 
 
 def per_job(resources_of):

@@ -12,7 +12,10 @@ from h2htalk.subtasks import SUBTASK_KEYS
 
 
 def register(sub: Any) -> None:
-    p = add_command(sub, "validate-config", cmd_validate_config, "check config files against the schema")
+    p = add_command(
+        sub, "validate-config", cmd_validate_config,
+        "check config files against the schema, and that the environment holds the API keys of the models they use",
+    )  # fmt: skip
     p.add_argument("configfiles", nargs="+", metavar="FILE", help="later files overlay earlier ones")
 
     p = add_command(
@@ -41,9 +44,10 @@ def register(sub: Any) -> None:
 
 
 def cmd_validate_config(args: argparse.Namespace) -> int:
+    from h2htalk.config import check_environment
     from h2htalk.config import load_config as load_files
 
-    load_files(args.configfiles)
+    check_environment(load_files(args.configfiles))
     print(f"{' + '.join(args.configfiles)}: valid")
     return 0
 
@@ -95,11 +99,13 @@ def cmd_curation_report(args: argparse.Namespace) -> int:
 
 
 def cmd_prefetch(args: argparse.Namespace) -> int:
-    from h2htalk.prefetch import embedder_downloads, model_downloads, prefetch
+    from h2htalk.llm.engines import engine_of
+    from h2htalk.prefetch import embedder_downloads, prefetch
 
     config = load_config(args)
     if args.model:
-        kind, name, downloads = "models", args.model, model_downloads(registry_entry(config, args.model))
+        spec = registry_entry(config, args.model)
+        kind, name, downloads = "models", args.model, engine_of(spec).downloads(spec)
         out = args.results.path("prefetched_model", model=name)
     else:
         kind, name = "embedders", args.embedder

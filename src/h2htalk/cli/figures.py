@@ -16,6 +16,7 @@ from h2htalk.cli.options import (
     overrides,
     write_meta,
 )
+from h2htalk.cli.run_notes import RUN_NOTE_READS, run_notes
 from h2htalk.progress import summary
 
 FIGURES = {4: "fig4_wordcloud", 5: "fig5_verb_noun", 6: "fig6_lengths", 7: "fig7_instruction_following"}
@@ -24,7 +25,7 @@ FIGURES = {4: "fig4_wordcloud", 5: "fig5_verb_noun", 6: "fig6_lengths", 7: "fig7
 def register(sub: Any) -> None:
     p = add_command(
         sub, "figure", cmd_figure, "Figure 4 (word cloud), 5 (verb-noun pairs) or 6 (lengths), PNG and CSV",
-        reads=("figures", "subtasks"),
+        reads=("figures", *RUN_NOTE_READS),
     )  # fmt: skip
     add_results(p)
     p.add_argument("figure", type=int, choices=[4, 5, 6])
@@ -34,7 +35,7 @@ def register(sub: Any) -> None:
 
     p = add_command(
         sub, "fig7", cmd_fig7, "Figure 7: instruction following by scenario type",
-        reads=("scoring.bootstrap", "studies.models", "models", "variants", "review.store"),
+        reads=("scoring.bootstrap", "studies.models", "models", "variants", "review.store", *RUN_NOTE_READS),
     )  # fmt: skip
     add_results(p)
     add_bootstrap(p)
@@ -48,7 +49,8 @@ def cmd_figure(args: argparse.Namespace) -> int:
     args.out = args.out or Path("paper_figures") / FIGURES[args.figure]
     curated = [Path(args.results.path("curated", subtask=key)) for key in config["subtasks"]]
     instances = [Path(args.results.path("instances", subtask=key)) for key in config["subtasks"]]
-    summary(draw_figure(args.figure, curated, instances, config["figures"], args.out))
+    source, notes = config["instances"]["source"], run_notes(config)
+    summary(draw_figure(args.figure, curated, instances, config["figures"], args.out, source, notes))
     write_meta(args, [*curated, *instances])
     return 0
 
@@ -61,8 +63,8 @@ def cmd_fig7(args: argparse.Namespace) -> int:
     config = load_config(args)
     run = RunCells(config)
     cells = [cell for m in run.study_models for cell in run.studies(m, ("instruction_following",))]
-    store = config["review"]["store"]
-    rows = write_fig7_files(cells, args.results, BootstrapSettings.from_config(config), args.out, store)
+    store, bootstrap = config["review"]["store"], BootstrapSettings.from_config(config)
+    rows = write_fig7_files(cells, args.results, bootstrap, args.out, store, run_notes(config))
     write_meta(args, [*(args.results.verdicts(cell) for cell in cells), *([store] if os.path.exists(store) else [])])
     summary(f"{len(rows)} bars -> {args.out}.png")
     return 0

@@ -31,10 +31,11 @@ def register(sub: Any) -> None:
 def cmd_provision_model(args: argparse.Namespace) -> int:
     from h2htalk.errors import H2HTalkError
     from h2htalk.generation.provision import provision_gguf
+    from h2htalk.llm.engines import engine_of
 
     spec = registry_entry(load_config(args), args.model)
-    if "gguf" not in spec:
-        raise H2HTalkError(f"model {args.model!r} has no gguf entry (engine {spec['engine']})")
+    if not engine_of(spec).needs_model_file:
+        raise H2HTalkError(f"model {args.model!r}: engine {spec['engine']} needs no model file")
     out = args.results.path("model_file", model=args.model)
     record = provision_gguf(spec["gguf"], out)
     summary(f"{args.model}: {record['size']} bytes, sha256 {record['sha256']} -> {out}")
@@ -44,12 +45,13 @@ def cmd_provision_model(args: argparse.Namespace) -> int:
 def cmd_generate(args: argparse.Namespace) -> int:
     from h2htalk.cells import RunCells
     from h2htalk.generation.generate import PromptFile, generate_model
+    from h2htalk.llm.engines import engine_of
     from h2htalk.settings import GenerationSettings
 
     config = load_config(args)
     results = args.results
     spec = registry_entry(config, args.model, results)
-    baseline = spec["engine"] == "baseline"
+    baseline = engine_of(spec).answers_without_model
     cells = RunCells(config).generation(args.model, studies=not baseline)
     files = [
         PromptFile(c.variant, c.task, Path(results.prompts(c.variant, c.task)), Path(results.generations(c)))

@@ -15,10 +15,19 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from h2htalk.config import deep_update, load_registry, merge_layers, runnable_problem, settings_view, validate_config
+from h2htalk.config import (
+    check_environment,
+    deep_update,
+    load_registry,
+    merge_layers,
+    runnable_problem,
+    settings_view,
+    validate_config,
+)
 from h2htalk.errors import H2HTalkError
 from h2htalk.layout import Layout
-from h2htalk.prefetch import embedder_downloads, model_downloads, pinned_embedder, pinned_model, read_records
+from h2htalk.llm.engines import engine_of
+from h2htalk.prefetch import embedder_downloads, pinned_embedder, pinned_model, read_records
 from h2htalk.settings import ClientSettings
 
 if TYPE_CHECKING:  # the model-call stack (openai, httpx) is imported only by the commands that call models
@@ -78,7 +87,7 @@ def registry_entry(config: dict[str, Any], name: str, results: Layout | None = N
     spec = registry[name]
     if problem := runnable_problem(spec):
         raise H2HTalkError(problem)
-    if results is None or not model_downloads(spec):
+    if results is None or not engine_of(spec).downloads(spec):
         return spec
     record = read_records([results.path("prefetched_model", model=name)])
     return pinned_model(spec, record[("models", name)])
@@ -103,32 +112,34 @@ def add_engine(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--served-model", help="model name to send with --base-url (default: the registry name)")
     group.add_argument("--concurrency", type=int, help="requests in flight (overrides generation.concurrency)")
     group.add_argument(
-        "--retry-failed", action="store_true",
-        help="send again the items the endpoint refused before (refusals are cached, so a rerun does not resend them)",
+        "--retry-failed", action="store_const", const=True,
+        help="send again the cached content refusals (overrides generation.retry_failed)",
     )  # fmt: skip
-    overrides(parser, concurrency="generation.concurrency")
+    overrides(parser, concurrency="generation.concurrency", retry_failed="generation.retry_failed")
 
 
 def engine_options(args: argparse.Namespace, config: dict[str, Any], models: list[str]) -> EngineOptions:
-    """How this command reaches ``models`` (registry names): their GGUF files in the results tree, the server
-    log, or a running server."""
+    """How this command reaches ``models`` (registry names): their model files in the results tree (engines that
+    need one), the server log, or a running server. Fails, before anything starts, when the environment lacks what
+    the models need (an API key)."""
     from h2htalk.llm.calls import EngineOptions
     from h2htalk.llm.engines import Endpoint
 
     registry = load_registry(config["model_registry"])
-    files = {m: args.results.path("model_file", model=m) for m in models if registry[m]["engine"] == "llamacpp"}
+    files = {m: args.results.path("model_file", model=m) for m in models if engine_of(registry[m]).needs_model_file}
     endpoint = None
     if args.base_url:
         if len(models) != 1:
             raise H2HTalkError("--base-url needs a command that uses one model")
         endpoint = Endpoint(args.base_url, args.served_model or models[0])
+    else:
+        check_environment(config, models)
     return EngineOptions(
         client=ClientSettings.from_config(config),
         seed=config["generation"]["decoding"]["seed"],
         model_files=files,
         server_log=args.server_log,
         endpoint=endpoint,
-        retry_failed=args.retry_failed,
     )
 
 

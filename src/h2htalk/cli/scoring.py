@@ -35,8 +35,9 @@ def register(sub: Any) -> None:
     p.add_argument("--embedder", required=True, help="an embedder defined under `embedders`")
 
     p = add_command(
-        sub, "score-upstream", cmd_score_upstream, "score outputs in the upstream layout, matched by line order",
-        reads=("scoring", "embedders"),
+        sub, "score-upstream", cmd_score_upstream,
+        "score outputs in the upstream layout, matched by line order, against the references curation keeps",
+        reads=("scoring", "embedders", "data.curate"),
     )  # fmt: skip
     _add_scoring(p)
     p.add_argument("outputs_dir", type=Path, help='folder with one {"response": ...} JSONL per upstream file name')
@@ -48,11 +49,13 @@ def register(sub: Any) -> None:
 
 def cmd_score(args: argparse.Namespace) -> int:
     from h2htalk.cells import RunCells
+    from h2htalk.llm.engines import engine_of
     from h2htalk.scoring.score_files import ScoringSetup, score_generation_file
 
     config = load_config(args)
     results = args.results
-    baseline = registry_entry(config, args.model)["engine"] == "baseline"
+    spec = registry_entry(config, args.model)
+    baseline = engine_of(spec).answers_without_model
     embedder = embedder_settings(config, args.embedder, results)
     setup = ScoringSetup.from_config(config, args.embedder, embedder, cache=not args.no_cache)
     summaries = [
@@ -73,12 +76,14 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 def cmd_score_upstream(args: argparse.Namespace) -> int:
     from h2htalk.scoring.score_files import ScoringSetup, score_upstream
+    from h2htalk.settings import CurateOptions
 
     config = load_config(args)
     name = args.embedder or config["scoring"]["embedders"][0]
     setup = ScoringSetup.from_config(config, name, embedder_settings(config, name), cache=not args.no_cache)
-    rows = score_upstream(args.outputs_dir, args.references, args.out, setup, out_items=args.items)
+    curation = CurateOptions.from_config(config)
+    rows = score_upstream(args.outputs_dir, args.references, args.out, setup, curation, out_items=args.items)
     for row in rows:
-        print(f"{row['subtask']:<28} n={row['n']:>5}  S={row['S']:6.2f}")
+        print(f"{row['subtask']:<28} n={row['n']:>5} of {row['released']:>5} released  S={row['S']:6.2f}")
     print(f"-> {args.out} ({setup.embedder.name})")
     return 0

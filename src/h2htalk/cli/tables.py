@@ -7,12 +7,13 @@ import os
 from typing import Any
 
 from h2htalk.cli.options import add_bootstrap, add_command, add_results, add_table_output, load_config, write_meta
+from h2htalk.cli.run_notes import RUN_NOTE_READS, run_notes
 from h2htalk.layout import Layout
 from h2htalk.progress import summary
 
 CELLS_READS = ("models", "baselines", "rubric_judge.baselines", "subtasks", "variants", "scoring.embedders")
 TABLE2_READS = (
-    *CELLS_READS, "model_registry", "paper.table2", "tables", "instances.source", "instances.reconstruct.generator",
+    *CELLS_READS, *RUN_NOTE_READS, "model_registry", "paper.table2", "tables", "instances.reconstruct.generator",
     "instances.reconstruct.voters", "rubric_judge.model", "judge_reliability.every_run",
 )  # fmt: skip
 
@@ -30,6 +31,7 @@ def register(sub: Any) -> None:
         sub, "table3", cmd_table3, "Table 3: the SAP ablation with paired bootstrap CIs and the paper's rows",
         reads=(
             "scoring", "studies.models", "studies.human_ratings", "paper.table3", "models", "variants", "review.store",
+            *RUN_NOTE_READS,
         ),
     )  # fmt: skip
     add_results(p)
@@ -38,7 +40,7 @@ def register(sub: Any) -> None:
 
     p = add_command(
         sub, "calibration", cmd_calibration, "chance floor, oracle, rescaled scores and unrelated-pair SS",
-        reads=CELLS_READS,
+        reads=(*CELLS_READS, *RUN_NOTE_READS, "tables.judged_cell"),
     )  # fmt: skip
     add_results(p)
     add_table_output(p, "paper_figures/calibration")
@@ -62,10 +64,18 @@ def cmd_table2(args: argparse.Namespace) -> int:
     config = load_config(args)
     summaries = RunCells(config).table2_summaries(args.results)
     registry, paper = config["model_registry"], config["paper"]["table2"]
-    weights = config["tables"]["overall_weights"]
+    weights, judged_cell = config["tables"]["overall_weights"], config["tables"]["judged_cell"]
     canary = rubric_canary(config, args.results)
-    notes = shared_roles(config) + (drift_notes(canary) if canary else [])
-    write_table2(summaries, registry, paper, args.out, weights, notes=notes)
+    write_table2(
+        summaries,
+        registry,
+        paper,
+        args.out,
+        weights,
+        judged_cell,
+        notes=shared_roles(config) + (drift_notes(canary) if canary else []),
+        run_notes=run_notes(config),
+    )
     write_meta(args, [*summaries, registry, paper, *([canary] if canary else [])])
     summary(f"wrote {args.out}.csv, .md, .tex, _heatmap.png, _vs_paper.csv, _paper_audit.csv")
     return 0
@@ -81,7 +91,7 @@ def cmd_table3(args: argparse.Namespace) -> int:
     cells = [cell.scored_by(run.embedder) for m in run.study_models for cell in run.studies(m, ("safety",))]
     human, paper, store = config["studies"]["human_ratings"], config["paper"]["table3"], config["review"]["store"]
     bootstrap = BootstrapSettings.from_config(config)
-    rows = write_table3_files(cells, args.results, paper, human, bootstrap, args.out, store)
+    rows = write_table3_files(cells, args.results, paper, human, bootstrap, args.out, store, run_notes(config))
     inputs = [path for cell in cells for path in (args.results.score_items(cell), args.results.verdicts(cell))]
     write_meta(args, [*inputs, paper, *human, *([store] if os.path.exists(store) else [])])
     summary(f"{len(rows)} rows -> {args.out}.csv, .md, .tex")
@@ -99,7 +109,7 @@ def cmd_calibration(args: argparse.Namespace) -> int:
     floor_items = {
         e: [results.score_items(Cell(FLOOR, run.variants[0], s, e)) for s in run.subtasks] for e in run.embedders
     }
-    rows = write_calibration(summaries, floor_items, args.out)
+    rows = write_calibration(summaries, floor_items, args.out, config["tables"]["judged_cell"], run_notes(config))
     write_meta(args, [*summaries, *(p for paths in floor_items.values() for p in paths)])
     summary(f"{len(rows)} rows -> {args.out}.md, {args.out}.csv")
     return 0
@@ -117,8 +127,8 @@ def rubric_canary(config: dict[str, Any], results: Layout) -> str | None:
 
 
 def shared_roles(config: dict[str, Any]) -> list[str]:
-    """Notes for Table 2 when a model under test also wrote, voted on or judged what it is scored on, or when
-    the baselines' judged cells are S."""
+    """Notes for Table 2 when a model under test also wrote, voted on or judged what it is scored on (the judge
+    only where its scores are in the table: tables.judged_cell), or when the baselines' judged cells are S."""
     notes = []
     reconstruct = config["instances"]["reconstruct"]
     if config["instances"]["source"] == "reconstructed":
@@ -126,9 +136,11 @@ def shared_roles(config: dict[str, Any]) -> list[str]:
             for name in dict.fromkeys(names):
                 if name in config["models"]:
                     notes.append(f"{name} is a model under test and also {role} (instance reconstruction).")
-    judge = config["rubric_judge"]
-    if judge["model"] in config["models"]:
+    judge, reading = config["rubric_judge"], config["tables"]["judged_cell"]
+    if judge["model"] in config["models"] and reading != "S":  # with S the judge's scores are not in the table
         notes.append(f"{judge['model']} is a model under test and also the rubric judge of Levels I-III.")
-    if config["baselines"] and not judge["baselines"]:
-        notes.append("The baselines' Level I-III cells are S, not J: they are not judged (rubric_judge.baselines).")
+    if config["baselines"] and not judge["baselines"] and reading != "S":
+        notes.append(
+            f"The baselines' Level I-III cells are S, not {reading}: they are not judged (rubric_judge.baselines)."
+        )
     return notes

@@ -64,8 +64,11 @@ def fig7_rows(
     return out
 
 
-def write_fig7(rows: list[dict[str, Any]], png: Path, csv_path: Path, confidence: float) -> list[tuple[str, ...]]:
-    """Figure 7 and its CSV; returns the (model, variant, scenario type) cells drawn as labelled gaps."""
+def write_fig7(
+    rows: list[dict[str, Any]], png: Path, csv_path: Path, confidence: float, run_notes: Sequence[str] = ()
+) -> list[tuple[str, ...]]:
+    """Figure 7 and its CSV, ``run_notes`` (e.g. the demo note) under its title; returns the (model, variant,
+    scenario type) cells drawn as labelled gaps."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -98,7 +101,8 @@ def write_fig7(rows: list[dict[str, Any]], png: Path, csv_path: Path, confidence
     ax.set_xticks(range(len(scenarios)), ["Implicit-Help", "Ambiguous/Contradictory", "Context-Aware"])
     ax.set_ylabel("needs recognised and met (%)")
     ax.set_ylim(0, 105)
-    ax.set_title(f"Figure 7: instruction following by scenario type ({confidence:.0%} bootstrap CI)")
+    title = f"Figure 7: instruction following by scenario type ({confidence:.0%} bootstrap CI)"
+    ax.set_title("\n".join([title, *run_notes]))
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
     fig.tight_layout()
     write_png_atomic(fig, png, dpi=150, bbox_inches="tight")
@@ -112,10 +116,11 @@ def write_fig7_files(
     bootstrap: BootstrapSettings,
     prefix: Path,
     store: str | os.PathLike[str] | None = None,
+    run_notes: Sequence[str] = (),
 ) -> list[dict]:
     """Figure 7 (PNG) and its CSV at ``prefix`` from the instruction-following cells (one per model and
-    variant) and people's verdicts in the review desk's ``store``."""
+    variant) and people's verdicts in the review desk's ``store``; ``run_notes`` under its title."""
     verdicts = {(cell.model, cell.variant): Path(results.verdicts(cell)) for cell in cells}
     rows = fig7_rows(verdicts, bootstrap, read_need_verdicts(store, verdicts))
-    write_fig7(rows, prefix.with_suffix(".png"), prefix.with_suffix(".csv"), bootstrap.confidence)
+    write_fig7(rows, prefix.with_suffix(".png"), prefix.with_suffix(".csv"), bootstrap.confidence, run_notes)
     return rows

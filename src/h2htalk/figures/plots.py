@@ -1,10 +1,16 @@
-"""Figures 4-6 as PNG (and the CSV of the numbers each one draws), with a CJK font so no glyph is a box."""
+"""Figures 4-6 as PNG (and the CSV of the numbers each one draws), with a CJK font so no glyph is a box.
+
+Each figure says what its texts are. Figures 4 and 5 (the dataset's words and verb-noun pairs) draw the released
+references that curation keeps, the only texts the release holds; Figure 6 draws the lengths of the instances'
+inputs, of the same instances' references, and of the released references, each in a panel of its own, so a
+demo set of a few dozen hand-written items is never pooled with the release.
+"""
 
 from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -136,8 +142,17 @@ def _save(fig: Any, path: Path) -> None:
     write_png_atomic(fig, path, dpi=150, bbox_inches="tight")
 
 
+RELEASED = "the released references kept by curation"
+INSTANCE_SOURCES = {"demo": "demo instances", "file": "instance files", "reconstructed": "reconstructed instances"}
+
+
 def reference_texts(curated: Iterable[str | os.PathLike[str]]) -> list[str]:
     return [r["text"] for p in curated for _, r in iter_jsonl(p) if r.get("kept", True)]
+
+
+def instance_references(instance_files: Iterable[str | os.PathLike[str]]) -> list[str]:
+    """The instances' own references: the outputs that belong to their inputs."""
+    return [record["reference"] for path in instance_files for _, record in iter_jsonl(path)]
 
 
 def input_texts(instance_files: Iterable[str | os.PathLike[str]]) -> list[str]:
@@ -155,7 +170,10 @@ def input_texts(instance_files: Iterable[str | os.PathLike[str]]) -> list[str]:
     return texts
 
 
-def figure4_wordcloud(texts: list[str], font: str, png: Path, csv_path: Path, top: int) -> Counter[str]:
+def figure4_wordcloud(
+    texts: list[str], font: str, png: Path, csv_path: Path, top: int, source: str = RELEASED
+) -> Counter[str]:
+    """The word cloud of ``texts`` (``source`` says what they are, in the title)."""
     from wordcloud import WordCloud
 
     counts = word_frequencies(texts)
@@ -174,13 +192,14 @@ def figure4_wordcloud(texts: list[str], font: str, png: Path, csv_path: Path, to
     fig, ax = plt.subplots(figsize=(12, 6.75))
     ax.imshow(cloud, interpolation="bilinear")
     ax.axis("off")
-    ax.set_title(f"Figure 4: word cloud of H2HTalk ({len(texts)} texts, jieba words, stop words removed)")
+    ax.set_title(f"Figure 4: word cloud of {source} ({len(texts)} texts, jieba words, stop words removed)")
     _save(fig, png)
     plt.close(fig)
     return counts
 
 
-def figure5_verb_noun(texts: list[str], font: str, png: Path, csv_path: Path, top: int):
+def figure5_verb_noun(texts: list[str], font: str, png: Path, csv_path: Path, top: int, source: str = RELEASED):
+    """The most frequent verb-noun pairs of ``texts`` (``source`` says what they are, in the title)."""
     pairs, method = verb_noun_pairs(texts)
     best = pairs.most_common(top)
     rows = [
@@ -193,70 +212,83 @@ def figure5_verb_noun(texts: list[str], font: str, png: Path, csv_path: Path, to
     ax.barh(labels, [c for _, c in best][::-1], color="#4C72B0")
     ax.set_xlabel("count")
     ax.margins(y=0.01)
-    ax.set_title(f"Figure 5: top {len(best)} verb-noun pairs\n", fontsize=12)
+    ax.set_title(f"Figure 5: top {len(best)} verb-noun pairs of {source} ({len(texts)} texts)\n", fontsize=12)
     ax.text(0.5, 1.005, f"Method: {method}", transform=ax.transAxes, ha="center", va="bottom", fontsize=7, wrap=True)
     _save(fig, png)
     plt.close(fig)
     return pairs, method
 
 
-def figure6_lengths(inputs: list[str], outputs: list[str], font: str, png: Path, csv_path: Path):
-    panels = {"inputs": token_lengths(inputs), "outputs": token_lengths(outputs)}
-    stats = {name: describe_lengths(values) for name, values in panels.items()}
+def figure6_lengths(
+    panels: dict[str, tuple[str, list[str]]], font: str, png: Path, csv_path: Path, notes: Sequence[str] = ()
+) -> dict[str, dict[str, Any]]:
+    """One length histogram per panel (key -> (what its texts are, the texts)), top to bottom; ``notes`` (e.g.
+    the demo note) under the title. Returns each panel's length statistics."""
+    lengths = {key: token_lengths(texts) for key, (_, texts) in panels.items()}
+    stats = {key: describe_lengths(values) for key, values in lengths.items()}
     rows = []
-    for name, values in panels.items():
+    for key, values in lengths.items():
         for length, count in sorted(Counter(values).items()):
-            rows.append({"panel": name, "tokens": length, "count": count, **{k: None for k in ("mean", "median")}})
+            rows.append({"panel": key, "tokens": length, "count": count, **{k: None for k in ("mean", "median")}})
         rows.append(
             {
-                "panel": name,
+                "panel": key,
                 "tokens": "summary",
-                "count": stats[name]["n"],
-                "mean": stats[name]["mean"],
-                "median": stats[name]["median"],
+                "count": stats[key]["n"],
+                "mean": stats[key]["mean"],
+                "median": stats[key]["median"],
             }
         )
     write_csv(records_frame(rows, ["panel", "tokens", "count", "mean", "median"]), csv_path, float_format="{:.3f}")
     plt = _pyplot(font)
-    fig, axes = plt.subplots(2, 1, figsize=(9, 7))
-    for ax, (name, values), colour in zip(axes, panels.items(), ("#4C72B0", "#DD8452"), strict=True):
-        description = stats[name]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(9, 3.4 * len(panels)), squeeze=False)
+    colours = ("#4C72B0", "#DD8452", "#55A868", "#C44E52")
+    for index, (ax, (key, (label, _))) in enumerate(zip(axes[:, 0], panels.items(), strict=True)):
+        values, description = lengths[key], stats[key]
         if values:
-            ax.hist(values, bins=min(60, max(10, len(set(values)))), color=colour, edgecolor="white")
-            ax.axvline(
-                description["mean"], color="black", linestyle="--", linewidth=1, label=f"mean {description['mean']:.2f}"
-            )
-            ax.axvline(
-                description["median"],
-                color="black",
-                linestyle=":",
-                linewidth=1,
-                label=f"median {description['median']:.2f}",
-            )
+            ax.hist(values, bins=min(60, max(10, len(set(values)))), color=colours[index % 4], edgecolor="white")
+            for statistic, style in (("mean", "--"), ("median", ":")):
+                value = description[statistic]
+                ax.axvline(value, color="black", linestyle=style, linewidth=1, label=f"{statistic} {value:.2f}")
             ax.legend(loc="upper right")
         ax.set_title(
-            f"{'Inputs' if name == 'inputs' else 'Outputs'} (n={description['n']}): "
-            f"mean={description['mean']:.2f}, median={description['median']:.2f} tokens"
+            f"{label} (n={description['n']}): mean={description['mean']:.2f}, median={description['median']:.2f} tokens"
         )
         ax.set_xlabel("length (jieba tokens)")
         ax.set_ylabel("count")
-    fig.suptitle("Figure 6: length distribution of inputs (top) and outputs (bottom)")
+    fig.suptitle("\n".join(["Figure 6: length distributions, one source a panel", *notes]))
     fig.tight_layout()
     _save(fig, png)
     plt.close(fig)
     return stats
 
 
-def draw_figure(number: int, curated: list[Path], instances: list[Path], figures: dict[str, Any], prefix: Path) -> str:
-    """Figure 4, 5 or 6 (PNG and the CSV of what it draws) at ``prefix``; ``figures`` is the config section."""
+def draw_figure(
+    number: int,
+    curated: list[Path],
+    instances: list[Path],
+    figures: dict[str, Any],
+    prefix: Path,
+    instances_source: str,
+    run_notes: Sequence[str] = (),
+) -> str:
+    """Figure 4, 5 or 6 (PNG and the CSV of what it draws) at ``prefix``; ``figures`` is the config section,
+    ``instances_source`` what the instances are (instances.source), ``run_notes`` go on Figure 6, the one built
+    from the run's instances (Figures 4 and 5 draw the release alone)."""
     font = find_cjk_font(figures["cjk_font"])
-    outputs, inputs = reference_texts(curated), input_texts(instances)
+    released = reference_texts(curated)
     png, csv_path = prefix.with_suffix(".png"), prefix.with_suffix(".csv")
     if number == 4:
-        counts = figure4_wordcloud(outputs + inputs, font, png, csv_path, top=figures["top_words"])
-        return f"{len(counts)} distinct words -> {png}"
+        counts = figure4_wordcloud(released, font, png, csv_path, top=figures["top_words"])
+        return f"{len(counts)} distinct words of {len(released)} released references -> {png}"
     if number == 5:
-        pairs, method = figure5_verb_noun(outputs + inputs, font, png, csv_path, top=figures["top_pairs"])
-        return f"{len(pairs)} distinct verb-noun pairs ({method}) -> {png}"
-    stats = figure6_lengths(inputs, outputs, font, png, csv_path)
-    return f"inputs {stats['inputs']}, outputs {stats['outputs']} -> {png}"
+        pairs, method = figure5_verb_noun(released, font, png, csv_path, top=figures["top_pairs"])
+        return f"{len(pairs)} distinct verb-noun pairs ({method}) of {len(released)} released references -> {png}"
+    source = INSTANCE_SOURCES[instances_source]
+    panels = {
+        "inputs": (f"Inputs: {source}", input_texts(instances)),
+        "outputs": (f"Outputs: the references of the same {source}", instance_references(instances)),
+        "released": (f"Outputs: {RELEASED}", released),
+    }
+    stats = figure6_lengths(panels, font, png, csv_path, run_notes)
+    return ", ".join(f"{key} {value}" for key, value in stats.items()) + f" -> {png}"

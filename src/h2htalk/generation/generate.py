@@ -17,6 +17,7 @@ from h2htalk.generation.baselines import baseline_responses
 from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic
 from h2htalk.llm.calls import EngineOptions, ModelCalls, chat_request, model_identity, run_summary
 from h2htalk.llm.client import ChatRequest
+from h2htalk.llm.engines import engine_of
 from h2htalk.settings import GenerationSettings
 
 
@@ -82,6 +83,7 @@ def _output_record(
             "prompt_hashes": prompt["hashes"],
             "generated_at": answer["generated_at"],
             "attempts": answer["attempts"],
+            "served_by": answer.get("served_by"),
         },
     }
     if "user_turns" in prompt:  # a conversation: what this turn answered, the model's own earlier answers included
@@ -156,7 +158,7 @@ def generate_model(
     no answer are recorded with their failure (scored as empty); beyond ``generation.max_failure_rate`` of them
     the job fails, its answers kept in the cache.
     """
-    if spec["engine"] == "baseline":
+    if engine_of(spec).answers_without_model:
         summary = _baseline_outputs(spec, files, instances or {}, settings)
     else:
         jobs = load_jobs(spec, files, settings)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,13 @@ def demo_instances(subtask: str) -> list[dict[str, Any]]:
     for record in records:
         check_instance(record, f"demo instance {record['id']} (resources/subtasks/{subtask}.yaml)")
     return records
+
+
+def demo_note(subtasks: Iterable[str]) -> str:
+    """What every table and figure of a run on the demo instances says about itself."""
+    sizes = sorted({len(get_subtask(key).demo) for key in subtasks})
+    per_subtask = str(sizes[0]) if len(sizes) == 1 else f"{sizes[0]}-{sizes[-1]}"
+    return f"Demo instances, {per_subtask} per subtask: a check of the pipeline, not a finding."
 
 
 def source_file(instances: dict[str, Any], subtask: str, results: Layout) -> str | None:

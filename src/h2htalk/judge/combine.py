@@ -9,6 +9,11 @@ scale (what summaries and tables report). An item goes to human review when J5 <
 when its judge samples spread by more than ``max_spread``, or when the judge's answer could not be parsed
 (its J is then missing, never 0). A human score, once imported, replaces the judge's mean for that item and
 is recorded with the file it came from.
+
+The paper does not say how Eq. 3 mixes S (0-100) with a judge score (0-5), so a judged cell's summary carries
+three readings of it, each with its CI: ``J`` (J100 above), ``S`` (the metric alone) and ``judge`` (the judge's
+score x 20). Its ``value`` is J; Table 2 shows the reading ``tables.judged_cell`` names, so switching it
+reruns neither the judge nor this stage.
 """
 
 from __future__ import annotations
@@ -36,6 +41,9 @@ QUEUE_COLUMNS: tuple[str, ...] = (
     "model", "variant", "subtask", "id", "reason", "S", "judge_mean", "judge_scores", "J5", "task", "response",
     "reference", "judge_evidence", "human_score", "reviewer", "notes",
 )  # fmt: skip
+
+
+READINGS: tuple[str, ...] = ("J", "S", "judge")  # the values tables.judged_cell can pick
 
 
 def combine_j(s_score: float, judge_score: float, alpha: float) -> float:
@@ -113,15 +121,18 @@ def combine_items(
         item_id = verdict["id"]
         if item_id not in s_by_id:
             raise DataError(f"{judgments}: line {number}: id {item_id!r} has no score")
-        s_score = float(s_by_id[item_id]["S"])
+        s_score = s_by_id[item_id]["S"]  # None: an empty answer not scored (scoring.empty_answers: skip)
         override = human.get((model, variant, subtask, item_id))
         judge_score = override["score"] if override else verdict["judge_mean"]
-        j5 = combine_j(s_score, judge_score, gate.alpha) if judge_score is not None else None
-        reasons = [] if override else review_reasons(j5, judge_score, verdict["judge_spread"], gate)
+        j5 = None if judge_score is None or s_score is None else combine_j(s_score, judge_score, gate.alpha)
+        # a person decided, or there is no S to mix (nothing a reviewer could change): no review
+        gated = not override and s_score is not None
+        reasons = review_reasons(j5, judge_score, verdict["judge_spread"], gate) if gated else []
         items.append({
             "id": item_id, "model": model, "variant": variant, "subtask": subtask,
             "task": verdict["task"], "response": verdict["response"], "reference": verdict["reference"],
             "S": s_score, "judge_mean": verdict["judge_mean"], "judge_spread": verdict["judge_spread"],
+            "judge_score": judge_score,
             "judge_scores": [s["score"] for s in verdict["samples"]],
             "judge_evidence": next((s["evidence"] for s in verdict["samples"] if s["score"] is not None), ""),
             "human": override, "J5": j5, "J100": None if j5 is None else 20.0 * j5,
@@ -131,16 +142,29 @@ def combine_items(
     return items
 
 
+def item_readings(item: dict[str, Any]) -> dict[str, float | None]:
+    """One item's value under each reading of a judged cell, all on 0-100 (None: that reading has none)."""
+    judge = item["judge_score"]
+    return {"J": item["J100"], "S": item["S"], "judge": None if judge is None else 20.0 * judge}
+
+
+def summarise_reading(values: Sequence[float | None], bootstrap: BootstrapSettings) -> dict[str, Any]:
+    """Mean of the items' values with a bootstrap CI; items without one are counted as missing, not zeroed."""
+    present = np.array([v for v in values if v is not None], dtype=np.float64)
+    low, high = bootstrap_mean_ci(present, bootstrap.resamples, bootstrap.seed, bootstrap.confidence)
+    mean = (float(present.mean()), float(low[0]), float(high[0])) if present.size else (None, None, None)
+    return {"n": int(present.size), **cell_value(*mean), "missing": len(values) - int(present.size)}
+
+
 def summarise_j(items: Sequence[dict[str, Any]], bootstrap: BootstrapSettings) -> dict[str, Any]:
-    """Mean of J100 over items that have a J, with a bootstrap CI; missing ones are counted, not zeroed."""
-    values = np.array([i["J100"] for i in items if i["J100"] is not None], dtype=np.float64)
-    low, high = bootstrap_mean_ci(values, bootstrap.resamples, bootstrap.seed, bootstrap.confidence)
-    mean = (float(values.mean()), float(low[0]), float(high[0])) if values.size else (None, None, None)
+    """Mean of J100 over items that have a J, with a bootstrap CI (missing ones are counted, not zeroed), and
+    every reading of the cell (J, S, judge) the same way."""
+    per_item = [item_readings(i) for i in items]
+    readings = {name: summarise_reading([r[name] for r in per_item], bootstrap) for name in READINGS}
     return {
         "measure": "J",
-        "n": int(values.size),
-        **cell_value(*mean),
-        "missing": sum(i["J5"] is None for i in items),
+        **readings["J"],
+        "readings": readings,
         "to_review": sum(i["review"] for i in items),
         "review_share": sum(i["review"] for i in items) / len(items) if items else None,
         "answers": {flag: sum(flag in i["flags"] for i in items) for flag in ANSWER_FLAGS},

@@ -6,10 +6,11 @@ get their answers from a ``ModelCalls`` session:
     with EngineOptions(client, seed, model_files).session(spec, cache_dir) as calls:
         answers = calls.answers(requests)      # request key -> cached record
 
-Every request is content-addressed: key = SHA-256 of (model id and revision, engine, sampling parameters,
-system prompt, the rest of the conversation). Finished answers are committed to the model's cache as they
-land, so a killed job, rerun, sends only what is missing; the engine starts only if something is missing,
-once per session.
+Every request is content-addressed: key = SHA-256 of (the model's identity as its engine states it: model id
+and revision, engine, an API's endpoint; sampling parameters, system prompt, the rest of the conversation).
+Answers, and content refusals (they would be refused again), are committed to the model's cache as they land,
+so a killed job, rerun, sends only what is missing; the engine starts only if something is missing, once per
+session. Other failures are never cached: a rerun sends them again.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from h2htalk.llm.client import ChatClient, ChatRequest, ChatResult, GenerationError, RetryPolicy
-from h2htalk.llm.engines import Endpoint, LazyEndpoint
+from h2htalk.llm.client import ChatClient, ChatRequest, ChatResult, EndpointError, GenerationError, RetryPolicy
+from h2htalk.llm.engines import Endpoint, LazyEndpoint, ServeOptions, engine_of
 from h2htalk.llm.reasoning import final_answer
 from h2htalk.progress import Progress
 from h2htalk.progress import log as progress_log
@@ -40,14 +41,8 @@ log = logging.getLogger(__name__)
 
 
 def model_identity(spec: dict[str, Any]) -> dict[str, Any]:
-    """What identifies the weights behind a registry entry (part of every request key)."""
-    return {
-        "name": spec["name"],
-        "engine": spec["engine"],
-        "model_id": spec.get("hf_id") or spec.get("api", {}).get("model") or spec.get("baseline", {}).get("kind"),
-        "revision": spec.get("revision") or spec.get("gguf", {}).get("sha256"),
-        "lora": (spec.get("lora") or {}).get("path"),
-    }
+    """What identifies the answers of a registry entry, as its engine says (part of every request key)."""
+    return engine_of(spec).identity(spec)
 
 
 def conversation_text(messages: list[dict[str, str]]) -> str:
@@ -76,7 +71,11 @@ class ResponseCache:
     """Finished answers of one model, keyed by request key (one SQLite file per model)."""
 
     def __init__(self, folder: str | os.PathLike[str], model: str) -> None:
-        self._store = SqliteStore(Path(folder) / f"{model}.sqlite")
+        self._store = SqliteStore(
+            Path(folder) / f"{model}.sqlite",
+            holds=f"the answers of model {model} (and its content refusals)",
+            redo=f"sends again every request to {model} that a job needs (other models have their own files)",
+        )
 
     def get_many(self, keys: list[str]) -> dict[str, dict[str, Any]]:
         return {key: json.loads(value) for key, value in self._store.get_many(keys).items()}
@@ -88,7 +87,8 @@ class ResponseCache:
         self._store.close()
 
 
-def _result_record(result: ChatResult) -> dict[str, Any]:
+def _result_record(result: ChatResult, listed: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """What the cache keeps of one result; ``listed``: what the endpoint says it serves (its ``/models``)."""
     return {
         "response": result.response,
         "reasoning": result.reasoning,
@@ -99,7 +99,19 @@ def _result_record(result: ChatResult) -> dict[str, Any]:
         "latency_s": round(result.latency_s, 4),
         "attempts": result.attempts,
         "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "served_by": None if result.failure else served_by(result, listed),
     }
+
+
+def served_by(result: ChatResult, listed: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """What the endpoint says an answer came from: the model it names (and the weights behind that name, where
+    its ``/models`` says: vLLM's ``root``), and the backend configuration (``system_fingerprint``)."""
+    entry = listed.get(result.served_model or "", {})
+    return {"model": result.served_model, "root": entry.get("root"), "system_fingerprint": result.system_fingerprint}
+
+
+def _served_key(served: dict[str, Any]) -> str:
+    return ", ".join(f"{name} {value}" for name, value in served.items() if value is not None) or "an unnamed model"
 
 
 def prefix_order(request: ChatRequest) -> tuple[str, ...]:
@@ -111,7 +123,7 @@ def prefix_order(request: ChatRequest) -> tuple[str, ...]:
 async def _send(
     endpoint: Endpoint,
     requests: list[ChatRequest],
-    keep: Callable[[ChatResult], None],
+    keep: Callable[[ChatResult, dict[str, dict[str, Any]]], None],
     client: ClientSettings,
     label: str,
 ) -> None:
@@ -125,11 +137,13 @@ async def _send(
     )
     progress = Progress(label, len(requests))
 
-    def landed(result: ChatResult) -> None:
-        keep(result)
-        progress.advance()
-
     try:
+        listed = await chat.listed_models()
+
+        def landed(result: ChatResult) -> None:
+            keep(result, listed)
+            progress.advance()
+
         await chat.run(requests, landed)
     finally:
         await chat.close()
@@ -146,7 +160,6 @@ class EngineOptions:
     model_files: Mapping[str, str] = field(default_factory=dict)
     server_log: Path | None = None
     endpoint: Endpoint | None = None
-    retry_failed: bool = False  # send again the items an endpoint refused before (they are cached as failures)
 
     def session(self, spec: dict[str, Any], cache_dir: str | os.PathLike[str], label: str = "") -> ModelCalls:
         """Calls to the model of ``spec``; ``label`` names the work in progress lines (default: the model)."""
@@ -183,12 +196,14 @@ class ModelCalls:
         self.spec = spec
         self.label = label or spec["name"]
         self.client = engines.client
-        self.retry_failed = engines.retry_failed
         self._cache = ResponseCache(cache_dir, spec["name"])
-        self._lazy = LazyEndpoint(spec, engines.model_files.get(spec["name"]), engines.server_log, engines.seed)
+        self._lazy = LazyEndpoint(
+            spec, ServeOptions(engines.model_files.get(spec["name"]), engines.server_log, engines.seed)
+        )
         self._endpoint = engines.endpoint
         self._transient: dict[str, dict[str, Any]] = {}  # failures worth another try: never cached
         self.requests: set[str] = set()
+        self.served: dict[str, dict[str, Any]] = {}  # what the endpoint said the answers came from, over this session
         self.failed: dict[str, dict[str, Any]] = {}  # item id -> failure, over this session
         self.sent = 0
         self.seconds = 0.0
@@ -202,27 +217,37 @@ class ModelCalls:
         finally:
             self._cache.close()
 
-    def _keep(self, result: ChatResult) -> None:
-        record = _result_record(result)
+    def _keep(self, result: ChatResult, listed: dict[str, dict[str, Any]]) -> None:
+        record = _result_record(result, listed)
         if result.failure is not None and not result.failure.permanent:
             self._transient[result.key] = record
         else:  # answers, and refusals that would only be refused again (resent with retry_failed)
             self._cache.put(result.key, record)
+
+    def _reusable(self, record: dict[str, Any]) -> bool:
+        """A cached record that stands for its request: an answer, or a content refusal unless those are retried.
+        (Caches of earlier versions hold other failures too: those are sent again.)"""
+        failure = record.get("failure")
+        return failure is None or (failure["kind"] == "content_refusal" and not self.client.retry_failed)
 
     def answers(self, requests: Sequence[ChatRequest]) -> dict[str, dict[str, Any]]:
         """A record for every request (key -> record), sending only what is not cached. A record of an item that
         got no answer has ``response`` "" and its ``failure``; a reasoning model's record holds its final answer
         in ``response`` and its reasoning apart (``reasoning``)."""
         unique = {r.key: r for r in requests}
-        cached = self._cache.get_many(list(unique))
-        if self.retry_failed:
-            cached = {key: record for key, record in cached.items() if not record.get("failure")}
+        cached = {key: record for key, record in self._cache.get_many(list(unique)).items() if self._reusable(record)}
         missing = sorted((r for k, r in unique.items() if k not in cached), key=prefix_order)
         progress_log.info("%s: %d requests, %d cached, %d to send", self.label, len(unique), len(cached), len(missing))
         started = time.perf_counter()
         if missing:
             endpoint = self._endpoint or self._lazy()
-            asyncio.run(_send(endpoint, missing, self._keep, self.client, self.label))
+            try:
+                asyncio.run(_send(endpoint, missing, self._keep, self.client, self.label))
+            except EndpointError as exc:
+                raise EndpointError(
+                    f"model {self.spec['name']}: {exc} (the endpoint refuses every request: check its URL, the model"
+                    " name and the key); nothing of it was cached, and the next run sends these requests again"
+                ) from None
         self.requests.update(unique)
         self.sent += len(missing)
         self.seconds += time.perf_counter() - started
@@ -230,15 +255,33 @@ class ModelCalls:
             **self._cache.get_many(list(unique)),
             **{k: self._transient[k] for k in unique if k in self._transient},
         }
+        self._warn_if_the_server_changed(cached, records)
+        for record in records.values():
+            if record.get("served_by"):
+                self.served[_served_key(record["served_by"])] = record["served_by"]
         records = {key: final_answer(record, self.spec) for key, record in records.items()}
         self.failed.update({unique[k].item_id: r["failure"] for k, r in records.items() if r.get("failure")})
         return records
+
+    def _warn_if_the_server_changed(self, cached: dict[str, dict], records: dict[str, dict]) -> None:
+        """Answers of earlier runs and answers sent now that came, the endpoint says, from different models or
+        backends go into the same outputs: say so."""
+        before = {_served_key(r["served_by"]) for r in cached.values() if r.get("served_by")}
+        now = {_served_key(r["served_by"]) for k, r in records.items() if k not in cached and r.get("served_by")}
+        if before and now - before:
+            log.warning(
+                "model %s: the endpoint says the answers sent now came from %s, the %d cached from earlier runs"
+                " from %s; both go into this job's outputs (delete its cache to have every answer from the same"
+                " server, or pin its revision if it is the same model)",
+                self.spec["name"], "; ".join(sorted(now - before)), len(cached), "; ".join(sorted(before)),
+            )  # fmt: skip
 
     def summary(self) -> dict[str, Any]:
         """What this session did, with the versions and settings it ran with (a job's run.json)."""
         summary = run_summary(self.spec, len(self.requests), self.sent, self.seconds, {"client": vars(self.client)})
         kinds = Counter(failure["kind"] for failure in self.failed.values())
-        return {**summary, "failed": len(self.failed), "failures": dict(kinds)}
+        served = [self.served[key] for key in sorted(self.served)]
+        return {**summary, "failed": len(self.failed), "failures": dict(kinds), "served_by": served}
 
     def check_failures(self, max_rate: float) -> None:
         """Fail the job when more than ``max_rate`` of its items got no answer, naming the model, the count and
@@ -252,7 +295,7 @@ class ModelCalls:
             raise GenerationError(
                 f"model {self.spec['name']}: {len(counted)} of {len(self.requests)} requests failed, more than"
                 f" generation.max_failure_rate {max_rate:.0%} (first: {first}); the {answered} answers that came"
-                " are cached, and a rerun sends only what is missing (--retry-failed: the refused ones too)"
+                " are cached, and a rerun sends the failed ones again"
             )
 
 
@@ -266,8 +309,7 @@ def run_summary(spec: dict[str, Any], requests: int, sent: int, seconds: float, 
         "versions": {
             "h2htalk": package_version("h2htalk"),
             "openai": package_version("openai"),
-            "llama_cpp_python": package_version("llama-cpp-python"),
-            "vllm": package_version("vllm"),
+            **{name: package_version(name) for name in engine_of(spec).packages},
             "python": platform.python_version(),
         },
         "settings": settings,

@@ -1,9 +1,11 @@
 """One async OpenAI-compatible chat client for every engine: bounded concurrency, timeouts, retries.
 
 Retries: exponential backoff with full jitter, capped, honouring Retry-After, for faults worth retrying
-(timeouts, dropped connections, 408, 429, 5xx, a body that is not valid JSON). One bad item never stops the
-others: any other 4xx (a content refusal, a prompt over the context length) is a ``Failure`` of that item at
-once, and an item that runs out of retries is one too; the caller decides what failures it tolerates.
+(timeouts, dropped connections, 408, 429, 5xx, a body that is not valid JSON). An endpoint that refuses every
+request (a wrong key, URL or model name: 401, 402, 403, 404, 405, an unknown model) stops the work at once
+with its message (``EndpointError``). One bad item never stops the others: any other 4xx (a content refusal,
+a prompt over the context length) is a ``Failure`` of that item at once, and an item that runs out of retries
+is one too; the caller decides what failures it tolerates.
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ class GenerationError(H2HTalkError):
     """A request failed for good (a client error, or retries ran out)."""
 
 
+class EndpointError(GenerationError):
+    """The endpoint refuses every request: a key, account, URL or model name it does not accept."""
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     max_retries: int
@@ -54,8 +60,9 @@ class ChatRequest:
 
 @dataclass(frozen=True)
 class Failure:
-    """Why an item got no answer. A ``permanent`` failure (the endpoint refused it) would fail again if sent
-    again; a transient one (retries ran out) may not."""
+    """Why an item got no answer. A ``permanent`` failure (a content refusal) would fail again if the same request
+    were sent again; any other may not (retries ran out; the context length or the endpoint changed, which the
+    request key does not cover)."""
 
     kind: str  # content_refusal, context_too_long, client_error, retries_exhausted
     message: str
@@ -74,10 +81,14 @@ class ChatResult:
     attempts: int
     reasoning: str | None = None  # what a reasoning model thought, when the endpoint returns it apart
     failure: Failure | None = None
+    served_model: str | None = None  # the model the answer says it came from
+    system_fingerprint: str | None = None  # the backend configuration it came from, where the endpoint says
 
 
 _REFUSAL = ("content exists risk", "content_policy", "content policy", "content management policy", "safety system")
 _TOO_LONG = ("maximum context length", "context length", "too many tokens", "context_length_exceeded")
+_ENDPOINT_REFUSALS = (401, 402, 403, 404, 405)  # unauthorised, unpaid, forbidden, no such URL or model
+_UNKNOWN_MODEL = ("model_not_found", "does not exist", "model not exist", "unknown model", "invalid model")
 
 
 def failure_kind(description: str) -> str:
@@ -88,6 +99,12 @@ def failure_kind(description: str) -> str:
     if any(marker in text for marker in _TOO_LONG):
         return "context_too_long"
     return "client_error"
+
+
+def refuses_every_request(exc: openai.APIStatusError) -> bool:
+    """A status no request to this endpoint, model and key would get past: a configuration error."""
+    text = str(exc.message).lower()
+    return exc.status_code in _ENDPOINT_REFUSALS or any(marker in text for marker in _UNKNOWN_MODEL)
 
 
 def _retry_after_seconds(headers: httpx.Headers | None) -> float | None:
@@ -137,7 +154,7 @@ class ChatClient:
         retry: RetryPolicy,
         extra_body: dict[str, Any] | None = None,
     ) -> None:
-        self.model = model
+        self.base_url, self.model = base_url, model
         self.concurrency = max(1, concurrency)
         self.retry = retry
         self.extra_body = extra_body or {}
@@ -146,6 +163,15 @@ class ChatClient:
 
     async def close(self) -> None:
         await self._client.close()
+
+    async def listed_models(self) -> dict[str, dict[str, Any]]:
+        """What the endpoint says it serves (``/models``: id -> entry); empty when it does not say."""
+        try:
+            page = await self._client.models.list()
+        except (openai.APIError, ValueError) as exc:
+            log.info("%s/models: %s; what it serves is not recorded", self.base_url, classify(exc)[2])
+            return {}
+        return {entry.id: entry.model_dump() for entry in page.data}
 
     async def complete(self, request: ChatRequest) -> ChatResult:
         attempt = 0
@@ -175,13 +201,18 @@ class ChatClient:
                     latency_s=time.perf_counter() - start,
                     attempts=attempt + 1,
                     reasoning=reasoning if isinstance(reasoning, str) else None,
+                    served_model=completion.model,
+                    system_fingerprint=completion.system_fingerprint,
                 )
             except Exception as exc:
                 retry, retry_after, description = classify(exc)
                 if not retry and not isinstance(exc, openai.APIStatusError):
                     raise GenerationError(f"item {request.item_id}: {description}") from exc
+                if not retry and refuses_every_request(exc):
+                    raise EndpointError(f"{self.base_url} answered {description}") from None
                 if not retry:
-                    failure = Failure(failure_kind(description), f"{description} (not retried)", permanent=True)
+                    kind = failure_kind(description)
+                    failure = Failure(kind, f"{description} (not retried)", permanent=kind == "content_refusal")
                 elif attempt >= self.retry.max_retries:
                     message = f"{description}; gave up after {attempt + 1} attempts"
                     failure = Failure("retries_exhausted", message, permanent=False)

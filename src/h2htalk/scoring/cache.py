@@ -24,7 +24,11 @@ class EmbeddingCache:
     """Vectors of one embedder (name, revision and settings: ``embedder_key``), keyed by text hash."""
 
     def __init__(self, folder: str | os.PathLike[str], embedder_key: str) -> None:
-        self._store = SqliteStore(Path(folder) / f"{embedder_key}.sqlite")
+        self._store = SqliteStore(
+            Path(folder) / f"{embedder_key}.sqlite",
+            holds=f"the vectors of embedder {embedder_key}",
+            redo="embeds again every text a scoring job needs",
+        )
         self.path = self._store.path
 
     def get_many(self, keys: Iterable[str]) -> dict[str, np.ndarray]:

@@ -2,6 +2,9 @@
 
 S = (BLEU-1 + BLEU-2 + BLEU-3 + BLEU-4 + ROUGE-1 + ROUGE-L + SS) / 7, as the paper's Eq. 2.
 
+An empty answer scores 0 on every metric (``scoring.empty_answers: zero``), or is not scored (``skip``, as the
+upstream scorer): its metrics are then None, it is flagged ``skipped``, and the summary counts it as missing.
+
 Work is shared, not repeated: every distinct text is tokenised once and embedded once (in batches, through
 the on-disk cache), so references embedded for one model are reused by every later model.
 """
@@ -28,6 +31,7 @@ log = logging.getLogger(__name__)
 
 METRICS: tuple[str, ...] = ("bleu1", "bleu2", "bleu3", "bleu4", "rouge1", "rougeL", "ss")
 COLUMNS: tuple[str, ...] = (*METRICS, "S")
+SKIPPED = "skipped"  # the flag of an empty answer left unscored (scoring.empty_answers: skip)
 
 
 @dataclass(frozen=True)
@@ -37,7 +41,7 @@ class Pair:
     response: str
 
 
-def signature(tokenizer: Tokenizer, embedder: Embedder, rouge_measure: str) -> dict[str, Any]:
+def signature(tokenizer: Tokenizer, embedder: Embedder, rouge_measure: str, empty_answers: str) -> dict[str, Any]:
     """Everything a score depends on besides the texts, recorded with every score row."""
     return {
         "tokenizer": tokenizer.describe(),
@@ -49,6 +53,7 @@ def signature(tokenizer: Tokenizer, embedder: Embedder, rouge_measure: str) -> d
         "embedder": embedder.describe(),
         "embedder_key": embedder.key,
         "S": "mean(bleu1..4, rouge1, rougeL, ss) x 100",
+        "empty_answers": empty_answers,
         "numpy": np.__version__,
         "python": platform.python_version(),
     }
@@ -60,11 +65,13 @@ def score_pairs(
     embedder: Embedder,
     cache: EmbeddingCache | None,
     rouge_measure: str,
+    empty_answers: str,
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Per-item scores (0-100) and counts of the work done.
 
-    An empty response scores 0 on every metric (SS too: an empty answer carries no meaning) and is
-    flagged ``empty_response``; it never raises.
+    An empty response is flagged ``empty_response`` and, by ``empty_answers``, scores 0 on every metric (zero;
+    SS too: an empty answer carries no meaning) or gets None for every metric and the flag ``skipped`` (skip);
+    it never raises. An empty reference scores 0 either way (the curated references hold none).
     """
     texts = [p.reference for p in pairs] + [p.response for p in pairs if p.response.strip()]
     distinct = list(dict.fromkeys(texts))
@@ -78,6 +85,9 @@ def score_pairs(
             flags.append("empty_response")
         if not pair.reference.strip():
             flags.append("empty_reference")
+        if flags == ["empty_response"] and empty_answers == "skip":
+            items.append({"id": pair.id, **dict.fromkeys(COLUMNS), "flags": [*flags, SKIPPED]})
+            continue
         if flags:
             values = dict.fromkeys(METRICS, 0.0)
         else:
@@ -101,17 +111,19 @@ def cell_value(value: float | None, low: float | None, high: float | None) -> di
 
 
 def summarise(items: Sequence[dict[str, Any]], bootstrap: BootstrapSettings) -> dict[str, Any]:
-    """Mean of every column with a seeded bootstrap CI (the same resamples for every column)."""
-    values = np.array([[item[c] for c in COLUMNS] for item in items], dtype=np.float64).reshape(-1, len(COLUMNS))
+    """Mean of every column with a seeded bootstrap CI (the same resamples for every column), over the scored
+    items: ``n`` counts them, ``missing`` the skipped empty answers."""
+    scored = [item for item in items if item["S"] is not None]
+    values = np.array([[item[c] for c in COLUMNS] for item in scored], dtype=np.float64).reshape(-1, len(COLUMNS))
     low, high = bootstrap_mean_ci(values, bootstrap.resamples, bootstrap.seed, bootstrap.confidence)
-    means = values.mean(axis=0) if len(items) else np.full(len(COLUMNS), np.nan)
-    summary: dict[str, Any] = {"n": len(items)}
+    means = values.mean(axis=0) if len(scored) else np.full(len(COLUMNS), np.nan)
+    summary: dict[str, Any] = {"n": len(scored), "missing": len(items) - len(scored)}
     for index, column in enumerate(COLUMNS):
         summary[column] = float(means[index])
         summary[f"{column}_ci_low"] = float(low[index])
         summary[f"{column}_ci_high"] = float(high[index])
     summary["flagged"] = {
-        flag: sum(flag in item["flags"] for item in items) for flag in ("empty_response", "empty_reference")
+        flag: sum(flag in item["flags"] for item in items) for flag in ("empty_response", "empty_reference", SKIPPED)
     }
     summary["bootstrap"] = vars(bootstrap)
     return summary

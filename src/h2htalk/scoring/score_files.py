@@ -10,28 +10,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from h2htalk.data.curate import normalise, record_id
+from h2htalk.data.curate import curate_lines, normalise
 from h2htalk.data.release import parse_release
 from h2htalk.errors import DataError
 from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic, write_text_atomic
 from h2htalk.scoring.cache import EmbeddingCache
 from h2htalk.scoring.embedders import Embedder, make_embedder
-from h2htalk.scoring.metrics import COLUMNS, Pair, cell_value, score_pairs, signature, summarise
+from h2htalk.scoring.metrics import COLUMNS, SKIPPED, Pair, cell_value, score_pairs, signature, summarise
 from h2htalk.scoring.signatures import signature_string
 from h2htalk.scoring.tokenizers import Tokenizer, get_tokenizer
-from h2htalk.settings import BootstrapSettings
+from h2htalk.settings import BootstrapSettings, CurateOptions
 from h2htalk.subtasks import SUBTASKS, Subtask
 
 
 @dataclass(frozen=True)
 class ScoringSetup:
-    """Everything scoring needs besides the texts: tokens, the embedder, its cache, the bootstrap."""
+    """Everything scoring needs besides the texts: tokens, the embedder, its cache, the bootstrap, the ROUGE
+    measure and what an empty answer scores."""
 
     tokenizer: Tokenizer
     embedder: Embedder
     cache_dir: str | os.PathLike[str] | None
     bootstrap: BootstrapSettings
     rouge_measure: str
+    empty_answers: str
 
     @classmethod
     def from_config(
@@ -45,10 +47,23 @@ class ScoringSetup:
             cache_dir=scoring["cache_dir"] if cache else None,
             bootstrap=BootstrapSettings.from_config(config),
             rouge_measure=scoring["rouge_measure"],
+            empty_answers=scoring["empty_answers"],
         )
 
     def cache(self) -> EmbeddingCache | None:
         return EmbeddingCache(self.cache_dir, self.embedder.key) if self.cache_dir else None
+
+    def score(self, pairs: list[Pair]) -> tuple[list[dict[str, Any]], dict[str, int]]:
+        """Score ``pairs`` through the embedding cache (closed again afterwards)."""
+        cache = self.cache()
+        try:
+            return score_pairs(pairs, self.tokenizer, self.embedder, cache, self.rouge_measure, self.empty_answers)
+        finally:
+            if cache is not None:
+                cache.close()
+
+    def signature(self) -> dict[str, Any]:
+        return signature(self.tokenizer, self.embedder, self.rouge_measure, self.empty_answers)
 
 
 def read_references(path: str | os.PathLike[str]) -> dict[str, str]:
@@ -115,21 +130,17 @@ def score_generation_file(
     ``labels`` (model, variant, subtask or study, embedder)."""
     records = read_generation_records(generations)
     pairs = match_pairs(read_references(references), {k: r["response"] for k, r in records.items()}, str(generations))
-    cache = setup.cache()
-    try:
-        items, work = score_pairs(pairs, setup.tokenizer, setup.embedder, cache, setup.rouge_measure)
-    finally:
-        if cache is not None:
-            cache.close()
+    items, work = setup.score(pairs)
     for item in items:
         item["flags"] += answer_flags(records[item["id"]])
-    sig = signature(setup.tokenizer, setup.embedder, setup.rouge_measure)
+    sig = setup.signature()
     write_jsonl_atomic(out_items, ({**item, **labels, "signature": sig} for item in items))
     scores = summarise(items, setup.bootstrap)
+    value = (scores["S"], scores["S_ci_low"], scores["S_ci_high"]) if scores["n"] else (None, None, None)
     summary = {
         **labels,
         "measure": "S",
-        **cell_value(scores["S"], scores["S_ci_low"], scores["S_ci_high"]),
+        **cell_value(*value),
         **scores,
         "answers": {flag: sum(flag in item["flags"] for item in items) for flag in ANSWER_FLAGS},
         "work": work,
@@ -140,11 +151,11 @@ def score_generation_file(
     return summary
 
 
-def _read_upstream_file(folder: Path, subtask: Subtask, role: str) -> list[str]:
+def _read_upstream_file(folder: Path, subtask: Subtask, role: str) -> bytes:
     path = folder / subtask.upstream_file
     if not path.is_file():
         raise DataError(f"{role} file missing: {path} (subtask {subtask.key})")
-    return [normalise(line.response) for line in parse_release(path.read_bytes(), str(path))]
+    return path.read_bytes()
 
 
 def score_upstream(
@@ -152,48 +163,50 @@ def score_upstream(
     references_dir: str | os.PathLike[str],
     out_csv: str | os.PathLike[str],
     setup: ScoringSetup,
+    curation: CurateOptions,
     subtasks: Iterable[Subtask] = SUBTASKS,
     out_items: str | os.PathLike[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Score outputs in the upstream layout (one file per upstream name, matched by line order)."""
+    """Score outputs in the upstream layout (one file per upstream name, matched to the released references by
+    line order) against the references Table 1 keeps: each reference file is curated with ``curation``
+    (data.curate), and the lines it flags out (a meta refusal, an empty line ...) are not scored."""
     outputs, refs = Path(outputs_dir), Path(references_dir)
     subtasks = list(subtasks)
     # check every file before scoring any, so a bad layout fails in seconds, not after an hour
-    loaded: list[tuple[Subtask, list[str], list[str]]] = []
+    loaded: list[tuple[Subtask, list[dict[str, Any]], list[str]]] = []
     problems: list[str] = []
     for subtask in subtasks:
         try:
-            hyps = _read_upstream_file(outputs, subtask, "output")
-            ref_texts = _read_upstream_file(refs, subtask, "reference")
+            answers = parse_release(
+                _read_upstream_file(outputs, subtask, "output"), str(outputs / subtask.upstream_file)
+            )
+            hyps = [normalise(line.response) for line in answers]
+            data = _read_upstream_file(refs, subtask, "reference")
+            curated, _ = curate_lines(subtask, data, curation, {"file": subtask.upstream_file})
         except DataError as exc:
             problems.append(str(exc))
             continue
-        if len(hyps) != len(ref_texts):
+        if len(hyps) != len(curated):
             problems.append(
                 f"{outputs / subtask.upstream_file}: {len(hyps)} lines, but its reference file "
-                f"{refs / subtask.upstream_file} has {len(ref_texts)}"
+                f"{refs / subtask.upstream_file} has {len(curated)}"
             )
             continue
-        loaded.append((subtask, ref_texts, hyps))
+        loaded.append((subtask, curated, hyps))
     if problems:
         raise DataError("cannot score these outputs:\n" + "\n".join(f"  - {p}" for p in problems))
 
-    all_pairs = [
-        Pair(record_id(subtask.key, n), ref, hyp)
-        for subtask, ref_texts, hyps in loaded
-        for n, (ref, hyp) in enumerate(zip(ref_texts, hyps, strict=True), start=1)
+    pairs_by_subtask = [
+        (subtask, curated, [Pair(r["id"], r["text"], hyp) for r, hyp in zip(curated, hyps, strict=True) if r["kept"]])
+        for subtask, curated, hyps in loaded
     ]
-    cache = setup.cache()
-    try:  # one pass over every subtask: texts shared across subtasks are embedded once
-        items, _ = score_pairs(all_pairs, setup.tokenizer, setup.embedder, cache, setup.rouge_measure)
-    finally:
-        if cache is not None:
-            cache.close()
-    sig = signature(setup.tokenizer, setup.embedder, setup.rouge_measure)
+    # one pass over every subtask: texts shared across subtasks are embedded once
+    items, _ = setup.score([pair for _, _, pairs in pairs_by_subtask for pair in pairs])
+    sig = setup.signature()
     rows, start = [], 0
-    for subtask, ref_texts, _ in loaded:
-        chunk = items[start : start + len(ref_texts)]
-        start += len(ref_texts)
+    for subtask, curated, pairs in pairs_by_subtask:
+        chunk = items[start : start + len(pairs)]
+        start += len(pairs)
         summary = summarise(chunk, setup.bootstrap)
         rows.append(
             {
@@ -203,6 +216,9 @@ def score_upstream(
                 "S_ci_low": summary["S_ci_low"],
                 "S_ci_high": summary["S_ci_high"],
                 "empty_responses": summary["flagged"]["empty_response"],
+                "released": len(curated),
+                "kept": len(pairs),
+                "skipped": summary["flagged"][SKIPPED],
                 "signature": sig,
             }
         )
@@ -213,7 +229,8 @@ def score_upstream(
 
 
 def _upstream_csv(rows: list[dict[str, Any]]) -> str:
-    columns = ["subtask", "n", *COLUMNS, "S_ci_low", "S_ci_high", "empty_responses", "signature"]
+    columns = ["subtask", "n", *COLUMNS, "S_ci_low", "S_ci_high", "empty_responses", "released", "kept", "skipped"]
+    columns.append("signature")
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
     writer.writeheader()

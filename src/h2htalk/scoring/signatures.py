@@ -6,9 +6,11 @@ from typing import Any
 
 
 def signature_string(sig: dict[str, Any]) -> str:
-    """A one-line form of the signature for tables: tok|bleu|smooth|rouge|embedder."""
+    """A one-line form of the signature for tables: tok|bleu|smooth|rouge|empty|embedder (empty: whether empty
+    answers score 0 or are skipped)."""
     emb = sig["embedder"]
     return (
         f"tok:{sig['tokenizer']}|bleu:{sig['bleu'].split()[0]}|smooth:{sig['smoothing']}"
-        f"|rouge:{'-'.join(sig['rouge'].split())}|emb:{emb['name']}@{emb['revision']}"
+        f"|rouge:{'-'.join(sig['rouge'].split())}|empty:{sig['empty_answers']}"
+        f"|emb:{emb['name']}@{emb['revision']}"
     )

@@ -19,19 +19,23 @@ import pandas as pd
 from h2htalk.io import iter_jsonl, read_json, write_text_atomic
 from h2htalk.settings import WITH_SAP
 from h2htalk.subtasks import SUBTASKS
+from h2htalk.tables.table2 import cell_reading
 from h2htalk.tabular import markdown_text, records_frame, write_csv
 
 FLOOR = "baseline-random-reference"
 CEILING = "baseline-oracle"
 
 
-def calibration_rows(summaries: Iterable[dict[str, Any]], variant: str = WITH_SAP) -> list[dict[str, Any]]:
-    """One row per (embedder, subtask, model): score, floor, oracle and the rescaled score."""
+def calibration_rows(
+    summaries: Iterable[dict[str, Any]], judged_cell: str, variant: str = WITH_SAP
+) -> list[dict[str, Any]]:
+    """One row per (embedder, subtask, model): score (a judged cell's as Table 2 reads it: ``judged_cell``),
+    floor, oracle and the rescaled score."""
     table: dict[tuple[str, str], dict[str, float]] = {}
     for summary in summaries:
         if summary["variant"] != variant:
             continue
-        value = summary["value"]
+        value = cell_reading(summary, judged_cell)["value"]
         if value is not None:
             table.setdefault((summary["embedder"], summary["subtask"]), {})[summary["model"]] = float(value)
     rows = []
@@ -61,7 +65,7 @@ def unrelated_ss(item_files: Mapping[str, Iterable[str | os.PathLike[str]]]) -> 
     percentiles."""
     out = []
     for embedder, paths in sorted(item_files.items()):
-        data = np.array([float(r["ss"]) for path in paths for _, r in iter_jsonl(path)])
+        data = np.array([float(r["ss"]) for path in paths for _, r in iter_jsonl(path) if r["ss"] is not None])
         out.append(
             {
                 "embedder": embedder,
@@ -75,10 +79,15 @@ def unrelated_ss(item_files: Mapping[str, Iterable[str | os.PathLike[str]]]) -> 
 
 
 def write_calibration(
-    summary_paths: Iterable[str], floor_items: Mapping[str, Iterable[str]], out_prefix: str | os.PathLike[str]
+    summary_paths: Iterable[str],
+    floor_items: Mapping[str, Iterable[str]],
+    out_prefix: str | os.PathLike[str],
+    judged_cell: str,
+    run_notes: Iterable[str] = (),
 ) -> list[dict]:
+    """The calibration report (Markdown, ``run_notes`` under its heading) and its CSV at ``out_prefix``."""
     prefix = Path(out_prefix)
-    rows = calibration_rows(read_json(p) for p in summary_paths)
+    rows = calibration_rows((read_json(p) for p in summary_paths), judged_cell)
     spread = unrelated_ss(floor_items)
     columns = ["embedder", "subtask", "model", "variant", "score", "floor", "oracle", "rescaled"]
     write_csv(records_frame(rows, columns), prefix.with_suffix(".csv"), float_format="{:.3f}")
@@ -105,6 +114,7 @@ def write_calibration(
         [
             "# Calibration: what does a score mean?",
             "",
+            *(f"**{note}**\n" for note in run_notes),
             "A score is only meaningful against what answering at random already earns. The random-reference",
             "baseline answers every item with another item's reference of the same subtask (a fluent, in-character",
             "answer to the wrong question); the oracle answers with the item's own reference. Variant: sap.",

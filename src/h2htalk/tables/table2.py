@@ -5,9 +5,11 @@ Response, Initiation, Avg), Recollection (Synthesis, Refinement, Initialization,
 Avg is the plain mean of its subtasks; Overall is the mean over the 11 subtasks weighted by fixed weights
 (``tables.overall_weights``: the released counts by default, which reproduce the paper's Overall best), so it
 does not move with how many items a run scored. Rows are (model, variant), grouped by size as in the paper.
-Itinerary Basic/Middle/Advance hold J (metrics mixed with the rubric judge) when judged, S otherwise; every
-other column holds S. Each cell carries its coverage: items scored of items expected, and how many answers
-were cut off at their token limit or failed.
+Itinerary Basic/Middle/Advance hold, when judged, the reading of the paper's Eq. 3 that ``tables.judged_cell``
+names (J: S mixed with the rubric judge; S alone; the judge alone), S otherwise; every other column holds S.
+Each cell carries its coverage: items scored of items expected, and how many answers were cut off at their
+token limit or failed; an Avg or Overall built from an incomplete cell is marked as well. The Markdown and
+LaTeX name columns and variants as the paper does; the CSV keeps the machine keys.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from typing import Any
 import pandas as pd
 
 from h2htalk.errors import DataError
-from h2htalk.subtasks import SUBTASKS, by_dimension
+from h2htalk.settings import VARIANT_NAMES
+from h2htalk.subtasks import DIMENSIONS, SUBTASKS, by_dimension
 from h2htalk.tabular import records_frame
 
 GROUPS: tuple[tuple[str, str], ...] = (
@@ -43,13 +46,28 @@ def column_order() -> list[str]:
     return [*columns, "overall"]
 
 
+def column_names() -> dict[str, str]:
+    """Score column key -> the header the Markdown and LaTeX show: the paper's subtask and dimension names."""
+    names = {s.key: s.paper_name for s in SUBTASKS}
+    names.update({f"{d}_avg": f"{d.title()} Avg" for d in DIMENSIONS})
+    return {**names, "overall": "Overall"}
+
+
+def inputs_of(column: str) -> list[str]:
+    """The subtask cells a score column is built from: itself, its dimension's subtasks, or all of them."""
+    if column == "overall":
+        return list(SUBTASK_COLUMNS)
+    dimension = column.removesuffix("_avg")
+    return dict(by_dimension()).get(dimension, [column]) if column.endswith("_avg") else [column]
+
+
 @dataclass(frozen=True)
 class CellValue:
     value: float | None  # None: no item of the subtask has a score (e.g. no parseable judge answer)
     ci_low: float | None
     ci_high: float | None
     n: int  # items with a score
-    measure: str  # "S" or "J"
+    measure: str  # what the value is: "S", or a judged cell's reading ("J", "S" or "judge")
     expected: int = 0  # items the cell should have (n + missing)
     cut_off: int = 0  # answers that stopped at their token limit
     failed: int = 0  # answers that failed for good (a refusal, an over-long prompt), scored as empty
@@ -57,6 +75,20 @@ class CellValue:
     @property
     def missing(self) -> int:
         return self.expected - self.n
+
+
+def cell_reading(summary: dict[str, Any], judged_cell: str) -> dict[str, Any]:
+    """What a summary puts in its Table 2 cell: an S summary its value; a judged cell's summary (it carries
+    ``readings``) the reading ``judged_cell`` names (tables.judged_cell: J, S or judge). Value, CI bounds, items
+    scored and missing, and the measure shown."""
+    if "readings" in summary:
+        reading = summary["readings"][judged_cell]
+        return {**reading, "measure": judged_cell}
+    if summary["measure"] != "S":  # a J summary written before judged cells carried their readings
+        cell = "/".join(str(summary.get(k)) for k in ("embedder", "model", "variant", "subtask"))
+        raise DataError(f"the J summary of {cell} has no readings (J, S, judge): run combine-j again")
+    keys = ("value", "value_ci_low", "value_ci_high", "n")
+    return {**{k: summary[k] for k in keys}, "missing": summary.get("missing", 0), "measure": summary["measure"]}
 
 
 def aggregate(cells: dict[str, CellValue], weights: dict[str, float]) -> dict[str, float]:
@@ -86,11 +118,19 @@ class Row:
         present = {k: c.value for k, c in self.cells.items() if c.value is not None}
         return {**present, **aggregate(self.cells, self.weights)}
 
+    def incomplete(self, column: str) -> bool:
+        """Whether a score column rests on a cell scored on fewer items than expected."""
+        return any(self.cells[k].missing > 0 for k in inputs_of(column) if k in self.cells)
+
 
 def build_rows(
-    summaries: Iterable[dict[str, Any]], registry: dict[str, dict[str, Any]], weights: dict[str, float]
+    summaries: Iterable[dict[str, Any]],
+    registry: dict[str, dict[str, Any]],
+    weights: dict[str, float],
+    judged_cell: str,
 ) -> list[Row]:
-    """One row per (embedder, model, variant) from per-subtask summaries (``value`` with its CI and measure)."""
+    """One row per (embedder, model, variant) from per-subtask summaries (``value`` with its CI and measure; a
+    judged cell's value is the reading ``judged_cell`` names)."""
     rows: dict[tuple[str, str, str], Row] = {}
     for summary in summaries:
         model = summary["model"]
@@ -98,14 +138,15 @@ def build_rows(
         key = (summary["embedder"], model, summary["variant"])
         identity = (model, entry["display_name"], entry["size_group"], summary["variant"], summary["embedder"])
         row = rows.setdefault(key, Row(*identity, {}, weights))
-        value = summary["value"]
+        reading = cell_reading(summary, judged_cell)
+        value = reading["value"]
         row.cells[summary["subtask"]] = CellValue(
             None if value is None else float(value),
-            summary["value_ci_low"],
-            summary["value_ci_high"],
-            int(summary["n"]),
-            summary["measure"],
-            expected=int(summary["n"]) + int(summary.get("missing", 0)),
+            reading["value_ci_low"],
+            reading["value_ci_high"],
+            int(reading["n"]),
+            reading["measure"],
+            expected=int(reading["n"]) + int(reading["missing"]),
             cut_off=int(summary.get("answers", {}).get("cut_off", 0)),
             failed=int(summary.get("answers", {}).get("failed", 0)),
         )
@@ -113,9 +154,15 @@ def build_rows(
     return sorted(rows.values(), key=lambda r: (r.embedder, order.get(r.size_group, 99), r.display_name, r.variant))
 
 
+# A top-three mark says "among the best three of the group"; in a group of three or fewer every row would get
+# one, so a mark would only restate the order. The lone laptop model is not "first".
+MIN_RANKED = 4
+
+
 def top_three(rows: Sequence[Row], column: str) -> dict[int, int]:
     """Row index -> rank (1..3) of the best three values of ``column`` within each (embedder, variant, size
-    group): a model's SAP and no-SAP rows never compete for the same marks."""
+    group) of at least MIN_RANKED rows with a value: a model's SAP and no-SAP rows never compete for the same
+    marks, and a small group gets none."""
     ranks: dict[int, int] = {}
     groups: dict[tuple[str, str, str], list[tuple[float, int]]] = {}
     for index, row in enumerate(rows):
@@ -123,6 +170,8 @@ def top_three(rows: Sequence[Row], column: str) -> dict[int, int]:
         if value is not None:
             groups.setdefault((row.embedder, row.variant, row.size_group), []).append((value, index))
     for members in groups.values():
+        if len(members) < MIN_RANKED:
+            continue
         for rank, (_, index) in enumerate(sorted(members, key=lambda m: -m[0])[:3], start=1):
             ranks[index] = rank
     return ranks
@@ -133,25 +182,70 @@ LABEL = "tab:table2"
 NOTES: tuple[str, ...] = (
     "Avg: plain mean of the dimension's subtasks; Overall: mean of the 11 subtasks weighted by fixed weights"
     " (tables.overall_weights; by default the released counts, so Overall does not move with a run's coverage).",
-    "Itinerary Basic/Middle/Advance: J = 0.6*S/20 + 0.4*J_judge on 0-5, shown x20; an empty cell means no item"
-    " had a parseable judge answer (those items are in results/review/queue.csv), so its Avg and Overall are"
-    " not computed.",
-    "A cell scored on fewer items than expected shows (scored/expected); the CSV has, per cell, the items"
-    " scored, expected and missing and the answers cut off at their token limit or failed.",
-    r"LaTeX: \first, \second, \third mark the top three per size group and variant; define them, e.g. "
+    "A cell scored on fewer items than expected shows (scored/expected), and an Avg or Overall built from one"
+    " ends in *; the CSV has, per cell, the items scored, expected and missing and the answers cut off at their"
+    " token limit or failed.",
+    r"LaTeX: \first, \second, \third mark the top three per size group and variant, in groups of at least"
+    f" {MIN_RANKED} rows; define them, e.g. "
     r"\newcommand{\first}[1]{\cellcolor{green!25}#1} with \usepackage[table]{xcolor}.",
 )
+INCOMPLETE_MARK = "*"
 RANK_COMMANDS = {1: "first", 2: "second", 3: "third"}
 CELL_PARTS = ("ci_low", "ci_high", "n", "expected", "missing", "cut_off", "failed", "measure")
+LEVELS = "Levels I-III (ItineraryBasic, ItineraryMiddle, ItineraryAdvanced)"
+
+
+def judged_note(judged_cell: str, alphas: Iterable[float]) -> str:
+    """What a judged cell holds under ``tables.judged_cell``: one reading of the paper's Eq. 3, said as one."""
+    if judged_cell == "S":
+        return (
+            f"{LEVELS}, judged: S alone, as every other column (tables.judged_cell: S); the judge's scores are in"
+            " the J summaries."
+        )
+    missing = (
+        " An empty cell means no item had a parseable judge answer (those items are in results/review/queue.csv),"
+        " so its Avg and Overall are not computed."
+    )
+    if judged_cell == "judge":
+        return f"{LEVELS}, judged: the rubric judge's score (0-5) x20 alone (tables.judged_cell: judge).{missing}"
+    mix = " or ".join(f"{a:g}*S/20 + {1 - a:g}*J_judge" for a in sorted(set(alphas)))
+    return (
+        f"{LEVELS}, judged: J = {mix} on 0-5, shown x20 (tables.judged_cell: J), one reading of the paper's"
+        f" Eq. 3, which does not say how it puts S (0-100) and the judge (0-5) on one scale.{missing}"
+    )
+
+
+def answer_notes(rows: Sequence[Row]) -> list[str]:
+    """The answers cut off at their token limit or failed (no answer came: scored as empty), per row that has
+    any, by subtask; they are the same for every embedder, so a (model, variant) is named once."""
+    names = column_names()
+    first: dict[tuple[str, str], Row] = {}
+    for row in rows:
+        first.setdefault((row.model, row.variant), row)
+    parts = []
+    for row in first.values():
+        counts = {k: (c.cut_off, c.failed) for k, c in row.cells.items() if c.cut_off or c.failed}
+        if counts:
+            cut, failed = (sum(v[i] for v in counts.values()) for i in (0, 1))
+            by_subtask = ", ".join(f"{names[k]} {c}/{f}" for k, (c, f) in counts.items())
+            variant = VARIANT_NAMES.get(row.variant, row.variant)
+            parts.append(f"{row.display_name} {variant}: {cut}/{failed} ({by_subtask})")
+    head = "Answers cut off at their token limit / failed (no answer came; scored as empty)"
+    if not parts:
+        return [f"{head}: none."]
+    rest = "; every other row 0/0" if len(parts) < len(first) else ""
+    return [f"{head}: {'; '.join(parts)}{rest}."]
 
 
 def display_columns() -> list[str]:
-    return ["group", "model", "variant", "embedder", *column_order()]
+    names = column_names()
+    return ["group", "model", "variant", "embedder", *(names[column] for column in column_order())]
 
 
 def table2_frame(rows: Sequence[Row]) -> pd.DataFrame:
-    """The human-readable Table 2 (Markdown, LaTeX): one row per (model, variant, embedder), column keys as headers."""
-    columns = column_order()
+    """The human-readable Table 2 (Markdown, LaTeX): one row per (model, variant, embedder), headed and named as
+    in the paper."""
+    names = column_names()
     records = []
     for row in rows:
         values = row.values()
@@ -159,28 +253,33 @@ def table2_frame(rows: Sequence[Row]) -> pd.DataFrame:
             {
                 "group": GROUP_TITLES.get(row.size_group, row.size_group),
                 "model": row.display_name,
-                "variant": row.variant,
+                "variant": VARIANT_NAMES.get(row.variant, row.variant),
                 "embedder": row.embedder,
-                **{column: _shown(values.get(column), row.cells.get(column)) for column in columns},
+                **{names[column]: _shown(values.get(column), row, column) for column in column_order()},
             }
         )
     return records_frame(records, display_columns())
 
 
-def _shown(value: float | None, cell: CellValue | None) -> float | str | None:
-    """A cell as the md and tex show it: the value, with (scored/expected) when items are missing."""
-    if value is None or cell is None or cell.missing <= 0:
+def _shown(value: float | None, row: Row, column: str) -> float | str | None:
+    """A cell as the md and tex show it: the value, with (scored/expected) when a subtask cell misses items,
+    and the incomplete mark on an Avg or Overall built from such a cell."""
+    if value is None or not row.incomplete(column):
         return value
-    return f"{value:.2f} ({cell.n}/{cell.expected})"
+    if column in SUBTASK_COLUMNS:
+        cell = row.cells[column]
+        return f"{value:.2f} ({cell.n}/{cell.expected})"
+    return f"{value:.2f}{INCOMPLETE_MARK}"
 
 
 def table2_marks(rows: Sequence[Row]) -> pd.DataFrame:
     """LaTeX marks for ``table2_frame(rows)``: "first", "second", "third" on the top three values of each score
-    column within each (embedder, size group), "" elsewhere."""
+    column within each (embedder, variant, size group) of at least MIN_RANKED rows, "" elsewhere."""
+    names = column_names()
     marks = pd.DataFrame("", index=range(len(rows)), columns=display_columns(), dtype=object)
     for column in column_order():
         for index, rank in top_three(rows, column).items():
-            marks.loc[index, column] = RANK_COMMANDS[rank]
+            marks.loc[index, names[column]] = RANK_COMMANDS[rank]
     return marks
 
 

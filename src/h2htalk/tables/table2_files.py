@@ -5,22 +5,26 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from h2htalk.config import load_registry
 from h2htalk.io import read_json, write_png_atomic
 from h2htalk.scoring.signatures import signature_string
-from h2htalk.settings import WITH_SAP
+from h2htalk.settings import VARIANT_NAMES, WITH_SAP
 from h2htalk.subtasks import SUBTASKS
 from h2htalk.tables.table2 import (
     CAPTION,
     LABEL,
     NOTES,
     Row,
+    answer_notes,
     audit_paper,
     build_rows,
     ci_frame,
+    column_names,
     column_order,
     comparison,
+    judged_note,
     read_paper_table2,
     table2_frame,
     table2_marks,
@@ -31,7 +35,8 @@ COMPARISON_COLUMNS = ("model", "embedder", "variant", "column", "ours", "paper",
 AUDIT_COLUMNS = ("model", "column", "reported", "recomputed", "weights", "difference")
 
 
-def heatmap(rows: list[Row], path: Path) -> None:
+def heatmap(rows: list[Row], path: Path, judged_cell: str, notes: Iterable[str] = ()) -> None:
+    """The table as a heatmap, headed by the paper's names; ``notes`` (e.g. the demo note) under its title."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -41,13 +46,15 @@ def heatmap(rows: list[Row], path: Path) -> None:
     columns = column_order()
     data = np.array([[row.values().get(c, np.nan) for c in columns] for row in rows], dtype=float)
     labels = [
-        f"{r.display_name} [{r.variant}]" + (f" ({r.embedder})" if len({x.embedder for x in rows}) > 1 else "")
+        f"{r.display_name} [{VARIANT_NAMES.get(r.variant, r.variant)}]"
+        + (f" ({r.embedder})" if len({x.embedder for x in rows}) > 1 else "")
         for r in rows
     ]
     height = max(2.5, 0.35 * len(rows) + 1.6)
     fig, ax = plt.subplots(figsize=(14, height))
     image = ax.imshow(data, aspect="auto", cmap="viridis")
-    ax.set_xticks(range(len(columns)), labels=columns, rotation=45, ha="right", fontsize=8)
+    names = column_names()
+    ax.set_xticks(range(len(columns)), labels=[names[c] for c in columns], rotation=45, ha="right", fontsize=8)
     ax.set_yticks(range(len(rows)), labels=labels, fontsize=8)
     for i in range(data.shape[0]):
         for j in range(data.shape[1]):
@@ -62,17 +69,17 @@ def heatmap(rows: list[Row], path: Path) -> None:
                     color="white" if data[i, j] < np.nanmean(data) else "black",
                 )
     fig.colorbar(image, ax=ax, label="score (0-100)")
-    ax.set_title("Table 2: scores by model and subtask (S; J for Itinerary Basic/Middle/Advance when judged)")
+    title = f"Table 2: scores by model and subtask (S; {judged_cell} for Levels I-III when judged)"
+    ax.set_title("\n".join([title, *notes]))
     fig.tight_layout()
     write_png_atomic(fig, path, dpi=130)
     plt.close(fig)
 
 
-def signature_notes(summary_paths: Iterable[str | os.PathLike[str]]) -> list[str]:
-    """The score settings under the table: tokens, ROUGE measure, embedder (every distinct signature once)."""
-    signatures = {
-        signature_string(summary["signature"]) for summary in map(read_json, summary_paths) if "signature" in summary
-    }
+def signature_notes(summaries: Iterable[dict[str, Any]]) -> list[str]:
+    """The score settings under the table: tokens, ROUGE measure, empty answers, embedder (every distinct
+    signature once)."""
+    signatures = {signature_string(summary["signature"]) for summary in summaries if "signature" in summary}
     return [f"Scores: {text}." for text in sorted(signatures)]
 
 
@@ -82,19 +89,33 @@ def write_table2(
     paper_path: str | os.PathLike[str],
     out_prefix: str | os.PathLike[str],
     weights: dict[str, float],
+    judged_cell: str,
     compare_variant: str = WITH_SAP,
     notes: Iterable[str] = (),
+    run_notes: Iterable[str] = (),
 ) -> list[Row]:
-    """Table 2 and its companions; Overall weighted by ``weights`` (tables.overall_weights); ``notes`` go
-    under the table with the standing ones."""
+    """Table 2 and its companions; Overall weighted by ``weights`` (tables.overall_weights), judged cells as
+    ``judged_cell`` reads them (tables.judged_cell); ``notes`` go under the table with the standing ones, and
+    ``run_notes`` (what the whole run is, e.g. a demo) also on the heatmap."""
     prefix = Path(out_prefix)
     registry = load_registry(registry_path)
-    rows = build_rows([read_json(p) for p in summary_paths], registry, weights)
+    summaries = [read_json(p) for p in summary_paths]
+    rows = build_rows(summaries, registry, weights, judged_cell)
     write_csv(ci_frame(rows), prefix.with_suffix(".csv"), float_format="{:.4f}")
     frame = table2_frame(rows)
-    notes = [*NOTES, *notes, *signature_notes(summary_paths)]
+    run_notes = list(run_notes)
+    judged = [s for s in summaries if "readings" in s]
+    alphas = [s["gate"]["alpha"] for s in judged]
+    notes = [
+        *run_notes,
+        *NOTES,
+        *([judged_note(judged_cell, alphas)] if judged else []),
+        *answer_notes(rows),
+        *notes,
+        *signature_notes(summaries),
+    ]
     write_table(frame, prefix, caption=CAPTION, label=LABEL, notes=notes, marks=table2_marks(rows), csv=False)
-    heatmap(rows, prefix.with_name(prefix.name + "_heatmap.png"))
+    heatmap(rows, prefix.with_name(prefix.name + "_heatmap.png"), judged_cell, run_notes)
 
     paper_rows = read_paper_table2(paper_path)
     compared = comparison(rows, paper_rows, compare_variant)

