@@ -18,6 +18,8 @@ VARIANT_NAMES = {WITH_SAP: "w/ SAP", WITHOUT_SAP: "w/o SAP"}  # as the paper's t
 STUDIES: tuple[str, ...] = ("safety", "instruction_following")  # the two studies, as config keys and file names
 RUBRIC = "rubric"
 JUDGE_ROLES: tuple[str, ...] = (RUBRIC, *STUDIES)  # the judges: Levels I-III's rubric judge, each study's judge
+GATE, SAMPLE = "gate", "sample"  # review.mode: what people's scores do to a judged cell
+PEOPLE_READINGS: tuple[str, ...] = ("J", "judge")  # the readings of a judged cell people's scores enter (not S)
 
 
 class FromSection:
@@ -172,6 +174,17 @@ class ReliabilitySettings:
         section = config["judge_reliability"]
         ladder, canary = section["ladder"], section["canary"]
         return cls(section["seed"], ladder["items"], canary["items"], canary["min_alpha"])
+
+
+@dataclass(frozen=True)
+class ReviewSettings(FromSection):
+    """review.mode/sample_per_cell/sample_seed: what people's scores do to a judged cell (gate or sample)."""
+
+    SECTION = ("review",)
+
+    mode: str
+    sample_per_cell: int
+    sample_seed: int
 
 
 @dataclass(frozen=True)
