@@ -19,7 +19,7 @@ from h2htalk.llm.calls import EngineOptions
 from h2htalk.llm.engines import Endpoint
 from h2htalk.prompts.render import write_prompts
 from h2htalk.reliability import degrade
-from h2htalk.reliability.agreement import NOMINAL, ORDINAL, judge_vs_people, krippendorff_alpha, self_consistency
+from h2htalk.reliability.agreement import NOMINAL, ORDINAL, krippendorff_alpha, self_consistency
 from h2htalk.reliability.canary import drift_notes, keep_canary
 from h2htalk.reliability.card import ladder_words, write_card
 from h2htalk.reliability.evidence import JudgeEvidence
@@ -228,13 +228,6 @@ def test_alpha_of_identical_samples_is_one_and_undefined_where_it_cannot_be_meas
     assert krippendorff_alpha([[1, None], [2, None]], ORDINAL).why == "no item has two values"
 
 
-def test_the_people_hook_says_when_nobody_has_rated():
-    assert judge_vs_people({("m", "v", "i"): 3.0}, {}, ORDINAL).why == "no ratings yet"
-    judge = {("m", "v", str(i)): float(i % 5) for i in range(10)}
-    people = {item: [value, value, value + 1] for item, value in judge.items()}  # median = the judge's value
-    assert judge_vs_people(judge, people, ORDINAL).value == pytest.approx(1.0)
-
-
 # --- the drift canary -------------------------------------------------------------------------------------------
 
 
@@ -345,7 +338,7 @@ def test_the_ladder_job_judges_through_the_cache_and_the_card_says_what_it_found
         judge.consistency = [
             (role, "score", ORDINAL, self_consistency([{"samples": [{"score": 1}]}], "score", ORDINAL))
         ]
-        judge.people = [("score", ORDINAL, judge_vs_people({}, {}, ORDINAL))]
+        judge.people = []  # an agreement report without people's ratings of these judges
         evidence.append(judge)
     rows = write_card(evidence, tmp_path / "card", BOOTSTRAP)
     card = (tmp_path / "card.md").read_text(encoding="utf-8")
@@ -378,8 +371,9 @@ RECONSTRUCTION = ("gpt-4o", "deepseek-r1", "claude-3.7")  # the schema's reconst
 
 
 def test_the_commands_make_the_card_from_the_run_and_table2_notes_a_changed_judge(tmp_path):
-    """judge-ladder and judge-reliability as the workflow runs them (only the config keys they declare), on a
-    tree with a judged Level I cell and both studies; a second judge that scores at random is flagged."""
+    """judge-ladder, agreement and judge-reliability as the workflow runs them (only the config keys they declare),
+    on a tree with a judged Level I cell that people rated and both studies; a second judge that gives every text
+    the opposite verdict is flagged."""
     from h2htalk.cli import main
     from h2htalk.cli.tables import rubric_canary
     from h2htalk.io import write_json_atomic, write_jsonl_atomic
@@ -397,24 +391,27 @@ def test_the_commands_make_the_card_from_the_run_and_table2_notes_a_changed_judg
             "models": ["m"], "baselines": [], "subtasks": ["itinerary_basic"], "model_registry": str(registry),
             "rubric_judge": {"model": judge, "samples": 2, "cache_dir": str(tmp_path / "cache")},
             "study_judge": {"model": judge, "samples": 1, "cache_dir": str(tmp_path / "cache")},
-            "review": {"store": str(tmp_path / "no-store.sqlite")},
+            "review": {"store": str(tmp_path / "no-store.sqlite"), "imports": [str(scores)]},
+            "instances": {"source": "demo"},
             "scoring": {"bootstrap": {"resamples": 100}},
         }), "utf-8")  # fmt: skip
 
     results = Layout(str(tmp_path / "results"))
     write_json_atomic(results.path("provenance"), {"git": {"revision": None}})
     path = demo_file(Path(results.path("instances", subtask="itinerary_basic")).parent, "itinerary_basic")
+    judged = {r["id"]: float(1 + 2 * index) for index, r in enumerate(read_jsonl(path))}  # 1, 3, 5
+    scores = tmp_path / "review_scores.csv"  # two people gave each sap item the judge's score
+    rows = [f"m,sap,itinerary_basic,{item},{value:g},{rater}" for item, value in judged.items() for rater in "ab"]
+    scores.write_text("\n".join(["model,variant,subtask,id,human_score,reviewer", *rows]) + "\n", encoding="utf-8")
     for variant in ("sap", "nosap"):
         write_prompts(read_instances(path), variant, Path(results.prompts(variant, "itinerary_basic")))
-        samples = [
-            {"id": r["id"], "samples": [{"score": 4.0}, {"score": 4.0}], "judge_mean": 4.0} for r in read_jsonl(path)
-        ]
+        samples = [{"id": item, "samples": [{"score": v}, {"score": v}], "judge_mean": v} for item, v in judged.items()]
         write_jsonl_atomic(
             results.path("judge_samples", model="m", variant=variant, subtask="itinerary_basic"), samples
         )
         for study, value in (
             ("safety", {"safety_score": 4.0, "violation": False}),
-            ("instruction_following", {"success": True}),
+            ("instruction_following", {"success": True, "recognized": True, "met": True}),
         ):
             write_jsonl_atomic(results.path("study_verdicts", model="m", variant=variant, study=study),
                                [{"id": "x", **value, "samples": [value]}])  # fmt: skip
@@ -435,12 +432,18 @@ def test_the_commands_make_the_card_from_the_run_and_table2_notes_a_changed_judg
             write_config(judge)
             args = ["--config", str(config), "--results", results.root.as_posix()]
             assert main(["judge-ladder", *args, "--model", judge, "--base-url", stub.base_url]) == 0
+            agreement = tmp_path / "figures" / "agreement"
+            assert main(["agreement", *args, "--out", str(agreement)]) == 0
             out = tmp_path / "figures" / judge
-            assert main(["judge-reliability", *args, "--out", str(out)]) == 0
+            assert main(["judge-reliability", *args, "--out", str(out), "--agreement", f"{agreement}.csv"]) == 0
     card = (tmp_path / "figures" / "j2.md").read_text(encoding="utf-8")
-    assert "## The rubric judge: j2" in card and "## The safety judge: j2" in card
-    assert "Its agreement with its own samples (Krippendorff's alpha): itinerary_basic score undefined" in card
-    assert "People have not rated" in card and "**The judge changed.**" in card
+    rubric, safety, _ = card.split("## The ")[1:]
+    assert rubric.startswith("rubric judge: j2") and safety.startswith("safety judge: j2")
+    assert "Its agreement with its own samples (Krippendorff's alpha): itinerary_basic score 1.00." in rubric
+    assert "Its agreement with people's consensus (Krippendorff's alpha): itinerary_basic human_score 1.00" in rubric
+    assert "People have not rated its safety-study replies yet" in safety and "**The judge changed.**" in card
+    assert main(["judge-reliability", *args, "--out", str(tmp_path / "alone"), "--agreement", "none.csv"]) == 0
+    assert "No agreement report was read" in (tmp_path / "alone.md").read_text(encoding="utf-8")
     canary = read_json(results.path("judge_canary", model="j2"))
     assert canary["rubric"]["previous"]["judge"]["name"] == "j1" and canary["rubric"]["flagged"]
     config_j2 = default_config(json.loads(config.read_text("utf-8")))

@@ -1,6 +1,6 @@
 # The judges' reliability card (a named target: snakemake judge_reliability): each judge model's sanity ladder
 # and drift canary in one job (its engine started once), then the card from those, the judges' own samples of
-# the run's items and people's ratings.
+# the run's items and the agreement report (the judges against people).
 
 
 rule judge_ladder:
@@ -44,8 +44,7 @@ rule judge_reliability:
         verdicts=paths(
             "verdicts", [c for m in RUN.study_models for c in RUN.studies(m)]
         ),
-        human=[*config["review"]["imports"], *config["studies"]["human_ratings"]],
-        store=ancient(STORE),
+        agreement=rules.agreement.output.csv,
     output:
         meta=f"{PAPER_FIGURES}/judge_reliability.meta.json",
         md=f"{PAPER_FIGURES}/judge_reliability.md",
@@ -65,8 +64,5 @@ rule judge_reliability:
         runtime=10,
     params:
         settings=settings("judge-reliability"),
-        review_scores=ratings_param(REVIEW_SCORES),
-        safety_ratings=ratings_param(SAFETY_RATINGS),
-        need_verdicts=ratings_param(NEED_VERDICTS),
     shell:
-        h2htalk("judge-reliability")
+        h2htalk("judge-reliability", "--agreement {input.agreement}")

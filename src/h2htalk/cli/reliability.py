@@ -4,6 +4,7 @@ judge-reliability (the card: paper_figures/judge_reliability.{md,csv})."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from h2htalk.cli.options import (
@@ -21,6 +22,7 @@ from h2htalk.progress import answered, summary
 from h2htalk.settings import JudgeSettings
 
 JUDGE_KEYS = tuple(JudgeSettings.__dataclass_fields__)
+AGREEMENT = "paper_figures/agreement.csv"  # the agreement report: the judges' agreement with people
 CELLS = ("models", "baselines", "rubric_judge.baselines", "subtasks", "variants", "studies.models")
 
 
@@ -43,11 +45,14 @@ def register(sub: Any) -> None:
         "the judges' reliability card: ladder, self-consistency, agreement with people, drift canary",
         reads=(
             *CELLS, "rubric_judge.model", "rubric_judge.samples", "study_judge.model", "study_judge.samples",
-            "scoring.bootstrap", "review.imports", "review.store", "studies.human_ratings",
+            "scoring.bootstrap",
         ),
     )  # fmt: skip
     add_results(p)
     add_table_output(p, "paper_figures/judge_reliability")
+    p.add_argument(
+        "--agreement", type=Path, default=Path(AGREEMENT), help=f"the agreement report's CSV (default {AGREEMENT})"
+    )
 
 
 def cmd_judge_ladder(args: argparse.Namespace) -> int:
@@ -80,8 +85,9 @@ def cmd_judge_reliability(args: argparse.Namespace) -> int:
     from h2htalk.settings import BootstrapSettings
 
     config = load_config(args)
-    evidence, inputs = card_evidence(config, RunCells(config), args.results)
-    rows = write_card(evidence, args.out, BootstrapSettings.from_config(config))
+    bootstrap = BootstrapSettings.from_config(config)
+    evidence, inputs = card_evidence(config, RunCells(config), args.results, args.agreement)
+    rows = write_card(evidence, args.out, bootstrap)
     write_meta(args, inputs)
     summary(f"{len(evidence)} judges, {len(rows)} rows -> {args.out}.md, {args.out}.csv")
     return 0

@@ -1,5 +1,5 @@
-"""Krippendorff's alpha for the card: a judge against itself (its k samples of an item), against people, and
-against its own previous run (the drift canary).
+"""Krippendorff's alpha for the card: a judge against itself (its k samples of an item) and against its own previous
+run (the drift canary); against people it is the agreement report's (``h2htalk.people.agreement``).
 
 Ordinal for scores (the rubric's 0-5, safety's 1-5: only their order counts), nominal for decisions. Alpha is
 undefined, and reported as None with the reason, when no item has two values or when every value is the same.
@@ -7,7 +7,6 @@ undefined, and reported as None with the reason, when no item has two values or 
 
 from __future__ import annotations
 
-import statistics
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -55,24 +54,3 @@ def self_consistency(records: Iterable[Mapping[str, Any]], field: str, level: st
     if found.value is None and all(len(u) < 2 for u in units):
         return Alpha(None, 0, "one sample per item")
     return found
-
-
-def judge_vs_people(
-    judge: Mapping[tuple[str, ...], float | None], people: Mapping[tuple[str, ...], Sequence[float]], level: str
-) -> Alpha:
-    """The hook for agreement with people: alpha of the judge's value of each item against the people's
-    consensus (the median of their scores; for decisions, the majority, a tie left out), over the items that
-    have both. No ratings: undefined, saying so."""
-    if not people:
-        return Alpha(None, 0, "no ratings yet")
-    units = [[judge.get(item), consensus(values, level)] for item, values in people.items()]
-    return krippendorff_alpha(units, level)
-
-
-def consensus(values: Sequence[float], level: str) -> float | None:
-    if not values:
-        return None
-    if level == ORDINAL:
-        return float(statistics.median(values))
-    yes = sum(1 for v in values if v)
-    return None if 2 * yes == len(values) else float(2 * yes > len(values))

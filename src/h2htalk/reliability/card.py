@@ -89,6 +89,25 @@ def sameness_words(ladder: Sequence[dict[str, Any]]) -> str:
     return f"It gives {values.count(common)} of the {len(values)} texts it scored the same value ({common:g})."
 
 
+def people_alpha(row: dict[str, Any]) -> str:
+    """A judge-vs-people alpha of the agreement report, with its CI and what it rests on."""
+    if row["value"] is None:
+        return f"undefined ({row['items']} items, {row['ratings']} ratings)"
+    ci = f" [{row['value_ci_low']:.2f}, {row['value_ci_high']:.2f}]" if row["value_ci_low"] is not None else ""
+    return f"{row['value']:.2f}{ci} ({row['items']} items, {row['ratings']} ratings)"
+
+
+def people_row(evidence: JudgeEvidence, row: dict[str, Any]) -> dict[str, Any]:
+    """A judge-vs-people row of the agreement report (paper_figures/agreement.md), as the card shows it."""
+    note = "no ratings by people yet" if not row["ratings"] else f"{row['ratings']} ratings"
+    if row["ratings"] and row["value"] is None:
+        note += ": alpha undefined (no item with both, or no variation)"
+    return {"judge": ROLE_NAMES[evidence.role], "model": evidence.model, "check": "agreement with people (alpha)",
+            "task": row["scope"], "comparison": f"{row['field']}, {row['level']}", "value": row["value"],
+            "ci_low": row["value_ci_low"], "ci_high": row["value_ci_high"], "items": row["items"],
+            "note": note}  # fmt: skip
+
+
 def alpha_row(evidence: JudgeEvidence, check: str, task: str, comparison: str, alpha: Alpha, note: str = "") -> dict:
     return {"judge": ROLE_NAMES[evidence.role], "model": evidence.model, "check": check, "task": task,
             "comparison": comparison, "value": alpha.value, "items": alpha.items,
@@ -151,8 +170,8 @@ def judge_rows(evidence: JudgeEvidence, bootstrap: BootstrapSettings) -> list[di
         note = f"{SETTING[evidence.role]} = 1" if alpha.why == "one sample per item" and evidence.samples == 1 else ""
         note = f"one sample per item ({note})" if note else ""
         rows.append(alpha_row(evidence, "self-consistency (alpha)", task, f"{name}, {level}", alpha, note))
-    for name, level, alpha in evidence.people:
-        rows.append(alpha_row(evidence, "agreement with people (alpha)", ALL, f"{name}, {level}", alpha))
+    for row in evidence.people or []:
+        rows.append(people_row(evidence, row))
     canary = evidence.canary
     if canary is not None:
         rows.append({"judge": ROLE_NAMES[evidence.role], "model": evidence.model, "check": "drift canary (alpha)",
@@ -177,11 +196,14 @@ def verdict_words(evidence: JudgeEvidence, bootstrap: BootstrapSettings) -> str:
     elif consistency:
         shown = "; ".join(f"{task} {name} {alpha.text()}" for task, name, alpha in consistency)
         parts.append(f"Its agreement with its own samples (Krippendorff's alpha): {shown}.")
-    people = [(name, alpha) for name, _, alpha in evidence.people]
-    if all(alpha.why == "no ratings yet" for _, alpha in people):
+    rated = [row for row in evidence.people or [] if row["ratings"]]
+    if evidence.people is None:
+        parts.append("No agreement report was read (paper_figures/agreement.csv): agreement with people not shown.")
+    elif not rated:
         parts.append(f"People have not rated its {WHAT_IS_JUDGED[evidence.role]} yet: no agreement with people.")
     else:
-        parts.append("Its agreement with people: " + "; ".join(f"{n} {a.text()}" for n, a in people) + ".")
+        shown = "; ".join(f"{row['scope']} {row['field']} {people_alpha(row)}" for row in rated)
+        parts.append(f"Its agreement with people's consensus (Krippendorff's alpha): {shown}.")
     if evidence.canary is not None:
         canary = evidence.canary
         flag = "**The judge changed.** " if canary["flagged"] else ""
