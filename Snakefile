@@ -64,6 +64,10 @@ localrules:
     calibration,
     figure,
     fig7,
+    results_json,
+    leaderboard,
+    every_eval_ever,
+    viewer,
     judge_reliability,
 
 
@@ -77,6 +81,7 @@ include: "workflow/rules/studies.smk"
 include: "workflow/rules/provenance.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/export.smk"
 include: "workflow/rules/reliability.smk"
 
 
@@ -94,4 +99,7 @@ rule all:
         rules.fig7.output,
         calibration_targets(),
         instance_review_targets(),
+        rules.results_json.output,
+        rules.leaderboard.output,
+        rules.viewer.output,
         reliability_targets(),

@@ -11,6 +11,8 @@ from h2htalk.config import (
     write_resolved,
 )
 from h2htalk.errors import ConfigError
+from h2htalk.export.items import item_files
+from h2htalk.export.summaries import summary_paths
 from h2htalk.freshness import remove_stale, result_graph, stale_results
 from h2htalk.instances.sources import source_file
 from h2htalk.layout import Cell, Layout

@@ -17,6 +17,7 @@ from pathlib import Path
 from h2htalk import progress
 from h2htalk.cli import (
     data,
+    export,
     figures,
     generation,
     instances,
@@ -32,7 +33,8 @@ from h2htalk.cli import (
 from h2htalk.errors import H2HTalkError
 
 STAGES = (
-    data, instances, prompts, generation, scoring, judge, studies, tables, figures, provenance, review, reliability,
+    data, instances, prompts, generation, scoring, judge, studies, tables, figures, export, provenance, review,
+    reliability,
 )  # fmt: skip
 
 
