@@ -68,6 +68,7 @@ localrules:
     leaderboard,
     every_eval_ever,
     viewer,
+    judge_reliability,
 
 
 include: "workflow/rules/data.smk"
@@ -81,6 +82,7 @@ include: "workflow/rules/provenance.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/export.smk"
+include: "workflow/rules/reliability.smk"
 
 
 rule all:
@@ -100,3 +102,4 @@ rule all:
         rules.results_json.output,
         rules.leaderboard.output,
         rules.viewer.output,
+        reliability_targets(),

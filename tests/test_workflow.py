@@ -78,6 +78,24 @@ def test_dry_run_lists_the_laptop_default_jobs(checkout):
     assert not (checkout / "results").exists()
 
 
+def test_the_judges_card_is_one_ladder_job_per_judge_model(checkout):
+    """The laptop makes the judges' card when asked (judge_reliability.every_run: false); the paper's `all` makes
+    it, with one ladder job for its one judge model, and Table 2 waits for the rubric judge's drift canary."""
+    laptop = snakemake(checkout, "-n")
+    assert laptop.returncode == 0 and "judge_ladder" not in laptop.stdout + laptop.stderr
+    card = snakemake(checkout, "-n", "judge_reliability")
+    out = card.stdout + card.stderr
+    assert re.search(r"^judge_ladder\s+1$", out, re.M) and re.search(r"^judge_reliability\s+1$", out, re.M), out[-3000:]
+    command = [sys.executable, "-m", "snakemake", "-n", "all", "--configfiles", "config/config.yaml",
+               "--config", "upstream_dir=/nonexistent"]  # fmt: skip
+    paper = subprocess.run(command, cwd=checkout, capture_output=True, text=True, timeout=300, check=False)
+    assert paper.returncode == 0, paper.stderr[-3000:]
+    for rule in ("judge_ladder", "judge_reliability"):  # GPT-4o judges everything: one ladder job
+        assert re.search(rf"^{rule}\s+1$", paper.stdout, re.M), rule
+    table2 = next(job for job in re.split(r"\n(?=rule )", paper.stdout) if job.startswith("rule table2:"))
+    assert "results/judge_reliability/gpt-4o/canary.json" in table2
+
+
 def scoring_jobs(root: Path, *configfiles: str) -> dict[str, set[str]]:
     """The resources and the shell commands of every scoring job the paper DAG plans, as a dry run prints them."""
     command = [sys.executable, "-m", "snakemake", "-n", "-p", "all", "--configfiles", "config/config.yaml",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from h2htalk.layout import Cell, Layout
-from h2htalk.settings import STUDIES
+from h2htalk.settings import RUBRIC, STUDIES
 from h2htalk.subtasks import JUDGED
 
 
@@ -52,6 +52,14 @@ class RunCells:
     @property
     def study_models(self) -> tuple[str, ...]:
         return tuple(self.config["studies"]["models"] or self.models)
+
+    @property
+    def judges(self) -> dict[str, tuple[str, ...]]:
+        """Each judge model and the judges it is (``settings.JUDGE_ROLES``): the rubric judge when Levels I-III
+        are run, the judges of both studies."""
+        roles = {self.config["rubric_judge"]["model"]: (RUBRIC,)} if self.judged_subtasks else {}
+        study_judge = self.config["study_judge"]["model"]
+        return roles | {study_judge: (*roles.get(study_judge, ()), *STUDIES)}
 
     @property
     def embedders(self) -> tuple[str, ...]:

@@ -52,6 +52,11 @@ PATTERNS: dict[str, str] = {
     "review_queue": "review/queue.csv",
     "study_verdicts": "studies/{study}/verdicts/{model}/{variant}.jsonl",
     "study_judge_run": "studies/verdicts/{model}.run.json",
+    "judge_ladder": "judge_reliability/{model}/ladder.jsonl",
+    "judge_canary": "judge_reliability/{model}/canary.json",
+    "judge_ladder_run": "judge_reliability/{model}/run.json",
+    "canary_history": "judge_canary/{role}/history.jsonl",
+    "canary_run": "judge_canary/{role}/runs/{digest}.jsonl",
     "logs": "logs",
     "benchmarks": "benchmarks",
 }

@@ -16,6 +16,8 @@ VARIANTS: tuple[str, ...] = ("sap", "nosap")  # with and without the Secure Atta
 WITH_SAP, WITHOUT_SAP = VARIANTS
 VARIANT_NAMES = {WITH_SAP: "w/ SAP", WITHOUT_SAP: "w/o SAP"}  # as the paper's tables name them
 STUDIES: tuple[str, ...] = ("safety", "instruction_following")  # the two studies, as config keys and file names
+RUBRIC = "rubric"
+JUDGE_ROLES: tuple[str, ...] = (RUBRIC, *STUDIES)  # the judges: Levels I-III's rubric judge, each study's judge
 GATE, SAMPLE = "gate", "sample"  # review.mode: what people's scores do to a judged cell
 PEOPLE_READINGS: tuple[str, ...] = ("J", "judge")  # the readings of a judged cell people's scores enter (not S)
 
@@ -156,6 +158,22 @@ class GateSettings(FromSection):
     tau: float
     max_spread: float
     gate_on: str
+
+
+@dataclass(frozen=True)
+class ReliabilitySettings:
+    """judge_reliability.seed/ladder/canary: what each judge's ladder job judges and when its canary flags it."""
+
+    seed: int
+    ladder_items: int | None
+    canary_items: int
+    canary_min_alpha: float
+
+    @classmethod
+    def from_config(cls, config: Config) -> ReliabilitySettings:
+        section = config["judge_reliability"]
+        ladder, canary = section["ladder"], section["canary"]
+        return cls(section["seed"], ladder["items"], canary["items"], canary["min_alpha"])
 
 
 @dataclass(frozen=True)

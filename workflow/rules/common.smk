@@ -193,6 +193,7 @@ def models_started_by(jobs):
         "generate": lambda job: [job.wildcards.model],
         "rubric_judge": lambda job: [RUBRIC_JUDGE],
         "study_judge": lambda job: [STUDY_JUDGE],
+        "judge_ladder": lambda job: [job.wildcards.model],
         "reconstruct_instances": lambda job: RECONSTRUCT_MODELS,
     }
     return {
@@ -289,3 +290,29 @@ def calibration_targets():
         if wanted <= set(config["baselines"])
         else []
     )
+
+
+def reliability_targets():
+    """The judges' reliability card, when every run makes it (judge_reliability.every_run)."""
+    return (
+        [f"{PAPER_FIGURES}/judge_reliability.md"]
+        if config["judge_reliability"]["every_run"]
+        else []
+    )
+
+
+def rubric_canary(wildcards):
+    """Table 2 notes a changed rubric judge from its drift canary, when every run checks it."""
+    if not (config["judge_reliability"]["every_run"] and RUN.judged_subtasks):
+        return []
+    return [path("judge_canary", model=RUBRIC_JUDGE)]
+
+
+def rubric_ladder_inputs(wildcards):
+    """What the rubric judge's ladder is made of: the judged subtasks' instances and one variant's prompts."""
+    if RUBRIC_JUDGE != wildcards.model or not RUN.judged_subtasks:
+        return []
+    return [
+        *expand(path("instances"), subtask=RUN.judged_subtasks),
+        *expand(path("prompts"), variant=RUN.variants[0], subtask=RUN.judged_subtasks),
+    ]

@@ -77,6 +77,7 @@ rule table2:
         ),
         human=config["review"]["imports"],
         store=ancient(STORE),
+        canary=rubric_canary,
     output:
         meta=f"{PAPER_FIGURES}/table2.meta.json",
         csv=report(

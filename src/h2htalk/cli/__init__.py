@@ -24,6 +24,7 @@ from h2htalk.cli import (
     judge,
     prompts,
     provenance,
+    reliability,
     review,
     scoring,
     studies,
@@ -31,7 +32,10 @@ from h2htalk.cli import (
 )
 from h2htalk.errors import H2HTalkError
 
-STAGES = (data, instances, prompts, generation, scoring, judge, studies, tables, figures, export, provenance, review)
+STAGES = (
+    data, instances, prompts, generation, scoring, judge, studies, tables, figures, export, provenance, review,
+    reliability,
+)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:

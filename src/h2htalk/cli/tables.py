@@ -10,6 +10,7 @@ from typing import Any
 
 from h2htalk.cli.options import add_bootstrap, add_command, add_results, add_table_output, load_config, write_meta
 from h2htalk.cli.run_notes import RUN_NOTE_READS, run_notes
+from h2htalk.layout import Layout
 from h2htalk.progress import summary
 
 PAIRS, RANKS = "paper_figures/table2_pairs.csv", "paper_figures/table2_ranks.csv"
@@ -18,6 +19,7 @@ CELLS_READS = ("models", "baselines", "rubric_judge.baselines", "subtasks", "var
 TABLE2_READS = (
     *CELLS_READS, *RUN_NOTE_READS, "model_registry", "paper.table2", "tables", "instances.reconstruct.generator",
     "instances.reconstruct.voters", "rubric_judge.model", "review.imports", "review.store", "scoring.bootstrap",
+    "judge_reliability.every_run",
 )  # fmt: skip
 AGREEMENT_READS = (
     *CELLS_READS, *RUN_NOTE_READS, "review.imports", "review.store", "studies.models", "studies.human_ratings",
@@ -90,6 +92,7 @@ def cmd_table1(args: argparse.Namespace) -> int:
 def cmd_table2(args: argparse.Namespace) -> int:
     from h2htalk.cells import RunCells
     from h2htalk.io import read_json
+    from h2htalk.reliability.canary import drift_notes
     from h2htalk.settings import BootstrapSettings
     from h2htalk.tables.calibration import echo_notes
     from h2htalk.tables.human_review import agreement_note, judged_cells, review_notes, rubric_agreement, rubric_ratings
@@ -102,7 +105,9 @@ def cmd_table2(args: argparse.Namespace) -> int:
     registry, paper = config["model_registry"], config["paper"]["table2"]
     weights, judged_cell = config["tables"]["overall_weights"], config["tables"]["judged_cell"]
     imports, store = config["review"]["imports"], config["review"]["store"]
-    notes = shared_roles(config) + review_notes(map(read_json, summaries), judged_cell)
+    canary = rubric_canary(config, args.results)
+    notes = shared_roles(config) + (drift_notes(canary) if canary else [])
+    notes += review_notes(map(read_json, summaries), judged_cell)
     if config["instances"]["source"] == "reconstructed":
         notes += echo_notes(map(read_json, summaries), weights, judged_cell)
     significance = None  # the workflow always compares; on its own, table2 says when nothing was compared
@@ -128,7 +133,8 @@ def cmd_table2(args: argparse.Namespace) -> int:
     samples = [args.results.judge_samples(cell) for cell in judged_cells(run)]
     stored = [store] if os.path.exists(store) else []
     compared = [args.pairs, args.ranks] if significance else []
-    write_meta(args, [*summaries, registry, paper, *compared, *samples, *imports, *stored])
+    canaries = [canary] if canary else []
+    write_meta(args, [*summaries, registry, paper, *compared, *samples, *imports, *stored, *canaries])
     summary(f"wrote {args.out}.csv, .md, .tex, _heatmap.png, _vs_paper.csv, _paper_audit.csv")
     return 0
 
@@ -197,6 +203,17 @@ def cmd_calibration(args: argparse.Namespace) -> int:
     write_meta(args, [*summaries, *(p for paths in floor_items.values() for p in paths)])
     summary(f"{len(rows)} rows -> {args.out}.md, {args.out}.csv")
     return 0
+
+
+def rubric_canary(config: dict[str, Any], results: Layout) -> str | None:
+    """The rubric judge's drift canary, when every run checks it (judge_reliability.every_run), Levels I-III are
+    judged and its ladder job has run (the workflow makes it an input of Table 2)."""
+    from h2htalk.cells import RunCells
+
+    if not (config["judge_reliability"]["every_run"] and RunCells(config).judged_subtasks):
+        return None
+    path = results.path("judge_canary", model=config["rubric_judge"]["model"])
+    return path if os.path.exists(path) else None
 
 
 def shared_roles(config: dict[str, Any]) -> list[str]:

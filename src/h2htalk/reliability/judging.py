@@ -1,0 +1,73 @@
+"""Ask a judge to score ladder texts, exactly as it scores the run's answers: the same messages, its k samples
+with their seeds, the retry of a cut-off answer, the same parsers, and the content-addressed cache (a text any
+earlier job put to this judge is not asked again)."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from h2htalk.judge.rubric import parse_verdict
+from h2htalk.judge.run import answers_with_retry, sample_requests
+from h2htalk.llm.calls import EngineOptions
+from h2htalk.reliability.ladder import NEEDS, RUBRIC, SAFETY, LadderText
+from h2htalk.settings import JudgeSettings
+from h2htalk.studies.judges import parse_need, parse_safety
+
+
+def read_sample(role: str, response: str, finish_reason: str | None) -> dict[str, Any]:
+    """One judge answer as the card compares it: ``value`` is the rubric score (0-5), the safety score (1-5) or
+    the need decision (1 recognised and met, 0 not); None when the answer could not be read."""
+    if role == RUBRIC:
+        verdict = parse_verdict(response, finish_reason)
+        return {"value": verdict.score, "parse": verdict.parse}
+    if role == SAFETY:
+        safety = parse_safety(response, finish_reason)
+        return {"value": safety.score, "violation": safety.violation, "parse": safety.parse}
+    need = parse_need(response, finish_reason)
+    return {"value": None if need.success is None else float(need.success), "parse": need.parse}
+
+
+def item_value(role: str, samples: Sequence[dict[str, Any]]) -> float | None:
+    """The judge's value of a text from its samples, as the run aggregates them: the mean score (rubric, safety),
+    the majority decision (needs; a tie counts as not met, as Figure 7 counts it)."""
+    values = [s["value"] for s in samples if s["value"] is not None]
+    if not values:
+        return None
+    if role == NEEDS:
+        return float(sum(values) > len(values) / 2)
+    return statistics.fmean(values)
+
+
+def judge_texts(
+    spec: dict[str, Any],
+    texts: Sequence[LadderText],
+    settings: Mapping[str, JudgeSettings],
+    engines: EngineOptions,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A verdict record for every text (its labels, the samples, ``value``) and the call summaries: one session
+    per cache folder, so the engine starts once when the roles share one (they do by default)."""
+    requests = {
+        text: sample_requests(
+            spec, f"ladder/{text.task}/{text.item}/{text.rung}", text.chat(), engines.seed, settings[text.role]
+        )
+        for text in texts
+    }
+    answers: dict[str, dict[str, Any]] = {}
+    summaries = []
+    for folder in dict.fromkeys(settings[text.role].cache_dir for text in texts):
+        batch = [r for text in texts if settings[text.role].cache_dir == folder for r in requests[text]]
+        with engines.session(spec, folder, f"judge ladder {spec['name']}") as calls:
+            answers.update(answers_with_retry(calls, batch))
+            summaries.append(calls.summary())
+    records = []
+    for text in texts:
+        samples = []
+        for request in requests[text]:
+            answer = answers[request.key]
+            read = read_sample(text.role, answer["response"], answer["finish_reason"])
+            asked = answer.get("request_key", request.key)  # the retry's key when the answer was asked again
+            samples.append({**read, "seed": request.params["seed"], "request_key": asked})
+        records.append({**text.label(), "samples": samples, "value": item_value(text.role, samples)})
+    return records, summaries
