@@ -70,7 +70,8 @@ def cmd_score(args: argparse.Namespace) -> int:
         for cell in RunCells(config).scoring(args.model, args.embedder, studies=not baseline)
     ]
     items = sum(s["n"] for s in summaries)
-    summary(f"score {args.model} with {setup.embedder.name}: {len(summaries)} cells, {items} items")
+    subject = f"{args.model} with {setup.embedder.name}"
+    summary(f"{len(summaries)} cells, {items} items; {mean_s_by_variant(summaries)}", subject=subject)
     return 0
 
 
@@ -87,3 +88,17 @@ def cmd_score_upstream(args: argparse.Namespace) -> int:
         print(f"{row['subtask']:<28} n={row['n']:>5} of {row['released']:>5} released  S={row['S']:6.2f}")
     print(f"-> {args.out} ({setup.embedder.name})")
     return 0
+
+
+def item_mean_s(cells: list[dict[str, Any]]) -> float | None:
+    """S over every scored item of ``cells`` (score summaries or rows: ``S`` and ``n``; cells weighted by items)."""
+    scored = [cell for cell in cells if cell["n"]]
+    return sum(c["S"] * c["n"] for c in scored) / sum(c["n"] for c in scored) if scored else None
+
+
+def mean_s_by_variant(summaries: list[dict[str, Any]]) -> str:
+    """``mean S 24.1 (nosap), 23.9 (sap)``: each variant's item mean."""
+    variants = dict.fromkeys(cell["variant"] for cell in summaries)
+    means = {v: item_mean_s([c for c in summaries if c["variant"] == v]) for v in variants}
+    shown = [f"{mean:.1f} ({variant})" for variant, mean in means.items() if mean is not None]
+    return "mean S " + ", ".join(shown) if shown else "no item scored"
