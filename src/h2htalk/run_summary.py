@@ -25,7 +25,12 @@ PRODUCTS = (
     ("Figure 5", "fig5_verb_noun.png", "the most frequent verb-noun pairs"),
     ("Figure 6", "fig6_lengths.png", "length distributions of inputs and references"),
     ("Figure 7", "fig7_instruction_following.png", "instruction following per scenario type"),
+    ("Agreement", "agreement.md", "raters and judges against people"),
     ("Judge card", "judge_reliability.md", "how reliable each judge is"),
+    ("Results", "results.json", "every number of the run, laid out after lm-eval's results file"),
+    ("Leaderboard", "leaderboard.json", "the models ranked by Overall, per embedder and variant"),
+    ("Viewer", "viewer/index.html", "every item beside its reference: open it from disk"),
+    ("Every Eval Ever", "every_eval_ever/validation.json", "every item in that schema, validated"),
 )
 OPEN_FIRST = ("table2.md", "calibration.md", "judge_reliability.md")
 
