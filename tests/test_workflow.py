@@ -141,6 +141,20 @@ def test_an_api_key_missing_fails_before_any_job_but_not_a_dry_run_or_a_job_with
     assert not (checkout / "results" / "data").exists(), "no job may start: fetch is the first"
 
 
+def test_a_failed_job_ends_the_output_with_its_error(checkout, tmp_path):
+    """The terminal shows no job blocks or shell commands, and its last line is the failed job's error."""
+    (tmp_path / "empty").mkdir()
+    result = snakemake(checkout, "table1", "--config", f"upstream_dir={tmp_path / 'empty'}")
+    assert result.returncode != 0
+    lines = (result.stdout + result.stderr).strip().splitlines()
+    assert lines[-1].startswith("h2htalk fetch: error: "), lines[-10:]
+    assert "check failed: dialogue_base.jsonl: not found in upstream_dir" in lines[-1]
+    assert lines[-1].endswith("(and 10 more lines in results/logs/data/fetch.log)")
+    assert "failed: fetch; its log: results/logs/data/fetch.log" in lines
+    assert not any(line.startswith(("Shell command", "rule ", "localrule ", "    jobid")) for line in lines), lines
+    assert len(lines) < 20, lines
+
+
 @pytest.mark.slow
 def test_table1_from_the_released_files(checkout, released_data):
     result = snakemake(checkout, "table1", "--config", f"upstream_dir={released_data}")
@@ -187,6 +201,12 @@ def test_table1_through_the_download_path(checkout, fixture_server):
     result = snakemake(checkout, "table1", *configfiles)
     assert result.returncode == 0, result.stdout + result.stderr
     assert sum(fixture_server.requests.values()) == 11
+    # the terminal: each job's summary line, then what the run made and where its full log is
+    lines = (result.stdout + result.stderr).strip().splitlines()
+    assert "table1: 11 subtasks -> paper_figures/table1.md (+ .csv .tex)" in "\n".join(lines)
+    assert not any("Shell command" in line or line.startswith("localrule ") for line in lines)
+    assert any(line.startswith("  Table 1      paper_figures/table1.md (+ .csv .tex): ") for line in lines)
+    assert lines[-1].startswith("Full log: .snakemake/log/"), lines[-5:]
     assert [int(r["released"]) for r in read_table1(checkout)] == RELEASED
     manifest = yaml.safe_load((checkout / "results" / "data" / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["origin"] == "download"

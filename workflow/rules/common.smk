@@ -25,10 +25,13 @@ from h2htalk.ratings import (
     SAFETY_RATINGS,
 )
 from h2htalk.review.store import ReviewStore, ratings_digest
+from h2htalk.run_summary import run_summary
 from h2htalk.settings import STUDIES, VARIANTS as ALL_VARIANTS
 from h2htalk.studies.data import scenario_file
 from h2htalk.tables.human_review import reads_decisions
 from h2htalk.subtasks import SUBTASK_KEYS, get_subtask
+
+import time
 
 from snakemake.logging import logger
 from snakemake.settings.types import DeploymentMethod
@@ -112,6 +115,15 @@ onstart:
         raise WorkflowError(str(exc)) from None
     # Every command reads the run's validated configuration from one file (only the sections it declares).
     write_resolved(config, LAYOUT.path("config"))
+
+
+RUN_STARTED = time.time()
+
+
+onsuccess:
+    # The run ends with what it made and where, what to open first, and the warnings that matter.
+    for level, line in run_summary(config, PAPER_FIGURES, RUN_STARTED, log):
+        logger.log(level, line)
 
 
 def path(kind, **labels):

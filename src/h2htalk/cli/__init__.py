@@ -90,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _stop_on_signal)
     args = build_parser().parse_args(argv)
     _configure_logging(args.verbose, args.log)
-    progress.start_job()
+    progress.start_job(args.command)
     try:
         return args.handler(args)
     except H2HTalkError as exc:

@@ -61,7 +61,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     manifest_path = args.results.path("manifest")
     manifest = fetch_release(out_dir, manifest_path, UpstreamSource.from_config(config), config["upstream_dir"])
     lines = sum(f["lines"] for f in manifest["files"])
-    summary(f"fetched {len(manifest['files'])} files, {lines} lines -> {manifest_path}")
+    summary(f"{len(manifest['files'])} files, {lines} lines", out=manifest_path)
     return 0
 
 
@@ -81,9 +81,8 @@ def cmd_curate(args: argparse.Namespace) -> int:
         CurateOptions.from_config(load_config(args)),
     )
     flagged = ", ".join(f"{f}={n}" for f, n in report["flags"].items() if n)
-    summary(
-        f"{args.subtask}: released {report['released']}, kept {report['kept']}" + (f" ({flagged})" if flagged else "")
-    )
+    kept = f"{report['released']} released, {report['kept']} kept" + (f" ({flagged})" if flagged else "")
+    summary(kept, subject=args.subtask)
     return 0
 
 
@@ -94,7 +93,7 @@ def cmd_curation_report(args: argparse.Namespace) -> int:
     reports = [results.path("curation", subtask=key) for key in load_config(args)["subtasks"]]
     out_md = results.path("curation_report_md")
     combined = write_curation_report(reports, results.path("curation_report"), out_md)
-    summary(f"released {combined['totals']['released']}, kept {combined['totals']['kept']} -> {out_md}")
+    summary(f"{combined['totals']['released']} released, {combined['totals']['kept']} kept", out=out_md)
     return 0
 
 
@@ -113,5 +112,5 @@ def cmd_prefetch(args: argparse.Namespace) -> int:
         out = args.results.path("prefetched_embedder", embedder=name)
     record = prefetch(kind, name, downloads, out)
     fetched = ", ".join(f"{d['repo']}@{d['revision'][:12]} ({d['bytes']} bytes)" for d in record["downloads"])
-    summary(f"prefetch {name}: {fetched or 'nothing to fetch'} -> {out}")
+    summary(fetched or "nothing to fetch", subject=name, out=out)
     return 0

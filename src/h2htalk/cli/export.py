@@ -77,7 +77,7 @@ def cmd_results_json(args: argparse.Namespace) -> int:
     write_json_atomic(out, record)
     write_meta(args, [*summary_paths(RunCells(config), args.results), config["model_registry"], *present.values()])
     cells = sum(len(row["tasks"]) for row in record["results"])
-    summary(f"{len(record['results'])} rows, {cells} cells, studies: {', '.join(present) or 'none'} -> {out}")
+    summary(f"{len(record['results'])} rows, {cells} cells, studies: {', '.join(present) or 'none'}", out=out)
     return 0
 
 
@@ -95,7 +95,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     out = args.out.with_suffix(".json")
     write_json_atomic(out, board)
     write_meta(args, [*summary_paths(run, args.results), config["model_registry"]])
-    summary(f"{len(board['boards'])} boards of {len(rows)} rows -> {out}")
+    summary(f"{len(board['boards'])} boards of {len(rows)} rows", out=out)
     return 0
 
 
@@ -117,8 +117,9 @@ def cmd_every_eval_ever(args: argparse.Namespace) -> int:
     validation = write_validation(args.out)
     write_meta(args, _item_inputs(config, args))
     summary(
-        f"{len(files)} files, {validation['records']} records -> {args.out}; every-eval-ever"
-        f" {validation['version']} validates all of them"
+        f"{len(files)} files, {validation['records']} records; every-eval-ever {validation['version']} validates "
+        "all of them",
+        out=args.out,
     )
     return 0
 
@@ -130,5 +131,5 @@ def cmd_viewer(args: argparse.Namespace) -> int:
     bundle = write_viewer(config, args.results, _registry(config), args.out, run_notes(config))
     write_meta(args, _item_inputs(config, args))
     files, size = bundle.weight()
-    summary(f"{files} files, {size / 1e6:.1f} MB -> {args.out}/index.html")
+    summary(f"{files} files, {size / 1e6:.1f} MB", out=f"{args.out}/index.html")
     return 0

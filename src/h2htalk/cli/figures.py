@@ -50,7 +50,8 @@ def cmd_figure(args: argparse.Namespace) -> int:
     curated = [Path(args.results.path("curated", subtask=key)) for key in config["subtasks"]]
     instances = [Path(args.results.path("instances", subtask=key)) for key in config["subtasks"]]
     source, notes = config["instances"]["source"], run_notes(config)
-    summary(draw_figure(args.figure, curated, instances, config["figures"], args.out, source, notes))
+    drawn = draw_figure(args.figure, curated, instances, config["figures"], args.out, source, notes)
+    summary(drawn, subject=str(args.figure))
     write_meta(args, [*curated, *instances])
     return 0
 
@@ -66,5 +67,5 @@ def cmd_fig7(args: argparse.Namespace) -> int:
     store, bootstrap = config["review"]["store"], BootstrapSettings.from_config(config)
     rows = write_fig7_files(cells, args.results, bootstrap, args.out, store, run_notes(config))
     write_meta(args, [*(args.results.verdicts(cell) for cell in cells), *([store] if os.path.exists(store) else [])])
-    summary(f"{len(rows)} bars -> {args.out}.png")
+    summary(f"{len(rows)} bars", out=f"{args.out}.png")
     return 0

@@ -38,7 +38,7 @@ def cmd_provision_model(args: argparse.Namespace) -> int:
         raise H2HTalkError(f"model {args.model!r}: engine {spec['engine']} needs no model file")
     out = args.results.path("model_file", model=args.model)
     record = provision_gguf(spec["gguf"], out)
-    summary(f"{args.model}: {record['size']} bytes, sha256 {record['sha256']} -> {out}")
+    summary(f"{record['size']} bytes, sha256 {record['sha256'][:12]}", subject=args.model, out=out)
     return 0
 
 
@@ -62,5 +62,5 @@ def cmd_generate(args: argparse.Namespace) -> int:
     run_file = results.path("generation_run", model=args.model)
     settings = GenerationSettings.from_config(config)
     run = generate_model(spec, files, settings, engines, instances=instances, summary_path=run_file)
-    summary(answered(f"generate {args.model}", run) + f" -> {len(files)} files")
+    summary(answered(run), subject=args.model, out=f"{len(files)} files")
     return 0

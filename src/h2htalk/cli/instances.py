@@ -40,7 +40,7 @@ def cmd_instances(args: argparse.Namespace) -> int:
     file = source_file(load_config(args)["instances"], args.subtask, args.results)
     out = args.results.path("instances", subtask=args.subtask)
     count = write_instances(args.subtask, out, file=file)
-    summary(f"{args.subtask}: {count} instances ({file or 'demo set'}) -> {out}")
+    summary(f"{count} instances ({file or 'demo set'})", subject=args.subtask, out=out)
     return 0
 
 
@@ -77,8 +77,8 @@ def cmd_reconstruct(args: argparse.Namespace) -> int:
     counts = ("sampled", "kept_after_review", "flagged", "leaked", "failed")
     totals = {key: sum(r[key] for r in reports) for key in counts}
     summary(
-        f"reconstructed {len(reports)} subtasks: sampled {totals['sampled']}, kept {totals['kept_after_review']}, "
-        f"flagged {totals['flagged']}, leaked {totals['leaked']}, failed {totals['failed']}"
+        f"{len(reports)} subtasks; {totals['sampled']} sampled, {totals['kept_after_review']} kept, "
+        f"{totals['flagged']} flagged, {totals['leaked']} leaked, {totals['failed']} failed"
     )
     return 0
 
@@ -86,5 +86,5 @@ def cmd_reconstruct(args: argparse.Namespace) -> int:
 def cmd_join_csv(args: argparse.Namespace) -> int:
     from h2htalk.io import join_csv
 
-    summary(f"{join_csv(args.files, args.out)} rows -> {args.out}")
+    summary(f"{join_csv(args.files, args.out)} rows", out=args.out)
     return 0

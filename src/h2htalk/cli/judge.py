@@ -76,7 +76,7 @@ def cmd_rubric_judge(args: argparse.Namespace) -> int:
     engines = engine_options(args, config, [judge.model])
     run_file = Path(results.path("judge_run", model=args.model))
     run = judge_files(spec, args.model, files, judge, engines, summary_path=run_file)
-    summary(answered(f"rubric judge {judge.model} of {args.model}", run, "verdicts") + f" -> {len(files)} files")
+    summary(answered(run, "verdicts"), subject=f"{args.model} by {judge.model}", out=f"{len(files)} files")
     return 0
 
 
@@ -94,9 +94,10 @@ def cmd_combine_j(args: argparse.Namespace) -> int:
     human = read_human_scores(imports, cells, args.results, run.judged_models, store)
     results = [combine_to_files(cell, args.results, gate, bootstrap, human, review) for cell in cells]
     summary(
-        f"J of {args.model} ({review.mode} mode): {len(results)} cells, {sum(r['n'] for r in results)} items, "
+        f"{len(results)} cells, {sum(r['n'] for r in results)} items ({review.mode} mode); "
         f"{sum(r['to_review'] for r in results)} to review, {sum(r['human_items'] for r in results)} rated by "
-        f"people, {sum(r['missing'] for r in results)} missing"
+        f"people, {sum(r['missing'] for r in results)} missing",
+        subject=args.model,
     )
     return 0
 
@@ -109,5 +110,5 @@ def cmd_review_queue(args: argparse.Namespace) -> int:
     items = [Path(args.results.j_items(c.scored_by(run.embedder))) for m in run.judged_models for c in run.judged(m)]
     out = Path(args.results.path("review_queue"))
     count = write_review_queue(items, out)
-    summary(f"{count} items to review -> {out}")
+    summary(f"{count} items to review", out=out)
     return 0

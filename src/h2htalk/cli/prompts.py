@@ -25,5 +25,5 @@ def cmd_prompts(args: argparse.Namespace) -> int:
     instances = args.results.path("instances", subtask=args.subtask)
     out = args.results.prompts(args.variant, args.subtask)
     count = write_prompts(read_instances(instances), args.variant, out)
-    summary(f"{args.subtask}: {count} prompts ({args.variant}) -> {out}")
+    summary(f"{count} prompts", subject=f"{args.subtask} ({args.variant})", out=out)
     return 0

@@ -25,5 +25,5 @@ def cmd_provenance(args: argparse.Namespace) -> int:
 
     out = args.results.path("provenance")
     record = write_provenance(load_config(args), args.results.path("manifest"), out, args.root)
-    summary(f"git {record['git']['revision']} config {record['config_sha256'][:12]} -> {out}")
+    summary(f"git {record['git']['revision']}, config sha256 {record['config_sha256'][:12]}", out=out)
     return 0

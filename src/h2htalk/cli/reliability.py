@@ -74,7 +74,7 @@ def cmd_judge_ladder(args: argparse.Namespace) -> int:
     found = run_ladder(
         spec, roles, texts, judges, reliability, engine_options(args, config, [args.model]), args.results
     )
-    summary(answered(f"judge ladder of {args.model} ({', '.join(roles)})", found, "verdicts"))
+    summary(answered(found, "verdicts"), subject=f"{args.model} ({', '.join(roles)})")
     return 0
 
 
@@ -89,5 +89,5 @@ def cmd_judge_reliability(args: argparse.Namespace) -> int:
     evidence, inputs = card_evidence(config, RunCells(config), args.results, args.agreement)
     rows = write_card(evidence, args.out, bootstrap)
     write_meta(args, inputs)
-    summary(f"{len(evidence)} judges, {len(rows)} rows -> {args.out}.md, {args.out}.csv")
+    summary(f"{len(evidence)} judges, {len(rows)} rows", out=f"{args.out}.md (+ .csv)")
     return 0

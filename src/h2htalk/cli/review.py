@@ -68,7 +68,8 @@ def cmd_load(args: argparse.Namespace) -> int:
     counts = ", ".join(f"{task} {len(task_items)}" for task, task_items in found.items())
     summary(
         f"{len(items)} items ({counts}): {report.new} new, {report.changed} changed, {report.unchanged} unchanged; "
-        f"{report.assignments} assignments to {len(review['raters'])} raters -> {review['store']}"
+        f"{report.assignments} assignments to {len(review['raters'])} raters",
+        out=review["store"],
     )
     return 0
 
@@ -134,7 +135,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     config = load_config(args)
     with ReviewStore(config["review"]["store"]) as store:
         count = export_open_items(store, args.rater, args.task, config["review"]["seed"], args.out)
-    summary(f"{count} open {args.task} items of {args.rater} -> {args.out}")
+    summary(f"{count} open {args.task} items of {args.rater}", out=args.out)
     return 0
 
 

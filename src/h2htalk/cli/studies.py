@@ -53,7 +53,7 @@ def cmd_study_inputs(args: argparse.Namespace) -> int:
         args.study, args.variant, prompts, items, scenario_file(config["studies"], args.study),
         sample=sample.size(args.study), seed=sample.seed,
     )  # fmt: skip
-    summary(f"{args.study}: {count} items ({args.variant}) -> {prompts}")
+    summary(f"{count} items", subject=f"{args.study} ({args.variant})", out=prompts)
     return 0
 
 
@@ -72,5 +72,5 @@ def cmd_study_judge(args: argparse.Namespace) -> int:
     run_file = Path(results.path("study_judge_run", model=args.model))
     spec = registry_entry(config, judge.model, results)
     run = judge_studies(spec, args.model, items, pairs, judge, engines, summary_path=run_file)
-    summary(answered(f"study judge {judge.model} of {args.model}", run, "verdicts") + f" -> {len(pairs)} files")
+    summary(answered(run, "verdicts"), subject=f"{args.model} by {judge.model}", out=f"{len(pairs)} files")
     return 0

