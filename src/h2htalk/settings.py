@@ -72,7 +72,8 @@ class CurateOptions:
 @dataclass(frozen=True)
 class ClientSettings(FromSection):
     """How the chat client talks to an endpoint (generation.*): concurrency, timeout, retries, backoff; the
-    failures a job tolerates, and whether it sends the cached content refusals again."""
+    failures a job tolerates, and whether it sends the cached content refusals again; the providers' rate
+    limits, and how often a submitted batch is looked at."""
 
     SECTION = ("generation",)
 
@@ -83,6 +84,8 @@ class ClientSettings(FromSection):
     backoff_max_s: float
     max_failure_rate: float
     retry_failed: bool
+    rate_limits: dict[str, dict[str, int | None]]
+    batch_poll_s: float
 
 
 @dataclass(frozen=True)
@@ -135,6 +138,7 @@ class JudgeSettings(FromSection):
     temperature: float
     max_new_tokens: int
     cache_dir: str
+    batch: bool  # through the model's Batch API, where it has one
 
 
 @dataclass(frozen=True)
@@ -182,6 +186,7 @@ class ReconstructSettings:
     vote_seed: int
     vote_max_new_tokens: int
     cache_dir: str
+    batch: bool
 
     @classmethod
     def from_config(cls, config: Config) -> ReconstructSettings:

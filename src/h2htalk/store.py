@@ -86,6 +86,16 @@ class SqliteStore:
                 raise
             self._db.execute("COMMIT")
 
+    def items(self) -> list[tuple[str, bytes]]:
+        with self._readable():
+            return list(self._db.execute("SELECT key, value FROM entries ORDER BY key"))
+
+    def delete_many(self, keys: Iterable[str]) -> None:
+        with self._readable():
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.executemany("DELETE FROM entries WHERE key = ?", [(key,) for key in keys])
+            self._db.execute("COMMIT")
+
     def __len__(self) -> int:
         with self._readable():
             return int(self._db.execute("SELECT COUNT(*) FROM entries").fetchone()[0])
