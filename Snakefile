@@ -63,6 +63,7 @@ localrules:
     calibration,
     figure,
     fig7,
+    plan,
 
 
 include: "workflow/rules/data.smk"
@@ -75,6 +76,7 @@ include: "workflow/rules/studies.smk"
 include: "workflow/rules/provenance.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/plan.smk"
 
 
 rule all:

@@ -62,8 +62,9 @@ def test_limiters_are_shared_by_provider_and_absent_without_limits():
 
 
 def test_token_estimate_counts_chinese_and_other_characters_apart():
-    assert text_tokens("你好世界你好世界你好") == 7  # 10 CJK characters at 1.43 a token
-    assert text_tokens("12:30") == 4
+    assert text_tokens("你好世界你好世界你好") == 7  # 10 CJK characters at 1.44 a token
+    assert text_tokens("12:30") == 5  # a digit is a token
+    assert text_tokens("score") == 1  # four letters a token
     assert prompt_tokens([{"role": "user", "content": "你好"}]) == 1 + 4 + 3
 
 

@@ -52,6 +52,8 @@ PATTERNS: dict[str, str] = {
     "review_queue": "review/queue.csv",
     "study_verdicts": "studies/{study}/verdicts/{model}/{variant}.jsonl",
     "study_judge_run": "studies/verdicts/{model}.run.json",
+    "plan": "plan.csv",
+    "plan_md": "plan.md",
     "logs": "logs",
     "benchmarks": "benchmarks",
 }

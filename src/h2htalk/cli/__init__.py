@@ -21,6 +21,7 @@ from h2htalk.cli import (
     generation,
     instances,
     judge,
+    plan,
     prompts,
     provenance,
     review,
@@ -30,7 +31,7 @@ from h2htalk.cli import (
 )
 from h2htalk.errors import H2HTalkError
 
-STAGES = (data, instances, prompts, generation, scoring, judge, studies, tables, figures, provenance, review)
+STAGES = (data, instances, prompts, generation, scoring, judge, studies, tables, figures, provenance, review, plan)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -71,14 +71,19 @@ def chat_request(
     return ChatRequest(key, item_id, messages, params)
 
 
+def cache_file(folder: str | os.PathLike[str], model: str) -> Path:
+    return Path(folder) / f"{model}.sqlite"
+
+
 class ResponseCache:
     """Finished answers of one model, keyed by request key (one SQLite file per model)."""
 
-    def __init__(self, folder: str | os.PathLike[str], model: str) -> None:
+    def __init__(self, folder: str | os.PathLike[str], model: str, *, read_only: bool = False) -> None:
         self._store = SqliteStore(
-            Path(folder) / f"{model}.sqlite",
+            cache_file(folder, model),
             holds=f"the answers of model {model} (and its content refusals)",
             redo=f"sends again every request to {model} that a job needs (other models have their own files)",
+            read_only=read_only,
         )
 
     def get_many(self, keys: list[str]) -> dict[str, dict[str, Any]]:
@@ -105,6 +110,13 @@ def _result_record(result: ChatResult, listed: dict[str, dict[str, Any]]) -> dic
         "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "served_by": None if result.failure else served_by(result, listed),
     }
+
+
+def reusable(record: dict[str, Any], client: ClientSettings) -> bool:
+    """A cached record that stands for its request: an answer, or a content refusal unless those are retried.
+    (Caches of earlier versions hold other failures too: those are sent again.)"""
+    failure = record.get("failure")
+    return failure is None or (failure["kind"] == "content_refusal" and not client.retry_failed)
 
 
 def served_by(result: ChatResult, listed: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -249,18 +261,13 @@ class ModelCalls:
         else:  # answers, and refusals that would only be refused again (resent with retry_failed)
             self._cache.put(result.key, record)
 
-    def _reusable(self, record: dict[str, Any]) -> bool:
-        """A cached record that stands for its request: an answer, or a content refusal unless those are retried.
-        (Caches of earlier versions hold other failures too: those are sent again.)"""
-        failure = record.get("failure")
-        return failure is None or (failure["kind"] == "content_refusal" and not self.client.retry_failed)
-
     def answers(self, requests: Sequence[ChatRequest]) -> dict[str, dict[str, Any]]:
         """A record for every request (key -> record), sending only what is not cached. A record of an item that
         got no answer has ``response`` "" and its ``failure``; a reasoning model's record holds its final answer
         in ``response`` and its reasoning apart (``reasoning``)."""
         unique = {r.key: r for r in requests}
-        cached = {key: record for key, record in self._cache.get_many(list(unique)).items() if self._reusable(record)}
+        found = self._cache.get_many(list(unique))
+        cached = {key: record for key, record in found.items() if reusable(record, self.client)}
         missing = sorted((r for k, r in unique.items() if k not in cached), key=prefix_order)
         progress_log.info("%s: %d requests, %d cached, %d to send", self.label, len(unique), len(cached), len(missing))
         started = time.perf_counter()
