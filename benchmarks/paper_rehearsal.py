@@ -342,25 +342,28 @@ def main() -> None:
             "STANDIN_REGISTRY": str(registry_path), "STANDIN_CORPUS": str(upstream), "STANDIN_STARTUP_S": "1",
             "HF_ENDPOINT": hub.base_url, "HF_HOME": str(work / "hf-home"), "OMP_NUM_THREADS": "1",
         }  # fmt: skip
-        command = [
-            sys.executable, "-m", "snakemake", "--profile", f"profiles/{args.profile}",
-            *(STATUS_FLAGS if args.profile == "slurm" else []),
+        options = [
+            "--profile", f"profiles/{args.profile}", *(STATUS_FLAGS if args.profile == "slurm" else []),
             "--configfiles", "config/config.yaml", "config/rehearsal.yaml",
             *scoring_resources(node, on_gpu=bool(paper.get("embedders", {}).get("bge-m3", {}).get("gpus"))),
         ]  # fmt: skip
+
+        def snakemake(target: str) -> list[str]:  # the target first: --set-resources takes every value after it
+            return [sys.executable, "-m", "snakemake", target, *options]
+
         results = work / "results"
         with open(work / "snakemake-plan.log", "w", encoding="utf-8") as log:  # the plan, before the run
-            subprocess.run([*command, "plan"], cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
+            subprocess.run(snakemake("plan"), cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
         if (results / "plan.csv").exists():
             (results / "plan.csv").replace(results / "plan-before.csv")
         since = time.strftime("%Y-%m-%dT%H:%M:%S")
         started = time.perf_counter()
         with open(work / "snakemake.log", "w", encoding="utf-8") as log:
-            run = subprocess.run([*command, "all"], cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT,
+            run = subprocess.run(snakemake("all"), cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT,
                                  check=False)  # fmt: skip
         wall = time.perf_counter() - started
         with open(work / "snakemake-plan.log", "a", encoding="utf-8") as log:  # and after it
-            subprocess.run([*command, "plan"], cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
+            subprocess.run(snakemake("plan"), cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
         standin = standin_stats(port)
     finally:
         api.terminate()

@@ -9,7 +9,8 @@ placeholder), verdicts. Where a cache lacks an answer the chain goes on with a p
   every planned instance makes its own prompts; every vote: keep (an upper bound on the instances);
 - an answer of a model under test: the item's reference, cut at the answer limit (the answers as long as the
   released references of their subtask; an instruction-following turn, which has none, as the safety study's
-  median reference), and a reasoning model's whole thinking budget on top;
+  median reference), and a reasoning model's whole thinking budget on top; marked with its request's key, since
+  the variants' answers, alike here, would make one judge request where the run's differ;
 - a judge's verdict: an unread one, planned at the judge's max_new_tokens (an upper bound).
 """
 
@@ -189,7 +190,8 @@ def answer_like_the_reference(references: dict[str, str]) -> Callable[[dict[str,
         tokens = text_tokens(text)
         if tokens > limit:  # cut at the answer limit, as the model would be
             text, tokens = text[: len(text) * limit // tokens], limit
-        return Placeholder(text, tokens + thinking)
+        # marked with its request: two planned answers (the variants', say) never make one judge request
+        return Placeholder(f"{text}（{request.key[:6]}）", tokens + thinking)
 
     return planned
 

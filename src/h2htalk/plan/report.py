@@ -92,8 +92,9 @@ def merged(rows: list[Row], stage: str, model: str) -> Row:
     group = [r for r in rows if stage == "total" or (r.stage == stage and r.model == model)]
     tally = Tally(**{f.name: sum(getattr(r.tally, f.name) for r in group) for f in fields(Tally)})
     first = group[0]
+    batch = first.batch if stage != "total" else ""
     return Row(
-        stage, model, ", ".join(sorted({r.for_model for r in group})), first.engine, first.batch, tally,
+        stage, model, ", ".join(sorted({r.for_model for r in group})), first.engine, batch, tally,
         sum(r.jobs for r in group), _total(r.left for r in group), _total(r.whole for r in group),
     )  # fmt: skip
 
