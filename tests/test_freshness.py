@@ -77,3 +77,26 @@ def test_a_table_whose_input_changed_is_stale(tmp_path, monkeypatch):
     stale = stale_results(result_graph(CONFIG, results), figures)
     why = "made from results/instances/dialogue_base.jsonl, which has changed since"
     assert stale == {"paper_figures/table2.meta.json": why}
+
+
+def test_a_stale_bundle_is_removed_with_its_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    results, figures = build(tmp_path)
+    answers = results.generations(Cell(MODEL, "sap", "dialogue_base"))
+    (figures / "viewer" / "data").mkdir(parents=True)
+    (figures / "viewer" / "data" / "run.js").write_text("H2H.run({});", encoding="utf-8")
+    write_table_meta(figures / "viewer", "results/provenance.json", [answers])
+    Path(answers).write_text("edited", encoding="utf-8")
+    stale = stale_results(result_graph(CONFIG, results), figures)
+    assert stale["paper_figures/viewer.meta.json"] == f"made from {answers}, which has changed since"
+    removed = {p.name for p in remove_stale(stale) if p.parent == figures}
+    assert {"viewer", "viewer.meta.json"} <= removed
+    assert not (figures / "viewer").exists() and (figures / "table1.csv").exists()
+
+
+def test_an_input_touched_but_unchanged_is_not_stale(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    results, figures = build(tmp_path)
+    instances = Path(results.path("instances", subtask="dialogue_base"))
+    instances.write_text(instances.read_text(encoding="utf-8"), encoding="utf-8")  # a new mtime, the same bytes
+    assert stale_results(result_graph(CONFIG, results), figures) == {}

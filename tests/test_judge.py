@@ -28,12 +28,13 @@ from h2htalk.llm.calls import EngineOptions, chat_request
 from h2htalk.llm.engines import Endpoint
 from h2htalk.llm.parse import cut_off
 from h2htalk.prompts.render import write_prompts
-from h2htalk.settings import BootstrapSettings, ClientSettings, GateSettings, JudgeSettings
+from h2htalk.settings import BootstrapSettings, ClientSettings, GateSettings, JudgeSettings, ReviewSettings
 
 from .conftest import demo_file
 from .standins.loopback import LoopbackAPI
 
 GATE = GateSettings.from_config(default_config())
+GATE_MODE = ReviewSettings.from_config(default_config())
 
 
 def test_judge_prompt_shows_the_models_setting_and_the_reference_after_the_response():
@@ -179,13 +180,13 @@ def test_review_round_trip(tmp_path):
     judgments = [_verdict("a", [4, 4, 5]), _verdict("b", [4, 4, 4]), _verdict("c", [None, None, None])]
     scores, verdicts = _write_inputs(tmp_path, judgments)
     gate = GATE
-    items = combine_items("m", "sap", "itinerary_basic", scores, verdicts, gate, {})
+    items = combine_items("m", "sap", "itinerary_basic", scores, verdicts, gate, {}, GATE_MODE)
     by_id = {i["id"]: i for i in items}
     assert by_id["a"]["J5"] == pytest.approx(0.6 * 4 + 0.4 * 13 / 3)  # 4.133: passes
     assert not by_id["a"]["review"]
     assert by_id["b"]["J5"] == pytest.approx(0.6 * 2 + 0.4 * 4) and by_id["b"]["review"]  # 2.8 < 3.5
     assert by_id["c"]["J5"] is None and by_id["c"]["review"]  # missing, never 0
-    summary = summarise_j(items, BootstrapSettings(resamples=200, seed=1, confidence=0.95))
+    summary = summarise_j(items, BootstrapSettings(resamples=200, seed=1, confidence=0.95), "gate")
     assert summary["n"] == 2 and summary["missing"] == 1 and summary["to_review"] == 2
     assert summary["measure"] == "J"
     assert summary["value"] == pytest.approx((by_id["a"]["J100"] + by_id["b"]["J100"]) / 2)
@@ -206,7 +207,7 @@ def test_review_round_trip(tmp_path):
         writer.writeheader()
         writer.writerows(rows)
     human = read_human_scores([queue], [CELL], Layout(str(tmp_path / "results")), ["m"])
-    again = {i["id"]: i for i in combine_items("m", "sap", "itinerary_basic", scores, verdicts, gate, human)}
+    again = {i["id"]: i for i in combine_items("m", "sap", "itinerary_basic", scores, verdicts, gate, human, GATE_MODE)}
     assert again["b"]["J5"] == pytest.approx(0.6 * 2 + 0.4 * 4.5)
     [rating] = again["b"]["human"]["ratings"]
     assert rating["rater"] == "rater-1" and rating["file"] == str(queue) and len(rating["sha256"]) == 64
@@ -223,11 +224,11 @@ def test_a_judged_cell_carries_every_reading_of_eq3_with_known_numbers(tmp_path)
     scores, verdicts = Path(results.score_items(CELL)), Path(results.judge_samples(CELL))
     write_jsonl_atomic(scores, [{"id": i, "S": s} for i, s in zip("abcd", [45.0, 45.0, 45.0, None], strict=True)])
     write_jsonl_atomic(verdicts, judgments)
-    items = combine_items("m", "sap", "itinerary_basic", scores, verdicts, GATE, {})
+    items = combine_items("m", "sap", "itinerary_basic", scores, verdicts, GATE, {}, GATE_MODE)
     by_id = {i["id"]: i for i in items}
     assert by_id["a"]["J100"] == pytest.approx(59.0) and by_id["a"]["judge_score"] == 4
     assert by_id["d"]["J100"] is None and not by_id["d"]["review"]
-    summary = summarise_j(items, BootstrapSettings(resamples=200, seed=1, confidence=0.95))
+    summary = summarise_j(items, BootstrapSettings(resamples=200, seed=1, confidence=0.95), "gate")
     readings = summary["readings"]
     assert set(readings) == set(READINGS) == {"J", "S", "judge"}
     assert (readings["J"]["value"], readings["J"]["n"], readings["J"]["missing"]) == (pytest.approx(59.0), 2, 2)
@@ -253,7 +254,17 @@ def test_switching_the_judged_cell_reruns_the_tables_not_the_judge():
         for command, reads in command_reads().items()
         if reads and settings_hash(before, reads) != settings_hash(after, reads)
     }
-    assert changed == {"table2", "calibration", "provenance"}  # provenance records the whole configuration
+    # provenance records the whole configuration; the exports show the judged cells as Table 2 does
+    assert changed == {
+        "table2",
+        "table2-pairs",
+        "calibration",
+        "provenance",
+        "results-json",
+        "leaderboard",
+        "every-eval-ever",
+        "viewer",
+    }
 
 
 def test_review_scores_take_the_median_of_the_raters_and_name_any_bad_row(tmp_path):

@@ -124,9 +124,12 @@ def test_the_plan_counts_the_requests_a_run_sends_and_finds_them_cached_after(tm
         assert not (tmp_path / "cache").exists()  # and creates no cache
         sent = run_stages(config, results, api.base_url)
         after = plan(config, results)
+    # the stand-in answers a study turn alike in both variants, and the study judge (shown no system prompt) then
+    # asks once for both; the plan cannot know the answers and counts one request per variant: an upper bound
+    planned = sent | {"study judge": 2 * sent["study judge"]}
     for stage, model in (("generate", "stub-model"), ("rubric judge", "stub-judge"), ("study judge", "stub-judge")):
-        assert int(before[(stage, model)]["requests"]) == sent[stage], stage  # exact, before the run
-        assert int(before[(stage, model)]["to_send"]) == sent[stage]
+        assert int(before[(stage, model)]["requests"]) == planned[stage], stage  # exact, before the run
+        assert int(before[(stage, model)]["to_send"]) == planned[stage]
         assert int(after[(stage, model)]["requests"]) == sent[stage]  # exact after it, every one cached
         assert int(after[(stage, model)]["cached"]) == sent[stage] and int(after[(stage, model)]["to_send"]) == 0
     # 3 demo items of the judged subtask, 2 variants, 2 samples, for the model and the oracle
@@ -146,7 +149,7 @@ def test_the_batch_api_halves_the_judges_cost_where_the_endpoint_has_one(tmp_pat
     judge, model, local = (rows[key] for key in (("rubric judge", "stub-judge"), ("generate", "stub-model"),
                                                  ("generate", "vllm-7b")))  # fmt: skip
     assert judge["batch"] == "on" and model["batch"] == ""  # generation has no batch key
-    assert float(judge["cost_batch"]) == pytest.approx(float(judge["cost_direct"]) / 2)
+    assert float(judge["cost_batch"]) == pytest.approx(float(judge["cost_direct"]) / 2, abs=1e-4)  # 4 places
     assert float(model["cost_batch"]) == float(model["cost_direct"]) > 0
     assert float(local["gpu_hours"]) > 0 and float(local["cost_direct"]) == 0  # GPUs, no bill
     assert float(model["gpu_hours"] or 0) == 0

@@ -413,7 +413,7 @@ def rate_everything(path: Path, scores: dict[str, float]) -> None:
                 store.rate(item, rater, store.item(item).hash, value(rater), "desk")
 
 
-def test_the_workflow_reads_the_store_for_j_table3_and_instances(desk):
+def test_the_workflow_reads_the_store_for_j_the_tables_agreement_and_instances(desk):
     root, config, path = desk
     rate_everything(path, {"ana": 1.0, "ben": 5.0, "cai": 2.0, "dee": 4.0})
     made = tables_from_ratings(root, config)
@@ -430,8 +430,21 @@ def test_the_workflow_reads_the_store_for_j_table3_and_instances(desk):
         assert (
             row["human_rated"] == "3" and 1 <= float(row["safety_score"]) <= 2 and float(row["violation_rate"]) == 100
         )
-    assert {"path": str(path), "sha256": sha256_file(path)} in made["table3_meta"]["inputs"]
+    assert any(i["path"] == str(path) and i["sha256"] == sha256_file(path) for i in made["table3_meta"]["inputs"])
     assert MODEL in made["table2"]
+    # the agreement report and Table 2's line read the same store: every task the desk has, each item by 3 raters
+    rows = {(r["scope"], r["field"], r["comparison"]): r for r in made["agreement"]}
+    for scope, field, items in [
+        (SUBTASK, "human_score", 4), ("safety", "violation", 6), ("instruction following", "recognized", 4),
+        ("instruction following", "met", 4), ("instances", "decision", 2),
+    ]:  # fmt: skip
+        raters = rows[(scope, field, "between raters")]
+        assert (raters["items"], raters["ratings"]) == (str(items), str(3 * items)), (scope, field)
+    met = rows[("instruction following", "met", "judge vs people")]  # the judge met one need of two; people none
+    assert met["items"] == "4" and float(met["value"]) < 0
+    assert ("instances", "decision", "judge vs people") not in rows  # people decide instances; no judge does
+    assert any(i["path"] == str(path) and i["sha256"] == sha256_file(path) for i in made["agreement_meta"]["inputs"])
+    assert "human score (ordinal): between raters -0.22 [" in made["table2_md"]  # 1, 5, 2, 4 given 3 at a time
     fig7 = list(csv.DictReader(made["fig7"].splitlines()))  # the judge met one need a variant; people none
     assert {row["success_rate"] for row in fig7 if row["n"] != "0"} == {"0.00"}
     assert sum(int(row["n"]) for row in fig7) == 4

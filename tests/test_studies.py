@@ -14,7 +14,6 @@ from h2htalk.figures.fig7 import fig7_rows, write_fig7
 from h2htalk.io import read_jsonl, write_jsonl_atomic
 from h2htalk.llm.calls import EngineOptions
 from h2htalk.llm.engines import Endpoint
-from h2htalk.ratings import checksums
 from h2htalk.scoring.bootstrap import bootstrap_mean_ci
 from h2htalk.settings import BootstrapSettings, ClientSettings, StudyJudgeSettings
 from h2htalk.studies.data import if_items, read_scenarios, safety_items, sample_scenarios, write_study_inputs
@@ -27,10 +26,19 @@ from h2htalk.studies.judges import (
     safety_messages,
 )
 from h2htalk.studies.run import judge_studies
-from h2htalk.tables.table3 import agreement, cohen_kappa, read_human_ratings, table3_rows, write_table3
+from h2htalk.tables.table3 import (
+    agreement,
+    human_safety,
+    read_human_ratings,
+    read_safety_ratings,
+    table3_rows,
+    write_table3,
+)
 
 from .conftest import REPO_ROOT
 from .standins.loopback import LoopbackAPI
+
+BOOT = BootstrapSettings(300, 5, 0.95)
 
 
 def test_high_risk_scenarios_cover_the_required_ground():
@@ -243,8 +251,8 @@ def test_table3_arithmetic_on_known_numbers(tmp_path):
     assert [line.split(",")[1] for line in table[1:]] == ["w/ SAP", "w/o SAP", "delta (w/ - w/o)", "w/ SAP"]
     fields = table[1].split(",")
     assert fields[:3] == ["m", "w/ SAP", "33.0000"] and fields[5] == "4"  # 4 decimals, n as an int
-    assert table[0].endswith(",scenarios,human_rated,cut_off,failed")
-    assert table[4] == "paper,w/ SAP,32.7000,,,,58.9000,,,,91.4000,,,,4.8000,,,,0.7000,,,,,,,"  # missing: empty
+    assert table[0].endswith(",scenarios,human_rated,human_ratings,violation_tied,cut_off,failed")
+    assert table[4] == "paper,w/ SAP,32.7000,,,,58.9000,,,,91.4000,,,,4.8000,,,,0.7000,,,,,,,,,"  # missing: empty
     tex = (tmp_path / "t3.tex").read_text(encoding="utf-8")
     assert r"\begin{tabular}{llllllll}" in tex and r"\toprule" in tex and r"Violation \%" in tex
     assert r"33.00 [" in tex and r"\par\footnotesize" in tex and r"90\% bootstrap CI" in tex
@@ -284,7 +292,11 @@ def test_table3_resamples_scenarios_and_prefers_human_ratings(tmp_path):
     delta = single["delta (w/ - w/o)"]
     low, high = bootstrap_mean_ci(np.array([1.0, 0.0, 1.0, -1.0]), 500, 3, 0.95)
     assert (delta["safety_score_ci_low"], delta["safety_score_ci_high"]) == pytest.approx((low[0], high[0]))
-    assert agreement({("m", "sap"): sap[1]}, ratings, [])["violation_pairs"] == 2
+    rows = agreement({("m", "sap"): sap[1]}, read_safety_ratings([human], {("m", "sap"): sap[1]}), BOOT)
+    judged = {(r["field"], r["comparison"]): r for r in rows}
+    assert judged[("violation", "judge vs people")]["items"] == 2  # s1-t1 and s1-t2 carry a human violation
+    assert judged[("safety_score", "judge vs people")]["items"] == 1
+    assert judged[("violation", "between raters")]["items"] == 0  # one rater a turn: nothing to compare
     bad = tmp_path / "bad.csv"
     bad.write_text("model,variant,id,safety_score,violation,rater\nm,sap,s1-t1,7,,r1\n", "utf-8")
     with pytest.raises(DataError, match=r"bad.csv: line 2: safety_score 7 is outside 1 to 5"):
@@ -295,31 +307,39 @@ def test_table3_resamples_scenarios_and_prefers_human_ratings(tmp_path):
         read_human_ratings([stray], {("m", "sap"): sap[1]})
 
 
-def test_cohen_kappa_and_agreement(tmp_path):
-    assert cohen_kappa([1, 1, 0, 0], [1, 1, 0, 0]) == pytest.approx(1.0)
-    assert cohen_kappa([1, 0, 1, 0], [1, 1, 0, 0]) == pytest.approx(0.0)
-    # observed 3/5 = 0.6; expected 0.6*0.6 + 0.4*0.4 = 0.52 -> (0.6 - 0.52) / 0.48
-    assert cohen_kappa([1, 1, 1, 0, 0], [1, 1, 0, 0, 1]) == pytest.approx((0.6 - 0.52) / 0.48)
-    verdicts = tmp_path / "v.jsonl"
+def test_table3_agreement_is_krippendorffs_alpha_between_raters_and_against_the_judge(tmp_path):
+    verdicts, scores = tmp_path / "v.jsonl", tmp_path / "s.jsonl"
+    judge = [(5, False), (2, True), (4, False), (1, True), (3, False), (4, True)]
     write_jsonl_atomic(
-        verdicts,
-        [
-            {"id": f"t{i}", "safety_score": s, "violation": v}
-            for i, (s, v) in enumerate([(5, False), (2, True), (4, False), (1, True)])
-        ],
+        verdicts, [{"id": f"s{i}-t1", "safety_score": s, "violation": v} for i, (s, v) in enumerate(judge)]
     )
+    write_jsonl_atomic(scores, [{"id": f"s{i}-t1", "bleu4": 1.0, "rougeL": 2.0, "ss": 3.0} for i in range(6)])
     human = tmp_path / "h.csv"
+    people = [(5, 0), (1, 1), (4, 0), (2, 1), (3, 0), (4, 1)]
     human.write_text(
         "model,variant,id,safety_score,violation,rater\n"
-        + "".join(f"m,sap,t{i},{s},{v},r1\n" for i, (s, v) in enumerate([(5, 0), (1, 1), (4, 0), (2, 1)])),
+        + "".join(f"m,sap,s{i}-t1,{s},{v},r1\n" for i, (s, v) in enumerate(people))
+        + "".join(f"m,sap,s{i}-t1,{s},{v},r2\n" for i, (s, v) in enumerate(people[:4])),
         encoding="utf-8",
     )
-    result = agreement(
-        {("m", "sap"): verdicts}, read_human_ratings([human], {("m", "sap"): verdicts}), checksums([human])
-    )
-    assert result["cohen_kappa"] == pytest.approx(1.0) and result["violation_pairs"] == 4
-    assert result["spearman"] == pytest.approx(0.8)
-    assert len(result["imports"][0]["sha256"]) == 64
+    ratings = read_safety_ratings([human], {("m", "sap"): verdicts})
+    rows = {(r["field"], r["comparison"]): r for r in agreement({("m", "sap"): verdicts}, ratings, BOOT)}
+    # the two raters agree on every turn they share; so do the judge and the people on violations
+    assert rows[("violation", "between raters")]["value"] == pytest.approx(1.0)
+    assert rows[("violation", "between raters")]["items"] == 4 and rows[("violation", "between raters")]["coders"] == 2
+    assert rows[("violation", "judge vs people")]["value"] == pytest.approx(1.0)
+    assert rows[("violation", "judge vs people")]["ratings"] == 10
+    # scores: the judge swaps 1 and 2 on two turns, so ordinal alpha is high but below 1
+    score = rows[("safety_score", "judge vs people")]
+    assert 0.5 < score["value"] < 1.0 and score["value_ci_low"] <= score["value"] <= score["value_ci_high"]
+    assert score["measure"] == "krippendorff_alpha" and score["level"] == "ordinal"
+    assert rows[("violation", "judge vs people")]["level"] == "nominal"
+    table = table3_rows({"m": {"sap": (scores, verdicts)}}, BOOT, human_safety(ratings))
+    assert table[0]["human_rated"] == 6 and table[0]["human_ratings"] == 10 and table[0]["violation_tied"] == 0
+    write_table3(table, [], list(rows.values()), tmp_path / "t3", 0.95)
+    md = (tmp_path / "t3.md").read_text(encoding="utf-8")
+    assert "people's rating wherever they rated" in md and "6 turns rest on 10 ratings by people" in md
+    assert "Agreement (Krippendorff's alpha, 95% bootstrap CI): safety score (ordinal): between raters" in md
 
 
 def test_fig7_on_known_numbers(tmp_path):

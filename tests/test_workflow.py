@@ -213,6 +213,8 @@ def test_laptop_default_end_to_end(checkout, synthetic_release):
         "fig6_lengths.png",
         "fig7_instruction_following.png",
         "table2.meta.json",
+        "agreement.md",
+        "agreement.csv",
     ):
         assert (figures / name).stat().st_size > 0, name
     table3 = (figures / "table3.csv").read_text(encoding="utf-8")
@@ -244,6 +246,12 @@ def test_laptop_default_end_to_end(checkout, synthetic_release):
             else:
                 assert summary["n"] == 0 and summary["missing"] == 3
     assert (checkout / "paper_figures" / "table2_heatmap.png").stat().st_size > 10_000
+    with open(figures / "table2_pairs.csv", encoding="utf-8", newline="") as handle:
+        pairs = list(csv.DictReader(handle))
+    # one model under test: no size group to compare within, its SAP row against its no-SAP row; no baseline
+    assert pairs and {(r["comparison"], r["model_a"], r["model_b"]) for r in pairs} == {("SAP vs no-SAP", local, local)}
+    assert "Power (80 % power" in (figures / "table2.md").read_text(encoding="utf-8")
+    assert (figures / "table2_ranks.png").stat().st_size > 0  # no rank where a judged cell has no J at all
     assert (checkout / "results" / "review" / "queue.csv").exists()
     run = json.loads(
         (checkout / "results" / "generations" / "qwen2.5-coder-0.5b-instruct-q4km" / "run.json").read_text()

@@ -92,3 +92,13 @@ class RunCells:
     def table2_summaries(self, results: Layout) -> list[str]:
         """The summary of every Table 2 cell: J where the rubric judge is mixed in, S elsewhere."""
         return [(results.j_summary if self.is_judged(cell) else results.score_summary)(cell) for cell in self.table2()]
+
+    def table2_items(self, results: Layout) -> dict[Cell, str]:
+        """The per-item values behind every Table 2 cell of a model under test, whose rows are compared with each
+        other (the baselines' rows are calibration rows): J items where the rubric judge is mixed in, S items
+        elsewhere."""
+        return {
+            cell: (results.j_items if self.is_judged(cell) else results.score_items)(cell)
+            for cell in self.table2()
+            if cell.model in self.models
+        }

@@ -12,6 +12,7 @@ the next run rebuild them, and everything missing under them, from the caches.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -77,30 +78,44 @@ def stale_results(graph: Graph, figures: str | os.PathLike[str]) -> dict[str, st
     return stale
 
 
-def _changed_input(inputs: Iterable[dict[str, str]], gone: Any) -> str | None:
+def _changed_input(inputs: Iterable[dict[str, Any]], gone: Any) -> str | None:
     for entry in inputs:
         path = entry["path"]
         if not os.path.exists(path):
             return f"made from {path}, which is missing"
         if gone(path):
             return f"made from {path}, which is stale"
-        if sha256_file(path) != entry["sha256"]:
+        if not _same_file(path, entry):
             return f"made from {path}, which has changed since"
     return None
 
 
+def _same_file(path: str, entry: dict[str, Any]) -> bool:
+    """Whether ``path`` is the input a table recorded: the same size and modification time (then its checksum is
+    not computed again; a start of the paper run reads thousands of inputs), or else the same checksum."""
+    status = os.stat(path)
+    if (entry.get("size"), entry.get("mtime_ns")) == (status.st_size, status.st_mtime_ns):
+        return True
+    return sha256_file(path) == entry["sha256"]
+
+
 def outputs_of(stale_path: str) -> list[Path]:
-    """The files to remove for one stale result: a table's or figure's every output (``prefix.*``, ``prefix_*``),
-    or the result itself."""
+    """The files to remove for one stale result: a table's or figure's every output (``prefix.*``, ``prefix_*``,
+    and the folder ``prefix/`` of a bundle such as the viewer), or the result itself."""
     path = Path(stale_path)
     if not path.name.endswith(".meta.json"):
         return [path]
     prefix = path.name.removesuffix(".meta.json")
-    return sorted(p for p in path.parent.iterdir() if p.name.startswith((f"{prefix}.", f"{prefix}_")))
+    return sorted(
+        p for p in path.parent.iterdir() if p.name.startswith((f"{prefix}.", f"{prefix}_")) or p.name == prefix
+    )
 
 
 def remove_stale(stale: dict[str, str]) -> list[Path]:
     removed = [output for path in stale for output in outputs_of(path)]
     for output in removed:
-        output.unlink(missing_ok=True)
+        if output.is_dir():
+            shutil.rmtree(output)
+        else:
+            output.unlink(missing_ok=True)
     return removed

@@ -64,6 +64,13 @@ def write_provenance(config: dict[str, Any], manifest: str, out: str, root: str)
     return record
 
 
+def input_record(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """What a table records of one input: its checksum, and its size and modification time, which let a later
+    check skip the checksum of a file that did not change."""
+    status = os.stat(path)
+    return {"path": str(path), "sha256": sha256_file(path), "size": status.st_size, "mtime_ns": status.st_mtime_ns}
+
+
 def write_table_meta(
     out_prefix: str | os.PathLike[str], provenance: str | os.PathLike[str], inputs: list[str | os.PathLike[str]]
 ) -> Path:
@@ -73,7 +80,7 @@ def write_table_meta(
         "provenance": str(provenance),
         "provenance_sha256": sha256_file(provenance),
         "git_revision": read_json(provenance)["git"]["revision"],
-        "inputs": [{"path": str(p), "sha256": sha256_file(p)} for p in inputs],
+        "inputs": [input_record(p) for p in inputs],
     }
     path = prefix.with_name(prefix.name + ".meta.json")
     write_json_atomic(path, meta)

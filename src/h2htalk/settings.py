@@ -16,6 +16,8 @@ VARIANTS: tuple[str, ...] = ("sap", "nosap")  # with and without the Secure Atta
 WITH_SAP, WITHOUT_SAP = VARIANTS
 VARIANT_NAMES = {WITH_SAP: "w/ SAP", WITHOUT_SAP: "w/o SAP"}  # as the paper's tables name them
 STUDIES: tuple[str, ...] = ("safety", "instruction_following")  # the two studies, as config keys and file names
+GATE, SAMPLE = "gate", "sample"  # review.mode: what people's scores do to a judged cell
+PEOPLE_READINGS: tuple[str, ...] = ("J", "judge")  # the readings of a judged cell people's scores enter (not S)
 
 
 class FromSection:
@@ -158,6 +160,17 @@ class GateSettings(FromSection):
     tau: float
     max_spread: float
     gate_on: str
+
+
+@dataclass(frozen=True)
+class ReviewSettings(FromSection):
+    """review.mode/sample_per_cell/sample_seed: what people's scores do to a judged cell (gate or sample)."""
+
+    SECTION = ("review",)
+
+    mode: str
+    sample_per_cell: int
+    sample_seed: int
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,8 @@ from h2htalk.config import (
     write_resolved,
 )
 from h2htalk.errors import ConfigError
+from h2htalk.export.items import item_files
+from h2htalk.export.summaries import summary_paths
 from h2htalk.freshness import remove_stale, result_graph, stale_results
 from h2htalk.instances.sources import source_file
 from h2htalk.layout import Cell, Layout
@@ -25,6 +27,7 @@ from h2htalk.ratings import (
 from h2htalk.review.store import ReviewStore, ratings_digest
 from h2htalk.settings import STUDIES, VARIANTS as ALL_VARIANTS
 from h2htalk.studies.data import scenario_file
+from h2htalk.tables.human_review import reads_decisions
 from h2htalk.subtasks import SUBTASK_KEYS, get_subtask
 
 from snakemake.logging import logger
@@ -82,19 +85,21 @@ if workflow.is_main_process:
 
 
 # The review desk's store of people's ratings (review.store, outside the results tree) is an input of the rules
-# that read ratings (combine_j, table3, fig7, reconstruct_instances). An empty one is made where there is none, so that its first ratings change no job's list of
-# inputs; it is read as ancient, so that only a change to what a job reads from it (ratings_param) reruns the job.
+# that read ratings (combine_j, table2, table3, agreement, fig7, reconstruct_instances). An empty one is made where
+# there is none, so that its first ratings change no job's list of inputs; it is read as ancient, so that only a
+# change to what a job reads from it (ratings_param) reruns the job.
 STORE = config["review"]["store"]
 if workflow.is_main_process and not Path(STORE).exists():
     ReviewStore(STORE, create=True).close()
 
 
-def ratings_param(sheet, by_model=False):
-    """A param that reruns a job when the store's ratings of ``sheet`` change (of the job's own model only,
+def ratings_param(*sheets, by_model=False):
+    """A param that reruns a job when the store's ratings of ``sheets`` change (of the job's own model only,
     with ``by_model``)."""
 
     def param(wildcards):
-        return ratings_digest(STORE, sheet, wildcards.model if by_model else None)
+        model = wildcards.model if by_model else None
+        return " ".join(ratings_digest(STORE, sheet, model) for sheet in sheets)
 
     return param
 
@@ -250,6 +255,10 @@ def table2_summaries(wildcards):
     return RUN.table2_summaries(LAYOUT)
 
 
+def table2_items(wildcards):
+    return list(RUN.table2_items(LAYOUT).values())
+
+
 def instance_review_targets():
     """The instance review queue, when instances are reconstructed."""
     return (
@@ -257,6 +266,14 @@ def instance_review_targets():
         if config["instances"]["source"] == "reconstructed"
         else []
     )
+
+
+def curated_for_decisions():
+    """The curated references, which people's instance decisions name, when there are decisions to read (files
+    of them, or reconstructed instances, which the review desk takes decisions on)."""
+    if not reads_decisions(config):
+        return []
+    return expand(path("curated"), subtask=RUN.subtasks)
 
 
 def calibration_targets():

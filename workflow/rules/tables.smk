@@ -29,6 +29,41 @@ rule table1:
         h2htalk("table1")
 
 
+# Which rows of Table 2 can be told apart: paired bootstrap comparisons on the items both rows answered, rank
+# intervals and the smallest detectable differences (h2htalk.tables.table2_pairs); Table 2 marks them.
+rule table2_pairs:
+    input:
+        provenance=path("provenance"),
+        scores=table2_items,
+        registry=config["model_registry"],
+    output:
+        meta=f"{PAPER_FIGURES}/table2_pairs.meta.json",
+        csv=report(
+            f"{PAPER_FIGURES}/table2_pairs.csv",
+            caption="../report/table2_pairs.rst",
+            category="Tables",
+        ),
+        ranks=f"{PAPER_FIGURES}/table2_ranks.csv",
+        figure=report(
+            f"{PAPER_FIGURES}/table2_ranks.png",
+            caption="../report/table2_pairs.rst",
+            category="Tables",
+        ),
+    log:
+        f"{LOGS}/tables/table2_pairs.log",
+    benchmark:
+        f"{BENCHMARKS}/table2_pairs.tsv"
+    conda:
+        "../../envs/figures.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=20,
+    params:
+        settings=settings("table2-pairs", *RUN.models),
+    shell:
+        h2htalk("table2-pairs")
+
+
 rule table2:
     input:
         provenance=path("provenance"),
@@ -36,6 +71,13 @@ rule table2:
         registry=config["model_registry"],
         paper=config["paper"]["table2"],
         review=path("review_queue"),
+        pairs=rules.table2_pairs.output.csv,
+        ranks=rules.table2_pairs.output.ranks,
+        judge_samples=paths(
+            "judge_samples", [c for m in RUN.judged_models for c in RUN.judged(m)]
+        ),
+        human=config["review"]["imports"],
+        store=ancient(STORE),
     output:
         meta=f"{PAPER_FIGURES}/table2.meta.json",
         csv=report(
@@ -63,6 +105,7 @@ rule table2:
         runtime=10,
     params:
         settings=settings("table2", *RUN.run_models),
+        ratings=ratings_param(REVIEW_SCORES),
     shell:
         h2htalk("table2")
 
@@ -108,6 +151,51 @@ rule table3:
         ratings=ratings_param(SAFETY_RATINGS),
     shell:
         h2htalk("table3")
+
+
+rule agreement:
+    input:
+        provenance=path("provenance"),
+        judge_samples=paths(
+            "judge_samples", [c for m in RUN.judged_models for c in RUN.judged(m)]
+        ),
+        review=config["review"]["imports"],
+        verdicts=paths(
+            "verdicts",
+            [
+                c
+                for m in RUN.study_models
+                for c in RUN.studies(m, ("safety", "instruction_following"))
+            ],
+        ),
+        safety=config["studies"]["human_ratings"],
+        curated=curated_for_decisions(),
+        decisions=config["instances"]["review_imports"],
+        store=ancient(STORE),
+    output:
+        meta=f"{PAPER_FIGURES}/agreement.meta.json",
+        csv=report(
+            f"{PAPER_FIGURES}/agreement.csv",
+            caption="../report/agreement.rst",
+            category="Tables",
+        ),
+        md=f"{PAPER_FIGURES}/agreement.md",
+    log:
+        f"{LOGS}/tables/agreement.log",
+    benchmark:
+        f"{BENCHMARKS}/agreement.tsv"
+    conda:
+        "../../envs/figures.yaml"
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        settings=settings("agreement"),
+        ratings=ratings_param(
+            REVIEW_SCORES, SAFETY_RATINGS, NEED_VERDICTS, INSTANCE_DECISIONS
+        ),
+    shell:
+        h2htalk("agreement")
 
 
 rule calibration:

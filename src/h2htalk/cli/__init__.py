@@ -17,6 +17,7 @@ from pathlib import Path
 from h2htalk import progress
 from h2htalk.cli import (
     data,
+    export,
     figures,
     generation,
     instances,
@@ -31,7 +32,9 @@ from h2htalk.cli import (
 )
 from h2htalk.errors import H2HTalkError
 
-STAGES = (data, instances, prompts, generation, scoring, judge, studies, tables, figures, provenance, review, plan)
+STAGES = (
+    data, instances, prompts, generation, scoring, judge, studies, tables, figures, export, provenance, review, plan,
+)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -17,10 +17,11 @@ from h2htalk.cli.options import (
     registry_entry,
 )
 from h2htalk.progress import answered, summary
-from h2htalk.settings import GateSettings, JudgeSettings
+from h2htalk.settings import GateSettings, JudgeSettings, ReviewSettings
 
 JUDGE_KEYS = tuple(JudgeSettings.__dataclass_fields__)
 GATE_KEYS = tuple(GateSettings.__dataclass_fields__)
+REVIEW_MODE_READS = tuple(f"review.{key}" for key in ReviewSettings.__dataclass_fields__)
 
 
 def register(sub: Any) -> None:
@@ -35,11 +36,10 @@ def register(sub: Any) -> None:
     overrides(p, judge="rubric_judge.model")
 
     p = add_command(
-        sub, "combine-j", cmd_combine_j, "J from S and the judge, the review gate, imported human scores",
+        sub, "combine-j", cmd_combine_j, "J from S and the judge, the review gate or sample, people's scores",
         reads=(
             *(f"rubric_judge.{key}" for key in GATE_KEYS), "scoring.bootstrap", "review.imports", "review.store",
-            "subtasks", "variants",
-            "models", "baselines", "rubric_judge.baselines",
+            *REVIEW_MODE_READS, "subtasks", "variants", "models", "baselines", "rubric_judge.baselines",
         ),
     )  # fmt: skip
     add_results(p)
@@ -48,7 +48,7 @@ def register(sub: Any) -> None:
     p.add_argument("--embedder", required=True, help="the embedder of the S it mixes in")
 
     p = add_command(
-        sub, "review-queue", cmd_review_queue, "collect the items sent to human review into one CSV",
+        sub, "review-queue", cmd_review_queue, "collect the items sent to people (gated, or sampled) into one CSV",
         reads=("models", "baselines", "rubric_judge.baselines", "scoring.embedders", "subtasks", "variants"),
     )  # fmt: skip
     add_results(p)
@@ -87,14 +87,16 @@ def cmd_combine_j(args: argparse.Namespace) -> int:
 
     config = load_config(args)
     gate, bootstrap = GateSettings.from_config(config), BootstrapSettings.from_config(config)
+    review = ReviewSettings.from_config(config)
     run = RunCells(config)
     cells = [cell.scored_by(args.embedder) for cell in run.judged(args.model)]
-    review = config["review"]
-    human = read_human_scores(review["imports"], cells, args.results, run.judged_models, review["store"])
-    results = [combine_to_files(cell, args.results, gate, bootstrap, human) for cell in cells]
+    imports, store = config["review"]["imports"], config["review"]["store"]
+    human = read_human_scores(imports, cells, args.results, run.judged_models, store)
+    results = [combine_to_files(cell, args.results, gate, bootstrap, human, review) for cell in cells]
     summary(
-        f"J of {args.model}: {len(results)} cells, {sum(r['n'] for r in results)} items, "
-        f"{sum(r['to_review'] for r in results)} to review, {sum(r['missing'] for r in results)} missing"
+        f"J of {args.model} ({review.mode} mode): {len(results)} cells, {sum(r['n'] for r in results)} items, "
+        f"{sum(r['to_review'] for r in results)} to review, {sum(r['human_items'] for r in results)} rated by "
+        f"people, {sum(r['missing'] for r in results)} missing"
     )
     return 0
 

@@ -1,19 +1,27 @@
-"""Table commands: table1, table2, table3 (the SAP ablation), calibration."""
+"""Table commands: table1, table2 and its paired comparisons, table3 (the SAP ablation), agreement (people and
+judges), calibration."""
 
 from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 from typing import Any
 
 from h2htalk.cli.options import add_bootstrap, add_command, add_results, add_table_output, load_config, write_meta
 from h2htalk.cli.run_notes import RUN_NOTE_READS, run_notes
 from h2htalk.progress import summary
 
+PAIRS, RANKS = "paper_figures/table2_pairs.csv", "paper_figures/table2_ranks.csv"
+
 CELLS_READS = ("models", "baselines", "rubric_judge.baselines", "subtasks", "variants", "scoring.embedders")
 TABLE2_READS = (
     *CELLS_READS, *RUN_NOTE_READS, "model_registry", "paper.table2", "tables", "instances.reconstruct.generator",
-    "instances.reconstruct.voters", "rubric_judge.model",
+    "instances.reconstruct.voters", "rubric_judge.model", "review.imports", "review.store", "scoring.bootstrap",
+)  # fmt: skip
+AGREEMENT_READS = (
+    *CELLS_READS, *RUN_NOTE_READS, "review.imports", "review.store", "studies.models", "studies.human_ratings",
+    "instances.review_imports", "scoring.bootstrap",
 )  # fmt: skip
 
 
@@ -24,7 +32,23 @@ def register(sub: Any) -> None:
 
     p = add_command(sub, "table2", cmd_table2, "Table 2, its heatmap, the paper comparison and audit", TABLE2_READS)
     add_results(p)
+    add_bootstrap(p)
     add_table_output(p, "paper_figures/table2")
+    p.add_argument("--pairs", type=Path, default=Path(PAIRS), help=f"the paired comparisons to mark ({PAIRS})")
+    p.add_argument("--ranks", type=Path, default=Path(RANKS), help=f"the rank intervals to show ({RANKS})")
+
+    p = add_command(
+        sub, "table2-pairs", cmd_table2_pairs,
+        "Table 2's paired comparisons, rank intervals and detectable differences, and the rank figure",
+        reads=(*TABLE2_READS, "scoring.bootstrap"),
+    )  # fmt: skip
+    add_results(p)
+    add_bootstrap(p)
+    add_table_output(p, PAIRS.removesuffix(".csv"))
+    p.add_argument(
+        "--ranks-out", type=Path, default=Path(RANKS.removesuffix(".csv")),
+        help=f"the rank intervals' path without extension (.csv and the figure's .png; {RANKS.removesuffix('.csv')})",
+    )  # fmt: skip
 
     p = add_command(
         sub, "table3", cmd_table3, "Table 3: the SAP ablation with paired bootstrap CIs and the paper's rows",
@@ -36,6 +60,14 @@ def register(sub: Any) -> None:
     add_results(p)
     add_bootstrap(p)
     add_table_output(p, "paper_figures/table3")
+
+    p = add_command(
+        sub, "agreement", cmd_agreement, "Krippendorff's alpha between people and between the judges and people",
+        reads=AGREEMENT_READS,
+    )  # fmt: skip
+    add_results(p)
+    add_bootstrap(p)
+    add_table_output(p, "paper_figures/agreement")
 
     p = add_command(
         sub, "calibration", cmd_calibration, "chance floor, oracle, rescaled scores and unrelated-pair SS",
@@ -57,12 +89,28 @@ def cmd_table1(args: argparse.Namespace) -> int:
 
 def cmd_table2(args: argparse.Namespace) -> int:
     from h2htalk.cells import RunCells
+    from h2htalk.io import read_json
+    from h2htalk.settings import BootstrapSettings
+    from h2htalk.tables.human_review import agreement_note, judged_cells, review_notes, rubric_agreement, rubric_ratings
     from h2htalk.tables.table2_files import write_table2
+    from h2htalk.tables.table2_significance import Significance
 
     config = load_config(args)
-    summaries = RunCells(config).table2_summaries(args.results)
+    run, bootstrap = RunCells(config), BootstrapSettings.from_config(config)
+    summaries = run.table2_summaries(args.results)
     registry, paper = config["model_registry"], config["paper"]["table2"]
     weights, judged_cell = config["tables"]["overall_weights"], config["tables"]["judged_cell"]
+    imports, store = config["review"]["imports"], config["review"]["store"]
+    notes = shared_roles(config) + review_notes(map(read_json, summaries), judged_cell)
+    significance = None  # the workflow always compares; on its own, table2 says when nothing was compared
+    if args.pairs.is_file() and args.ranks.is_file():
+        significance = Significance.read(args.pairs, args.ranks)
+    else:
+        notes.append("No paired comparisons: which rows can be told apart is in table2_pairs (h2htalk table2-pairs).")
+    if run.judged_subtasks:
+        ratings, judge = rubric_ratings(imports, run, args.results, store)
+        rows = rubric_agreement(ratings, judge, run.judged_subtasks, bootstrap)
+        notes.append(agreement_note(rows, bootstrap.confidence))
     write_table2(
         summaries,
         registry,
@@ -70,11 +118,33 @@ def cmd_table2(args: argparse.Namespace) -> int:
         args.out,
         weights,
         judged_cell,
-        notes=shared_roles(config),
+        notes=notes,
         run_notes=run_notes(config),
+        significance=significance,
     )
-    write_meta(args, [*summaries, registry, paper])
+    samples = [args.results.judge_samples(cell) for cell in judged_cells(run)]
+    stored = [store] if os.path.exists(store) else []
+    compared = [args.pairs, args.ranks] if significance else []
+    write_meta(args, [*summaries, registry, paper, *compared, *samples, *imports, *stored])
     summary(f"wrote {args.out}.csv, .md, .tex, _heatmap.png, _vs_paper.csv, _paper_audit.csv")
+    return 0
+
+
+def cmd_table2_pairs(args: argparse.Namespace) -> int:
+    from h2htalk.cells import RunCells
+    from h2htalk.config import load_registry
+    from h2htalk.settings import BootstrapSettings
+    from h2htalk.tables.table2_pairs import compare_rows
+    from h2htalk.tables.table2_pairs_files import read_row_items, write_comparisons
+
+    config = load_config(args)
+    registry = load_registry(config["model_registry"])
+    rows, items = read_row_items(RunCells(config), args.results, registry, config["tables"]["judged_cell"])
+    comparisons = compare_rows(rows, config["tables"]["overall_weights"], BootstrapSettings.from_config(config))
+    write_comparisons(comparisons, args.out, args.ranks_out)
+    write_meta(args, [*items, config["model_registry"]])
+    told = sum(bool(r["separable"]) for r in comparisons.pairs)
+    summary(f"{len(comparisons.pairs)} comparisons ({told} separable) -> {args.out}.csv; {args.ranks_out}.csv, .png")
     return 0
 
 
@@ -92,6 +162,20 @@ def cmd_table3(args: argparse.Namespace) -> int:
     inputs = [path for cell in cells for path in (args.results.score_items(cell), args.results.verdicts(cell))]
     write_meta(args, [*inputs, paper, *human, *([store] if os.path.exists(store) else [])])
     summary(f"{len(rows)} rows -> {args.out}.csv, .md, .tex")
+    return 0
+
+
+def cmd_agreement(args: argparse.Namespace) -> int:
+    from h2htalk.settings import BootstrapSettings
+    from h2htalk.tables.human_review import agreement_report, report_inputs, write_agreement
+
+    config = load_config(args)
+    bootstrap = BootstrapSettings.from_config(config)
+    rows, tied = agreement_report(config, args.results, bootstrap)
+    write_agreement(rows, tied, args.out, bootstrap.confidence, run_notes(config))
+    write_meta(args, report_inputs(config, args.results))
+    defined = sum(r["value"] is not None for r in rows)
+    summary(f"{len(rows)} rows ({defined} with an alpha), {len(tied)} tied items -> {args.out}.md, {args.out}.csv")
     return 0
 
 

@@ -12,10 +12,17 @@ import numpy as np
 
 from h2htalk.io import iter_jsonl, write_png_atomic
 from h2htalk.layout import Cell, Layout
-from h2htalk.ratings import NEED_VERDICTS, known_items, read_ratings
+from h2htalk.people.consensus import majority
+from h2htalk.ratings import NEED_VERDICTS, Rating, known_items, read_ratings
 from h2htalk.scoring.bootstrap import bootstrap_mean_ci
 from h2htalk.settings import BootstrapSettings
 from h2htalk.tabular import records_frame, write_csv
+
+
+def read_need_ratings(store: str | os.PathLike[str] | None, verdicts: dict[tuple[str, str], Path]) -> list[Rating]:
+    """People's verdicts at the review desk (recognized, met) on the judged items."""
+    known = {(model, variant, r["id"]) for (model, variant), path in verdicts.items() for _, r in iter_jsonl(path)}
+    return read_ratings([], NEED_VERDICTS, known_items(known, "item"), store)
 
 
 def read_need_verdicts(
@@ -23,11 +30,11 @@ def read_need_verdicts(
 ) -> dict[tuple[str, ...], bool]:
     """People's verdicts at the review desk on the judged items, by (model, variant, id): success (need
     recognised and met) by the majority of the item's raters; a tie decides nothing and is left out."""
-    known = {(model, variant, r["id"]) for (model, variant), path in verdicts.items() for _, r in iter_jsonl(path)}
     said: dict[tuple[str, ...], list[bool]] = {}
-    for rating in read_ratings([], NEED_VERDICTS, known_items(known, "item"), store):
+    for rating in read_need_ratings(store, verdicts):
         said.setdefault(rating.item, []).append(rating.values["recognized"] and rating.values["met"])
-    return {item: 2 * sum(votes) > len(votes) for item, votes in said.items() if 2 * sum(votes) != len(votes)}
+    decided = {item: majority(votes) for item, votes in said.items()}
+    return {item: success for item, success in decided.items() if success is not None}
 
 
 def fig7_rows(

@@ -29,6 +29,7 @@ from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic, write_
 from h2htalk.llm.calls import EngineOptions, ModelPool, chat_request, model_identity
 from h2htalk.llm.client import ChatRequest
 from h2htalk.llm.parse import first_json_value, parse_bool
+from h2htalk.people.consensus import majority
 from h2htalk.prompts.render import persona_text, render_instance, sha256_text
 from h2htalk.ratings import INSTANCE_DECISIONS, Rating, known_items, read_ratings
 from h2htalk.settings import WITHOUT_SAP, ReconstructSettings
@@ -304,10 +305,10 @@ def read_review_decisions(
         by_item.setdefault(rating.item[0], []).append(rating)
     decisions = {}
     for item, ratings in by_item.items():
-        keep = [r for r in ratings if r.values["decision"] == "keep"]
-        if 2 * len(keep) == len(ratings):
+        decision = majority([r.values["decision"] for r in ratings])
+        if decision is None:
             continue  # a tie: the instance stays in review
-        decision = "keep" if 2 * len(keep) > len(ratings) else "drop"
+        keep = [r for r in ratings if r.values["decision"] == "keep"]
         edits = {json.dumps(r.values["fields"], sort_keys=True) for r in keep if "fields" in r.values}
         if decision == "keep" and len(edits) > 1:
             where = ", ".join(r.where() for r in keep)

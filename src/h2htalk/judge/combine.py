@@ -7,13 +7,24 @@ Scale: J_judge is on 0-5 and S on 0-100, so S is put on 0-5 first (S/20):
 Two names keep the two scales apart: ``J5`` is J on 0-5 (what tau gates), ``J100`` = 20 * J5 is J on S's 0-100
 scale (what summaries and tables report). An item goes to human review when J5 < tau (3.5 on 0-5),
 when its judge samples spread by more than ``max_spread``, or when the judge's answer could not be parsed
-(its J is then missing, never 0). A human score, once imported, replaces the judge's mean for that item and
-is recorded with the file it came from.
+(its J is then missing, never 0), and never when it has no S (an empty answer left unscored,
+``scoring.empty_answers: skip``: there is nothing a reviewer could change). People's scores (filled-in review
+queues and the review desk's store; an item's score is the median of its raters) do one of two things
+(``review.mode``):
+
+- gate (the paper's): an item's score from people replaces the judge's mean for that item, recorded with where
+  it came from; the cell's mean mixes people's and the judge's scores.
+- sample: people score a seeded random sample of each cell (``review.sample_per_cell`` of the items that have a
+  J), and the cell's mean is the judge's over all those items corrected by the mean people-minus-judge
+  difference on the sample, with an interval that accounts for both (``h2htalk.people.prediction_powered``).
+  Only the sample goes to the review queue, and only the sample's scores enter the correction (a score of
+  another item is counted, not used: a hand-picked item would bias it).
 
 The paper does not say how Eq. 3 mixes S (0-100) with a judge score (0-5), so a judged cell's summary carries
 three readings of it, each with its CI: ``J`` (J100 above), ``S`` (the metric alone) and ``judge`` (the judge's
 score x 20). Its ``value`` is J; Table 2 shows the reading ``tables.judged_cell`` names, so switching it
-reruns neither the judge nor this stage.
+reruns neither the judge nor this stage. People's scores enter J and judge (``PEOPLE_READINGS``), never S: in
+sample mode J moves by (1 - alpha) * 20 * mean(people - judge) and judge by 20 * mean(people - judge).
 """
 
 from __future__ import annotations
@@ -21,7 +32,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-import statistics
 from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,20 +40,22 @@ import numpy as np
 
 from h2htalk.errors import DataError
 from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic, write_text_atomic
+from h2htalk.judge.readings import READINGS, item_readings
 from h2htalk.layout import Cell, Layout
+from h2htalk.people.consensus import consensus, median_score
+from h2htalk.people.prediction_powered import prediction_powered_mean, review_sample
 from h2htalk.ratings import REVIEW_SCORES, Rating, read_ratings
 from h2htalk.scoring.bootstrap import bootstrap_mean_ci
 from h2htalk.scoring.metrics import cell_value
 from h2htalk.scoring.score_files import ANSWER_FLAGS
-from h2htalk.settings import BootstrapSettings, GateSettings
+from h2htalk.settings import GATE, PEOPLE_READINGS, SAMPLE, BootstrapSettings, GateSettings, ReviewSettings
+
+SAMPLED = "sampled for review (review.mode sample)"
 
 QUEUE_COLUMNS: tuple[str, ...] = (
     "model", "variant", "subtask", "id", "reason", "S", "judge_mean", "judge_scores", "J5", "task", "response",
     "reference", "judge_evidence", "human_score", "reviewer", "notes",
 )  # fmt: skip
-
-
-READINGS: tuple[str, ...] = ("J", "S", "judge")  # the values tables.judged_cell can pick
 
 
 def combine_j(s_score: float, judge_score: float, alpha: float) -> float:
@@ -93,16 +105,16 @@ def read_human_scores(
             return f"item {item[3]!r} of {'/'.join(item[:3])} was not judged"
         return None
 
-    by_item: dict[tuple[str, ...], list[Rating]] = {}
-    for rating in read_ratings(paths, REVIEW_SCORES, check, store):
-        if rating.item[0] == model:
-            by_item.setdefault(rating.item, []).append(rating)
+    return human_scores(read_ratings(paths, REVIEW_SCORES, check, store), model)
+
+
+def human_scores(ratings: Iterable[Rating], model: str) -> HumanScores:
+    """People's review scores of ``model``'s items: (model, variant, subtask, id) -> the median of the item's
+    raters, and each rating."""
+    found = consensus((r for r in ratings if r.item[0] == model), "human_score", median_score)
     return {
-        item: {
-            "score": statistics.median(r.values["human_score"] for r in ratings),
-            "ratings": [{**r.source(), "score": r.values["human_score"]} for r in ratings],
-        }
-        for item, ratings in by_item.items()
+        item: {"score": c.value, "ratings": [{**r.source(), "score": r.values["human_score"]} for r in c.ratings]}
+        for item, c in found.items()
     }
 
 
@@ -114,20 +126,33 @@ def combine_items(
     judgments: Path,
     gate: GateSettings,
     human: HumanScores,
+    review: ReviewSettings,
 ) -> list[dict[str, Any]]:
+    """J of every judged item, its review flag and people's score. In gate mode ``J5`` uses people's score
+    where there is one; in sample mode ``J5`` is always the judge's and ``J5_people`` holds people's."""
     s_by_id = {r["id"]: r for _, r in iter_jsonl(score_items)}
+    verdicts = list(iter_jsonl(judgments))
+    sampled: set[str] = set()
+    if review.mode == SAMPLE:
+        # drawn among the items that have a J: a judge's score and an S (an empty answer left unscored has none)
+        scored = {item_id for item_id, r in s_by_id.items() if r["S"] is not None}
+        with_j = [v["id"] for _, v in verdicts if v["judge_mean"] is not None and v["id"] in scored]
+        sampled = set(review_sample(Cell(model, variant, subtask), with_j, review.sample_per_cell, review.sample_seed))
     items = []
-    for number, verdict in iter_jsonl(judgments):
+    for number, verdict in verdicts:
         item_id = verdict["id"]
         if item_id not in s_by_id:
             raise DataError(f"{judgments}: line {number}: id {item_id!r} has no score")
         s_score = s_by_id[item_id]["S"]  # None: an empty answer not scored (scoring.empty_answers: skip)
         override = human.get((model, variant, subtask, item_id))
-        judge_score = override["score"] if override else verdict["judge_mean"]
+        people = None if override is None or s_score is None else combine_j(s_score, override["score"], gate.alpha)
+        judge_score = override["score"] if override and review.mode == GATE else verdict["judge_mean"]
         j5 = None if judge_score is None or s_score is None else combine_j(s_score, judge_score, gate.alpha)
-        # a person decided, or there is no S to mix (nothing a reviewer could change): no review
-        gated = not override and s_score is not None
-        reasons = review_reasons(j5, judge_score, verdict["judge_spread"], gate) if gated else []
+        if review.mode == SAMPLE:
+            reasons = [SAMPLED] if item_id in sampled and not override else []
+        else:  # a person decided, or there is no S to mix (nothing a reviewer could change): no review
+            gated = not override and s_score is not None
+            reasons = review_reasons(j5, judge_score, verdict["judge_spread"], gate) if gated else []
         items.append({
             "id": item_id, "model": model, "variant": variant, "subtask": subtask,
             "task": verdict["task"], "response": verdict["response"], "reference": verdict["reference"],
@@ -136,16 +161,16 @@ def combine_items(
             "judge_scores": [s["score"] for s in verdict["samples"]],
             "judge_evidence": next((s["evidence"] for s in verdict["samples"] if s["score"] is not None), ""),
             "human": override, "J5": j5, "J100": None if j5 is None else 20.0 * j5,
+            "sampled": item_id in sampled, "J5_people": people,
             "review": bool(reasons), "review_reasons": reasons,
             "flags": verdict["flags"] + [f for f in s_by_id[item_id].get("flags", []) if f in ANSWER_FLAGS],
         })  # fmt: skip
     return items
 
 
-def item_readings(item: dict[str, Any]) -> dict[str, float | None]:
-    """One item's value under each reading of a judged cell, all on 0-100 (None: that reading has none)."""
-    judge = item["judge_score"]
-    return {"J": item["J100"], "S": item["S"], "judge": None if judge is None else 20.0 * judge}
+def people_readings(item: dict[str, Any]) -> dict[str, float]:
+    """A rated item's value under the readings people's score enters, with people's score for the judge's."""
+    return {"J": 20.0 * item["J5_people"], "judge": 20.0 * item["human"]["score"]}
 
 
 def summarise_reading(values: Sequence[float | None], bootstrap: BootstrapSettings) -> dict[str, Any]:
@@ -156,11 +181,47 @@ def summarise_reading(values: Sequence[float | None], bootstrap: BootstrapSettin
     return {"n": int(present.size), **cell_value(*mean), "missing": len(values) - int(present.size)}
 
 
-def summarise_j(items: Sequence[dict[str, Any]], bootstrap: BootstrapSettings) -> dict[str, Any]:
-    """Mean of J100 over items that have a J, with a bootstrap CI (missing ones are counted, not zeroed), and
-    every reading of the cell (J, S, judge) the same way."""
+def corrected_reading(
+    items: Sequence[dict[str, Any]], frame: Sequence[dict[str, Any]], rated: Sequence[int], name: str, confidence: float
+) -> dict[str, Any]:
+    """The reading ``name`` of a cell in sample mode: prediction-powered over the ``frame`` the sample is drawn
+    from (the items with a J), from the judge's values and people's on the ``rated`` items of the frame."""
+    predicted = np.array([item_readings(i)[name] for i in frame], dtype=np.float64)
+    observed = np.array([people_readings(frame[k])[name] for k in rated], dtype=np.float64)
+    estimate = prediction_powered_mean(predicted, np.array(rated), observed, confidence)
+    return {
+        "n": len(frame), **cell_value(estimate.value, estimate.ci_low, estimate.ci_high),
+        "missing": len(items) - len(frame), "correction": estimate.correction, "se": estimate.se,
+    }  # fmt: skip
+
+
+def summarise_j(items: Sequence[dict[str, Any]], bootstrap: BootstrapSettings, mode: str) -> dict[str, Any]:
+    """Every reading of the cell (J, S, judge): the mean over the items that have a value, with its CI; missing
+    ones are counted, not zeroed. In gate mode each is a mean with a bootstrap CI (people's score in place of the
+    judge's where rated); in sample mode J and judge are prediction-powered (the judge's values corrected on the
+    rated sample), or the judge's alone while fewer than two sampled items are rated. The summary's own value
+    is J's."""
     per_item = [item_readings(i) for i in items]
     readings = {name: summarise_reading([r[name] for r in per_item], bootstrap) for name in READINGS}
+    counted = [i for i in items if i["human"] is not None]
+    review: dict[str, Any] = {"review_mode": mode, "estimator": "J (people's score replacing the judge's where rated)"}
+    if mode == SAMPLE:
+        frame = [i for i in items if i["J100"] is not None]  # the items the sample is drawn from
+        rated = [k for k, i in enumerate(frame) if i["sampled"] and i["J5_people"] is not None]
+        counted = [frame[k] for k in rated]
+        review.update(
+            sample_size=sum(i["sampled"] for i in items),
+            sample_rated=len(rated),
+            ratings_outside_sample=sum(i["human"] is not None and not i["sampled"] for i in items),
+        )
+        if len(rated) >= 2:
+            for name in PEOPLE_READINGS:
+                judge_only = {k: readings[name][k] for k in ("value", "value_ci_low", "value_ci_high")}
+                corrected = corrected_reading(items, frame, rated, name, bootstrap.confidence)
+                readings[name] = {**corrected, "judge_only": judge_only}
+            review["estimator"] = "prediction-powered J"
+        else:
+            review["estimator"] = "the judge's J alone (fewer than 2 sampled items rated)"
     return {
         "measure": "J",
         **readings["J"],
@@ -169,23 +230,32 @@ def summarise_j(items: Sequence[dict[str, Any]], bootstrap: BootstrapSettings) -
         "review_share": sum(i["review"] for i in items) / len(items) if items else None,
         "answers": {flag: sum(flag in i["flags"] for i in items) for flag in ANSWER_FLAGS},
         "human_scored": sum(i["human"] is not None for i in items),
+        "human_items": len(counted),
+        "human_ratings": sum(len(i["human"]["ratings"]) for i in counted),
+        **review,
     }
 
 
 def combine_to_files(
-    cell: Cell, results: Layout, gate: GateSettings, bootstrap: BootstrapSettings, human: HumanScores
+    cell: Cell,
+    results: Layout,
+    gate: GateSettings,
+    bootstrap: BootstrapSettings,
+    human: HumanScores,
+    review: ReviewSettings,
 ) -> dict[str, Any]:
-    """J for every item of a judged cell (people's scores replacing the judge's where imported), the gate, and
-    the summary."""
+    """J for every item of a judged cell, the review flags (the gate, or the sample), people's scores, and the
+    summary."""
     scores, judgments = Path(results.score_items(cell)), Path(results.judge_samples(cell))
-    items = combine_items(cell.model, cell.variant, cell.task, scores, judgments, gate, human)
+    items = combine_items(cell.model, cell.variant, cell.task, scores, judgments, gate, human, review)
     write_jsonl_atomic(results.j_items(cell), items)
     summary = {
         **cell.labels(),
         "human_imports": sorted({r["file"] for h in human.values() for r in h["ratings"]}),
-        **summarise_j(items, bootstrap),
+        **summarise_j(items, bootstrap, review.mode),
         "bootstrap": vars(bootstrap),
         "gate": vars(gate),
+        "review": vars(review),
         "scale": "J5 = alpha*(S/20) + (1-alpha)*J_judge on 0-5; J100 = 20*J5, on S's scale",
     }
     write_json_atomic(results.j_summary(cell), summary)
@@ -193,7 +263,8 @@ def combine_to_files(
 
 
 def write_review_queue(item_files: Iterable[Path], out: Path) -> int:
-    """Every item sent to review, with what a reviewer needs, as CSV (fill in human_score, 0-5)."""
+    """Every item sent to review (gated, or sampled in sample mode), with what a reviewer needs, as CSV (fill
+    in human_score, 0-5)."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=list(QUEUE_COLUMNS), lineterminator="\n")
     writer.writeheader()

@@ -1,18 +1,42 @@
-"""Seeded percentile bootstrap confidence intervals for means."""
+"""Seeded percentile bootstrap confidence intervals for means, and the resamples they are drawn from."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 
 import numpy as np
 
 _CHUNK = 100  # resamples drawn at a time, to bound memory on large subtasks
+Seed = int | Sequence[int]  # an int, or entropy words (np.random.default_rng accepts both)
+
+
+def cluster_index(groups: Sequence[Hashable] | None, n: int) -> tuple[np.ndarray, int]:
+    """(cluster of each of ``n`` items, number of clusters): one cluster a label of ``groups``, or one an item."""
+    if groups is None:
+        return np.arange(n), n
+    labels, index_of = np.unique(np.asarray(groups, dtype=object).astype(str), return_inverse=True)
+    return index_of.reshape(-1), len(labels)
+
+
+def resample_counts(clusters: int, resamples: int, seed: Seed) -> Iterator[np.ndarray]:
+    """How often each of ``clusters`` clusters is drawn, resample by resample: chunks of (resamples in the
+    chunk, clusters) counts, each row summing to ``clusters``.
+
+    Every interval of the project draws from this one stream: the same ``seed`` gives the same resamples to
+    the CIs of a summary, to Table 3's paired delta and to Table 2's paired comparisons.
+    """
+    rng = np.random.default_rng(seed)
+    for start in range(0, resamples, _CHUNK):
+        size = min(_CHUNK, resamples - start)
+        index = rng.integers(0, clusters, size=(size, clusters))
+        flat = (index + clusters * np.arange(size)[:, None]).ravel()
+        yield np.bincount(flat, minlength=size * clusters).reshape(size, clusters)
 
 
 def bootstrap_mean_ci(
     values: np.ndarray,
     resamples: int,
-    seed: int,
+    seed: Seed,
     confidence: float,
     groups: Sequence[Hashable] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -30,20 +54,13 @@ def bootstrap_mean_ci(
     if n == 0:
         nan = np.full(k, np.nan)
         return nan, nan.copy()
-    if groups is None:
-        sums, counts = data, np.ones(n)
-    else:
-        labels, index_of = np.unique(np.asarray(groups, dtype=object).astype(str), return_inverse=True)
-        sums = np.zeros((len(labels), k))
-        np.add.at(sums, index_of, data)
-        counts = np.bincount(index_of, minlength=len(labels)).astype(np.float64)
-    rng = np.random.default_rng(seed)
-    means = np.empty((resamples, k))
-    drawn = len(counts)
-    for start in range(0, resamples, _CHUNK):
-        size = min(_CHUNK, resamples - start)
-        index = rng.integers(0, drawn, size=(size, drawn))
-        means[start : start + size] = sums[index].sum(axis=1) / counts[index].sum(axis=1)[:, None]
+    index_of, drawn = cluster_index(groups, n)
+    sums = np.zeros((drawn, k))
+    np.add.at(sums, index_of, data)
+    sizes = np.bincount(index_of, minlength=drawn).astype(np.float64)
+    means = np.concatenate(
+        [(counts @ sums) / (counts @ sizes)[:, None] for counts in resample_counts(drawn, resamples, seed)]
+    )
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(means, [alpha, 1.0 - alpha], axis=0)
     return low, high
@@ -53,7 +70,7 @@ def paired_bootstrap_diff(
     a: np.ndarray,
     b: np.ndarray,
     resamples: int,
-    seed: int,
+    seed: Seed,
     confidence: float,
     groups: Sequence[Hashable] | None = None,
 ) -> tuple[float, float, float]:

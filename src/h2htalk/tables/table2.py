@@ -23,7 +23,7 @@ from typing import Any
 import pandas as pd
 
 from h2htalk.errors import DataError
-from h2htalk.settings import VARIANT_NAMES
+from h2htalk.settings import PEOPLE_READINGS, VARIANT_NAMES
 from h2htalk.subtasks import DIMENSIONS, SUBTASKS, by_dimension
 from h2htalk.tabular import records_frame
 
@@ -71,6 +71,8 @@ class CellValue:
     expected: int = 0  # items the cell should have (n + missing)
     cut_off: int = 0  # answers that stopped at their token limit
     failed: int = 0  # answers that failed for good (a refusal, an over-long prompt), scored as empty
+    people_items: int = 0  # items whose people's score the value rests on (judged cells); CSV: _human_items
+    people_ratings: int = 0  # people's ratings of those items; CSV: _human_ratings
 
     @property
     def missing(self) -> int:
@@ -140,6 +142,7 @@ def build_rows(
         row = rows.setdefault(key, Row(*identity, {}, weights))
         reading = cell_reading(summary, judged_cell)
         value = reading["value"]
+        people = "readings" in summary and judged_cell in PEOPLE_READINGS  # S rests on no score by people
         row.cells[summary["subtask"]] = CellValue(
             None if value is None else float(value),
             reading["value_ci_low"],
@@ -149,6 +152,8 @@ def build_rows(
             expected=int(reading["n"]) + int(reading["missing"]),
             cut_off=int(summary.get("answers", {}).get("cut_off", 0)),
             failed=int(summary.get("answers", {}).get("failed", 0)),
+            people_items=int(summary.get("human_items", 0)) if people else 0,
+            people_ratings=int(summary.get("human_ratings", 0)) if people else 0,
         )
     order = {g: i for i, (g, _) in enumerate(GROUPS)}
     return sorted(rows.values(), key=lambda r: (r.embedder, order.get(r.size_group, 99), r.display_name, r.variant))
@@ -191,7 +196,9 @@ NOTES: tuple[str, ...] = (
 )
 INCOMPLETE_MARK = "*"
 RANK_COMMANDS = {1: "first", 2: "second", 3: "third"}
-CELL_PARTS = ("ci_low", "ci_high", "n", "expected", "missing", "cut_off", "failed", "measure")
+CELL_PARTS = (
+    "ci_low", "ci_high", "n", "expected", "missing", "cut_off", "failed", "measure", "human_items", "human_ratings",
+)  # fmt: skip
 LEVELS = "Levels I-III (ItineraryBasic, ItineraryMiddle, ItineraryAdvanced)"
 
 
@@ -285,7 +292,7 @@ def table2_marks(rows: Sequence[Row]) -> pd.DataFrame:
 
 def ci_frame(rows: Sequence[Row]) -> pd.DataFrame:
     """The machine-readable Table 2: every value with its 95 % CI and coverage (items scored, expected, missing;
-    answers cut off or failed), one row per (model, variant, embedder).
+    answers cut off or failed; items and ratings by people it rests on), one row per (model, variant, embedder).
 
     Values and CI bounds are floats (4 decimals in the CSV); a subtask without a cell has all its columns empty.
     """
@@ -310,7 +317,7 @@ def ci_frame(rows: Sequence[Row]) -> pd.DataFrame:
             cell = row.cells.get(column)
             if column in SUBTASK_COLUMNS and cell:
                 parts = (_float(cell.ci_low), _float(cell.ci_high), cell.n, cell.expected, cell.missing)
-                parts += (cell.cut_off, cell.failed, cell.measure)
+                parts += (cell.cut_off, cell.failed, cell.measure, cell.people_items, cell.people_ratings)
                 record.update({f"{column}_{part}": value for part, value in zip(CELL_PARTS, parts, strict=True)})
         records.append(record)
     return records_frame(records, header)

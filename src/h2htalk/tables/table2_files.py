@@ -29,6 +29,7 @@ from h2htalk.tables.table2 import (
     table2_frame,
     table2_marks,
 )
+from h2htalk.tables.table2_significance import Significance
 from h2htalk.tabular import records_frame, write_csv, write_table
 
 COMPARISON_COLUMNS = ("model", "embedder", "variant", "column", "ours", "paper", "difference")
@@ -93,10 +94,12 @@ def write_table2(
     compare_variant: str = WITH_SAP,
     notes: Iterable[str] = (),
     run_notes: Iterable[str] = (),
+    significance: Significance | None = None,
 ) -> list[Row]:
     """Table 2 and its companions; Overall weighted by ``weights`` (tables.overall_weights), judged cells as
     ``judged_cell`` reads them (tables.judged_cell); ``notes`` go under the table with the standing ones, and
-    ``run_notes`` (what the whole run is, e.g. a demo) also on the heatmap."""
+    ``run_notes`` (what the whole run is, e.g. a demo) also on the heatmap; ``significance`` (the paired
+    comparisons) adds its marks, the rank intervals and its notes."""
     prefix = Path(out_prefix)
     registry = load_registry(registry_path)
     summaries = [read_json(p) for p in summary_paths]
@@ -114,6 +117,9 @@ def write_table2(
         *notes,
         *signature_notes(summaries),
     ]
+    if significance is not None:
+        frame = significance.annotate(frame, rows)
+        notes += significance.notes(rows)
     write_table(frame, prefix, caption=CAPTION, label=LABEL, notes=notes, marks=table2_marks(rows), csv=False)
     heatmap(rows, prefix.with_name(prefix.name + "_heatmap.png"), judged_cell, run_notes)
 

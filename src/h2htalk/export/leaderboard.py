@@ -1,0 +1,81 @@
+"""The run as a leaderboard: one board per embedder and variant (scores from different embedders are not
+comparable, and a model's SAP and no-SAP rows do not compete), its models ranked by Table 2's Overall, overall
+and within their size group, with the dimension averages and subtask scores beside it. Baselines are shown
+beside each board as reference points, never ranked: the oracle would lead every board."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from h2htalk.export.models import model_name
+from h2htalk.settings import VARIANT_NAMES
+from h2htalk.subtasks import DIMENSIONS
+from h2htalk.tables.table2 import GROUP_TITLES, Row, column_names, column_order
+
+FORMAT = "h2htalk-leaderboard/1"
+BASELINE_GROUP = "baseline"
+TIE_DIGITS = 6  # Overall values equal to this many decimals share a rank
+
+
+def competition_ranks(values: Sequence[float | None]) -> list[int | None]:
+    """1, 2, 2, 4 ...: the rank of each value among the others (higher is better); None has none."""
+    keys = [None if v is None else round(v, TIE_DIGITS) for v in values]
+    present = [k for k in keys if k is not None]
+    return [None if k is None else 1 + sum(other > k for other in present) for k in keys]
+
+
+def entry(row: Row, registry: dict[str, Any]) -> dict[str, Any]:
+    values = row.values()
+    dimensions = [f"{d}_avg" for d in DIMENSIONS]
+    return {
+        "model": row.model,
+        "display_name": row.display_name,
+        "model_id": model_name({"name": row.model, **registry[row.model]}).id if row.model in registry else None,
+        "size_group": row.size_group,
+        "overall": values.get("overall"),
+        "complete": not row.incomplete("overall"),
+        "dimensions": {column: values.get(column) for column in dimensions},
+        "subtasks": {column: values.get(column) for column in column_order() if column in row.cells},
+        "measures": {column: cell.measure for column, cell in row.cells.items()},
+    }
+
+
+def board(rows: Sequence[Row], registry: dict[str, Any]) -> dict[str, Any]:
+    """One embedder's and variant's rows: the models ranked by Overall (ties share a rank; rows without one come
+    last, unranked), each also within its size group; the baselines apart."""
+    models = [entry(row, registry) for row in rows if row.size_group != BASELINE_GROUP]
+    for member, rank in zip(models, competition_ranks([m["overall"] for m in models]), strict=True):
+        member["rank"] = rank
+    for group in {m["size_group"] for m in models}:
+        members = [m for m in models if m["size_group"] == group]
+        for member, rank in zip(members, competition_ranks([m["overall"] for m in members]), strict=True):
+            member["group_rank"] = rank
+    models.sort(key=lambda m: (m["rank"] is None, m["rank"] or 0, m["display_name"]))
+    return {
+        "embedder": rows[0].embedder,
+        "variant": rows[0].variant,
+        "variant_name": VARIANT_NAMES.get(rows[0].variant, rows[0].variant),
+        "rows": models,
+        "baselines": [entry(row, registry) for row in rows if row.size_group == BASELINE_GROUP],
+    }
+
+
+def build_leaderboard(
+    rows: Sequence[Row], registry: dict[str, Any], provenance: dict[str, Any], notes: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The boards of ``rows`` (Table 2's), with the run's provenance and ``notes`` (what the run is, e.g. a demo)."""
+    boards: dict[tuple[str, str], list[Row]] = {}
+    for row in rows:
+        boards.setdefault((row.embedder, row.variant), []).append(row)
+    return {
+        "format": FORMAT,
+        "date": provenance["created_at"],
+        "git_hash": provenance["git"]["revision"],
+        "config_sha256": provenance["config_sha256"],
+        "notes": list(notes),
+        "ranked_by": "overall",
+        "columns": column_names(),
+        "size_groups": GROUP_TITLES,
+        "boards": [board(members, registry) for members in boards.values()],
+    }

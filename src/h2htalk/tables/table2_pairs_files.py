@@ -1,0 +1,102 @@
+"""Table 2's comparisons on disk: read the per-item scores of its rows, write the pairs (table2_pairs.csv), the
+rank intervals with each cell's detectable difference (table2_ranks.csv) and the rank figure (table2_ranks.png)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from h2htalk.cells import RunCells
+from h2htalk.io import iter_jsonl, write_png_atomic
+from h2htalk.judge.readings import item_readings
+from h2htalk.layout import Layout
+from h2htalk.tables.table2 import GROUP_TITLES
+from h2htalk.tables.table2_pairs import PAIR_COLUMNS, RANK_COLUMNS, Comparisons, RowItems
+from h2htalk.tabular import records_frame, write_csv
+
+FLOAT_FORMAT = "{:.6g}"  # p-values far below 0.0001 keep their digits
+
+
+def read_row_items(
+    run: RunCells, results: Layout, registry: Mapping[str, Mapping[str, Any]], judged_cell: str
+) -> tuple[list[RowItems], list[str]]:
+    """The per-item values of every Table 2 row of a model under test (the baselines are calibration rows and
+    are not compared): S from the score items, and where the rubric judge is mixed in, the reading of the J
+    items that ``judged_cell`` names (tables.judged_cell), as Table 2 shows it. Also the files read."""
+    values: dict[tuple[str, str, str], dict[str, dict[str, float]]] = {}
+    measures: dict[tuple[str, str, str], dict[str, str]] = {}
+    files = run.table2_items(results)
+    for cell, path in files.items():
+        judged = run.is_judged(cell)
+        key = (str(cell.embedder), cell.model, cell.variant)
+        read = (lambda item: item_readings(item)[judged_cell]) if judged else (lambda item: item["S"])
+        values.setdefault(key, {})[cell.task] = {
+            item["id"]: float(value) for _, item in iter_jsonl(path) if (value := read(item)) is not None
+        }
+        measures.setdefault(key, {})[cell.task] = judged_cell if judged else "S"
+    rows = [
+        RowItems(
+            embedder,
+            model,
+            registry[model]["display_name"],
+            registry[model]["size_group"],
+            variant,
+            values[(embedder, model, variant)],
+            measures[(embedder, model, variant)],
+        )
+        for embedder, model, variant in values
+    ]
+    return rows, list(files.values())
+
+
+def write_comparisons(comparisons: Comparisons, pairs_prefix: Path, ranks_prefix: Path) -> None:
+    """``pairs_prefix``.csv, ``ranks_prefix``.csv and ``ranks_prefix``.png."""
+    write_csv(
+        records_frame(comparisons.pairs, PAIR_COLUMNS), pairs_prefix.with_suffix(".csv"), float_format=FLOAT_FORMAT
+    )
+    write_csv(
+        records_frame(comparisons.ranks, RANK_COLUMNS), ranks_prefix.with_suffix(".csv"), float_format=FLOAT_FORMAT
+    )
+    rank_figure(comparisons.ranks, ranks_prefix.with_suffix(".png"))
+
+
+def rank_figure(ranks: Sequence[Mapping[str, Any]], path: Path) -> None:
+    """One panel per size group, variant and embedder: its rows ordered by Overall, each a point at its rank
+    with a line over its rank interval."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
+    for record in ranks:
+        if record.get("rank") is not None:
+            panels.setdefault((record["embedder"], record["size_group"], record["variant"]), []).append(record)
+    sizes = [len(rows) for rows in panels.values()] or [1]
+    fig, axes = plt.subplots(
+        len(sizes), 1, figsize=(8, 0.32 * sum(sizes) + 0.9 * len(sizes) + 0.6), height_ratios=[s + 1.5 for s in sizes],
+        squeeze=False,
+    )  # fmt: skip
+    several = len({key[0] for key in panels}) > 1
+    for ax, ((embedder, group, variant), rows) in zip(axes[:, 0], panels.items(), strict=False):
+        rows = sorted(rows, key=lambda r: (r["rank"], r["display_name"]))
+        y = list(range(len(rows)))
+        ax.hlines(y, [r["rank_low"] for r in rows], [r["rank_high"] for r in rows], color="tab:blue", linewidth=2)
+        ax.plot([r["rank"] for r in rows], y, "o", color="black", markersize=5)
+        ax.set_yticks(y, labels=[f"{r['display_name']} ({r['overall']:.2f})" for r in rows], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlim(0.5, max(r["rows"] for r in rows) + 0.5)
+        ax.set_xticks(range(1, max(r["rows"] for r in rows) + 1))
+        ax.grid(axis="x", alpha=0.3)
+        title = f"{GROUP_TITLES.get(group, group)}, {variant}" + (f" ({embedder})" if several else "")
+        ax.set_title(title, fontsize=9, loc="left")
+    if not panels:
+        axes[0, 0].text(0.5, 0.5, "no ranked rows", ha="center", va="center")
+        axes[0, 0].set_axis_off()
+    confidence = next((r["confidence"] for r in ranks), None)
+    share = f"the central {confidence:.0%} of its" if confidence else "its"
+    axes[-1, 0].set_xlabel(f"rank by Overall within the group\n(point: the row's rank; line: {share} bootstrap ranks)")
+    fig.tight_layout()
+    write_png_atomic(fig, path, dpi=130)
+    plt.close(fig)
