@@ -69,6 +69,7 @@ localrules:
     every_eval_ever,
     viewer,
     judge_reliability,
+    plan,
 
 
 include: "workflow/rules/data.smk"
@@ -83,6 +84,7 @@ include: "workflow/rules/tables.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/export.smk"
 include: "workflow/rules/reliability.smk"
+include: "workflow/rules/plan.smk"
 
 
 rule all:

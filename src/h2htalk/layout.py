@@ -57,6 +57,8 @@ PATTERNS: dict[str, str] = {
     "judge_ladder_run": "judge_reliability/{model}/run.json",
     "canary_history": "judge_canary/{role}/history.jsonl",
     "canary_run": "judge_canary/{role}/runs/{digest}.jsonl",
+    "plan": "plan.csv",
+    "plan_md": "plan.md",
     "logs": "logs",
     "benchmarks": "benchmarks",
 }

@@ -76,7 +76,8 @@ class CurateOptions:
 @dataclass(frozen=True)
 class ClientSettings(FromSection):
     """How the chat client talks to an endpoint (generation.*): concurrency, timeout, retries, backoff; the
-    failures a job tolerates, and whether it sends the cached content refusals again."""
+    failures a job tolerates, and whether it sends the cached content refusals again; the providers' rate
+    limits, and how often a submitted batch is looked at."""
 
     SECTION = ("generation",)
 
@@ -87,6 +88,8 @@ class ClientSettings(FromSection):
     backoff_max_s: float
     max_failure_rate: float
     retry_failed: bool
+    rate_limits: dict[str, dict[str, int | None]]
+    batch_poll_s: float
 
 
 @dataclass(frozen=True)
@@ -139,6 +142,7 @@ class JudgeSettings(FromSection):
     temperature: float
     max_new_tokens: int
     cache_dir: str
+    batch: bool  # through the model's Batch API, where it has one
 
 
 @dataclass(frozen=True)
@@ -225,6 +229,7 @@ class ReconstructSettings:
     vote_max_new_tokens: int
     cache_dir: str
     leak: LeakSettings
+    batch: bool
 
     @classmethod
     def from_config(cls, config: Config) -> ReconstructSettings:

@@ -34,9 +34,12 @@ class CacheDamaged(H2HTalkError):
 class SqliteStore:
     """``holds``: what the file holds; ``redo``: what the next run does once it is deleted (error messages)."""
 
-    def __init__(self, path: str | os.PathLike[str], holds: str, redo: str) -> None:
+    def __init__(self, path: str | os.PathLike[str], holds: str, redo: str, *, read_only: bool = False) -> None:
         self.path = Path(path)
         self.holds, self.redo = holds, redo
+        if read_only:  # a look at what a file holds (the plan), changing nothing, creating nothing
+            self._db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=LOCK_TIMEOUT_S)
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # autocommit mode: transactions are opened explicitly, each write in one
         self._db = sqlite3.connect(self.path, timeout=LOCK_TIMEOUT_S, isolation_level=None)
@@ -84,6 +87,16 @@ class SqliteStore:
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
+            self._db.execute("COMMIT")
+
+    def items(self) -> list[tuple[str, bytes]]:
+        with self._readable():
+            return list(self._db.execute("SELECT key, value FROM entries ORDER BY key"))
+
+    def delete_many(self, keys: Iterable[str]) -> None:
+        with self._readable():
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.executemany("DELETE FROM entries WHERE key = ?", [(key,) for key in keys])
             self._db.execute("COMMIT")
 
     def __len__(self) -> int:

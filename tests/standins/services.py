@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .answers import AnswerSettings, canned_answer, compose_answers
+from .batches import BatchPlan, BatchService
 from .faults import FAULT_COUNTERS, FaultPlan
+from .limits import RateLimits
 from .messages import prompt_tokens, request_hash
 from .protocol import Reply, bearer_token, chat_completion, openai_error, parse_json_body, stream_chunks, vllm_error
 from .server import Stats
@@ -109,7 +111,8 @@ class VllmService:
 @dataclass
 class ApiService:
     """Providers under path prefixes: ``/{provider}/v1/chat/completions`` and ``/{provider}/v1/models`` (or no
-    prefix: the provider "default"), ``GET /stats`` and ``/health``. Requests need a bearer key (any)."""
+    prefix: the provider "default"), the Batch API's ``/files`` and ``/batches`` (``batches.py``), ``GET /stats``
+    and ``/health``. Requests need a bearer key (any). ``limits``: the providers' rate limits (429 beyond them)."""
 
     settings: AnswerSettings = field(default_factory=AnswerSettings)
     registry: dict[str, dict[str, Any]] = field(default_factory=dict)  # empty: any model is served
@@ -119,14 +122,28 @@ class ApiService:
     responder: Callable[[str], str] | None = None
     system_fingerprint: str | None = None  # the backend configuration every completion names, when set
     stats: Stats = field(default_factory=Stats)
+    limits: RateLimits = field(default_factory=RateLimits)
+    batch_plan: BatchPlan = field(default_factory=BatchPlan)
 
     _ROUTE = re.compile(r"^(?:/(?P<provider>[^/]+))?/v1/(?P<route>chat/completions|models)/?$")
+    _BATCH_ROUTE = re.compile(r"^(?:/(?P<provider>[^/]+))?/v1/(?P<route>files|batches)(?P<rest>/.*)?$")
+
+    def __post_init__(self) -> None:
+        # a batch's lines are answered as chat requests, outside the per-minute limits (batches have their own)
+        self.batches = BatchService(lambda provider, body: self.chat(provider, body, limited=False), self.stats,
+                                    self.batch_plan)  # fmt: skip
 
     def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Reply:
         if path == "/stats" and method == "GET":
             return Reply(200, self.stats.snapshot())
         if path == "/health" and method == "GET":
             return Reply(200, {"status": "ok"})
+        batch_route = self._BATCH_ROUTE.match(path)
+        if batch_route:
+            if not bearer_token(headers):
+                return openai_error(401, "You didn't provide an API key.", "invalid_request_error", "invalid_api_key")
+            provider = batch_route["provider"] or "default"
+            return self.batches.handle(method, provider, batch_route["route"], batch_route["rest"] or "", headers, body)
         match = self._ROUTE.match(path)
         if not match:
             return openai_error(404, f"Unknown request URL: {method} {path}.", "invalid_request_error", "unknown_url")
@@ -152,7 +169,7 @@ class ApiService:
         data = [{"id": n, "object": "model", "created": 0, "owned_by": provider} for n in names]
         return {"object": "list", "data": data}
 
-    def chat(self, provider: str, body: bytes) -> Reply:
+    def chat(self, provider: str, body: bytes, limited: bool = True) -> Reply:
         request, problem = parse_json_body(body)
         if request is None:
             self.stats.add("http_400", provider)
@@ -164,6 +181,14 @@ class ApiService:
             return openai_error(
                 404, f"The model `{model}` does not exist or you do not have access to it.",
                 "invalid_request_error", "model_not_found",
+            )  # fmt: skip
+        tokens = prompt_tokens(messages) + int(request.get("max_tokens") or 0)
+        wait = self.limits.admit(provider, tokens) if limited else None
+        if wait is not None:  # over the provider's rate limit: refused, as a provider does, with when to come back
+            self.stats.add("http_429_rate_limit", provider)
+            return openai_error(
+                429, "Rate limit reached for requests.", "requests", "rate_limit_exceeded",
+                {"Retry-After": str(max(1, round(wait))), "retry-after-ms": str(max(1, round(1000 * wait)))},
             )  # fmt: skip
         digest = request_hash(f"{provider}/{model}", messages, request.get("seed"), request.get("max_tokens"))
         fault, attempt = self.faults.draw(provider, messages, digest)

@@ -328,3 +328,23 @@ def rubric_ladder_inputs(wildcards):
         *expand(path("instances"), subtask=RUN.judged_subtasks),
         *expand(path("prompts"), variant=RUN.variants[0], subtask=RUN.judged_subtasks),
     ]
+
+
+def plan_inputs(wildcards):
+    """What the plan reads: the curated references (a reconstructed benchmark's) or the instance files, the
+    answer caches as they are now, the price and throughput tables."""
+    instances = config["instances"]
+    if instances["source"] == "reconstructed":
+        sources = expand(path("curated"), subtask=RUN.subtasks)
+    else:
+        sources = [
+            instances["files"][s] for s in RUN.subtasks if instances["source"] == "file"
+        ]
+    folders = {
+        config["generation"]["cache_dir"],
+        config["rubric_judge"]["cache_dir"],
+        config["study_judge"]["cache_dir"],
+        instances["reconstruct"]["cache_dir"],
+    }
+    caches = sorted(str(p) for folder in folders for p in Path(folder).glob("*.sqlite"))
+    return [*sources, *caches, config["plan"]["prices"], config["plan"]["throughput"]]

@@ -22,6 +22,7 @@ from h2htalk.cli import (
     generation,
     instances,
     judge,
+    plan,
     prompts,
     provenance,
     reliability,
@@ -34,7 +35,7 @@ from h2htalk.errors import H2HTalkError
 
 STAGES = (
     data, instances, prompts, generation, scoring, judge, studies, tables, figures, export, provenance, review,
-    reliability,
+    reliability, plan,
 )  # fmt: skip
 
 

@@ -239,7 +239,7 @@ def reconstruct_to_files(
     curated = [r["id"] for f in files for _, r in iter_jsonl(f.curated)]
     decisions = read_review_decisions(decision_files, curated, store)
     reports = []
-    with ModelPool(engines, options.cache_dir) as pool:
+    with ModelPool(engines, options.cache_dir, batch=options.batch) as pool:
         for subtask_files in files:
             kept, review, report = reconstruct_subtask(
                 subtask_files.subtask, subtask_files.curated, generator, voters, options, pool

@@ -3,14 +3,16 @@
 Generation, the rubric judge, reconstruction and the studies' judges build requests with ``chat_request`` and
 get their answers from a ``ModelCalls`` session:
 
-    with EngineOptions(client, seed, model_files).session(spec, cache_dir) as calls:
+    with EngineOptions(client, seed, model_files).session(spec, cache_dir, batch=False) as calls:
         answers = calls.answers(requests)      # request key -> cached record
 
 Every request is content-addressed: key = SHA-256 of (the model's identity as its engine states it: model id
 and revision, engine, an API's endpoint; sampling parameters, system prompt, the rest of the conversation).
 Answers, and content refusals (they would be refused again), are committed to the model's cache as they land,
 so a killed job, rerun, sends only what is missing; the engine starts only if something is missing, once per
-session. Other failures are never cached: a rerun sends them again.
+session. Other failures are never cached: a rerun sends them again. A provider's rate limits are kept to before
+sending (``llm.ratelimit``); a session opened with ``batch`` sends what is missing through the model's Batch API
+(``llm.batch``), where its registry entry has one, into the same cache under the same keys.
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from h2htalk.llm.batch import BatchLimits, BatchRunner, BatchState
 from h2htalk.llm.client import ChatClient, ChatRequest, ChatResult, EndpointError, GenerationError, RetryPolicy
 from h2htalk.llm.engines import Endpoint, LazyEndpoint, ServeOptions, engine_of
+from h2htalk.llm.ratelimit import RateLimiter, limiter_for
 from h2htalk.llm.reasoning import final_answer
 from h2htalk.progress import Progress
 from h2htalk.progress import log as progress_log
@@ -67,14 +71,19 @@ def chat_request(
     return ChatRequest(key, item_id, messages, params)
 
 
+def cache_file(folder: str | os.PathLike[str], model: str) -> Path:
+    return Path(folder) / f"{model}.sqlite"
+
+
 class ResponseCache:
     """Finished answers of one model, keyed by request key (one SQLite file per model)."""
 
-    def __init__(self, folder: str | os.PathLike[str], model: str) -> None:
+    def __init__(self, folder: str | os.PathLike[str], model: str, *, read_only: bool = False) -> None:
         self._store = SqliteStore(
-            Path(folder) / f"{model}.sqlite",
+            cache_file(folder, model),
             holds=f"the answers of model {model} (and its content refusals)",
             redo=f"sends again every request to {model} that a job needs (other models have their own files)",
+            read_only=read_only,
         )
 
     def get_many(self, keys: list[str]) -> dict[str, dict[str, Any]]:
@@ -103,6 +112,13 @@ def _result_record(result: ChatResult, listed: dict[str, dict[str, Any]]) -> dic
     }
 
 
+def reusable(record: dict[str, Any], client: ClientSettings) -> bool:
+    """A cached record that stands for its request: an answer, or a content refusal unless those are retried.
+    (Caches of earlier versions hold other failures too: those are sent again.)"""
+    failure = record.get("failure")
+    return failure is None or (failure["kind"] == "content_refusal" and not client.retry_failed)
+
+
 def served_by(result: ChatResult, listed: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """What the endpoint says an answer came from: the model it names (and the weights behind that name, where
     its ``/models`` says: vLLM's ``root``), and the backend configuration (``system_fingerprint``)."""
@@ -126,6 +142,7 @@ async def _send(
     keep: Callable[[ChatResult, dict[str, dict[str, Any]]], None],
     client: ClientSettings,
     label: str,
+    limiter: RateLimiter | None,
 ) -> None:
     chat = ChatClient(
         endpoint.base_url,
@@ -133,7 +150,8 @@ async def _send(
         api_key=endpoint.api_key,
         concurrency=client.concurrency,
         timeout_s=client.timeout_s,
-        retry=RetryPolicy(client.retries, client.backoff_base_s, client.backoff_max_s),
+        retry=retry_policy(client),
+        limiter=limiter,
     )
     progress = Progress(label, len(requests))
 
@@ -161,17 +179,20 @@ class EngineOptions:
     server_log: Path | None = None
     endpoint: Endpoint | None = None
 
-    def session(self, spec: dict[str, Any], cache_dir: str | os.PathLike[str], label: str = "") -> ModelCalls:
-        """Calls to the model of ``spec``; ``label`` names the work in progress lines (default: the model)."""
-        return ModelCalls(spec, self, cache_dir, label)
+    def session(
+        self, spec: dict[str, Any], cache_dir: str | os.PathLike[str], label: str = "", *, batch: bool
+    ) -> ModelCalls:
+        """Calls to the model of ``spec``; ``label`` names the work in progress lines (default: the model);
+        ``batch``: through the model's Batch API, where it has one."""
+        return ModelCalls(spec, self, cache_dir, label, batch=batch)
 
 
 class ModelPool:
     """Sessions of several models for one job, each opened on first use and kept until the pool closes, so a
     model used for several pieces of work (reconstruction of every subtask, say) starts its engine once."""
 
-    def __init__(self, engines: EngineOptions, cache_dir: str | os.PathLike[str]) -> None:
-        self._engines, self._cache_dir = engines, cache_dir
+    def __init__(self, engines: EngineOptions, cache_dir: str | os.PathLike[str], *, batch: bool) -> None:
+        self._engines, self._cache_dir, self._batch = engines, cache_dir, batch
         self._sessions: dict[str, ModelCalls] = {}
 
     def __enter__(self) -> ModelPool:
@@ -183,7 +204,7 @@ class ModelPool:
 
     def session(self, spec: dict[str, Any]) -> ModelCalls:
         if spec["name"] not in self._sessions:
-            self._sessions[spec["name"]] = self._engines.session(spec, self._cache_dir)
+            self._sessions[spec["name"]] = self._engines.session(spec, self._cache_dir, batch=self._batch)
         return self._sessions[spec["name"]]
 
 
@@ -191,12 +212,25 @@ class ModelCalls:
     """The answers of one model for one job: cached, content-addressed, the engine started only when needed."""
 
     def __init__(
-        self, spec: dict[str, Any], engines: EngineOptions, cache_dir: str | os.PathLike[str], label: str = ""
+        self,
+        spec: dict[str, Any],
+        engines: EngineOptions,
+        cache_dir: str | os.PathLike[str],
+        label: str = "",
+        *,
+        batch: bool,
     ) -> None:
         self.spec = spec
         self.label = label or spec["name"]
         self.client = engines.client
         self._cache = ResponseCache(cache_dir, spec["name"])
+        engine = engine_of(spec)
+        self._limiter = limiter_for(engine.provider(spec), self.client.rate_limits)
+        self._batch_limits = engine.batch_limits(spec) if batch else None
+        if batch and self._batch_limits is None:
+            log.info("model %s has no Batch API (registry: api.batch_api): answered directly", spec["name"])
+        self._batch_state = BatchState(cache_dir, spec["name"]) if self._batch_limits else None
+        self.batches: list[str] = []  # the batches this session submitted or polled
         self._lazy = LazyEndpoint(
             spec, ServeOptions(engines.model_files.get(spec["name"]), engines.server_log, engines.seed)
         )
@@ -206,6 +240,7 @@ class ModelCalls:
         self.served: dict[str, dict[str, Any]] = {}  # what the endpoint said the answers came from, over this session
         self.failed: dict[str, dict[str, Any]] = {}  # item id -> failure, over this session
         self.sent = 0
+        self.held = 0  # requests the provider's rate limits held back (each a 429 it did not meet)
         self.seconds = 0.0
 
     def __enter__(self) -> ModelCalls:
@@ -216,6 +251,8 @@ class ModelCalls:
             self._lazy.__exit__(*exc)
         finally:
             self._cache.close()
+            if self._batch_state:
+                self._batch_state.close()
 
     def _keep(self, result: ChatResult, listed: dict[str, dict[str, Any]]) -> None:
         record = _result_record(result, listed)
@@ -224,18 +261,13 @@ class ModelCalls:
         else:  # answers, and refusals that would only be refused again (resent with retry_failed)
             self._cache.put(result.key, record)
 
-    def _reusable(self, record: dict[str, Any]) -> bool:
-        """A cached record that stands for its request: an answer, or a content refusal unless those are retried.
-        (Caches of earlier versions hold other failures too: those are sent again.)"""
-        failure = record.get("failure")
-        return failure is None or (failure["kind"] == "content_refusal" and not self.client.retry_failed)
-
     def answers(self, requests: Sequence[ChatRequest]) -> dict[str, dict[str, Any]]:
         """A record for every request (key -> record), sending only what is not cached. A record of an item that
         got no answer has ``response`` "" and its ``failure``; a reasoning model's record holds its final answer
         in ``response`` and its reasoning apart (``reasoning``)."""
         unique = {r.key: r for r in requests}
-        cached = {key: record for key, record in self._cache.get_many(list(unique)).items() if self._reusable(record)}
+        found = self._cache.get_many(list(unique))
+        cached = {key: record for key, record in found.items() if reusable(record, self.client)}
         missing = sorted((r for k, r in unique.items() if k not in cached), key=prefix_order)
         # on the terminal only when something is sent (a conversation asks once per turn); the log has every call
         progress_log.info(
@@ -243,10 +275,14 @@ class ModelCalls:
             extra={"terminal": bool(missing)},
         )  # fmt: skip
         started = time.perf_counter()
+        held = self._limiter.held if self._limiter else 0
         if missing:
             endpoint = self._endpoint or self._lazy()
             try:
-                asyncio.run(_send(endpoint, missing, self._keep, self.client, self.label))
+                if self._batch_state and self._batch_limits:
+                    asyncio.run(self._send_batches(endpoint, missing))
+                else:
+                    asyncio.run(_send(endpoint, missing, self._keep, self.client, self.label, self._limiter))
             except EndpointError as exc:
                 raise EndpointError(
                     f"model {self.spec['name']}: {exc} (the endpoint refuses every request: check its URL, the model"
@@ -254,6 +290,7 @@ class ModelCalls:
                 ) from None
         self.requests.update(unique)
         self.sent += len(missing)
+        self.held += (self._limiter.held if self._limiter else 0) - held
         self.seconds += time.perf_counter() - started
         records = {
             **self._cache.get_many(list(unique)),
@@ -266,6 +303,28 @@ class ModelCalls:
         records = {key: final_answer(record, self.spec) for key, record in records.items()}
         self.failed.update({unique[k].item_id: r["failure"] for k, r in records.items() if r.get("failure")})
         return records
+
+    async def _send_batches(self, endpoint: Endpoint, missing: list[ChatRequest]) -> None:
+        assert self._batch_state and self._batch_limits
+        runner = BatchRunner(
+            endpoint,
+            BatchLimits(**self._batch_limits),
+            self._batch_state,
+            retry_policy(self.client),
+            timeout_s=self.client.timeout_s,
+            poll_max_s=self.client.batch_poll_s,
+            label=self.label,
+        )
+        progress = Progress(self.label, len(missing))
+
+        def landed(result: ChatResult) -> None:
+            self._keep(result, {})
+            progress.advance()
+
+        try:
+            await runner.run(missing, landed)
+        finally:
+            self.batches += [batch for batch in runner.batches if batch not in self.batches]
 
     def _warn_if_the_server_changed(self, cached: dict[str, dict], records: dict[str, dict]) -> None:
         """Answers of earlier runs and answers sent now that came, the endpoint says, from different models or
@@ -285,7 +344,10 @@ class ModelCalls:
         summary = run_summary(self.spec, len(self.requests), self.sent, self.seconds, {"client": vars(self.client)})
         kinds = Counter(failure["kind"] for failure in self.failed.values())
         served = [self.served[key] for key in sorted(self.served)]
-        return {**summary, "failed": len(self.failed), "failures": dict(kinds), "served_by": served}
+        extra = {"batches": self.batches} if self.batches else {}
+        if self._limiter:
+            extra["rate_limit_held"] = self.held
+        return {**summary, "failed": len(self.failed), "failures": dict(kinds), "served_by": served, **extra}
 
     def check_failures(self, max_rate: float) -> None:
         """Fail the job when more than ``max_rate`` of its items got no answer, naming the model, the count and
@@ -301,6 +363,10 @@ class ModelCalls:
                 f" generation.max_failure_rate {max_rate:.0%} (first: {first}); the {answered} answers that came"
                 " are cached, and a rerun sends the failed ones again"
             )
+
+
+def retry_policy(client: ClientSettings) -> RetryPolicy:
+    return RetryPolicy(client.retries, client.backoff_base_s, client.backoff_max_s)
 
 
 def run_summary(spec: dict[str, Any], requests: int, sent: int, seconds: float, settings: dict[str, Any]) -> dict:

@@ -22,8 +22,11 @@ from typing import Any
 
 import httpx
 import openai
+from openai.types.chat import ChatCompletion
 
 from h2htalk.errors import H2HTalkError
+from h2htalk.llm.ratelimit import RateLimiter
+from h2htalk.llm.tokens import prompt_tokens
 
 log = logging.getLogger(__name__)
 
@@ -142,6 +145,30 @@ def classify(exc: BaseException) -> tuple[bool, float | None, str]:
     return False, None, f"{type(exc).__name__}: {exc}"
 
 
+def completion_result(request: ChatRequest, completion: ChatCompletion, latency_s: float, attempts: int) -> ChatResult:
+    """The result of one chat completion (ValueError when it has no choices, a malformed answer)."""
+    if not completion.choices:
+        raise ValueError("response has no choices")
+    choice = completion.choices[0]
+    usage = completion.usage
+    message = choice.message
+    # vLLM's reasoning parser and DeepSeek's API put the reasoning apart (newer vLLM: "reasoning")
+    reasoning = getattr(message, "reasoning_content", None) or getattr(message, "reasoning", None)
+    return ChatResult(
+        key=request.key,
+        item_id=request.item_id,
+        response=message.content or "",
+        finish_reason=choice.finish_reason,
+        prompt_tokens=usage.prompt_tokens if usage else None,
+        completion_tokens=usage.completion_tokens if usage else None,
+        latency_s=latency_s,
+        attempts=attempts,
+        reasoning=reasoning if isinstance(reasoning, str) else None,
+        served_model=completion.model,
+        system_fingerprint=completion.system_fingerprint,
+    )
+
+
 class ChatClient:
     def __init__(
         self,
@@ -153,8 +180,10 @@ class ChatClient:
         timeout_s: float,
         retry: RetryPolicy,
         extra_body: dict[str, Any] | None = None,
+        limiter: RateLimiter | None = None,
     ) -> None:
         self.base_url, self.model = base_url, model
+        self.limiter = limiter  # the provider's rate limits, respected before each attempt
         self.concurrency = max(1, concurrency)
         self.retry = retry
         self.extra_body = extra_body or {}
@@ -178,32 +207,15 @@ class ChatClient:
         start = time.perf_counter()
         while True:
             try:
+                if self.limiter:  # what the provider counts: the prompt and the most the answer may take
+                    await self.limiter.acquire(prompt_tokens(request.messages) + request.params.get("max_tokens", 0))
                 completion = await self._client.chat.completions.create(
                     model=self.model,
                     messages=request.messages,  # type: ignore[arg-type]
                     extra_body=self.extra_body or None,
                     **request.params,
                 )
-                if not completion.choices:
-                    raise ValueError("response has no choices")
-                choice = completion.choices[0]
-                usage = completion.usage
-                message = choice.message
-                # vLLM's reasoning parser and DeepSeek's API put the reasoning apart (newer vLLM: "reasoning")
-                reasoning = getattr(message, "reasoning_content", None) or getattr(message, "reasoning", None)
-                return ChatResult(
-                    key=request.key,
-                    item_id=request.item_id,
-                    response=message.content or "",
-                    finish_reason=choice.finish_reason,
-                    prompt_tokens=usage.prompt_tokens if usage else None,
-                    completion_tokens=usage.completion_tokens if usage else None,
-                    latency_s=time.perf_counter() - start,
-                    attempts=attempt + 1,
-                    reasoning=reasoning if isinstance(reasoning, str) else None,
-                    served_model=completion.model,
-                    system_fingerprint=completion.system_fingerprint,
-                )
+                return completion_result(request, completion, time.perf_counter() - start, attempt + 1)
             except Exception as exc:
                 retry, retry_after, description = classify(exc)
                 if not retry and not isinstance(exc, openai.APIStatusError):

@@ -7,6 +7,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -27,6 +28,18 @@ class Api(Engine):
               model: {type: string}
               api_key_env: {description: "Name of the environment variable holding the key (never the key); none
                               for a server that asks for no key.", type: string, pattern: "^[A-Z_][A-Z0-9_]*$"}
+              provider: {description: "Whose rate limits apply (a key of generation.rate_limits); default: the
+                           host of base_url.", type: string, minLength: 1}
+              batch_api:
+                description: "The endpoint offers OpenAI's Batch API (files, batches), with these limits a batch;
+                  null: it does not, and its requests are answered directly."
+                type: [object, "null"]
+                additionalProperties: false
+                default: null
+                properties:
+                  max_requests: {description: Requests a batch., type: integer, minimum: 1, default: 50000}
+                  max_bytes: {description: Bytes of a batch's input file., type: integer, minimum: 1,
+                              default: 200000000}
         then:
           required: [api]
           properties:
@@ -45,6 +58,12 @@ class Api(Engine):
 
     def model_id(self, spec: dict[str, Any]) -> str | None:
         return spec.get("hf_id") or spec["api"]["model"]
+
+    def provider(self, spec: dict[str, Any]) -> str | None:
+        return spec["api"].get("provider") or urlsplit(base_url(spec)).hostname
+
+    def batch_limits(self, spec: dict[str, Any]) -> dict[str, int] | None:
+        return spec["api"].get("batch_api")
 
     def missing_environment(self, spec: dict[str, Any]) -> str | None:
         variable = spec["api"].get("api_key_env")

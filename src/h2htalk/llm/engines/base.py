@@ -87,6 +87,15 @@ class Engine:
         """What the environment lacks to run ``spec`` (an API key), or None; checked before any job starts."""
         return None
 
+    def provider(self, spec: dict[str, Any]) -> str | None:
+        """Who serves ``spec`` under rate limits of its own (``generation.rate_limits`` keys), or None."""
+        return None
+
+    def batch_limits(self, spec: dict[str, Any]) -> dict[str, int] | None:
+        """The limits of the OpenAI-compatible Batch API that serves ``spec`` (requests and bytes a batch), or
+        None when none does: its requests are answered directly."""
+        return None
+
     def endpoint(self, spec: dict[str, Any], options: ServeOptions) -> AbstractContextManager[Endpoint]:
         """An OpenAI-compatible endpoint serving ``spec`` for the length of the block, stopped however it ends."""
         raise EngineError(f"model {spec['name']}: engine {self.name} serves no model")

@@ -1,0 +1,137 @@
+"""What planned tokens cost: API money from a dated price table, GPU time from a throughput table by model size.
+
+Both tables are files (``plan.prices``, ``plan.throughput``; ``config/prices.yaml`` and ``config/throughput.yaml``
+hold the sources their numbers come from): no price or rate is in the code.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from h2htalk.errors import ConfigError
+
+PRICES_SCHEMA = yaml.safe_load(
+    """
+    type: object
+    required: [date, currency, models]
+    additionalProperties: false
+    properties:
+      date: {type: string}
+      currency: {type: string}
+      models:
+        type: object
+        additionalProperties:
+          type: object
+          required: [input_per_mtok, output_per_mtok, batch_discount]
+          additionalProperties: false
+          properties:
+            input_per_mtok: {type: number, minimum: 0}
+            output_per_mtok: {type: number, minimum: 0}
+            batch_discount: {type: [number, "null"], minimum: 0, maximum: 1}
+            source: {type: string}
+    """
+)
+THROUGHPUT_SCHEMA = yaml.safe_load(
+    """
+    type: object
+    required: [gpu, classes]
+    additionalProperties: false
+    properties:
+      gpu: {type: string}
+      classes:
+        type: array
+        minItems: 1
+        items:
+          type: object
+          required: [up_to_b, prefill, decode, startup_min]
+          additionalProperties: false
+          properties:
+            up_to_b: {type: [number, "null"], exclusiveMinimum: 0}
+            prefill: {type: number, exclusiveMinimum: 0}
+            decode: {type: number, exclusiveMinimum: 0}
+            startup_min: {type: number, minimum: 0}
+    """
+)
+
+
+def _read(path: str | os.PathLike[str], schema: dict[str, Any], what: str) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{what} not found: {path}") from None
+    if isinstance(data, dict) and "date" in data:
+        data["date"] = str(data["date"])  # YAML reads 2025-03-01 as a date
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(data), key=lambda e: list(e.absolute_path))
+    if errors:
+        where = ".".join(str(p) for p in errors[0].absolute_path) or "<top level>"
+        raise ConfigError(f"{path}: {where}: {errors[0].message}")
+    return data
+
+
+@dataclass(frozen=True)
+class Price:
+    input_per_mtok: float
+    output_per_mtok: float
+    batch_discount: float | None  # the share the provider's Batch API takes off; None: it has none
+
+    def cost(self, prompt_tokens: int, completion_tokens: int, batched: bool) -> float:
+        full = (prompt_tokens * self.input_per_mtok + completion_tokens * self.output_per_mtok) / 1e6
+        return full * (1 - self.batch_discount) if batched and self.batch_discount else full
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    path: str
+    date: str
+    currency: str
+    models: dict[str, Price]
+
+
+def load_prices(path: str | os.PathLike[str]) -> PriceTable:
+    data = _read(path, PRICES_SCHEMA, "price table (plan.prices)")
+    models = {
+        name: Price(entry["input_per_mtok"], entry["output_per_mtok"], entry["batch_discount"])
+        for name, entry in data["models"].items()
+    }
+    return PriceTable(str(path), data["date"], data["currency"], models)
+
+
+@dataclass(frozen=True)
+class SizeClass:
+    up_to_b: float | None
+    prefill: float  # prompt tokens read a second, per GPU
+    decode: float  # answer tokens written a second, per GPU
+    startup_min: float  # a job's server start, on each of its GPUs
+
+
+@dataclass(frozen=True)
+class Throughput:
+    path: str
+    gpu: str
+    classes: tuple[SizeClass, ...]
+
+    def size_class(self, size_b: float) -> SizeClass | None:
+        return next((c for c in self.classes if c.up_to_b is None or size_b <= c.up_to_b), None)
+
+    def gpu_hours(self, spec: dict[str, Any], prefill_tokens: int, decode_tokens: int, jobs: int) -> float | None:
+        """GPU-hours of ``jobs`` jobs of the model of ``spec`` reading and writing these tokens; None for a model
+        without GPUs or without a known size."""
+        if not spec.get("gpus") or spec.get("size_b") is None:
+            return None
+        rates = self.size_class(spec["size_b"])
+        if rates is None:
+            return None
+        work = (prefill_tokens / rates.prefill + decode_tokens / rates.decode) / 3600
+        return work + jobs * spec["gpus"] * rates.startup_min / 60
+
+
+def load_throughput(path: str | os.PathLike[str]) -> Throughput:
+    data = _read(path, THROUGHPUT_SCHEMA, "throughput table (plan.throughput)")
+    classes = tuple(SizeClass(**entry) for entry in data["classes"])
+    return Throughput(str(path), data["gpu"], classes)

@@ -1,0 +1,197 @@
+"""The plan report: per model and stage, the requests, what the caches hold, the tokens, GPU-hours and API cost
+of what is left to send (results/plan.csv, one row per job; results/plan.md, one row per stage and model)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from h2htalk.llm.engines import engine_of
+from h2htalk.plan.calls import PlannedCalls, Tally
+from h2htalk.plan.chain import PlannedRun
+from h2htalk.plan.costs import PriceTable, Throughput
+
+STAGES = ("reconstruct", "generate", "rubric judge", "study judge")
+BATCHABLE = ("reconstruct", "rubric judge", "study judge")  # the stages with a batch key
+
+
+@dataclass(frozen=True)
+class Bill:
+    """GPU-hours and API cost of some requests (None: not known, or not that kind of model)."""
+
+    gpu_hours: float | None
+    cost_direct: float | None  # at the direct price
+    cost_batch: float | None  # through the Batch API where the stage and the endpoint allow it
+
+
+@dataclass
+class Row:
+    stage: str
+    model: str
+    for_model: str
+    engine: str
+    batch: str  # on (configured, and the endpoint has a Batch API), available (not configured), or "" (none)
+    tally: Tally
+    jobs: int
+    left: Bill  # what is left to send
+    whole: Bill  # a run from nothing
+
+    @property
+    def cost_configured(self) -> float | None:
+        return self.left.cost_batch if self.batch == "on" else self.left.cost_direct
+
+
+def plan_rows(planned: PlannedRun, prices: PriceTable, throughput: Throughput) -> list[Row]:
+    rows = [_row(calls, prices, throughput) for calls in planned.sessions]
+    return [row for row in rows if row.tally.requests]
+
+
+def _row(calls: PlannedCalls, prices: PriceTable, throughput: Throughput) -> Row:
+    spec, stage, tally = calls.spec, calls.stage, calls.tally
+    engine = engine_of(spec)
+    can_batch = stage.name in BATCHABLE and engine.batch_limits(spec) is not None
+    price = prices.models.get(spec["name"])
+    priced = engine.provider(spec) is not None  # a paid API (an unknown price: None); else no money, maybe GPUs
+
+    def bill(prompt: int, prefill: int, completion: int, jobs: int) -> Bill:
+        return Bill(
+            throughput.gpu_hours(spec, prefill, completion, jobs),
+            price.cost(prompt, completion, False) if price and priced else 0.0 if not priced else None,
+            price.cost(prompt, completion, can_batch) if price and priced else 0.0 if not priced else None,
+        )
+
+    jobs = 1 if tally.to_send else 0
+    return Row(
+        stage=stage.name,
+        model=spec["name"],
+        for_model=stage.for_model,
+        engine=spec["engine"],
+        batch=("on" if stage.batch else "available") if can_batch else "",
+        tally=tally,
+        jobs=jobs,
+        left=bill(tally.prompt_tokens_to_send, tally.prefill_tokens_to_send, tally.completion_tokens_to_send, jobs),
+        whole=bill(tally.prompt_tokens, tally.prefill_tokens, tally.completion_tokens, 1),
+    )
+
+
+def _sum(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None
+
+
+def _total(bills: Iterable[Bill]) -> Bill:
+    bills = list(bills)
+    return Bill(*(_sum(getattr(b, f.name) for b in bills) for f in fields(Bill)))
+
+
+def merged(rows: list[Row], stage: str, model: str) -> Row:
+    """One row for every job of a stage that calls one model (``stage`` "total": every row)."""
+    group = [r for r in rows if stage == "total" or (r.stage == stage and r.model == model)]
+    tally = Tally(**{f.name: sum(getattr(r.tally, f.name) for r in group) for f in fields(Tally)})
+    first = group[0]
+    batch = first.batch if stage != "total" else ""
+    return Row(
+        stage, model, ", ".join(sorted({r.for_model for r in group})), first.engine, batch, tally,
+        sum(r.jobs for r in group), _total(r.left for r in group), _total(r.whole for r in group),
+    )  # fmt: skip
+
+
+def by_stage_and_model(rows: list[Row]) -> list[Row]:
+    keys = dict.fromkeys((r.stage, r.model) for r in sorted(rows, key=lambda r: STAGES.index(r.stage)))
+    return [merged(rows, stage, model) for stage, model in keys]
+
+
+BILL = tuple(f.name for f in fields(Bill))
+CSV_COLUMNS = (
+    "stage", "model", "for_model", "engine", "batch", "requests", "cached", "to_send", "jobs",
+    *(f.name for f in fields(Tally) if f.name not in ("requests", "cached")),
+    *BILL, "cost_configured", *(f"{name}_from_nothing" for name in BILL),
+)  # fmt: skip
+
+
+def csv_text(rows: list[Row]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(CSV_COLUMNS), lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        values: dict[str, Any] = {k: v for k, v in asdict(row).items() if k not in ("tally", "left", "whole")}
+        values.update(asdict(row.tally), to_send=row.tally.to_send, cost_configured=row.cost_configured)
+        values.update(asdict(row.left), **{f"{k}_from_nothing": v for k, v in asdict(row.whole).items()})
+        writer.writerow({k: _plain(values[k]) for k in CSV_COLUMNS})
+    return buffer.getvalue()
+
+
+def _plain(value: Any) -> Any:
+    return "" if value is None else round(value, 4) if isinstance(value, float) else value
+
+
+def _millions(tokens: int) -> str:
+    return f"{tokens / 1e6:,.2f} M" if tokens >= 10_000 else f"{tokens:,}"
+
+
+def _money(value: float | None) -> str:
+    return "?" if value is None else f"{value:,.2f}" if value else "—"
+
+
+def _hours(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.1f}"
+
+
+def markdown(rows: list[Row], planned: PlannedRun, prices: PriceTable, throughput: Throughput) -> str:
+    total, cur = merged(rows, "total", ""), prices.currency
+    lines = [
+        "# The plan: what this configuration sends, and what it costs",
+        "",
+        *_notes(planned, prices, throughput),
+        "",
+        "What is left to send (the caches hold the rest):",
+        "",
+        f"| stage | model | batch | requests | cached | to send | prompt tokens | completion tokens | GPU-hours "
+        f"| {cur}, direct | {cur}, Batch API |",
+        "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    for row in [*by_stage_and_model(rows), total]:
+        t = row.tally
+        name = "**total**" if row.stage == "total" else row.stage
+        lines.append(
+            f"| {name} | {row.model} | {row.batch} | {t.requests:,} | {t.cached:,} | {t.to_send:,} "
+            f"| {_millions(t.prompt_tokens_to_send)} | {_millions(t.completion_tokens_to_send)} "
+            f"| {_hours(row.left.gpu_hours)} | {_money(row.left.cost_direct)} | {_money(row.left.cost_batch)} |"
+        )
+    batched = ", ".join(stage for stage in STAGES if any(r.stage == stage and r.batch == "on" for r in rows))
+    whole, configured = total.whole, _sum(r.cost_configured for r in rows)
+    lines += [
+        "",
+        f"As configured (through the Batch API: {batched or 'nothing'}): {_money(configured)}"
+        f" {cur} for the APIs and {_hours(total.left.gpu_hours)} GPU-hours, for what is left.",
+        f"A run from nothing: {total.tally.requests:,} requests, {_millions(total.tally.prompt_tokens)} prompt and"
+        f" {_millions(total.tally.completion_tokens)} completion tokens, {_hours(whole.gpu_hours)} GPU-hours,"
+        f" {_money(whole.cost_direct)} {cur} direct or {_money(whole.cost_batch)} {cur} with the Batch API.",
+    ]
+    unpriced = sorted({r.model for r in rows if r.left.cost_direct is None})
+    if unpriced:
+        lines.append(f"Not in the price table, so not priced: {', '.join(unpriced)}.")
+    return "\n".join(lines) + "\n"
+
+
+def _notes(planned: PlannedRun, prices: PriceTable, throughput: Throughput) -> list[str]:
+    notes = [
+        f"Prices: `{prices.path}` ({prices.currency}, as of {prices.date}); GPU-hours: `{throughput.path}` "
+        f"({throughput.gpu}), the vLLM models' tokens to send at its rates plus each job's start-up.",
+        "Tokens are estimated from the characters of the run's own requests (`h2htalk.llm.tokens`); the answers "
+        "to come are planned as long as the released references of their subtask, a reasoning model's whole "
+        "thinking budget on top, and a judge's or a voter's at its max_new_tokens (an upper bound).",
+    ]
+    if planned.reconstructed is not None:
+        cached, references = planned.reconstructed
+        if cached < references:
+            notes.append(
+                f"Instances: {references - cached:,} of {references:,} references are not reconstructed yet: they "
+                "are planned with a demo instance's inputs, and every vote as keep (the most the benchmark can be)."
+            )
+        else:
+            notes.append(f"Instances: all {references:,} references' reconstructions are in the cache.")
+    return notes

@@ -1,0 +1,198 @@
+"""The plan: the requests a run sends, counted before it sends them and found in the caches after; tokens, prices
+and GPU-hours from their tables."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from h2htalk.cli import main
+from h2htalk.errors import ConfigError
+from h2htalk.io import write_jsonl_atomic
+from h2htalk.plan.costs import Price, load_prices, load_throughput
+
+from .conftest import REPO_ROOT
+from .standins.loopback import LoopbackAPI
+
+SUBTASKS = ["itinerary_basic", "dialogue_base"]
+
+
+def registry(tmp_path: Path, base_url: str) -> Path:
+    api = {"base_url": base_url, "model": "stub"}
+    entries = {
+        "stub-model": {"display_name": "Stub", "size_group": "specialized", "engine": "api", "api": api},
+        "stub-judge": {"display_name": "Judge", "size_group": "specialized", "engine": "api",
+                       "api": {**api, "batch_api": {}}},
+        "vllm-7b": {"display_name": "Seven", "size_group": "open-1-8b", "engine": "vllm", "hf_id": "org/seven",
+                    "size_b": 7, "gpus": 1},
+        "baseline-oracle": {"display_name": "Oracle", "size_group": "baseline", "engine": "baseline",
+                            "baseline": {"kind": "oracle"}},
+    }  # fmt: skip
+    path = tmp_path / "models.yaml"
+    path.write_text(yaml.safe_dump(entries, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+def write_config(tmp_path: Path, base_url: str, **changes: object) -> Path:
+    cache = tmp_path / "cache"
+    config = {
+        "model_registry": str(registry(tmp_path, base_url)),
+        "models": ["stub-model"],
+        "baselines": ["baseline-oracle"],
+        "subtasks": SUBTASKS,
+        "instances": {"source": "demo", "reconstruct": {"generator": "stub-judge", "voters": ["stub-judge"]}},
+        "generation": {"cache_dir": str(cache / "generations"), "concurrency": 4},
+        "rubric_judge": {"model": "stub-judge", "samples": 2, "cache_dir": str(cache / "judgments")},
+        "study_judge": {"model": "stub-judge", "samples": 1, "cache_dir": str(cache / "judgments")},
+        "studies": {"sample": {"safety": 2, "instruction_following": 2}},
+        "review": {"store": str(tmp_path / "desk.sqlite")},
+        "plan": {"prices": str(prices_file(tmp_path)), "throughput": str(REPO_ROOT / "config" / "throughput.yaml")},
+        **changes,
+    }
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+def prices_file(tmp_path: Path) -> Path:
+    table = {
+        "date": "2025-03-01",
+        "currency": "USD",
+        "models": {
+            "stub-judge": {"input_per_mtok": 2.0, "output_per_mtok": 8.0, "batch_discount": 0.5},
+            "stub-model": {"input_per_mtok": 1.0, "output_per_mtok": 4.0, "batch_discount": None},
+        },
+    }
+    path = tmp_path / "prices.yaml"
+    path.write_text(yaml.safe_dump(table), encoding="utf-8")
+    return path
+
+
+def plan(config: Path, results: Path) -> dict[tuple[str, str], dict[str, str]]:
+    assert main(["plan", "--config", str(config), "--results", str(results)]) == 0
+    rows = list(csv.DictReader((results / "plan.csv").open(encoding="utf-8")))
+    merged: dict[tuple[str, str], dict[str, str]] = {}
+    for row in rows:  # the judges have a row per judged model: summed here
+        key = (row["stage"], row["model"])
+        if key in merged:
+            for column in ("requests", "cached", "to_send", "prompt_tokens", "recorded_prompt_tokens"):
+                merged[key][column] = str(int(merged[key][column]) + int(row[column]))
+        else:
+            merged[key] = row
+    return merged
+
+
+def run_stages(config: Path, results: Path, base_url: str) -> dict[str, int]:
+    """The run's own stages, against the stand-in: what each job's run.json says it asked for."""
+    common = ["--config", str(config), "--results", str(results)]
+    for subtask in SUBTASKS:
+        assert main(["instances", *common, "--subtask", subtask]) == 0
+        for variant in ("sap", "nosap"):
+            assert main(["prompts", "--results", str(results), "--subtask", subtask, "--variant", variant]) == 0
+    for study in ("safety", "instruction_following"):
+        for variant in ("sap", "nosap"):
+            assert main(["study-inputs", *common, study, "--variant", variant]) == 0
+    served = ["--base-url", base_url, "--served-model", "stub"]
+    for model in ("stub-model", "baseline-oracle"):
+        assert main(["generate", *common, "--model", model, *served]) == 0
+        assert main(["rubric-judge", *common, "--model", model, *served]) == 0
+    assert main(["study-judge", *common, "--model", "stub-model", *served]) == 0
+    runs = {
+        "generate": results / "generations" / "stub-model" / "run.json",
+        "rubric judge": results / "judge_samples",
+        "study judge": results / "studies" / "verdicts" / "stub-model.run.json",
+    }
+    judged = sum(json.loads((runs["rubric judge"] / m / "run.json").read_text())["requests"]
+                 for m in ("stub-model", "baseline-oracle"))  # fmt: skip
+    return {
+        "generate": json.loads(runs["generate"].read_text())["requests"],
+        "rubric judge": judged,
+        "study judge": json.loads(runs["study judge"].read_text())["requests"],
+    }
+
+
+def test_the_plan_counts_the_requests_a_run_sends_and_finds_them_cached_after(tmp_path):
+    results = tmp_path / "results"
+    with LoopbackAPI() as api:
+        config = write_config(tmp_path, api.base_url)
+        before = plan(config, results)
+        assert sum(api.requests.values()) == 0  # a plan sends nothing
+        assert not (tmp_path / "cache").exists()  # and creates no cache
+        sent = run_stages(config, results, api.base_url)
+        after = plan(config, results)
+    # the stand-in answers a study turn alike in both variants, and the study judge (shown no system prompt) then
+    # asks once for both; the plan cannot know the answers and counts one request per variant: an upper bound
+    planned = sent | {"study judge": 2 * sent["study judge"]}
+    for stage, model in (("generate", "stub-model"), ("rubric judge", "stub-judge"), ("study judge", "stub-judge")):
+        assert int(before[(stage, model)]["requests"]) == planned[stage], stage  # exact, before the run
+        assert int(before[(stage, model)]["to_send"]) == planned[stage]
+        assert int(after[(stage, model)]["requests"]) == sent[stage]  # exact after it, every one cached
+        assert int(after[(stage, model)]["cached"]) == sent[stage] and int(after[(stage, model)]["to_send"]) == 0
+    # 3 demo items of the judged subtask, 2 variants, 2 samples, for the model and the oracle
+    assert sent["rubric judge"] == 3 * 2 * 2 * 2
+    generated = after[("generate", "stub-model")]
+    estimated, recorded = int(generated["prompt_tokens"]), int(generated["recorded_prompt_tokens"])
+    assert abs(estimated / recorded - 1) < 0.25  # the stand-in counts 1.5 CJK characters a token, a little fewer
+    report = (results / "plan.md").read_text(encoding="utf-8")
+    assert "| **total** |" in report and "USD, Batch API" in report
+
+
+def test_the_batch_api_halves_the_judges_cost_where_the_endpoint_has_one(tmp_path):
+    results = tmp_path / "results"
+    judge = {"model": "stub-judge", "samples": 2, "cache_dir": str(tmp_path / "j"), "batch": True}
+    rows = plan(write_config(tmp_path, "http://127.0.0.1:9/v1", rubric_judge=judge, models=["stub-model", "vllm-7b"]),
+                results)  # fmt: skip
+    judge, model, local = (rows[key] for key in (("rubric judge", "stub-judge"), ("generate", "stub-model"),
+                                                 ("generate", "vllm-7b")))  # fmt: skip
+    assert judge["batch"] == "on" and model["batch"] == ""  # generation has no batch key
+    assert float(judge["cost_batch"]) == pytest.approx(float(judge["cost_direct"]) / 2, abs=1e-4)  # 4 places
+    assert float(model["cost_batch"]) == float(model["cost_direct"]) > 0
+    assert float(local["gpu_hours"]) > 0 and float(local["cost_direct"]) == 0  # GPUs, no bill
+    assert float(model["gpu_hours"] or 0) == 0
+    assert "through the Batch API: rubric judge" in (results / "plan.md").read_text(encoding="utf-8")
+
+
+def test_a_benchmark_not_yet_reconstructed_is_planned_from_its_curated_references(tmp_path):
+    results = tmp_path / "results"
+    for subtask in SUBTASKS:
+        records = [
+            {"id": f"{subtask}-{i:05d}", "subtask": subtask, "text": f"第{i}条参考回答。", "kept": True,
+             "source": {"file": "x.jsonl", "line": i}}
+            for i in range(1, 6)
+        ]  # fmt: skip
+        write_jsonl_atomic(results / "data" / "curated" / f"{subtask}.jsonl", records)
+    reconstruct = {"generator": "stub-judge", "voters": ["stub-judge", "stub-model"], "votes": 3,
+                   "cache_dir": str(tmp_path / "r")}  # fmt: skip
+    config = write_config(tmp_path, "http://127.0.0.1:9/v1", instances={"source": "reconstructed",
+                                                                         "reconstruct": reconstruct})  # fmt: skip
+    rows = plan(config, results)
+    assert int(rows[("reconstruct", "stub-judge")]["requests"]) == 10 + 10 * 2  # a try and 2 of 3 votes each
+    assert int(rows[("reconstruct", "stub-model")]["requests"]) == 10
+    assert "10 of 10 references are not reconstructed yet" in (results / "plan.md").read_text(encoding="utf-8")
+    demo = plan(write_config(tmp_path, "http://127.0.0.1:9/v1"), tmp_path / "demo")
+    # every planned instance makes its own prompts: 10 references in 2 variants, where the demo set has 2 x 3 x 2
+    studies = int(demo[("generate", "stub-model")]["requests"]) - 2 * 3 * 2
+    assert int(rows[("generate", "stub-model")]["requests"]) == 10 * 2 + studies
+
+
+def test_prices_and_gpu_hours_come_from_their_tables(tmp_path):
+    assert Price(2.5, 10.0, 0.5).cost(1_000_000, 100_000, batched=True) == pytest.approx((2.5 + 1.0) / 2)
+    assert Price(2.5, 10.0, None).cost(1_000_000, 0, batched=True) == pytest.approx(2.5)
+    throughput = load_throughput(REPO_ROOT / "config" / "throughput.yaml")
+    seven = {"gpus": 1, "size_b": 7}
+    rates = throughput.size_class(7)
+    assert throughput.gpu_hours(seven, 0, 0, 1) == pytest.approx(rates.startup_min / 60)
+    hours = throughput.gpu_hours(seven, int(rates.prefill * 3600), int(rates.decode * 3600), 0)
+    assert hours == pytest.approx(2.0)
+    assert throughput.gpu_hours({"gpus": 0, "size_b": 7}, 10, 10, 1) is None  # an API model: no GPUs
+    assert throughput.size_class(671).up_to_b is None
+    prices = load_prices(REPO_ROOT / "config" / "prices.yaml")
+    assert prices.currency == "USD" and prices.date and prices.models["gpt-4o"].batch_discount == 0.5
+    broken = tmp_path / "prices.yaml"
+    broken.write_text("date: 2025-01-01\ncurrency: USD\nmodels: {gpt-4o: {input_per_mtok: 1}}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"prices.yaml: models.gpt-4o: 'output_per_mtok' is a required property"):
+        load_prices(broken)
