@@ -57,9 +57,12 @@ def judge_texts(
     answers: dict[str, dict[str, Any]] = {}
     summaries = []
     for folder in dict.fromkeys(settings[text.role].cache_dir for text in texts):
-        batch = [r for text in texts if settings[text.role].cache_dir == folder for r in requests[text]]
-        with engines.session(spec, folder, f"judge ladder {spec['name']}") as calls:
-            answers.update(answers_with_retry(calls, batch))
+        roles = {text.role for text in texts if settings[text.role].cache_dir == folder}
+        asked = [r for text in texts if text.role in roles for r in requests[text]]
+        # through the Batch API when a role sharing the cache asks its verdicts that way
+        batch = any(settings[role].batch for role in roles)
+        with engines.session(spec, folder, f"judge ladder {spec['name']}", batch=batch) as calls:
+            answers.update(answers_with_retry(calls, asked))
             summaries.append(calls.summary())
     records = []
     for text in texts:
