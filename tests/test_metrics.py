@@ -9,6 +9,8 @@ import random
 import numpy as np
 import pytest
 
+from h2htalk.data.anonymise import jieba_name_finder
+from h2htalk.figures.stats import word_frequencies
 from h2htalk.hardware import available_cores
 from h2htalk.scoring.bootstrap import bootstrap_mean_ci
 from h2htalk.scoring.cache import EmbeddingCache
@@ -306,3 +308,14 @@ def test_whitespace_tokens_and_rouge_recall_are_options_with_known_answers():
     assert rouge_1_l(ref, hyp, "f") == pytest.approx((0.8, 0.8))
     with pytest.raises(ValueError, match="unknown ROUGE measure"):
         rouge_1_l(ref, hyp, "precision")
+
+
+def test_jieba_words_added_elsewhere_in_the_process_never_change_a_score():
+    """The curation keeps the persona's names whole and the figures add food words; before, both went into jieba's
+    shared dictionary, so a score computed after a curation in the same process (score-upstream) differed."""
+    text = "我叫梓萱宝，下午吃提拉米苏配抹茶拿铁。"
+    before = get_tokenizer("jieba").tokenize(text)
+    assert jieba_name_finder(["梓萱宝"])("梓萱宝和王小明去散步") == ["王小明"]  # the persona's name is kept whole
+    assert "提拉米苏" in word_frequencies([text], frozenset())  # the figures' own dictionary
+    assert get_tokenizer("jieba").tokenize(text) == before
+    assert "梓萱宝" not in before and "提拉米苏" not in before

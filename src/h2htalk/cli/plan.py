@@ -42,5 +42,5 @@ def cmd_plan(args: argparse.Namespace) -> int:
     write_text_atomic(Path(args.results.path("plan_md")), report)
     print(report)
     requests, left = sum(row.tally.requests for row in rows), sum(row.tally.to_send for row in rows)
-    summary(f"plan: {requests} requests, {left} to send -> {args.results.path('plan_md')}")
+    summary(f"{requests} requests, {left} to send", out=args.results.path("plan_md"))
     return 0

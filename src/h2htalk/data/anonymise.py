@@ -64,17 +64,20 @@ NameFinder = Callable[[str], list[str]]
 def jieba_name_finder(persona_names: Iterable[str]) -> NameFinder:
     """Return a function listing the personal-name tokens jieba finds in a text, persona excluded."""
     import jieba
-    import jieba.posseg as pseg
+    from jieba.posseg import POSTokenizer
 
     jieba.setLogLevel(60)
     persona = set(persona_names)
+    # a tokenizer of its own: names added to jieba's shared one would change how every later text of the process
+    # is cut, the scores' BLEU and ROUGE tokens among them
+    tokenizer = jieba.Tokenizer()
     for name in persona:  # keep the persona's names whole so they are recognised and skipped
-        jieba.add_word(name, freq=100000, tag="nr")
-    freq = jieba.dt.FREQ
+        tokenizer.add_word(name, freq=100000, tag="nr")
+    tagger, freq = POSTokenizer(tokenizer), tokenizer.FREQ
 
     def find(text: str) -> list[str]:
         names = []
-        for pair in pseg.cut(text):
+        for pair in tagger.cut(text):
             word, tag = pair.word, pair.flag
             if tag not in NAME_TAGS or len(word) < 2 or word in persona:
                 continue

@@ -39,14 +39,23 @@ def stopwords() -> frozenset[str]:
 
 @cache
 def _jieba() -> Any:
-    """jieba with the figure user dictionary (a few food and activity words it splits apart)."""
+    """A jieba tokenizer of the figures' own, with their user dictionary (a few food and activity words it splits
+    apart); jieba's shared tokenizer, which scoring uses, stays as it is."""
     import jieba
 
     jieba.setLogLevel(60)
+    tokenizer = jieba.Tokenizer()
     path = resources.files("h2htalk.resources").joinpath("figures").joinpath("userdict.txt")
     with resources.as_file(path) as userdict:
-        jieba.load_userdict(str(userdict))
-    return jieba
+        tokenizer.load_userdict(str(userdict))
+    return tokenizer
+
+
+@cache
+def _tagger() -> Any:
+    from jieba.posseg import POSTokenizer
+
+    return POSTokenizer(_jieba())
 
 
 def strip_layout(text: str) -> str:
@@ -68,12 +77,9 @@ def word_frequencies(texts: Iterable[str], stop: frozenset[str] | None = None) -
 
 
 def _pairs_jieba(texts: Iterable[str], stop: frozenset[str]) -> Counter[tuple[str, str]]:
-    _jieba()
-    import jieba.posseg as pseg
-
     counts: Counter[tuple[str, str]] = Counter()
     for text in texts:
-        tokens = [(p.word, p.flag) for p in pseg.cut(strip_layout(text)) if p.word.strip()]
+        tokens = [(p.word, p.flag) for p in _tagger().cut(strip_layout(text)) if p.word.strip()]
         for index, (word, flag) in enumerate(tokens):
             if flag not in VERB_TAGS or word in stop:
                 continue

@@ -11,6 +11,7 @@ few tokens a message for the chat template.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 CJK_CHARS_PER_TOKEN = 1.44
@@ -33,6 +34,7 @@ def character_classes(text: str) -> tuple[int, int, int, int]:
     return cjk, digits, letters, len(text) - cjk - digits - letters
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a plan counts the same persona and task texts thousands of times
 def text_tokens(text: str | None) -> int:
     if not text:
         return 0

@@ -203,7 +203,7 @@ def unread_verdict(max_new_tokens: int) -> Callable[[dict[str, Any], ChatRequest
 def reconstruction_like_a_demo(options: ReconstructSettings) -> Callable[[dict[str, Any], ChatRequest], Placeholder]:
     def planned(spec: dict[str, Any], request: ChatRequest) -> Placeholder:
         if request.item_id.startswith("vote/"):
-            return Placeholder('{"reason": "", "plausible": true}', options.vote_max_new_tokens)
+            return Placeholder('{"reason": "", "leaks": false, "plausible": true}', options.vote_max_new_tokens)
         reference_id = request.item_id
         demos = get_subtask(reference_id.rsplit("-", 1)[0]).demo
         fields = dict(demos[int(reference_id.rsplit("-", 1)[1]) % len(demos)]["fields"])

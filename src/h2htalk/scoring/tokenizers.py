@@ -28,8 +28,11 @@ class JiebaTokenizer:
         import jieba
 
         jieba.setLogLevel(60)
-        jieba.initialize()
-        self._cut = jieba.lcut
+        # a tokenizer of its own, with jieba's default dictionary only: words another part of the process adds to
+        # jieba's shared tokenizer (the curation's persona names, say) never change a score
+        tokenizer = jieba.Tokenizer()
+        tokenizer.initialize()
+        self._cut = tokenizer.lcut
         self.keep_whitespace = keep_whitespace
 
     def tokenize(self, text: str) -> list[str]:
