@@ -280,7 +280,9 @@ def test_real_local_model_on_a_small_sample(tmp_path):
             "itinerary_response", curated(tmp_path), spec, [spec], settings, pool
         )
     assert report["sampled"] == 2
-    assert report["kept"] + report["flagged"] + report["failed"] == 2
+    # every sampled reference is accounted for: kept, flagged by the vote, failed, or caught leaking its reference
+    # (the tiny model often copies the reference into the input it writes)
+    assert report["kept"] + report["flagged"] + report["failed"] + report["leaked"] == 2
     assert len(kept) + len(review) == 2
     for instance in kept:
         check_instance(instance, instance["id"])

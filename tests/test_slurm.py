@@ -129,10 +129,10 @@ def test_paper_rehearsal_slice_through_slurm(tmp_path, released_data):
     report = json.loads(report_file.read_text(encoding="utf-8"))
     jobs = report["slurm_jobs"]
     # one job per model and stage, the baselines' scores and judgments, one reconstruction, Table 2's resampling
-    # (one job over all rows): the rest is local
+    # (one job over all rows), the judge's sanity ladder (one job per judge model): the rest is local
     assert report["slurm_jobs_by_rule"] == {
         "reconstruct_instances": 1, "generate": 3, "score": 3, "score_baseline": 4, "rubric_judge": 7, "study_judge": 3,
-        "table2_pairs": 1,
+        "table2_pairs": 1, "judge_ladder": 1,
     }  # fmt: skip
     assert all(job["state"] == "COMPLETED" for job in jobs), jobs
     vllm_generations = [j for j in jobs if j["rule"] == "generate" and j["partition"] == "gpu"]
