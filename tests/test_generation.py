@@ -109,6 +109,28 @@ def test_rerun_sends_nothing_and_one_subtask_regenerates_alone(stub, registry, p
     assert sum(stub.requests.values()) == before + 6
 
 
+def test_a_regenerated_file_is_the_first_to_the_byte_from_the_cache_though_the_engine_answers_otherwise(
+    stub, registry, prompt_files, tmp_path
+):
+    """The answer cache, not the seed, makes a rerun reproducible: an engine whose greedy, seeded answer
+    depends on what it was sent before (llama.cpp's prefix reuse) gives the rerun the first run's bytes."""
+    sent = iter(range(10_000))
+    stub.responder = lambda user: f"{echo_answer(user)} {next(sent)}"  # a different answer every time it is asked
+    spec, endpoint = registry["qwen2.5-coder-0.5b-instruct-q4km"], Endpoint(stub.base_url, "stub-model")
+    first = run(spec, prompt_files, settings_for(tmp_path, concurrency=2), endpoint)
+    written = {file.out: file.out.read_bytes() for file in prompt_files}
+    for file in prompt_files[::4]:  # the files an interrupted run had not written yet
+        file.out.unlink()
+    again = run(spec, prompt_files, settings_for(tmp_path, concurrency=1), endpoint)  # in another order
+    assert first["sent"] == 66 and again["sent"] == 0
+    assert {file.out: file.out.read_bytes() for file in prompt_files} == written
+    # without the cache the same requests, seed and all, get other answers from this engine
+    fresh = settings_for(tmp_path, concurrency=1, cache_dir=str(tmp_path / "fresh"))
+    uncached = run(spec, prompt_files, fresh, endpoint)
+    assert uncached["sent"] == 66
+    assert all(file.out.read_bytes() != written[file.out] for file in prompt_files)
+
+
 def test_a_failed_item_is_recorded_and_sent_again_by_the_next_run(stub, registry, prompt_files, tmp_path):
     stub.faults.scripted = {"下雨了，我没带伞": ["400"]}  # one of the two variants' requests for this item is refused
     settings, endpoint = settings_for(tmp_path, concurrency=1), Endpoint(stub.base_url, "stub-model")
