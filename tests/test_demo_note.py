@@ -23,11 +23,24 @@ def test_the_note_comes_with_the_demo_source_only():
     assert run_notes(default_config()) == []  # the paper study: reconstructed instances
 
 
+def test_a_limited_run_says_it_is_partial():
+    limited = (
+        "At most 2 instances per subtask (instances.limit): a partial run, not comparable with the paper's Table 2."
+    )
+    demo = run_notes(default_config({"instances": {"source": "demo", "limit": 2}}))
+    assert demo == ["Demo instances, 2 per subtask: a check of the pipeline, not a finding.", limited]
+    assert run_notes(default_config({"instances": {"source": "demo", "limit": 5}}))[0] == NOTE  # 3 is all there is
+    assert run_notes(default_config({"instances": {"limit": 2}})) == [limited]  # the benchmark, but partial
+
+
 def test_every_command_that_draws_the_runs_results_reads_the_instance_source():
     reads = command_reads()
-    for command in ("table2", "table3", "agreement", "calibration", "figure", "fig7"):
-        assert "instances.source" in reads[command], command
+    for command in ("table2", "table3", "agreement", "calibration", "figure", "fig7", "results-json", "viewer"):
+        assert {"instances.source", "instances.limit"} <= set(reads[command]), command
     assert "instances.source" not in reads["table1"]  # the release's counts: the same in every run
+    # the instances stage takes its first instances; the reconstruction, which the limit does not cut, reads
+    # neither it nor the section holding it (a new limit reruns no reconstruction)
+    assert "instances" in reads["instances"] and not {"instances", "instances.limit"} & set(reads["reconstruct"])
 
 
 def _summary(path, model, subtask, value):

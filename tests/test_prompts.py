@@ -223,3 +223,13 @@ def test_a_subtask_is_defined_in_one_file(tmp_path):
     (tmp_path / "broken.yaml").write_text(text.replace("measure: J\n", "").replace("hobbies,", "hobies,"), "utf-8")
     with pytest.raises(ConfigError, match=r"broken\.yaml: .*'measure' is a required property.*'hobies' is not in"):
         load_definitions(tmp_path)
+
+
+def test_the_limit_keeps_the_first_instances_of_a_set_in_its_order(tmp_path, demo):
+    path = tmp_path / "mine.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in demo["dialogue_base"]), encoding="utf-8")
+    assert write_instances("dialogue_base", tmp_path / "two.jsonl", file=path, limit=2) == 2
+    assert read_instances(tmp_path / "two.jsonl") == demo["dialogue_base"][:2]
+    assert write_instances("dialogue_base", tmp_path / "demo.jsonl", limit=1) == 1
+    assert read_instances(tmp_path / "demo.jsonl") == demo["dialogue_base"][:1]
+    assert write_instances("dialogue_base", tmp_path / "all.jsonl", limit=50) == len(demo["dialogue_base"])

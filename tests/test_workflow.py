@@ -321,3 +321,20 @@ def test_laptop_default_end_to_end(checkout, synthetic_release):
     names = zipfile.ZipFile(checkout / "report.zip").namelist()
     for figure in ("fig4_wordcloud.png", "fig7_instruction_following.png", "table2_heatmap.png", "table3.csv"):
         assert any(name.endswith(figure) for name in names), figure
+
+
+def test_the_limit_cuts_each_subtasks_instances_in_the_workflow(checkout):
+    """instances.limit (items per subtask) reaches the instances stage; a new limit reruns exactly the jobs that
+    read it."""
+    configfiles = overlay(checkout, "limit", {"instances": {"limit": 2}})
+    target = "results/instances/dialogue_base.jsonl"
+    result = snakemake(checkout, target, *configfiles)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert len(read_jsonl_lines(checkout / target)) == 2  # the demo set has 3
+    configfiles = overlay(checkout, "limit", {"instances": {"limit": 1}})
+    dry = snakemake(checkout, "-n", target, *configfiles)
+    assert re.search(r"^instances\s+1$", dry.stdout, re.M), dry.stdout[-3000:]
+    result = snakemake(checkout, target, *configfiles)
+    assert result.returncode == 0 and len(read_jsonl_lines(checkout / target)) == 1
+    whole = snakemake(checkout, "-n", "prompts", *configfiles)
+    assert re.search(r"^prompt_messages\s+22$", whole.stdout, re.M), whole.stdout[-3000:]

@@ -24,7 +24,10 @@ def register(sub: Any) -> None:
 
     p = add_command(
         sub, "reconstruct", cmd_reconstruct, "rebuild the subtasks' inputs from their references, verified by vote",
-        reads=("model_registry", "generation", "instances", "subtasks", "review.store"),
+        reads=(
+            "model_registry", "generation", "instances.reconstruct", "instances.review_imports", "subtasks",
+            "review.store",
+        ),
     )  # fmt: skip
     add_results(p)
     add_engine(p)
@@ -37,10 +40,12 @@ def register(sub: Any) -> None:
 def cmd_instances(args: argparse.Namespace) -> int:
     from h2htalk.instances.sources import source_file, write_instances
 
-    file = source_file(load_config(args)["instances"], args.subtask, args.results)
+    instances = load_config(args)["instances"]
+    file = source_file(instances, args.subtask, args.results)
     out = args.results.path("instances", subtask=args.subtask)
-    count = write_instances(args.subtask, out, file=file)
-    summary(f"{count} instances ({file or 'demo set'})", subject=args.subtask, out=out)
+    count = write_instances(args.subtask, out, file=file, limit=instances["limit"])
+    limited = f", the first {instances['limit']}" if instances["limit"] is not None else ""
+    summary(f"{count} instances ({file or 'demo set'}{limited})", subject=args.subtask, out=out)
     return 0
 
 

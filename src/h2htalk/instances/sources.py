@@ -38,9 +38,9 @@ def demo_instances(subtask: str) -> list[dict[str, Any]]:
     return records
 
 
-def demo_note(subtasks: Iterable[str]) -> str:
-    """What every table and figure of a run on the demo instances says about itself."""
-    sizes = sorted({len(get_subtask(key).demo) for key in subtasks})
+def demo_note(subtasks: Iterable[str], limit: int | None = None) -> str:
+    """What every table and figure of a run on the demo instances says about itself (``limit``: instances.limit)."""
+    sizes = sorted({min(len(get_subtask(key).demo), limit or len(get_subtask(key).demo)) for key in subtasks})
     per_subtask = str(sizes[0]) if len(sizes) == 1 else f"{sizes[0]}-{sizes[-1]}"
     return f"Demo instances, {per_subtask} per subtask: a check of the pipeline, not a finding."
 
@@ -55,8 +55,21 @@ def source_file(instances: dict[str, Any], subtask: str, results: Layout) -> str
     return None
 
 
-def write_instances(subtask: str, out: str | os.PathLike[str], file: str | os.PathLike[str] | None = None) -> int:
-    """Write one subtask's instance set, validated: the demo set, or the records of ``file``."""
+def limit_note(limit: int | None) -> str | None:
+    """What every table and figure of a run limited to its first instances (instances.limit) says about itself."""
+    if limit is None:
+        return None
+    return (
+        f"At most {limit} instances per subtask (instances.limit): a partial run, not comparable with the paper's"
+        " Table 2."
+    )
+
+
+def write_instances(
+    subtask: str, out: str | os.PathLike[str], file: str | os.PathLike[str] | None = None, limit: int | None = None
+) -> int:
+    """Write one subtask's instance set, validated: the demo set, or the records of ``file``; with ``limit``
+    (instances.limit), its first ``limit`` records only."""
     if file is None:
         records = demo_instances(subtask)
     else:
@@ -64,6 +77,8 @@ def write_instances(subtask: str, out: str | os.PathLike[str], file: str | os.Pa
         wrong = [r["id"] for r in records if r["subtask"] != subtask]
         if wrong:
             raise DataError(f"{file}: {len(wrong)} instances belong to another subtask than {subtask}, e.g. {wrong[0]}")
+    if limit is not None:
+        records = records[:limit]
     if not records:  # e.g. every reconstructed item still waits for review: the subtask's cells stay empty
         log.warning("%s: no instances for %s; its cells will have no items (n = 0) until some are kept", file, subtask)
     return write_jsonl_atomic(Path(out), records)

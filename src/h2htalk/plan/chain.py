@@ -148,7 +148,8 @@ def _instances(
         counted = (len(tried), references)
     for subtask in run.subtasks:
         origin = work if instances["source"] == "reconstructed" else results
-        write_instances(subtask, work.path("instances", subtask=subtask), file=source_file(instances, subtask, origin))
+        file = source_file(instances, subtask, origin)
+        write_instances(subtask, work.path("instances", subtask=subtask), file=file, limit=instances["limit"])
     return counted
 
 
