@@ -214,3 +214,57 @@ def test_validate_config_names_the_api_keys_the_models_in_use_lack(tmp_path, cap
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test")
     assert main(["validate-config", str(PAPER), str(LAPTOP), str(mine)]) == 0
+
+
+MY_SERVER = {  # a server of the user's own that asks for no key
+    "display_name": "My-Model-7B (my server)",
+    "size_group": "local",
+    "engine": "api",
+    "api": {"base_url": "http://127.0.0.1:8000/v1", "model": "my-model-7b"},
+}
+
+
+def test_a_registry_overlay_adds_models_without_an_edit_of_the_tracked_registry(tmp_path, capsys, monkeypatch):
+    tracked = (REPO_ROOT / "config" / "models.yaml").read_bytes()
+    mine = tmp_path / "my-models.yaml"
+    mine.write_text(yaml.safe_dump({"my-server": MY_SERVER, "qwen2.5-72b-instruct": {"gpus": 8}}), encoding="utf-8")
+    registry = load_registry([REPO_ROOT / "config" / "models.yaml", mine])
+    assert registry["my-server"]["api"]["base_url"] == "http://127.0.0.1:8000/v1" and registry["my-server"]["gpus"] == 0
+    # an entry of a shipped name merges over it key by key; the rest of it stays
+    assert registry["qwen2.5-72b-instruct"]["gpus"] == 8
+    assert registry["qwen2.5-72b-instruct"]["hf_id"] == "Qwen/Qwen2.5-72B-Instruct"
+    overlay = tmp_path / "mine.yaml"
+    overlay.write_text(yaml.safe_dump({"models": ["my-server"], "model_registry_overlays": [str(mine)]}))
+    config = load_config([PAPER, LAPTOP, overlay])  # the models list names the user's model alone
+    assert config["models"] == ["my-server"] and config["model_registry_overlays"] == [str(mine)]
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert main(["validate-config", str(PAPER), str(LAPTOP), str(overlay)]) == 0  # no key: it asks for none
+    assert (REPO_ROOT / "config" / "models.yaml").read_bytes() == tracked
+    # without the overlay the name is unknown, and the message names the registry's files
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(yaml.safe_dump({"models": ["my-server"]}))
+    with pytest.raises(ConfigError, match=r"'my-server' is not in config/models\.yaml"):
+        load_config([PAPER, LAPTOP, plain])
+    with pytest.raises(ConfigError, match=r"'my-servr' is not in config/models\.yaml \+ .*my-models\.yaml"):
+        load_config([PAPER, LAPTOP, overlay], {"models": ["my-servr"]})
+
+
+def test_a_registry_overlay_is_validated_with_the_registry_schema_and_named(tmp_path):
+    mine = tmp_path / "my-models.yaml"
+    broken = {**MY_SERVER, "api": {"base_url": "localhost:8000", "model": "m"}}
+    mine.write_text(yaml.safe_dump({"my-server": broken, "My_Model": MY_SERVER}), encoding="utf-8")
+    with pytest.raises(ConfigError) as error:
+        load_registry([REPO_ROOT / "config" / "models.yaml", mine])
+    message = str(error.value)
+    assert message.startswith(f"{REPO_ROOT / 'config' / 'models.yaml'} + {mine}: invalid model registry:")
+    problem = "key 'my-server.api.base_url': 'localhost:8000' does not match '^https?://'"
+    assert f"{problem} (entry 'my-server': {mine})" in message
+    assert "'My_Model' does not match" in message  # a registry name: lower case, digits, dots and dashes
+    mine.write_text("- a list\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="a model registry is a mapping of names to entries"):
+        load_registry([REPO_ROOT / "config" / "models.yaml", mine])
+
+
+def test_every_command_that_reads_the_registry_reads_its_overlays():
+    for command, reads in command_reads().items():
+        assert ("model_registry" in reads) == ("model_registry_overlays" in reads), command

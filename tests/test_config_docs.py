@@ -241,9 +241,15 @@ def test_the_overlay_examples_are_valid_overlays_of_the_laptop_config(readme):
 
 def test_the_registry_examples_are_valid_and_cover_every_engine(readme, tmp_path):
     (entries,) = examples(readme[1], "registry")
-    path = tmp_path / "models.yaml"
+    path = tmp_path / "my-models.yaml"
     path.write_text(yaml.safe_dump(entries, allow_unicode=True), encoding="utf-8")
     registry = load_registry(path)
     assert {spec["engine"] for spec in registry.values()} == {"vllm", "api", "llamacpp", "baseline"}
     shipped = load_registry(REPO_ROOT / "config" / "models.yaml")
     assert not set(registry) & set(shipped), "an example would shadow a shipped entry"
+    # the overlay that lists the examples as the user's registry overlay, and names one of them
+    (overlay,) = examples(readme[1], "overlay")
+    assert overlay["model_registry_overlays"] == [path.name]
+    files = {"model_registry": str(REPO_ROOT / "config" / "models.yaml"), "model_registry_overlays": [str(path)]}
+    config = validate_config(merge_layers([PAPER, LAPTOP], [overlay, files]))
+    assert set(config["models"]) <= set(registry)

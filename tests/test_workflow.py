@@ -338,3 +338,21 @@ def test_the_limit_cuts_each_subtasks_instances_in_the_workflow(checkout):
     assert result.returncode == 0 and len(read_jsonl_lines(checkout / target)) == 1
     whole = snakemake(checkout, "-n", "prompts", *configfiles)
     assert re.search(r"^prompt_messages\s+22$", whole.stdout, re.M), whole.stdout[-3000:]
+
+
+def test_a_users_model_from_a_registry_overlay_runs_in_the_workflow(checkout):
+    """A model of the user's own comes from a registry overlay (model_registry_overlays); the tracked registry is
+    not edited, and the tables take the overlay as an input (a change to the user's entry remakes them)."""
+    tracked = (checkout / "config" / "models.yaml").read_bytes()
+    entry = {"display_name": "Mine", "size_group": "local", "engine": "api",
+             "api": {"base_url": "http://127.0.0.1:9/v1", "model": "mine"}}  # fmt: skip
+    (checkout / "my-models.yaml").write_text(yaml.safe_dump({"my-server": entry}), encoding="utf-8")
+    configfiles = overlay(checkout, "mine", {"models": ["my-server"], "model_registry_overlays": ["my-models.yaml"]})
+    result = snakemake(checkout, "-n", "-p", "table2", *configfiles)
+    assert result.returncode == 0, result.stderr[-3000:]
+    jobs = re.split(r"\n(?=rule |localrule )", result.stdout)
+    generated = [re.search(r"wildcards: model=(\S+)", job)[1] for job in jobs if job.startswith("rule generate:")]
+    assert generated == ["my-server"]  # the user's model alone answers (the laptop's model only judges)
+    table2 = next(job for job in jobs if re.match(r"(local)?rule table2:", job))
+    assert "my-models.yaml" in table2
+    assert (checkout / "config" / "models.yaml").read_bytes() == tracked

@@ -104,15 +104,51 @@ def _checked(instance: Any, schema: dict[str, Any]) -> list[str]:
     return [_describe(e) for e in errors]
 
 
-def load_registry(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
-    """Read and validate the model registry; registry-wide defaults (the registry schema's) are filled in, and
-    every entry gets its registry name as ``name``."""
-    raw = _read_yaml(path, "model registry")
-    problems = _checked(raw, load_schema(REGISTRY_SCHEMA_FILE))
+Paths = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+
+
+def registry_files(config: Mapping[str, Any]) -> list[str]:
+    """The registry's files: ``model_registry`` (the tracked one) and the ``model_registry_overlays`` over it."""
+    return [config["model_registry"], *config["model_registry_overlays"]]
+
+
+def registry_name(config: Mapping[str, Any]) -> str:
+    """How messages name the registry: its file, with its overlays after a +."""
+    return " + ".join(map(str, registry_files(config)))
+
+
+def load_registry(paths: Paths) -> dict[str, dict[str, Any]]:
+    """Read and validate the model registry: one file, or a file and its overlays (later files overlay earlier
+    ones: a new name adds an entry, an entry of a name already there merges over it key by key, as config overlays
+    do). The merged registry is validated against the registry schema, registry-wide defaults (the schema's) are
+    filled in, and every entry gets its registry name as ``name``."""
+    files = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    merged: dict[str, Any] = {}
+    defined: dict[str, list[str]] = {}  # entry -> the files that define or change it
+    for path in files:
+        raw = _read_yaml(path, "model registry")
+        if raw is None and merged:  # an empty overlay adds nothing
+            continue
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{path}: a model registry is a mapping of names to entries")
+        for name in raw:
+            defined.setdefault(str(name), []).append(str(path))
+        deep_update(merged, raw)
+    problems = _checked(merged, load_schema(REGISTRY_SCHEMA_FILE))
     if problems:
+        if len(files) > 1:  # say which files an entry with a problem comes from
+            problems = [_with_files(p, defined) for p in problems]
         lines = "\n".join(f"  - {p}" for p in problems)
-        raise ConfigError(f"{path}: invalid model registry:\n{lines}")
-    return {name: {**entry, "name": name} for name, entry in raw.items()}
+        raise ConfigError(f"{' + '.join(map(str, files))}: invalid model registry:\n{lines}")
+    return {name: {**entry, "name": name} for name, entry in merged.items()}
+
+
+def _with_files(problem: str, defined: Mapping[str, list[str]]) -> str:
+    """A registry problem ("key 'my-model.api': ...") with the files its entry comes from."""
+    for name in sorted(defined, key=len, reverse=True):
+        if problem.startswith((f"key '{name}.", f"key '{name}'", f"{name}:", f"{name}.")):
+            return f"{problem} (entry {name!r}: {', '.join(defined[name])})"
+    return problem
 
 
 def runnable_problem(spec: dict[str, Any]) -> str | None:
@@ -133,7 +169,7 @@ def models_in_use(config: dict[str, Any]) -> list[str]:
 def check_environment(config: dict[str, Any], names: Iterable[str] | None = None) -> None:
     """Fail, before anything starts, when the environment lacks what models need (an API key): every problem
     at once. ``names``: the models to check (registry names; default: every model ``config`` uses)."""
-    registry = load_registry(config["model_registry"])
+    registry = load_registry(registry_files(config))
     wanted = models_in_use(config) if names is None else names
     problems = missing_environment(registry[name] for name in wanted)
     if problems:
@@ -146,24 +182,25 @@ def _cross_checks(config: dict[str, Any], registry_names: bool) -> list[str]:
     problems = []
     if registry_names:
         try:
-            registry = load_registry(config["model_registry"])
+            registry = load_registry(registry_files(config))
         except ConfigError as exc:
             return [str(exc)]
+        where = registry_name(config)
         named = [(f"{role}.model", config.get(role, {}).get("model")) for role in ("rubric_judge", "study_judge")]
         reconstruct = config.get("instances", {}).get("reconstruct", {})
         named.append(("instances.reconstruct.generator", reconstruct.get("generator")))
         named += [(f"instances.reconstruct.voters[{i}]", n) for i, n in enumerate(reconstruct.get("voters", []))]
         for key, name in named:
             if name and name not in registry:
-                problems.append(f"key {key!r}: {name!r} is not in {config['model_registry']}")
+                problems.append(f"key {key!r}: {name!r} is not in {where}")
         for index, name in enumerate(config.get("baselines", [])):
             if name not in registry or not engine_of(registry[name]).answers_without_model:
-                problems.append(f"key 'baselines[{index}]': {name!r} is not a baseline in {config['model_registry']}")
+                problems.append(f"key 'baselines[{index}]': {name!r} is not a baseline in {where}")
         for index, name in enumerate(config["models"]):
             if name not in registry:
                 close = difflib.get_close_matches(name, list(registry), n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
-                problems.append(f"key 'models[{index}]': {name!r} is not in {config['model_registry']}{hint}")
+                problems.append(f"key 'models[{index}]': {name!r} is not in {where}{hint}")
             elif (problem := runnable_problem(registry[name])) is not None:
                 problems.append(f"key 'models[{index}]': {problem}")
     defined = sorted(config.get("embedders", {}))

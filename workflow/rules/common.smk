@@ -7,6 +7,7 @@ from h2htalk.cluster import cpu_job, embedder_job, model_job
 from h2htalk.config import (
     check_environment,
     load_registry,
+    registry_files,
     settings_hash,
     write_resolved,
 )
@@ -49,7 +50,7 @@ else:
 RESULTS = "results"
 LAYOUT = Layout(RESULTS)
 RUN = RunCells(config)
-REGISTRY = load_registry(config["model_registry"])
+REGISTRY = load_registry(registry_files(config))
 READS = command_reads()
 LOGS, BENCHMARKS = LAYOUT.path("logs"), LAYOUT.path("benchmarks")
 FIGURES = {name: number for number, name in FIGURE_NAMES.items() if number < 7}

@@ -7,7 +7,7 @@ rule results_json:
     input:
         provenance=path("provenance"),
         summaries=summary_paths(RUN, LAYOUT),
-        registry=config["model_registry"],
+        registry=registry_files(config),
         safety=rules.table3.output.csv,
         instruction_following=rules.fig7.output.csv,
     output:
@@ -36,7 +36,7 @@ rule leaderboard:
     input:
         provenance=path("provenance"),
         summaries=summary_paths(RUN, LAYOUT),
-        registry=config["model_registry"],
+        registry=registry_files(config),
     output:
         meta=f"{PAPER_FIGURES}/leaderboard.meta.json",
         json=f"{PAPER_FIGURES}/leaderboard.json",
@@ -60,7 +60,7 @@ rule every_eval_ever:
         provenance=path("provenance"),
         summaries=summary_paths(RUN, LAYOUT),
         per_item=item_files(RUN, LAYOUT),
-        registry=config["model_registry"],
+        registry=registry_files(config),
     output:
         meta=f"{PAPER_FIGURES}/every_eval_ever.meta.json",
         records=directory(f"{PAPER_FIGURES}/every_eval_ever"),
@@ -84,7 +84,7 @@ rule viewer:
         provenance=path("provenance"),
         summaries=summary_paths(RUN, LAYOUT),
         per_item=item_files(RUN, LAYOUT),
-        registry=config["model_registry"],
+        registry=registry_files(config),
     output:
         meta=f"{PAPER_FIGURES}/viewer.meta.json",
         bundle=directory(f"{PAPER_FIGURES}/viewer"),

@@ -35,7 +35,7 @@ rule table2_pairs:
     input:
         provenance=path("provenance"),
         scores=table2_items,
-        registry=config["model_registry"],
+        registry=registry_files(config),
     output:
         meta=f"{PAPER_FIGURES}/table2_pairs.meta.json",
         csv=report(
@@ -67,7 +67,7 @@ rule table2:
     input:
         provenance=path("provenance"),
         summaries=table2_summaries,
-        registry=config["model_registry"],
+        registry=registry_files(config),
         paper=config["paper"]["table2"],
         review=path("review_queue"),
         pairs=rules.table2_pairs.output.csv,

@@ -6,7 +6,15 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from h2htalk.cli.options import add_command, add_results, embedder_settings, load_config, overrides, registry_entry
+from h2htalk.cli.options import (
+    REGISTRY_READS,
+    add_command,
+    add_results,
+    embedder_settings,
+    load_config,
+    overrides,
+    registry_entry,
+)
 from h2htalk.progress import summary
 from h2htalk.subtasks import SUBTASK_KEYS
 
@@ -28,7 +36,7 @@ def register(sub: Any) -> None:
 
     p = add_command(
         sub, "prefetch", cmd_prefetch, "fetch a model's or embedder's Hugging Face weights and record the commit",
-        reads=("model_registry", "embedders"),
+        reads=(*REGISTRY_READS, "embedders"),
     )  # fmt: skip
     add_results(p)
     what = p.add_mutually_exclusive_group(required=True)

@@ -7,12 +7,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-from h2htalk.cli.options import add_command, add_results, add_table_output, load_config, write_meta
+from h2htalk.cli.options import REGISTRY_READS, add_command, add_results, add_table_output, load_config, write_meta
 from h2htalk.cli.run_notes import RUN_NOTE_READS, run_notes
 from h2htalk.cli.tables import CELLS_READS
+from h2htalk.config import registry_files
 from h2htalk.progress import summary
 
-EXPORT_READS = (*CELLS_READS, "model_registry", "tables")
+EXPORT_READS = (*CELLS_READS, *REGISTRY_READS, "tables")
 STUDY_TABLES = {"safety": "paper_figures/table3.csv",
                 "instruction_following": "paper_figures/fig7_instruction_following.csv"}  # fmt: skip
 JUDGE_READS = tuple(f"rubric_judge.{key}" for key in ("model", "temperature", "samples", "alpha", "tau", "gate_on"))
@@ -51,7 +52,7 @@ def register(sub: Any) -> None:
     p = add_command(
         sub, "viewer", cmd_viewer,
         "a static HTML bundle that shows every item (prompt, answer, reference, scores, judge, flags) from disk",
-        reads=(*CELLS_READS, *RUN_NOTE_READS, "model_registry", "tables.judged_cell"),
+        reads=(*CELLS_READS, *RUN_NOTE_READS, *REGISTRY_READS, "tables.judged_cell"),
     )  # fmt: skip
     add_results(p)
     p.add_argument("--out", type=Path, default=Path("paper_figures/viewer"), help="the bundle's folder")
@@ -60,7 +61,7 @@ def register(sub: Any) -> None:
 def _registry(config: dict[str, Any]) -> dict[str, Any]:
     from h2htalk.config import load_registry
 
-    return load_registry(config["model_registry"])
+    return load_registry(registry_files(config))
 
 
 def cmd_results_json(args: argparse.Namespace) -> int:
@@ -75,7 +76,7 @@ def cmd_results_json(args: argparse.Namespace) -> int:
     record = build_run_results(config, args.results, _registry(config), present, run_notes(config))
     out = args.out.with_suffix(".json")
     write_json_atomic(out, record)
-    write_meta(args, [*summary_paths(RunCells(config), args.results), config["model_registry"], *present.values()])
+    write_meta(args, [*summary_paths(RunCells(config), args.results), *registry_files(config), *present.values()])
     cells = sum(len(row["tasks"]) for row in record["results"])
     summary(f"{len(record['results'])} rows, {cells} cells, studies: {', '.join(present) or 'none'}", out=out)
     return 0
@@ -94,7 +95,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     board = build_leaderboard(rows, registry, read_json(args.results.path("provenance")), run_notes(config))
     out = args.out.with_suffix(".json")
     write_json_atomic(out, board)
-    write_meta(args, [*summary_paths(run, args.results), config["model_registry"]])
+    write_meta(args, [*summary_paths(run, args.results), *registry_files(config)])
     summary(f"{len(board['boards'])} boards of {len(rows)} rows", out=out)
     return 0
 
@@ -105,7 +106,7 @@ def _item_inputs(config: dict[str, Any], args: argparse.Namespace) -> list[str]:
     from h2htalk.export.summaries import summary_paths
 
     run = RunCells(config)
-    return [*summary_paths(run, args.results), *item_files(run, args.results), config["model_registry"]]
+    return [*summary_paths(run, args.results), *item_files(run, args.results), *registry_files(config)]
 
 
 def cmd_every_eval_ever(args: argparse.Namespace) -> int:

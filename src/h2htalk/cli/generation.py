@@ -6,16 +6,24 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from h2htalk.cli.options import add_command, add_engine, add_results, engine_options, load_config, registry_entry
+from h2htalk.cli.options import (
+    REGISTRY_READS,
+    add_command,
+    add_engine,
+    add_results,
+    engine_options,
+    load_config,
+    registry_entry,
+)
 from h2htalk.progress import answered, summary
 
-GENERATE_READS = ("model_registry", "generation", "studies.max_new_tokens", "subtasks", "variants")
+GENERATE_READS = (*REGISTRY_READS, "generation", "studies.max_new_tokens", "subtasks", "variants")
 
 
 def register(sub: Any) -> None:
     p = add_command(
         sub, "provision-model", cmd_provision_model, "assemble or download a GGUF model file and check its SHA-256",
-        reads=("model_registry",),
+        reads=(*REGISTRY_READS,),
     )  # fmt: skip
     add_results(p)
     p.add_argument("--model", required=True, help="registry name")

@@ -6,7 +6,15 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from h2htalk.cli.options import add_command, add_engine, add_results, engine_options, load_config, registry_entry
+from h2htalk.cli.options import (
+    REGISTRY_READS,
+    add_command,
+    add_engine,
+    add_results,
+    engine_options,
+    load_config,
+    registry_entry,
+)
 from h2htalk.progress import summary
 from h2htalk.subtasks import SUBTASK_KEYS
 
@@ -25,7 +33,7 @@ def register(sub: Any) -> None:
     p = add_command(
         sub, "reconstruct", cmd_reconstruct, "rebuild the subtasks' inputs from their references, verified by vote",
         reads=(
-            "model_registry", "generation", "instances.reconstruct", "instances.review_imports", "subtasks",
+            *REGISTRY_READS, "generation", "instances.reconstruct", "instances.review_imports", "subtasks",
             "review.store",
         ),
     )  # fmt: skip

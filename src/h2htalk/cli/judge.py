@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.cli.options import (
+    REGISTRY_READS,
     add_bootstrap,
     add_command,
     add_engine,
@@ -27,7 +28,7 @@ REVIEW_MODE_READS = tuple(f"review.{key}" for key in ReviewSettings.__dataclass_
 def register(sub: Any) -> None:
     p = add_command(
         sub, "rubric-judge", cmd_rubric_judge, "rubric-judge one model's itinerary plans (its engine started once)",
-        reads=("model_registry", "generation", *(f"rubric_judge.{key}" for key in JUDGE_KEYS), "subtasks", "variants"),
+        reads=(*REGISTRY_READS, "generation", *(f"rubric_judge.{key}" for key in JUDGE_KEYS), "subtasks", "variants"),
     )  # fmt: skip
     add_results(p)
     add_engine(p)

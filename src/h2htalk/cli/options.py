@@ -20,6 +20,8 @@ from h2htalk.config import (
     deep_update,
     load_registry,
     merge_layers,
+    registry_files,
+    registry_name,
     runnable_problem,
     settings_view,
     validate_config,
@@ -33,6 +35,7 @@ from h2htalk.settings import ClientSettings
 if TYPE_CHECKING:  # the model-call stack (openai, httpx) is imported only by the commands that call models
     from h2htalk.llm.calls import EngineOptions
 
+REGISTRY_READS = ("model_registry", "model_registry_overlays")  # the registry: its file and your overlays of it
 OVERRIDES = "_config_overrides"  # argparse default: {dest: dotted config key} of a command's override flags
 Handler = Callable[[argparse.Namespace], int]
 
@@ -81,9 +84,9 @@ def load_config(args: argparse.Namespace) -> dict[str, Any]:
 def registry_entry(config: dict[str, Any], name: str, results: Layout | None = None) -> dict[str, Any]:
     """A runnable registry entry, or an error naming the model and what is missing; with ``results``, at the
     commit its prefetch record (in the results tree) names, and this process then works offline."""
-    registry = load_registry(config["model_registry"])
+    registry = load_registry(registry_files(config))
     if name not in registry:
-        raise H2HTalkError(f"model {name!r} is not in the registry {config['model_registry']}")
+        raise H2HTalkError(f"model {name!r} is not in the registry {registry_name(config)}")
     spec = registry[name]
     if problem := runnable_problem(spec):
         raise H2HTalkError(problem)
@@ -125,7 +128,7 @@ def engine_options(args: argparse.Namespace, config: dict[str, Any], models: lis
     from h2htalk.llm.calls import EngineOptions
     from h2htalk.llm.engines import Endpoint
 
-    registry = load_registry(config["model_registry"])
+    registry = load_registry(registry_files(config))
     files = {m: args.results.path("model_file", model=m) for m in models if engine_of(registry[m]).needs_model_file}
     endpoint = None
     if args.base_url:

@@ -7,11 +7,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from h2htalk.cli.options import add_command, add_results, load_config
+from h2htalk.cli.options import REGISTRY_READS, add_command, add_results, load_config
 from h2htalk.progress import summary
 
 PLAN_READS = (
-    "model_registry", "models", "baselines", "subtasks", "variants", "generation", "rubric_judge", "study_judge",
+    *REGISTRY_READS, "models", "baselines", "subtasks", "variants", "generation", "rubric_judge", "study_judge",
     "instances", "studies", "review.store", "plan",
 )  # fmt: skip
 

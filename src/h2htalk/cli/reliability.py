@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.cli.options import (
+    REGISTRY_READS,
     add_command,
     add_engine,
     add_results,
@@ -31,7 +32,7 @@ def register(sub: Any) -> None:
         sub, "judge-ladder", cmd_judge_ladder,
         "one judge model's sanity ladder and drift canary, for every judge it is (its engine started once)",
         reads=(
-            "model_registry", "generation", *(f"rubric_judge.{key}" for key in JUDGE_KEYS), "study_judge",
+            *REGISTRY_READS, "generation", *(f"rubric_judge.{key}" for key in JUDGE_KEYS), "study_judge",
             "subtasks", "variants", "data.curate.persona_names", "judge_reliability.seed", "judge_reliability.ladder",
             "judge_reliability.canary",
         ),

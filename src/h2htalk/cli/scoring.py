@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.cli.options import (
+    REGISTRY_READS,
     add_bootstrap,
     add_command,
     add_results,
@@ -18,7 +19,7 @@ from h2htalk.cli.options import (
 from h2htalk.progress import summary
 from h2htalk.subtasks import SUBTASK_KEYS, SUBTASKS
 
-SCORE_READS = ("scoring", "embedders", "subtasks", "variants", "model_registry")
+SCORE_READS = ("scoring", "embedders", "subtasks", "variants", *REGISTRY_READS)
 
 
 def _add_scoring(p: argparse.ArgumentParser) -> None:

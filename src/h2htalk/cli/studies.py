@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.cli.options import (
+    REGISTRY_READS,
     add_command,
     add_engine,
     add_results,
@@ -32,7 +33,7 @@ def register(sub: Any) -> None:
 
     p = add_command(
         sub, "study-judge", cmd_study_judge, "judge a model's study answers (safety, and needs met)",
-        reads=("model_registry", "generation", "study_judge", "variants"),
+        reads=(*REGISTRY_READS, "generation", "study_judge", "variants"),
     )  # fmt: skip
     add_results(p)
     add_engine(p)

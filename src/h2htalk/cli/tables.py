@@ -8,8 +8,17 @@ import os
 from pathlib import Path
 from typing import Any
 
-from h2htalk.cli.options import add_bootstrap, add_command, add_results, add_table_output, load_config, write_meta
+from h2htalk.cli.options import (
+    REGISTRY_READS,
+    add_bootstrap,
+    add_command,
+    add_results,
+    add_table_output,
+    load_config,
+    write_meta,
+)
 from h2htalk.cli.run_notes import RUN_NOTE_READS, run_notes
+from h2htalk.config import registry_files
 from h2htalk.layout import Layout
 from h2htalk.progress import summary
 
@@ -17,7 +26,7 @@ PAIRS, RANKS = "paper_figures/table2_pairs.csv", "paper_figures/table2_ranks.csv
 
 CELLS_READS = ("models", "baselines", "rubric_judge.baselines", "subtasks", "variants", "scoring.embedders")
 TABLE2_READS = (
-    *CELLS_READS, *RUN_NOTE_READS, "model_registry", "paper.table2", "tables", "instances.reconstruct.generator",
+    *CELLS_READS, *RUN_NOTE_READS, *REGISTRY_READS, "paper.table2", "tables", "instances.reconstruct.generator",
     "instances.reconstruct.voters", "rubric_judge.model", "review.imports", "review.store", "scoring.bootstrap",
     "judge_reliability.every_run",
 )  # fmt: skip
@@ -102,7 +111,7 @@ def cmd_table2(args: argparse.Namespace) -> int:
     config = load_config(args)
     run, bootstrap = RunCells(config), BootstrapSettings.from_config(config)
     summaries = run.table2_summaries(args.results)
-    registry, paper = config["model_registry"], config["paper"]["table2"]
+    registry, paper = registry_files(config), config["paper"]["table2"]
     weights, judged_cell = config["tables"]["overall_weights"], config["tables"]["judged_cell"]
     imports, store = config["review"]["imports"], config["review"]["store"]
     canary = rubric_canary(config, args.results)
@@ -134,7 +143,7 @@ def cmd_table2(args: argparse.Namespace) -> int:
     stored = [store] if os.path.exists(store) else []
     compared = [args.pairs, args.ranks] if significance else []
     canaries = [canary] if canary else []
-    write_meta(args, [*summaries, registry, paper, *compared, *samples, *imports, *stored, *canaries])
+    write_meta(args, [*summaries, *registry, paper, *compared, *samples, *imports, *stored, *canaries])
     summary(f"{len(summaries)} cells", out=f"{args.out}.md (+ .csv .tex _heatmap.png _vs_paper.csv _paper_audit.csv)")
     return 0
 
@@ -147,11 +156,11 @@ def cmd_table2_pairs(args: argparse.Namespace) -> int:
     from h2htalk.tables.table2_pairs_files import read_row_items, write_comparisons
 
     config = load_config(args)
-    registry = load_registry(config["model_registry"])
+    registry = load_registry(registry_files(config))
     rows, items = read_row_items(RunCells(config), args.results, registry, config["tables"]["judged_cell"])
     comparisons = compare_rows(rows, config["tables"]["overall_weights"], BootstrapSettings.from_config(config))
     write_comparisons(comparisons, args.out, args.ranks_out)
-    write_meta(args, [*items, config["model_registry"]])
+    write_meta(args, [*items, *registry_files(config)])
     told = sum(bool(r["separable"]) for r in comparisons.pairs)
     compared = f"{len(comparisons.pairs)} comparisons, {told} separable"
     summary(compared, out=f"{args.out}.csv (+ {Path(args.ranks_out).name}.csv .png)")

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.cells import RunCells
-from h2htalk.config import load_registry
+from h2htalk.config import load_registry, registry_files
 from h2htalk.errors import H2HTalkError
 from h2htalk.generation.generate import PromptFile, generate_model
 from h2htalk.instances.reconstruct import ReconstructFiles, reconstruct_to_files
@@ -64,7 +64,7 @@ class PlannedRun:
 def plan_calls(config: dict[str, Any], results: Layout, scratch: Path) -> PlannedRun:
     """Plan every model call of the configured run, reading ``results`` (curated references, prefetch records) and
     the caches, writing only under ``scratch``."""
-    registry = load_registry(config["model_registry"])
+    registry = load_registry(registry_files(config))
     engines = PlanEngines(ClientSettings.from_config(config), config["generation"]["decoding"]["seed"])
     run, work = RunCells(config), Layout(str(scratch))
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +86,7 @@ def signature_notes(summaries: Iterable[dict[str, Any]]) -> list[str]:
 
 def write_table2(
     summary_paths: Iterable[str | os.PathLike[str]],
-    registry_path: str | os.PathLike[str],
+    registry_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     paper_path: str | os.PathLike[str],
     out_prefix: str | os.PathLike[str],
     weights: dict[str, float],
