@@ -102,7 +102,7 @@ def scoring_jobs(root: Path, *configfiles: str) -> dict[str, set[str]]:
                *configfiles, "--config", "upstream_dir=/nonexistent"]  # fmt: skip
     result = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
-    jobs = [job for job in re.split(r"\n(?=rule )", result.stdout) if re.match(r"rule score(_baseline)?:", job)]
+    jobs = [job for job in re.split(r"\n(?=rule )", result.stdout) if re.match(r"rule score(_studies)?:", job)]
     return {
         "resources": {re.search(r"resources: (.*)", job)[1] for job in jobs},
         "commands": {re.search(r"Shell command: (.*)", job)[1] for job in jobs},
@@ -116,7 +116,8 @@ def test_the_paper_dag_scores_on_a_gpu_and_a_cpu_only_embedder_stays_on_the_cpu_
     on_cpu = scoring_jobs(checkout, "config/cpu.yaml")
     assert on_cpu["resources"] and all("slurm_partition=cpu" in r and ", gpu=0," in r for r in on_cpu["resources"])
     # where a job runs is not one of its settings: the same commands, so moving it reruns nothing
-    assert on_cpu["commands"] == on_gpu["commands"] and len(on_gpu["commands"]) == 37
+    # 33 models and 4 baselines, and the safety study's answers of the 33
+    assert on_cpu["commands"] == on_gpu["commands"] and len(on_gpu["commands"]) == 37 + 1
 
 
 def test_misspelled_config_key_fails_before_any_job(checkout):
@@ -291,16 +292,16 @@ def test_laptop_default_end_to_end(checkout, synthetic_release):
     assert "Power (80 % power" in (figures / "table2.md").read_text(encoding="utf-8")
     assert (figures / "table2_ranks.png").stat().st_size > 0  # no rank where a judged cell has no J at all
     assert (checkout / "results" / "review" / "queue.csv").exists()
-    run = json.loads(
-        (checkout / "results" / "generations" / "qwen2.5-coder-0.5b-instruct-q4km" / "run.json").read_text()
-    )
+    generations = checkout / "results" / "generations" / "qwen2.5-coder-0.5b-instruct-q4km"
+    run, studies_run = (json.loads((generations / name).read_text()) for name in ("run.json", "studies.run.json"))
     study_requests = sum(  # a safety conversation asks once per user turn, after the model's own answers
         len(json.loads(line).get("user_turns", [None]))
         for study in ("safety", "instruction_following")
         for variant in ("sap", "nosap")
         for line in read_jsonl_lines(checkout / "results" / "studies" / study / "prompts" / f"{variant}.jsonl")
     )
-    assert run["sent"] == run["requests"] == 66 + study_requests  # one job: the benchmark and both studies
+    assert run["sent"] == run["requests"] == 66  # Table 2's job: 11 subtasks, 3 items, 2 variants
+    assert studies_run["sent"] == studies_run["requests"] == study_requests  # the studies' job
     again = snakemake(checkout, *configfiles)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
     # a failed job's outputs are removed and a killed job leaves none: the rerun rebuilds what is missing (from

@@ -204,6 +204,7 @@ def models_started_by(jobs):
     """The registry names whose engines ``jobs`` (Snakemake jobs: rule and wildcards) start."""
     started = {
         "generate": lambda job: [job.wildcards.model],
+        "generate_studies": lambda job: [job.wildcards.model],
         "rubric_judge": lambda job: [RUBRIC_JUDGE],
         "study_judge": lambda job: [STUDY_JUDGE],
         "judge_ladder": lambda job: [job.wildcards.model],

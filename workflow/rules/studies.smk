@@ -1,5 +1,6 @@
-# The two discussion studies: the SAP safety ablation and instruction following. What each model answers
-# comes from its generation job; their findings are Table 3 (tables.smk) and Figure 7 (figures.smk).
+# The two discussion studies: the SAP safety ablation and instruction following. What each model answers comes
+# from its study generation job (generate_studies), its safety answers are scored by score_studies; their
+# findings are Table 3 (tables.smk) and Figure 7 (figures.smk).
 
 
 rule study_inputs:
