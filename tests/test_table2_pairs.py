@@ -210,6 +210,9 @@ def test_rank_intervals_of_rows_far_apart_are_their_ranks():
         (3, 3, 3),
     ]
     assert ranks["m1"]["separable_from_best"] is True and ranks["m0"]["best"] == "Model 0"
+    for record in ranks.values():  # Overall's interval, from the resamples the ranks come from, holds Overall
+        assert record["overall_ci_low"] < record["overall"] < record["overall_ci_high"]
+    assert ranks["m0"]["overall_ci_low"] > ranks["m1"]["overall_ci_high"]  # 40 points apart: apart
     means = row_means(np.array([[1.0, 2.0], [np.nan, np.nan]]), Resamples(2, 100, 0))
     intervals = rank_intervals(means, 0.95)
     assert intervals.rank[0] == 1 and np.isnan(intervals.rank[1])

@@ -43,8 +43,9 @@ PAIR_COLUMNS = (
     "family_size", "p_holm", "separable", "confidence",
 )  # fmt: skip
 RANK_COLUMNS = (
-    "embedder", "size_group", "variant", "model", "display_name", "overall", "rank", "rank_low", "rank_high",
-    "rows", "best", "separable_from_best", "confidence", *(f"{c}_mdd" for c in column_order()),
+    "embedder", "size_group", "variant", "model", "display_name", "overall", "overall_ci_low", "overall_ci_high",
+    "rank", "rank_low", "rank_high", "rows", "best", "separable_from_best", "confidence",
+    *(f"{c}_mdd" for c in column_order()),
 )  # fmt: skip
 
 
@@ -292,6 +293,10 @@ def _rank_records(
             }
             if ranks is not None and not np.isnan(ranks.rank[position]):
                 record["overall"] = float(overall.observed[index])
+                # the percentile interval of the same resamples the ranks come from
+                alpha = (1.0 - confidence) / 2.0
+                low, high = np.quantile(overall.resampled[index], [alpha, 1.0 - alpha])
+                record["overall_ci_low"], record["overall_ci_high"] = float(low), float(high)
                 record["rank"], record["rank_low"], record["rank_high"] = (
                     int(ranks.rank[position]), int(ranks.low[position]), int(ranks.high[position])
                 )  # fmt: skip
