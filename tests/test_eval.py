@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from h2htalk.config import default_config
-from h2htalk.evaluation import comparability, configfiles, paper_lines, registry_name, report
+from h2htalk.evaluation import _rank_line, comparability, configfiles, paper_lines, read_csv, registry_name, report
 from h2htalk.subtasks import SUBTASK_KEYS
 
 from .conftest import REPO_ROOT
@@ -195,7 +195,27 @@ def test_the_report_reads_the_tables_and_shows_baselines_once(tmp_path):
     assert re.split(r"\s{2,}", table[0]) == ["column", "Mine w/ SAP", "Oracle"]  # the oracle's variants are alike
     assert re.split(r"\s{2,}", table[1]) == ["DialogueBase", "30.50 [28.00, 33.00] (2/3)", "100.00 [100.00, 100.00]"]
     assert "w/ SAP: no Overall, so no rank" in "\n".join(lines)
+    rank = {
+        "embedder": "usem3",
+        "size_group": "local",
+        "variant": "sap",
+        "model": "mine",
+        "overall": "30.5",
+        "overall_ci_low": "",
+        "overall_ci_high": "",
+        "rank": "1",
+        "rank_low": "1",
+        "rank_high": "1",
+        "rows": "1",
+    }
+    assert _rank_line(rows_of(figures)[0], [rank]) == (  # an Overall without an interval is shown without one
+        "w/ SAP: Overall 30.50, rank 1 (1-1) of 1 in its group (local) of this run's models"
+    )
     assert "Demo instances, 3 per subtask: a check of the pipeline, not a finding." in lines
+
+
+def rows_of(figures: Path) -> list[dict[str, str]]:
+    return read_csv(figures / "table2.csv")
 
 
 def test_the_config_files_are_the_laptops_the_users_and_the_evaluations(tmp_path):

@@ -301,10 +301,12 @@ def _row_label(row: Mapping[str, str], name: str, by_variant: bool) -> str:
 def _rank_line(row: Mapping[str, str], ranks: list[dict[str, str]]) -> str:
     variant = VARIANT_NAMES.get(row["variant"], row["variant"])
     found = next((r for r in ranks if _key(r) == _key(row)), None)
-    if found is None or not found.get("rank"):
+    if found is None or not found.get("rank") or _number(found.get("overall")) is None:
         return f"{variant}: no Overall, so no rank (a subtask cell has no value: see the notes of table2.md)"
-    low, high = float(found["overall_ci_low"]), float(found["overall_ci_high"])
-    overall = f"{float(found['overall']):.2f} [{low:.2f}, {high:.2f}]"
+    overall = f"{float(found['overall']):.2f}"
+    low, high = _number(found.get("overall_ci_low")), _number(found.get("overall_ci_high"))
+    if low is not None and high is not None:
+        overall += f" [{low:.2f}, {high:.2f}]"
     rank = f"rank {found['rank']} ({found['rank_low']}-{found['rank_high']}) of {found['rows']}"
     return f"{variant}: Overall {overall}, {rank} in its group ({found['size_group']}) of this run's models"
 

@@ -293,10 +293,13 @@ def _rank_records(
             }
             if ranks is not None and not np.isnan(ranks.rank[position]):
                 record["overall"] = float(overall.observed[index])
-                # the percentile interval of the same resamples the ranks come from
-                alpha = (1.0 - confidence) / 2.0
-                low, high = np.quantile(overall.resampled[index], [alpha, 1.0 - alpha])
-                record["overall_ci_low"], record["overall_ci_high"] = float(low), float(high)
+                # the percentile interval of the resamples the ranks come from: those in which the row has an
+                # Overall (a resample that draws none of a subtask's items the row has leaves it without one)
+                drawn = overall.resampled[index][~np.isnan(overall.resampled[index])]
+                if drawn.size:
+                    alpha = (1.0 - confidence) / 2.0
+                    low, high = np.quantile(drawn, [alpha, 1.0 - alpha])
+                    record["overall_ci_low"], record["overall_ci_high"] = float(low), float(high)
                 record["rank"], record["rank_low"], record["rank_high"] = (
                     int(ranks.rank[position]), int(ranks.low[position]), int(ranks.high[position])
                 )  # fmt: skip
