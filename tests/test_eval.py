@@ -74,7 +74,7 @@ def test_a_dry_run_writes_the_overlays_in_its_own_folder_and_plans_no_study(chec
     assert overlay["subtasks"] == ["dialogue_base", "itinerary_basic"] and overlay["variants"] == ["sap"]
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", result.stdout, re.M))
     assert jobs["generate"] == "1" and jobs["table2"] == "1" and jobs["instances"] == "2"
-    assert not {"generate_studies", "study_inputs", "study_judge", "score_studies"} & set(jobs)
+    assert not {"study", "study_inputs", "score_studies"} & set(jobs)
     assert tracked_files(checkout) == before
     assert not (checkout / "results").exists()  # the checkout's own results tree is not touched
 

@@ -129,14 +129,16 @@ def test_paper_rehearsal_slice_through_slurm(tmp_path, released_data):
     assert result.returncode == 0, result.stdout[-3000:] + log[-6000:]
     report = json.loads(report_file.read_text(encoding="utf-8"))
     jobs = report["slurm_jobs"]
-    # one job per model and stage (Table 2's answers and the studies' apart), the baselines' scores and judgments,
-    # one reconstruction, the studies' scores and Table 2's resampling (one job each over all rows): the rest is local
+    # one job per model and stage (Table 2's answers; the studies' answers and their verdicts in one study job), the
+    # baselines' scores and judgments, one reconstruction, the studies' scores and Table 2's resampling (one job
+    # each over all rows): the rest is local
     assert report["slurm_jobs_by_rule"] == {
-        "reconstruct_instances": 1, "generate": 3, "generate_studies": 3, "score": 7, "score_studies": 1,
-        "rubric_judge": 7, "study_judge": 3, "table2_pairs": 1,
+        "reconstruct_instances": 1, "generate": 3, "study": 3, "score": 7, "score_studies": 1, "rubric_judge": 7,
+        "table2_pairs": 1,
     }  # fmt: skip
     assert all(job["state"] == "COMPLETED" for job in jobs), jobs
-    vllm_generations = [j for j in jobs if j["rule"] in ("generate", "generate_studies") and j["partition"] == "gpu"]
+    # a study job runs its model and the study judge: the union of what they need (GPT-4o's API needs no GPU)
+    vllm_generations = [j for j in jobs if j["rule"] in ("generate", "study") and j["partition"] == "gpu"]
     assert len(vllm_generations) == 2 * 2  # the two vLLM models; DeepSeek's API runs on the CPU partition
     scoring = [j for j in jobs if j["rule"] in ("score", "score_studies")]
     assert len(scoring) == 7 + 1  # BGE-M3 on a GPU (embedders.bge-m3.gpus: 1 in the paper config)

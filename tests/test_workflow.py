@@ -96,6 +96,31 @@ def test_the_judges_card_is_one_ladder_job_per_judge_model(checkout):
     assert "results/judge_reliability/gpt-4o/canary.json" in table2
 
 
+def submitted_jobs(root: Path, stats: str) -> dict[str, int]:
+    """Jobs by rule of a dry run's job stats, less the rules the Snakefile runs on the submit host."""
+    snakefile = (root / "Snakefile").read_text(encoding="utf-8")
+    local = set(re.findall(r"^    (\w+),$", snakefile.split("localrules:")[1].split("include:")[0], re.M))
+    counts = dict(re.findall(r"^(\w+)\s+(\d+)$", stats[stats.index("Job stats") :], re.M))
+    return {rule: int(n) for rule, n in counts.items() if rule not in local | {"all", "total"}}
+
+
+def test_the_paper_dag_submits_one_study_job_per_model(checkout):
+    """A model's study job answers both studies and has the study judge judge them: 144 submitted jobs in all,
+    within the cluster's limit of 150."""
+    command = [sys.executable, "-m", "snakemake", "-n", "all", "--configfiles", "config/config.yaml",
+               "--config", "upstream_dir=/nonexistent"]  # fmt: skip
+    paper = subprocess.run(command, cwd=checkout, capture_output=True, text=True, timeout=300, check=False)
+    assert paper.returncode == 0, paper.stderr[-3000:]
+    submitted = submitted_jobs(checkout, paper.stdout)
+    assert submitted == {
+        "generate": 33, "study": 33, "score": 37, "score_studies": 1, "rubric_judge": 37, "reconstruct_instances": 1,
+        "judge_ladder": 1, "table2_pairs": 1,
+    }  # fmt: skip
+    assert sum(submitted.values()) == 144
+    study = next(job for job in re.split(r"\n(?=rule )", paper.stdout) if job.startswith("rule study:"))
+    assert "results/studies/safety/verdicts/" in study and "results/generations/" in study
+
+
 def scoring_jobs(root: Path, *configfiles: str) -> dict[str, set[str]]:
     """The resources and the shell commands of every scoring job the paper DAG plans, as a dry run prints them."""
     command = [sys.executable, "-m", "snakemake", "-n", "-p", "all", "--configfiles", "config/config.yaml",

@@ -1,7 +1,7 @@
-# Generation stage: one job per model under test (its engine starts once) answering every Table 2 cell, and one
-# per study model answering both studies' conversations (a target that needs no study, such as table2, generates
-# none); baselines answer the benchmark from the instances, on the submit host. Answers are cached
-# content-addressed, so a rerun, a resumed job or one regenerated subtask sends requests only for what is missing.
+# Generation stage: one job per model under test (its engine starts once) answering every Table 2 cell (the
+# studies' answers are made by each study model's study job, studies.smk); baselines answer the benchmark from the
+# instances, on the submit host. Answers are cached content-addressed, so a rerun, a resumed job or one
+# regenerated subtask sends requests only for what is missing.
 
 
 rule provision_model:
@@ -46,35 +46,6 @@ rule generate:
     shell:
         h2htalk(
             "generate",
-            "--model {wildcards.model} --server-log {log.server}",
-            log="{log.main}",
-        )
-
-
-rule generate_studies:
-    input:
-        prompts=[LAYOUT.prompts(c.variant, c.task) for c in RUN.studies("-")],
-        model=model_inputs,
-    output:
-        responses=paths("generations", RUN.studies("{model}")),
-        summary=path("study_generation_run"),
-    log:
-        main=f"{LOGS}/generations/{{model}}.studies.log",
-        server=f"{LOGS}/generations/{{model}}.studies.server.log",
-    benchmark:
-        f"{BENCHMARKS}/generate_studies/{{model}}.tsv"
-    wildcard_constraints:
-        model=alternatives(RUN.study_models),
-    conda:
-        "../../envs/generation.yaml"
-    threads: lambda wc: threads_for(wc.model)
-    resources:
-        **model_job_resources(),
-    params:
-        settings=settings("generate-studies", "model"),
-    shell:
-        h2htalk(
-            "generate-studies",
             "--model {wildcards.model} --server-log {log.server}",
             log="{log.main}",
         )

@@ -80,7 +80,7 @@ def plan_calls(config: dict[str, Any], results: Layout, scratch: Path) -> Planne
     references = _references(run, work)
     jobs = [("generate", model, run.benchmark(model)) for model in run.run_models]
     jobs += [("generate studies", model, run.studies(model)) for model in run.study_models]
-    for stage, model, cells in jobs:  # as the workflow's jobs: Table 2's answers, and the studies' apart
+    for stage, model, cells in jobs:  # Table 2's answers, and the studies' (the first step of a study job) apart
         files = [
             PromptFile(c.variant, c.task, Path(work.prompts(c.variant, c.task)), Path(work.generations(c)))
             for c in cells
