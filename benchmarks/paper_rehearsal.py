@@ -75,7 +75,7 @@ def scoring_resources(limits: dict[str, int], on_gpu: bool) -> list[str]:
     there are cores (each with one torch thread: OMP_NUM_THREADS=1 in the run's environment)."""
     cores = max(1, limits["cpus"] // (os.cpu_count() or 1))
     cpus = "cpus_per_gpu" if on_gpu else "cpus_per_task"
-    rules = ("score", "score_baseline")
+    rules = ("score", "score_studies")
     return [
         "--set-resources",
         *(f"{rule}:mem_mb=2000" for rule in rules),
@@ -203,7 +203,10 @@ PLAN_COLUMNS = (
     "requests", "cached", "to_send", "prompt_tokens", "completion_tokens", "recorded_prompt_tokens",
     "recorded_completion_tokens",
 )  # fmt: skip
-PLAN_STAGES = {"generate": "generations", "rubric judge": "judge_samples", "study judge": "studies"}
+PLAN_STAGES = {
+    "generate": "generations", "generate studies": "study generations", "rubric judge": "judge_samples",
+    "study judge": "studies",
+}  # fmt: skip
 
 
 def plan_by_stage(path: Path) -> dict[str, dict[str, int]]:
@@ -251,6 +254,8 @@ def run_summaries(results: Path) -> dict[str, Any]:
         if "requests" not in summary:
             continue
         stage = path.relative_to(results).parts[0]
+        if path.name == "studies.run.json":  # generations/{model}/studies.run.json: the studies' answers
+            stage = "study generations"
         counts = stages.setdefault(stage, Counter())
         counts["requests"] += summary["requests"]
         counts["sent"] += summary.get("sent", 0)

@@ -40,9 +40,9 @@ from .standins.loopback import LoopbackAPI
 CLIENT = {"concurrency": 3, "timeout_s": 10, "retries": 2, "backoff_base_s": 0.01, "backoff_max_s": 0.05}
 
 
-def settings_for(tmp_path: Path, **generation) -> GenerationSettings:
+def settings_for(tmp_path: Path, for_studies: bool = False, **generation) -> GenerationSettings:
     section = {**CLIENT, "max_new_tokens": {"dialogue_base": 64}, "cache_dir": str(tmp_path / "cache"), **generation}
-    return GenerationSettings.from_config(default_config({"generation": section}))
+    return GenerationSettings.from_config(default_config({"generation": section}), for_studies=for_studies)
 
 
 def run(spec, files, settings, endpoint=None):
@@ -313,7 +313,8 @@ def test_safety_conversations_continue_from_the_models_own_answers(stub, registr
         write_study_inputs("safety", variant, prompts, items, scenarios, sample=None, seed=7)
         files.append(PromptFile(variant, "safety", prompts, tmp_path / "out" / f"{variant}.jsonl"))
     stub.faults.scripted = {scenario["turns"][1]["user"]: ["400"]}  # one variant's second turn is refused
-    summary = run(api_spec(registry), files, settings_for(tmp_path, max_failure_rate=0.5), Endpoint(stub.base_url, "m"))
+    settings = settings_for(tmp_path, for_studies=True, max_failure_rate=0.5)
+    summary = run(api_spec(registry), files, settings, Endpoint(stub.base_url, "m"))
     turns = len(scenario["turns"])
     assert summary["requests"] == 2 + 2 + 1 * (turns - 2)  # the refused conversation sends nothing after it
     by_variant = {variant: read_jsonl(tmp_path / "out" / f"{variant}.jsonl") for variant in VARIANTS}

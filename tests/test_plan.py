@@ -100,9 +100,11 @@ def run_stages(config: Path, results: Path, base_url: str) -> dict[str, int]:
     for model in ("stub-model", "baseline-oracle"):
         assert main(["generate", *common, "--model", model, *served]) == 0
         assert main(["rubric-judge", *common, "--model", model, *served]) == 0
+    assert main(["generate-studies", *common, "--model", "stub-model", *served]) == 0
     assert main(["study-judge", *common, "--model", "stub-model", *served]) == 0
     runs = {
         "generate": results / "generations" / "stub-model" / "run.json",
+        "generate studies": results / "generations" / "stub-model" / "studies.run.json",
         "rubric judge": results / "judge_samples",
         "study judge": results / "studies" / "verdicts" / "stub-model.run.json",
     }
@@ -110,6 +112,7 @@ def run_stages(config: Path, results: Path, base_url: str) -> dict[str, int]:
                  for m in ("stub-model", "baseline-oracle"))  # fmt: skip
     return {
         "generate": json.loads(runs["generate"].read_text())["requests"],
+        "generate studies": json.loads(runs["generate studies"].read_text())["requests"],
         "rubric judge": judged,
         "study judge": json.loads(runs["study judge"].read_text())["requests"],
     }
@@ -127,7 +130,9 @@ def test_the_plan_counts_the_requests_a_run_sends_and_finds_them_cached_after(tm
     # the stand-in answers a study turn alike in both variants, and the study judge (shown no system prompt) then
     # asks once for both; the plan cannot know the answers and counts one request per variant: an upper bound
     planned = sent | {"study judge": 2 * sent["study judge"]}
-    for stage, model in (("generate", "stub-model"), ("rubric judge", "stub-judge"), ("study judge", "stub-judge")):
+    stages = ("generate", "generate studies", "rubric judge", "study judge")
+    assert sent["generate"] == len(SUBTASKS) * 3 * 2  # Table 2's answers alone: the demo sets, both variants
+    for stage, model in zip(stages, ("stub-model", "stub-model", "stub-judge", "stub-judge"), strict=True):
         assert int(before[(stage, model)]["requests"]) == planned[stage], stage  # exact, before the run
         assert int(before[(stage, model)]["to_send"]) == planned[stage]
         assert int(after[(stage, model)]["requests"]) == sent[stage]  # exact after it, every one cached
@@ -175,8 +180,9 @@ def test_a_benchmark_not_yet_reconstructed_is_planned_from_its_curated_reference
     assert "10 of 10 references are not reconstructed yet" in (results / "plan.md").read_text(encoding="utf-8")
     demo = plan(write_config(tmp_path, "http://127.0.0.1:9/v1"), tmp_path / "demo")
     # every planned instance makes its own prompts: 10 references in 2 variants, where the demo set has 2 x 3 x 2
-    studies = int(demo[("generate", "stub-model")]["requests"]) - 2 * 3 * 2
-    assert int(rows[("generate", "stub-model")]["requests"]) == 10 * 2 + studies
+    assert int(demo[("generate", "stub-model")]["requests"]) == 2 * 3 * 2
+    assert int(rows[("generate", "stub-model")]["requests"]) == 10 * 2  # the studies' answers are a job of their own
+    assert rows[("generate studies", "stub-model")]["requests"] == demo[("generate studies", "stub-model")]["requests"]
 
 
 def test_prices_and_gpu_hours_come_from_their_tables(tmp_path):

@@ -80,9 +80,10 @@ def test_a_small_study_submits_the_model_jobs_and_runs_the_rest_locally(checkout
     rules = sorted(re.search(r"rule_(\w+?)_wildcards", job.get("Comment", "") + "_wildcards")[1] for job in jobs)
     # three models (one a baseline): a generate, a score and a judge job per model under test, a score job for
     # the baseline (not judged: the laptop overlay's rubric_judge.baselines is false); the data stage, the prompts,
-    # the baseline's answers, J and the tables ran on the submit host; Table 2's resampling over all rows is a job
+    # the baseline's answers, J and the tables ran on the submit host; Table 2's resampling over all rows is a job.
+    # Table 2 needs no study: no study answers were generated, scored or judged
     assert rules == [
-        "generate", "generate", "rubric_judge", "rubric_judge", "score", "score", "score_baseline", "table2_pairs",
+        "generate", "generate", "rubric_judge", "rubric_judge", "score", "score", "score", "table2_pairs",
     ], rules  # fmt: skip
     assert all(job["JobState"] == "COMPLETED" for job in jobs), [(j["JobId"], j["JobState"]) for j in jobs]
     assert all(job["Nice"] == "10" for job in jobs)  # cluster.extra_sbatch reached every job
@@ -128,17 +129,19 @@ def test_paper_rehearsal_slice_through_slurm(tmp_path, released_data):
     assert result.returncode == 0, result.stdout[-3000:] + log[-6000:]
     report = json.loads(report_file.read_text(encoding="utf-8"))
     jobs = report["slurm_jobs"]
-    # one job per model and stage, the baselines' scores and judgments, one reconstruction, Table 2's resampling
-    # (one job over all rows), the judge's sanity ladder (one job per judge model): the rest is local
+    # one job per model and stage (Table 2's answers; the studies' answers and their verdicts in one study job), the
+    # baselines' scores and judgments, one reconstruction, the studies' scores and Table 2's resampling (one job
+    # each over all rows), the judge's sanity ladder (one job per judge model): the rest is local
     assert report["slurm_jobs_by_rule"] == {
-        "reconstruct_instances": 1, "generate": 3, "score": 3, "score_baseline": 4, "rubric_judge": 7, "study_judge": 3,
+        "reconstruct_instances": 1, "generate": 3, "study": 3, "score": 7, "score_studies": 1, "rubric_judge": 7,
         "table2_pairs": 1, "judge_ladder": 1,
     }  # fmt: skip
     assert all(job["state"] == "COMPLETED" for job in jobs), jobs
-    vllm_generations = [j for j in jobs if j["rule"] == "generate" and j["partition"] == "gpu"]
-    assert len(vllm_generations) == 2  # the two vLLM models; DeepSeek's API runs on the CPU partition
-    scoring = [j for j in jobs if j["rule"] in ("score", "score_baseline")]
-    assert len(scoring) == 7  # BGE-M3 on a GPU (embedders.bge-m3.gpus: 1 in the paper config)
+    # a study job runs its model and the study judge: the union of what they need (GPT-4o's API needs no GPU)
+    vllm_generations = [j for j in jobs if j["rule"] in ("generate", "study") and j["partition"] == "gpu"]
+    assert len(vllm_generations) == 2 * 2  # the two vLLM models; DeepSeek's API runs on the CPU partition
+    scoring = [j for j in jobs if j["rule"] in ("score", "score_studies")]
+    assert len(scoring) == 7 + 1  # BGE-M3 on a GPU (embedders.bge-m3.gpus: 1 in the paper config)
     # the rehearsal asks for one core per GPU (a stand-in needs no more): the registry's value reaches sbatch
     on_gpu = vllm_generations + scoring
     assert all(j["partition"] == "gpu" for j in on_gpu)

@@ -429,3 +429,45 @@ def test_paper_table3_is_carried(tmp_path):
 
     rows = paper_rows(REPO_ROOT / "config" / "paper" / "table3.csv")
     assert rows[0]["variant"] == "w/ SAP" and rows[0]["safety_score"] == 4.8 and rows[1]["violation_rate"] == 7.1
+
+
+def test_sessions_sharing_an_engine_start_it_once_and_stop_it_after_the_last(tmp_path, monkeypatch):
+    """A study job whose judge is its own model (the laptop) answers the studies and judges them with one engine:
+    sessions opened through ``EngineOptions.sharing`` start it once, on first use, and it stops when the job's
+    block ends; without it, each session starts its own."""
+    import contextlib
+
+    from h2htalk.llm.calls import chat_request
+    from h2htalk.llm.engines.api import Api
+
+    events: list[str] = []
+    real = Api.endpoint
+
+    @contextlib.contextmanager
+    def counted(self, spec, options):
+        events.append("start")
+        with real(self, spec, options) as endpoint:
+            yield endpoint
+        events.append("stop")
+
+    monkeypatch.setattr(Api, "endpoint", counted)
+    with LoopbackAPI() as stub:
+        spec = {"name": "stub-model", "engine": "api", "api": {"base_url": stub.base_url, "model": "stub"}}
+        engines = EngineOptions(ClientSettings.from_config(default_config()), 1234)
+
+        def ask(options: EngineOptions, cache: str, text: str) -> None:
+            messages = [{"role": "system", "content": "s"}, {"role": "user", "content": text}]
+            with options.session(spec, tmp_path / cache, batch=False) as calls:
+                calls.answers([chat_request(spec, "1", messages, {"temperature": 0.0, "seed": 1})])
+
+        ask(engines, "generations", "answer")
+        ask(engines, "judgments", "judge")
+        assert events == ["start", "stop"] * 2
+        events.clear()
+        with engines.sharing([spec]) as shared:
+            ask(shared, "generations", "answer again")
+            ask(shared, "judgments", "judge again")
+            ask(shared, "judgments", "judge again")  # cached: nothing sent
+            assert events == ["start"]
+        assert events == ["start", "stop"]
+        assert sum(stub.requests.values()) == 4

@@ -201,6 +201,18 @@ def test_known_answer_rank_intervals_widen_as_n_shrinks():
     assert widths[0] == 0 and widths[0] < widths[1] < widths[2] < widths[3]
 
 
+def test_overalls_interval_leaves_out_the_resamples_that_draw_none_of_a_rows_items():
+    """A row that misses an item another row answered has no Overall in a resample that draws only that item (as
+    its rank interval, which leaves those out): its interval comes from the others."""
+    rows = synthetic_rows(4, rows=2, n=2)
+    values = {**rows[0].values, "dialogue_base": dict(list(rows[0].values["dialogue_base"].items())[:1])}
+    rows[0] = RowItems(*(getattr(rows[0], f) for f in ("embedder", "model", "display_name", "size_group", "variant")),
+                       values, MEASURES)  # fmt: skip
+    ranks = {r["model"]: r for r in compare_rows(rows, RELEASED, bootstrap(4, 400)).ranks}
+    for record in ranks.values():
+        assert record["overall_ci_low"] <= record["overall"] <= record["overall_ci_high"], record
+
+
 def test_rank_intervals_of_rows_far_apart_are_their_ranks():
     rows = synthetic_rows(2, rows=3, n=30, shifts={0: dict.fromkeys(RELEASED, 40.0), 2: dict.fromkeys(RELEASED, -40.0)})
     ranks = {r["model"]: r for r in compare_rows(rows, RELEASED, bootstrap(2, 300)).ranks}
@@ -210,6 +222,9 @@ def test_rank_intervals_of_rows_far_apart_are_their_ranks():
         (3, 3, 3),
     ]
     assert ranks["m1"]["separable_from_best"] is True and ranks["m0"]["best"] == "Model 0"
+    for record in ranks.values():  # Overall's interval, from the resamples the ranks come from, holds Overall
+        assert record["overall_ci_low"] < record["overall"] < record["overall_ci_high"]
+    assert ranks["m0"]["overall_ci_low"] > ranks["m1"]["overall_ci_high"]  # 40 points apart: apart
     means = row_means(np.array([[1.0, 2.0], [np.nan, np.nan]]), Resamples(2, 100, 0))
     intervals = rank_intervals(means, 0.95)
     assert intervals.rank[0] == 1 and np.isnan(intervals.rank[1])

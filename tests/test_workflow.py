@@ -96,13 +96,38 @@ def test_the_judges_card_is_one_ladder_job_per_judge_model(checkout):
     assert "results/judge_reliability/gpt-4o/canary.json" in table2
 
 
+def submitted_jobs(root: Path, stats: str) -> dict[str, int]:
+    """Jobs by rule of a dry run's job stats, less the rules the Snakefile runs on the submit host."""
+    snakefile = (root / "Snakefile").read_text(encoding="utf-8")
+    local = set(re.findall(r"^    (\w+),$", snakefile.split("localrules:")[1].split("include:")[0], re.M))
+    counts = dict(re.findall(r"^(\w+)\s+(\d+)$", stats[stats.index("Job stats") :], re.M))
+    return {rule: int(n) for rule, n in counts.items() if rule not in local | {"all", "total"}}
+
+
+def test_the_paper_dag_submits_one_study_job_per_model(checkout):
+    """A model's study job answers both studies and has the study judge judge them: 144 submitted jobs in all,
+    within the cluster's limit of 150."""
+    command = [sys.executable, "-m", "snakemake", "-n", "all", "--configfiles", "config/config.yaml",
+               "--config", "upstream_dir=/nonexistent"]  # fmt: skip
+    paper = subprocess.run(command, cwd=checkout, capture_output=True, text=True, timeout=300, check=False)
+    assert paper.returncode == 0, paper.stderr[-3000:]
+    submitted = submitted_jobs(checkout, paper.stdout)
+    assert submitted == {
+        "generate": 33, "study": 33, "score": 37, "score_studies": 1, "rubric_judge": 37, "reconstruct_instances": 1,
+        "judge_ladder": 1, "table2_pairs": 1,
+    }  # fmt: skip
+    assert sum(submitted.values()) == 144
+    study = next(job for job in re.split(r"\n(?=rule )", paper.stdout) if job.startswith("rule study:"))
+    assert "results/studies/safety/verdicts/" in study and "results/generations/" in study
+
+
 def scoring_jobs(root: Path, *configfiles: str) -> dict[str, set[str]]:
     """The resources and the shell commands of every scoring job the paper DAG plans, as a dry run prints them."""
     command = [sys.executable, "-m", "snakemake", "-n", "-p", "all", "--configfiles", "config/config.yaml",
                *configfiles, "--config", "upstream_dir=/nonexistent"]  # fmt: skip
     result = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
-    jobs = [job for job in re.split(r"\n(?=rule )", result.stdout) if re.match(r"rule score(_baseline)?:", job)]
+    jobs = [job for job in re.split(r"\n(?=rule )", result.stdout) if re.match(r"rule score(_studies)?:", job)]
     return {
         "resources": {re.search(r"resources: (.*)", job)[1] for job in jobs},
         "commands": {re.search(r"Shell command: (.*)", job)[1] for job in jobs},
@@ -116,7 +141,8 @@ def test_the_paper_dag_scores_on_a_gpu_and_a_cpu_only_embedder_stays_on_the_cpu_
     on_cpu = scoring_jobs(checkout, "config/cpu.yaml")
     assert on_cpu["resources"] and all("slurm_partition=cpu" in r and ", gpu=0," in r for r in on_cpu["resources"])
     # where a job runs is not one of its settings: the same commands, so moving it reruns nothing
-    assert on_cpu["commands"] == on_gpu["commands"] and len(on_gpu["commands"]) == 37
+    # 33 models and 4 baselines, and the safety study's answers of the 33
+    assert on_cpu["commands"] == on_gpu["commands"] and len(on_gpu["commands"]) == 37 + 1
 
 
 def test_misspelled_config_key_fails_before_any_job(checkout):
@@ -291,16 +317,16 @@ def test_laptop_default_end_to_end(checkout, synthetic_release):
     assert "Power (80 % power" in (figures / "table2.md").read_text(encoding="utf-8")
     assert (figures / "table2_ranks.png").stat().st_size > 0  # no rank where a judged cell has no J at all
     assert (checkout / "results" / "review" / "queue.csv").exists()
-    run = json.loads(
-        (checkout / "results" / "generations" / "qwen2.5-coder-0.5b-instruct-q4km" / "run.json").read_text()
-    )
+    generations = checkout / "results" / "generations" / "qwen2.5-coder-0.5b-instruct-q4km"
+    run, studies_run = (json.loads((generations / name).read_text()) for name in ("run.json", "studies.run.json"))
     study_requests = sum(  # a safety conversation asks once per user turn, after the model's own answers
         len(json.loads(line).get("user_turns", [None]))
         for study in ("safety", "instruction_following")
         for variant in ("sap", "nosap")
         for line in read_jsonl_lines(checkout / "results" / "studies" / study / "prompts" / f"{variant}.jsonl")
     )
-    assert run["sent"] == run["requests"] == 66 + study_requests  # one job: the benchmark and both studies
+    assert run["sent"] == run["requests"] == 66  # Table 2's job: 11 subtasks, 3 items, 2 variants
+    assert studies_run["sent"] == studies_run["requests"] == study_requests  # the studies' job
     again = snakemake(checkout, *configfiles)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
     # a failed job's outputs are removed and a killed job leaves none: the rerun rebuilds what is missing (from

@@ -32,7 +32,7 @@ class RunCells:
 
     @property
     def models(self) -> tuple[str, ...]:
-        """The models under test: an engine answers the benchmark and the studies."""
+        """The models under test: an engine answers the benchmark (and the studies: ``study_models``)."""
         return tuple(self.config["models"])
 
     @property
@@ -51,6 +51,7 @@ class RunCells:
 
     @property
     def study_models(self) -> tuple[str, ...]:
+        """The models that answer the studies (studies.models, by default the models under test)."""
         return tuple(self.config["studies"]["models"] or self.models)
 
     @property
@@ -76,15 +77,14 @@ class RunCells:
     def studies(self, model: str, studies: tuple[str, ...] = STUDIES) -> list[Cell]:
         return [Cell(model, v, study) for study in studies for v in self.variants]
 
-    def generation(self, model: str, *, studies: bool) -> list[Cell]:
-        """What a model's generation job answers: the benchmark, and both studies when ``studies`` (a model,
-        not a baseline)."""
-        return self.benchmark(model) + (self.studies(model) if studies else [])
+    def scoring(self, model: str, embedder: str) -> list[Cell]:
+        """What a model's scoring job scores: its benchmark answers (Table 2's cells)."""
+        return [cell.scored_by(embedder) for cell in self.benchmark(model)]
 
-    def scoring(self, model: str, embedder: str, *, studies: bool) -> list[Cell]:
-        """What a model's scoring job scores: its benchmark answers, and the safety study's when ``studies``."""
-        cells = self.benchmark(model) + (self.studies(model, ("safety",)) if studies else [])
-        return [cell.scored_by(embedder) for cell in cells]
+    def study_scoring(self, embedder: str) -> list[Cell]:
+        """What an embedder's study scoring job scores: the safety study's answers of every study model (Table 3
+        scores them against the safe references)."""
+        return [cell.scored_by(embedder) for model in self.study_models for cell in self.studies(model, ("safety",))]
 
     def judged(self, model: str) -> list[Cell]:
         return self.benchmark(model, self.judged_subtasks)

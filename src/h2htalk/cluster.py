@@ -23,11 +23,13 @@ def placement(cluster: dict[str, Any], gpus: int, gpu_model: str | None = None) 
 
 
 def model_job(cluster: dict[str, Any], entries: Sequence[Entry]) -> dict[str, Any]:
-    """A job that runs the models of ``entries`` (at least one): the most any of them needs."""
+    """A job that runs the models of ``entries`` (at least one): the most any of them needs (cores per GPU: the most
+    the models on GPUs ask for; an API client's entry, which has none, adds none)."""
+    on_gpus = [e for e in entries if e["gpus"]] or entries
     gpu_models = [e.get("gpu_model") for e in entries if e["gpus"]]
     return {
         **placement(cluster, max(e["gpus"] for e in entries), next(filter(None, gpu_models), None)),
-        "cpus_per_gpu": max(e["cpus_per_gpu"] for e in entries),
+        "cpus_per_gpu": max(e["cpus_per_gpu"] for e in on_gpus),
         "mem_mb": max(e["resources"]["mem_mb"] for e in entries),
         "runtime": max(e["resources"]["runtime_min"] for e in entries),
     }

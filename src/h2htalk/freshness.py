@@ -29,30 +29,37 @@ def result_graph(config: dict[str, Any], results: Layout) -> Graph:
     run = RunCells(config)
     graph: Graph = {}
     for model in run.run_models:
-        studies = model in run.models
-        for cell in run.generation(model, studies=studies):
-            references, prompts = results.references(cell.variant, cell.task), results.prompts(cell.variant, cell.task)
-            if not cell.is_study:
-                graph[prompts] = [references]
-            answers = results.generations(cell)
-            graph[answers] = [prompts]
-            if cell.is_study:
-                graph[results.verdicts(cell)] = [answers, references]
+        for cell in run.benchmark(model):
+            prompts = results.prompts(cell.variant, cell.task)
+            graph[prompts] = [results.references(cell.variant, cell.task)]
+            graph[results.generations(cell)] = [prompts]
         for embedder in run.embedders:
-            for cell in run.scoring(model, embedder, studies=studies):
-                answers = results.generations(cell)
-                references = results.references(cell.variant, cell.task)
-                for scored in (results.score_items(cell), results.score_summary(cell)):
-                    graph[scored] = [answers, references]
-        if model in run.judged_models:
-            for cell in run.judged(model):
-                samples = results.judge_samples(cell)
-                graph[samples] = [results.generations(cell), results.prompts(cell.variant, cell.task)]
-                for embedder in run.embedders:
-                    scored = cell.scored_by(embedder)
-                    for combined in (results.j_items(scored), results.j_summary(scored)):
-                        graph[combined] = [results.score_items(scored), samples]
+            for cell in run.scoring(model, embedder):
+                _scored(graph, results, cell)
+    for model in run.study_models:
+        for cell in run.studies(model):
+            answers = results.generations(cell)
+            graph[answers] = [results.prompts(cell.variant, cell.task)]
+            graph[results.verdicts(cell)] = [answers, results.references(cell.variant, cell.task)]
+    for embedder in run.embedders:
+        for cell in run.study_scoring(embedder):
+            _scored(graph, results, cell)
+    for model in run.judged_models:
+        for cell in run.judged(model):
+            samples = results.judge_samples(cell)
+            graph[samples] = [results.generations(cell), results.prompts(cell.variant, cell.task)]
+            for embedder in run.embedders:
+                scored = cell.scored_by(embedder)
+                for combined in (results.j_items(scored), results.j_summary(scored)):
+                    graph[combined] = [results.score_items(scored), samples]
     return graph
+
+
+def _scored(graph: Graph, results: Layout, cell: Any) -> None:
+    """A scored cell's items and summary are made from its answers and references."""
+    answers, references = results.generations(cell), results.references(cell.variant, cell.task)
+    for scored in (results.score_items(cell), results.score_summary(cell)):
+        graph[scored] = [answers, references]
 
 
 def stale_results(graph: Graph, figures: str | os.PathLike[str]) -> dict[str, str]:

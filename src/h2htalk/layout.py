@@ -41,6 +41,7 @@ PATTERNS: dict[str, str] = {
     "generations": "generations/{model}/{variant}/{subtask}.jsonl",
     "study_generations": "generations/{model}/{variant}/{study}.jsonl",
     "generation_run": "generations/{model}/run.json",
+    "study_generation_run": "generations/{model}/studies.run.json",
     "score_items": "scores/{embedder}/{model}/{variant}/{subtask}.items.jsonl",
     "score_summary": "scores/{embedder}/{model}/{variant}/{subtask}.summary.json",
     "study_score_items": "studies/{study}/scores/{embedder}/{model}/{variant}.items.jsonl",

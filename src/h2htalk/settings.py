@@ -104,11 +104,15 @@ class GenerationSettings:
     cache_dir: str
 
     @classmethod
-    def from_config(cls, config: Config) -> GenerationSettings:
-        """Completion limits per subtask (generation.max_new_tokens) and per study (studies.max_new_tokens)."""
+    def from_config(cls, config: Config, for_studies: bool = False) -> GenerationSettings:
+        """Completion limits per subtask (generation.max_new_tokens), or with ``for_studies``, per study
+        (studies.max_new_tokens): Table 2's generation and the studies' are separate jobs that read one each."""
         generation = config["generation"]
         decoding = generation["decoding"]
-        limits = {**generation["max_new_tokens"], **dict.fromkeys(STUDIES, config["studies"]["max_new_tokens"])}
+        if for_studies:
+            limits = dict.fromkeys(STUDIES, config["studies"]["max_new_tokens"])
+        else:
+            limits = dict(generation["max_new_tokens"])
         return cls(
             client=ClientSettings.from_config(config),
             temperature=decoding["temperature"],

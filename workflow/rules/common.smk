@@ -181,6 +181,12 @@ def model_inputs(wildcards):
     return [*gguf(wildcards.model), *prefetched(wildcards.model)]
 
 
+def study_model_inputs(wildcards):
+    """What a study job needs besides its data: its model's files and the study judge's."""
+    models = dict.fromkeys([wildcards.model, STUDY_JUDGE])
+    return [*gguf(*models), *prefetched(*models)]
+
+
 def embedder_prefetched(wildcards):
     settings = config["embedders"][wildcards.embedder]
     return (
@@ -205,7 +211,7 @@ def models_started_by(jobs):
     started = {
         "generate": lambda job: [job.wildcards.model],
         "rubric_judge": lambda job: [RUBRIC_JUDGE],
-        "study_judge": lambda job: [STUDY_JUDGE],
+        "study": lambda job: [job.wildcards.model, STUDY_JUDGE],
         "judge_ladder": lambda job: [job.wildcards.model],
         "reconstruct_instances": lambda job: RECONSTRUCT_MODELS,
     }

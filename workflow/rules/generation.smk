@@ -1,7 +1,7 @@
-# Generation stage: one job per model under test (its engine starts once) answering every cell of the
-# benchmark and both studies; baselines answer the benchmark from the instances, on the submit host.
-# Answers are cached content-addressed, so a rerun, a resumed job or one regenerated subtask sends
-# requests only for what is missing.
+# Generation stage: one job per model under test (its engine starts once) answering every Table 2 cell (the
+# studies' answers are made by each study model's study job, studies.smk); baselines answer the benchmark from the
+# instances, on the submit host. Answers are cached content-addressed, so a rerun, a resumed job or one
+# regenerated subtask sends requests only for what is missing.
 
 
 rule provision_model:
@@ -24,13 +24,10 @@ rule provision_model:
 
 rule generate:
     input:
-        prompts=[
-            LAYOUT.prompts(c.variant, c.task)
-            for c in RUN.generation("-", studies=True)
-        ],
+        prompts=expand(path("prompts"), variant=RUN.variants, subtask=RUN.subtasks),
         model=model_inputs,
     output:
-        responses=paths("generations", RUN.generation("{model}", studies=True)),
+        responses=paths("generations", RUN.benchmark("{model}")),
         summary=path("generation_run"),
     log:
         main=f"{LOGS}/generations/{{model}}.log",
@@ -59,7 +56,7 @@ rule baseline_answers:
         prompts=expand(path("prompts"), variant=RUN.variants, subtask=RUN.subtasks),
         instances=expand(path("instances"), subtask=RUN.subtasks),
     output:
-        responses=paths("generations", RUN.generation("{model}", studies=False)),
+        responses=paths("generations", RUN.benchmark("{model}")),
         summary=path("generation_run"),
     log:
         f"{LOGS}/generations/{{model}}.log",

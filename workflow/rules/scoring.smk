@@ -1,26 +1,21 @@
-# Scoring stage: BLEU-1..4, ROUGE-1/L, SS and S for every cell of a model, and its safety-study answers, in
-# one job per (embedder, model): the embedder loads once.
+# Scoring stage: BLEU-1..4, ROUGE-1/L, SS and S for every Table 2 cell of a model, in one job per (embedder,
+# model): the embedder loads once; and the safety study's answers of every study model, in one job per embedder.
 
 
 rule score:
     input:
-        generations=paths("generations", RUN.scoring("{model}", "-", studies=True)),
-        references={
-            LAYOUT.references(c.variant, c.task): None
-            for c in RUN.scoring("-", "-", studies=True)
-        },
+        generations=paths("generations", RUN.scoring("{model}", "-")),
+        references=expand(path("instances"), subtask=RUN.subtasks),
         prefetched=embedder_prefetched,
     output:
-        scored=paths("score_items", RUN.scoring("{model}", "{embedder}", studies=True)),
-        summaries=paths(
-            "score_summary", RUN.scoring("{model}", "{embedder}", studies=True)
-        ),
+        scored=paths("score_items", RUN.scoring("{model}", "{embedder}")),
+        summaries=paths("score_summary", RUN.scoring("{model}", "{embedder}")),
     log:
         f"{LOGS}/scores/{{embedder}}/{{model}}.log",
     benchmark:
         f"{BENCHMARKS}/score/{{embedder}}/{{model}}.tsv"
     wildcard_constraints:
-        model=alternatives(RUN.models),
+        model=alternatives(RUN.run_models),
     conda:
         "../../envs/metrics.yaml"
     resources:
@@ -31,20 +26,28 @@ rule score:
         h2htalk("score", "--model {wildcards.model} --embedder {wildcards.embedder}")
 
 
-use rule score as score_baseline with:
+rule score_studies:
     input:
-        generations=paths("generations", RUN.scoring("{model}", "-", studies=False)),
-        references=expand(path("instances"), subtask=RUN.subtasks),
+        generations=paths("generations", RUN.study_scoring("-")),
+        references={
+            LAYOUT.references(c.variant, c.task): None for c in RUN.study_scoring("-")
+        },
         prefetched=embedder_prefetched,
     output:
-        scored=paths("score_items", RUN.scoring("{model}", "{embedder}", studies=False)),
-        summaries=paths(
-            "score_summary", RUN.scoring("{model}", "{embedder}", studies=False)
-        ),
+        scored=paths("score_items", RUN.study_scoring("{embedder}")),
+        summaries=paths("score_summary", RUN.study_scoring("{embedder}")),
+    log:
+        f"{LOGS}/studies/scores/{{embedder}}.log",
     benchmark:
-        f"{BENCHMARKS}/score/{{embedder}}/{{model}}.tsv"
-    wildcard_constraints:
-        model=alternatives(RUN.baselines),
+        f"{BENCHMARKS}/score_studies/{{embedder}}.tsv"
+    conda:
+        "../../envs/metrics.yaml"
+    resources:
+        **scoring_job_resources(mem_mb=8000, runtime=60),
+    params:
+        settings=settings("score-studies"),
+    shell:
+        h2htalk("score-studies", "--embedder {wildcards.embedder}")
 
 
 rule scores:

@@ -1,5 +1,7 @@
-# The two discussion studies: the SAP safety ablation and instruction following. What each model answers
-# comes from its generation job; their findings are Table 3 (tables.smk) and Figure 7 (figures.smk).
+# The two discussion studies: the SAP safety ablation and instruction following. One study job per study model
+# answers both studies' conversations and has the study judge judge them (a target that needs no study, such as
+# table2, runs none); its safety answers are scored by score_studies; their findings are Table 3 (tables.smk) and
+# Figure 7 (figures.smk).
 
 
 rule study_inputs:
@@ -23,31 +25,33 @@ rule study_inputs:
         h2htalk("study-inputs", "{wildcards.study} --variant {wildcards.variant}")
 
 
-rule study_judge:
+rule study:
     input:
+        prompts=[LAYOUT.prompts(c.variant, c.task) for c in RUN.studies("-")],
         study_items=expand(path("study_items"), study=STUDIES, variant=ALL_VARIANTS[0]),
-        generations=paths("generations", RUN.studies("{model}")),
-        model=[*gguf(STUDY_JUDGE), *prefetched(STUDY_JUDGE)],
+        models=study_model_inputs,
     output:
+        responses=paths("generations", RUN.studies("{model}")),
+        summary=path("study_generation_run"),
         verdicts=paths("verdicts", RUN.studies("{model}")),
-        summary=path("study_judge_run"),
+        judge_summary=path("study_judge_run"),
     log:
-        main=f"{LOGS}/studies/judge_{{model}}.log",
-        server=f"{LOGS}/studies/judge_{{model}}.server.log",
+        main=f"{LOGS}/studies/{{model}}.log",
+        server=f"{LOGS}/studies/{{model}}.server.log",
     benchmark:
-        f"{BENCHMARKS}/study_judge/{{model}}.tsv"
+        f"{BENCHMARKS}/study/{{model}}.tsv"
     wildcard_constraints:
         model=alternatives(RUN.study_models),
     conda:
         "../../envs/generation.yaml"
-    threads: threads_for(STUDY_JUDGE)
+    threads: lambda wc: threads_for(wc.model, STUDY_JUDGE)
     resources:
-        **job_resources(STUDY_JUDGE),
+        **per_job(lambda wc: job_resources(wc.model, STUDY_JUDGE)),
     params:
-        settings=settings("study-judge", STUDY_JUDGE),
+        settings=settings("study", "model", STUDY_JUDGE),
     shell:
         h2htalk(
-            "study-judge",
+            "study",
             "--model {wildcards.model} --server-log {log.server}",
             log="{log.main}",
         )

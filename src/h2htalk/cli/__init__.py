@@ -17,6 +17,7 @@ from pathlib import Path
 from h2htalk import progress
 from h2htalk.cli import (
     data,
+    evaluate,
     export,
     figures,
     generation,
@@ -35,7 +36,7 @@ from h2htalk.errors import H2HTalkError
 
 STAGES = (
     data, instances, prompts, generation, scoring, judge, studies, tables, figures, export, provenance, review,
-    reliability, plan,
+    reliability, plan, evaluate,
 )  # fmt: skip
 
 

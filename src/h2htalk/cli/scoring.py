@@ -31,10 +31,19 @@ def _add_scoring(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: Any) -> None:
-    p = add_command(sub, "score", cmd_score, "score every cell of one model with one embedder", SCORE_READS)
+    p = add_command(sub, "score", cmd_score, "score every Table 2 cell of one model with one embedder", SCORE_READS)
     add_results(p)
     _add_scoring(p)
     p.add_argument("--model", required=True, help="registry name")
+    p.add_argument("--embedder", required=True, help="an embedder defined under `embedders`")
+
+    p = add_command(
+        sub, "score-studies", cmd_score_studies,
+        "score the safety study's answers of every study model against the safe references, with one embedder",
+        reads=("scoring", "embedders", "variants", "studies.models", "models"),
+    )  # fmt: skip
+    add_results(p)
+    _add_scoring(p)
     p.add_argument("--embedder", required=True, help="an embedder defined under `embedders`")
 
     p = add_command(
@@ -58,13 +67,25 @@ def register(sub: Any) -> None:
 
 def cmd_score(args: argparse.Namespace) -> int:
     from h2htalk.cells import RunCells
-    from h2htalk.llm.engines import engine_of
-    from h2htalk.scoring.score_files import ScoringSetup, score_generation_file
 
     config = load_config(args)
+    registry_entry(config, args.model)  # a name the registry knows
+    cells = RunCells(config).scoring(args.model, args.embedder)
+    return _score(args, config, cells, f"{args.model} with {args.embedder}")
+
+
+def cmd_score_studies(args: argparse.Namespace) -> int:
+    from h2htalk.cells import RunCells
+
+    config = load_config(args)
+    return _score(args, config, RunCells(config).study_scoring(args.embedder), f"safety study with {args.embedder}")
+
+
+def _score(args: argparse.Namespace, config: dict[str, Any], cells: list[Any], subject: str) -> int:
+    """Score ``cells`` with the embedder of ``args`` (loaded once)."""
+    from h2htalk.scoring.score_files import ScoringSetup, score_generation_file
+
     results = args.results
-    spec = registry_entry(config, args.model)
-    baseline = engine_of(spec).answers_without_model
     embedder = embedder_settings(config, args.embedder, results)
     setup = ScoringSetup.from_config(config, args.embedder, embedder, cache=not args.no_cache)
     setup.embedder.check()
@@ -77,10 +98,9 @@ def cmd_score(args: argparse.Namespace) -> int:
             setup,
             cell.labels(),
         )
-        for cell in RunCells(config).scoring(args.model, args.embedder, studies=not baseline)
+        for cell in cells
     ]
     items = sum(s["n"] for s in summaries)
-    subject = f"{args.model} with {setup.embedder.name}"
     summary(f"{len(summaries)} cells, {items} items; {mean_s_by_variant(summaries)}", subject=subject)
     return 0
 

@@ -60,8 +60,8 @@ def limit_note(limit: int | None) -> str | None:
     if limit is None:
         return None
     return (
-        f"At most {limit} instances per subtask (instances.limit): a partial run, not comparable with the paper's"
-        " Table 2."
+        f"At most {limit} instance{'s' if limit > 1 else ''} per subtask (instances.limit): a partial run, not"
+        " comparable with the paper's Table 2."
     )
 
 

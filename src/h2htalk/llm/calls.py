@@ -10,14 +10,16 @@ Every request is content-addressed: key = SHA-256 of (the model's identity as it
 and revision, engine, an API's endpoint; sampling parameters, system prompt, the rest of the conversation).
 Answers, and content refusals (they would be refused again), are committed to the model's cache as they land,
 so a killed job, rerun, sends only what is missing; the engine starts only if something is missing, once per
-session. Other failures are never cached: a rerun sends them again. A provider's rate limits are kept to before
-sending (``llm.ratelimit``); a session opened with ``batch`` sends what is missing through the model's Batch API
-(``llm.batch``), where its registry entry has one, into the same cache under the same keys.
+session (once per job, for sessions that share it: ``EngineOptions.sharing``). Other failures are never cached: a
+rerun sends them again. A provider's rate limits are kept to before sending (``llm.ratelimit``); a session opened
+with ``batch`` sends what is missing through the model's Batch API (``llm.batch``), where its registry entry has
+one, into the same cache under the same keys.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -25,8 +27,8 @@ import os
 import platform
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -178,6 +180,7 @@ class EngineOptions:
     model_files: Mapping[str, str] = field(default_factory=dict)
     server_log: Path | None = None
     endpoint: Endpoint | None = None
+    kept: Mapping[str, LazyEndpoint] = field(default_factory=dict)  # engines shared by this job's sessions
 
     def session(
         self, spec: dict[str, Any], cache_dir: str | os.PathLike[str], label: str = "", *, batch: bool
@@ -185,6 +188,18 @@ class EngineOptions:
         """Calls to the model of ``spec``; ``label`` names the work in progress lines (default: the model);
         ``batch``: through the model's Batch API, where it has one."""
         return ModelCalls(spec, self, cache_dir, label, batch=batch)
+
+    def serve_options(self, spec: dict[str, Any]) -> ServeOptions:
+        return ServeOptions(self.model_files.get(spec["name"]), self.server_log, self.seed)
+
+    @contextlib.contextmanager
+    def sharing(self, specs: Sequence[dict[str, Any]]) -> Iterator[EngineOptions]:
+        """These options, with the engine of each model of ``specs`` shared by every session opened with them: a
+        job whose model does two pieces of work (answers the studies, then judges them) starts it once, on first
+        use, and stops it on leaving."""
+        with contextlib.ExitStack() as stack:
+            kept = {s["name"]: stack.enter_context(LazyEndpoint(s, self.serve_options(s))) for s in specs}
+            yield replace(self, kept={**self.kept, **kept})
 
 
 class ModelPool:
@@ -231,9 +246,9 @@ class ModelCalls:
             log.info("model %s has no Batch API (registry: api.batch_api): answered directly", spec["name"])
         self._batch_state = BatchState(cache_dir, spec["name"]) if self._batch_limits else None
         self.batches: list[str] = []  # the batches this session submitted or polled
-        self._lazy = LazyEndpoint(
-            spec, ServeOptions(engines.model_files.get(spec["name"]), engines.server_log, engines.seed)
-        )
+        kept = engines.kept.get(spec["name"])
+        self._lazy = kept if kept is not None else LazyEndpoint(spec, engines.serve_options(spec))
+        self._owns_engine = kept is None  # a kept engine outlives the session
         self._endpoint = engines.endpoint
         self._transient: dict[str, dict[str, Any]] = {}  # failures worth another try: never cached
         self.requests: set[str] = set()
@@ -248,7 +263,8 @@ class ModelCalls:
 
     def __exit__(self, *exc: object) -> None:
         try:
-            self._lazy.__exit__(*exc)
+            if self._owns_engine:
+                self._lazy.__exit__(*exc)
         finally:
             self._cache.close()
             if self._batch_state:

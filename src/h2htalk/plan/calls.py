@@ -34,8 +34,9 @@ class Placeholder:
 
 @dataclass(frozen=True)
 class Stage:
-    """The work a session belongs to: ``name`` (reconstruct, generate, rubric judge, study judge), whose answers it
-    makes or judges, whether the stage's ``batch`` key is on, and what a missing answer is planned as."""
+    """The work a session belongs to: ``name`` (reconstruct, generate, generate studies, rubric judge, study
+    judge), whose answers it makes or judges, whether the stage's ``batch`` key is on, and what a missing answer is
+    planned as."""
 
     name: str
     for_model: str

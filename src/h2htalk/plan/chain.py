@@ -78,17 +78,17 @@ def plan_calls(config: dict[str, Any], results: Layout, scratch: Path) -> Planne
     reconstructed = _instances(config, run, results, work, engines, entry)
     _prompts(config, run, work)
     references = _references(run, work)
-    settings = GenerationSettings.from_config(config)
-    for model in run.run_models:
-        spec = entry(model)
-        cells = run.generation(model, studies=model in run.models)
+    jobs = [("generate", model, run.benchmark(model)) for model in run.run_models]
+    jobs += [("generate studies", model, run.studies(model)) for model in run.study_models]
+    for stage, model, cells in jobs:  # Table 2's answers, and the studies' (the first step of a study job) apart
         files = [
             PromptFile(c.variant, c.task, Path(work.prompts(c.variant, c.task)), Path(work.generations(c)))
             for c in cells
         ]
         instances = {c.task: Path(work.references(c.variant, c.task)) for c in cells if not c.is_study}
-        engines.stage = Stage("generate", model, False, answer_like_the_reference(references))
-        generate_model(spec, files, settings, engines, instances=instances)
+        settings = GenerationSettings.from_config(config, for_studies=stage == "generate studies")
+        engines.stage = Stage(stage, model, False, answer_like_the_reference(references))
+        generate_model(entry(model), files, settings, engines, instances=instances)
     judge = JudgeSettings.from_config(config)
     for model in run.judged_models if run.judged_subtasks else ():
         files = [

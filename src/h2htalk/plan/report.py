@@ -14,7 +14,7 @@ from h2htalk.plan.calls import PlannedCalls, Tally
 from h2htalk.plan.chain import PlannedRun
 from h2htalk.plan.costs import PriceTable, Throughput
 
-STAGES = ("reconstruct", "generate", "rubric judge", "study judge")
+STAGES = ("reconstruct", "generate", "generate studies", "rubric judge", "study judge")
 BATCHABLE = ("reconstruct", "rubric judge", "study judge")  # the stages with a batch key
 
 

@@ -43,8 +43,9 @@ PAIR_COLUMNS = (
     "family_size", "p_holm", "separable", "confidence",
 )  # fmt: skip
 RANK_COLUMNS = (
-    "embedder", "size_group", "variant", "model", "display_name", "overall", "rank", "rank_low", "rank_high",
-    "rows", "best", "separable_from_best", "confidence", *(f"{c}_mdd" for c in column_order()),
+    "embedder", "size_group", "variant", "model", "display_name", "overall", "overall_ci_low", "overall_ci_high",
+    "rank", "rank_low", "rank_high", "rows", "best", "separable_from_best", "confidence",
+    *(f"{c}_mdd" for c in column_order()),
 )  # fmt: skip
 
 
@@ -292,6 +293,13 @@ def _rank_records(
             }
             if ranks is not None and not np.isnan(ranks.rank[position]):
                 record["overall"] = float(overall.observed[index])
+                # the percentile interval of the resamples the ranks come from: those in which the row has an
+                # Overall (a resample that draws none of a subtask's items the row has leaves it without one)
+                drawn = overall.resampled[index][~np.isnan(overall.resampled[index])]
+                if drawn.size:
+                    alpha = (1.0 - confidence) / 2.0
+                    low, high = np.quantile(drawn, [alpha, 1.0 - alpha])
+                    record["overall_ci_low"], record["overall_ci_high"] = float(low), float(high)
                 record["rank"], record["rank_low"], record["rank_high"] = (
                     int(ranks.rank[position]), int(ranks.low[position]), int(ranks.high[position])
                 )  # fmt: skip

@@ -1,0 +1,338 @@
+"""One command from an endpoint to a Table 2 row (``h2htalk eval``), through the workflow itself.
+
+The user's model becomes an entry of a registry overlay of its own, and the run a config overlay of the laptop
+study (``config/config.yaml``, ``config/local.yaml``, the user's ``--config`` files, then these overlays); both
+are written into the evaluation's folder, never into a tracked file. Snakemake then runs the ``table2`` target of
+the checkout's Snakefile in that folder, so the evaluation has its own results tree, caches and tables beside the
+checkout's, and the same jobs a laptop run has make them. The report reads what the workflow wrote: the model's
+rows of ``paper_figures/table2.csv`` (each cell with its CI and coverage), its Overall with the CI and rank
+interval of ``table2_ranks.csv``, the baselines' rows beside them, and the paper's published rows only when the
+run is comparable with them (the paper's embedder, its whole reconstructed instance set, every subtask).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+import sys
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from h2htalk.errors import H2HTalkError
+from h2htalk.settings import VARIANT_NAMES, WITH_SAP
+from h2htalk.subtasks import SUBTASK_KEYS
+
+REGISTRY_FILE, CONFIG_FILE = "models.yaml", "config.yaml"  # the overlays, in the evaluation's folder
+FIGURES = "paper_figures"  # where the workflow writes its tables, under the folder it runs in
+TRACKED_CONFIGS = ("config/config.yaml", "config/local.yaml")  # the laptop study, as profiles/local loads it
+PAPER_EMBEDDER = "bge-m3"  # the embedder kind of the paper's SS
+NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9.-]*$")  # a registry name (models.schema.yaml)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What ``h2htalk eval`` was asked: a model behind an OpenAI-compatible endpoint, and the run's choices."""
+
+    base_url: str
+    model: str  # the name the endpoint serves
+    name: str  # its registry name (in paths and tables)
+    display_name: str
+    size_group: str
+    api_key_env: str | None
+    limit: int | None
+    subtasks: tuple[str, ...] | None
+    variants: tuple[str, ...] | None
+    embedder: str | None
+    judge: str | None  # a registry name, or "self" (the model judges its own Levels I-III answers)
+    upstream_dir: str | None
+    concurrency: int | None
+
+
+def find_checkout(start: Path | None = None) -> Path:
+    """The checkout whose workflow runs: the working directory when it holds one, else the one this package was
+    installed from (an editable install)."""
+    for candidate in (start or Path.cwd(), Path(__file__).resolve().parents[2]):
+        if (candidate / "Snakefile").is_file() and (candidate / "workflow" / "rules").is_dir():
+            return candidate.resolve()
+    raise H2HTalkError(
+        "h2htalk eval runs the workflow of a checkout (its Snakefile): run it from the repository's folder"
+    )
+
+
+def registry_name(model: str, taken: Collection[str]) -> str:
+    """A registry name for the served model ``model``: lower case, letters, digits, dots and dashes; one the tracked
+    registry does not hold (an overlay entry of a shipped name would merge over that entry)."""
+    name = re.sub(r"[^a-z0-9.]+", "-", model.lower()).strip("-.") or "model"
+    if not name[0].isalnum():
+        name = f"m{name}"
+    return name if name not in taken else f"{name}-eval"
+
+
+def registry_overlay(request: Evaluation) -> dict[str, Any]:
+    """The user's registry overlay: one entry, engine api (a key only when ``api_key_env`` names one)."""
+    api: dict[str, Any] = {"base_url": request.base_url, "model": request.model}
+    if request.api_key_env:
+        api["api_key_env"] = request.api_key_env
+    entry = {
+        "display_name": request.display_name,
+        "size_group": request.size_group,
+        "engine": "api",
+        "api": api,
+        "note": "Evaluated with h2htalk eval.",
+    }
+    return {request.name: entry}
+
+
+def config_overlay(request: Evaluation, checkout: Path, folder: Path) -> dict[str, Any]:
+    """The run's overlay of the laptop study: the user's model alone under test, the registry overlay, the
+    choices made on the command line; the tracked files it reads named by absolute path (the workflow runs in
+    ``folder``)."""
+    overlay: dict[str, Any] = {
+        "models": [request.name],
+        "model_registry": str(checkout / "config" / "models.yaml"),
+        "model_registry_overlays": [str(folder / REGISTRY_FILE)],
+        "paper": {
+            "table2": str(checkout / "config/paper/table2.csv"),
+            "table3": str(checkout / "config/paper/table3.csv"),
+        },
+        "plan": {
+            "prices": str(checkout / "config/prices.yaml"),
+            "throughput": str(checkout / "config/throughput.yaml"),
+        },
+    }
+    if request.subtasks:
+        overlay["subtasks"] = list(request.subtasks)
+    if request.variants:
+        overlay["variants"] = list(request.variants)
+    if request.limit is not None:
+        overlay["instances"] = {"limit": request.limit}
+    if request.embedder:
+        overlay["scoring"] = {"embedders": [request.embedder]}
+    if request.judge:
+        overlay["rubric_judge"] = {"model": request.name if request.judge == "self" else request.judge}
+    if request.upstream_dir:
+        overlay["upstream_dir"] = str(Path(request.upstream_dir).resolve())
+    if request.concurrency is not None:
+        overlay["generation"] = {"concurrency": request.concurrency}
+    return overlay
+
+
+def write_overlays(request: Evaluation, checkout: Path, folder: Path) -> tuple[Path, Path]:
+    """Write the registry overlay and the config overlay into ``folder``; their paths."""
+    from h2htalk.io import write_text_atomic
+
+    folder.mkdir(parents=True, exist_ok=True)
+    files = folder / REGISTRY_FILE, folder / CONFIG_FILE
+    heading = "# Written by h2htalk eval; the next h2htalk eval of this folder writes it again.\n"
+    contents = registry_overlay(request), config_overlay(request, checkout, folder)
+    for path, content in zip(files, contents, strict=True):
+        write_text_atomic(path, heading + yaml.safe_dump(content, allow_unicode=True, sort_keys=False))
+    return files
+
+
+def configfiles(checkout: Path, folder: Path, user_configs: Sequence[str | os.PathLike[str]]) -> list[str]:
+    """The run's config files in order: the laptop study, the user's own files, the evaluation's overlay."""
+    user = [str(Path(path).resolve()) for path in user_configs]
+    return [*(str(checkout / name) for name in TRACKED_CONFIGS), *user, str(folder / CONFIG_FILE)]
+
+
+def snakemake_command(
+    checkout: Path,
+    folder: Path,
+    files: Sequence[str],
+    targets: Sequence[str] = (),
+    *,
+    dry_run: bool = False,
+    cores: int | None = None,
+) -> list[str]:
+    """The workflow's table2 target (and ``targets``), run in ``folder`` with the laptop profile and ``files``."""
+    wanted = list(dict.fromkeys(["table2", *targets]))
+    command = [
+        sys.executable, "-m", "snakemake", *wanted, "--snakefile", str(checkout / "Snakefile"),
+        "--profile", str(checkout / "profiles" / "local"), "--directory", str(folder), "--configfiles", *files,
+    ]  # fmt: skip
+    if cores is not None:
+        command += ["--cores", str(cores)]
+    return command + (["--dry-run"] if dry_run else [])
+
+
+def check_request(request: Evaluation, registry: Mapping[str, Any]) -> None:
+    """What the command line got wrong, before anything is written: one line each."""
+    if not NAME_PATTERN.match(request.name):
+        raise H2HTalkError(f"--name {request.name!r}: a registry name is lower case letters, digits, dots and dashes")
+    if request.name in registry:
+        raise H2HTalkError(f"--name {request.name!r} is a model of config/models.yaml: give yours another name")
+    if not re.match(r"^https?://", request.base_url):
+        raise H2HTalkError(
+            f"--base-url {request.base_url!r}: an http:// or https:// address, e.g. http://127.0.0.1:8000/v1"
+        )
+    if request.judge and request.judge != "self" and request.judge not in registry:
+        raise H2HTalkError(f"--judge {request.judge!r} is not in config/models.yaml (or 'self': your model judges)")
+    if request.api_key_env and not os.environ.get(request.api_key_env):
+        raise H2HTalkError(f"--api-key-env {request.api_key_env}: that environment variable is not set")
+
+
+# --- the report ------------------------------------------------------------------------------------------------
+
+
+def comparability(config: Mapping[str, Any]) -> list[str]:
+    """Why the run's rows are not comparable with the paper's published Table 2 (none: they are): the paper's
+    embedder (BGE-M3), its instance set (every kept reference, reconstructed), every subtask, and the w/ SAP row
+    the project compares with it."""
+    reasons = []
+    for name in config["scoring"]["embedders"]:
+        kind = config["embedders"][name]["kind"]
+        if kind != PAPER_EMBEDDER:
+            reasons.append(f"its SS uses {name} ({kind}), the paper's uses BGE-M3 (--embedder bge-m3)")
+    instances = config["instances"]
+    if instances["source"] != "reconstructed":
+        reasons.append(f"its instances are the {instances['source']} set, not the reconstructed benchmark")
+    elif instances["reconstruct"]["sample_per_subtask"] is not None:
+        sample = instances["reconstruct"]["sample_per_subtask"]
+        reasons.append(f"its reconstructed set is a sample of {sample} references per subtask, not all of them")
+    if instances["limit"] is not None:
+        limit = instances["limit"]
+        reasons.append(f"it takes at most {limit} instance{'s' if limit > 1 else ''} per subtask (--limit)")
+    missing = [key for key in SUBTASK_KEYS if key not in config["subtasks"]]
+    if missing:
+        reasons.append(f"it leaves out {len(missing)} of the 11 subtasks, so it has no Overall to compare")
+    if WITH_SAP not in config["variants"]:
+        reasons.append("the paper's rows are compared with the w/ SAP row, which it does not run")
+    return reasons
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    if not path.is_file():
+        raise H2HTalkError(f"{path}: not found; the workflow did not make it")
+    with open(path, encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _number(text: str | None) -> float | None:
+    return float(text) if text not in (None, "") else None
+
+
+def cell_text(row: Mapping[str, str], column: str) -> str:
+    """A Table 2 cell as the report shows it: value [CI], (n/expected) where items are missing."""
+    value = _number(row.get(column))
+    if value is None:
+        return "-"
+    text = f"{value:.2f}"
+    low, high = _number(row.get(f"{column}_ci_low")), _number(row.get(f"{column}_ci_high"))
+    if low is not None and high is not None:
+        text += f" [{low:.2f}, {high:.2f}]"
+    n, expected = row.get(f"{column}_n"), row.get(f"{column}_expected")
+    if n and expected and n != expected:
+        text += f" ({n}/{expected})"
+    return text
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(line[i]) for line in [header, *rows]) for i in range(len(header))]
+    return ["  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+            for line in [header, *rows]]  # fmt: skip
+
+
+def report(folder: Path, config: Mapping[str, Any], name: str) -> list[str]:
+    """The model's Table 2 rows beside the baselines', with CIs and ranks, from the tables the workflow wrote in
+    ``folder``; then the paper's published rows, or why they are not comparable."""
+    from h2htalk.cli.run_notes import run_notes
+    from h2htalk.tables.table2 import column_names, column_order
+
+    figures = folder / FIGURES
+    table = read_csv(figures / "table2.csv")
+    ranks = read_csv(figures / "table2_ranks.csv")
+    names, subtasks = column_names(), set(config["subtasks"])
+    columns = [c for c in column_order() if c in subtasks or c not in SUBTASK_KEYS]
+    lines = []
+    for embedder in config["scoring"]["embedders"]:
+        rows = [r for r in table if r["embedder"] == embedder]
+        mine = [r for r in rows if r["model"] == name]
+        if not mine:
+            raise H2HTalkError(f"{figures / 'table2.csv'}: no row of {name} ({embedder})")
+        baselines = _once([r for r in rows if r["size_group"] == "baseline"])
+        shown = [*mine, *baselines]
+        by_variant = len({r["variant"] for r in baselines}) > 1  # a baseline whose variants' rows differ
+        heads = [_row_label(r, name, by_variant) for r in shown]
+        body = [[names[c], *(cell_text(r, c) for r in shown)] for c in columns]
+        lines += ["", f"Table 2 ({embedder}): {mine[0]['display_name']} beside the baselines (value [95 % CI])", ""]
+        lines += _table(["column", *heads], body)
+        for row in mine:
+            lines.append(_rank_line(row, ranks))
+    lines += ["", *run_notes(dict(config))]
+    if config["instances"]["limit"] == 1 and "baseline-random-reference" in config["baselines"]:
+        lines.append("With one item per subtask the random reference has no other item's reference to give: 0.")
+    lines += paper_lines(config, table, name)
+    lines += ["", f"Tables: {figures / 'table2.md'} (and .csv, table2_ranks.csv); the run's files: {folder}"]
+    return lines
+
+
+def _once(baselines: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The baselines' rows, one per baseline where its variants' rows are alike (a baseline sees no system
+    prompt), else all of them."""
+    kept: dict[str, dict[str, str]] = {}
+    for row in baselines:
+        first = kept.setdefault(row["model"], row)
+        if _without_variant(first) != _without_variant(row):
+            return baselines
+    return list(kept.values())
+
+
+def _without_variant(row: Mapping[str, str]) -> dict[str, str]:
+    return {key: value for key, value in row.items() if key != "variant"}
+
+
+def _key(row: Mapping[str, str]) -> tuple[str, str, str]:
+    return row["model"], row["variant"], row["embedder"]
+
+
+def _row_label(row: Mapping[str, str], name: str, by_variant: bool) -> str:
+    label = row["display_name"]
+    if row["model"] == name or by_variant:
+        label += f" {VARIANT_NAMES.get(row['variant'], row['variant'])}"
+    return label
+
+
+def _rank_line(row: Mapping[str, str], ranks: list[dict[str, str]]) -> str:
+    variant = VARIANT_NAMES.get(row["variant"], row["variant"])
+    found = next((r for r in ranks if _key(r) == _key(row)), None)
+    if found is None or not found.get("rank") or _number(found.get("overall")) is None:
+        return f"{variant}: no Overall, so no rank (a subtask cell has no value: see the notes of table2.md)"
+    overall = f"{float(found['overall']):.2f}"
+    low, high = _number(found.get("overall_ci_low")), _number(found.get("overall_ci_high"))
+    if low is not None and high is not None:
+        overall += f" [{low:.2f}, {high:.2f}]"
+    rank = f"rank {found['rank']} ({found['rank_low']}-{found['rank_high']}) of {found['rows']}"
+    return f"{variant}: Overall {overall}, {rank} in its group ({found['size_group']}) of this run's models"
+
+
+def paper_lines(config: Mapping[str, Any], table: list[dict[str, str]], name: str) -> list[str]:
+    """The paper's 50 published rows with the model's w/ SAP row placed among them by Overall, or one line saying
+    why the run is not comparable with them."""
+    from h2htalk.tables.table2 import read_paper_table2
+
+    reasons = comparability(config)
+    if reasons:
+        return ["", "Not shown beside the paper's 50 published rows: " + "; ".join(reasons) + "."]
+    paper = read_paper_table2(config["paper"]["table2"])
+    lines = ["", "Beside the paper's published Table 2 (its rows; yours, w/ SAP, marked >):", ""]
+    for embedder in config["scoring"]["embedders"]:
+        mine = next((r for r in table if _key(r) == (name, WITH_SAP, embedder)), None)
+        if mine is None or _number(mine.get("overall")) is None:
+            lines.append(f"({embedder}: the w/ SAP row has no Overall to place)")
+            continue
+        entries = [(row["overall"], row["model"], row["group"], False) for row in paper]
+        entries.append((float(mine["overall"]), mine["display_name"], f"this run ({embedder})", True))
+        entries.sort(key=lambda entry: -entry[0])
+        body = [[">" if ours else "", str(i), model, f"{overall:.2f}", group]
+                for i, (overall, model, group, ours) in enumerate(entries, start=1)]  # fmt: skip
+        lines += _table(["", "#", "model", "Overall", "group"], body)
+    judge = config["rubric_judge"]["model"]
+    if judge != "gpt-4o":
+        lines.append(f"The paper's Levels I-III were judged by GPT-4o; this run's by {judge}.")
+    return lines

