@@ -23,6 +23,11 @@ from pathlib import Path
 
 from table1_from_scratch import copy_checkout  # the same fresh copy of the workflow
 
+from h2htalk.config import load_config
+from h2htalk.layout import Layout, instances_set
+
+ROOT = Path(__file__).resolve().parents[1]
+
 
 def job_seconds(benchmarks: Path) -> dict[str, float]:
     """Seconds per job (its benchmark file, relative to ``benchmarks``)."""
@@ -65,7 +70,8 @@ def main() -> None:
         start = time.perf_counter()
         subprocess.run(command, cwd=work, check=True, capture_output=True, text=True)
         rerun = time.perf_counter() - start
-        jobs = job_seconds(work / "results" / "benchmarks")
+        laptop = load_config([ROOT / "config" / "config.yaml", ROOT / "config" / "local.yaml"])
+        jobs = job_seconds(work / Layout("results", instances_set(laptop)).path("benchmarks"))
         if args.keep:
             for folder in ("results", "paper_figures"):
                 shutil.copytree(work / folder, args.keep / folder, dirs_exist_ok=True)

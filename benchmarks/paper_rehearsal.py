@@ -23,8 +23,8 @@ configuration (``config/config.yaml``), overlaying only what must change here:
 - ``--rate-limit openai=RPM:TPM`` (repeatable) has the API stand-in refuse a provider's requests beyond those
   limits with 429, and gives the run ``--client-share`` of them (``generation.rate_limits``; half by default:
   the limits hold per job, and two jobs may call a provider at once) unless ``--no-client-limits``.
-- Before the run, once the references are curated, ``snakemake plan`` plans it (``results/plan-before.csv``);
-  after it, the plan again (``results/plan.csv``): the report sets both beside what the jobs sent.
+- Before the run, once the references are curated, ``snakemake plan`` plans it (``plan-before.csv`` in
+  the set's results folder); after it, the plan again (``plan.csv``): the report sets both beside what the jobs sent.
 
 The report (JSON, and a summary printed) gives the SLURM jobs submitted by rule, wall time by rule and in
 all, requests sent and cached per stage, failures by kind, cache errors seen in the logs, the 429s the
@@ -56,6 +56,7 @@ from main_job import job_seconds, rule_of  # the same reading of the benchmark f
 from table1_from_scratch import copy_checkout  # the same fresh copy of the workflow
 
 from h2htalk.config import merge_layers, validate_config
+from h2htalk.layout import Layout, instances_set
 from h2htalk.prefetch import OFFLINE  # what a job given a prefetch record switches on
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -361,7 +362,9 @@ def main() -> None:
         def snakemake(*targets: str) -> list[str]:  # targets first: --set-resources takes every value after it
             return [sys.executable, "-m", "snakemake", *targets, *options]
 
-        results = work / "results"
+        # the rehearsal changes the paper's sampling, not its instance set: its results and tables are that set's
+        tree = Layout(str(work / "results"), instances_set(validated))
+        results, figures = work / tree.set_root, work / tree.figures
         with open(work / "snakemake-plan.log", "w", encoding="utf-8") as log:  # the plan, before the run
             subprocess.run(snakemake("plan"), cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
         if (results / "plan.csv").exists():
@@ -380,11 +383,11 @@ def main() -> None:
         api.wait()
         hub_server.__exit__(None, None, None)
     submitted = slurm_jobs(since) if args.profile == "slurm" else []
-    jobs = job_seconds(work / "results" / "benchmarks")
+    jobs = job_seconds(work / tree.path("benchmarks"))
     by_rule: Counter[str] = Counter()
     for job, seconds in jobs.items():
         by_rule[rule_of(job)] += seconds
-    logs = [p for p in (work / "results" / "logs").rglob("*.log")] if (work / "results" / "logs").exists() else []
+    logs = list((work / tree.path("logs")).rglob("*.log"))
     cache_errors = sum(len(CACHE_ERRORS.findall(p.read_text(errors="replace"))) for p in logs)
     report = {
         "profile": args.profile,
@@ -396,14 +399,14 @@ def main() -> None:
         "slurm_jobs_by_rule": dict(submitted_by_rule(work / "snakemake.log")),
         "slurm_jobs": submitted,  # the details the scheduler still remembers (MinJobAge)
         "job_seconds_by_rule": {rule: round(seconds, 1) for rule, seconds in by_rule.most_common()},
-        "requests": run_summaries(work / "results"),
+        "requests": run_summaries(results),
         "rate_limits": {
             "standin": args.rate_limit,
             "client": limits,
             "refused_429": refused_for_limits(standin),
         },
         "cache_errors": cache_errors,
-        "produced": sorted(p.name for p in (work / "paper_figures").glob("*") if p.is_file()),
+        "produced": sorted(p.name for p in figures.glob("*") if p.is_file()),
         "node_limits": node,
     }
     report["plan_check"] = plan_check(results / "plan-before.csv", results / "plan.csv", report["requests"])
@@ -413,7 +416,7 @@ def main() -> None:
             {k: v for k, v in report.items() if k not in ("produced", "slurm_jobs")}, indent=2, ensure_ascii=False
         )
     )
-    print(f"{len(report['produced'])} files in paper_figures/; the run: {work}/snakemake.log")
+    print(f"{len(report['produced'])} files in {figures}/; the run: {work}/snakemake.log")
     sys.exit(run.returncode)
 
 

@@ -106,7 +106,8 @@ def test_eval_against_an_endpoint_prints_its_row_beside_the_baselines(checkout, 
     folder = checkout / "evals" / "stub-chat-1b"
     out = result.stdout
     lines = out.splitlines()
-    with open(folder / "paper_figures" / "table2.csv", encoding="utf-8", newline="") as handle:
+    figures = folder / "paper_figures" / "demo-first2"  # the demo set, two items a subtask: a set of its own
+    with open(figures / "table2.csv", encoding="utf-8", newline="") as handle:
         rows = {(r["model"], r["variant"]): r for r in csv.DictReader(handle)}
     mine = rows[("stub-chat-1b", "sap")]
     assert "Table 2 (usem3): Stub/Chat-1B beside the baselines (value [95 % CI])" in out
@@ -120,7 +121,7 @@ def test_eval_against_an_endpoint_prints_its_row_beside_the_baselines(checkout, 
     floor = float(rows[("baseline-random-reference", "sap")]["overall"])
     assert overall == ["Overall", f"{float(rows[('stub-chat-1b', 'nosap')]['overall']):.2f}",
                        f"{float(mine['overall']):.2f}", "100.00", f"{floor:.2f}"]  # fmt: skip
-    with open(folder / "paper_figures" / "table2_ranks.csv", encoding="utf-8", newline="") as handle:
+    with open(figures / "table2_ranks.csv", encoding="utf-8", newline="") as handle:
         rank = next(r for r in csv.DictReader(handle) if r["variant"] == "sap")
     ci = f"[{float(rank['overall_ci_low']):.2f}, {float(rank['overall_ci_high']):.2f}]"
     assert (
@@ -135,7 +136,8 @@ def test_eval_against_an_endpoint_prints_its_row_beside_the_baselines(checkout, 
     assert "its SS uses usem3" in not_shown and "demo set" in not_shown and "at most 2 instances" in not_shown
     assert mine["itinerary_basic_measure"] == "J" and float(mine["itinerary_basic"]) > 0  # judged, by itself
     assert tracked_files(checkout) == before and not (checkout / "results").exists()
-    assert not list((folder / "results" / "generations" / "stub-chat-1b").glob("*/safety.jsonl"))
+    generations = folder / "results" / "sets" / "demo-first2" / "generations" / "stub-chat-1b"
+    assert list(generations.glob("*/dialogue_base.jsonl")) and not list(generations.glob("*/safety.jsonl"))
 
 
 # --- the report, on its own -----------------------------------------------------------------------------------
@@ -190,7 +192,7 @@ def test_the_report_reads_the_tables_and_shows_baselines_once(tmp_path):
     with open(figures / "table2.csv", "w", encoding="utf-8", newline="") as handle:
         csv.writer(handle).writerows([header, *rows])
     (figures / "table2_ranks.csv").write_text("embedder,size_group,variant,model,rank\n", encoding="utf-8")
-    lines = report(tmp_path, config, "mine")
+    lines = report(figures, config, "mine")
     table = lines[lines.index("Table 2 (usem3): Mine beside the baselines (value [95 % CI])") + 2 :]
     assert re.split(r"\s{2,}", table[0]) == ["column", "Mine w/ SAP", "Oracle"]  # the oracle's variants are alike
     assert re.split(r"\s{2,}", table[1]) == ["DialogueBase", "30.50 [28.00, 33.00] (2/3)", "100.00 [100.00, 100.00]"]

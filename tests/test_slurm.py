@@ -91,9 +91,9 @@ def test_a_small_study_submits_the_model_jobs_and_runs_the_rest_locally(checkout
     assert probe and probe[0].get("TresPerJob") == "gres:gpu:1", probe  # --gpus=1 reached the scheduler
     assert probe[0].get("CpusPerTres") == "gres:gpu:2"  # and the registry's cpus_per_gpu
     assert {(j["Partition"], j is probe[0]) for j in jobs} == {("gpu", True), ("cpu", False)}
-    rows = (checkout / "paper_figures" / "table2.csv").read_text(encoding="utf-8").splitlines()
+    rows = (checkout / "paper_figures" / "demo" / "table2.csv").read_text(encoding="utf-8").splitlines()
     assert len(rows) == 1 + 3  # the local model, the probe and the oracle (variant sap)
-    provenance = json.loads((checkout / "results" / "provenance.json").read_text(encoding="utf-8"))
+    provenance = json.loads((checkout / "results" / "sets" / "demo" / "provenance.json").read_text(encoding="utf-8"))
     assert provenance["data_manifest"]["commit"]
 
 
@@ -151,6 +151,7 @@ def test_paper_rehearsal_slice_through_slurm(tmp_path, released_data):
     assert report["requests"]["failures"].get("content_refusal", 0) > 0
     assert report["cache_errors"] == 0
     assert {"table1.csv", "table2.csv", "table3.csv", "fig7_instruction_following.png"} <= set(report["produced"])
-    table2 = (tmp_path / "run" / "paper_figures" / "table2.csv").read_text(encoding="utf-8")
+    figures = tmp_path / "run" / "paper_figures" / "reconstructed"  # the paper study's instance set
+    table2 = (figures / "table2.csv").read_text(encoding="utf-8")
     assert "DeepSeek-R1," in table2 and "Qwen2-1.5B-Instruct," in table2
-    assert "gpt-4o is a model under test" not in (tmp_path / "run" / "paper_figures" / "table2.md").read_text()
+    assert "gpt-4o is a model under test" not in (figures / "table2.md").read_text()

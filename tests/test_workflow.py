@@ -18,6 +18,8 @@ from h2htalk.subtasks import get_subtask
 
 from .conftest import REPO_ROOT
 
+DEMO, FIGURES = "results/sets/demo", "paper_figures/demo"  # the laptop's instance set: its results and tables
+PAPER = "results/sets/reconstructed"  # the paper study's
 RELEASED = [1882, 99, 533, 412, 589, 41, 207, 444, 143, 163, 76]
 SUBTASK_ORDER = [
     "dialogue_base",
@@ -63,7 +65,7 @@ def read_jsonl_lines(path: Path) -> list[str]:
 
 
 def read_table1(root: Path) -> list[dict[str, str]]:
-    with open(root / "paper_figures" / "table1.csv", encoding="utf-8", newline="") as handle:
+    with open(root / FIGURES / "table1.csv", encoding="utf-8", newline="") as handle:
         return list(csv.DictReader(handle))
 
 
@@ -93,7 +95,7 @@ def test_the_judges_card_is_one_ladder_job_per_judge_model(checkout):
     for rule in ("judge_ladder", "judge_reliability"):  # GPT-4o judges everything: one ladder job
         assert re.search(rf"^{rule}\s+1$", paper.stdout, re.M), rule
     table2 = next(job for job in re.split(r"\n(?=rule )", paper.stdout) if job.startswith("rule table2:"))
-    assert "results/judge_reliability/gpt-4o/canary.json" in table2
+    assert f"{PAPER}/judge_reliability/gpt-4o/canary.json" in table2
 
 
 def submitted_jobs(root: Path, stats: str) -> dict[str, int]:
@@ -118,7 +120,7 @@ def test_the_paper_dag_submits_one_study_job_per_model(checkout):
     }  # fmt: skip
     assert sum(submitted.values()) == 144
     study = next(job for job in re.split(r"\n(?=rule )", paper.stdout) if job.startswith("rule study:"))
-    assert "results/studies/safety/verdicts/" in study and "results/generations/" in study
+    assert f"{PAPER}/studies/safety/verdicts/" in study and f"{PAPER}/generations/" in study
 
 
 def scoring_jobs(root: Path, *configfiles: str) -> dict[str, set[str]]:
@@ -158,7 +160,7 @@ def test_an_api_key_missing_fails_before_any_job_but_not_a_dry_run_or_a_job_with
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     configfiles = overlay(checkout, "api", {"models": ["gpt-4o-mini"]})
     assert snakemake(checkout, "-n", "generations", *configfiles).returncode == 0  # a dry run needs no key
-    instances = snakemake(checkout, "results/instances/dialogue_base.jsonl", *configfiles)
+    instances = snakemake(checkout, f"{DEMO}/instances/dialogue_base.jsonl", *configfiles)
     assert instances.returncode == 0, instances.stderr  # a job that calls no model runs without it
     result = snakemake(checkout, "generations", *configfiles)
     assert result.returncode != 0
@@ -175,8 +177,8 @@ def test_a_failed_job_ends_the_output_with_its_error(checkout, tmp_path):
     lines = (result.stdout + result.stderr).strip().splitlines()
     assert lines[-1].startswith("h2htalk fetch: error: "), lines[-10:]
     assert "check failed: dialogue_base.jsonl: not found in upstream_dir" in lines[-1]
-    assert lines[-1].endswith("(and 10 more lines in results/logs/data/fetch.log)")
-    assert "failed: fetch; its log: results/logs/data/fetch.log" in lines
+    assert lines[-1].endswith(f"(and 10 more lines in {DEMO}/logs/data/fetch.log)")
+    assert f"failed: fetch; its log: {DEMO}/logs/data/fetch.log" in lines
     assert not any(line.startswith(("Shell command", "rule ", "localrule ", "    jobid")) for line in lines), lines
     assert len(lines) < 20, lines
 
@@ -215,7 +217,7 @@ def test_table1_from_the_released_files(checkout, released_data):
     assert int(by_key["dialogue_base"]["duplicate"]) == 30
     for row in rows:
         assert int(row["kept"]) <= int(row["released"])
-    tex = (checkout / "paper_figures" / "table1.tex").read_text(encoding="utf-8")
+    tex = (checkout / FIGURES / "table1.tex").read_text(encoding="utf-8")
     assert r"\toprule" in tex and "dialogue\\_base" in tex
     again = snakemake(checkout, "table1", "--config", f"upstream_dir={released_data}")
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
@@ -229,9 +231,9 @@ def test_table1_through_the_download_path(checkout, fixture_server):
     assert sum(fixture_server.requests.values()) == 11
     # the terminal: each job's summary line, then what the run made and where its full log is
     lines = (result.stdout + result.stderr).strip().splitlines()
-    assert "table1: 11 subtasks -> paper_figures/table1.md (+ .csv .tex)" in "\n".join(lines)
+    assert f"table1: 11 subtasks -> {FIGURES}/table1.md (+ .csv .tex)" in "\n".join(lines)
     assert not any("Shell command" in line or line.startswith("localrule ") for line in lines)
-    assert any(line.startswith("  Table 1      paper_figures/table1.md (+ .csv .tex): ") for line in lines)
+    assert any(line.startswith(f"  Table 1      {FIGURES}/table1.md (+ .csv .tex): ") for line in lines)
     assert lines[-1].startswith("Full log: .snakemake/log/"), lines[-5:]
     assert [int(r["released"]) for r in read_table1(checkout)] == RELEASED
     manifest = yaml.safe_load((checkout / "results" / "data" / "manifest.json").read_text(encoding="utf-8"))
@@ -256,17 +258,17 @@ def test_laptop_default_end_to_end(checkout, synthetic_release):
     })  # fmt: skip
     result = snakemake(checkout, *configfiles, timeout=3300)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
-    with open(checkout / "paper_figures" / "table2.csv", encoding="utf-8", newline="") as handle:
+    with open(checkout / FIGURES / "table2.csv", encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle))
     models = [(r["model"], r["variant"]) for r in rows]
     local = "qwen2.5-coder-0.5b-instruct-q4km"
     assert models[:2] == [(local, "nosap"), (local, "sap")]
     assert {m for m, _ in models[2:]} == {"baseline-random-reference", "baseline-oracle"}
-    scores = checkout / "results" / "scores" / "usem3"
+    scores = checkout / DEMO / "scores" / "usem3"
     for subtask in SUBTASK_ORDER:  # the oracle: 100 on every subtask, end to end through the workflow
         oracle = json.loads((scores / "baseline-oracle" / "sap" / f"{subtask}.summary.json").read_text())
         assert oracle["S"] == pytest.approx(100.0), subtask
-    figures = checkout / "paper_figures"
+    figures = checkout / FIGURES
     assert "chance" in (figures / "calibration.md").read_text(encoding="utf-8")
     for name in (
         "table1.csv",
@@ -290,7 +292,7 @@ def test_laptop_default_end_to_end(checkout, synthetic_release):
         mean = sum(float(row[k]) * w for k, w in weights.items()) / sum(weights.values())
         assert float(row["overall"]) == pytest.approx(mean, abs=1e-3), row["model"]
     rows = rows[:2]
-    judged = checkout / "results" / "j_scores" / "usem3" / "qwen2.5-coder-0.5b-instruct-q4km"
+    judged = checkout / DEMO / "j_scores" / "usem3" / "qwen2.5-coder-0.5b-instruct-q4km"
     for row in rows:
         for column in (
             "dialogue_base",
@@ -309,21 +311,21 @@ def test_laptop_default_end_to_end(checkout, synthetic_release):
                 assert 0.0 < float(row[column]) < 100.0 and summary["n"] > 0
             else:
                 assert summary["n"] == 0 and summary["missing"] == 3
-    assert (checkout / "paper_figures" / "table2_heatmap.png").stat().st_size > 10_000
+    assert (checkout / FIGURES / "table2_heatmap.png").stat().st_size > 10_000
     with open(figures / "table2_pairs.csv", encoding="utf-8", newline="") as handle:
         pairs = list(csv.DictReader(handle))
     # one model under test: no size group to compare within, its SAP row against its no-SAP row; no baseline
     assert pairs and {(r["comparison"], r["model_a"], r["model_b"]) for r in pairs} == {("SAP vs no-SAP", local, local)}
     assert "Power (80 % power" in (figures / "table2.md").read_text(encoding="utf-8")
     assert (figures / "table2_ranks.png").stat().st_size > 0  # no rank where a judged cell has no J at all
-    assert (checkout / "results" / "review" / "queue.csv").exists()
-    generations = checkout / "results" / "generations" / "qwen2.5-coder-0.5b-instruct-q4km"
+    assert (checkout / DEMO / "review" / "queue.csv").exists()
+    generations = checkout / DEMO / "generations" / "qwen2.5-coder-0.5b-instruct-q4km"
     run, studies_run = (json.loads((generations / name).read_text()) for name in ("run.json", "studies.run.json"))
     study_requests = sum(  # a safety conversation asks once per user turn, after the model's own answers
         len(json.loads(line).get("user_turns", [None]))
         for study in ("safety", "instruction_following")
         for variant in ("sap", "nosap")
-        for line in read_jsonl_lines(checkout / "results" / "studies" / study / "prompts" / f"{variant}.jsonl")
+        for line in read_jsonl_lines(checkout / DEMO / "studies" / study / "prompts" / f"{variant}.jsonl")
     )
     assert run["sent"] == run["requests"] == 66  # Table 2's job: 11 subtasks, 3 items, 2 variants
     assert studies_run["sent"] == studies_run["requests"] == study_requests  # the studies' job
@@ -331,17 +333,17 @@ def test_laptop_default_end_to_end(checkout, synthetic_release):
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
     # a failed job's outputs are removed and a killed job leaves none: the rerun rebuilds what is missing (from
     # the caches) and everything made from it, instead of "nothing to be done" beside tables that look current
-    table2 = (checkout / "paper_figures" / "table2.csv").read_bytes()
+    table2 = (checkout / FIGURES / "table2.csv").read_bytes()
     summary = scores / local / "sap" / "dialogue_base.summary.json"
-    answers = sorted((checkout / "results" / "generations" / local / "nosap").glob("*.jsonl"))
+    answers = sorted((checkout / DEMO / "generations" / local / "nosap").glob("*.jsonl"))
     for path in [summary, *answers]:
         path.unlink()
     repaired = snakemake(checkout, *configfiles)
     assert repaired.returncode == 0, repaired.stdout[-3000:] + repaired.stderr[-3000:]
     assert "are rebuilt" in repaired.stdout + repaired.stderr
     assert summary.exists() and all(path.exists() for path in answers)
-    rerun = json.loads((checkout / "results" / "generations" / local / "run.json").read_text())
-    assert rerun["sent"] == 0 and (checkout / "paper_figures" / "table2.csv").read_bytes() == table2
+    rerun = json.loads((checkout / DEMO / "generations" / local / "run.json").read_text())
+    assert rerun["sent"] == 0 and (checkout / FIGURES / "table2.csv").read_bytes() == table2
     report = snakemake(checkout, *configfiles, "--report", "report.zip")
     assert report.returncode == 0, report.stderr[-3000:]
     names = zipfile.ZipFile(checkout / "report.zip").namelist()
@@ -350,20 +352,21 @@ def test_laptop_default_end_to_end(checkout, synthetic_release):
 
 
 def test_the_limit_cuts_each_subtasks_instances_in_the_workflow(checkout):
-    """instances.limit (items per subtask) reaches the instances stage; a new limit reruns exactly the jobs that
-    read it."""
-    configfiles = overlay(checkout, "limit", {"instances": {"limit": 2}})
-    target = "results/instances/dialogue_base.jsonl"
-    result = snakemake(checkout, target, *configfiles)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert len(read_jsonl_lines(checkout / target)) == 2  # the demo set has 3
-    configfiles = overlay(checkout, "limit", {"instances": {"limit": 1}})
-    dry = snakemake(checkout, "-n", target, *configfiles)
-    assert re.search(r"^instances\s+1$", dry.stdout, re.M), dry.stdout[-3000:]
-    result = snakemake(checkout, target, *configfiles)
-    assert result.returncode == 0 and len(read_jsonl_lines(checkout / target)) == 1
-    whole = snakemake(checkout, "-n", "prompts", *configfiles)
-    assert re.search(r"^prompt_messages\s+22$", whole.stdout, re.M), whole.stdout[-3000:]
+    """instances.limit (items per subtask) reaches the instances stage; a limited run is an instance set of its own,
+    beside the whole set's run and other limits'."""
+    whole = snakemake(checkout, f"{DEMO}/instances/dialogue_base.jsonl")
+    assert whole.returncode == 0, whole.stdout[-3000:] + whole.stderr[-3000:]
+    for limit in (2, 1):
+        configfiles = overlay(checkout, "limit", {"instances": {"limit": limit}})
+        target = f"results/sets/demo-first{limit}/instances/dialogue_base.jsonl"
+        dry = snakemake(checkout, "-n", target, *configfiles)
+        assert re.search(r"^instances\s+1$", dry.stdout, re.M), dry.stdout[-3000:]  # the data is shared
+        result = snakemake(checkout, target, *configfiles)
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+        assert len(read_jsonl_lines(checkout / target)) == limit
+    assert len(read_jsonl_lines(checkout / DEMO / "instances" / "dialogue_base.jsonl")) == 3  # the demo set's, kept
+    prompts = snakemake(checkout, "-n", "prompts", *configfiles)
+    assert re.search(r"^prompt_messages\s+22$", prompts.stdout, re.M), prompts.stdout[-3000:]
 
 
 def test_a_users_model_from_a_registry_overlay_runs_in_the_workflow(checkout):

@@ -173,7 +173,8 @@ def test_the_run_ends_with_what_it_made_what_to_open_and_its_warnings(tmp_path):
     qwen = "qwen2.5-coder-0.5b-instruct-q4km"
     roles = {"rubric_judge": {"model": qwen}, "study_judge": {"model": "gpt-4o"}}
     config = default_config({"models": [qwen], "instances": {"source": "demo"}, **roles})
-    lines = run_summary(config, figures, time.time() - 75, ["/run/.snakemake/log/x.snakemake.log"])
+    logs = ["/run/.snakemake/log/x.snakemake.log"]
+    lines = run_summary(config, figures, time.time() - 75, logs, "results/sets/demo/logs")
     text = [line for _, line in lines]
     assert text[0] == "Finished in 1m15s."
     assert f"  Table 2      {figures / 'table2.md'} (+ .csv _heatmap.png): " in text[2]
@@ -182,4 +183,7 @@ def test_the_run_ends_with_what_it_made_what_to_open_and_its_warnings(tmp_path):
     assert any("Demo instances" in line for line in warnings)
     assert f"Warning: {qwen} is a model under test and also the rubric judge (Table 2's Levels I-III)." in warnings
     assert not any("study judge" in line for line in warnings)  # gpt-4o is not under test here
-    assert text[-1].startswith("Full log: ") and "x.snakemake.log; each job's log" in text[-1]
+    assert (
+        text[-1].startswith("Full log: ")
+        and "x.snakemake.log; each job's log is under results/sets/demo/logs/." in text[-1]
+    )

@@ -5,7 +5,7 @@ study (``config/config.yaml``, ``config/local.yaml``, the user's ``--config`` fi
 are written into the evaluation's folder, never into a tracked file. Snakemake then runs the ``table2`` target of
 the checkout's Snakefile in that folder, so the evaluation has its own results tree, caches and tables beside the
 checkout's, and the same jobs a laptop run has make them. The report reads what the workflow wrote: the model's
-rows of ``paper_figures/table2.csv`` (each cell with its CI and coverage), its Overall with the CI and rank
+rows of ``paper_figures/{set}/table2.csv`` (each cell with its CI and coverage), its Overall with the CI and rank
 interval of ``table2_ranks.csv``, the baselines' rows beside them, and the paper's published rows only when the
 run is comparable with them (the paper's embedder, its whole reconstructed instance set, every subtask).
 """
@@ -28,7 +28,6 @@ from h2htalk.settings import VARIANT_NAMES, WITH_SAP
 from h2htalk.subtasks import SUBTASK_KEYS
 
 REGISTRY_FILE, CONFIG_FILE = "models.yaml", "config.yaml"  # the overlays, in the evaluation's folder
-FIGURES = "paper_figures"  # where the workflow writes its tables, under the folder it runs in
 TRACKED_CONFIGS = ("config/config.yaml", "config/local.yaml")  # the laptop study, as profiles/local loads it
 PAPER_EMBEDDER = "bge-m3"  # the embedder kind of the paper's SS
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9.-]*$")  # a registry name (models.schema.yaml)
@@ -238,13 +237,12 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
             for line in [header, *rows]]  # fmt: skip
 
 
-def report(folder: Path, config: Mapping[str, Any], name: str) -> list[str]:
+def report(figures: Path, config: Mapping[str, Any], name: str) -> list[str]:
     """The model's Table 2 rows beside the baselines', with CIs and ranks, from the tables the workflow wrote in
-    ``folder``; then the paper's published rows, or why they are not comparable."""
+    ``figures``; then the paper's published rows, or why they are not comparable."""
     from h2htalk.cli.run_notes import run_notes
     from h2htalk.tables.table2 import column_names, column_order
 
-    figures = folder / FIGURES
     table = read_csv(figures / "table2.csv")
     ranks = read_csv(figures / "table2_ranks.csv")
     names, subtasks = column_names(), set(config["subtasks"])
@@ -268,7 +266,7 @@ def report(folder: Path, config: Mapping[str, Any], name: str) -> list[str]:
     if config["instances"]["limit"] == 1 and "baseline-random-reference" in config["baselines"]:
         lines.append("With one item per subtask the random reference has no other item's reference to give: 0.")
     lines += paper_lines(config, table, name)
-    lines += ["", f"Tables: {figures / 'table2.md'} (and .csv, table2_ranks.csv); the run's files: {folder}"]
+    lines += ["", f"Tables: {figures / 'table2.md'} (and .csv, table2_ranks.csv)"]
     return lines
 
 

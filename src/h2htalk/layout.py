@@ -4,15 +4,24 @@ A *cell* is what most results are about: a model, a variant, a task (a subtask, 
 and, for scores, an embedder. ``Layout`` maps a cell, or a stage's other labels, to its path under the
 results root, and a path back to its labels. The workflow derives its path patterns from it and the
 commands derive their inputs and outputs from it, so the folder layout is written down once.
+
+Runs on different instance sets (the demo set, the reconstructed benchmark, instance files of one's own, a
+limited run) live side by side: what depends on the instances lives under ``sets/{set}/`` of the root and
+``paper_figures/{set}/``; what does not (the released data, the reconstruction, model files, prefetch records;
+the caches, whose keys hold the prompts) is shared. A Layout without a set (a command run by hand without
+``--instance-set``) keeps one set at the root.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import PurePosixPath
 from string import Formatter
+from typing import Any
 
 from h2htalk.settings import STUDIES, VARIANTS
 from h2htalk.subtasks import SUBTASK_KEYS
@@ -64,6 +73,14 @@ PATTERNS: dict[str, str] = {
     "benchmarks": "benchmarks",
 }
 
+# Kinds that do not depend on the instance set: one copy serves every set's runs.
+SHARED_KINDS = frozenset({
+    "manifest", "upstream", "curated", "curation", "curation_report", "curation_report_md", "reconstructed",
+    "reconstruction_report", "instance_review", "instance_review_all", "model_file", "prefetched_model",
+    "prefetched_embedder",
+})  # fmt: skip
+FIGURES = "paper_figures"  # the tables and figures, beside the results tree
+
 LABEL_VALUES: dict[str, tuple[str, ...]] = {"subtask": SUBTASK_KEYS, "study": STUDIES, "variant": VARIANTS}
 
 
@@ -89,15 +106,48 @@ class Cell:
         return labels | ({"embedder": self.embedder} if self.embedder else {})
 
 
-class Layout:
-    """Paths of the results tree under ``root`` (``results`` in the workflow)."""
+def instances_set(config: dict[str, Any]) -> str:
+    """The name of the run's instance set (``instances``): ``demo``, ``reconstructed``, or ``file-`` and a digest of
+    the files listed; a limited run is a set of its own (``-first{N}``)."""
+    instances = config["instances"]
+    name = instances["source"]
+    if name == "file":
+        listed = json.dumps(instances["files"], sort_keys=True).encode()
+        name += "-" + hashlib.sha256(listed).hexdigest()[:8]
+    if instances.get("limit") is not None:
+        name += f"-first{instances['limit']}"
+    return name
 
-    def __init__(self, root: str = "results") -> None:
+
+class Layout:
+    """Paths of the results tree under ``root`` (``results`` in the workflow), for the instance set
+    ``instance_set`` (None: one set at the root)."""
+
+    def __init__(self, root: str = "results", instance_set: str | None = None) -> None:
         self.root = PurePosixPath(root)
+        self.instance_set = instance_set
+
+    def for_set(self, instance_set: str | None) -> Layout:
+        return Layout(str(self.root), instance_set)
 
     def pattern(self, kind: str) -> str:
         """The path pattern of ``kind`` under the root, with its labels as ``{fields}`` (Snakemake's wildcards)."""
-        return str(self.root / PATTERNS[kind])
+        return str(
+            self.root / PATTERNS[kind] if kind in SHARED_KINDS else PurePosixPath(self.set_root) / PATTERNS[kind]
+        )
+
+    @property
+    def set_root(self) -> str:
+        """The folder of the set's own results (the root itself without a set)."""
+        return str(self.root if self.instance_set is None else self.root / "sets" / self.instance_set)
+
+    @property
+    def figures(self) -> str:
+        """The folder of the set's tables and figures."""
+        return FIGURES if self.instance_set is None else f"{FIGURES}/{self.instance_set}"
+
+    def figure(self, name: str) -> str:
+        return f"{self.figures}/{name}"
 
     def path(self, kind: str, **labels: str) -> str:
         """The path of one result of ``kind``; a label given as ``{name}`` stays a wildcard."""

@@ -38,9 +38,14 @@ Line = tuple[int, str]  # (logging level, text)
 
 
 def run_summary(
-    config: dict[str, Any], paper_figures: str | os.PathLike[str], started: float, logs: Sequence[str] = ()
+    config: dict[str, Any],
+    paper_figures: str | os.PathLike[str],
+    started: float,
+    logs: Sequence[str] = (),
+    job_logs: str = "results/logs",
 ) -> list[Line]:
-    """The run's closing lines; ``started`` is the run's start (``time.time()``), ``logs`` Snakemake's log."""
+    """The run's closing lines; ``started`` is the run's start (``time.time()``), ``logs`` Snakemake's log,
+    ``job_logs`` the folder of the jobs' own logs."""
     folder = Path(paper_figures)
     lines: list[Line] = [(logging.INFO, f"Finished in {duration(time.time() - started)}.")]
     lines += products(folder, started)
@@ -49,8 +54,8 @@ def run_summary(
         lines.append((logging.INFO, "Open first: " + ", then ".join(first)))
     lines += [(logging.WARNING, f"Warning: {text}") for text in warnings(config, folder)]
     where = [os.path.relpath(log) for log in logs]
-    lines.append((logging.INFO, f"Full log: {', '.join(where)}; each job's log is under results/logs/." if where
-                  else "Each job's log is under results/logs/."))  # fmt: skip
+    jobs = f"each job's log is under {job_logs}/."
+    lines.append((logging.INFO, f"Full log: {', '.join(where)}; {jobs}" if where else jobs.capitalize()))
     return lines
 
 

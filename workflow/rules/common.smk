@@ -16,7 +16,7 @@ from h2htalk.export.items import item_files
 from h2htalk.export.summaries import summary_paths
 from h2htalk.freshness import remove_stale, result_graph, stale_results
 from h2htalk.instances.sources import source_file
-from h2htalk.layout import Cell, Layout
+from h2htalk.layout import Cell, Layout, instances_set
 from h2htalk.llm.engines import engine_of
 from h2htalk.prefetch import embedder_downloads
 from h2htalk.ratings import (
@@ -47,14 +47,16 @@ else:
         f"export PYTHONPATH={_SRC}; export PATH={Path(sys.executable).parent}:$PATH; "
     )
 
+# One results tree for every instance set: the set's own results under results/sets/{set}/ and its tables under
+# paper_figures/{set}/, the data, the reconstruction and the model files shared (h2htalk.layout).
 RESULTS = "results"
-LAYOUT = Layout(RESULTS)
+LAYOUT = Layout(RESULTS, instances_set(config))
 RUN = RunCells(config)
 REGISTRY = load_registry(registry_files(config))
 READS = command_reads()
 LOGS, BENCHMARKS = LAYOUT.path("logs"), LAYOUT.path("benchmarks")
 FIGURES = {name: number for number, name in FIGURE_NAMES.items() if number < 7}
-PAPER_FIGURES = "paper_figures"
+PAPER_FIGURES = LAYOUT.figures
 RUBRIC_JUDGE, STUDY_JUDGE = (
     config["rubric_judge"]["model"],
     config["study_judge"]["model"],
@@ -123,7 +125,7 @@ RUN_STARTED = time.time()
 
 onsuccess:
     # The run ends with what it made and where, what to open first, and the warnings that matter.
-    for level, line in run_summary(config, PAPER_FIGURES, RUN_STARTED, log):
+    for level, line in run_summary(config, PAPER_FIGURES, RUN_STARTED, log, LOGS):
         logger.log(level, line)
 
 
@@ -140,7 +142,8 @@ def paths(method, cells):
 def h2htalk(command, arguments="", log="{log}"):
     """A job's command line: the sub-command with the run's config file and results tree."""
     config_file = f" --config {LAYOUT.path('config')}" if READS[command] else ""
-    return f"python -m h2htalk --log {log} {command}{config_file} --results {RESULTS} {arguments}"
+    results = f"--results {RESULTS} --instance-set {LAYOUT.instance_set}"
+    return f"python -m h2htalk --log {log} {command}{config_file} {results} {arguments}"
 
 
 def settings(command, *models):

@@ -32,6 +32,7 @@ from h2htalk.cli import (
     studies,
     tables,
 )
+from h2htalk.cli.options import resolve_instance_set
 from h2htalk.errors import H2HTalkError
 
 STAGES = (
@@ -94,6 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _configure_logging(args.verbose, args.log)
     progress.start_job(args.command)
     try:
+        resolve_instance_set(args)
         return args.handler(args)
     except H2HTalkError as exc:
         message = f"h2htalk {args.command}: error: {exc}"

@@ -57,7 +57,7 @@ def register(sub: Any) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from h2htalk.config import load_registry
+    from h2htalk.config import load_config, load_registry
     from h2htalk.errors import H2HTalkError
     from h2htalk.evaluation import (
         Evaluation,
@@ -70,6 +70,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         write_overlays,
     )
     from h2htalk.io import read_json
+    from h2htalk.layout import Layout, instances_set
 
     checkout = find_checkout()
     shipped = load_registry(checkout / "config" / "models.yaml")
@@ -105,6 +106,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise H2HTalkError(f"the workflow failed (above); its full log is under {folder / '.snakemake' / 'log'}")
     if args.dry_run:
         return 0
-    config = read_json(folder / "results" / "config.json")
-    print("\n".join(report(folder, config, name)))
+    results = Layout(str(folder / "results"), instances_set(load_config(files)))
+    config = read_json(results.path("config"))
+    print("\n".join([*report(folder / results.figures, config, name), f"The run's files: {folder}"]))
     return 0

@@ -7,15 +7,23 @@ import os
 from pathlib import Path
 from typing import Any
 
-from h2htalk.cli.options import REGISTRY_READS, add_command, add_results, add_table_output, load_config, write_meta
+from h2htalk.cli.options import (
+    REGISTRY_READS,
+    InFigures,
+    add_command,
+    add_results,
+    add_table_output,
+    load_config,
+    write_meta,
+)
 from h2htalk.cli.run_notes import RUN_NOTE_READS, run_notes
 from h2htalk.cli.tables import CELLS_READS
 from h2htalk.config import registry_files
 from h2htalk.progress import summary
 
 EXPORT_READS = (*CELLS_READS, *REGISTRY_READS, "tables")
-STUDY_TABLES = {"safety": "paper_figures/table3.csv",
-                "instruction_following": "paper_figures/fig7_instruction_following.csv"}  # fmt: skip
+STUDY_TABLES = {"safety": InFigures("table3.csv"),
+                "instruction_following": InFigures("fig7_instruction_following.csv")}  # fmt: skip
 JUDGE_READS = tuple(f"rubric_judge.{key}" for key in ("model", "temperature", "samples", "alpha", "tau", "gate_on"))
 
 
@@ -27,7 +35,7 @@ def register(sub: Any) -> None:
         reads=(*EXPORT_READS, *RUN_NOTE_READS),
     )  # fmt: skip
     add_results(p)
-    add_table_output(p, "paper_figures/results")
+    add_table_output(p, "results")
     for study, default in STUDY_TABLES.items():
         p.add_argument(f"--{study.replace('_', '-')}-table", default=default, metavar="CSV",
                        help=f"the {study} study's table, included when the file exists ({default})")  # fmt: skip
@@ -38,7 +46,7 @@ def register(sub: Any) -> None:
         reads=(*EXPORT_READS, *RUN_NOTE_READS),
     )  # fmt: skip
     add_results(p)
-    add_table_output(p, "paper_figures/leaderboard")
+    add_table_output(p, "leaderboard")
 
     p = add_command(
         sub, "every-eval-ever", cmd_every_eval_ever,
@@ -47,7 +55,8 @@ def register(sub: Any) -> None:
         reads=(*EXPORT_READS, *RUN_NOTE_READS, "instances.files", *JUDGE_READS),
     )  # fmt: skip
     add_results(p)
-    p.add_argument("--out", type=Path, default=Path("paper_figures/every_eval_ever"), help="the export's folder")
+    p.add_argument("--out", type=Path, default=InFigures("every_eval_ever"),
+                   help="the export's folder (paper_figures/[SET/]every_eval_ever)")  # fmt: skip
 
     p = add_command(
         sub, "viewer", cmd_viewer,
@@ -55,7 +64,8 @@ def register(sub: Any) -> None:
         reads=(*CELLS_READS, *RUN_NOTE_READS, *REGISTRY_READS, "tables.judged_cell"),
     )  # fmt: skip
     add_results(p)
-    p.add_argument("--out", type=Path, default=Path("paper_figures/viewer"), help="the bundle's folder")
+    p.add_argument("--out", type=Path, default=InFigures("viewer"),
+                   help="the bundle's folder (paper_figures/[SET/]viewer)")  # fmt: skip
 
 
 def _registry(config: dict[str, Any]) -> dict[str, Any]:

@@ -30,7 +30,7 @@ def register(sub: Any) -> None:
     add_results(p)
     p.add_argument("figure", type=int, choices=[4, 5, 6])
     p.add_argument("--font", help="a font file with Chinese glyphs, or auto (overrides figures.cjk_font)")
-    p.add_argument("--out", type=Path, help="output path without extension (default: paper_figures/fig{N}_...)")
+    p.add_argument("--out", type=Path, help="output path without extension (default: paper_figures/[SET/]fig{N}_...)")
     overrides(p, font="figures.cjk_font")
 
     p = add_command(
@@ -39,14 +39,14 @@ def register(sub: Any) -> None:
     )  # fmt: skip
     add_results(p)
     add_bootstrap(p)
-    add_table_output(p, f"paper_figures/{FIGURES[7]}")
+    add_table_output(p, FIGURES[7])
 
 
 def cmd_figure(args: argparse.Namespace) -> int:
     from h2htalk.figures.plots import draw_figure
 
     config = load_config(args)
-    args.out = args.out or Path("paper_figures") / FIGURES[args.figure]
+    args.out = args.out or Path(args.results.figure(FIGURES[args.figure]))
     curated = [Path(args.results.path("curated", subtask=key)) for key in config["subtasks"]]
     instances = [Path(args.results.path("instances", subtask=key)) for key in config["subtasks"]]
     source, notes = config["instances"]["source"], run_notes(config)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +28,7 @@ from h2htalk.config import (
     validate_config,
 )
 from h2htalk.errors import H2HTalkError
-from h2htalk.layout import Layout
+from h2htalk.layout import FIGURES, Layout
 from h2htalk.llm.engines import engine_of
 from h2htalk.prefetch import embedder_downloads, pinned_embedder, pinned_model, read_records
 from h2htalk.settings import ClientSettings
@@ -56,6 +57,44 @@ def add_results(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--results", type=Layout, default=Layout(), metavar="DIR", help="the results tree (default: results)"
     )
+    parser.add_argument(
+        "--instance-set", metavar="NAME",
+        help="the instance set of the run (demo, reconstructed, file-…): its results are under DIR/sets/NAME/ and"
+        " its tables under paper_figures/NAME/, beside other sets' (the workflow passes it; default: the one set"
+        " under DIR/sets/, or none: DIR/ and paper_figures/)",
+    )  # fmt: skip
+
+
+def _only_set(results: Layout) -> str | None:
+    sets = Path(str(results.root), "sets")
+    found = sorted(p.name for p in sets.iterdir() if p.is_dir()) if sets.is_dir() else []
+    if len(found) > 1:
+        raise H2HTalkError(f"{sets} holds the results of {len(found)} instance sets ({', '.join(found)}): name one "
+                           "with --instance-set")  # fmt: skip
+    return found[0] if found else None
+
+
+@dataclass(frozen=True)
+class InFigures:
+    """A command-line default in the run's tables folder: ``paper_figures/``, or its instance set's under it once the
+    command line has named the set (``resolve_instance_set``)."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return f"{FIGURES}/[SET/]{self.name}"
+
+
+def resolve_instance_set(args: argparse.Namespace) -> None:
+    """Put ``--results`` and the defaults in the tables folder in the instance set ``--instance-set`` names (by
+    default the one set the tree holds)."""
+    results = getattr(args, "results", None)
+    if isinstance(results, Layout):
+        results = args.results = results.for_set(args.instance_set or _only_set(results))
+    figures = results.figures if isinstance(results, Layout) else FIGURES
+    for dest, value in vars(args).items():
+        if isinstance(value, InFigures):
+            setattr(args, dest, Path(figures) / value.name)
 
 
 def overrides(parser: argparse.ArgumentParser, **keys: str) -> None:
@@ -159,9 +198,11 @@ def add_bootstrap(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_table_output(parser: argparse.ArgumentParser, default: str) -> None:
-    """A table or figure: where it goes (a prefix; it gets its extensions), its provenance beside it."""
-    parser.add_argument("--out", type=Path, default=Path(default), help=f"output path without extension ({default})")
+def add_table_output(parser: argparse.ArgumentParser, name: str) -> None:
+    """A table or figure: where it goes (a prefix; it gets its extensions; by default ``name`` in the tables
+    folder), its provenance beside it."""
+    default = InFigures(name)
+    parser.add_argument("--out", type=Path, default=default, help=f"output path without extension ({default})")
 
 
 def write_meta(args: argparse.Namespace, inputs: Sequence[str | Path]) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from h2htalk.cli.options import (
     REGISTRY_READS,
+    InFigures,
     add_command,
     add_engine,
     add_results,
@@ -23,7 +24,7 @@ from h2htalk.progress import answered, summary
 from h2htalk.settings import JudgeSettings
 
 JUDGE_KEYS = tuple(JudgeSettings.__dataclass_fields__)
-AGREEMENT = "paper_figures/agreement.csv"  # the agreement report: the judges' agreement with people
+AGREEMENT = InFigures("agreement.csv")  # the agreement report: the judges' agreement with people
 CELLS = ("models", "baselines", "rubric_judge.baselines", "subtasks", "variants", "studies.models")
 
 
@@ -50,9 +51,9 @@ def register(sub: Any) -> None:
         ),
     )  # fmt: skip
     add_results(p)
-    add_table_output(p, "paper_figures/judge_reliability")
+    add_table_output(p, "judge_reliability")
     p.add_argument(
-        "--agreement", type=Path, default=Path(AGREEMENT), help=f"the agreement report's CSV (default {AGREEMENT})"
+        "--agreement", type=Path, default=AGREEMENT, help=f"the agreement report's CSV (default {AGREEMENT})"
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from h2htalk.cli.options import (
     REGISTRY_READS,
+    InFigures,
     add_bootstrap,
     add_command,
     add_results,
@@ -22,7 +23,7 @@ from h2htalk.config import registry_files
 from h2htalk.layout import Layout
 from h2htalk.progress import summary
 
-PAIRS, RANKS = "paper_figures/table2_pairs.csv", "paper_figures/table2_ranks.csv"
+PAIRS, RANKS = "table2_pairs", "table2_ranks"  # in the tables folder
 
 CELLS_READS = ("models", "baselines", "rubric_judge.baselines", "subtasks", "variants", "scoring.embedders")
 TABLE2_READS = (
@@ -39,14 +40,15 @@ AGREEMENT_READS = (
 def register(sub: Any) -> None:
     p = add_command(sub, "table1", cmd_table1, "Table 1 (.csv, .md, .tex) from the curation reports", ("subtasks",))
     add_results(p)
-    add_table_output(p, "paper_figures/table1")
+    add_table_output(p, "table1")
 
     p = add_command(sub, "table2", cmd_table2, "Table 2, its heatmap, the paper comparison and audit", TABLE2_READS)
     add_results(p)
     add_bootstrap(p)
-    add_table_output(p, "paper_figures/table2")
-    p.add_argument("--pairs", type=Path, default=Path(PAIRS), help=f"the paired comparisons to mark ({PAIRS})")
-    p.add_argument("--ranks", type=Path, default=Path(RANKS), help=f"the rank intervals to show ({RANKS})")
+    add_table_output(p, "table2")
+    pairs, ranks = InFigures(f"{PAIRS}.csv"), InFigures(f"{RANKS}.csv")
+    p.add_argument("--pairs", type=Path, default=pairs, help=f"the paired comparisons to mark ({pairs})")
+    p.add_argument("--ranks", type=Path, default=ranks, help=f"the rank intervals to show ({ranks})")
 
     p = add_command(
         sub, "table2-pairs", cmd_table2_pairs,
@@ -55,10 +57,10 @@ def register(sub: Any) -> None:
     )  # fmt: skip
     add_results(p)
     add_bootstrap(p)
-    add_table_output(p, PAIRS.removesuffix(".csv"))
+    add_table_output(p, PAIRS)
     p.add_argument(
-        "--ranks-out", type=Path, default=Path(RANKS.removesuffix(".csv")),
-        help=f"the rank intervals' path without extension (.csv and the figure's .png; {RANKS.removesuffix('.csv')})",
+        "--ranks-out", type=Path, default=InFigures(RANKS),
+        help=f"the rank intervals' path without extension (.csv and the figure's .png; {InFigures(RANKS)})",
     )  # fmt: skip
 
     p = add_command(
@@ -70,7 +72,7 @@ def register(sub: Any) -> None:
     )  # fmt: skip
     add_results(p)
     add_bootstrap(p)
-    add_table_output(p, "paper_figures/table3")
+    add_table_output(p, "table3")
 
     p = add_command(
         sub, "agreement", cmd_agreement, "Krippendorff's alpha between people and between the judges and people",
@@ -78,14 +80,14 @@ def register(sub: Any) -> None:
     )  # fmt: skip
     add_results(p)
     add_bootstrap(p)
-    add_table_output(p, "paper_figures/agreement")
+    add_table_output(p, "agreement")
 
     p = add_command(
         sub, "calibration", cmd_calibration, "chance floor, oracle, rescaled scores and unrelated-pair SS",
         reads=(*CELLS_READS, *RUN_NOTE_READS, "tables.judged_cell"),
     )  # fmt: skip
     add_results(p)
-    add_table_output(p, "paper_figures/calibration")
+    add_table_output(p, "calibration")
 
 
 def cmd_table1(args: argparse.Namespace) -> int:
