@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -48,6 +49,7 @@ class Loopback(Engine):
 
     def __init__(self) -> None:
         self.started = 0
+        self.api: LoopbackAPI | None = None  # the last server started
 
     def model_id(self, spec: dict[str, Any]) -> str | None:
         return "stub-model"
@@ -56,17 +58,29 @@ class Loopback(Engine):
     def endpoint(self, spec: dict[str, Any], options: ServeOptions) -> Iterator[Endpoint]:
         with LoopbackAPI(latency_s=spec["loopback"]["delay_s"]) as api:
             self.started += 1
+            self.api = api
             yield Endpoint(api.base_url, "stub-model")
 
 
-@pytest.fixture
-def loopback() -> Iterator[Loopback]:
-    engine = Loopback()
+class OneSlot(Loopback):
+    """The loopback engine as a server that works on one request at a time, as llama_cpp.server does."""
+
+    slots = 1
+
+
+@contextlib.contextmanager
+def registered(engine: Loopback) -> Iterator[Loopback]:
     register(engine)
     try:
         yield engine
     finally:
         del ENGINES[engine.name]
+
+
+@pytest.fixture
+def loopback() -> Iterator[Loopback]:
+    with registered(Loopback()) as engine:
+        yield engine
 
 
 ENTRY = {"display_name": "Loopback", "size_group": "local", "engine": "loopback"}
@@ -115,3 +129,34 @@ def test_the_test_engine_runs_through_generation(loopback, tmp_path):
         assert all(r["provenance"]["engine"] == "loopback" for r in records)
     assert generate_model(spec["echo"], files, settings, engines)["sent"] == 0
     assert loopback.started == 1  # everything cached: no server started
+
+
+def test_a_one_slot_engine_takes_each_conversation_to_its_end_before_the_next(tmp_path):
+    """A server that works on one request at a time keeps only the last request's tokens: its conversations go one
+    after another (after every first turn), so each turn finds its conversation's earlier turns still there; the
+    answers are those of the rounds a batching engine gets."""
+    from h2htalk.studies.data import read_scenarios, write_study_inputs
+
+    chosen = [s for s in read_scenarios("safety") if len(s["turns"]) >= 3][:2]
+    scenarios = tmp_path / "scenarios.jsonl"
+    scenarios.write_text("".join(json.dumps(s, ensure_ascii=False) + "\n" for s in chosen), encoding="utf-8")
+    prompts, items = tmp_path / "sap.prompts.jsonl", tmp_path / "sap.items.jsonl"
+    write_study_inputs("safety", "sap", prompts, items, scenarios, sample=None, seed=7)
+    runs = {}
+    for engine in (Loopback(), OneSlot()):
+        with registered(engine):
+            spec = load_registry(write_registry(tmp_path / "models.yaml", echo={**ENTRY, "loopback": {}}))["echo"]
+            out = tmp_path / type(engine).__name__ / "sap.jsonl"
+            generation = {"cache_dir": str(out.parent / "cache"), "concurrency": 2}
+            settings = GenerationSettings.from_config(default_config({"generation": generation}), for_studies=True)
+            generate_model(
+                spec, [PromptFile("sap", "safety", prompts, out)], settings, EngineOptions(settings.client, 1)
+            )
+            runs[type(engine).__name__] = (list(engine.api.requests), read_jsonl(out))
+    order, records = runs["OneSlot"]
+    turns = [[t["user"] for t in s["turns"]] for s in chosen]
+    assert set(order[:2]) == {turns[0][0], turns[1][0]}  # the first turns, sent together with the other prompts
+    assert order[2:] == turns[0][1:] + turns[1][1:]  # then each conversation to its end
+    batched_order, batched = runs["Loopback"]
+    assert [set(batched_order[i : i + 2]) for i in (2, 4)] == [{turns[0][1], turns[1][1]}, {turns[0][2], turns[1][2]}]
+    assert [r["response"] for r in records] == [r["response"] for r in batched] and len(records) == sum(map(len, turns))

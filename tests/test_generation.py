@@ -346,11 +346,15 @@ def test_registry_has_the_papers_fifty_models(registry):
 
 
 def test_llamacpp_command():
-    command = llamacpp_command("/m/model.gguf", 9000, {"threads": 2, "n_ctx": 2048, "chat_format": None})
+    settings = {"threads": 2, "n_ctx": 2048, "chat_format": None, "flash_attn": True}
+    command = llamacpp_command("/m/model.gguf", 9000, settings)
     assert command[1:3] == ["-m", "llama_cpp.server"]
     assert command[command.index("--n_threads") + 1] == "2" and command[command.index("--port") + 1] == "9000"
     assert command[command.index("--n_threads_batch") + 1] == "2"
     assert command[command.index("--logits_all") + 1] == "false"  # logits for the last token only
+    assert command[command.index("--flash_attn") + 1] == "true"
+    without = llamacpp_command("/m/model.gguf", 9000, {**settings, "flash_attn": False})
+    assert without[without.index("--flash_attn") + 1] == "false"
 
 
 def test_provision_from_a_url_checks_the_sha256(fixture_server, tmp_path):

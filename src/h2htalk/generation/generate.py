@@ -108,10 +108,30 @@ def _conversation_records(
     spec: dict[str, Any], calls: ModelCalls, job: Job, answered: dict[str, dict[str, Any]]
 ) -> dict[str, list[dict[str, Any]]]:
     """Every turn of every conversation of ``job``, each continuing from the model's own earlier answers: one
-    round of requests per turn. A turn whose answer failed ends its conversation; later turns record why."""
+    round of requests per turn, over as many conversations at once as the engine's server works on (all of them
+    where it batches; one at a time on a one-slot server, which then keeps each conversation's earlier turns
+    instead of evaluating them again after every other conversation's). A turn whose answer failed ends its
+    conversation; later turns record why."""
     conversations = [p for p in job.prompts if "user_turns" in p]
     records: dict[str, list[dict[str, Any]]] = {p["id"]: [] for p in conversations}
     histories = {p["id"]: list(p["messages"]) for p in conversations}
+    width = engine_of(spec).slots or len(conversations) or 1
+    for start in range(0, len(conversations), width):
+        group = conversations[start : start + width]
+        _converse(spec, calls, job, group, answered, records, histories)
+    return records
+
+
+def _converse(
+    spec: dict[str, Any],
+    calls: ModelCalls,
+    job: Job,
+    conversations: list[dict[str, Any]],
+    answered: dict[str, dict[str, Any]],
+    records: dict[str, list[dict[str, Any]]],
+    histories: dict[str, list[dict[str, str]]],
+) -> None:
+    """The turns of ``conversations``, a round of requests per turn (their first turns are ``answered``)."""
     for turn in range(max((len(p["user_turns"]) for p in conversations), default=0)):
         batch = []
         for prompt in conversations:
@@ -127,7 +147,6 @@ def _conversation_records(
             answer = ENDED_ANSWER if ended else answers[request.key]
             records[prompt["id"]].append(_output_record(spec, item_id, prompt, request, answer))
             histories[prompt["id"]] = [*request.messages, {"role": "assistant", "content": answer["response"]}]
-    return records
 
 
 def first_requests(spec: dict[str, Any], job: Job) -> list[ChatRequest]:

@@ -53,6 +53,7 @@ class Engine:
     answers_without_model: ClassVar[bool] = False  # a baseline: answers come from the instances, no endpoint
     needs_model_file: ClassVar[bool] = False  # a job is given a provisioned file (results/models/NAME.gguf)
     packages: ClassVar[tuple[str, ...]] = ()  # installed packages whose versions the provenance records
+    slots: ClassVar[int | None] = None  # requests its server works on at once (None: many, batched together)
 
     def identity(self, spec: dict[str, Any]) -> dict[str, Any]:
         """What identifies the answers of ``spec``: part of every request key and of every answer's provenance."""

@@ -27,6 +27,7 @@ def llamacpp_command(model_path: str, port: int, settings: dict[str, Any]) -> li
         # the server's default keeps logits for every prompt token (a 152k-wide row each): prompt evaluation
         # runs about a third slower for logprobs nothing here asks for (benchmarks/local_engine.py)
         "--logits_all", "false",
+        "--flash_attn", "true" if settings["flash_attn"] else "false",
     ]  # fmt: skip
     if settings["chat_format"]:
         command += ["--chat_format", settings["chat_format"]]
@@ -37,6 +38,8 @@ class LlamaCpp(ServerEngine):
     name = "llamacpp"
     needs_model_file = True
     packages = ("llama-cpp-python",)
+    # llama_cpp.server answers one request at a time and keeps only the last one's tokens for the next
+    slots = 1
     key_variable = "API_KEY"  # llama_cpp.server reads every setting not given as a flag from the environment
     schema = yaml.safe_load(
         """
@@ -69,6 +72,9 @@ class LlamaCpp(ServerEngine):
               threads: {description: "Server threads (at most the cores the job may use); the job asks the scheduler
                           for as many.", type: integer, minimum: 1, default: 2}
               chat_format: {type: [string, "null"], default: null}
+              flash_attn: {description: "Flash attention: the persona's long system prompts put every prompt token
+                           and answer token behind about 2,000 others, where it evaluates prompts about a fifth
+                           faster on CPU (benchmarks/local_engine.py).", type: boolean, default: true}
         then:
           required: [gguf]
           properties:
