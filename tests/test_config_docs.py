@@ -181,12 +181,12 @@ def test_a_key_added_without_documentation_fails(readme):
     schema["properties"]["rubric_judge"]["properties"]["rounds"] = {"type": "integer", "default": 1}
     schema["$defs"]["embedder"]["properties"]["pooling"] = {"type": "string"}
     registry = copy.deepcopy(registry_entry_schema())
-    registry["properties"]["llamacpp"]["properties"]["flash_attn"] = {"type": "boolean", "default": False}
+    registry["properties"]["llamacpp"]["properties"]["mlock"] = {"type": "boolean", "default": False}
     assert documentation_problems(schema, readme[0]) == [
         "rubric_judge.rounds: not documented",
         "embedders.NAME.pooling: not documented",
     ]
-    assert documentation_problems(registry, readme[1]) == ["llamacpp.flash_attn: not documented"]
+    assert documentation_problems(registry, readme[1]) == ["llamacpp.mlock: not documented"]
 
 
 def set_keys(
