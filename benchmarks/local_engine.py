@@ -118,8 +118,8 @@ def _line(points: list[tuple[float, float]]) -> tuple[float, float]:
     return float(intercept), float(slope)
 
 
-def chat_tokens(model_file: Path, messages_list: list[list[dict[str, str]]]) -> list[list[int]]:
-    """Each request's prompt as the server sees it: the model's chat template, tokenised."""
+def chat_tokens(model_file: Path, sent: list[Sent]) -> list[tuple[list[int], list[int]]]:
+    """Each request's prompt as the server sees it (the model's chat template, tokenised) and its answer's tokens."""
     from llama_cpp import Llama
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
@@ -127,21 +127,24 @@ def chat_tokens(model_file: Path, messages_list: list[list[dict[str, str]]]) -> 
     eos = llm.detokenize([llm.token_eos()]).decode()
     formatter = Jinja2ChatFormatter(llm.metadata["tokenizer.chat_template"], eos_token=eos, bos_token="")
     return [
-        llm.tokenize(formatter(messages=m).prompt.encode(), add_bos=False, special=True)
-        for m in messages_list
+        (llm.tokenize(formatter(messages=r.messages).prompt.encode(), add_bos=False, special=True),
+         llm.tokenize(r.answer.encode(), add_bos=False))
+        for r in sent
     ]  # fmt: skip
 
 
-def trie_tokens(sequences: list[list[int]]) -> tuple[int, int]:
-    """(tokens, sum of their depths) of the trie of all sequences: each distinct prefix once (sorted neighbours
-    share the longest prefix any earlier sequence shares)."""
+def trie_tokens(requests: list[tuple[list[int], list[int]]]) -> tuple[int, int]:
+    """(tokens, sum of their depths) of the fewest prompt tokens a server must evaluate: every distinct prefix of the
+    prompts once. A request's answer is in the trie too: the server decoded it, and a conversation's next turn
+    begins with it (sorted neighbours share the longest prefix any earlier sequence shares)."""
     count, depths, previous = 0, 0, []
-    for sequence in sorted(sequences):
+    for sequence, prompt_length in sorted((prompt + answer, len(prompt)) for prompt, answer in requests):
         common = 0
         while common < min(len(sequence), len(previous)) and sequence[common] == previous[common]:
             common += 1
-        count += len(sequence) - common
-        depths += sum(range(common, len(sequence)))
+        evaluated = range(common, max(common, prompt_length))
+        count += len(evaluated)
+        depths += sum(evaluated)
         previous = sequence
     return count, depths
 
@@ -157,8 +160,17 @@ def run_engine_jobs(folder: Path, cores: int, overlay: Path, tree: Layout, model
     subprocess.run(command, check=True, cwd=folder)
 
 
-def sent_requests(config: dict[str, Any], folder: Path) -> dict[str, list[tuple[list[dict[str, str]], int]]]:
-    """Per job, every distinct request the run sent (messages, completion tokens), rebuilt by the plan."""
+@dataclass(frozen=True)
+class Sent:
+    """A request the run sent, and its answer."""
+
+    messages: list[dict[str, str]]
+    answer: str
+    completion_tokens: int
+
+
+def sent_requests(config: dict[str, Any], folder: Path) -> dict[str, list[Sent]]:
+    """Per job, every distinct request the run sent, rebuilt by the plan, with its answer."""
     by_stage: dict[str, dict[str, list[dict[str, str]]]] = {}
     original = plan_sessions.PlannedCalls.answers
 
@@ -184,7 +196,8 @@ def sent_requests(config: dict[str, Any], folder: Path) -> dict[str, list[tuple[
             store = ResponseCache(folder / config[sections[stage]]["cache_dir"], model, read_only=True)
             records = store.get_many(list(requests))
             store.close()
-            pairs += [(m, records[k].get("completion_tokens") or 0) for k, m in requests.items() if k in records]
+            pairs += [Sent(m, records[k]["response"], records[k].get("completion_tokens") or 0)
+                      for k, m in requests.items() if k in records]  # fmt: skip
         jobs[job] = pairs
     return jobs
 
@@ -243,10 +256,13 @@ def main() -> None:
     )
     print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     for job, pairs in requests.items():
-        tokens = chat_tokens(model_file, [m for m, _ in pairs])
+        tokens = chat_tokens(model_file, pairs)
         fewest, depth_sum = trie_tokens(tokens)
-        decode = sum(n for _, n in pairs)
-        decode_depths = sum(sum(range(len(t), len(t) + n)) for t, (_, n) in zip(tokens, pairs, strict=True))
+        decode = sum(r.completion_tokens for r in pairs)
+        decode_depths = sum(
+            sum(range(len(prompt), len(prompt) + r.completion_tokens))
+            for (prompt, _), r in zip(tokens, pairs, strict=True)
+        )
         floor_prompt = costs.prompt_seconds(fewest, depth_sum)
         floor_decode = costs.decode_seconds(decode, decode_depths)
         floor = floor_prompt + floor_decode
@@ -256,7 +272,8 @@ def main() -> None:
         prompt_s, decode_s, total_s = (sum(r[i] for r in served) / 1000 for i in (0, 2, 4))
         wall = job_seconds(tree, job, model)
         print(
-            f"| {job} | {len(pairs)} | {sum(map(len, tokens))} / {sum(r[1] for r in served)} / {fewest} | {decode} "
+            f"| {job} | {len(pairs)} | {sum(len(p) for p, _ in tokens)} / {sum(r[1] for r in served)} / {fewest} "
+            f"| {decode} "
             f"| {wall:.1f} | {floor:.1f} ({floor_prompt:.1f} + {floor_decode:.1f}) | {wall / floor:.2f}x "
             f"| {floor_zero:.1f} | {prompt_s:.1f} / {decode_s:.1f} / {total_s - prompt_s - decode_s:.1f} "
             f"| {wall - total_s:.1f} |"

@@ -20,6 +20,7 @@ from h2htalk.cli import main
 from h2htalk.config import default_config, load_config, load_registry
 from h2htalk.generation.generate import PromptFile, generate_model, request_params
 from h2htalk.generation.provision import ProvisionError, provision_gguf
+from h2htalk.hardware import available_cores
 from h2htalk.instances.sources import demo_instances
 from h2htalk.io import read_jsonl
 from h2htalk.layout import Cell, Layout
@@ -349,8 +350,9 @@ def test_llamacpp_command():
     settings = {"threads": 2, "n_ctx": 2048, "chat_format": None, "flash_attn": True}
     command = llamacpp_command("/m/model.gguf", 9000, settings)
     assert command[1:3] == ["-m", "llama_cpp.server"]
-    assert command[command.index("--n_threads") + 1] == "2" and command[command.index("--port") + 1] == "9000"
-    assert command[command.index("--n_threads_batch") + 1] == "2"
+    threads = str(min(2, available_cores()))  # at most the cores this process may use
+    assert command[command.index("--n_threads") + 1] == threads and command[command.index("--port") + 1] == "9000"
+    assert command[command.index("--n_threads_batch") + 1] == threads
     assert command[command.index("--logits_all") + 1] == "false"  # logits for the last token only
     assert command[command.index("--flash_attn") + 1] == "true"
     without = llamacpp_command("/m/model.gguf", 9000, {**settings, "flash_attn": False})
@@ -376,7 +378,8 @@ def test_provision_names_a_missing_part_package(tmp_path):
 
 
 def test_server_engine_failing_to_start_is_reported(tmp_path):
-    spec = {"name": "broken", "engine": "llamacpp", "llamacpp": {"threads": 1, "n_ctx": 512, "chat_format": None}}
+    settings = {"threads": 1, "n_ctx": 512, "chat_format": None, "flash_attn": True}
+    spec = {"name": "broken", "engine": "llamacpp", "llamacpp": settings}
     spec["startup_timeout_s"] = 30
     missing = tmp_path / "missing.gguf"
     with (
