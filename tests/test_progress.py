@@ -32,6 +32,32 @@ def test_long_work_reports_to_the_log_every_15_s_and_to_the_terminal_every_minut
     assert len(logged) == 11  # and every 15 s besides in the log
 
 
+def test_a_conversation_turn_sent_alone_stays_in_the_log(caplog, tmp_path):
+    """A one-slot server gets a conversation's turns one request at a time: those calls are in the job's log, not
+    on the terminal, where a call that sends several requests still shows."""
+    from h2htalk.config import default_config
+    from h2htalk.llm.calls import EngineOptions, ModelCalls, chat_request
+    from h2htalk.llm.engines import Endpoint
+    from h2htalk.settings import ClientSettings
+
+    from .standins.loopback import LoopbackAPI
+
+    spec = {"name": "m", "engine": "api", "api": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}}
+    client = ClientSettings.from_config(default_config({}))
+    asks = [chat_request(spec, f"i{n}", [{"role": "system", "content": "s"}, {"role": "user", "content": f"问{n}"}],
+                         {"max_tokens": 8}) for n in range(3)]  # fmt: skip
+    with LoopbackAPI() as api, caplog.at_level(logging.INFO, logger="h2htalk.progress"):
+        engines = EngineOptions(client, 1, endpoint=Endpoint(api.base_url, "m"))
+        with ModelCalls(spec, engines, tmp_path, "generate m", batch=False) as calls:
+            calls.answers(asks[:1])
+            alone = [getattr(r, "terminal", True) for r in caplog.records]
+            caplog.clear()
+            calls.answers(asks[1:])
+            together = [getattr(r, "terminal", True) for r in caplog.records]
+    assert alone and not any(alone)
+    assert together[0] and together[-1]  # "2 requests, 0 cached, 2 to send" and "2/2 requests (100%)"
+
+
 def test_the_terminal_of_a_command_with_a_log_file_shows_its_summary(tmp_path, capsys):
     """With --log, the terminal shows the job's summary line (and progress, warnings, errors), the log the rest."""
     (tmp_path / "demo.yaml").write_text("instances: {source: demo}\n", encoding="utf-8")

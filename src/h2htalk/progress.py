@@ -31,8 +31,9 @@ def duration(seconds: float) -> str:
 class Progress:
     """Counts finished units of one piece of work and reports how far it is, how fast, and how long to go."""
 
-    def __init__(self, label: str, total: int, unit: str = "requests") -> None:
+    def __init__(self, label: str, total: int, unit: str = "requests", *, terminal: bool = True) -> None:
         self.label, self.total, self.unit = label, total, unit
+        self.terminal = terminal  # False: the job's log only
         self.done = 0
         self.started = time.monotonic()
         self._reported = self._shown = 0.0
@@ -45,7 +46,7 @@ class Progress:
             self._reported = now
             shown = ends or now - self._shown >= TERMINAL_EVERY_S
             self._shown = now if shown else self._shown
-            log.info("%s: %s", self.label, self.status(now), extra={"terminal": shown})
+            log.info("%s: %s", self.label, self.status(now), extra={"terminal": shown and self.terminal})
 
     def status(self, now: float | None = None) -> str:
         elapsed = (now or time.monotonic()) - self.started

@@ -145,6 +145,7 @@ async def _send(
     client: ClientSettings,
     label: str,
     limiter: RateLimiter | None,
+    terminal: bool = True,
 ) -> None:
     chat = ChatClient(
         endpoint.base_url,
@@ -155,7 +156,7 @@ async def _send(
         retry=retry_policy(client),
         limiter=limiter,
     )
-    progress = Progress(label, len(requests))
+    progress = Progress(label, len(requests), terminal=terminal)
 
     try:
         listed = await chat.listed_models()
@@ -285,10 +286,12 @@ class ModelCalls:
         found = self._cache.get_many(list(unique))
         cached = {key: record for key, record in found.items() if reusable(record, self.client)}
         missing = sorted((r for k, r in unique.items() if k not in cached), key=prefix_order)
-        # on the terminal only when something is sent (a conversation asks once per turn); the log has every call
+        # on the terminal only when more than one request is sent (a conversation on a one-slot server asks once a
+        # turn, a request at a time); the log has every call
+        terminal = len(missing) > 1
         progress_log.info(
             "%s: %d requests, %d cached, %d to send", self.label, len(unique), len(cached), len(missing),
-            extra={"terminal": bool(missing)},
+            extra={"terminal": terminal},
         )  # fmt: skip
         started = time.perf_counter()
         held = self._limiter.held if self._limiter else 0
@@ -298,7 +301,7 @@ class ModelCalls:
                 if self._batch_state and self._batch_limits:
                     asyncio.run(self._send_batches(endpoint, missing))
                 else:
-                    asyncio.run(_send(endpoint, missing, self._keep, self.client, self.label, self._limiter))
+                    asyncio.run(_send(endpoint, missing, self._keep, self.client, self.label, self._limiter, terminal))
             except EndpointError as exc:
                 raise EndpointError(
                     f"model {self.spec['name']}: {exc} (the endpoint refuses every request: check its URL, the model"
