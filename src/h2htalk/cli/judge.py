@@ -10,11 +10,10 @@ from h2htalk.cli.options import (
     REGISTRY_READS,
     add_bootstrap,
     add_command,
-    add_engine,
+    add_judged_model,
     add_results,
     engine_options,
     load_config,
-    overrides,
     registry_entry,
 )
 from h2htalk.progress import answered, summary
@@ -30,11 +29,7 @@ def register(sub: Any) -> None:
         sub, "rubric-judge", cmd_rubric_judge, "rubric-judge one model's itinerary plans (its engine started once)",
         reads=(*REGISTRY_READS, "generation", *(f"rubric_judge.{key}" for key in JUDGE_KEYS), "subtasks", "variants"),
     )  # fmt: skip
-    add_results(p)
-    add_engine(p)
-    p.add_argument("--model", required=True, help="the model whose answers are judged")
-    p.add_argument("--judge", help="the judge model (overrides rubric_judge.model)")
-    overrides(p, judge="rubric_judge.model")
+    add_judged_model(p, "rubric_judge", "the model whose answers are judged")
 
     p = add_command(
         sub, "combine-j", cmd_combine_j, "J from S and the judge, the review gate or sample, people's scores",

@@ -97,6 +97,16 @@ def resolve_instance_set(args: argparse.Namespace) -> None:
             setattr(args, dest, Path(figures) / value.name)
 
 
+def add_judged_model(parser: argparse.ArgumentParser, role: str, model_help: str) -> None:
+    """A command that has ``role``'s judge (rubric_judge, study_judge) judge one model's answers: the results tree,
+    the engine options, ``--model`` and ``--judge`` (which overrides ``role.model``)."""
+    add_results(parser)
+    add_engine(parser)
+    parser.add_argument("--model", required=True, help=model_help)
+    parser.add_argument("--judge", help=f"the judge model (overrides {role}.model)")
+    overrides(parser, judge=f"{role}.model")
+
+
 def overrides(parser: argparse.ArgumentParser, **keys: str) -> None:
     """Declare flags of ``parser`` (by dest) that override config keys (dotted paths)."""
     known = dict(parser.get_default(OVERRIDES) or {})

@@ -13,11 +13,10 @@ from h2htalk.cli.generation import STUDY_GENERATE_READS, answer_studies
 from h2htalk.cli.options import (
     REGISTRY_READS,
     add_command,
-    add_engine,
+    add_judged_model,
     add_results,
     engine_options,
     load_config,
-    overrides,
     registry_entry,
 )
 from h2htalk.progress import answered, summary
@@ -45,22 +44,14 @@ def register(sub: Any) -> None:
         sub, "study-judge", cmd_study_judge, "judge a model's study answers (safety, and needs met)",
         reads=STUDY_JUDGE_READS,
     )  # fmt: skip
-    add_results(p)
-    add_engine(p)
-    p.add_argument("--model", required=True, help="the model whose answers are judged")
-    p.add_argument("--judge", help="the judge model (overrides study_judge.model)")
-    overrides(p, judge="study_judge.model")
+    add_judged_model(p, "study_judge", "the model whose answers are judged")
 
     p = add_command(
         sub, "study", cmd_study,
         "answer both studies' conversations with one model, then judge them (an engine used by both starts once)",
         reads=STUDY_READS,
     )  # fmt: skip
-    add_results(p)
-    add_engine(p)
-    p.add_argument("--model", required=True, help="registry name of the model that answers")
-    p.add_argument("--judge", help="the judge model (overrides study_judge.model)")
-    overrides(p, judge="study_judge.model")
+    add_judged_model(p, "study_judge", "registry name of the model that answers")
 
 
 def cmd_study_inputs(args: argparse.Namespace) -> int:
