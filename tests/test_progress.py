@@ -32,7 +32,7 @@ def test_long_work_reports_to_the_log_every_15_s_and_to_the_terminal_every_minut
     assert len(logged) == 11  # and every 15 s besides in the log
 
 
-def test_a_conversation_turn_sent_alone_stays_in_the_log(caplog, tmp_path):
+def test_a_conversation_turn_sent_alone_stays_in_the_log(tmp_path):
     """A one-slot server gets a conversation's turns one request at a time: those calls are in the job's log, not
     on the terminal, where a call that sends several requests still shows."""
     from h2htalk.config import default_config
@@ -46,14 +46,24 @@ def test_a_conversation_turn_sent_alone_stays_in_the_log(caplog, tmp_path):
     client = ClientSettings.from_config(default_config({}))
     asks = [chat_request(spec, f"i{n}", [{"role": "system", "content": "s"}, {"role": "user", "content": f"问{n}"}],
                          {"max_tokens": 8}) for n in range(3)]  # fmt: skip
-    with LoopbackAPI() as api, caplog.at_level(logging.INFO, logger="h2htalk.progress"):
-        engines = EngineOptions(client, 1, endpoint=Endpoint(api.base_url, "m"))
-        with ModelCalls(spec, engines, tmp_path, "generate m", batch=False) as calls:
-            calls.answers(asks[:1])
-            alone = [getattr(r, "terminal", True) for r in caplog.records]
-            caplog.clear()
-            calls.answers(asks[1:])
-            together = [getattr(r, "terminal", True) for r in caplog.records]
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.INFO)
+    handler.emit = records.append  # type: ignore[method-assign]  # whatever a command did to the logger's handlers
+    progress.log.addHandler(handler)
+    level = progress.log.level
+    progress.log.setLevel(logging.INFO)
+    try:
+        with LoopbackAPI() as api:
+            engines = EngineOptions(client, 1, endpoint=Endpoint(api.base_url, "m"))
+            with ModelCalls(spec, engines, tmp_path, "generate m", batch=False) as calls:
+                calls.answers(asks[:1])
+                alone = [getattr(r, "terminal", True) for r in records]
+                records.clear()
+                calls.answers(asks[1:])
+                together = [getattr(r, "terminal", True) for r in records]
+    finally:
+        progress.log.removeHandler(handler)
+        progress.log.setLevel(level)
     assert alone and not any(alone)
     assert together[0] and together[-1]  # "2 requests, 0 cached, 2 to send" and "2/2 requests (100%)"
 
