@@ -1,26 +1,29 @@
 """How close the laptop main job's engine jobs run to the machine's limit, and where the rest of their time goes.
 
-    python benchmarks/local_engine.py [--cores 1] [--flash-attn off] [--keep DIR]
+    python benchmarks/local_engine.py [--cores 1] [--flash-attn off] [--concurrency N] [--once] [--keep DIR]
 
-1. The main job's three engine jobs run through the workflow itself (Snakemake, the laptop profile, their run
-   summaries as targets) in a fresh folder, so nothing is cached: ``generate`` (Table 2's answers),
-   ``rubric_judge`` (the local model judging Levels I-III) and ``study`` (the studies' answers, then their
-   verdicts, on one engine).
-   ``--cores 1`` pins the whole run, server included, to one core: a slower machine. ``--flash-attn off`` turns
-   the registry's ``llamacpp.flash_attn`` off through a registry overlay (the server as it was before).
-2. The machine's rates, measured after the jobs with the server's threads and flash-attention setting the way
-   llama-bench measures them at a context depth (``-d``): pp512 (a 512-token prompt) and tg128 (128 tokens
-   decoded one at a time) after 0, 1,024, 2,048 and 4,096 tokens of context. A token's cost grows with the tokens
-   before it (attention reads them all), so the time per token is fitted as a + b * depth.
-3. Each job's requests, rebuilt by the stages' own request building against the filled caches (``h2htalk.plan``)
-   and tokenised with the model's chat template; the fewest prompt tokens any engine must evaluate are every
-   distinct prefix once (the size of the token trie), each at its depth; the decode tokens are the answers'
-   counts, each at its depth.
-4. Per job: the floor (the trie's tokens and the decode tokens, each at its depth's time) against the job's wall
-   time (Snakemake's benchmark file), beside the floor at depth 0 (pp512/tg128 alone: what this benchmark used
-   to compare with); and where the wall time went, from the server's log: llama.cpp's prompt evaluation,
-   its decoding, the rest of llama.cpp's time per request (sampling), and what lies outside it (start-up,
-   HTTP, the server's and the client's Python, reading and writing files).
+1. The main job's three engine jobs run one after the other through the workflow itself (Snakemake, the laptop
+   profile, a job's run summary as target) in a fresh folder, so nothing is cached: ``generate`` (Table 2's
+   answers), ``rubric_judge`` (the local model judging Levels I-III) and ``study`` (the studies' answers, then
+   their verdicts, on one engine). ``--cores 1`` pins the whole run, server included, to one core: a slower
+   machine. ``--flash-attn off`` turns the registry's ``llamacpp.flash_attn`` off through a registry overlay;
+   ``--concurrency`` sets ``generation.concurrency`` (requests the client keeps in flight).
+2. Right after each job, its floor is measured: the job's requests, rebuilt by the stages' own request building
+   against the filled caches (``h2htalk.plan``) and tokenised with the model's chat template, replayed through
+   llama.cpp in this process with the server's settings and nothing else, in the order that evaluates the fewest
+   tokens (a token trie: every distinct prefix once, each request's new prompt tokens in one evaluation as a
+   one-slot server must, its answer's tokens one at a time). Measured, not fitted: a prompt's few new tokens
+   evaluate at half the rate of a 512-token batch, and this machine's rates drift by a fifth and more over
+   minutes, so a floor measured minutes away from its job says little. Then (unless ``--once``) the job runs
+   again, its own command with what it cached moved aside, and its floor is measured again: that second run
+   is set against the mean of the floors just before and just after it.
+3. After the jobs, the machine's rates the way llama-bench measures them at a context depth (``-d``): pp512 and
+   tg128 after 0, 1,024, 2,048 and 4,096 tokens of context, fitted per token as a + b * depth; the fitted floor
+   prices the trie's tokens and the decode tokens at their depths with them (every prompt token at pp512's rate:
+   below the replay).
+4. Per job: the wall time (Snakemake's benchmark file) against both floors; where it went, from the server's
+   log: llama.cpp's prompt evaluation, its decoding, the rest of llama.cpp's time per request (sampling), and
+   what lies outside it (start-up, HTTP, the server's and the client's Python, reading and writing files).
 
 Nothing is asserted; the figures go into the README and the issue notes.
 """
@@ -30,6 +33,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -45,7 +49,7 @@ import yaml
 from h2htalk.config import load_config, load_registry, registry_files
 from h2htalk.hardware import available_cores
 from h2htalk.layout import Layout, instances_set
-from h2htalk.llm.calls import ResponseCache
+from h2htalk.llm.calls import ResponseCache, cache_file
 from h2htalk.plan import calls as plan_sessions
 from h2htalk.plan.chain import plan_calls
 
@@ -54,6 +58,9 @@ CONFIGS = [ROOT / "config" / "config.yaml", ROOT / "config" / "local.yaml"]
 DEPTHS = (0, 1024, 2048, 4096)
 # the rules of the main job that run the local model, and the plan's stages whose requests each sends
 JOBS = {"generate": ("generate",), "rubric_judge": ("rubric judge",), "study": ("generate studies", "study judge")}
+JOB_TARGETS = {"generate": "generation_run", "rubric_judge": "judge_run", "study": "study_judge_run"}
+SUBCOMMANDS = {"generate": "generate", "rubric_judge": "rubric-judge", "study": "study"}
+CACHES = {"generate": ("generation",), "rubric_judge": ("rubric_judge",), "study": ("generation", "study_judge")}
 SERVER_LOGS = {"generate": "generations", "rubric_judge": "judge_samples", "study": "studies"}
 PER_REQUEST = re.compile(
     r"prompt eval time =\s+([\d.]+) ms /\s+(\d+) tokens.*?\n\S+\s+eval time =\s+([\d.]+) ms /\s+(\d+) runs.*?\n"
@@ -73,9 +80,6 @@ class Costs:
 
     def decode_seconds(self, count: int, depth_sum: int) -> float:
         return count * self.decode[0] + depth_sum * self.decode[1]
-
-    def at_depth_zero(self) -> Costs:
-        return Costs((self.prompt[0], 0.0), (self.decode[0], 0.0))
 
 
 def machine_costs(model_file: Path, threads: int, flash_attn: bool) -> tuple[Costs, list[tuple[int, float, float]]]:
@@ -133,31 +137,100 @@ def chat_tokens(model_file: Path, sent: list[Sent]) -> list[tuple[list[int], lis
     ]  # fmt: skip
 
 
-def trie_tokens(requests: list[tuple[list[int], list[int]]]) -> tuple[int, int]:
-    """(tokens, sum of their depths) of the fewest prompt tokens a server must evaluate: every distinct prefix of the
-    prompts once. A request's answer is in the trie too: the server decoded it, and a conversation's next turn
-    begins with it (sorted neighbours share the longest prefix any earlier sequence shares)."""
-    count, depths, previous = 0, 0, []
-    for sequence, prompt_length in sorted((prompt + answer, len(prompt)) for prompt, answer in requests):
+@dataclass(frozen=True)
+class Step:
+    """One request in the order that evaluates the fewest tokens: what stays in the engine from the request before,
+    the prompt tokens it evaluates, the answer tokens it decodes one at a time."""
+
+    sequence: list[int]  # the prompt's tokens, then the answer's
+    kept: int  # the prefix the engine still holds from the request before
+    prompt_length: int
+    decodes: int  # single-token evaluations: the answer's tokens
+
+    @property
+    def evaluated(self) -> range:
+        return range(self.kept, self.prompt_length)
+
+    @property
+    def decoded(self) -> range:
+        return range(self.prompt_length, self.prompt_length + self.decodes)
+
+
+def fewest_steps(requests: list[tuple[list[int], list[int], int]], n_ctx: int) -> list[Step]:
+    """The requests (prompt tokens, answer tokens, single-token evaluations) as the fewest evaluations any one-slot
+    engine needs: sorted, so each shares with the one before the longest prefix any earlier one shares (a token
+    trie, every distinct prefix evaluated once). A request's decoded answer is in the engine too, and a
+    conversation's next turn begins with it. At least the prompt's last token is evaluated: its logits give the
+    answer's first token."""
+    steps, previous = [], []
+    for prompt, answer, decodes in sorted(requests):
+        filler = answer or prompt[-1:]  # a re-tokenised answer can be shorter than what the server decoded
+        sequence = (prompt + (filler * (decodes // len(filler) + 1))[:decodes])[: n_ctx - 1]
+        prompt_length = min(len(prompt), len(sequence))
         common = 0
         while common < min(len(sequence), len(previous)) and sequence[common] == previous[common]:
             common += 1
-        evaluated = range(common, max(common, prompt_length))
-        count += len(evaluated)
-        depths += sum(evaluated)
-        previous = sequence
-    return count, depths
+        step = Step(sequence, min(common, prompt_length - 1), prompt_length, len(sequence) - prompt_length)
+        steps.append(step)
+        previous = sequence[: step.prompt_length + step.decodes]
+    return steps
 
 
-def run_engine_jobs(folder: Path, cores: int, overlay: Path, tree: Layout, model: str) -> None:
-    """The main job's engine jobs (and what they need) through the laptop profile, in ``folder``."""
-    targets = [tree.path(kind, model=model) for kind in ("generation_run", "judge_run", "study_judge_run")]
+def replay_seconds(model_file: Path, settings: dict[str, Any], steps: list[Step]) -> tuple[float, float]:
+    """(prompt s, decode s) of ``steps`` through llama.cpp in this process, with the server's settings and nothing
+    else: each request's new prompt tokens in one evaluation (in chunks of n_batch, as the server), its answer's
+    tokens one at a time. The floor of a job, measured in the conditions the job met, minutes after it."""
+    from llama_cpp import Llama
+
+    threads = min(settings["threads"], available_cores())
+    llm = Llama(
+        str(model_file), n_threads=threads, n_threads_batch=threads, n_ctx=settings["n_ctx"], logits_all=False,
+        flash_attn=settings["flash_attn"], verbose=False,
+    )  # fmt: skip
+    llm.eval(steps[0].sequence[:16])  # warm up
+    prompt_s = decode_s = 0.0
+    for step in steps:
+        llm.n_tokens = step.kept
+        start = time.perf_counter()
+        llm.eval(step.sequence[step.kept : step.prompt_length])
+        middle = time.perf_counter()
+        for position in step.decoded:
+            llm.eval(step.sequence[position : position + 1])
+        prompt_s, decode_s = prompt_s + middle - start, decode_s + time.perf_counter() - middle
+    del llm
+    return prompt_s, decode_s
+
+
+def run_engine_job(folder: Path, cores: int, overlay: Path, target: str) -> None:
+    """One of the main job's engine jobs (and what it needs) through the laptop profile, in ``folder``."""
     command = [
-        sys.executable, "-m", "snakemake", *targets, "--snakefile", str(ROOT / "Snakefile"), "--profile",
+        sys.executable, "-m", "snakemake", target, "--snakefile", str(ROOT / "Snakefile"), "--profile",
         str(ROOT / "profiles" / "local"), "--directory", str(folder), "--cores", str(cores),
         "--configfiles", *map(str, CONFIGS), str(overlay),
     ]  # fmt: skip
     subprocess.run(command, check=True, cwd=folder)
+
+
+def rerun_job(folder: Path, job: str, model: str, config: dict[str, Any]) -> float:
+    """``job``'s own command again (as Snakemake ran it, with logs of its own), what it cached moved aside first:
+    as cold as the first time, and the same requests (the answers do not change between two runs in the same
+    order). Its wall seconds."""
+    log = max((folder / ".snakemake" / "log").glob("*.snakemake.log"), key=os.path.getmtime)
+    line = next(
+        line.removeprefix("Shell command: ")
+        for line in log.read_text().splitlines()
+        if line.startswith("Shell command: ") and f" {SUBCOMMANDS[job]} " in line
+    )
+    command = shlex.split(line)
+    for flag in ("--log", "--server-log"):
+        command[command.index(flag) + 1] += ".again"
+    for section in CACHES[job]:
+        cache = cache_file(folder / config[section]["cache_dir"], model)
+        for path in cache.parent.glob(cache.name + "*"):  # the database and its journal files
+            path.rename(path.with_name(path.name + ".first"))
+    start = time.perf_counter()
+    subprocess.run([sys.executable, *command[1:]], check=True, cwd=folder, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
 
 
 @dataclass(frozen=True)
@@ -167,10 +240,17 @@ class Sent:
     messages: list[dict[str, str]]
     answer: str
     completion_tokens: int
+    cut_off: bool  # stopped at its token limit: its last token was sampled, never evaluated
+
+    @property
+    def decodes(self) -> int:
+        """The single-token evaluations the server made: each answer token (llama_cpp.server evaluates a token to
+        sample the next, the end-of-turn token included, which the count leaves out), less one when cut off."""
+        return max(0, self.completion_tokens - self.cut_off)
 
 
-def sent_requests(config: dict[str, Any], folder: Path) -> dict[str, list[Sent]]:
-    """Per job, every distinct request the run sent, rebuilt by the plan, with its answer."""
+def sent_requests(config: dict[str, Any], folder: Path, job: str) -> list[Sent]:
+    """Every distinct request ``job`` sent, rebuilt by the plan, with its answer."""
     by_stage: dict[str, dict[str, list[dict[str, str]]]] = {}
     original = plan_sessions.PlannedCalls.answers
 
@@ -188,18 +268,16 @@ def sent_requests(config: dict[str, Any], folder: Path) -> dict[str, list[Sent]]
     model = config["models"][0]
     sections = {"generate": "generation", "generate studies": "generation", "rubric judge": "rubric_judge",
                 "study judge": "study_judge"}  # fmt: skip
-    jobs = {}
-    for job, stages in JOBS.items():
-        pairs = []
-        for stage in stages:
-            requests = by_stage.get(stage, {})
-            store = ResponseCache(folder / config[sections[stage]]["cache_dir"], model, read_only=True)
-            records = store.get_many(list(requests))
-            store.close()
-            pairs += [Sent(m, records[k]["response"], records[k].get("completion_tokens") or 0)
-                      for k, m in requests.items() if k in records]  # fmt: skip
-        jobs[job] = pairs
-    return jobs
+    pairs = []
+    for stage in JOBS[job]:
+        requests = by_stage.get(stage, {})
+        store = ResponseCache(folder / config[sections[stage]]["cache_dir"], model, read_only=True)
+        records = store.get_many(list(requests))
+        store.close()
+        pairs += [Sent(m, records[k]["response"], records[k].get("completion_tokens") or 0,
+                       records[k].get("finish_reason") == "length")
+                  for k, m in requests.items() if k in records]  # fmt: skip
+    return pairs
 
 
 def job_seconds(tree: Layout, job: str, model: str) -> float:
@@ -217,6 +295,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cores", type=int, default=min(2, available_cores()), help="cores the run is pinned to")
     parser.add_argument("--flash-attn", choices=("on", "off"), default="on")
+    parser.add_argument("--concurrency", type=int, help="requests in flight (generation.concurrency; laptop: 2)")
+    parser.add_argument("--once", action="store_true", help="each job once and one floor after it (half the time)")
     parser.add_argument("--keep", type=Path, help="run in this (new) folder and keep it")
     args = parser.parse_args()
     if args.cores < available_cores():
@@ -226,56 +306,72 @@ def main() -> None:
     config = load_config(CONFIGS)
     model = config["models"][0]
     spec = load_registry(registry_files(config))[model]
-    flash_attn = args.flash_attn == "on"
+    settings = {**spec["llamacpp"], "flash_attn": args.flash_attn == "on"}
     registry = folder / "engine-overlay.yaml"
-    registry.write_text(yaml.safe_dump({model: {"llamacpp": {**spec["llamacpp"], "flash_attn": flash_attn}}}))
+    registry.write_text(yaml.safe_dump({model: {"llamacpp": settings}}))
     overlay = folder / "bench.yaml"
     tracked = {  # the run is in another folder: the tracked files it reads, by absolute path
         "model_registry": str(ROOT / "config" / "models.yaml"),
         "paper": {"table2": str(ROOT / "config/paper/table2.csv"), "table3": str(ROOT / "config/paper/table3.csv")},
         "plan": {"prices": str(ROOT / "config/prices.yaml"), "throughput": str(ROOT / "config/throughput.yaml")},
     }
-    overlay.write_text(yaml.safe_dump({**tracked, "model_registry_overlays": [str(registry)]}))
-    start = time.perf_counter()
-    run_engine_jobs(folder, args.cores, overlay, Layout("results", instances_set(config)), model)
-    run_wall = time.perf_counter() - start
-    os.chdir(folder)  # the config's paths are the run's
-    run_config = load_config([*CONFIGS, overlay])
-    requests = sent_requests(run_config, folder)
-    tree = Layout(str(folder / "results"), instances_set(run_config))
+    client = {"generation": {"concurrency": args.concurrency}} if args.concurrency else {}
+    overlay.write_text(yaml.safe_dump({**tracked, **client, "model_registry_overlays": [str(registry)]}))
+    tree = Layout(str(folder / "results"), instances_set(config))
     model_file = Path(tree.path("model_file", model=model))
-    threads = min(spec["llamacpp"]["threads"], available_cores())
-    costs, rates = machine_costs(model_file, threads, flash_attn)
-    print(f"model {model}: {threads} thread(s) on {args.cores} core(s), flash attention {args.flash_attn}; "
-          f"engine jobs and what they need: {run_wall:.0f} s")  # fmt: skip
+    rows = []
+    start = time.perf_counter()
+    for job, target in JOB_TARGETS.items():
+        run_engine_job(folder, args.cores, overlay, Layout("results", instances_set(config)).path(target, model=model))
+        cwd = Path.cwd()
+        os.chdir(folder)  # the config's paths are the run's
+        try:
+            run_config = load_config([*CONFIGS, overlay])
+            pairs = sent_requests(run_config, folder, job)
+        finally:
+            os.chdir(cwd)
+        tokens = chat_tokens(model_file, pairs)
+        steps = fewest_steps(
+            [(prompt, answer, r.decodes) for (prompt, answer), r in zip(tokens, pairs, strict=True)],
+            settings["n_ctx"],
+        )
+        floors = [replay_seconds(model_file, settings, steps)]  # right after the job
+        again = None
+        if not args.once:  # the job again, then its floor again: the second run sits between two floors
+            again = rerun_job(folder, job, model, run_config)
+            floors.append(replay_seconds(model_file, settings, steps))
+        rows.append((job, pairs, tokens, steps, floors, again))
+    run_wall = time.perf_counter() - start
+    threads = min(settings["threads"], available_cores())
+    costs, rates = machine_costs(model_file, threads, settings["flash_attn"])
+    in_flight = args.concurrency or config["generation"]["concurrency"]
+    print(f"model {model}: {threads} thread(s) on {args.cores} core(s), flash attention {args.flash_attn}, "
+          f"generation.concurrency {in_flight}; the jobs, what they need and the floors: {run_wall:.0f} s")  # fmt: skip
     print("machine (llama-bench's pp512 / tg128 at a context depth, tokens/s): " + "; ".join(
         f"d{d} {pp:.1f} / {tg:.1f}" for d, pp, tg in rates))  # fmt: skip
     print(
-        "\n| job | requests | prompt tokens sent / evaluated / fewest | decode tokens | wall s | floor s (prompt + "
-        "decode) | wall / floor | floor at depth 0 s | llama.cpp prompt / decode / rest s | outside llama.cpp s |"
+        "\n| job | requests | prompt tokens sent / evaluated / fewest | decode tokens | wall s: first, again "
+        "| floor s (prompt + decode): after the first, after again | wall / floor: first, again "
+        "| fitted floor s | llama.cpp prompt / decode / rest s | outside llama.cpp s |"
     )
     print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
-    for job, pairs in requests.items():
-        tokens = chat_tokens(model_file, pairs)
-        fewest, depth_sum = trie_tokens(tokens)
-        decode = sum(r.completion_tokens for r in pairs)
-        decode_depths = sum(
-            sum(range(len(prompt), len(prompt) + r.completion_tokens))
-            for (prompt, _), r in zip(tokens, pairs, strict=True)
+    for job, pairs, tokens, steps, floors, again in rows:
+        fewest = sum(len(step.evaluated) for step in steps)
+        fitted = costs.prompt_seconds(fewest, sum(sum(step.evaluated) for step in steps)) + costs.decode_seconds(
+            sum(step.decodes for step in steps), sum(sum(step.decoded) for step in steps)
         )
-        floor_prompt = costs.prompt_seconds(fewest, depth_sum)
-        floor_decode = costs.decode_seconds(decode, decode_depths)
-        floor = floor_prompt + floor_decode
-        flat = costs.at_depth_zero()
-        floor_zero = flat.prompt_seconds(fewest, 0) + flat.decode_seconds(decode, 0)
         served = server_requests(tree, job, model)
         prompt_s, decode_s, total_s = (sum(r[i] for r in served) / 1000 for i in (0, 2, 4))
         wall = job_seconds(tree, job, model)
+        totals = [sum(floor) for floor in floors]
+        walls, ratios = f"{wall:.1f}", f"{wall / totals[0]:.2f}x"
+        if again is not None:  # the second run against the mean of the floors before and after it
+            walls, ratios = f"{walls}, {again:.1f}", f"{ratios}, {again / (sum(totals) / 2):.2f}x"
         print(
             f"| {job} | {len(pairs)} | {sum(len(p) for p, _ in tokens)} / {sum(r[1] for r in served)} / {fewest} "
-            f"| {decode} "
-            f"| {wall:.1f} | {floor:.1f} ({floor_prompt:.1f} + {floor_decode:.1f}) | {wall / floor:.2f}x "
-            f"| {floor_zero:.1f} | {prompt_s:.1f} / {decode_s:.1f} / {total_s - prompt_s - decode_s:.1f} "
+            f"| {sum(r.completion_tokens for r in pairs)} | {walls} "
+            f"| {', '.join(f'{sum(f):.1f} ({f[0]:.1f} + {f[1]:.1f})' for f in floors)} | {ratios} "
+            f"| {fitted:.1f} | {prompt_s:.1f} / {decode_s:.1f} / {total_s - prompt_s - decode_s:.1f} "
             f"| {wall - total_s:.1f} |"
         )
     if not args.keep:

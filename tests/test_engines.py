@@ -131,6 +131,29 @@ def test_the_test_engine_runs_through_generation(loopback, tmp_path):
     assert loopback.started == 1  # everything cached: no server started
 
 
+def test_a_job_sends_a_server_it_starts_no_more_requests_at_once_than_it_works_on(tmp_path):
+    """generation.concurrency is what a batching engine gets at once; a server of the job's own that works on one
+    request at a time (llama_cpp.server) gets one, whatever the setting: a request queued there gains nothing, and
+    the server would answer it on another thread, whose idle OpenMP team then spins beside the one decoding."""
+    in_flight = {}
+    for engine in (Loopback(), OneSlot()):
+        with registered(engine):
+            entry = {**ENTRY, "loopback": {"delay_s": 0.05}}
+            spec = load_registry(write_registry(tmp_path / "models.yaml", echo=entry))["echo"]
+            files = []
+            for variant in VARIANTS:
+                path = tmp_path / "prompts" / variant / "dialogue_base.jsonl"
+                write_prompts(demo_instances("dialogue_base"), variant, path)
+                out = tmp_path / type(engine).__name__ / variant / "dialogue_base.jsonl"
+                files.append(PromptFile(variant, "dialogue_base", path, out))
+            generation = {"cache_dir": str(tmp_path / type(engine).__name__ / "cache"), "concurrency": 4}
+            settings = GenerationSettings.from_config(default_config({"generation": generation}))
+            summary = generate_model(spec, files, settings, EngineOptions(settings.client, settings.seed))
+            assert summary["sent"] == 6
+            in_flight[type(engine).__name__] = engine.api.stats.max_in_flight
+    assert in_flight["Loopback"] > 1 and in_flight["OneSlot"] == 1
+
+
 def test_a_one_slot_engine_takes_each_conversation_to_its_end_before_the_next(tmp_path):
     """A server that works on one request at a time keeps only the last request's tokens: its conversations go one
     after another (after every first turn), so each turn finds its conversation's earlier turns still there; the

@@ -145,13 +145,14 @@ async def _send(
     client: ClientSettings,
     label: str,
     limiter: RateLimiter | None,
+    concurrency: int,
     terminal: bool = True,
 ) -> None:
     chat = ChatClient(
         endpoint.base_url,
         endpoint.model,
         api_key=endpoint.api_key,
-        concurrency=client.concurrency,
+        concurrency=concurrency,
         timeout_s=client.timeout_s,
         retry=retry_policy(client),
         limiter=limiter,
@@ -241,6 +242,7 @@ class ModelCalls:
         self.client = engines.client
         self._cache = ResponseCache(cache_dir, spec["name"])
         engine = engine_of(spec)
+        self._slots = engine.slots
         self._limiter = limiter_for(engine.provider(spec), self.client.rate_limits)
         self._batch_limits = engine.batch_limits(spec) if batch else None
         if batch and self._batch_limits is None:
@@ -301,7 +303,10 @@ class ModelCalls:
                 if self._batch_state and self._batch_limits:
                     asyncio.run(self._send_batches(endpoint, missing))
                 else:
-                    asyncio.run(_send(endpoint, missing, self._keep, self.client, self.label, self._limiter, terminal))
+                    concurrency = self._in_flight()
+                    asyncio.run(
+                        _send(endpoint, missing, self._keep, self.client, self.label, self._limiter, concurrency, terminal)
+                    )
             except EndpointError as exc:
                 raise EndpointError(
                     f"model {self.spec['name']}: {exc} (the endpoint refuses every request: check its URL, the model"
@@ -322,6 +327,15 @@ class ModelCalls:
         records = {key: final_answer(record, self.spec) for key, record in records.items()}
         self.failed.update({unique[k].item_id: r["failure"] for k, r in records.items() if r.get("failure")})
         return records
+
+    def _in_flight(self) -> int:
+        """Requests in flight: ``generation.concurrency``, but no more than the slots of a server the job started
+        itself. A request queued at llama_cpp.server gains nothing, and the server then answers on another of its
+        threads, whose OpenMP team spins beside the one decoding: about a fifth slower on 2 cores
+        (benchmarks/local_engine.py)."""
+        if self._endpoint is None and self._slots is not None:
+            return min(self.client.concurrency, self._slots)
+        return self.client.concurrency
 
     async def _send_batches(self, endpoint: Endpoint, missing: list[ChatRequest]) -> None:
         assert self._batch_state and self._batch_limits
