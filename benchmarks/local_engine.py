@@ -226,8 +226,11 @@ def rerun_job(folder: Path, job: str, model: str, config: dict[str, Any]) -> flo
         command[command.index(flag) + 1] += ".again"
     for section in CACHES[job]:
         cache = cache_file(folder / config[section]["cache_dir"], model)
-        for path in cache.parent.glob(cache.name + "*"):  # the database and its journal files
-            path.rename(path.with_name(path.name + ".first"))
+        aside = cache.parent / f"before-{job}-again"
+        aside.mkdir(exist_ok=True)
+        for suffix in ("", "-wal", "-shm", "-journal"):  # the database and its journal files
+            if (path := cache.with_name(cache.name + suffix)).exists():
+                path.rename(aside / path.name)
     start = time.perf_counter()
     subprocess.run([sys.executable, *command[1:]], check=True, cwd=folder, stdout=subprocess.DEVNULL)
     return time.perf_counter() - start

@@ -303,9 +303,11 @@ class ModelCalls:
                 if self._batch_state and self._batch_limits:
                     asyncio.run(self._send_batches(endpoint, missing))
                 else:
-                    concurrency = self._in_flight()
+                    in_flight = self._in_flight()
                     asyncio.run(
-                        _send(endpoint, missing, self._keep, self.client, self.label, self._limiter, concurrency, terminal)
+                        _send(
+                            endpoint, missing, self._keep, self.client, self.label, self._limiter, in_flight, terminal
+                        )
                     )
             except EndpointError as exc:
                 raise EndpointError(

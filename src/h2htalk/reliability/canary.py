@@ -101,5 +101,5 @@ def drift_notes(canary_file: str | Path, role: str = RUBRIC) -> list[str]:
     return [
         f"The {name} changed: its drift canary agrees with the previous run's at Krippendorff's alpha "
         f"{comparison['alpha']:.2f} (below {comparison['min_alpha']:g}; {comparison['compared']} texts), so its "
-        "scores are not comparable with earlier runs' (paper_figures/judge_reliability.md)."
+        "scores are not comparable with earlier runs' (judge_reliability.md, beside this table)."
     ]

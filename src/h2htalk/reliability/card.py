@@ -198,7 +198,7 @@ def verdict_words(evidence: JudgeEvidence, bootstrap: BootstrapSettings) -> str:
         parts.append(f"Its agreement with its own samples (Krippendorff's alpha): {shown}.")
     rated = [row for row in evidence.people or [] if row["ratings"]]
     if evidence.people is None:
-        parts.append("No agreement report was read (paper_figures/agreement.csv): agreement with people not shown.")
+        parts.append("No agreement report was read (agreement.csv, beside this card): agreement with people not shown.")
     elif not rated:
         parts.append(f"People have not rated its {WHAT_IS_JUDGED[evidence.role]} yet: no agreement with people.")
     else:
