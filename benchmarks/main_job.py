@@ -6,13 +6,14 @@ Copies the workflow into an empty folder (no outputs, no caches, no Snakemake st
 ``snakemake --profile profiles/local`` there (with ``upstream_dir`` set, for machines that cannot reach
 GitHub), then runs it again to time a no-op rerun. Prints both wall times, the size of the cold run's terminal
 output, the 10 most expensive jobs and the time per rule, from the ``benchmark:`` file every rule writes under
-``results/benchmarks/``. Figures go into the issue note; nothing is asserted.
+the set's ``benchmarks/`` folder. Nothing is asserted.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import re
 import shutil
 import subprocess
 import sys
@@ -68,8 +69,12 @@ def main() -> None:
         if run.returncode != 0:
             sys.exit(f"the main job failed ({run.returncode}):\n{terminal[-4000:]}")
         start = time.perf_counter()
-        subprocess.run(command, cwd=work, check=True, capture_output=True, text=True)
+        again = subprocess.run(
+            command, cwd=work, check=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
         rerun = time.perf_counter() - start
+        # a no-op rerun runs nothing; if it did, say which jobs
+        reran = next((line for line in again.stdout.splitlines() if re.match(r"\d+ jobs: ", line)), "nothing")
         laptop = load_config([ROOT / "config" / "config.yaml", ROOT / "config" / "local.yaml"])
         jobs = job_seconds(work / Layout("results", instances_set(laptop)).path("benchmarks"))
         if args.keep:
@@ -81,7 +86,7 @@ def main() -> None:
         rules[rule_of(job)] += seconds
         counts[rule_of(job)] += 1
     print(f"main job, cold: {minutes(wall)} ({len(jobs)} jobs, {minutes(sum(jobs.values()))} of job time)")
-    print(f"no-op rerun: {rerun:.1f} s")
+    print(f"no-op rerun: {rerun:.1f} s, ran {reran}")
     size = f"{len(terminal.splitlines())} lines, {len(terminal.encode()) / 1000:.0f} KB"
     print(f"terminal output of the cold run: {size}\n")
     print("| the 10 most expensive jobs | time |\n|---|---|")

@@ -5,7 +5,7 @@
 Copies the workflow into a temporary folder (no outputs, no Snakemake state), runs
 ``snakemake --profile profiles/local table1`` there, and prints its wall time, then the time of each stage
 run on its own through the ``h2htalk`` command (person-name detection, jieba's part-of-speech tagger, is
-most of curation; it is also timed switched off). Figures go into the issue note; nothing is asserted.
+most of curation; it is also timed switched off). Nothing is asserted.
 """
 
 from __future__ import annotations
