@@ -1,6 +1,7 @@
 # H2HTalk study workflow. Laptop default: snakemake --profile profiles/local
 # Paper study on a SLURM GPU cluster:      snakemake --profile profiles/slurm
-import re
+# Every stage is one entry of the stage table (src/h2htalk/stages/table.py) and one rule made from it
+# (workflow/rules/stages.smk); what is written here are the targets.
 import sys
 from pathlib import Path
 
@@ -29,62 +30,7 @@ config.update(_validated)
 
 
 include: "workflow/rules/common.smk"
-
-
-wildcard_constraints:
-    subtask="|".join(SUBTASK_KEYS),
-    variant="|".join(ALL_VARIANTS),
-    model="|".join(map(re.escape, REGISTRY)),
-    embedder="|".join(map(re.escape, config["embedders"])),
-    study="|".join(STUDIES),
-    figure="|".join(FIGURES),
-
-
-# Small steps run where Snakemake runs (on a cluster: the submit host, which also has the network the data
-# stage needs); jobs that run a model or an embedder are submitted.
-localrules:
-    fetch,
-    prefetch_model,
-    prefetch_embedder,
-    curate,
-    curation_report,
-    instances,
-    instances_review,
-    prompt_messages,
-    study_inputs,
-    provision_model,
-    baseline_answers,
-    combine_j,
-    review_queue,
-    provenance,
-    table1,
-    table2,
-    table3,
-    agreement,
-    calibration,
-    figure,
-    fig7,
-    results_json,
-    leaderboard,
-    every_eval_ever,
-    viewer,
-    judge_reliability,
-    plan,
-
-
-include: "workflow/rules/data.smk"
-include: "workflow/rules/instances.smk"
-include: "workflow/rules/prompts.smk"
-include: "workflow/rules/generation.smk"
-include: "workflow/rules/scoring.smk"
-include: "workflow/rules/judge.smk"
-include: "workflow/rules/studies.smk"
-include: "workflow/rules/provenance.smk"
-include: "workflow/rules/tables.smk"
-include: "workflow/rules/figures.smk"
-include: "workflow/rules/export.smk"
-include: "workflow/rules/reliability.smk"
-include: "workflow/rules/plan.smk"
+include: "workflow/rules/stages.smk"
 
 
 rule all:
@@ -93,15 +39,58 @@ rule all:
         rules.table1.output,
         rules.curation_report.output,
         rules.table2.output,
-        rules.fig4.input,
-        rules.fig5.input,
-        rules.fig6.input,
         rules.table3.output,
         rules.agreement.output,
         rules.fig7.output,
-        calibration_targets(),
-        instance_review_targets(),
         rules.results_json.output,
         rules.leaderboard.output,
         rules.viewer.output,
-        reliability_targets(),
+        expand(rules.figure.output, figure=["fig4_wordcloud", "fig5_verb_noun", "fig6_lengths"]),
+        # calibration needs the chance floor and the oracle among the baselines
+        rules.calibration.output
+        if {"baseline-random-reference", "baseline-oracle"} <= set(config["baselines"])
+        else [],
+        # the instances' review queue, when instances are reconstructed
+        rules.instances_review.output
+        if config["instances"]["source"] == "reconstructed"
+        else [],
+        # the judges' reliability card, when every run makes it
+        rules.judge_reliability.output if config["judge_reliability"]["every_run"] else [],
+
+
+# Named targets of more than one job (a stage's own rule is the target of its outputs: snakemake table2).
+rule fig4:
+    input:
+        expand(rules.figure.output, figure="fig4_wordcloud"),
+
+
+rule fig5:
+    input:
+        expand(rules.figure.output, figure="fig5_verb_noun"),
+
+
+rule fig6:
+    input:
+        expand(rules.figure.output, figure="fig6_lengths"),
+
+
+rule prompts:
+    input:
+        expand(rules.prompt_messages.output, variant=RUN.variants, subtask=RUN.subtasks),
+
+
+rule generations:
+    input:
+        expand(rules.generate.output.summary, model=RUN.models),
+        expand(rules.baseline_answers.output.summary, model=RUN.baselines),
+
+
+rule scores:
+    input:
+        expand(rules.score.output.summaries, model=RUN.run_models, embedder=RUN.embedders),
+
+
+rule reconstruct:
+    input:
+        rules.reconstruct_instances.output.reports,
+        rules.instances_review.output,

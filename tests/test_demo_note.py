@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from h2htalk.cli import command_reads
-from h2htalk.cli.run_notes import run_notes
+from h2htalk.instances.sources import run_notes
 from h2htalk.config import default_config
 from h2htalk.io import write_json_atomic, write_jsonl_atomic
 from h2htalk.tables.calibration import write_calibration

@@ -38,7 +38,7 @@ def build(tmp_path: Path) -> tuple[Layout, Path]:
     ]
     for name in ("table2.csv", "table2.md", "table2_heatmap.png", "table1.csv"):
         (figures / name).write_text(name, encoding="utf-8")
-    write_table_meta(figures / "table2", "results/provenance.json", inputs)
+    write_table_meta(figures / "table2.meta.json", "results/provenance.json", inputs)
     return results, figures
 
 
@@ -85,7 +85,7 @@ def test_a_stale_bundle_is_removed_with_its_folder(tmp_path, monkeypatch):
     answers = results.generations(Cell(MODEL, "sap", "dialogue_base"))
     (figures / "viewer" / "data").mkdir(parents=True)
     (figures / "viewer" / "data" / "run.js").write_text("H2H.run({});", encoding="utf-8")
-    write_table_meta(figures / "viewer", "results/provenance.json", [answers])
+    write_table_meta(figures / "viewer.meta.json", "results/provenance.json", [answers])
     Path(answers).write_text("edited", encoding="utf-8")
     stale = stale_results(result_graph(CONFIG, results), figures)
     assert stale["paper_figures/viewer.meta.json"] == f"made from {answers}, which has changed since"

@@ -313,7 +313,7 @@ def test_a_j_summary_without_readings_is_an_error_not_a_silent_j(tmp_path):
 
 
 def test_table2_notes_name_a_model_under_test_that_also_reconstructed_or_judged():
-    from h2htalk.cli.tables import shared_roles
+    from h2htalk.tables.table2_files import shared_roles
     from h2htalk.config import default_config
 
     paper = default_config(

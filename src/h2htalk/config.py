@@ -224,6 +224,7 @@ def _cross_checks(config: dict[str, Any], registry_names: bool) -> list[str]:
 def settings_hash(config: Mapping[str, Any], sections: Sequence[str], entries: Sequence[Mapping[str, Any]] = ()) -> str:
     """What reruns a job when it changes: the config ``sections`` its command reads and the registry ``entries``
     of the models it runs, without what only places a job (``cluster``, an embedder's ``gpus``)."""
+    sections = [*config, *(s for s in sections if s.startswith("-"))] if "*" in sections else sections
     chosen = settings_view(config, [key for key in sections if key != "cluster"])
     for spec in chosen.get("embedders", {}).values():
         spec.pop("gpus", None)
@@ -240,15 +241,24 @@ def write_resolved(config: Mapping[str, Any], path: str | os.PathLike[str]) -> N
 
 
 def settings_view(config: Mapping[str, Any], sections: Sequence[str]) -> dict[str, Any]:
-    """Only the ``sections`` a command declares it reads (top-level keys, or dotted paths to keys inside one):
-    reading anything else is an error, never a setting that changes without rerunning the command's jobs."""
+    """Only the ``sections`` a stage declares it reads (top-level keys, or dotted paths to keys inside one; ``*``:
+    everything; ``-key``: a key of a section read whole left out): reading anything else is an error, never a
+    setting that changes without rerunning the stage's jobs. A key added to a section read whole is read."""
+    if "*" in sections:
+        return copy.deepcopy(dict(config))
     view: dict[str, Any] = {}
-    for section in sections:
+    for section in (s for s in sections if not s.startswith("-")):
         *parents, leaf = section.split(".")
         source, target = config, view
         for part in parents:
             source, target = source[part], target.setdefault(part, {})
         target[leaf] = copy.deepcopy(source[leaf])
+    for left_out in (s[1:] for s in sections if s.startswith("-")):
+        *parents, leaf = left_out.split(".")
+        node = view
+        for part in parents:
+            node = node[part]
+        node.pop(leaf)
     return view
 
 

@@ -240,7 +240,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 def report(figures: Path, config: Mapping[str, Any], name: str) -> list[str]:
     """The model's Table 2 rows beside the baselines', with CIs and ranks, from the tables the workflow wrote in
     ``figures``; then the paper's published rows, or why they are not comparable."""
-    from h2htalk.cli.run_notes import run_notes
+    from h2htalk.instances.sources import run_notes
     from h2htalk.tables.table2 import column_names, column_order
 
     table = read_csv(figures / "table2.csv")

@@ -2,9 +2,10 @@
 
 Snakemake does not rebuild a missing intermediate file when the files made from it are present and newer: after
 a job failed (its outputs removed) or a forced job was killed, a plain rerun says "nothing to be done" while the
-tables still show numbers whose inputs are gone. Every result of a run has one address (``h2htalk.layout``), so
-the chain of each cell is known: instances -> prompts -> answers -> scores, judge samples -> J, and the tables
-record the checksum of every input they read. A result is stale when something it was made from is missing or
+tables still show numbers whose inputs are gone. Every result of a run has one address (``h2htalk.layout``) and
+every stage declares its files cell by cell (``h2htalk.stages.table``), so the chain of each cell is known:
+instances -> prompts -> answers -> scores, judge samples -> J; and the tables record the checksum of every input
+they read. A result is stale when something it was made from is missing or
 stale, and a table also when an input's checksum is not the one it recorded. Removing the stale results makes
 the next run rebuild them, and everything missing under them, from the caches.
 """
@@ -17,7 +18,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from h2htalk.cells import RunCells
 from h2htalk.io import read_json, sha256_file
 from h2htalk.layout import Layout
 
@@ -25,41 +25,24 @@ Graph = dict[str, list[str]]  # a result -> what it is made from
 
 
 def result_graph(config: dict[str, Any], results: Layout) -> Graph:
-    """What each result of the configured run is made from, cell by cell."""
-    run = RunCells(config)
+    """What each result of the configured run is made from, cell by cell: for every job of every stage in the
+    stage table, each output it declares per cell is made from the inputs it declares per cell, of the same cell."""
+    from h2htalk.stages.spec import Each, Scope
+    from h2htalk.stages.table import STAGES
+
+    scope = Scope(config, results)
     graph: Graph = {}
-    for model in run.run_models:
-        for cell in run.benchmark(model):
-            prompts = results.prompts(cell.variant, cell.task)
-            graph[prompts] = [results.references(cell.variant, cell.task)]
-            graph[results.generations(cell)] = [prompts]
-        for embedder in run.embedders:
-            for cell in run.scoring(model, embedder):
-                _scored(graph, results, cell)
-    for model in run.study_models:
-        for cell in run.studies(model):
-            answers = results.generations(cell)
-            graph[answers] = [results.prompts(cell.variant, cell.task)]
-            graph[results.verdicts(cell)] = [answers, results.references(cell.variant, cell.task)]
-    for embedder in run.embedders:
-        for cell in run.study_scoring(embedder):
-            _scored(graph, results, cell)
-    for model in run.judged_models:
-        for cell in run.judged(model):
-            samples = results.judge_samples(cell)
-            graph[samples] = [results.generations(cell), results.prompts(cell.variant, cell.task)]
-            for embedder in run.embedders:
-                scored = cell.scored_by(embedder)
-                for combined in (results.j_items(scored), results.j_summary(scored)):
-                    graph[combined] = [results.score_items(scored), samples]
+    for stage in STAGES:
+        made = [spec for spec in stage.outputs.values() if isinstance(spec, Each)]
+        sources = [spec for spec in stage.inputs.values() if isinstance(spec, Each)]
+        if not (made and sources):
+            continue
+        for labels in stage.jobs(scope.run):
+            for cell in stage.cells(scope.run, labels):
+                inputs = list(dict.fromkeys(spec.of(scope, cell) for spec in sources))
+                for spec in made:
+                    graph[spec.of(scope, cell)] = inputs
     return graph
-
-
-def _scored(graph: Graph, results: Layout, cell: Any) -> None:
-    """A scored cell's items and summary are made from its answers and references."""
-    answers, references = results.generations(cell), results.references(cell.variant, cell.task)
-    for scored in (results.score_items(cell), results.score_summary(cell)):
-        graph[scored] = [answers, references]
 
 
 def stale_results(graph: Graph, figures: str | os.PathLike[str]) -> dict[str, str]:

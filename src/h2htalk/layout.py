@@ -123,15 +123,29 @@ class Layout:
     """Paths of the results tree under ``root`` (``results`` in the workflow), for the instance set
     ``instance_set`` (None: one set at the root)."""
 
-    def __init__(self, root: str = "results", instance_set: str | None = None) -> None:
+    def __init__(self, root: str = "results", instance_set: str | None = None, figures: str | None = None) -> None:
         self.root = PurePosixPath(root)
         self.instance_set = instance_set
+        self._figures = figures  # the tables folder, where it is not the set's under paper_figures/
+        self._borrowed: tuple[Layout, frozenset[str]] | None = None
 
     def for_set(self, instance_set: str | None) -> Layout:
-        return Layout(str(self.root), instance_set)
+        return Layout(str(self.root), instance_set, self._figures)
+
+    def with_figures(self, figures: str | None) -> Layout:
+        return Layout(str(self.root), self.instance_set, figures)
+
+    def reading(self, other: Layout, kinds: frozenset[str]) -> Layout:
+        """This tree, with the results of ``kinds`` at their paths in ``other`` (a plan's scratch tree reads the
+        run's curated references and model files)."""
+        layout = Layout(str(self.root), self.instance_set, self._figures)
+        layout._borrowed = (other, kinds)
+        return layout
 
     def pattern(self, kind: str) -> str:
         """The path pattern of ``kind`` under the root, with its labels as ``{fields}`` (Snakemake's wildcards)."""
+        if self._borrowed and kind in self._borrowed[1]:
+            return self._borrowed[0].pattern(kind)
         return str(
             self.root / PATTERNS[kind] if kind in SHARED_KINDS else PurePosixPath(self.set_root) / PATTERNS[kind]
         )
@@ -144,6 +158,8 @@ class Layout:
     @property
     def figures(self) -> str:
         """The folder of the set's tables and figures."""
+        if self._figures is not None:
+            return self._figures
         return FIGURES if self.instance_set is None else f"{FIGURES}/{self.instance_set}"
 
     def figure(self, name: str) -> str:
@@ -187,6 +203,12 @@ class Layout:
         if task in STUDIES:
             return self.path("study_items", study=task, variant=variant)
         return self.path("instances", subtask=task)
+
+    def cell_path(self, kind: str, cell: Cell) -> str:
+        """A cell's result of ``kind``: one of the methods above, or ``prompts`` and ``references`` of its task."""
+        if kind in ("prompts", "references"):
+            return getattr(self, kind)(cell.variant, cell.task)
+        return getattr(self, kind)(cell)
 
     # --- and back -----------------------------------------------------------------------------------------
 

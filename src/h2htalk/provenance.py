@@ -72,16 +72,15 @@ def input_record(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def write_table_meta(
-    out_prefix: str | os.PathLike[str], provenance: str | os.PathLike[str], inputs: list[str | os.PathLike[str]]
+    path: str | os.PathLike[str], provenance: str | os.PathLike[str], inputs: list[str | os.PathLike[str]]
 ) -> Path:
-    """``<out>.meta.json``: the run's provenance file (and its hash) and the checksum of every input."""
-    prefix = Path(out_prefix)
+    """A table's ``.meta.json`` at ``path``: the run's provenance file (and its hash) and the checksum of every
+    input."""
     meta = {
         "provenance": str(provenance),
         "provenance_sha256": sha256_file(provenance),
         "git_revision": read_json(provenance)["git"]["revision"],
         "inputs": [input_record(p) for p in inputs],
     }
-    path = prefix.with_name(prefix.name + ".meta.json")
     write_json_atomic(path, meta)
-    return path
+    return Path(path)

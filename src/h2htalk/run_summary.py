@@ -79,7 +79,7 @@ def products(folder: Path, started: float) -> list[Line]:
 
 
 def warnings(config: dict[str, Any], folder: Path) -> list[str]:
-    from h2htalk.cli.run_notes import run_notes
+    from h2htalk.instances.sources import run_notes
 
     return [*run_notes(config), *roles_under_test(config), *table2_gaps(folder / "table2.csv"),
             *judge_card(folder / "judge_reliability.md")]  # fmt: skip

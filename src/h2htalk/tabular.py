@@ -21,6 +21,7 @@ import pandas as pd
 from h2htalk.io import write_text_atomic
 
 FLOAT_FORMAT = "{:.2f}"
+Files = Mapping[str, "str | os.PathLike[str]"]  # a table's files by name (csv, md, tex, ...), as its stage declares
 
 
 def records_frame(records: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
@@ -137,7 +138,7 @@ def latex_text(
 
 def write_table(
     frame: pd.DataFrame,
-    prefix: str | os.PathLike[str],
+    files: Files,
     *,
     caption: str,
     label: str,
@@ -147,14 +148,13 @@ def write_table(
     float_format: str = FLOAT_FORMAT,
     csv: bool = True,
 ) -> None:
-    """``prefix``.csv (unless ``csv`` is False: a table whose CSV holds more, e.g. CIs, writes it itself),
-    ``prefix``.md and ``prefix``.tex, each atomically."""
-    prefix = Path(prefix)
+    """The table's ``csv`` (unless ``csv`` is False: a table whose CSV holds more, e.g. CIs, writes it itself),
+    ``md`` and ``tex`` files (named in ``files``), each atomically."""
     if csv:
-        write_csv(frame, prefix.with_suffix(".csv"), float_format=float_format)
+        write_csv(frame, files["csv"], float_format=float_format)
     md = markdown_text(frame, caption=caption, notes=notes, footer=footer, float_format=float_format)
-    write_text_atomic(prefix.with_suffix(".md"), md)
+    write_text_atomic(files["md"], md)
     tex = latex_text(
         frame, caption=caption, label=label, notes=notes, marks=marks, footer=footer, float_format=float_format
     )
-    write_text_atomic(prefix.with_suffix(".tex"), tex)
+    write_text_atomic(files["tex"], tex)

@@ -1,8 +1,9 @@
-"""The ``h2htalk`` command: every workflow stage as sub-commands, usable without Snakemake.
+"""The ``h2htalk`` command: every workflow stage as a sub-command (made from the stage table), usable without
+Snakemake, and the commands around them: eval, score-upstream, the review desk, validate-config.
 
-Each stage's module registers its sub-commands next to their handlers. A handler parses its arguments,
-builds settings from the configuration (``--config``; defaults from the schema), calls one function of its
-stage, and prints one line. Errors are one line naming the file, line or key, with exit status 2.
+A stage's command reads the settings its stage declares (``--config``; defaults from the schema), resolves its
+files from the table, calls the stage's function and prints one line. Errors are one line naming the file, line
+or key, with exit status 2.
 """
 
 from __future__ import annotations
@@ -15,30 +16,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from h2htalk import progress
-from h2htalk.cli import (
-    data,
-    evaluate,
-    export,
-    figures,
-    generation,
-    instances,
-    judge,
-    plan,
-    prompts,
-    provenance,
-    reliability,
-    review,
-    scoring,
-    studies,
-    tables,
-)
+from h2htalk.cli import evaluate, review, stages, tools
 from h2htalk.cli.options import resolve_instance_set
 from h2htalk.errors import H2HTalkError
 
-STAGES = (
-    data, instances, prompts, generation, scoring, judge, studies, tables, figures, export, provenance, review,
-    reliability, plan, evaluate,
-)  # fmt: skip
+COMMANDS = (stages, tools, review, evaluate)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,15 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--log", type=Path, help="write the full log here; the terminal then shows progress, the summary and errors"
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for stage in STAGES:
-        stage.register(sub)
+    for commands in COMMANDS:
+        commands.register(sub)
     return parser
-
-
-def command_reads() -> dict[str, tuple[str, ...]]:
-    """Sub-command -> the config sections it reads (what reruns its jobs when they change)."""
-    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    return {name: parser.get_default("reads") for name, parser in sub.choices.items()}
 
 
 def _stop_on_signal(signum: int, frame: object) -> None:

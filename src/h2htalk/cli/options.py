@@ -63,6 +63,7 @@ def add_results(parser: argparse.ArgumentParser) -> None:
         " its tables under paper_figures/NAME/, beside other sets' (the workflow passes it; default: the one set"
         " under DIR/sets/, or none: DIR/ and paper_figures/)",
     )  # fmt: skip
+    parser.add_argument("--figures", metavar="DIR", help="the tables folder (default: paper_figures/[SET/])")
 
 
 def _only_set(results: Layout) -> str | None:
@@ -90,7 +91,7 @@ def resolve_instance_set(args: argparse.Namespace) -> None:
     default the one set the tree holds)."""
     results = getattr(args, "results", None)
     if isinstance(results, Layout):
-        results = args.results = results.for_set(args.instance_set or _only_set(results))
+        results = args.results = results.for_set(args.instance_set or _only_set(results)).with_figures(args.figures)
     figures = results.figures if isinstance(results, Layout) else FIGURES
     for dest, value in vars(args).items():
         if isinstance(value, InFigures):
@@ -116,6 +117,11 @@ def overrides(parser: argparse.ArgumentParser, **keys: str) -> None:
 
 def load_config(args: argparse.Namespace) -> dict[str, Any]:
     """The sections this command reads, from its validated configuration: files, then override flags."""
+    return settings_view(full_config(args), args.reads)
+
+
+def full_config(args: argparse.Namespace) -> dict[str, Any]:
+    """The command's validated configuration: its ``--config`` files, then its override flags."""
     flagged: dict[str, Any] = {}
     for dest, key in (getattr(args, OVERRIDES, None) or {}).items():
         value = getattr(args, dest, None)
@@ -125,9 +131,9 @@ def load_config(args: argparse.Namespace) -> dict[str, Any]:
             for part in parents:
                 node = node.setdefault(part, {})
             node[leaf] = value
-    raw = merge_layers(args.config)
+    raw = merge_layers(getattr(args, "config", []))
     deep_update(raw, flagged)
-    return settings_view(validate_config(raw), args.reads)
+    return validate_config(raw)
 
 
 def registry_entry(config: dict[str, Any], name: str, results: Layout | None = None) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from h2htalk.people.consensus import majority
 from h2htalk.ratings import NEED_VERDICTS, Rating, known_items, read_ratings
 from h2htalk.scoring.bootstrap import bootstrap_mean_ci
 from h2htalk.settings import BootstrapSettings
-from h2htalk.tabular import records_frame, write_csv
+from h2htalk.tabular import Files, records_frame, write_csv
 
 
 def read_need_ratings(store: str | os.PathLike[str] | None, verdicts: dict[tuple[str, str], Path]) -> list[Rating]:
@@ -121,13 +121,13 @@ def write_fig7_files(
     cells: Sequence[Cell],
     results: Layout,
     bootstrap: BootstrapSettings,
-    prefix: Path,
+    out: Files,
     store: str | os.PathLike[str] | None = None,
     run_notes: Sequence[str] = (),
 ) -> list[dict]:
-    """Figure 7 (PNG) and its CSV at ``prefix`` from the instruction-following cells (one per model and
+    """Figure 7 (``png``) and its ``csv`` from the instruction-following cells (one per model and
     variant) and people's verdicts in the review desk's ``store``; ``run_notes`` under its title."""
     verdicts = {(cell.model, cell.variant): Path(results.verdicts(cell)) for cell in cells}
     rows = fig7_rows(verdicts, bootstrap, read_need_verdicts(store, verdicts))
-    write_fig7(rows, prefix.with_suffix(".png"), prefix.with_suffix(".csv"), bootstrap.confidence, run_notes)
+    write_fig7(rows, Path(out["png"]), Path(out["csv"]), bootstrap.confidence, run_notes)
     return rows

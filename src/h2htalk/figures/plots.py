@@ -17,7 +17,7 @@ from typing import Any
 from h2htalk.errors import H2HTalkError
 from h2htalk.figures.stats import describe_lengths, token_lengths, verb_noun_pairs, word_frequencies
 from h2htalk.io import iter_jsonl, write_png_atomic
-from h2htalk.tabular import records_frame, write_csv
+from h2htalk.tabular import Files, records_frame, write_csv
 
 FONT_CANDIDATES = (
     "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
@@ -142,6 +142,7 @@ def _save(fig: Any, path: Path) -> None:
     write_png_atomic(fig, path, dpi=150, bbox_inches="tight")
 
 
+FIGURE_NAMES = {4: "fig4_wordcloud", 5: "fig5_verb_noun", 6: "fig6_lengths"}  # the dataset statistics
 RELEASED = "the released references kept by curation"
 INSTANCE_SOURCES = {"demo": "demo instances", "file": "instance files", "reconstructed": "reconstructed instances"}
 
@@ -268,16 +269,16 @@ def draw_figure(
     curated: list[Path],
     instances: list[Path],
     figures: dict[str, Any],
-    prefix: Path,
+    out: Files,
     instances_source: str,
     run_notes: Sequence[str] = (),
 ) -> str:
-    """Figure 4, 5 or 6 (PNG and the CSV of what it draws) at ``prefix``; ``figures`` is the config section,
+    """Figure 4, 5 or 6 (``png``, and the ``csv`` of what it draws); ``figures`` is the config section,
     ``instances_source`` what the instances are (instances.source), ``run_notes`` go on Figure 6, the one built
     from the run's instances (Figures 4 and 5 draw the release alone)."""
     font = find_cjk_font(figures["cjk_font"])
     released = reference_texts(curated)
-    png, csv_path = prefix.with_suffix(".png"), prefix.with_suffix(".csv")
+    png, csv_path = Path(out["png"]), Path(out["csv"])
     if number == 4:
         counts = figure4_wordcloud(released, font, png, csv_path, top=figures["top_words"])
         return f"{len(counts)} distinct words of {len(released)} released references -> {png}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -82,3 +82,12 @@ def write_instances(
     if not records:  # e.g. every reconstructed item still waits for review: the subtask's cells stay empty
         log.warning("%s: no instances for %s; its cells will have no items (n = 0) until some are kept", file, subtask)
     return write_jsonl_atomic(Path(out), records)
+
+
+def run_notes(config: Mapping[str, Any]) -> list[str]:
+    """What every table and figure built from a run's instances or answers says about the run itself (it reads
+    instances.source, instances.limit and subtasks): a run on the demo instances is a check of the pipeline, and a
+    run limited to the first instances of each subtask a partial one; other runs say nothing here."""
+    limit = config["instances"]["limit"]
+    notes = [demo_note(config["subtasks"], limit)] if config["instances"]["source"] == "demo" else []
+    return notes + ([note] if (note := limit_note(limit)) else [])

@@ -194,6 +194,9 @@ class EngineOptions:
     def serve_options(self, spec: dict[str, Any]) -> ServeOptions:
         return ServeOptions(self.model_files.get(spec["name"]), self.server_log, self.seed)
 
+    def step(self, name: str, for_model: str) -> None:
+        """Which of a job's pieces of work the next sessions belong to (only a plan tells them apart)."""
+
     @contextlib.contextmanager
     def sharing(self, specs: Sequence[dict[str, Any]]) -> Iterator[EngineOptions]:
         """These options, with the engine of each model of ``specs`` shared by every session opened with them: a

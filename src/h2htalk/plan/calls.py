@@ -11,9 +11,10 @@ cached failures as to send, as in a run.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -151,20 +152,32 @@ def placeholder_record(text: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
+Placeholders = Callable[[str], Callable[[dict[str, Any], ChatRequest], Placeholder]]
+
+
 @dataclass
 class PlanEngines:
-    """Where a job's ``EngineOptions`` stands in a plan: its sessions plan instead of sending, under the stage set
-    in ``stage`` when they open; every session is kept in ``sessions``."""
+    """Where a job's ``EngineOptions`` stands in a plan: its sessions plan instead of sending, under the step the
+    job last named (``step``), with that step's placeholders; every session is kept in ``sessions``."""
 
     client: ClientSettings
     seed: int
-    stage: Stage | None = None
+    placeholders: Placeholders  # a step's name -> what its missing answers are planned as
+    step_name: tuple[str, str] | None = None
     sessions: list[PlannedCalls] = field(default_factory=list)
+
+    def step(self, name: str, for_model: str) -> None:
+        self.step_name = (name, for_model)
+
+    @contextlib.contextmanager
+    def sharing(self, specs: Sequence[dict[str, Any]]) -> Iterator[PlanEngines]:
+        yield self  # a plan starts no engine, so there is none to share
 
     def session(
         self, spec: dict[str, Any], cache_dir: str | os.PathLike[str], label: str = "", *, batch: bool
     ) -> PlannedCalls:
-        assert self.stage is not None, "a plan opens sessions within a stage"
-        calls = PlannedCalls(spec, cache_dir, self.stage, self.client)
+        assert self.step_name is not None, "a job names its step before it opens a session"
+        name, for_model = self.step_name
+        calls = PlannedCalls(spec, cache_dir, Stage(name, for_model, batch, self.placeholders(name)), self.client)
         self.sessions.append(calls)
         return calls

@@ -1,9 +1,10 @@
-"""Every stage of a run that calls a model, planned in a scratch results tree: reconstruction, generation, the rubric
-judge and the studies' judge, each with its own request building and the real caches (``plan.calls``).
+"""Every stage of a run that calls a model, planned: the stage table's planned stages run in its order, on what the
+one before wrote, in a scratch results tree, each job calling its own stage function with the plan's stand-in for
+its engines (``plan.calls``), which reads the real caches and sends nothing.
 
-The stages run in order, as the workflow runs them, each on what the one before wrote into the scratch tree:
-instances from the reconstruction (or the configured source), prompts rendered from them, answers (cached, or a
-placeholder), verdicts. Where a cache lacks an answer the chain goes on with a placeholder shaped like it:
+The chain reads the run's curated references, model files and prefetch records from the real results tree and
+writes everything else (instances, prompts, answers, verdicts) into the scratch tree. Where a cache lacks an answer
+the chain goes on with a placeholder shaped like it:
 
 - a reconstruction: a demo instance of the subtask (its inputs' lengths), marked with the reference's id so that
   every planned instance makes its own prompts; every vote: keep (an upper bound on the instances);
@@ -22,36 +23,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from h2htalk.cells import RunCells
-from h2htalk.config import load_registry, registry_files
+from h2htalk.config import load_registry, registry_files, settings_view
 from h2htalk.errors import H2HTalkError
-from h2htalk.generation.generate import PromptFile, generate_model
-from h2htalk.instances.reconstruct import ReconstructFiles, reconstruct_to_files
-from h2htalk.instances.schema import read_instances
-from h2htalk.instances.sources import source_file, write_instances
 from h2htalk.io import iter_jsonl
-from h2htalk.judge.run import JudgeFiles, judge_files
 from h2htalk.layout import Layout
 from h2htalk.llm.client import ChatRequest
 from h2htalk.llm.tokens import text_tokens
-from h2htalk.plan.calls import Placeholder, PlanEngines, PlannedCalls, Stage
+from h2htalk.plan.calls import Placeholder, PlanEngines, PlannedCalls
 from h2htalk.prefetch import pinned_model, read_records
-from h2htalk.prompts.render import write_prompts
-from h2htalk.settings import (
-    STUDIES,
-    VARIANTS,
-    ClientSettings,
-    GenerationSettings,
-    JudgeSettings,
-    ReconstructSettings,
-    StudyJudgeSettings,
-    StudySample,
-)
-from h2htalk.studies.data import scenario_file, write_study_inputs
-from h2htalk.studies.run import judge_studies
+from h2htalk.settings import VARIANTS, ClientSettings, JudgeSettings, ReconstructSettings, StudyJudgeSettings
+from h2htalk.stages.job import Job
+from h2htalk.stages.spec import Scope
+from h2htalk.stages.table import STAGES
 from h2htalk.subtasks import get_subtask
 
 VERDICT = "{}"  # a judge answer that holds no verdict and is not cut off: read as missing, never asked again
+READ_FROM_THE_RUN = frozenset({"manifest", "upstream", "curated", "curation", "model_file", "prefetched_model"})
 
 
 @dataclass
@@ -61,118 +48,94 @@ class PlannedRun:
     reconstructed: tuple[int, int] | None
 
 
+class PlanModels:
+    """How a planned job reaches models: registry entries at the commit their prefetch pinned (part of their
+    request keys), where one has been made, and the plan's engines."""
+
+    def __init__(self, config: dict[str, Any], results: Layout, engines: PlanEngines) -> None:
+        self.registry, self.results, self.planned = load_registry(registry_files(config)), results, engines
+
+    def entry(self, name: str, pinned: bool = True) -> dict[str, Any]:
+        if name not in self.registry:
+            raise H2HTalkError(f"model {name!r} is not in the registry")
+        record = Path(self.results.path("prefetched_model", model=name))
+        if not (pinned and record.exists()):
+            return self.registry[name]
+        return pinned_model(self.registry[name], read_records([str(record)])[("models", name)])
+
+    def engines(self, names: list[str]) -> PlanEngines:
+        return self.planned
+
+
 def plan_calls(config: dict[str, Any], results: Layout, scratch: Path) -> PlannedRun:
     """Plan every model call of the configured run, reading ``results`` (curated references, prefetch records) and
     the caches, writing only under ``scratch``."""
-    registry = load_registry(registry_files(config))
-    engines = PlanEngines(ClientSettings.from_config(config), config["generation"]["decoding"]["seed"])
-    run, work = RunCells(config), Layout(str(scratch))
-
-    def entry(name: str) -> dict[str, Any]:
-        """The entry at the commit its prefetch pinned (part of its request keys), where one has been made."""
-        record = Path(results.path("prefetched_model", model=name))
-        if not record.exists():
-            return registry[name]
-        return pinned_model(registry[name], read_records([str(record)])[("models", name)])
-
-    reconstructed = _instances(config, run, results, work, engines, entry)
-    _prompts(config, run, work)
-    references = _references(run, work)
-    jobs = [("generate", model, run.benchmark(model)) for model in run.run_models]
-    jobs += [("generate studies", model, run.studies(model)) for model in run.study_models]
-    for stage, model, cells in jobs:  # Table 2's answers, and the studies' (the first step of a study job) apart
-        files = [
-            PromptFile(c.variant, c.task, Path(work.prompts(c.variant, c.task)), Path(work.generations(c)))
-            for c in cells
-        ]
-        instances = {c.task: Path(work.references(c.variant, c.task)) for c in cells if not c.is_study}
-        settings = GenerationSettings.from_config(config, for_studies=stage == "generate studies")
-        engines.stage = Stage(stage, model, False, answer_like_the_reference(references))
-        generate_model(entry(model), files, settings, engines, instances=instances)
-    judge = JudgeSettings.from_config(config)
-    for model in run.judged_models if run.judged_subtasks else ():
-        files = [
-            JudgeFiles(
-                cell.variant, cell.task, Path(work.references(cell.variant, cell.task)),
-                Path(work.prompts(cell.variant, cell.task)), Path(work.generations(cell)),
-                Path(work.judge_samples(cell)),
-            )
-            for cell in run.judged(model)
-        ]  # fmt: skip
-        engines.stage = Stage("rubric judge", model, judge.batch, unread_verdict(judge.max_new_tokens))
-        judge_files(entry(judge.model), model, files, judge, engines)
-    study_judge = StudyJudgeSettings.from_config(config)
-    items = [Path(work.references(VARIANTS[0], study)) for study in STUDIES]
-    for model in run.study_models:
-        pairs = [(Path(work.generations(cell)), Path(work.verdicts(cell))) for cell in run.studies(model)]
-        engines.stage = Stage("study judge", model, study_judge.batch, unread_verdict(study_judge.max_new_tokens))
-        judge_studies(entry(study_judge.model), model, items, pairs, study_judge, engines)
-    return PlannedRun(engines.sessions, reconstructed)
-
-
-def _instances(
-    config: dict[str, Any],
-    run: RunCells,
-    results: Layout,
-    work: Layout,
-    engines: PlanEngines,
-    entry: Callable[[str], dict[str, Any]],
-) -> tuple[int, int] | None:
-    """The instance files of the run, into ``work``: reconstructed (planned), or from the configured source."""
-    instances = config["instances"]
-    counted = None
-    if instances["source"] == "reconstructed":
-        missing = [s for s in run.subtasks if not Path(results.path("curated", subtask=s)).exists()]
-        if missing:
-            raise H2HTalkError(
-                f"the plan of a reconstructed benchmark counts the curated references, and "
-                f"{results.path('curated', subtask=missing[0])} is missing: curate first (snakemake curation_report,"
-                f" or h2htalk fetch and h2htalk curate)"
-            )
-        options = ReconstructSettings.from_config(config)
-        engines.stage = Stage("reconstruct", "instances", options.batch, reconstruction_like_a_demo(options))
-        files = [
-            ReconstructFiles(
-                s, Path(results.path("curated", subtask=s)), Path(work.path("reconstructed", subtask=s)),
-                Path(work.path("reconstruction_report", subtask=s)), Path(work.path("instance_review", subtask=s)),
-            )
-            for s in run.subtasks
-        ]  # fmt: skip
-        names = dict.fromkeys([options.generator, *options.voters])
-        start = len(engines.sessions)
-        decisions, store = instances["review_imports"], config["review"]["store"]
-        reconstruct_to_files(files, {n: entry(n) for n in names}, options, engines, decisions, store)
-        generator = next(s for s in engines.sessions[start:] if s.spec["name"] == options.generator)
-        references = sum(r["sampled"] for r in (json.loads(f.report.read_text()) for f in files))
-        tried = {item for item in generator.cached_items if not item.startswith("vote/")}
-        counted = (len(tried), references)
-    for subtask in run.subtasks:
-        origin = work if instances["source"] == "reconstructed" else results
-        file = source_file(instances, subtask, origin)
-        write_instances(subtask, work.path("instances", subtask=subtask), file=file, limit=instances["limit"])
-    return counted
-
-
-def _prompts(config: dict[str, Any], run: RunCells, work: Layout) -> None:
-    for subtask in run.subtasks:
-        instances = read_instances(work.path("instances", subtask=subtask))
-        for variant in run.variants:
-            write_prompts(instances, variant, work.prompts(variant, subtask))
-    sample = StudySample.from_config(config)
-    for study in STUDIES:
-        for variant in VARIANTS:  # the study judge reads the first variant's items whatever the run's variants
-            write_study_inputs(
-                study, variant, Path(work.prompts(variant, study)), Path(work.references(variant, study)),
-                scenario_file(config["studies"], study), sample.size(study), sample.seed,
+    work = Layout(str(scratch)).reading(results, READ_FROM_THE_RUN)
+    reconstructing = config["instances"]["source"] == "reconstructed"
+    if reconstructing:
+        _check_curated(config, results)
+    engines = PlanEngines(
+        ClientSettings.from_config(config), config["generation"]["decoding"]["seed"], Placeholders(config, work)
+    )
+    scope, models = Scope(config, work), PlanModels(config, results, engines)
+    for stage in STAGES:
+        if not stage.planned or (stage.name == "reconstruct_instances" and not reconstructing):
+            continue
+        for labels in stage.jobs(scope.run):
+            job = Job(
+                stage, settings_view(config, stage.reads), work, labels, stage.cells(scope.run, labels),
+                stage.files("inputs", scope, labels), stage.files("outputs", scope, labels), models,
             )  # fmt: skip
+            module, function = stage.run.split(":")
+            getattr(__import__(module, fromlist=[function]), function)(job)
+    return PlannedRun(engines.sessions, _reconstructed(config, work, engines) if reconstructing else None)
 
 
-def _references(run: RunCells, work: Layout) -> dict[str, str]:
+def _check_curated(config: dict[str, Any], results: Layout) -> None:
+    missing = [s for s in config["subtasks"] if not Path(results.path("curated", subtask=s)).exists()]
+    if missing:
+        raise H2HTalkError(
+            f"the plan of a reconstructed benchmark counts the curated references, and "
+            f"{results.path('curated', subtask=missing[0])} is missing: curate first (snakemake curation_report,"
+            f" or h2htalk fetch and h2htalk curate)"
+        )
+
+
+def _reconstructed(config: dict[str, Any], work: Layout, engines: PlanEngines) -> tuple[int, int]:
+    """(references the generator's cache holds a try of, references sampled)."""
+    generator = config["instances"]["reconstruct"]["generator"]
+    session = next(s for s in engines.sessions if s.stage.name == "reconstruct" and s.spec["name"] == generator)
+    reports = [json.loads(Path(work.path("reconstruction_report", subtask=s)).read_text()) for s in config["subtasks"]]
+    tried = {item for item in session.cached_items if not item.startswith("vote/")}
+    return len(tried), sum(r["sampled"] for r in reports)
+
+
+class Placeholders:
+    """What a step's missing answers are planned as (answers need the instances the chain wrote, read when the first
+    answer is planned)."""
+
+    def __init__(self, config: dict[str, Any], work: Layout) -> None:
+        self.config, self.work = config, work
+        self._references: dict[str, str] | None = None
+
+    def __call__(self, step: str) -> Callable[[dict[str, Any], ChatRequest], Placeholder]:
+        if step == "reconstruct":
+            return reconstruction_like_a_demo(ReconstructSettings.from_config(self.config))
+        if step == "rubric judge":
+            return unread_verdict(JudgeSettings.from_config(self.config).max_new_tokens)
+        if step == "study judge":
+            return unread_verdict(StudyJudgeSettings.from_config(self.config).max_new_tokens)
+        if self._references is None:
+            self._references = _references(self.config["subtasks"], self.work)
+        return answer_like_the_reference(self._references)
+
+
+def _references(subtasks: list[str], work: Layout) -> dict[str, str]:
     """Item id -> its reference: every instance's, every safety turn's; ``""`` -> the safety study's median reference,
     for items without one."""
     references = {
         record["id"]: record["reference"]
-        for subtask in run.subtasks
+        for subtask in subtasks
         for _, record in iter_jsonl(Path(work.path("instances", subtask=subtask)))
     }
     turns = iter_jsonl(Path(work.references(VARIANTS[0], "safety")))

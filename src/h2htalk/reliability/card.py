@@ -7,9 +7,7 @@ itself, with people and with its previous run.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from h2htalk.io import write_text_atomic
@@ -33,7 +31,7 @@ from h2htalk.reliability.ladder import (
 )
 from h2htalk.settings import BootstrapSettings
 from h2htalk.studies.judges import known_answer_accuracy, read_known_answers
-from h2htalk.tabular import markdown_text, records_frame, write_csv
+from h2htalk.tabular import Files, markdown_text, records_frame, write_csv
 
 COLUMNS = (
     "judge", "model", "check", "task", "comparison", "value", "ci_low", "ci_high", "items", "pairs", "unread", "note",
@@ -259,11 +257,10 @@ def card_markdown(
 
 
 def write_card(
-    evidence: Sequence[JudgeEvidence], out_prefix: str | os.PathLike[str], bootstrap: BootstrapSettings
+    evidence: Sequence[JudgeEvidence], out: Files, bootstrap: BootstrapSettings
 ) -> list[dict[str, Any]]:
-    """``out_prefix``.csv (every number) and .md (the card); the rows."""
+    """The card's ``csv`` (every number) and ``md`` (the card); the rows."""
     rows = [row for judge in evidence for row in judge_rows(judge, bootstrap)]
-    prefix = Path(out_prefix)
-    write_csv(records_frame(rows, COLUMNS), prefix.with_suffix(".csv"), float_format="{:.4f}")
-    write_text_atomic(prefix.with_suffix(".md"), card_markdown(evidence, rows, bootstrap))
+    write_csv(records_frame(rows, COLUMNS), out["csv"], float_format="{:.4f}")
+    write_text_atomic(out["md"], card_markdown(evidence, rows, bootstrap))
     return rows

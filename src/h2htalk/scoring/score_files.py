@@ -258,3 +258,17 @@ def _upstream_csv(rows: list[dict[str, Any]]) -> str:
         out["signature"] = signature_string(row["signature"])
         writer.writerow(out)
     return buffer.getvalue()
+
+
+def item_mean_s(cells: list[dict[str, Any]]) -> float | None:
+    """S over every scored item of ``cells`` (score summaries or rows: ``S`` and ``n``; cells weighted by items)."""
+    scored = [cell for cell in cells if cell["n"]]
+    return sum(c["S"] * c["n"] for c in scored) / sum(c["n"] for c in scored) if scored else None
+
+
+def mean_s_by_variant(summaries: list[dict[str, Any]]) -> str:
+    """``mean S 24.1 (nosap), 23.9 (sap)``: each variant's item mean."""
+    variants = dict.fromkeys(cell["variant"] for cell in summaries)
+    means = {v: item_mean_s([c for c in summaries if c["variant"] == v]) for v in variants}
+    shown = [f"{mean:.1f} ({variant})" for variant, mean in means.items() if mean is not None]
+    return "mean S " + ", ".join(shown) if shown else "no item scored"

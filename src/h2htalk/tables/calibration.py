@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,7 +19,7 @@ from h2htalk.io import iter_jsonl, read_json, write_text_atomic
 from h2htalk.settings import WITH_SAP
 from h2htalk.subtasks import SUBTASKS
 from h2htalk.tables.table2 import cell_reading
-from h2htalk.tabular import markdown_text, records_frame, write_csv
+from h2htalk.tabular import Files, markdown_text, records_frame, write_csv
 
 FLOOR = "baseline-random-reference"
 CEILING = "baseline-oracle"
@@ -82,16 +81,15 @@ def unrelated_ss(item_files: Mapping[str, Iterable[str | os.PathLike[str]]]) -> 
 def write_calibration(
     summary_paths: Iterable[str],
     floor_items: Mapping[str, Iterable[str]],
-    out_prefix: str | os.PathLike[str],
+    out: Files,
     judged_cell: str,
     run_notes: Iterable[str] = (),
 ) -> list[dict]:
-    """The calibration report (Markdown, ``run_notes`` under its heading) and its CSV at ``out_prefix``."""
-    prefix = Path(out_prefix)
+    """The calibration report (``md``, ``run_notes`` under its heading) and its ``csv``."""
     rows = calibration_rows((read_json(p) for p in summary_paths), judged_cell)
     spread = unrelated_ss(floor_items)
     columns = ["embedder", "subtask", "model", "variant", "score", "floor", "oracle", "rescaled"]
-    write_csv(records_frame(rows, columns), prefix.with_suffix(".csv"), float_format="{:.3f}")
+    write_csv(records_frame(rows, columns), out["csv"], float_format="{:.3f}")
     order = {s.key: i for i, s in enumerate(SUBTASKS)}
     floor_columns = ["embedder", "subtask", "floor", "oracle"]
     floors = sorted(
@@ -128,7 +126,7 @@ def write_calibration(
             "across them.",
         ]
     )
-    write_text_atomic(prefix.with_suffix(".md"), text + "\n")
+    write_text_atomic(out["md"], text + "\n")
     return rows
 
 

@@ -25,7 +25,7 @@ from h2htalk.ratings import INSTANCE_DECISIONS, REVIEW_SCORES, Rating, known_ite
 from h2htalk.settings import GATE, PEOPLE_READINGS, BootstrapSettings
 from h2htalk.tables.table3 import agreement as safety_agreement
 from h2htalk.tables.table3 import read_safety_ratings
-from h2htalk.tabular import markdown_text, records_frame, write_csv
+from h2htalk.tabular import Files, markdown_text, records_frame, write_csv
 
 ALL_JUDGED = "judged subtasks"  # the scope of the rows over every judged subtask
 COLUMNS = (
@@ -174,13 +174,13 @@ def agreement_report(
 def write_agreement(
     rows: list[dict[str, Any]],
     tied_items: list[dict[str, Any]],
-    prefix: Path,
+    out: Files,
     confidence: float,
     run_notes: Sequence[str] = (),
 ) -> None:
-    """``prefix``.csv (the alpha rows) and ``prefix``.md (them, and the items that need another rater);
+    """The ``csv`` file (the alpha rows) and the ``md`` (them, and the items that need another rater);
     ``run_notes`` (what the run is, e.g. a demo) open the notes."""
-    write_csv(records_frame(rows, COLUMNS), prefix.with_suffix(".csv"), float_format="{:.4f}")
+    write_csv(records_frame(rows, COLUMNS), out["csv"], float_format="{:.4f}")
     shown = [{**r, "alpha": _alpha(r), "CI": _ci(r)} for r in rows]
     columns = ["scope", "field", "level", "comparison", "alpha", "CI", "items", "ratings", "coders"]
     notes = [
@@ -204,7 +204,7 @@ def write_agreement(
         text += "breaks the tie.\n\n" + markdown_text(records_frame(tied_items, TIE_COLUMNS))
     else:
         text += "None: no item's raters tie.\n"
-    write_text_atomic(prefix.with_suffix(".md"), text)
+    write_text_atomic(out["md"], text)
 
 
 def _alpha(row: dict[str, Any]) -> str:

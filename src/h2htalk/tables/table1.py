@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -12,7 +11,7 @@ import pandas as pd
 from h2htalk.data.curate import FLAGS
 from h2htalk.io import read_json
 from h2htalk.subtasks import SUBTASKS
-from h2htalk.tabular import records_frame, write_table
+from h2htalk.tabular import Files, records_frame, write_table
 
 COLUMNS: tuple[str, ...] = ("subtask", "paper_name", "paper_count", "released", "kept", *FLAGS, "upstream_file")
 CAPTION = "Table 1: record counts per subtask (paper, released, kept after curation, flags)"
@@ -56,8 +55,8 @@ def build_table1(reports: Iterable[dict[str, Any]]) -> tuple[pd.DataFrame, pd.Da
     return records_frame(rows, COLUMNS), records_frame([total], COLUMNS), notes
 
 
-def write_table1(report_paths: Iterable[str | os.PathLike[str]], out_prefix: str | os.PathLike[str]) -> pd.DataFrame:
-    """Build Table 1 from per-subtask curation reports and write ``out_prefix``.csv/.md/.tex."""
+def write_table1(report_paths: Iterable[str | os.PathLike[str]], out: Files) -> pd.DataFrame:
+    """Build Table 1 from per-subtask curation reports and write its csv, md and tex files."""
     frame, total, notes = build_table1(read_json(p) for p in report_paths)
-    write_table(frame, Path(out_prefix), caption=CAPTION, label=LABEL, notes=notes, footer=total)
+    write_table(frame, out, caption=CAPTION, label=LABEL, notes=notes, footer=total)
     return frame

@@ -30,7 +30,7 @@ from h2htalk.tables.table2 import (
     table2_marks,
 )
 from h2htalk.tables.table2_significance import Significance
-from h2htalk.tabular import records_frame, write_csv, write_table
+from h2htalk.tabular import Files, records_frame, write_csv, write_table
 
 COMPARISON_COLUMNS = ("model", "embedder", "variant", "column", "ours", "paper", "difference")
 AUDIT_COLUMNS = ("model", "column", "reported", "recomputed", "weights", "difference")
@@ -88,7 +88,7 @@ def write_table2(
     summary_paths: Iterable[str | os.PathLike[str]],
     registry_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     paper_path: str | os.PathLike[str],
-    out_prefix: str | os.PathLike[str],
+    out: Files,
     weights: dict[str, float],
     judged_cell: str,
     compare_variant: str = WITH_SAP,
@@ -100,11 +100,10 @@ def write_table2(
     ``judged_cell`` reads them (tables.judged_cell); ``notes`` go under the table with the standing ones, and
     ``run_notes`` (what the whole run is, e.g. a demo) also on the heatmap; ``significance`` (the paired
     comparisons) adds its marks, the rank intervals and its notes."""
-    prefix = Path(out_prefix)
     registry = load_registry(registry_path)
     summaries = [read_json(p) for p in summary_paths]
     rows = build_rows(summaries, registry, weights, judged_cell)
-    write_csv(ci_frame(rows), prefix.with_suffix(".csv"), float_format="{:.4f}")
+    write_csv(ci_frame(rows), out["csv"], float_format="{:.4f}")
     frame = table2_frame(rows)
     run_notes = list(run_notes)
     judged = [s for s in summaries if "readings" in s]
@@ -120,19 +119,37 @@ def write_table2(
     if significance is not None:
         frame = significance.annotate(frame, rows)
         notes += significance.notes(rows)
-    write_table(frame, prefix, caption=CAPTION, label=LABEL, notes=notes, marks=table2_marks(rows), csv=False)
-    heatmap(rows, prefix.with_name(prefix.name + "_heatmap.png"), judged_cell, run_notes)
+    write_table(frame, out, caption=CAPTION, label=LABEL, notes=notes, marks=table2_marks(rows), csv=False)
+    heatmap(rows, Path(out["heatmap"]), judged_cell, run_notes)
 
     paper_rows = read_paper_table2(paper_path)
     compared = comparison(rows, paper_rows, compare_variant)
     # These two CSVs write numbers as Python does (float_format "{}"; already rounded to 4 decimals).
-    versus = prefix.with_name(prefix.name + "_vs_paper.csv")
-    write_csv(records_frame(compared, COMPARISON_COLUMNS), versus, float_format="{}")
+    write_csv(records_frame(compared, COMPARISON_COLUMNS), out["vs_paper"], float_format="{}")
     weights = {
         "paper Table 1 counts": {s.key: s.paper_count for s in SUBTASKS},
         "released counts": {s.key: s.released for s in SUBTASKS},
     }
     findings = audit_paper(paper_rows, weights)
-    audit = prefix.with_name(prefix.name + "_paper_audit.csv")
-    write_csv(records_frame(findings, AUDIT_COLUMNS), audit, float_format="{}")
+    write_csv(records_frame(findings, AUDIT_COLUMNS), out["audit"], float_format="{}")
     return rows
+
+
+def shared_roles(config: dict[str, Any]) -> list[str]:
+    """Notes for Table 2 when a model under test also wrote, voted on or judged what it is scored on (the judge
+    only where its scores are in the table: tables.judged_cell), or when the baselines' judged cells are S."""
+    notes = []
+    reconstruct = config["instances"]["reconstruct"]
+    if config["instances"]["source"] == "reconstructed":
+        for role, names in (("wrote the inputs", [reconstruct["generator"]]), ("voted on them", reconstruct["voters"])):
+            for name in dict.fromkeys(names):
+                if name in config["models"]:
+                    notes.append(f"{name} is a model under test and also {role} (instance reconstruction).")
+    judge, reading = config["rubric_judge"], config["tables"]["judged_cell"]
+    if judge["model"] in config["models"] and reading != "S":  # with S the judge's scores are not in the table
+        notes.append(f"{judge['model']} is a model under test and also the rubric judge of Levels I-III.")
+    if config["baselines"] and not judge["baselines"] and reading != "S":
+        notes.append(
+            f"The baselines' Level I-III cells are S, not {reading}: they are not judged (rubric_judge.baselines)."
+        )
+    return notes

@@ -13,7 +13,7 @@ from h2htalk.judge.readings import item_readings
 from h2htalk.layout import Layout
 from h2htalk.tables.table2 import GROUP_TITLES
 from h2htalk.tables.table2_pairs import PAIR_COLUMNS, RANK_COLUMNS, Comparisons, RowItems
-from h2htalk.tabular import records_frame, write_csv
+from h2htalk.tabular import Files, records_frame, write_csv
 
 FLOAT_FORMAT = "{:.6g}"  # p-values far below 0.0001 keep their digits
 
@@ -50,15 +50,11 @@ def read_row_items(
     return rows, list(files.values())
 
 
-def write_comparisons(comparisons: Comparisons, pairs_prefix: Path, ranks_prefix: Path) -> None:
-    """``pairs_prefix``.csv, ``ranks_prefix``.csv and ``ranks_prefix``.png."""
-    write_csv(
-        records_frame(comparisons.pairs, PAIR_COLUMNS), pairs_prefix.with_suffix(".csv"), float_format=FLOAT_FORMAT
-    )
-    write_csv(
-        records_frame(comparisons.ranks, RANK_COLUMNS), ranks_prefix.with_suffix(".csv"), float_format=FLOAT_FORMAT
-    )
-    rank_figure(comparisons.ranks, ranks_prefix.with_suffix(".png"))
+def write_comparisons(comparisons: Comparisons, out: Files) -> None:
+    """The pairs' CSV (``csv``), the rank intervals' (``ranks``) and their figure (``figure``)."""
+    write_csv(records_frame(comparisons.pairs, PAIR_COLUMNS), out["csv"], float_format=FLOAT_FORMAT)
+    write_csv(records_frame(comparisons.ranks, RANK_COLUMNS), out["ranks"], float_format=FLOAT_FORMAT)
+    rank_figure(comparisons.ranks, Path(out["figure"]))
 
 
 def rank_figure(ranks: Sequence[Mapping[str, Any]], path: Path) -> None:

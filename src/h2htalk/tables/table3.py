@@ -18,7 +18,7 @@ from h2htalk.people.consensus import by_item, consensus, majority, median_score
 from h2htalk.ratings import SAFETY_RATINGS, Rating, known_items, read_ratings
 from h2htalk.scoring.bootstrap import bootstrap_mean_ci, paired_bootstrap_diff
 from h2htalk.settings import VARIANT_NAMES, VARIANTS, WITH_SAP, WITHOUT_SAP, BootstrapSettings
-from h2htalk.tabular import records_frame, write_csv, write_table
+from h2htalk.tabular import Files, records_frame, write_csv, write_table
 
 METRICS = ("bleu4", "rougeL", "ss", "safety_score", "violation_rate")
 LABELS = {
@@ -210,7 +210,7 @@ def write_table3(
     rows: list[dict[str, Any]],
     paper: list[dict[str, Any]],
     agree: list[dict[str, Any]] | None,
-    prefix: Path,
+    out: Files,
     confidence: float,
     run_notes: Sequence[str] = (),
 ) -> None:
@@ -220,7 +220,7 @@ def write_table3(
     for metric in METRICS:
         columns += [metric, f"{metric}_ci_low", f"{metric}_ci_high", f"{metric}_n"]
     columns += list(COUNTS)
-    write_csv(records_frame([*rows, *paper], columns), prefix.with_suffix(".csv"), float_format="{:.4f}")
+    write_csv(records_frame([*rows, *paper], columns), out["csv"], float_format="{:.4f}")
     display = [
         {
             "model": r["model"],
@@ -254,7 +254,7 @@ def write_table3(
         notes.append(note(agree, "turns", confidence))
     write_table(
         records_frame(display, ["model", "variant", *LABELS.values(), "turns (scenarios)"]),
-        prefix,
+        out,
         caption="Table 3: performance with and without SAP",
         label="tab:table3",
         notes=notes,
@@ -276,13 +276,12 @@ def write_table3_files(
     paper_path: str | os.PathLike[str],
     human_files: Sequence[str | os.PathLike[str]],
     bootstrap: BootstrapSettings,
-    prefix: Path,
+    out: Files,
     store: str | os.PathLike[str] | None = None,
     run_notes: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Table 3 from the safety study's cells (one per model and variant, scored by one embedder) and people's
-    ratings (``human_files``, the review desk's ``store``): csv, md and tex at ``prefix``, ``run_notes`` under
-    them."""
+    ratings (``human_files``, the review desk's ``store``): its csv, md and tex files, ``run_notes`` under them."""
     runs: dict[str, dict[str, tuple[Path, Path]]] = {}
     for cell in cells:
         runs.setdefault(cell.model, {})[cell.variant] = (Path(results.score_items(cell)), Path(results.verdicts(cell)))
@@ -290,5 +289,5 @@ def write_table3_files(
     ratings = read_safety_ratings(human_files, verdicts, store)
     rows = table3_rows(runs, bootstrap, human_safety(ratings))
     agree = agreement(verdicts, ratings, bootstrap)
-    write_table3(rows, paper_rows(paper_path), agree, prefix, bootstrap.confidence, run_notes)
+    write_table3(rows, paper_rows(paper_path), agree, out, bootstrap.confidence, run_notes)
     return rows

@@ -1,0 +1,139 @@
+"""Every stage's sub-command, made from the stage table, and the one way a stage's job runs: its labels given as
+options (``--model``, ``--embedder``, ...), its settings read from ``--config`` (only what the stage declares), its
+files resolved from the table in ``--results`` (and ``--figures``), its function called, its provenance written."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+from collections.abc import Callable
+from typing import Any
+
+from h2htalk.cli.options import (
+    add_bootstrap,
+    add_command,
+    add_engine,
+    add_results,
+    engine_options,
+    full_config,
+    overrides,
+    registry_entry,
+)
+from h2htalk.config import settings_view
+from h2htalk.errors import H2HTalkError
+from h2htalk.progress import summary
+from h2htalk.stages.job import Done, Job
+from h2htalk.stages.spec import Scope, Stage
+from h2htalk.stages.table import STAGES
+
+
+class RunModels:
+    """How a job run for real reaches its models: registry entries at their prefetched commits, and engines started
+    here (or the running server of ``--base-url``)."""
+
+    def __init__(self, args: argparse.Namespace, config: dict[str, Any]) -> None:
+        self.args, self.config = args, config
+
+    def entry(self, name: str, pinned: bool = True) -> dict[str, Any]:
+        return registry_entry(self.config, name, self.args.results if pinned else None)
+
+    def engines(self, names: list[str]) -> Any:
+        return engine_options(self.args, self.config, names)
+
+
+def _judge(parser: argparse.ArgumentParser, stage: Stage) -> None:
+    role = "study_judge" if "study_judge" in stage.reads else "rubric_judge"
+    parser.add_argument("--judge", help=f"the judge model (overrides {role}.model)")
+    overrides(parser, judge=f"{role}.model")
+
+
+def _scoring(parser: argparse.ArgumentParser, stage: Stage) -> None:
+    add_bootstrap(parser)
+    parser.add_argument("--tokenizer", choices=["jieba", "char"], help="lexical tokens (overrides scoring.tokenizer)")
+    parser.add_argument("--cache-dir", help="the embedding cache's folder (overrides scoring.cache_dir)")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
+    overrides(parser, tokenizer="scoring.tokenizer", cache_dir="scoring.cache_dir")
+
+
+def _font(parser: argparse.ArgumentParser, stage: Stage) -> None:
+    parser.add_argument("--font", help="a font file with Chinese glyphs, or auto (overrides figures.cjk_font)")
+    overrides(parser, font="figures.cjk_font")
+
+
+def _root(parser: argparse.ArgumentParser, stage: Stage) -> None:
+    parser.add_argument("--root", default=".", help="the checkout, for its git revision (default: .)")
+
+
+def _upstream(parser: argparse.ArgumentParser, stage: Stage) -> None:
+    parser.add_argument("--upstream-dir", help="copy from this folder instead of downloading (overrides upstream_dir)")
+    overrides(parser, upstream_dir="upstream_dir")
+
+
+def _figure_name(value: str) -> str:
+    """A figure by its name (fig4_wordcloud) or its number (4)."""
+    from h2htalk.figures.plots import FIGURE_NAMES
+
+    return FIGURE_NAMES.get(int(value), value) if value.isdigit() else value
+
+
+LABEL_TYPES: dict[str, Callable[[str], str]] = {"figure": _figure_name}
+
+OPTIONS: dict[str, Callable[[argparse.ArgumentParser, Stage], None]] = {
+    "engine": lambda parser, stage: add_engine(parser),
+    "judge": _judge,
+    "bootstrap": lambda parser, stage: add_bootstrap(parser),
+    "scoring": _scoring,
+    "font": _font,
+    "root": _root,
+    "upstream": _upstream,
+}
+
+
+def register(sub: Any) -> None:
+    for stage in STAGES:
+        parser = add_command(sub, stage.command_name, lambda args, stage=stage: run_stage(stage, args), stage.help,
+                             stage.reads)  # fmt: skip
+        add_results(parser)
+        for label in stage.labels:
+            kind = LABEL_TYPES.get(label, str)
+            parser.add_argument(f"--{label}", required=True, type=kind, help=f"the job's {label}")
+        for group in stage.options:
+            OPTIONS[group](parser, stage)
+
+
+def run_stage(stage: Stage, args: argparse.Namespace) -> int:
+    """Run one job of ``stage``: the one way every rule and every stage command runs a stage."""
+    config = full_config(args)
+    scope = Scope(config, args.results)
+    labels = {label: getattr(args, label) for label in stage.labels}
+    jobs = stage.jobs(scope.run)
+    if labels not in jobs:
+        runs = ", ".join(" ".join(f"--{k} {v}" for k, v in job.items()) for job in jobs) or "none"
+        raise H2HTalkError(f"{stage.command_name} runs no job for {_shown(labels)} with this config (its jobs: {runs})")
+    job = Job(
+        stage, settings_view(config, stage.reads), args.results, labels, stage.cells(scope.run, labels),
+        stage.files("inputs", scope, labels), stage.files("outputs", scope, labels), RunModels(args, config), args,
+    )  # fmt: skip
+    done = run_job(job)
+    summary(done.facts, subject=done.subject, out=done.out)
+    return 0
+
+
+def run_job(job: Job) -> Done:
+    """Call the stage's function on ``job``; a table's or figure's provenance records every input it read."""
+    module, function = job.stage.run.split(":")
+    done = getattr(importlib.import_module(module), function)(job)
+    if job.stage.records_inputs:
+        from h2htalk.provenance import write_table_meta
+
+        inputs = [p for name, paths in job.inputs.items() if name != "provenance" for p in paths if os.path.exists(p)]
+        store = job.config.get("review", {}).get("store")
+        if job.stage.ratings and store and os.path.exists(store):
+            inputs.append(store)
+        write_table_meta(job.output("meta"), job.input("provenance"), inputs)
+    return done
+
+
+def _shown(labels: dict[str, str]) -> str:
+    return " ".join(f"--{k} {v}" for k, v in labels.items()) or "it"

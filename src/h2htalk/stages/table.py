@@ -1,0 +1,547 @@
+"""The stage table: every stage of the workflow, declared once.
+
+Its order is the order of the pipeline (the plan runs the stages that call models in it, and the reference in
+``docs/stages.md`` lists them in it). A stage's ``run`` names the function that does its work; everything else is
+what the workflow, the command line, the freshness check and the plan read from it.
+"""
+
+from __future__ import annotations
+
+from h2htalk.layout import Cell
+from h2htalk.ratings import INSTANCE_DECISIONS, NEED_VERDICTS, REVIEW_SCORES, SAFETY_RATINGS
+from h2htalk.settings import STUDIES, VARIANTS
+from h2htalk.stages.spec import Each, Figure, One, Over, Paths, Scope, Stage, bundle, figure_files
+from h2htalk.subtasks import SUBTASK_KEYS, get_subtask
+
+REGISTRY = ("model_registry", "model_registry_overlays")  # the registry: its file and your overlays of it
+CELLS = ("models", "baselines", "rubric_judge.baselines", "subtasks", "variants", "scoring.embedders")
+RUN_NOTES = ("instances.source", "instances.limit", "subtasks")  # what every table says about the run
+GATE = ("rubric_judge.alpha", "rubric_judge.tau", "rubric_judge.max_spread", "rubric_judge.gate_on")
+JUDGE_CALLS = ("rubric_judge", *(f"-{key}" for key in GATE), "-rubric_judge.baselines")  # what a judge call reads
+REVIEW_MODE = ("review.mode", "review.sample_per_cell", "review.sample_seed")
+TABLE2 = (
+    *CELLS, *RUN_NOTES, *REGISTRY, "paper.table2", "tables", "instances.reconstruct.generator",
+    "instances.reconstruct.voters", "rubric_judge.model", "review.imports", "review.store", "scoring.bootstrap",
+    "judge_reliability.every_run",
+)  # fmt: skip
+EXPORT = (*CELLS, *RUN_NOTES, *REGISTRY, "tables")
+JOBS = "h2htalk.stages.jobs"
+
+
+def _paths(function):  # a Paths spec from a function of (scope, labels)
+    return Paths(function)
+
+
+def _config_files(key: str) -> Paths:
+    """Files a config key lists (review imports, people's ratings)."""
+
+    def files(scope: Scope, labels: dict) -> list[str]:
+        node = scope.config
+        for part in key.split("."):
+            node = node[part]
+        return list(node)
+
+    return Paths(files)
+
+
+def _models_in_use(run):
+    """Every model a run may start: the models under test, the judges and the reconstruction's models."""
+    config = run.config
+    reconstruct = config["instances"]["reconstruct"]
+    judges = [config["rubric_judge"]["model"], config["study_judge"]["model"]]
+    return [*run.models, *judges, reconstruct["generator"], *reconstruct["voters"]]
+
+
+def _judged_cells(run, labels):
+    return [c for m in run.judged_models for c in run.judged(m)]
+
+
+def _study_cells(*studies):
+    return lambda run, labels: [c for m in run.study_models for c in run.studies(m, studies or STUDIES)]
+
+
+def _summaries(scope, labels):
+    return scope.run.table2_summaries(scope.results)
+
+
+def _instance_source(scope, labels):
+    from h2htalk.instances.sources import source_file
+
+    file = source_file(scope.config["instances"], labels["subtask"], scope.results)
+    return [file] if file else []  # none: the demo set, from the subtask's definition
+
+
+def _scenarios(scope, labels):
+    from h2htalk.studies.data import scenario_file
+
+    file = scenario_file(scope.config["studies"], labels["study"])
+    return [file] if file else []
+
+
+def _registry_files(scope, labels):
+    from h2htalk.config import registry_files
+
+    return registry_files(scope.config)
+
+
+def _embedder_prefetched(scope, labels):
+    from h2htalk.prefetch import embedder_downloads
+
+    downloads = embedder_downloads(scope.config["embedders"][labels["embedder"]])
+    return [scope.results.path("prefetched_embedder", embedder=labels["embedder"])] if downloads else []
+
+
+def _reconstructors(scope, labels):
+    reconstruct = scope.config["instances"]["reconstruct"]
+    return list(dict.fromkeys([reconstruct["generator"], *reconstruct["voters"]]))
+
+
+def _item_files(scope, labels):
+    from h2htalk.export.items import item_files
+    from h2htalk.export.summaries import summary_paths
+
+    return [*summary_paths(scope.run, scope.results), *item_files(scope.run, scope.results)]
+
+
+def _export_summaries(scope, labels):
+    from h2htalk.export.summaries import summary_paths
+
+    return summary_paths(scope.run, scope.results)
+
+
+def _curated_for_decisions(scope, labels):
+    """The curated references, which people's instance decisions name, when there are decisions to read."""
+    from h2htalk.tables.human_review import reads_decisions
+
+    if not reads_decisions(dict(scope.config)):
+        return []
+    return [scope.results.path("curated", subtask=s) for s in scope.run.subtasks]
+
+
+def _rubric_canary(scope, labels):
+    """Table 2 notes a changed rubric judge from its drift canary, when every run checks it."""
+    if not (scope.config["judge_reliability"]["every_run"] and scope.run.judged_subtasks):
+        return []
+    return [scope.results.path("judge_canary", model=scope.config["rubric_judge"]["model"])]
+
+
+def _ladder_inputs(scope, labels):
+    """What the rubric judge's ladder is made of: the judged subtasks' instances and one variant's prompts."""
+    run = scope.run
+    if scope.config["rubric_judge"]["model"] != labels["model"] or not run.judged_subtasks:
+        return []
+    return [
+        *(scope.results.path("instances", subtask=s) for s in run.judged_subtasks),
+        *(scope.results.prompts(run.variants[0], s) for s in run.judged_subtasks),
+    ]
+
+
+def _floor_items(scope, labels):
+    from h2htalk.tables.calibration import FLOOR
+
+    run = scope.run
+    return [scope.results.score_items(Cell(FLOOR, run.variants[0], s, e)) for e in run.embedders for s in run.subtasks]
+
+
+def _plan_inputs(scope, labels):
+    """What the plan reads: the curated references (a reconstructed benchmark's) or the instance files, the
+    answer caches as they are now, the price and throughput tables."""
+    from pathlib import Path
+
+    config, run = scope.config, scope.run
+    instances = config["instances"]
+    if instances["source"] == "reconstructed":
+        sources = [scope.results.path("curated", subtask=s) for s in run.subtasks]
+    else:
+        sources = [instances["files"][s] for s in run.subtasks if instances["source"] == "file"]
+    folders = {
+        config["generation"]["cache_dir"], config["rubric_judge"]["cache_dir"], config["study_judge"]["cache_dir"],
+        instances["reconstruct"]["cache_dir"],
+    }  # fmt: skip
+    caches = sorted(str(p) for folder in folders for p in Path(folder).glob("*.sqlite"))
+    return [*sources, *caches, config["plan"]["prices"], config["plan"]["throughput"]]
+
+
+def _figure_names(run):
+    from h2htalk.figures.plots import FIGURE_NAMES
+
+    return FIGURE_NAMES.values()
+
+
+PROVENANCE = One("provenance")
+
+STAGES: tuple[Stage, ...] = (
+    # --- data -------------------------------------------------------------------------------------------
+    Stage(
+        "fetch", f"{JOBS}.data:fetch", "download (or copy) and check the 11 upstream reference files",
+        reads=("data", "upstream_dir"), runtime=15, options=("upstream",),
+        outputs={
+            "manifest": One("manifest"),
+            "files": Paths(lambda s, w: [s.results.path("upstream", file=get_subtask(k).upstream_file)
+                                         for k in SUBTASK_KEYS]),
+        },
+    ),
+    Stage(
+        "prefetch_model", f"{JOBS}.data:prefetch_model",
+        "fetch a model's Hugging Face weights (and LoRA adapter) and record the commit",
+        reads=REGISTRY, jobs=Over(model=_models_in_use), entries=lambda s, w: [w["model"]],
+        outputs={"record": One("prefetched_model")}, mem_mb=2000, runtime=720,  # a 72B model is about 150 GB
+    ),
+    Stage(
+        "prefetch_embedder", f"{JOBS}.data:prefetch_embedder",
+        "fetch an embedder's Hugging Face weights and record the commit",
+        reads=("embedders",), jobs=Over(embedder=lambda run: run.embedders),
+        outputs={"record": One("prefetched_embedder")}, mem_mb=2000, runtime=60,
+    ),
+    Stage(
+        "curate", f"{JOBS}.data:curate", "curate one fetched upstream file into flagged JSONL",
+        reads=("data",), jobs=Over(subtask=lambda run: run.subtasks), runtime=10, mem_mb=1000,
+        inputs={
+            "manifest": One("manifest"),
+            "upstream": Paths(lambda s, w: [s.results.path("upstream", file=get_subtask(w["subtask"]).upstream_file)]),
+        },
+        outputs={"curated": One("curated"), "report": One("curation")},
+    ),
+    Stage(
+        "curation_report", f"{JOBS}.data:curation_report", "combine the curation reports", reads=("subtasks",),
+        inputs={"reports": One("curation", over=("subtask", "subtasks"))},
+        outputs={"json": One("curation_report"), "md": One("curation_report_md")},
+    ),
+    # --- instances and prompts ----------------------------------------------------------------------------
+    Stage(
+        "instances", f"{JOBS}.data:instances", "write one subtask's validated instance set (instances.source)",
+        planned=True,
+        reads=("instances",), jobs=Over(subtask=lambda run: run.subtasks),
+        inputs={"source": Paths(_instance_source)}, outputs={"instances": One("instances")},
+    ),
+    Stage(
+        "reconstruct_instances", f"{JOBS}.answers:reconstruct",
+        "rebuild the subtasks' inputs from their references, verified by vote",
+        planned=True,
+        reads=(
+            *REGISTRY, "generation", "instances.reconstruct", "instances.review_imports", "subtasks", "review.store",
+        ),
+        command="reconstruct", starts=_reconstructors, ratings=(INSTANCE_DECISIONS,), where="model",
+        env="generation", options=("engine",),
+        inputs={
+            "curated": One("curated", over=("subtask", "subtasks")),
+            "decisions": _config_files("instances.review_imports"),
+        },
+        outputs={
+            "instances": One("reconstructed", over=("subtask", "subtasks")),
+            "reports": One("reconstruction_report", over=("subtask", "subtasks")),
+            "review": One("instance_review", over=("subtask", "subtasks")),
+        },
+    ),
+    Stage(
+        "instances_review", f"{JOBS}.data:instances_review", "the reconstruction's review queues in one CSV",
+        inputs={"queues": One("instance_review", over=("subtask", "subtasks"))},
+        outputs={"review": One("instance_review_all")},
+    ),
+    Stage(
+        "prompt_messages", f"{JOBS}.data:prompts", "render the chat messages of one subtask's instances",
+        planned=True,
+        command="prompts", jobs=Over(variant=lambda run: run.variants, subtask=lambda run: run.subtasks),
+        cells=lambda run, w: [Cell("-", w["variant"], w["subtask"])],
+        inputs={"instances": Each("references")}, outputs={"prompts": Each("prompts")},
+    ),
+    Stage(
+        "study_inputs", f"{JOBS}.data:study_inputs", "prompts and items of a study (safety or instruction_following)",
+        planned=True,
+        reads=("studies.sample", "studies.safety_scenarios", "studies.instruction_following"),
+        # the study judge reads the first variant's items, whatever the run's variants
+        jobs=Over(study=lambda run: STUDIES, variant=lambda run: (*run.variants, VARIANTS[0])),
+        inputs={"scenarios": Paths(_scenarios)},
+        outputs={"prompts": One("study_prompts"), "study_items": One("study_items")},
+    ),
+    # --- answers ------------------------------------------------------------------------------------------
+    Stage(
+        "provision_model", f"{JOBS}.data:provision_model",
+        "assemble or download a GGUF model file and check its SHA-256", reads=REGISTRY,
+        jobs=Over(model=_models_in_use), entries=lambda s, w: [w["model"]], env="generation", mem_mb=1000,
+        runtime=60, outputs={"gguf": One("model_file")},
+    ),
+    Stage(
+        "generate", f"{JOBS}.answers:generate", "answer every Table 2 cell of one model (its engine started once)",
+        planned=True,
+        reads=(*REGISTRY, "generation", "subtasks", "variants"), jobs=Over(model=lambda run: run.models),
+        cells=lambda run, w: run.benchmark(w["model"]), starts=lambda s, w: [w["model"]], where="model",
+        env="generation", options=("engine",),
+        inputs={"prompts": Each("prompts")},
+        outputs={"responses": Each("generations"), "summary": One("generation_run")},
+    ),
+    Stage(
+        "baseline_answers", f"{JOBS}.answers:generate",
+        "answer every Table 2 cell of one baseline from the instances (no model)",
+        planned=True,
+        reads=(*REGISTRY, "generation", "subtasks", "variants"), jobs=Over(model=lambda run: run.baselines),
+        cells=lambda run, w: run.benchmark(w["model"]), entries=lambda s, w: [w["model"]], env="generation",
+        mem_mb=1000, runtime=10,
+        inputs={"prompts": Each("prompts"), "instances": Each("references")},
+        outputs={"responses": Each("generations"), "summary": One("generation_run")},
+    ),
+    # --- scores -------------------------------------------------------------------------------------------
+    Stage(
+        "score", f"{JOBS}.scores:score", "score every Table 2 cell of one model with one embedder",
+        reads=("scoring", "embedders", "subtasks", "variants", *REGISTRY),
+        jobs=Over(model=lambda run: run.run_models, embedder=lambda run: run.embedders),
+        cells=lambda run, w: run.scoring(w["model"], w["embedder"]), where="embedder", env="metrics",
+        mem_mb=8000, runtime=240, options=("scoring",),
+        inputs={
+            "generations": Each("generations"), "references": Each("references"),
+            "prefetched": Paths(_embedder_prefetched),
+        },
+        outputs={"scored": Each("score_items"), "summaries": Each("score_summary")},
+    ),
+    Stage(
+        "score_studies", f"{JOBS}.scores:score",
+        "score the safety study's answers of every study model against the safe references, with one embedder",
+        reads=("scoring", "embedders", "variants", "studies.models", "models"),
+        jobs=Over(embedder=lambda run: run.embedders), cells=lambda run, w: run.study_scoring(w["embedder"]),
+        where="embedder", env="metrics", mem_mb=8000, runtime=60, options=("scoring",),
+        inputs={
+            "generations": Each("generations"), "references": Each("references"),
+            "prefetched": Paths(_embedder_prefetched),
+        },
+        outputs={"scored": Each("score_items"), "summaries": Each("score_summary")},
+    ),
+    # --- the rubric judge and people ----------------------------------------------------------------------
+    Stage(
+        "rubric_judge", f"{JOBS}.answers:rubric_judge",
+        "rubric-judge one model's itinerary plans (the judge's engine started once)",
+        planned=True,
+        reads=(*REGISTRY, "generation", *JUDGE_CALLS, "subtasks", "variants"),
+        jobs=Over(model=lambda run: run.judged_models if run.judged_subtasks else ()),
+        cells=lambda run, w: run.judged(w["model"]), starts=lambda s, w: [s.config["rubric_judge"]["model"]],
+        where="model", env="generation", options=("engine", "judge"),
+        inputs={"instances": Each("references"), "prompts": Each("prompts"), "generations": Each("generations")},
+        outputs={"verdicts": Each("judge_samples"), "summary": One("judge_run")},
+    ),
+    Stage(
+        "combine_j", f"{JOBS}.answers:combine_j",
+        "J from S and the judge, the review gate or sample, people's scores",
+        reads=(
+            *GATE, "scoring.bootstrap", "review.imports", "review.store", *REVIEW_MODE, "subtasks", "variants",
+            "models", "baselines", "rubric_judge.baselines",
+        ),
+        jobs=Over(model=lambda run: run.judged_models if run.judged_subtasks else (),
+                  embedder=lambda run: run.embedders),
+        cells=lambda run, w: [c.scored_by(w["embedder"]) for c in run.judged(w["model"])],
+        ratings=(REVIEW_SCORES,), ratings_of_model=True, env="metrics", mem_mb=1000, runtime=10,
+        options=("bootstrap",),
+        inputs={
+            "scores": Each("score_items"), "judgments": Each("judge_samples"),
+            "human": _config_files("review.imports"),
+        },
+        outputs={"scored": Each("j_items"), "summaries": Each("j_summary")},
+    ),
+    Stage(
+        "review_queue", f"{JOBS}.answers:review_queue",
+        "collect the items sent to people (gated, or sampled) into one CSV",
+        reads=("models", "baselines", "rubric_judge.baselines", "scoring.embedders", "subtasks", "variants"),
+        cells=lambda run, w: [c.scored_by(run.embedder) for c in _judged_cells(run, w)], env="metrics",
+        inputs={"j_items": Each("j_items")}, outputs={"queue": One("review_queue")},
+    ),
+    # --- the studies --------------------------------------------------------------------------------------
+    Stage(
+        "study", f"{JOBS}.answers:study",
+        "answer both studies' conversations with one model, then judge them (an engine used by both starts once)",
+        planned=True,
+        reads=(
+            *REGISTRY, "generation", "-generation.max_new_tokens", "studies.max_new_tokens", "studies.models",
+            "models", "variants", "study_judge",
+        ),
+        jobs=Over(model=lambda run: run.study_models), cells=lambda run, w: run.studies(w["model"]),
+        starts=lambda s, w: list(dict.fromkeys([w["model"], s.config["study_judge"]["model"]])),
+        where="model", env="generation", options=("engine", "judge"),
+        inputs={
+            "prompts": Each("prompts"),
+            "study_items": Paths(lambda s, w: [s.results.references(VARIANTS[0], study) for study in STUDIES]),
+        },
+        outputs={
+            "responses": Each("generations"), "summary": One("study_generation_run"),
+            "verdicts": Each("verdicts"), "judge_summary": One("study_judge_run"),
+        },
+    ),
+    # --- provenance and tables ----------------------------------------------------------------------------
+    Stage(
+        "provenance", f"{JOBS}.tables:provenance", "write the run's provenance (git, config, data, versions, hardware)",
+        reads=("*",), options=("root",), inputs={"manifest": One("manifest")}, outputs={"provenance": PROVENANCE},
+    ),
+    Stage(
+        "table1", f"{JOBS}.tables:table1", "Table 1 (.csv, .md, .tex) from the curation reports", reads=("subtasks",),
+        env="figures", report=("csv",),
+        inputs={"provenance": PROVENANCE, "reports": One("curation", over=("subtask", "subtasks"))},
+        outputs=figure_files("table1", csv=".csv", md=".md", tex=".tex"),
+    ),
+    Stage(
+        "table2_pairs", f"{JOBS}.tables:table2_pairs",
+        "Table 2's paired comparisons, rank intervals and detectable differences, and the rank figure",
+        reads=TABLE2, entries=lambda s, w: list(s.run.models), where="cpu", env="figures", mem_mb=2000,
+        runtime=20, options=("bootstrap",), report=("csv", "figure"),
+        inputs={
+            "provenance": PROVENANCE, "scores": Paths(lambda s, w: s.run.table2_items(s.results).values()),
+            "registry": Paths(_registry_files),
+        },
+        outputs={
+            **figure_files("table2_pairs", csv=".csv"),
+            "ranks": Figure("table2_ranks", ".csv"), "figure": Figure("table2_ranks", ".png"),
+        },
+    ),
+    Stage(
+        "table2", f"{JOBS}.tables:table2", "Table 2, its heatmap, the paper comparison and audit", reads=TABLE2,
+        entries=lambda s, w: list(s.run.run_models), ratings=(REVIEW_SCORES,), env="figures", mem_mb=1000,
+        runtime=10, options=("bootstrap",), report=("csv", "heatmap"),
+        inputs={
+            "provenance": PROVENANCE, "summaries": Paths(_summaries), "registry": Paths(_registry_files),
+            "paper": Paths(lambda s, w: [s.config["paper"]["table2"]]), "review": One("review_queue"),
+            "pairs": Figure("table2_pairs", ".csv"), "ranks": Figure("table2_ranks", ".csv"),
+            "judge_samples": Paths(lambda s, w: (s.results.judge_samples(c) for c in _judged_cells(s.run, w))),
+            "human": _config_files("review.imports"), "canary": Paths(_rubric_canary),
+        },
+        outputs=figure_files(
+            "table2", csv=".csv", md=".md", tex=".tex", heatmap="_heatmap.png", vs_paper="_vs_paper.csv",
+            audit="_paper_audit.csv",
+        ),
+    ),
+    Stage(
+        "table3", f"{JOBS}.tables:table3", "Table 3: the SAP ablation with paired bootstrap CIs and the paper's rows",
+        reads=("scoring", "studies.models", "studies.human_ratings", "paper.table3", "models", "variants",
+               "review.store", *RUN_NOTES),
+        cells=lambda run, w: [c.scored_by(run.embedder) for c in _study_cells("safety")(run, w)],
+        ratings=(SAFETY_RATINGS,), env="figures", mem_mb=1000, runtime=10, options=("bootstrap",), report=("csv",),
+        inputs={
+            "provenance": PROVENANCE, "scores": Each("score_items"), "verdicts": Each("verdicts"),
+            "paper": Paths(lambda s, w: [s.config["paper"]["table3"]]), "human": _config_files("studies.human_ratings"),
+        },
+        outputs=figure_files("table3", csv=".csv", md=".md", tex=".tex"),
+    ),
+    Stage(
+        "agreement", f"{JOBS}.tables:agreement",
+        "Krippendorff's alpha between people and between the judges and people",
+        reads=(
+            *CELLS, *RUN_NOTES, "review.imports", "review.store", "studies.models", "studies.human_ratings",
+            "instances.review_imports", "scoring.bootstrap",
+        ),
+        ratings=(REVIEW_SCORES, SAFETY_RATINGS, NEED_VERDICTS, INSTANCE_DECISIONS), env="figures", mem_mb=1000,
+        runtime=10, options=("bootstrap",), report=("csv",),
+        inputs={
+            "provenance": PROVENANCE,
+            "judge_samples": Paths(lambda s, w: (s.results.judge_samples(c) for c in _judged_cells(s.run, w))),
+            "review": _config_files("review.imports"),
+            "verdicts": Paths(lambda s, w: (s.results.verdicts(c) for c in _study_cells()(s.run, w))),
+            "safety": _config_files("studies.human_ratings"), "curated": Paths(_curated_for_decisions),
+            "decisions": _config_files("instances.review_imports"),
+        },
+        outputs=figure_files("agreement", csv=".csv", md=".md"),
+    ),
+    Stage(
+        "calibration", f"{JOBS}.tables:calibration", "chance floor, oracle, rescaled scores and unrelated-pair SS",
+        reads=(*CELLS, *RUN_NOTES, "tables.judged_cell"), env="figures", mem_mb=1000, runtime=10, report=("csv",),
+        inputs={"provenance": PROVENANCE, "summaries": Paths(_summaries), "floor_items": Paths(_floor_items)},
+        outputs=figure_files("calibration", md=".md", csv=".csv"),
+    ),
+    # --- figures ------------------------------------------------------------------------------------------
+    Stage(
+        "figure", f"{JOBS}.tables:figure", "Figure 4 (word cloud), 5 (verb-noun pairs) or 6 (lengths), PNG and CSV",
+        reads=("figures", *RUN_NOTES), jobs=Over(figure=_figure_names), env="figures", mem_mb=2000, runtime=20,
+        options=("font",), report=("png",), caption="figures",
+        inputs={
+            "provenance": PROVENANCE, "curated": One("curated", over=("subtask", "subtasks")),
+            "instances": One("instances", over=("subtask", "subtasks")),
+        },
+        outputs=figure_files("{figure}", png=".png", csv=".csv"),
+    ),
+    Stage(
+        "fig7", f"{JOBS}.tables:fig7", "Figure 7: instruction following by scenario type",
+        reads=("scoring.bootstrap", "studies.models", "models", "variants", "review.store", *RUN_NOTES),
+        cells=_study_cells("instruction_following"), ratings=(NEED_VERDICTS,), env="figures", mem_mb=1000,
+        runtime=10, options=("bootstrap",), report=("png",),
+        inputs={"provenance": PROVENANCE, "verdicts": Each("verdicts")},
+        outputs=figure_files("fig7_instruction_following", png=".png", csv=".csv"),
+    ),
+    # --- the run's results in other formats ---------------------------------------------------------------
+    Stage(
+        "results_json", f"{JOBS}.exports:results_json",
+        "the run's results in one JSON file, after lm-eval's results_*.json: config and its hash, versions, every"
+        " cell with n, value, CI and measure, the studies' table rows, provenance",
+        reads=EXPORT, env="export", mem_mb=1000, runtime=10,
+        inputs={
+            "provenance": PROVENANCE, "summaries": Paths(_export_summaries), "registry": Paths(_registry_files),
+            "safety": Figure("table3", ".csv"), "instruction_following": Figure("fig7_instruction_following", ".csv"),
+        },
+        outputs=figure_files("results", json=".json"),
+    ),
+    Stage(
+        "leaderboard", f"{JOBS}.exports:leaderboard",
+        "Table 2's rows ranked by Overall, per embedder and variant (and within each size group), as JSON",
+        reads=EXPORT, env="export", mem_mb=1000, runtime=10,
+        inputs={
+            "provenance": PROVENANCE, "summaries": Paths(_export_summaries), "registry": Paths(_registry_files),
+        },
+        outputs=figure_files("leaderboard", json=".json"),
+    ),
+    Stage(
+        "every_eval_ever", f"{JOBS}.exports:every_eval_ever",
+        "every item in the Every Eval Ever schema (aggregate and samples per model, variant and embedder),"
+        " checked by every-eval-ever's own validator",
+        reads=(*EXPORT, "instances.files", "rubric_judge.model", "rubric_judge.temperature", "rubric_judge.samples",
+               "rubric_judge.alpha", "rubric_judge.tau", "rubric_judge.gate_on"),
+        env="export", mem_mb=4000, runtime=60,
+        inputs={"provenance": PROVENANCE, "per_item": Paths(_item_files), "registry": Paths(_registry_files)},
+        outputs=bundle("every_eval_ever"),
+    ),
+    Stage(
+        "viewer", f"{JOBS}.exports:viewer",
+        "a static HTML bundle that shows every item (prompt, answer, reference, scores, judge, flags) from disk",
+        reads=(*CELLS, *RUN_NOTES, *REGISTRY, "tables.judged_cell"), env="export", mem_mb=4000, runtime=60,
+        inputs={"provenance": PROVENANCE, "per_item": Paths(_item_files), "registry": Paths(_registry_files)},
+        outputs=bundle("viewer"),
+    ),
+    # --- the judges' reliability --------------------------------------------------------------------------
+    Stage(
+        "judge_ladder", f"{JOBS}.answers:judge_ladder",
+        "one judge model's sanity ladder and drift canary, for every judge it is (its engine started once)",
+        reads=(
+            *REGISTRY, "generation", *JUDGE_CALLS, "study_judge", "subtasks", "variants", "data.curate.persona_names",
+            "judge_reliability.seed", "judge_reliability.ladder", "judge_reliability.canary",
+        ),
+        jobs=Over(model=lambda run: run.judges), starts=lambda s, w: [w["model"]], where="model", env="generation",
+        options=("engine",),
+        inputs={"rubric": Paths(_ladder_inputs)},
+        outputs={"ladder": One("judge_ladder"), "canary": One("judge_canary"), "summary": One("judge_ladder_run")},
+    ),
+    Stage(
+        "judge_reliability", f"{JOBS}.tables:judge_reliability",
+        "the judges' reliability card: ladder, self-consistency, agreement with people, drift canary",
+        reads=(
+            "models", "baselines", "rubric_judge.baselines", "subtasks", "variants", "studies.models",
+            "rubric_judge.model", "rubric_judge.samples", "study_judge.model", "study_judge.samples",
+            "scoring.bootstrap",
+        ),
+        env="figures", mem_mb=1000, runtime=10, report=("csv",),
+        inputs={
+            "provenance": PROVENANCE,
+            "ladders": Paths(lambda s, w: (s.results.path("judge_ladder", model=m) for m in s.run.judges)),
+            "canaries": Paths(lambda s, w: (s.results.path("judge_canary", model=m) for m in s.run.judges)),
+            "judge_samples": Paths(lambda s, w: (s.results.judge_samples(c) for c in _judged_cells(s.run, w))),
+            "verdicts": Paths(lambda s, w: (s.results.verdicts(c) for c in _study_cells()(s.run, w))),
+            "agreement": Figure("agreement", ".csv"),
+        },
+        outputs=figure_files("judge_reliability", md=".md", csv=".csv"),
+    ),
+    # --- the plan -----------------------------------------------------------------------------------------
+    Stage(
+        "plan", f"{JOBS}.plan:plan",
+        "count what the configured run sends per model and stage, what the caches hold, and the tokens, GPU-hours"
+        " and API cost of the rest (results/plan.md, results/plan.csv)",
+        reads=(
+            *REGISTRY, "models", "baselines", "subtasks", "variants", "generation", "rubric_judge", "study_judge",
+            "instances", "studies", "review.store", "plan",
+        ),
+        env="generation", mem_mb=4000, runtime=60,
+        inputs={"sources": Paths(_plan_inputs)}, outputs={"table": One("plan"), "report": One("plan_md")},
+    ),
+)  # fmt: skip
+
+BY_NAME = {stage.name: stage for stage in STAGES}

@@ -1,0 +1,142 @@
+"""What Snakemake's rules take from the stage table for one run: each stage's files as rule inputs and output
+patterns, its logs, resources, threads, the params that rerun its jobs when what they read changes, and its
+command line. ``workflow/rules/stages.smk`` makes one rule of each stage from these."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from h2htalk.cluster import cpu_job, embedder_job, model_job
+from h2htalk.config import settings_hash
+from h2htalk.layout import Layout
+from h2htalk.llm.engines import engine_of
+from h2htalk.review.store import ratings_digest
+from h2htalk.stages.spec import Scope, Stage
+
+PLACED_BY = ("slurm_partition", "slurm_account", "slurm_extra", "gpu", "gpu_model", "cpus_per_gpu", "mem_mb", "runtime")
+
+
+class Rules:
+    """The rules of one run: ``config`` validated, ``results`` its results tree, ``registry`` the model registry."""
+
+    def __init__(self, config: Mapping[str, Any], results: Layout, registry: Mapping[str, Any], basedir: str) -> None:
+        self.config, self.results, self.registry, self.basedir = config, results, registry, basedir
+        self.scope = Scope(config, results)
+
+    # --- files ----------------------------------------------------------------------------------------
+
+    def inputs(self, stage: Stage) -> Callable[[Any], dict[str, list[str]]]:
+        """An input function (for ``unpack``): the job's declared inputs, and the files of the models it starts."""
+
+        def files(wildcards: Any) -> dict[str, list[str]]:
+            labels = dict(wildcards.items())
+            found = stage.files("inputs", self.scope, labels)
+            if started := stage.starts(self.scope, labels):
+                found["models"] = self.model_files(started)
+            return found
+
+        return files
+
+    def model_files(self, names: list[str]) -> list[str]:
+        """What a job that starts the models ``names`` needs besides its data: their provisioned GGUF files and the
+        prefetch records of those whose weights come from the Hugging Face hub."""
+        unique = list(dict.fromkeys(names))
+        engines = {name: engine_of(self.registry[name]) for name in unique}
+        gguf = [self.results.path("model_file", model=n) for n in unique if engines[n].needs_model_file]
+        hub = [self.results.path("prefetched_model", model=n) for n in unique if engines[n].downloads(self.registry[n])]
+        return [*gguf, *hub]
+
+    def outputs(self, stage: Stage) -> dict[str, str | list[str]]:
+        """The output patterns (labels as wildcards); a single file as a string."""
+        found = stage.files("outputs", self.scope, {label: f"{{{label}}}" for label in stage.labels})
+        return {name: paths[0] if len(paths) == 1 else paths for name, paths in found.items()}
+
+    def logs(self, stage: Stage) -> dict[str, str]:
+        where = self._job_path(self.results.path("logs"), stage)
+        logs = {"main": f"{where}.log"}
+        if stage.where == "model":
+            logs["server"] = f"{where}.server.log"
+        return logs
+
+    def benchmark(self, stage: Stage) -> str:
+        return self._job_path(self.results.path("benchmarks"), stage) + ".tsv"
+
+    @staticmethod
+    def _job_path(folder: str, stage: Stage) -> str:
+        return "/".join([folder, stage.name, *(f"{{{label}}}" for label in stage.labels)])
+
+    def constraints(self, stage: Stage) -> dict[str, str]:
+        """Each label matches exactly the run's values of it (two stages may make the same files for different
+        models, as generate and baseline_answers do)."""
+        jobs = stage.jobs(self.scope.run)
+        values = {label: list(dict.fromkeys(job[label] for job in jobs)) for label in stage.labels}
+        return {label: "|".join(map(re.escape, found)) or "(?!)" for label, found in values.items()}
+
+    # --- where it runs --------------------------------------------------------------------------------
+
+    def threads(self, stage: Stage) -> Callable[[Any], int]:
+        def threads(wildcards: Any) -> int:
+            started = stage.starts(self.scope, dict(wildcards.items()))
+            return max((engine_of(self.registry[m]).threads(self.registry[m]) for m in started), default=1)
+
+        return threads
+
+    def resources(self, stage: Stage) -> dict[str, Any]:
+        """What a job asks SLURM for: its models' GPUs, memory and time, or its embedder's, or a CPU job's."""
+        cluster = self.config["cluster"]
+        if stage.where == "local":
+            return {"mem_mb": stage.mem_mb, "runtime": stage.runtime}
+        if stage.where == "cpu":
+            return cpu_job(cluster, stage.mem_mb, stage.runtime)
+
+        def placed(wildcards: Any) -> dict[str, Any]:
+            if stage.where == "embedder":
+                return embedder_job(cluster, self.config["embedders"][wildcards.embedder], stage.mem_mb, stage.runtime)
+            started = stage.starts(self.scope, dict(wildcards.items()))
+            return model_job(cluster, [self.registry[m] for m in started])
+
+        return {key: (lambda wc, key=key: placed(wc)[key]) for key in PLACED_BY}
+
+    # --- what reruns it -------------------------------------------------------------------------------
+
+    def params(self, stage: Stage) -> dict[str, Callable[[Any], str]]:
+        """``settings``: a hash of the config keys the stage reads and the registry entries of its models;
+        ``ratings``: a digest of the review store's ratings it reads (its own model's only, where it says so)."""
+
+        def settings(wildcards: Any) -> str:
+            entries = stage.registry_entries(self.scope, dict(wildcards.items()))
+            return settings_hash(self.config, stage.reads, [self.registry[name] for name in entries])
+
+        params = {"settings": settings}
+        if stage.ratings:
+            store = self.config["review"]["store"]
+
+            def ratings(wildcards: Any) -> str:
+                model = wildcards.model if stage.ratings_of_model else None
+                return " ".join(ratings_digest(store, sheet, model) for sheet in stage.ratings)
+
+            params["ratings"] = ratings
+        return params
+
+    def command(self, stage: Stage) -> str:
+        """The job's command line: the stage's command with the run's config file, results tree and the job's
+        labels."""
+        words = ["python -m h2htalk --log {log.main}", stage.command_name]
+        if stage.reads:
+            words.append(f"--config {self.results.path('config')}")
+        words.append(f"--results {self.results.root} --instance-set {self.results.instance_set}")
+        words += [f"--{label} {{wildcards.{label}}}" for label in stage.labels]
+        if stage.where == "model":
+            words.append("--server-log {log.server}")
+        if "root" in stage.options:
+            words.append(f"--root {self.basedir}")
+        return " ".join(words)
+
+    def started(self, rule: str, wildcards: Mapping[str, str]) -> list[str]:
+        """The registry names whose engines a job of ``rule`` starts."""
+        from h2htalk.stages.table import BY_NAME
+
+        stage = BY_NAME.get(rule)
+        return stage.starts(self.scope, dict(wildcards)) if stage else []

@@ -1,0 +1,30 @@
+# One rule per stage of the stage table (h2htalk.stages.table): its files, logs, resources, the params that
+# rerun it when what it reads changes, and its command; everything here comes from the table.
+
+
+for _stage in STAGES:
+
+    rule:
+        name:
+            _stage.name
+        input:
+            unpack(RULES.inputs(_stage)),
+            **rule_inputs(_stage),
+        output:
+            **rule_outputs(_stage),
+        log:
+            **RULES.logs(_stage),
+        benchmark:
+            RULES.benchmark(_stage)
+        wildcard_constraints:
+            **RULES.constraints(_stage),
+        conda:
+            f"../../envs/{_stage.env}.yaml"
+        localrule: _stage.where == "local"
+        threads: RULES.threads(_stage)
+        resources:
+            **RULES.resources(_stage),
+        params:
+            **RULES.params(_stage),
+        shell:
+            RULES.command(_stage)
