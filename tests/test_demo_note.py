@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from h2htalk.cli import command_reads
+from h2htalk.stages.table import command_reads
 from h2htalk.instances.sources import run_notes
 from h2htalk.config import default_config
 from h2htalk.io import write_json_atomic, write_jsonl_atomic

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from h2htalk.cli import command_reads, main
+from h2htalk.cli import main
+from h2htalk.stages.table import command_reads
 from h2htalk.config import load_registry
 from h2htalk.export.items import COLUMNS
 from h2htalk.export.leaderboard import competition_ranks

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from h2htalk.cli import build_parser, main
@@ -45,11 +43,12 @@ def test_a_command_finds_the_one_set_of_its_tree_and_puts_its_tables_there(tmp_p
     results = tmp_path / "results"
     args = build_parser().parse_args(["table1", "--results", str(results)])
     resolve_instance_set(args)
-    assert args.results.instance_set is None and args.out == Path("paper_figures/table1")  # an empty tree: no set
+    table1 = args.results.figure("table1.csv")
+    assert args.results.instance_set is None and table1 == "paper_figures/table1.csv"  # an empty tree: no set
     (results / "sets" / "demo").mkdir(parents=True)
     args = build_parser().parse_args(["table1", "--results", str(results)])
     resolve_instance_set(args)
-    assert args.results.instance_set == "demo" and args.out == Path("paper_figures/demo/table1")
+    assert args.results.instance_set == "demo" and args.results.figure("table1.csv") == "paper_figures/demo/table1.csv"
     assert args.results.path("curation_report") == f"{results}/data/curation_report.json"  # shared
     args = build_parser().parse_args(["table1", "--results", str(results), "--instance-set", "reconstructed"])
     resolve_instance_set(args)

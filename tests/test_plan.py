@@ -95,13 +95,13 @@ def run_stages(config: Path, results: Path, base_url: str) -> dict[str, int]:
             assert main(["prompts", "--results", str(results), "--subtask", subtask, "--variant", variant]) == 0
     for study in ("safety", "instruction_following"):
         for variant in ("sap", "nosap"):
-            assert main(["study-inputs", *common, study, "--variant", variant]) == 0
+            assert main(["study-inputs", *common, "--study", study, "--variant", variant]) == 0
     served = ["--base-url", base_url, "--served-model", "stub"]
+    assert main(["generate", *common, "--model", "stub-model", *served]) == 0
+    assert main(["baseline-answers", *common, "--model", "baseline-oracle"]) == 0
     for model in ("stub-model", "baseline-oracle"):
-        assert main(["generate", *common, "--model", model, *served]) == 0
         assert main(["rubric-judge", *common, "--model", model, *served]) == 0
-    assert main(["generate-studies", *common, "--model", "stub-model", *served]) == 0
-    assert main(["study-judge", *common, "--model", "stub-model", *served]) == 0
+    assert main(["study", *common, "--model", "stub-model", *served]) == 0
     runs = {
         "generate": results / "generations" / "stub-model" / "run.json",
         "generate studies": results / "generations" / "stub-model" / "studies.run.json",

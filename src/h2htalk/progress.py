@@ -10,8 +10,6 @@ import logging
 import os
 import time
 
-from h2htalk.llm.engines import ENGINES
-
 log = logging.getLogger("h2htalk.progress")
 
 EVERY_S = 15.0  # at most one line this often in the job's log, besides the first and the last
@@ -79,10 +77,3 @@ def summary(facts: str, *, subject: str = "", out: str | os.PathLike[str] | None
         line += f" -> {out}"
     log.info("%s (%s)", line, duration(time.monotonic() - _job["started"]))
 
-
-def answered(run: dict, noun: str = "answers") -> str:
-    """``66 answers (12 cached, 0 failed)``, from a run summary of the model-call seam."""
-    if ENGINES[run["engine"]].answers_without_model:
-        return f"{run['requests']} {noun} (a baseline: no model)"
-    cached = run["requests"] - run["sent"]
-    return f"{run['requests']} {noun} ({cached} cached, {run.get('failed', 0)} failed)"

@@ -186,17 +186,18 @@ def engine_options(args: argparse.Namespace, config: dict[str, Any], models: lis
     registry = load_registry(registry_files(config))
     files = {m: args.results.path("model_file", model=m) for m in models if engine_of(registry[m]).needs_model_file}
     endpoint = None
-    if args.base_url:
-        if len(models) != 1:
-            raise H2HTalkError("--base-url needs a command that uses one model")
-        endpoint = Endpoint(args.base_url, args.served_model or models[0])
+    if getattr(args, "base_url", None):
+        if len(models) != 1 and not getattr(args, "served_model", None):
+            raise H2HTalkError(f"--base-url serves every model of this job ({', '.join(models)}): name the one model "
+                               "its requests carry with --served-model")  # fmt: skip
+        endpoint = Endpoint(getattr(args, "base_url", None), getattr(args, "served_model", None) or models[0])
     else:
         check_environment(config, models)
     return EngineOptions(
         client=ClientSettings.from_config(config),
         seed=config["generation"]["decoding"]["seed"],
         model_files=files,
-        server_log=args.server_log,
+        server_log=getattr(args, "server_log", None),
         endpoint=endpoint,
     )
 

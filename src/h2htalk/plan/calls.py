@@ -138,7 +138,7 @@ class PlannedCalls:
         return sum(text_tokens(m["content"]) + MESSAGE_OVERHEAD for m in messages[:shared])
 
     def summary(self) -> dict[str, Any]:
-        return {"model": self.spec["name"], "requests": self.tally.requests, "sent": 0}
+        return {"model": self.spec["name"], "engine": self.spec["engine"], "requests": self.tally.requests, "sent": 0}
 
     def check_failures(self, max_rate: float) -> None:
         """A plan sends nothing, so nothing failed."""

@@ -209,12 +209,6 @@ STAGES: tuple[Stage, ...] = (
     ),
     # --- instances and prompts ----------------------------------------------------------------------------
     Stage(
-        "instances", f"{JOBS}.data:instances", "write one subtask's validated instance set (instances.source)",
-        planned=True,
-        reads=("instances",), jobs=Over(subtask=lambda run: run.subtasks),
-        inputs={"source": Paths(_instance_source)}, outputs={"instances": One("instances")},
-    ),
-    Stage(
         "reconstruct_instances", f"{JOBS}.answers:reconstruct",
         "rebuild the subtasks' inputs from their references, verified by vote",
         planned=True,
@@ -232,6 +226,12 @@ STAGES: tuple[Stage, ...] = (
             "reports": One("reconstruction_report", over=("subtask", "subtasks")),
             "review": One("instance_review", over=("subtask", "subtasks")),
         },
+    ),
+    Stage(
+        "instances", f"{JOBS}.data:instances", "write one subtask's validated instance set (instances.source)",
+        planned=True,
+        reads=("instances",), jobs=Over(subtask=lambda run: run.subtasks),
+        inputs={"source": Paths(_instance_source)}, outputs={"instances": One("instances")},
     ),
     Stage(
         "instances_review", f"{JOBS}.data:instances_review", "the reconstruction's review queues in one CSV",
@@ -545,3 +545,8 @@ STAGES: tuple[Stage, ...] = (
 )  # fmt: skip
 
 BY_NAME = {stage.name: stage for stage in STAGES}
+
+
+def command_reads() -> dict[str, tuple[str, ...]]:
+    """Each stage's command -> the config keys it reads (what reruns its jobs when they change)."""
+    return {stage.command_name: stage.reads for stage in STAGES}

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.errors import H2HTalkError
-from h2htalk.progress import answered
 from h2htalk.stages.job import Done, Job
 
 
@@ -146,3 +145,13 @@ def judge_ladder(job: Job) -> Done:
     judges = {role: rubric if role == JUDGE_ROLES[0] else study_judge for role in roles}
     found = run_ladder(job.entry(model), roles, texts, judges, reliability, job.engines([model]), job.results)
     return Done(answered(found, "verdicts"), subject=f"{model} ({', '.join(roles)})")
+
+
+def answered(run: dict[str, Any], noun: str = "answers") -> str:
+    """``66 answers (12 cached, 0 failed)``, from a run summary of the model-call seam."""
+    from h2htalk.llm.engines import ENGINES
+
+    if ENGINES[run["engine"]].answers_without_model:
+        return f"{run['requests']} {noun} (a baseline: no model)"
+    cached = run["requests"] - run["sent"]
+    return f"{run['requests']} {noun} ({cached} cached, {run.get('failed', 0)} failed)"
