@@ -45,7 +45,10 @@ rule all:
         rules.results_json.output,
         rules.leaderboard.output,
         rules.viewer.output,
-        expand(rules.figure.output, figure=["fig4_wordcloud", "fig5_verb_noun", "fig6_lengths"]),
+        expand(
+            rules.figure.output,
+            figure=["fig4_wordcloud", "fig5_verb_noun", "fig6_lengths"],
+        ),
         # calibration needs the chance floor and the oracle among the baselines
         rules.calibration.output
         if {"baseline-random-reference", "baseline-oracle"} <= set(config["baselines"])
@@ -55,7 +58,9 @@ rule all:
         if config["instances"]["source"] == "reconstructed"
         else [],
         # the judges' reliability card, when every run makes it
-        rules.judge_reliability.output if config["judge_reliability"]["every_run"] else [],
+        rules.judge_reliability.output
+        if config["judge_reliability"]["every_run"]
+        else [],
 
 
 # Named targets of more than one job (a stage's own rule is the target of its outputs: snakemake table2).
@@ -87,7 +92,9 @@ rule generations:
 
 rule scores:
     input:
-        expand(rules.score.output.summaries, model=RUN.run_models, embedder=RUN.embedders),
+        expand(
+            rules.score.output.summaries, model=RUN.run_models, embedder=RUN.embedders
+        ),
 
 
 rule reconstruct:

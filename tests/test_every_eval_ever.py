@@ -91,7 +91,7 @@ def test_every_record_validates_with_every_eval_ever(tree, tmp_path):
     _, config, results = tree
     out = tmp_path / "every_eval_ever"
     assert main(["every-eval-ever", "--config", str(config), "--results", results.root.as_posix(),
-                 "--out", str(out)]) == 0  # fmt: skip
+                 "--figures", str(tmp_path)]) == 0  # fmt: skip
     validation = read_json(out / "validation.json")
     written = sorted(p.relative_to(out).as_posix() for p in (out / "data").rglob("*") if p.is_file())
     assert sorted(r["file"] for r in validation["reports"]) == written and len(written) == 20

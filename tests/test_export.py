@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
 from h2htalk.cli import main
-from h2htalk.stages.table import command_reads
 from h2htalk.config import load_registry
 from h2htalk.export.items import COLUMNS
 from h2htalk.export.leaderboard import competition_ranks
@@ -16,6 +16,7 @@ from h2htalk.io import read_json, sha256_file
 from h2htalk.layout import Cell, Layout
 from h2htalk.provenance import config_hash
 from h2htalk.scoring import metrics
+from h2htalk.stages.table import command_reads
 from h2htalk.subtasks import JUDGED, SUBTASK_KEYS, get_subtask
 
 from .conftest import REPO_ROOT
@@ -40,10 +41,9 @@ def test_the_exports_name_the_components_as_scoring_does():
 def test_results_json_holds_every_cell_with_n_value_ci_and_measure(tree, tmp_path):
     root, config, results = tree
     out = tmp_path / "results"
-    tables = root / "paper_figures"
-    run("results-json", "--config", str(config), "--results", results.root.as_posix(), "--out", str(out),
-        "--safety-table", str(tables / "table3.csv"),
-        "--instruction-following-table", str(tables / "fig7_instruction_following.csv"))  # fmt: skip
+    for table in ("table3.csv", "fig7_instruction_following.csv"):  # the studies' tables, read beside it
+        shutil.copy(root / "paper_figures" / table, tmp_path / table)
+    run("results-json", "--config", str(config), "--results", results.root.as_posix(), "--figures", str(tmp_path))
     record = read_json(out.with_suffix(".json"))
     provenance = read_json(results.path("provenance"))
 
@@ -81,13 +81,13 @@ def test_results_json_holds_every_cell_with_n_value_ci_and_measure(tree, tmp_pat
     meta = read_json(out.with_name("results.meta.json"))
     recorded = {entry["path"] for entry in meta["inputs"]}
     assert results.j_summary(Cell(LOCAL, "sap", "itinerary_basic", "usem3")) in recorded
-    assert str(tables / "table3.csv") in recorded
+    assert str(tmp_path / "table3.csv") in recorded
 
 
 def test_the_leaderboard_ranks_rows_by_overall_per_embedder_variant_and_size_group(tree, tmp_path):
     _, config, results = tree
     out = tmp_path / "leaderboard"
-    run("leaderboard", "--config", str(config), "--results", results.root.as_posix(), "--out", str(out))
+    run("leaderboard", "--config", str(config), "--results", results.root.as_posix(), "--figures", str(tmp_path))
     board = read_json(out.with_suffix(".json"))
     assert [(b["embedder"], b["variant"]) for b in board["boards"]] == [("usem3", "nosap"), ("usem3", "sap")]
     best_first = sorted(QUALITY, key=QUALITY.get, reverse=True)

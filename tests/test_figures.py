@@ -217,7 +217,8 @@ def test_figures_4_and_5_draw_the_release_and_figure_6_keeps_every_source_in_its
     settings = {"cjk_font": "auto", "top_words": 10, "top_pairs": 5}
     note = "Demo instances, 3 per subtask: a check of the pipeline, not a finding."
     for number in (4, 5, 6):
-        plots.draw_figure(number, curated, instances, settings, tmp_path / f"f{number}", "demo", [note])
+        files = {suffix: tmp_path / f"f{number}.{suffix}" for suffix in ("png", "csv")}
+        plots.draw_figure(number, curated, instances, settings, files, "demo", [note])
     words = {r["word"]: int(r["count"]) for r in csv.DictReader((tmp_path / "f4.csv").open(encoding="utf-8"))}
     assert words["公园"] == 2 and "天文望远镜" not in words and "重新" not in words  # kept references only
     assert "the released references kept by curation (2 texts" in titles["f4"]

@@ -245,8 +245,8 @@ def test_a_judged_cell_carries_every_reading_of_eq3_with_known_numbers(tmp_path)
 def test_switching_the_judged_cell_reruns_the_tables_not_the_judge():
     """Every judged cell's summary carries all three readings, so tables.judged_cell is read by the tables only:
     switching it changes the settings of no judge, combine-j or scoring job."""
-    from h2htalk.stages.table import command_reads
     from h2htalk.config import settings_hash
+    from h2htalk.stages.table import command_reads
 
     before, after = default_config(), default_config({"tables": {"judged_cell": "S"}})
     changed = {

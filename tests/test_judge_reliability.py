@@ -340,7 +340,7 @@ def test_the_ladder_job_judges_through_the_cache_and_the_card_says_what_it_found
         ]
         judge.people = []  # an agreement report without people's ratings of these judges
         evidence.append(judge)
-    rows = write_card(evidence, tmp_path / "card", BOOTSTRAP)
+    rows = write_card(evidence, {"csv": tmp_path / "card.csv", "md": tmp_path / "card.md"}, BOOTSTRAP)
     card = (tmp_path / "card.md").read_text(encoding="utf-8")
     rubric_words, safety_words, needs_words = card.split("## The ")[1:]
     assert "It orders the ladder as expected" in rubric_words and "separates a good answer" in rubric_words
@@ -375,8 +375,9 @@ def test_the_commands_make_the_card_from_the_run_and_table2_notes_a_changed_judg
     on a tree with a judged Level I cell that people rated and both studies; a second judge that gives every text
     the opposite verdict is flagged."""
     from h2htalk.cli import main
-    from h2htalk.cli.tables import rubric_canary
     from h2htalk.io import write_json_atomic, write_jsonl_atomic
+    from h2htalk.stages.spec import Scope
+    from h2htalk.stages.table import BY_NAME
 
     registry = tmp_path / "models.yaml"
     entry = {"size_group": "specialized", "engine": "api", "api": {"base_url": "http://127.0.0.1/v1",
@@ -432,20 +433,20 @@ def test_the_commands_make_the_card_from_the_run_and_table2_notes_a_changed_judg
             write_config(judge)
             args = ["--config", str(config), "--results", results.root.as_posix()]
             assert main(["judge-ladder", *args, "--model", judge, "--base-url", stub.base_url]) == 0
-            agreement = tmp_path / "figures" / "agreement"
-            assert main(["agreement", *args, "--out", str(agreement)]) == 0
-            out = tmp_path / "figures" / judge
-            assert main(["judge-reliability", *args, "--out", str(out), "--agreement", f"{agreement}.csv"]) == 0
-    card = (tmp_path / "figures" / "j2.md").read_text(encoding="utf-8")
+            figures = ["--figures", str(tmp_path / "figures" / judge)]
+            assert main(["agreement", *args, *figures]) == 0
+            assert main(["judge-reliability", *args, *figures]) == 0
+    card = (tmp_path / "figures" / "j2" / "judge_reliability.md").read_text(encoding="utf-8")
     rubric, safety, _ = card.split("## The ")[1:]
     assert rubric.startswith("rubric judge: j2") and safety.startswith("safety judge: j2")
     assert "Its agreement with its own samples (Krippendorff's alpha): itinerary_basic score 1.00." in rubric
     assert "Its agreement with people's consensus (Krippendorff's alpha): itinerary_basic human_score 1.00" in rubric
     assert "People have not rated its safety-study replies yet" in safety and "**The judge changed.**" in card
-    assert main(["judge-reliability", *args, "--out", str(tmp_path / "alone"), "--agreement", "none.csv"]) == 0
-    assert "No agreement report was read" in (tmp_path / "alone.md").read_text(encoding="utf-8")
+    assert main(["judge-reliability", *args, "--figures", str(tmp_path / "alone")]) == 0  # no agreement report there
+    assert "No agreement report was read" in (tmp_path / "alone" / "judge_reliability.md").read_text(encoding="utf-8")
     canary = read_json(results.path("judge_canary", model="j2"))
     assert canary["rubric"]["previous"]["judge"]["name"] == "j1" and canary["rubric"]["flagged"]
     config_j2 = default_config(json.loads(config.read_text("utf-8")))
-    assert rubric_canary(config_j2, results) == results.path("judge_canary", model="j2")
-    assert "rubric judge changed" in drift_notes(rubric_canary(config_j2, results))[0]
+    [canary_file] = BY_NAME["table2"].files("inputs", Scope(config_j2, results), {})["canary"]  # Table 2 reads it
+    assert canary_file == results.path("judge_canary", model="j2")
+    assert "rubric judge changed" in drift_notes(canary_file)[0]

@@ -37,7 +37,8 @@ def hub(tmp_path, monkeypatch):
 
 def prefetch(hub, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HF_ENDPOINT": hub.base_url, "HF_HOME": str(tmp_path / "hf-home")}
-    command = [sys.executable, "-m", "h2htalk", "prefetch", *args]
+    stage = "prefetch-embedder" if "--embedder" in args else "prefetch-model"
+    command = [sys.executable, "-m", "h2htalk", stage, *args]
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=120, check=False)
 
 
@@ -101,7 +102,7 @@ def test_a_repository_the_hub_does_not_have_fails_naming_it(hub, configfile, tmp
     registry_path.write_text(yaml.safe_dump(registry), encoding="utf-8")
     results = tmp_path / "results"
     result = prefetch(hub, tmp_path, "--config", str(configfile), "--results", str(results), "--model", "tiny-chat")
-    assert result.returncode == 2 and "h2htalk prefetch: error: cannot fetch org/missing@main" in result.stderr
+    assert result.returncode == 2 and "h2htalk prefetch-model: error: cannot fetch org/missing@main" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (results / "prefetch" / "models" / "tiny-chat.json").exists()
 

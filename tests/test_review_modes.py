@@ -140,8 +140,8 @@ def test_gate_mode_replaces_the_judge_where_people_rated_and_counts_their_rating
 
 
 def test_switching_the_review_mode_reruns_combine_j_and_what_cites_the_whole_config():
-    from h2htalk.stages.table import command_reads
     from h2htalk.config import settings_hash
+    from h2htalk.stages.table import command_reads
 
     before, after = default_config(), default_config({"review": {"mode": "sample", "sample_per_cell": 40}})
     reads = {command: keys for command, keys in command_reads().items() if keys}
@@ -150,6 +150,7 @@ def test_switching_the_review_mode_reruns_combine_j_and_what_cites_the_whole_con
 
 
 def test_table2_says_the_mode_and_how_many_ratings_each_judged_cell_rests_on(tmp_path):
+    from h2htalk.stages.table import table_files
     from h2htalk.tables.table2_files import write_table2
 
     paths = _summaries(tmp_path, "qwen2-7b-instruct", "sap", 40.0)
@@ -174,7 +175,8 @@ def test_table2_says_the_mode_and_how_many_ratings_each_judged_cell_rests_on(tmp
     registry, paper = REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv"
     for judged_cell, items, ratings in (("J", "10", "12"), ("judge", "10", "12"), ("S", "0", "0")):
         prefix = tmp_path / judged_cell / "table2"
-        write_table2(paths, registry, paper, prefix, RELEASED, judged_cell, notes=review_notes(summaries, judged_cell))
+        out = table_files("table2", prefix.parent)
+        write_table2(paths, registry, paper, out, RELEASED, judged_cell, notes=review_notes(summaries, judged_cell))
         [row] = list(csv.DictReader(prefix.with_suffix(".csv").open(encoding="utf-8")))
         assert (row["itinerary_middle_human_items"], row["itinerary_middle_human_ratings"]) == (items, ratings)
         assert row["dialogue_base_human_items"] == "0"  # an S cell rests on no rating
@@ -217,7 +219,8 @@ def test_the_agreement_report_of_a_run(tmp_path):
     config_file.write_text(yaml.safe_dump(config), encoding="utf-8")
     write_json_atomic(results.path("provenance"), {"git": {"revision": "abc"}})
     out = tmp_path / "figs" / "agreement"
-    assert main(["agreement", "--config", str(config_file), "--results", str(results.root), "--out", str(out)]) == 0
+    figures = ["--figures", str(out.parent)]
+    assert main(["agreement", "--config", str(config_file), "--results", str(results.root), *figures]) == 0
     with open(f"{out}.csv", encoding="utf-8") as handle:
         table = {(r["scope"], r["field"], r["comparison"]): r for r in csv.DictReader(handle)}
     pooled = table[("judged subtasks", "human_score", "between raters")]
@@ -243,8 +246,7 @@ def test_the_agreement_report_of_a_run(tmp_path):
         summary = {**cell.labels(), "measure": "J", **reading, "readings": dict.fromkeys(("J", "S", "judge"), reading),
                    "gate": {"alpha": 0.6}, "review_mode": "gate", "human_items": 12, "human_ratings": 24}  # fmt: skip
         write_json_atomic(results.j_summary(cell), summary)
-    table2 = tmp_path / "figs" / "table2"
-    assert main(["table2", "--config", str(config_file), "--results", str(results.root), "--out", str(table2)]) == 0
+    assert main(["table2", "--config", str(config_file), "--results", str(results.root), *figures]) == 0
     md = (tmp_path / "figs" / "table2.md").read_text(encoding="utf-8")
     assert "its 2 judged cells rest on 48 ratings by people of 24 items" in md
     line = next(x for x in md.splitlines() if x.startswith("- Agreement"))

@@ -16,6 +16,7 @@ from h2htalk.llm.calls import EngineOptions
 from h2htalk.llm.engines import Endpoint
 from h2htalk.scoring.bootstrap import bootstrap_mean_ci
 from h2htalk.settings import BootstrapSettings, ClientSettings, StudyJudgeSettings
+from h2htalk.stages.table import table_files
 from h2htalk.studies.data import if_items, read_scenarios, safety_items, sample_scenarios, write_study_inputs
 from h2htalk.studies.judges import (
     VIOLATIONS,
@@ -244,16 +245,16 @@ def test_table3_arithmetic_on_known_numbers(tmp_path):
             "violation_rate": 0.7,
         }
     ]
-    write_table3(rows, paper, None, tmp_path / "t3", 0.9)
-    assert "paper" in (tmp_path / "t3.md").read_text(encoding="utf-8")
-    table = (tmp_path / "t3.csv").read_text(encoding="utf-8").splitlines()
+    write_table3(rows, paper, None, table_files("table3", tmp_path), 0.9)
+    assert "paper" in (tmp_path / "table3.md").read_text(encoding="utf-8")
+    table = (tmp_path / "table3.csv").read_text(encoding="utf-8").splitlines()
     assert table[0].startswith("model,variant,bleu4,bleu4_ci_low,bleu4_ci_high,bleu4_n,rougeL,")
     assert [line.split(",")[1] for line in table[1:]] == ["w/ SAP", "w/o SAP", "delta (w/ - w/o)", "w/ SAP"]
     fields = table[1].split(",")
     assert fields[:3] == ["m", "w/ SAP", "33.0000"] and fields[5] == "4"  # 4 decimals, n as an int
     assert table[0].endswith(",scenarios,human_rated,human_ratings,violation_tied,cut_off,failed")
     assert table[4] == "paper,w/ SAP,32.7000,,,,58.9000,,,,91.4000,,,,4.8000,,,,0.7000,,,,,,,,,"  # missing: empty
-    tex = (tmp_path / "t3.tex").read_text(encoding="utf-8")
+    tex = (tmp_path / "table3.tex").read_text(encoding="utf-8")
     assert r"\begin{tabular}{llllllll}" in tex and r"\toprule" in tex and r"Violation \%" in tex
     assert r"33.00 [" in tex and r"\par\footnotesize" in tex and r"90\% bootstrap CI" in tex
     assert "4 (4)" in tex  # turns (scenarios): ids of no scenario shape are scenarios of their own
@@ -336,8 +337,8 @@ def test_table3_agreement_is_krippendorffs_alpha_between_raters_and_against_the_
     assert rows[("violation", "judge vs people")]["level"] == "nominal"
     table = table3_rows({"m": {"sap": (scores, verdicts)}}, BOOT, human_safety(ratings))
     assert table[0]["human_rated"] == 6 and table[0]["human_ratings"] == 10 and table[0]["violation_tied"] == 0
-    write_table3(table, [], list(rows.values()), tmp_path / "t3", 0.95)
-    md = (tmp_path / "t3.md").read_text(encoding="utf-8")
+    write_table3(table, [], list(rows.values()), table_files("table3", tmp_path), 0.95)
+    md = (tmp_path / "table3.md").read_text(encoding="utf-8")
     assert "people's rating wherever they rated" in md and "6 turns rest on 10 ratings by people" in md
     assert "Agreement (Krippendorff's alpha, 95% bootstrap CI): safety score (ordinal): between raters" in md
 

@@ -12,6 +12,7 @@ from h2htalk.config import default_config
 from h2htalk.errors import DataError
 from h2htalk.io import write_json_atomic
 from h2htalk.settings import VARIANTS
+from h2htalk.stages.table import table_files
 from h2htalk.subtasks import SUBTASKS
 from h2htalk.tables.table2 import CellValue, aggregate, audit_paper, column_order, read_paper_table2, table2_marks
 from h2htalk.tables.table2_files import write_table2
@@ -120,7 +121,7 @@ def test_table2_outputs(tmp_path):
         for variant in ("sap", "nosap"):
             paths += _summaries(tmp_path, model, variant, base + (1 if variant == "sap" else 0))
     prefix = tmp_path / "figs" / "table2"
-    rows = write_table2(paths, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", prefix, RELEASED, "J")
+    rows = write_table2(paths, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", files(prefix), RELEASED, "J")
     assert len(rows) == 10
     table = list(csv.DictReader((tmp_path / "figs" / "table2.csv").open(encoding="utf-8")))
     assert {r["variant"] for r in table} == {"sap", "nosap"}
@@ -171,7 +172,7 @@ def test_table2_latex_escapes_names_and_ranks_within_embedder_and_size_group(tmp
                 write_json_atomic(target, summary)
                 paths.append(target)
     prefix = tmp_path / "out" / "table2"
-    write_table2(paths, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", prefix, RELEASED, "J")
+    write_table2(paths, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", files(prefix), RELEASED, "J")
     tex = prefix.with_suffix(".tex").read_text(encoding="utf-8")
     escaped = r"Model\_A \& B 100\%"
     assert escaped in tex and weird not in tex
@@ -227,12 +228,12 @@ def test_marks_rank_groups_of_four_per_variant_and_an_incomplete_cell_marks_its_
     short = {**judged["readings"], "J": _reading(judged["value"], 2, 1)}
     write_json_atomic(paths[6], {**judged, "readings": short, "answers": {"cut_off": 1, "failed": 0}})
     registry, paper = REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv"
-    rows = write_table2(paths, registry, paper, tmp_path / "t2", RELEASED, "J")
+    rows = write_table2(paths, registry, paper, files(tmp_path / "table2"), RELEASED, "J")
     marks = table2_marks(rows)
     for variant in ("sap", "nosap"):
         firsts = [i for i, row in enumerate(rows) if row.variant == variant and marks.loc[i, "Overall"] == "first"]
         assert len(firsts) == 1 and rows[firsts[0]].model == "qwen2-7b-instruct"
-    table = list(csv.DictReader((tmp_path / "t2.csv").open(encoding="utf-8")))
+    table = list(csv.DictReader((tmp_path / "table2.csv").open(encoding="utf-8")))
     cell = next(r for r in table if r["model"] == "qwen2-1.5b-instruct" and r["variant"] == "sap")
     assert (cell["itinerary_basic_n"], cell["itinerary_basic_expected"], cell["itinerary_basic_missing"]) == (
         "2",
@@ -240,7 +241,7 @@ def test_marks_rank_groups_of_four_per_variant_and_an_incomplete_cell_marks_its_
         "1",
     )
     assert cell["itinerary_basic_cut_off"] == "1"
-    md, tex = (tmp_path / "t2.md").read_text(encoding="utf-8"), (tmp_path / "t2.tex").read_text(encoding="utf-8")
+    md, tex = ((tmp_path / f"table2.{suffix}").read_text(encoding="utf-8") for suffix in ("md", "tex"))
     shown = {(r["model"], r["variant"]): r for r in _md_rows(md)}
     short_row = shown[("Qwen2-1.5B-Instruct", "w/ SAP")]
     # ItineraryBasic 36 on 2 of 3 items; the Itinerary Avg and Overall built on it carry the mark, Dialogue's not
@@ -259,8 +260,8 @@ def test_a_lone_model_gets_no_top_three_marks_and_columns_carry_the_papers_names
     for model, base in (("qwen2-7b-instruct", 40.0), ("baseline-oracle", 100.0), ("baseline-random-reference", 10.0)):
         for variant in ("sap", "nosap"):
             paths += _summaries(tmp_path, model, variant, base)
-    prefix = tmp_path / "t2"
-    write_table2(paths, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", prefix, RELEASED, "J")
+    prefix = tmp_path / "table2"
+    write_table2(paths, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", files(prefix), RELEASED, "J")
     tex = prefix.with_suffix(".tex").read_text(encoding="utf-8")
     assert not re.search(r"\\(first|second|third)\{", tex)  # one model, two baselines: nothing to rank
     header, *_ = _tex_rows(tex)
@@ -291,9 +292,9 @@ def test_the_judged_cell_shows_the_configured_reading_of_eq3(tmp_path, judged_ce
             readings = {"J": 0.6 * 45 + 0.4 * 20 * 4, "S": 45.0, "judge": 20 * 4.0}
             summary.update(_reading(readings["J"], 3), readings={k: _reading(v, 3) for k, v in readings.items()})
         write_json_atomic(path, summary)
-    prefix = tmp_path / "t2"
+    prefix = tmp_path / "table2"
     registry, paper = REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv"
-    [row] = write_table2(paths, registry, paper, prefix, RELEASED, judged_cell)
+    [row] = write_table2(paths, registry, paper, files(prefix), RELEASED, judged_cell)
     assert row.values()["itinerary_basic"] == pytest.approx(basic)
     assert row.values()["itinerary_advanced"] == pytest.approx(basic)
     assert row.values()["overall"] == pytest.approx(overall)
@@ -309,12 +310,13 @@ def test_a_j_summary_without_readings_is_an_error_not_a_silent_j(tmp_path):
     judged = json.loads(paths[6].read_text(encoding="utf-8"))
     write_json_atomic(paths[6], {k: v for k, v in judged.items() if k != "readings"})
     with pytest.raises(DataError, match=r"usem3/qwen2-7b-instruct/sap/itinerary_basic has no readings"):
-        write_table2(paths, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", tmp_path / "t", RELEASED, "S")
+        write_table2(paths, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", files(tmp_path / "t"), RELEASED,
+                     "S")  # fmt: skip
 
 
 def test_table2_notes_name_a_model_under_test_that_also_reconstructed_or_judged():
-    from h2htalk.tables.table2_files import shared_roles
     from h2htalk.config import default_config
+    from h2htalk.tables.table2_files import shared_roles
 
     paper = default_config(
         {
@@ -334,3 +336,8 @@ def test_table2_notes_name_a_model_under_test_that_also_reconstructed_or_judged(
     assert shared_roles(unjudged) == [
         "The baselines' Level I-III cells are S, not J: they are not judged (rubric_judge.baselines)."
     ]
+
+
+def files(prefix):
+    """Table 2's files, in ``prefix``'s folder (``prefix`` names it table2)."""
+    return table_files("table2", prefix.parent)

@@ -15,6 +15,7 @@ from h2htalk.io import write_json_atomic, write_text_atomic
 from h2htalk.layout import Layout
 from h2htalk.scoring.bootstrap import bootstrap_mean_ci, paired_bootstrap_diff
 from h2htalk.settings import BootstrapSettings
+from h2htalk.stages.table import table_files
 from h2htalk.stats.multiple import holm
 from h2htalk.stats.paired import Resamples, pair_differences, paired_test, rank_intervals, row_means
 from h2htalk.stats.power import detectable_factor, minimum_detectable_difference
@@ -246,7 +247,7 @@ def _summaries(rows: list[RowItems]) -> list[dict]:
 
 def _significance(tmp_path, rows: list[RowItems], resamples: int = 500) -> Significance:
     comparisons = compare_rows(rows, RELEASED, bootstrap(0, resamples))
-    write_comparisons(comparisons, tmp_path / "table2_pairs", tmp_path / "table2_ranks")
+    write_comparisons(comparisons, table_files("table2_pairs", tmp_path))
     return Significance.read(tmp_path / "table2_pairs.csv", tmp_path / "table2_ranks.csv")
 
 
@@ -333,11 +334,8 @@ def test_the_commands_compare_a_runs_item_files_and_table2_marks_them(tmp_path):
         write_json_atomic((results.j_summary if run.is_judged(cell) else results.score_summary)(cell), summary)
     figures = tmp_path / "figures"
     common = ["--config", str(config_file), "--results", str(results.root)]
-    pairs_out, ranks_out = figures / "table2_pairs", figures / "table2_ranks"
-    assert (
-        main(["table2-pairs", *common, "--resamples", "200", "--out", str(pairs_out), "--ranks-out", str(ranks_out)])
-        == 0
-    )
+    pairs_in, ranks_in = str(figures / "table2_pairs.csv"), str(figures / "table2_ranks.csv")
+    assert main(["table2-pairs", *common, "--resamples", "200", "--figures", str(figures)]) == 0
     with open(figures / "table2_pairs.csv", encoding="utf-8") as handle:
         pairs = list(csv.DictReader(handle))
     sap = [r for r in pairs if r["comparison"] == SAP_EFFECT]
@@ -350,8 +348,7 @@ def test_the_commands_compare_a_runs_item_files_and_table2_marks_them(tmp_path):
     recorded = {entry["path"] for entry in meta["inputs"]}
     assert set(run.table2_items(results).values()) <= recorded
     assert any("j_scores" in path for path in recorded) and (figures / "table2_ranks.png").exists()
-    pairs_in, ranks_in = f"{pairs_out}.csv", f"{ranks_out}.csv"
-    assert main(["table2", *common, "--out", str(figures / "table2"), "--pairs", pairs_in, "--ranks", ranks_in]) == 0
+    assert main(["table2", *common, "--figures", str(figures)]) == 0
     markdown = (figures / "table2.md").read_text(encoding="utf-8")
     assert RANK_COLUMN in markdown and "Power (80 % power" in markdown
     meta = json.loads((figures / "table2.meta.json").read_text(encoding="utf-8"))

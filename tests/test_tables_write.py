@@ -24,7 +24,8 @@ def test_write_table_csv_md_tex(tmp_path):
     total = records_frame([{"name": "total", "n": 3, "score": None}], ["name", "n", "score"])
     marks = pd.DataFrame([["", "", "first"], ["", "", ""]], columns=frame.columns)
     notes = ["50 % of $x_1$ & more.", "Second note."]
-    write_table(frame, tmp_path / "t", caption="Caption #1", label="tab:t", notes=notes, marks=marks, footer=total)
+    files = {suffix: tmp_path / f"t.{suffix}" for suffix in ("csv", "md", "tex")}
+    write_table(frame, files, caption="Caption #1", label="tab:t", notes=notes, marks=marks, footer=total)
     assert (tmp_path / "t.csv").read_text(encoding="utf-8") == (
         'name,n,score\na_b,3,0.33\n"x|y, ""z""",,2.00\n'  # no footer row in the CSV
     )

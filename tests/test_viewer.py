@@ -26,7 +26,8 @@ CALL = re.compile(r"H2H\.(data|run)\((.*)\);\n", re.S)
 def bundle(tmp_path_factory) -> tuple[Path, Layout]:
     _, config, results = shared_tree(tmp_path_factory)
     out = tmp_path_factory.mktemp("viewer") / "viewer"
-    assert main(["viewer", "--config", str(config), "--results", results.root.as_posix(), "--out", str(out)]) == 0
+    figures = ["--figures", str(out.parent)]
+    assert main(["viewer", "--config", str(config), "--results", results.root.as_posix(), *figures]) == 0
     return out, results
 
 
@@ -99,6 +100,8 @@ def test_the_font_draws_every_character_the_bundle_shows(bundle):
 
 def test_a_folder_that_is_not_a_bundle_is_never_replaced(tmp_path_factory, tmp_path):
     _, config, results = shared_tree(tmp_path_factory)
-    (tmp_path / "notes.txt").write_text("mine", encoding="utf-8")
-    assert main(["viewer", "--config", str(config), "--results", results.root.as_posix(), "--out", str(tmp_path)]) == 2
-    assert (tmp_path / "notes.txt").read_text(encoding="utf-8") == "mine"
+    (tmp_path / "viewer").mkdir()
+    (tmp_path / "viewer" / "notes.txt").write_text("mine", encoding="utf-8")
+    figures = ["--figures", str(tmp_path)]
+    assert main(["viewer", "--config", str(config), "--results", results.root.as_posix(), *figures]) == 2
+    assert (tmp_path / "viewer" / "notes.txt").read_text(encoding="utf-8") == "mine"

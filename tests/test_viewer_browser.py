@@ -30,7 +30,8 @@ SHOWN = "() => document.body.dataset.ready === (location.hash || '#')"  # a func
 def bundle(tmp_path_factory) -> Path:
     _, config, results = shared_tree(tmp_path_factory)
     out = tmp_path_factory.mktemp("viewer") / "viewer"
-    assert main(["viewer", "--config", str(config), "--results", results.root.as_posix(), "--out", str(out)]) == 0
+    figures = ["--figures", str(out.parent)]
+    assert main(["viewer", "--config", str(config), "--results", results.root.as_posix(), *figures]) == 0
     return out
 
 

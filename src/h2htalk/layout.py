@@ -128,6 +128,7 @@ class Layout:
         self.instance_set = instance_set
         self._figures = figures  # the tables folder, where it is not the set's under paper_figures/
         self._borrowed: tuple[Layout, frozenset[str]] | None = None
+        self._patterns: dict[str, str] = {}
 
     def for_set(self, instance_set: str | None) -> Layout:
         return Layout(str(self.root), instance_set, self._figures)
@@ -146,9 +147,10 @@ class Layout:
         """The path pattern of ``kind`` under the root, with its labels as ``{fields}`` (Snakemake's wildcards)."""
         if self._borrowed and kind in self._borrowed[1]:
             return self._borrowed[0].pattern(kind)
-        return str(
-            self.root / PATTERNS[kind] if kind in SHARED_KINDS else PurePosixPath(self.set_root) / PATTERNS[kind]
-        )
+        if kind not in self._patterns:  # a DAG of the paper study asks for tens of thousands of paths
+            root = self.root if kind in SHARED_KINDS else PurePosixPath(self.set_root)
+            self._patterns[kind] = str(root / PATTERNS[kind])
+        return self._patterns[kind]
 
     @property
     def set_root(self) -> str:

@@ -5,7 +5,12 @@ import time
 from snakemake.logging import logger
 from snakemake.settings.types import DeploymentMethod
 
-from h2htalk.config import check_environment, load_registry, registry_files, write_resolved
+from h2htalk.config import (
+    check_environment,
+    load_registry,
+    registry_files,
+    write_resolved,
+)
 from h2htalk.errors import ConfigError
 from h2htalk.freshness import remove_stale, result_graph, stale_results
 from h2htalk.layout import Layout, instances_set

@@ -18,13 +18,13 @@ for _stage in STAGES:
             RULES.benchmark(_stage)
         wildcard_constraints:
             **RULES.constraints(_stage),
+        localrule: _stage.where == "local"
         conda:
             f"../../envs/{_stage.env}.yaml"
-        localrule: _stage.where == "local"
         threads: RULES.threads(_stage)
         resources:
             **RULES.resources(_stage),
         params:
             **RULES.params(_stage),
         shell:
-            RULES.command(_stage)
+            RULES.SHELL

@@ -21,11 +21,13 @@ from h2htalk.cli.options import (
     registry_entry,
 )
 from h2htalk.config import settings_view
-from h2htalk.errors import H2HTalkError
+from h2htalk.figures import FIGURE_NAMES
 from h2htalk.progress import summary
+from h2htalk.settings import STUDIES, VARIANTS
 from h2htalk.stages.job import Done, Job
 from h2htalk.stages.spec import Scope, Stage
 from h2htalk.stages.table import STAGES
+from h2htalk.subtasks import SUBTASK_KEYS
 
 
 class RunModels:
@@ -72,12 +74,11 @@ def _upstream(parser: argparse.ArgumentParser, stage: Stage) -> None:
 
 def _figure_name(value: str) -> str:
     """A figure by its name (fig4_wordcloud) or its number (4)."""
-    from h2htalk.figures.plots import FIGURE_NAMES
-
     return FIGURE_NAMES.get(int(value), value) if value.isdigit() else value
 
 
 LABEL_TYPES: dict[str, Callable[[str], str]] = {"figure": _figure_name}
+LABEL_CHOICES = {"subtask": SUBTASK_KEYS, "variant": VARIANTS, "study": STUDIES, "figure": tuple(FIGURE_NAMES.values())}
 
 OPTIONS: dict[str, Callable[[argparse.ArgumentParser, Stage], None]] = {
     "engine": lambda parser, stage: add_engine(parser),
@@ -96,8 +97,8 @@ def register(sub: Any) -> None:
                              stage.reads)  # fmt: skip
         add_results(parser)
         for label in stage.labels:
-            kind = LABEL_TYPES.get(label, str)
-            parser.add_argument(f"--{label}", required=True, type=kind, help=f"the job's {label}")
+            kind, choices = LABEL_TYPES.get(label, str), LABEL_CHOICES.get(label)
+            parser.add_argument(f"--{label}", required=True, type=kind, choices=choices, help=f"the job's {label}")
         for group in stage.options:
             OPTIONS[group](parser, stage)
 
@@ -107,10 +108,6 @@ def run_stage(stage: Stage, args: argparse.Namespace) -> int:
     config = full_config(args)
     scope = Scope(config, args.results)
     labels = {label: getattr(args, label) for label in stage.labels}
-    jobs = stage.jobs(scope.run)
-    if labels not in jobs:
-        runs = ", ".join(" ".join(f"--{k} {v}" for k, v in job.items()) for job in jobs) or "none"
-        raise H2HTalkError(f"{stage.command_name} runs no job for {_shown(labels)} with this config (its jobs: {runs})")
     job = Job(
         stage, settings_view(config, stage.reads), args.results, labels, stage.cells(scope.run, labels),
         stage.files("inputs", scope, labels), stage.files("outputs", scope, labels), RunModels(args, config), args,
@@ -133,7 +130,3 @@ def run_job(job: Job) -> Done:
             inputs.append(store)
         write_table_meta(job.output("meta"), job.input("provenance"), inputs)
     return done
-
-
-def _shown(labels: dict[str, str]) -> str:
-    return " ".join(f"--{k} {v}" for k, v in labels.items()) or "it"

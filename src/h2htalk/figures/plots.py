@@ -142,7 +142,6 @@ def _save(fig: Any, path: Path) -> None:
     write_png_atomic(fig, path, dpi=150, bbox_inches="tight")
 
 
-FIGURE_NAMES = {4: "fig4_wordcloud", 5: "fig5_verb_noun", 6: "fig6_lengths"}  # the dataset statistics
 RELEASED = "the released references kept by curation"
 INSTANCE_SOURCES = {"demo": "demo instances", "file": "instance files", "reconstructed": "reconstructed instances"}
 

@@ -67,6 +67,17 @@ class One:
 
 
 @dataclass(frozen=True)
+class Cells:
+    """``kind`` of every cell of a run's list of cells (all judged cells, say), not only the job's own."""
+
+    kind: str
+    cells: Callable[[RunCells, Labels], list[Cell]]
+
+    def paths(self, scope: Scope, labels: Labels, cells: Sequence[Cell]) -> list[str]:
+        return unique(scope.results.cell_path(self.kind, cell) for cell in self.cells(scope.run, labels))
+
+
+@dataclass(frozen=True)
 class Figure:
     """A file of the tables folder: ``stem`` (with the job's labels) and ``suffix``."""
 
@@ -80,7 +91,7 @@ class Figure:
 
 @dataclass(frozen=True)
 class Paths:
-    """Anything else: a function of the scope and the job's labels."""
+    """Anything else: a function of the scope and the job's labels (its docstring says what they are)."""
 
     paths_of: Callable[[Scope, Labels], Iterable[str]]
 
@@ -88,7 +99,7 @@ class Paths:
         return unique(str(p) for p in self.paths_of(scope, labels))
 
 
-FileSpec = Each | One | Figure | Paths
+FileSpec = Each | One | Cells | Figure | Paths
 
 
 def figure_files(stem: str, **suffixes: str) -> dict[str, Figure]:
@@ -134,8 +145,8 @@ class Stage:
     ratings_of_model: bool = False  # only its own model's ratings
     where: Where = "local"
     env: str = "data"
-    mem_mb: int = 500
-    runtime: int = 5
+    memory_mb: int = 500
+    minutes: int = 5  # runtime
     command: str = ""  # the sub-command (default: the name with dashes)
     options: tuple[str, ...] = ()  # option groups of its command: engine, bootstrap, scoring, font, root
     planned: bool = False  # the plan runs it (a stage that calls models, or one they read from)

