@@ -208,15 +208,24 @@ def loaded_desk(root: Path) -> Path:
     return config
 
 
-def start_desk(root: Path, config: Path) -> tuple[subprocess.Popen, str]:
-    """``h2htalk desk-serve`` as a process of its own on a free loopback port, once it answers: (it, base URL)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    command = [sys.executable, "-m", "h2htalk", "desk-serve", "--config", str(config), "--port", str(port)]
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def start_desk(
+    root: Path, config: Path, host: str = "127.0.0.1", port: int | None = None
+) -> tuple[subprocess.Popen, str]:
+    """``h2htalk desk-serve`` as a process of its own on ``host`` (a free port, unless given), once it answers:
+    (it, base URL)."""
+    port = port or free_port(host)
+    command = [
+        sys.executable, "-m", "h2htalk", "desk-serve", "--config", str(config), "--host", host, "--port", str(port)
+    ]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}
     server = subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
+    base = f"http://{f'[{host}]' if ':' in host else host}:{port}"
     deadline = time.monotonic() + 60
     while True:
         try:
@@ -225,3 +234,8 @@ def start_desk(root: Path, config: Path) -> tuple[subprocess.Popen, str]:
         except httpx.TransportError:
             assert time.monotonic() < deadline and server.poll() is None, "the desk did not start"
             time.sleep(0.2)
+
+
+def stop_desk(server: subprocess.Popen) -> None:
+    server.terminate()
+    server.wait(timeout=10)
