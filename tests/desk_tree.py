@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,10 @@ SUBTASK = "itinerary_basic"
 VARIANTS = ("sap", "nosap")
 RATERS = ("ana", "ben", "cai", "dee")
 HOSTILE = '<script>window.__pwned = 1</script><img src="x" onerror="window.__pwned = 2">'
+# every format and control character but the tab and the line feed (a carriage return is one only before a line
+# feed): what the desk and the viewer must show as a token, never apply
+INVISIBLE = [chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) in ("Cf", "Cc")]
+INVISIBLE = [ch for ch in INVISIBLE if ch not in "\t\n"]
 
 
 def write_config(root: Path, **review: Any) -> Path:

@@ -1,7 +1,7 @@
 """Invisible characters made visible: a bidi override (U+202E) in a model's answer would reverse the rest of it on
 the page, and a zero-width space or a stray control character would hide what is there, silently. Every format
 (Cf) and control (Cc) character except the tab and the line break (a line feed, or a carriage return before one)
-is shown as a token such as ⟦U+202E⟧, never applied. The results viewer marks the same characters in its script
+is shown as a token such as 〚U+202E〛, never applied. The results viewer marks the same characters in its script
 (resources/viewer/viewer.js)."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ INVISIBLE = re.compile(_invisible_class() + "|\r(?!\n)")
 
 
 def mark(character: str) -> str:
-    return f"⟦U+{ord(character):04X}⟧"
+    return f"〚U+{ord(character):04X}〛"
 
 
 def visible(text: str) -> str:
