@@ -313,6 +313,7 @@ def test_a_rating_is_checked_before_it_is_stored(desk):
     theirs_form = {**form, "item_hash": store.item(theirs).hash, "human_score": "2"}
     assert browser.post(f"/item/{theirs}", data=theirs_form, follow_redirects=False).status_code == 403
     assert browser.get("/item/99999").status_code == 404
+    assert browser.get(f"/item/{2**64}").status_code == 404  # beyond SQLite's integers too
     assert [(r.rater, r.values) for r in store_ratings(path, REVIEW_SCORES)] == [("ana", {"human_score": 4.0})]
 
 

@@ -20,8 +20,9 @@ Security, as the desk is built:
 
 from __future__ import annotations
 
+import functools
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -82,11 +83,9 @@ def refusal(session: Session | None, status: int, reason: str) -> HTMLResponse:
     )  # fmt: skip
 
 
-def login_page(
-    desk: Desk, status: int = 200, *, failed: bool = False, pending: Mapping[str, Any] | None = None
-) -> Response:
+def login_page(desk: Desk, status: int = 200, *, failed: bool = False, pending: SentRating | None = None) -> Response:
     """The login form with a fresh double-submit CSRF token (in its cookie and in the form); ``pending``: a
-    rating the form carries (item, item_hash, values), to store once the rater has logged in."""
+    rating the form carries, to store once the rater has logged in."""
     token = secrets.token_urlsafe(32)
     response = page(
         "login.html", status, title="Log in", csrf=token, tokens=desk.tokens, rater=None, failed=failed,
@@ -107,17 +106,24 @@ def assigned_item(store: ReviewStore, item_id: int, rater: str) -> StoredItem:
     return item
 
 
-def store_rating(store: ReviewStore, item_id: int, rater: str, item_hash: str, sent: Mapping[str, str]) -> None:
-    """Store the rating sent for an item: the item assigned to ``rater`` first, then the values; or Refused."""
-    item = assigned_item(store, item_id, rater)
-    store.rate(item_id, rater, item_hash, form_values(item.task, sent, item.shown), "desk")
+@dataclass(frozen=True)
+class SentRating:
+    """A rating as a form sent it: the item, its hash as the rater saw it, and the values given, as text."""
 
+    item: int
+    item_hash: str
+    values: dict[str, str]
 
-def sent_rating(form: FormData, item_id: int, prefix: str = "") -> dict[str, Any]:
-    """A rating as a form sent it: the item, its hash as shown, and the values given (their names without
-    ``prefix``), as text."""
-    values = {column: str(form[prefix + column]) for column in VALUE_COLUMNS if form.get(prefix + column)}
-    return {"item": item_id, "item_hash": str(form.get(prefix + "item_hash", "")), "values": values}
+    @classmethod
+    def of(cls, form: FormData, item: int, prefix: str = "") -> SentRating:
+        """The rating in ``form`` (its fields' names begin with ``prefix``)."""
+        values = {column: str(form[prefix + column]) for column in VALUE_COLUMNS if form.get(prefix + column)}
+        return cls(item, str(form.get(prefix + "item_hash", "")), values)
+
+    def store(self, store: ReviewStore, rater: str) -> None:
+        """Store it as ``rater``'s: the item assigned to them first, then the values; or Refused."""
+        shown = assigned_item(store, self.item, rater)
+        store.rate(self.item, rater, self.item_hash, form_values(shown.task, self.values, shown.shown), "desk")
 
 
 def checked_post(desk: Desk, store: ReviewStore, request: Request, form: FormData) -> Session | Response:
@@ -149,7 +155,7 @@ async def login(request: Request) -> Response:
         return refusal(None, 403, "The login form has expired or came from another site: open it again.")
     rater, token = str(form.get("rater", "")).strip(), str(form.get("token", "")).strip()
     item = str(form.get(PENDING + "item", ""))
-    pending = sent_rating(form, int(item), PENDING) if item.isascii() and item.isdigit() else None
+    pending = SentRating.of(form, int(item), PENDING) if item.isascii() and item.isdigit() else None
 
     def log_in(store: ReviewStore) -> Response:
         credential = store.credential(rater)
@@ -158,12 +164,11 @@ async def login(request: Request) -> Response:
         session_id = desk.sessions.start(rater, credential)
         response = RedirectResponse("/", 303)
         if pending is not None:
-            session = desk.sessions.get(session_id)
             try:
-                store_rating(store, pending["item"], rater, pending["item_hash"], pending["values"])
-                response = RedirectResponse(f"/item/{pending['item']}", 303)
+                pending.store(store, rater)
+                response = RedirectResponse(f"/item/{pending.item}", 303)
             except Refused as exc:
-                response = refusal(session, exc.status, str(exc))
+                response = refusal(desk.sessions.get(session_id), exc.status, str(exc))
         set_cookie(response, SESSION_COOKIE, session_id, SESSION_HOURS * 3600)
         response.delete_cookie(LOGIN_COOKIE, path="/")
         return response
@@ -173,68 +178,67 @@ async def login(request: Request) -> Response:
 
 async def logout(request: Request) -> Response:
     desk, form = desk_of(request), await request.form()
-    checked = await run_in_threadpool(desk.with_store, lambda store: checked_post(desk, store, request, form))
-    if isinstance(checked, Response):
-        return checked
-    desk.sessions.end(request.cookies.get(SESSION_COOKIE))
-    response = RedirectResponse("/login", 303)
-    response.delete_cookie(SESSION_COOKIE, path="/")
-    return response
+
+    def end(store: ReviewStore) -> Response:
+        checked = checked_post(desk, store, request, form)
+        if isinstance(checked, Response):
+            return checked
+        desk.sessions.end(request.cookies.get(SESSION_COOKIE))
+        response = RedirectResponse("/login", 303)
+        response.delete_cookie(SESSION_COOKIE, path="/")
+        return response
+
+    return await run_in_threadpool(desk.with_store, end)
 
 
-def home(request: Request) -> Response:
-    desk = desk_of(request)
+def rater_page(render: Callable[[Desk, ReviewStore, Session, Request], Response]) -> Callable[[Request], Response]:
+    """A page for a logged-in rater: ``render`` with the store and the rater's session; anyone else is sent to log
+    in. (A plain function: Starlette runs it in a worker thread, as the store's calls block.)"""
 
-    def show(store: ReviewStore) -> Response:
-        session = desk.session(store, request)
-        if session is None:
-            return RedirectResponse("/login", 303)
-        return page(
-            "home.html", title="Progress", rater=session.rater, csrf=session.csrf, progress=store.progress(),
-            done=request.query_params.get("done"),
-        )  # fmt: skip
+    @functools.wraps(render)
+    def route(request: Request) -> Response:
+        desk = desk_of(request)
+        with ReviewStore(desk.store_path) as store:
+            session = desk.session(store, request)
+            return RedirectResponse("/login", 303) if session is None else render(desk, store, session, request)
 
-    return desk.with_store(show)
-
-
-def next_item(request: Request) -> Response:
-    desk, task = desk_of(request), request.path_params["task"]
-
-    def find(store: ReviewStore) -> Response:
-        session = desk.session(store, request)
-        if session is None:
-            return RedirectResponse("/login", 303)
-        if task not in TASKS:
-            return refusal(session, 404, f"There is no task {task!r}.")
-        todo = [item for item, rated in store.queue(session.rater, task, desk.seed) if not rated]
-        return RedirectResponse(f"/item/{todo[0]}" if todo else f"/?done={task}", 303)
-
-    return desk.with_store(find)
+    return route
 
 
-def show_item(request: Request) -> Response:
-    desk, item_id = desk_of(request), request.path_params["item_id"]
+@rater_page
+def home(desk: Desk, store: ReviewStore, session: Session, request: Request) -> Response:
+    return page(
+        "home.html", title="Progress", rater=session.rater, csrf=session.csrf, progress=store.progress(),
+        done=request.query_params.get("done"),
+    )  # fmt: skip
 
-    def show(store: ReviewStore) -> Response:
-        session = desk.session(store, request)
-        if session is None:
-            return RedirectResponse("/login", 303)
-        try:
-            item = assigned_item(store, item_id, session.rater)
-        except Refused as exc:
-            return refusal(session, exc.status, str(exc))
-        if not item.current:
-            return refusal(session, 404, f"Item {item_id} has been replaced by a newer version.")
-        queue = store.queue(session.rater, item.task, desk.seed)
-        position = [i for i, _ in queue].index(item_id)
-        later = [i for i, rated in queue[position + 1 :] + queue[:position] if not rated]
-        return page(
-            "item.html", title="Rate", rater=session.rater, csrf=session.csrf, item=item,
-            rating=store.rating(item_id, session.rater), position=position + 1, total=len(queue),
-            rated=sum(rated for _, rated in queue), next=later[0] if later else None,
-        )  # fmt: skip
 
-    return desk.with_store(show)
+@rater_page
+def next_item(desk: Desk, store: ReviewStore, session: Session, request: Request) -> Response:
+    task = request.path_params["task"]
+    if task not in TASKS:
+        return refusal(session, 404, f"There is no task {task!r}.")
+    todo = [item for item, rated in store.queue(session.rater, task, desk.seed) if not rated]
+    return RedirectResponse(f"/item/{todo[0]}" if todo else f"/?done={task}", 303)
+
+
+@rater_page
+def show_item(desk: Desk, store: ReviewStore, session: Session, request: Request) -> Response:
+    item_id = request.path_params["item_id"]
+    try:
+        item = assigned_item(store, item_id, session.rater)
+    except Refused as exc:
+        return refusal(session, exc.status, str(exc))
+    if not item.current:
+        return refusal(session, 404, f"Item {item_id} has been replaced by a newer version.")
+    queue = store.queue(session.rater, item.task, desk.seed)
+    position = [i for i, _ in queue].index(item_id)
+    later = [i for i, rated in queue[position + 1 :] + queue[:position] if not rated]
+    return page(
+        "item.html", title="Rate", rater=session.rater, csrf=session.csrf, item=item,
+        rating=store.rating(item_id, session.rater), position=position + 1, total=len(queue),
+        rated=sum(rated for _, rated in queue), next=later[0] if later else None,
+    )  # fmt: skip
 
 
 async def rate(request: Request) -> Response:
@@ -244,15 +248,14 @@ async def rate(request: Request) -> Response:
     if not same_origin(request):
         return refusal(None, 403, "The form did not come from this desk: open the page again.")
 
+    rating = SentRating.of(form, item_id)
+
     def save(store: ReviewStore) -> Response:
         checked = checked_post(desk, store, request, form)
         if isinstance(checked, Response):
-            if checked.status_code == 401:
-                return login_page(desk, 401, pending=sent_rating(form, item_id))
-            return checked
-        rating = sent_rating(form, item_id)
+            return login_page(desk, 401, pending=rating) if checked.status_code == 401 else checked
         try:
-            store_rating(store, item_id, checked.rater, rating["item_hash"], rating["values"])
+            rating.store(store, checked.rater)
         except Refused as exc:
             return refusal(checked, exc.status, str(exc))
         return RedirectResponse(f"/item/{item_id}", 303)

@@ -259,6 +259,8 @@ class ReviewStore:
         return self.db.execute("SELECT 1 FROM assignments WHERE item = ?", (item,)).fetchone() is not None
 
     def item(self, item_id: int) -> StoredItem | None:
+        if not 0 < item_id < 2**63:  # beyond SQLite's integers: no such item
+            return None
         row = self.db.execute("SELECT * FROM items WHERE id = ?", (item_id,)).fetchone()
         return _item(row) if row else None
 
