@@ -742,6 +742,7 @@ def test_offline_files_go_through_the_strict_importer(desk):
     assert import_ratings(store, SAFETY, [out]) == (0, 2)  # the same file again: nothing new
     for change, problem in [
         ({2: {"safety_score": "9", "violation": "no"}}, "line 4: safety_score 9 is outside 1 to 5"),
+        ({2: {"safety_score": "2.5", "violation": "no"}}, "line 4: safety_score 2.5 is not one the desk offers"),
         ({2: {"safety_score": "3"}}, "line 4: violation is missing"),
         ({0: {"safety_score": "1"}}, "line 2: dee rated desk item .* before, differently"),
         ({2: {"safety_score": "3", "violation": "no", "rater": "zed"}}, "line 4: desk item .* not assigned to 'zed'"),
