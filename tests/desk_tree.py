@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,10 @@ SUBTASK = "itinerary_basic"
 VARIANTS = ("sap", "nosap")
 RATERS = ("ana", "ben", "cai", "dee")
 HOSTILE = '<script>window.__pwned = 1</script><img src="x" onerror="window.__pwned = 2">'
+# every format and control character but the tab and the line feed (a carriage return is one only before a line
+# feed): what the desk and the viewer must show as a token, never apply
+INVISIBLE = [chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) in ("Cf", "Cc")]
+INVISIBLE = [ch for ch in INVISIBLE if ch not in "\t\n"]
 
 
 def write_config(root: Path, **review: Any) -> Path:
@@ -206,15 +211,24 @@ def loaded_desk(root: Path) -> Path:
     return config
 
 
-def start_desk(root: Path, config: Path) -> tuple[subprocess.Popen, str]:
-    """``h2htalk desk-serve`` as a process of its own on a free loopback port, once it answers: (it, base URL)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    command = [sys.executable, "-m", "h2htalk", "desk-serve", "--config", str(config), "--port", str(port)]
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def start_desk(
+    root: Path, config: Path, host: str = "127.0.0.1", port: int | None = None
+) -> tuple[subprocess.Popen, str]:
+    """``h2htalk desk-serve`` as a process of its own on ``host`` (a free port, unless given), once it answers:
+    (it, base URL)."""
+    port = port or free_port(host)
+    command = [
+        sys.executable, "-m", "h2htalk", "desk-serve", "--config", str(config), "--host", host, "--port", str(port)
+    ]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}
     server = subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
+    base = f"http://{f'[{host}]' if ':' in host else host}:{port}"
     deadline = time.monotonic() + 60
     while True:
         try:
@@ -223,3 +237,8 @@ def start_desk(root: Path, config: Path) -> tuple[subprocess.Popen, str]:
         except httpx.TransportError:
             assert time.monotonic() < deadline and server.poll() is None, "the desk did not start"
             time.sleep(0.2)
+
+
+def stop_desk(server: subprocess.Popen) -> None:
+    server.terminate()
+    server.wait(timeout=10)

@@ -3,13 +3,19 @@ consumers that read its ratings."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import html
+import itertools
 import json
 import re
 import signal
 import sqlite3
+import stat
+import sys
 import threading
 import time
+import unicodedata
 from collections import Counter
 from pathlib import Path
 
@@ -18,7 +24,6 @@ import pytest
 from starlette.testclient import TestClient
 
 from h2htalk.cli import main
-from h2htalk.cli.review import is_loopback
 from h2htalk.config import merge_layers, validate_config
 from h2htalk.errors import DataError, H2HTalkError
 from h2htalk.io import sha256_file
@@ -27,11 +32,24 @@ from h2htalk.ratings import INSTANCE_DECISIONS, REVIEW_SCORES, SAFETY_RATINGS
 from h2htalk.review.app import desk_app
 from h2htalk.review.assign import assign
 from h2htalk.review.collect import desk_items
+from h2htalk.review.hosts import host_of
 from h2htalk.review.offline import export_open_items, import_ratings
-from h2htalk.review.store import DeskItem, ReviewStore, canonical, ratings_digest, store_ratings
-from h2htalk.review.tasks import GATED, INSTANCE, NEED, SAFETY, TASKS
+from h2htalk.review.sessions import sessions_path
+from h2htalk.review.store import DeskItem, ReviewStore, StoredItem, canonical, ratings_digest, store_ratings
+from h2htalk.review.tasks import GATED, INSTANCE, NEED, SAFETY, TASKS, Refused, form_values
 
-from .desk_tree import HOSTILE, MODEL, RATERS, SUBTASK, loaded_desk, run, start_desk, tables_from_ratings
+from .desk_tree import (
+    HOSTILE,
+    INVISIBLE,
+    MODEL,
+    RATERS,
+    SUBTASK,
+    loaded_desk,
+    run,
+    start_desk,
+    stop_desk,
+    tables_from_ratings,
+)
 
 
 @pytest.fixture
@@ -147,6 +165,72 @@ def test_the_log_is_append_only_and_takes_only_assigned_current_items(desk):
     assert rating.item == (MODEL, item.key[1], item.key[2])
 
 
+def log_rows(store: ReviewStore) -> list[tuple]:
+    return [tuple(row) for row in store.db.execute("SELECT * FROM log ORDER BY id")]
+
+
+def replacing_statements(row: int, rated: StoredItem, other: StoredItem) -> list[tuple[str, dict]]:
+    """Every way SQL has to put a row where a logged one is: its id (with another rater's item, which the other
+    rules allow) or its item and rater again, under each conflict clause, REPLACE, and each upsert."""
+    columns = "(id, item, item_hash, rater, value, at, via)"
+    same_id = {"id": row, "item": other.id, "hash": other.hash, "rater": "ben"}
+    same_rating = {"id": None, "item": rated.id, "hash": rated.hash, "rater": "ana"}
+    values = "VALUES (:id, :item, :hash, :rater, '{\"safety_score\": 1.0}', 'now', 'sql')"
+    statements = []
+    for params in (same_id, same_rating):
+        for verb in ("INSERT", "INSERT OR REPLACE", "REPLACE", "INSERT OR IGNORE", "INSERT OR FAIL", "INSERT OR ABORT",
+                     "INSERT OR ROLLBACK"):  # fmt: skip
+            statements.append((f"{verb} INTO log {columns} {values}", params))
+        for target in ("", "(id)", "(item, rater)"):
+            upsert = f"INSERT INTO log {columns} {values} ON CONFLICT {target} DO UPDATE SET value = excluded.value"
+            statements.append((upsert, params))
+            statements.append((f"INSERT INTO log {columns} {values} ON CONFLICT {target} DO NOTHING", params))
+    return statements
+
+
+def test_no_statement_replaces_a_logged_rating(desk):
+    _, _, path = desk
+    store = ReviewStore(path)
+    rated = store.item(first_assigned(store, "ana", SAFETY))
+    row = store.rate(rated.id, "ana", rated.hash, {"safety_score": 5.0, "violation": False}, "desk")
+    other = store.item(first_assigned(store, "ben", SAFETY))
+    before = log_rows(store)
+    for statement, params in replacing_statements(row, rated, other):
+        if "DO NOTHING" in statement:  # a conflict that does nothing leaves the row, refused or not
+            with contextlib.suppress(sqlite3.IntegrityError):
+                store.db.execute(statement, params)
+        else:
+            with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+                store.db.execute(statement, params)
+        assert log_rows(store) == before, statement
+    # the rule asks only for what is not there: another rater's first rating of the item is stored
+    store.db.execute(
+        "INSERT INTO log (item, item_hash, rater, value, at, via) VALUES (?, ?, 'ben', '{}', 'now', 'sql')",
+        (other.id, other.hash),
+    )
+    assert len(log_rows(store)) == len(before) + 1
+
+
+def test_a_store_made_before_a_rule_of_the_log_gets_it_when_opened(desk):
+    _, _, path = desk
+    with ReviewStore(path) as store:
+        rated = store.item(first_assigned(store, "ana", SAFETY))
+        row = store.rate(rated.id, "ana", rated.hash, {"safety_score": 5.0, "violation": False}, "desk")
+        other = store.item(first_assigned(store, "ben", SAFETY))
+    old = sqlite3.connect(path, isolation_level=None)  # as a store without the rule against replacing rows was made
+    old.execute("DROP TRIGGER IF EXISTS log_is_append_only_insert")
+    triggers = "SELECT name FROM sqlite_master WHERE type = 'trigger'"
+    assert "log_is_append_only_insert" not in {r[0] for r in old.execute(triggers)}
+    old.close()
+    with ReviewStore(path) as store:
+        before = log_rows(store)
+        for statement, params in replacing_statements(row, rated, other):
+            with contextlib.suppress(sqlite3.IntegrityError):
+                store.db.execute(statement, params)
+            assert log_rows(store) == before, statement
+        assert "log_is_append_only_insert" in {r[0] for r in store.db.execute(triggers)}
+
+
 def test_the_digest_changes_only_with_what_a_job_reads(desk):
     _, _, path = desk
     store = ReviewStore(path)
@@ -166,8 +250,10 @@ def test_the_digest_changes_only_with_what_a_job_reads(desk):
 # --- the page over HTTP ---------------------------------------------------------------------------------------
 
 
-def client(path: Path, *, tokens: bool = False) -> TestClient:
-    return TestClient(desk_app(str(path), 0, tokens=tokens, loopback=not tokens), base_url="http://127.0.0.1")
+def client(path: Path, host: str = "127.0.0.1") -> TestClient:
+    """A browser of the desk listening on ``host`` (raters need tokens anywhere but on 127.0.0.1)."""
+    where = f"[{host}]" if ":" in host else host
+    return TestClient(desk_app(str(path), 0, host=host), base_url=f"http://{where}")
 
 
 def log_in(browser: TestClient, rater: str, token: str = "") -> None:
@@ -227,6 +313,7 @@ def test_a_rating_is_checked_before_it_is_stored(desk):
     theirs_form = {**form, "item_hash": store.item(theirs).hash, "human_score": "2"}
     assert browser.post(f"/item/{theirs}", data=theirs_form, follow_redirects=False).status_code == 403
     assert browser.get("/item/99999").status_code == 404
+    assert browser.get(f"/item/{2**64}").status_code == 404  # beyond SQLite's integers too
     assert [(r.rater, r.values) for r in store_ratings(path, REVIEW_SCORES)] == [("ana", {"human_score": 4.0})]
 
 
@@ -242,7 +329,11 @@ def test_each_task_takes_its_own_values_and_rules(desk):
             ({"safety_score": "0", "violation": "no"}, 422),
             ({"safety_score": "2", "violation": "yes", "violation_category": "harmful_advice"}, 303),
         ],
-        NEED: [({"recognized": "yes"}, 422), ({"recognized": "是", "met": "否"}, 303)],
+        NEED: [
+            ({"recognized": "yes"}, 422),
+            ({"recognized": "是", "met": "否"}, 422),  # the form offers yes and no
+            ({"recognized": "yes", "met": "no"}, 303),
+        ],
         INSTANCE: [
             ({"decision": "maybe"}, 422),
             ({"decision": "keep", "fields": "{not json"}, 422),
@@ -265,14 +356,14 @@ def test_each_task_takes_its_own_values_and_rules(desk):
 def test_tokens_are_required_off_loopback(desk):
     _, _, path = desk
     token = ReviewStore(path).new_token("ben")
-    browser = client(path, tokens=True)
+    browser = client(path, "192.0.2.1")
     browser.get("/login")
     for sent in ("", "wrong"):
         answer = browser.post("/login", data={"csrf": browser.cookies["desk_login"], "rater": "ben", "token": sent})
         assert answer.status_code == 401
     log_in(browser, "ben", token)
     assert browser.get("/").status_code == 200
-    browser = client(path, tokens=True)
+    browser = client(path, "192.0.2.1")
     browser.get("/login")
     data = {"csrf": browser.cookies["desk_login"], "rater": "ana", "token": token}  # ben's token is not ana's
     assert browser.post("/login", data=data).status_code == 401
@@ -294,14 +385,288 @@ def test_model_text_is_escaped_and_no_script_but_the_desks_may_run(desk):
     assert HOSTILE not in "".join(p.text for p in pages)
 
 
-def test_only_loopback_addresses_count_as_this_machine():
-    assert all(map(is_loopback, ("127.0.0.1", "127.3.4.5", "::1", "localhost")))
-    assert not any(map(is_loopback, ("0.0.0.0", "192.0.2.1", "::", "desk.example")))
-
-
 def test_the_desk_refuses_to_serve_other_machines_before_raters_have_tokens(desk):
     _, config, _ = desk
     assert main(["desk-serve", "--config", str(config), "--host", "192.0.2.1"]) == 2  # exits before listening
+
+
+# --- where the desk listens, who is logged in -------------------------------------------------------------------
+
+HOSTS = ("127.0.0.1", "127.0.0.2", "127.1.2.3", "::1", "192.0.2.1", "2001:db8::7", "desk.example", "0.0.0.0", "::")
+
+
+def login_answer(browser: TestClient, rater: str, token: str) -> int:
+    csrf = re.search(r'name="csrf" value="([^"]+)"', browser.get("/login").text)[1]
+    return browser.post(
+        "/login", data={"csrf": csrf, "rater": rater, "token": token}, follow_redirects=False
+    ).status_code
+
+
+def test_a_desk_answers_on_any_address_and_needs_tokens_but_on_127_0_0_1(desk):
+    _, _, path = desk
+    token = ReviewStore(path).new_token("ana")
+    for host in HOSTS:
+        assert client(path, host).get("/login").status_code == 200, host  # the Host header naming the address
+        assert login_answer(client(path, host), "ana", "") == (303 if host == "127.0.0.1" else 401), host
+        assert login_answer(client(path, host), "ana", "wrong") == 401, host
+        browser = client(path, host)
+        assert login_answer(browser, "ana", token) == 303 and browser.get("/").status_code == 200, host
+        for name in ("evil.test", "evil.test:80", "127.0.0.9", "[::2]", "localhost.evil.test"):
+            refused = browser.get("/", headers={"Host": name}).status_code
+            assert refused == (200 if host in ("0.0.0.0", "::") else 400), (host, name)  # tokens guard those
+    assert client(path).get("/login", headers={"Host": "localhost:8765"}).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("header", "host"),
+    [("127.0.0.2:8765", "127.0.0.2"), ("127.0.0.2", "127.0.0.2"), ("[::1]:8765", "::1"), ("[::1]", "::1"),
+     ("Desk.Example:80", "Desk.Example"), ("", ""), ("[::1", "")],
+)  # fmt: skip
+def test_the_host_of_a_host_header(header, host):
+    assert host_of(header) == host
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("host", ["127.0.0.2", "::1"])
+def test_desk_serve_on_another_address_takes_ratings_with_tokens(desk, host):
+    root, config, path = desk
+    token = ReviewStore(path).new_token("ana")
+    server, base = start_desk(root, config, host)
+    try:
+        with httpx.Client(base_url=base, timeout=10) as browser:
+            assert login_answer(browser, "ana", "") == 401
+            assert login_answer(browser, "ana", token) == 303
+            item = first_assigned(ReviewStore(path), "ana", GATED)
+            answer = browser.post(f"/item/{item}", data={**csrf_of(browser, item), "human_score": "3.5"})
+            assert answer.status_code == 303, answer.text
+    finally:
+        stop_desk(server)
+    assert [r.values for r in store_ratings(path, REVIEW_SCORES)] == [{"human_score": 3.5}]
+
+
+def test_a_new_token_ends_the_raters_sessions(desk):
+    _, config, path = desk
+    for host in ("127.0.0.1", "127.0.0.2"):  # a first token, on a desk of names only; then a token reissued
+        tokens = {r: ReviewStore(path).new_token(r) for r in ("ana", "ben")} if host != "127.0.0.1" else {}
+        ana, ben = client(path, host), client(path, host)
+        log_in(ana, "ana", tokens.get("ana", ""))
+        log_in(ben, "ben", tokens.get("ben", ""))
+        item = first_assigned(ReviewStore(path), "ana", SAFETY)
+        form = csrf_of(ana, item)
+        run("desk-token", "--config", str(config), "ana")
+        assert ana.get("/", follow_redirects=False).headers["location"] == "/login", host
+        sent = ana.post(f"/item/{item}", data={**form, "safety_score": "3", "violation": "no"}, follow_redirects=False)
+        assert sent.status_code == 401 and "not saved yet" in sent.text, host
+        assert ben.get("/", follow_redirects=False).status_code == 200  # another rater's session goes on
+        if tokens:
+            assert login_answer(client(path, host), "ana", tokens["ana"]) == 401  # the old token is gone too
+    assert store_ratings(path, SAFETY_RATINGS) == []
+
+
+def test_a_restart_keeps_the_sessions_and_takes_a_form_sent_across_it(desk):
+    _, _, path = desk
+    before = client(path)
+    log_in(before, "ana")
+    item = first_assigned(ReviewStore(path), "ana", GATED)
+    form = csrf_of(before, item)
+    after = TestClient(desk_app(str(path), 0, host="127.0.0.1"), base_url="http://127.0.0.1", cookies=before.cookies)
+    assert after.get("/", follow_redirects=False).status_code == 200
+    answer = after.post(f"/item/{item}", data={**form, "human_score": "4.5"}, follow_redirects=False)
+    assert answer.status_code == 303, answer.text
+    assert [r.values for r in store_ratings(path, REVIEW_SCORES)] == [{"human_score": 4.5}]
+    kept = sessions_path(path)
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600  # it holds the sessions' CSRF tokens
+    kept.chmod(0o644)  # opened again, the file is made private again
+    desk_app(str(path), 0, host="127.0.0.1")
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+
+
+def hidden_inputs(page: str) -> dict[str, str]:
+    return {
+        html.unescape(name): html.unescape(value)
+        for name, value in re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', page)
+    }
+
+
+def test_a_rating_sent_after_the_session_ended_is_kept_until_the_rater_logs_in_again(desk):
+    _, _, path = desk
+    store = ReviewStore(path)
+    mine, theirs = store.queue("ana", GATED, 0), unassigned(store, "ana", GATED)
+    for (item, _), sent, saved in [
+        (mine[0], "2.5", {"human_score": 2.5}),
+        (mine[1], "٤", None),  # refused once logged in, as it is from a session
+        ((theirs, False), "3", None),
+    ]:
+        browser = client(path)
+        log_in(browser, "ana")
+        csrf = re.search(r'name="csrf" value="([^"]+)"', browser.get("/").text)[1]
+        browser.post("/logout", data={"csrf": csrf})  # in another tab, or the session ran out
+        data = {"csrf": csrf, "item_hash": store.item(item).hash, "human_score": sent}
+        kept = browser.post(f"/item/{item}", data=data, follow_redirects=False)
+        assert kept.status_code == 401 and "not saved yet" in kept.text and f"<strong>{sent}</strong>" in kept.text
+        carried = hidden_inputs(kept.text)
+        assert carried["rating.item"] == str(item) and carried["rating.human_score"] == sent
+        crossed = browser.post(f"/item/{item}", data=data, headers={"Origin": "http://evil.test"})
+        assert crossed.status_code == 403 and "not saved yet" not in crossed.text  # no other site fills it in
+        wrong = browser.post("/login", data={**carried, "rater": "zed"}, follow_redirects=False)
+        assert wrong.status_code == 401 and hidden_inputs(wrong.text)["rating.human_score"] == sent
+        carried = hidden_inputs(wrong.text)
+        answer = browser.post("/login", data={**carried, "rater": "ana"}, follow_redirects=False)
+        if saved:
+            assert answer.status_code == 303 and answer.headers["location"] == f"/item/{item}"
+            assert store.rating(item, "ana") == saved
+        else:
+            assert answer.status_code in (403, 422) and "Not stored" in answer.text
+        assert browser.get("/").status_code == 200  # logged in either way
+    assert [r.values for r in store_ratings(path, REVIEW_SCORES)] == [{"human_score": 2.5}]
+
+
+# --- what a rater may send ----------------------------------------------------------------------------------------
+
+
+def score_texts() -> list[str]:
+    """Texts a score might be sent as: every ASCII text of up to four characters from digits, signs, points,
+    spaces and exponents, and texts with each digit Unicode has (full-width, Arabic-Indic, ...) and other
+    decimal points."""
+    ascii_texts = ["".join(t) for n in range(1, 5) for t in itertools.product("0123456789.-+ e", repeat=n)]
+    digits = [chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Nd"]
+    unicode_texts = [t for d in digits for t in (d, f"{d}.5", f"3.{d}", f"{d}{d}")]
+    return ascii_texts + unicode_texts + ["3．5", "３.５", "٣٫٥", "3,5", "3\u00a0", "\u20073"]
+
+
+def accepted(task: str, column: str, text: str, others: dict[str, str]) -> bool:
+    try:
+        form_values(task, {**others, column: text}, {})
+    except Refused:
+        return False
+    return True
+
+
+def offered_on_page(page: str, column: str, texts: list[str]) -> set[str]:
+    """What an item page's form lets a rater send for ``column``: the values of its choices, or the texts its
+    box's pattern lets the browser send (an HTML pattern must match the whole value)."""
+    choices = {html.unescape(v) for v in re.findall(rf'name="{column}" value="([^"]*)"', page)}
+    box = re.search(rf'<input type="text" name="{column}"[^>]*pattern="([^"]*)"', page, re.S)
+    return choices | ({t for t in texts if re.fullmatch(html.unescape(box[1]), t)} if box else set())
+
+
+def test_the_gated_form_offers_the_rubrics_steps(desk):
+    _, _, path = desk
+    store = ReviewStore(path)
+    item = store.item(first_assigned(store, "ana", GATED))
+    scale = re.search(
+        r"（(\d)–(\d)分(，可以有一位小数)?）", item.shown["rubric"]
+    )  # the rubric's scale, as the judge has it
+    low, high, tenths = int(scale[1]), int(scale[2]), bool(scale[3])
+    steps = {f"{n / 10:.1f}" for n in range(low * 10, high * 10 + 1)} if tenths else set()
+    browser = client(path)
+    log_in(browser, "ana")
+    page = browser.get(f"/item/{item.id}").text
+    assert offered_on_page(page, "human_score", score_texts()) == {str(n) for n in range(low, high + 1)} | steps
+    assert tenths  # the rubric allows one decimal, so the form offers 0.1 to 4.9 as well
+
+
+def test_only_what_the_form_offers_is_stored(desk):
+    _, _, path = desk
+    store = ReviewStore(path)
+    browser = client(path)
+    log_in(browser, "ana")
+    texts = score_texts()
+    for task, column, others in [(GATED, "human_score", {}), (SAFETY, "safety_score", {"violation": "no"})]:
+        item = store.item(first_assigned(store, "ana", task))
+        offered = offered_on_page(browser.get(f"/item/{item.id}").text, column, texts)
+        assert offered and offered <= set(texts)
+        assert {t for t in texts if accepted(task, column, t, others)} == offered, task
+        for text in ("٤", "４", "3.5", "2.55", "3.", ".5", " 3", "+3", "03", "1e0", "-0", "5.1", "３.５", "٣٫٥"):
+            if text in offered:
+                continue
+            data = {**csrf_of(browser, item.id), **others, column: text}
+            answer = browser.post(f"/item/{item.id}", data=data, follow_redirects=False)
+            assert answer.status_code == 422 and "not one the form offers" in answer.text, (task, text)
+    for column, values in {
+        "violation": ["是", "Y", "YES", "ｙｅｓ"],
+        "violation_category": ["Dismissing", "none"],
+    }.items():
+        for value in values:
+            sent = {"safety_score": "3", "violation": "yes", "violation_category": "dismissing", column: value}
+            assert not accepted(SAFETY, column, value, sent), value
+    assert store_ratings(path, REVIEW_SCORES) == [] and store_ratings(path, SAFETY_RATINGS) == []
+
+
+def test_another_raters_item_is_refused_alike_whatever_is_sent_for_it(desk):
+    _, _, path = desk
+    store = ReviewStore(path)
+    browser = client(path)
+    log_in(browser, "ana")
+    mine = first_assigned(store, "ana", GATED)
+    sends = [
+        {}, {"human_score": "3"}, {"human_score": "٤"}, {"human_score": "9"}, {"human_score": "2.5"},
+        {"safety_score": "3", "violation": "no"}, {"safety_score": "3.5", "violation": "yes"},
+        {"recognized": "yes", "met": "no"}, {"recognized": "maybe"}, {"decision": "keep", "fields": "{"},
+        {"decision": "drop"},
+    ]  # fmt: skip
+    form = csrf_of(browser, mine)
+    problems = set()
+    for task in TASKS:
+        theirs = store.item(unassigned(store, "ana", task))
+        answers = set()
+        for sent in sends:
+            for item_hash in (theirs.hash, "0" * 64):
+                data = {**form, "item_hash": item_hash, **sent}
+                answer = browser.post(f"/item/{theirs.id}", data=data, follow_redirects=False)
+                answers.add((answer.status_code, answer.text))
+        assert len(answers) == 1, task  # the same page, whatever was sent
+        status, page = answers.pop()
+        problem = re.search(r'class="problem" role="alert">(.*?)</p>', page)[1]
+        problems.add((status, problem.replace(f"Item {theirs.id} ", "Item N ")))
+    assert problems == {(403, "Item N is not assigned to you.")}  # the same for an item of any task
+
+
+# --- invisible characters ----------------------------------------------------------------------------------------
+
+
+def with_invisible(value):
+    """``value`` with every invisible character in each of its texts, a lone carriage return and a CRLF too."""
+    if isinstance(value, str):
+        return value + "".join(f"{ch}x" for ch in INVISIBLE) + "\r\nend"
+    if isinstance(value, dict):
+        return {key: with_invisible(v) for key, v in value.items()}
+    if isinstance(value, list):
+        return [with_invisible(v) for v in value]
+    return value
+
+
+def test_invisible_characters_are_shown_as_tokens_never_applied(desk, tmp_path):
+    root, config, _ = desk
+    from h2htalk.layout import Layout
+
+    found = desk_items(settings(config), Layout(str(root / "results")), list(TASKS))
+    items = [
+        DeskItem(i.task, i.key, with_invisible(i.shown), with_invisible(i.after)) for t in found.values() for i in t
+    ]
+    path = tmp_path / "invisible.sqlite"
+    store = ReviewStore(path, create=True)
+    store.load(items, RATERS, len(RATERS), 0)  # every rater gets every item
+    browser = client(path)
+    log_in(browser, "ana")
+    for task in TASKS:
+        item = store.item(first_assigned(store, "ana", task))
+        page = browser.get(f"/item/{item.id}").text
+        assert "U+202E" in page, task
+        raw = {f"U+{ord(ch):04X}" for ch in INVISIBLE if ch in page.replace("\r\n", "\n")}
+        assert not raw, (task, sorted(raw)[:10])  # not one of them reaches the page as itself
+        shown = html.unescape(page)
+        for ch in INVISIBLE:
+            if ch != "\r":
+                assert f"〚U+{ord(ch):04X}〛x" in shown, (task, hex(ord(ch)))
+        assert "〚U+000D〛x" in shown and "〚U+000D〛\nend" not in shown  # a lone CR is shown; a CRLF is a line break
+        if task == INSTANCE and item.shown["fields"] is not None:
+            box = re.search(r'<textarea name="fields"[^>]*>(.*?)</textarea>', page, re.S)[1]
+            assert json.loads(html.unescape(box)) == item.shown["fields"]  # escaped in JSON: the same fields
+            sent = {**csrf_of(browser, item.id), "decision": "keep", "fields": html.unescape(box)}
+            assert browser.post(f"/item/{item.id}", data=sent, follow_redirects=False).status_code == 303
+            assert store.rating(item.id, "ana") == {"decision": "keep"}  # kept as shown, not edited
+    assert store.item(first_assigned(store, "ana", GATED)).shown["answer"].count("\u202e") == 1  # stored as written
 
 
 # --- durability --------------------------------------------------------------------------------------------------
@@ -377,6 +742,7 @@ def test_offline_files_go_through_the_strict_importer(desk):
     assert import_ratings(store, SAFETY, [out]) == (0, 2)  # the same file again: nothing new
     for change, problem in [
         ({2: {"safety_score": "9", "violation": "no"}}, "line 4: safety_score 9 is outside 1 to 5"),
+        ({2: {"safety_score": "2.5", "violation": "no"}}, "line 4: safety_score 2.5 is not one the desk offers"),
         ({2: {"safety_score": "3"}}, "line 4: violation is missing"),
         ({0: {"safety_score": "1"}}, "line 2: dee rated desk item .* before, differently"),
         ({2: {"safety_score": "3", "violation": "no", "rater": "zed"}}, "line 4: desk item .* not assigned to 'zed'"),

@@ -10,15 +10,27 @@ import csv
 import os
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from h2htalk.review.store import ReviewStore
+from h2htalk.ratings import REVIEW_SCORES
+from h2htalk.review.store import DeskItem, ReviewStore, store_ratings
 from h2htalk.review.tasks import GATED, SAFETY
 
-from .desk_tree import MODEL, loaded_desk, start_desk, tables_from_ratings
+from .desk_tree import (
+    INVISIBLE,
+    MODEL,
+    RATERS,
+    free_port,
+    loaded_desk,
+    run,
+    start_desk,
+    stop_desk,
+    tables_from_ratings,
+)  # fmt: skip
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
@@ -165,3 +177,135 @@ def test_three_raters_rate_in_the_browser_and_the_tables_follow(desk, browser, t
     ]
     assert int(judge_vs_people["items"]) == len(scored)  # the report reads the ratings the page stored
     assert MODEL in made["table2"]
+
+
+# --- one desk per test, started and restarted by the test ------------------------------------------------------
+
+
+@pytest.fixture
+def tree(tmp_path) -> tuple[Path, Path, Path]:
+    """A small run loaded into the desk, not served yet: (root, config, store)."""
+    return tmp_path, loaded_desk(tmp_path), tmp_path / "desk" / "ratings.sqlite"
+
+
+@contextmanager
+def serving(root: Path, config: Path, host: str = "127.0.0.1", port: int | None = None) -> Iterator[str]:
+    server, base = start_desk(root, config, host, port)
+    try:
+        yield base
+    finally:
+        stop_desk(server)
+
+
+def log_in_with(browser: Browser, base: str, rater: str, token: str = "") -> Page:
+    page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    page.goto(base + "/login")
+    page.fill("input[name=rater]", rater)
+    page.fill("input[name=token]", token)
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    return page
+
+
+def test_a_desk_on_127_0_0_2_asks_for_tokens_and_a_new_token_logs_the_rater_out(tree, browser):
+    root, config, path = tree
+    token = ReviewStore(path).new_token("ana")
+    with serving(root, config, "127.0.0.2") as base:
+        wrong = log_in_with(browser, base, "ana", "not-her-token")
+        assert "Unknown rater, or a wrong token" in wrong.inner_text(".problem")
+        assert wrong.locator("input[name=token]").get_attribute("required") is not None  # a name alone is not sent
+        ana = log_in_with(browser, base, "ana", token)
+        assert "Your tasks" in ana.inner_text("main")
+        ana.goto(f"{base}/next/{GATED}")
+        ana.keyboard.type("3")
+        ana.keyboard.press("Enter")
+        ana.wait_for_selector(".saved")
+        assert "Your score: 3.0" in ana.inner_text(".saved")
+        ana.goto(f"{base}/next/{GATED}")
+        run("desk-token", "--config", str(config), "ana")  # ana's token is reissued while her item is open
+        ana.keyboard.type("4")
+        ana.keyboard.press("Enter")
+        ana.wait_for_selector("text=not saved yet")  # logged out; the choice waits on the login page
+        assert "human_score: 4" in ana.inner_text(".pending")
+        ana.goto(f"{base}/")
+        assert ana.locator("input[name=rater]").count() == 1  # logged out: the login form
+        again = log_in_with(browser, base, "ana", token)  # the old token no longer works
+        assert "Unknown rater, or a wrong token" in again.inner_text(".problem")
+    assert [r.values for r in store_ratings(path, REVIEW_SCORES)] == [{"human_score": 3.0}]
+
+
+def test_the_gated_form_takes_a_score_in_the_rubrics_tenths_and_nothing_finer(tree, browser):
+    root, config, path = tree
+    with serving(root, config) as base:
+        ana = log_in(browser, base, "ana")
+        ana.goto(f"{base}/next/{GATED}")
+        item = ana.url
+        box = ana.locator("input[name=human_score]")
+        assert "一位小数" in ana.inner_text("main") and box.is_visible()
+        for text in ("3.75", "٤", "５", "5.5", "-1", "3."):
+            box.fill(text)
+            ana.keyboard.press("Enter")
+            assert box.evaluate("box => box.validity.patternMismatch"), text
+            assert ana.url == item and ana.locator(".saved").count() == 0, text  # the browser does not send it
+        box.fill("")
+        ana.locator("main").click(position={"x": 5, "y": 5})  # away from the box: a score typed still goes there
+        ana.keyboard.type("3.7")
+        ana.keyboard.press("Enter")
+        ana.wait_for_selector(".saved")
+        assert "Your score: 3.7" in ana.inner_text(".saved")
+    assert [r.values for r in store_ratings(path, REVIEW_SCORES)] == [{"human_score": 3.7}]
+
+
+def test_invisible_characters_in_an_answer_are_shown_as_tokens_never_applied(tree, browser):
+    root, config, path = tree
+    store = ReviewStore(path)
+    shown = store.item(store.queue("ana", SAFETY, 0)[0][0]).shown
+    answer = "开头" + "".join(f"{ch}x" for ch in INVISIBLE) + "\u202eAB"  # the last override would reverse "AB"
+    store.load([DeskItem(SAFETY, (MODEL, "sap", "invisible"), {**shown, "answer": answer})], RATERS, len(RATERS), 0)
+    item = max(i for i, _ in store.queue("ana", SAFETY, 0))
+    with serving(root, config) as base:
+        ana = log_in(browser, base, "ana")
+        ana.goto(f"{base}/item/{item}")
+        text = ana.locator(".block.answer .text").inner_text()
+        assert not [ch for ch in INVISIBLE if ch in text]
+        assert all(f"〚U+{ord(ch):04X}〛" in text for ch in INVISIBLE) and text.endswith("〚U+202E〛AB")
+        a_left, b_left = ana.locator(".block.answer .text").evaluate(LEFT_OF_LAST_TWO)
+        assert a_left < b_left  # drawn left to right, as written
+        inert(ana)
+
+
+# the left edges of the last two characters of an element's text, as drawn
+LEFT_OF_LAST_TWO = """element => {
+  const node = element.lastChild;
+  const left = (at) => { const r = document.createRange(); r.setStart(node, at); r.setEnd(node, at + 1);
+                         return r.getBoundingClientRect().left; };
+  return [left(node.length - 2), left(node.length - 1)];
+}"""
+
+
+def test_a_restart_keeps_the_session_and_a_choice_made_before_it(tree, browser):
+    root, config, path = tree
+    port = free_port()
+    with serving(root, config, port=port) as base:
+        ana = log_in(browser, base, "ana")
+        ana.goto(f"{base}/next/{GATED}")
+        ana.keyboard.type("2.5")  # chosen, not sent yet
+    with serving(root, config, port=port):
+        ana.keyboard.press("Enter")  # sent to the restarted desk
+        ana.wait_for_selector(".saved")
+        assert "Your score: 2.5" in ana.inner_text(".saved")
+        # logged out meanwhile (in another tab): the choice waits on the login page and is saved after it
+        ana.goto(f"{base}/next/{GATED}")
+        ana.keyboard.type("1.5")
+        other = ana.context.new_page()
+        other.goto(base + "/")
+        other.click("text=Log out")
+        other.wait_for_selector("input[name=rater]")
+        ana.keyboard.press("Enter")
+        ana.wait_for_selector("text=not saved yet")
+        assert "human_score: 1.5" in ana.inner_text(".pending")
+        ana.fill("input[name=rater]", "ana")
+        ana.keyboard.press("Enter")
+        ana.wait_for_selector(".saved")
+        assert "Your score: 1.5" in ana.inner_text(".saved")
+    assert sorted(r.values["human_score"] for r in store_ratings(path, REVIEW_SCORES)) == [1.5, 2.5]

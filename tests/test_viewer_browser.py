@@ -6,6 +6,7 @@ to a folder, the screenshots are saved there too (the README's pictures in docs/
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -16,8 +17,9 @@ from playwright.sync_api import Browser, Page, sync_playwright
 
 from h2htalk.cli import main
 
+from .desk_tree import INVISIBLE
 from .export_tree import CUT_OFF, FAILED, HOSTILE, LEAK, LOCAL, NO_ANSWER, UNJUDGED, shared_tree
-from .test_review_desk_browser import ARGS, CHROMIUM
+from .test_review_desk_browser import ARGS, CHROMIUM, LEFT_OF_LAST_TWO
 
 pytestmark = [
     pytest.mark.slow,
@@ -120,3 +122,24 @@ def test_the_viewer_shows_every_item_from_disk(bundle, chromium, tmp_path):
     assert again.locator("#items > li.item").count() == page.locator("#items > li.item").count()
     assert all(url.startswith("file://") for url in requests), [u for u in requests if not u.startswith("file")]
     assert problems == []
+
+
+def test_invisible_characters_in_an_answer_are_shown_as_tokens_never_applied(bundle, chromium, tmp_path):
+    copy = tmp_path / "viewer"
+    shutil.copytree(bundle, copy)
+    data = copy / "data" / "answers" / LOCAL / "sap" / f"{CUT_OFF[0]}.js"
+    key, payload = data.read_text(encoding="utf-8").removesuffix(");\n").removeprefix("H2H.data(").split(",", 1)
+    answers = json.loads(payload)
+    # every invisible character, then an override that would draw "AB" as "BA"
+    answers["items"][0]["answer"] = "开头" + "".join(f"{ch}x" for ch in INVISIBLE) + "\u202eAB"
+    data.write_text(f"H2H.data({key},{json.dumps(answers)});\n", encoding="utf-8")
+    page = chromium.new_page()
+    page.goto((copy / "index.html").as_uri())
+    page.wait_for_function(SHOWN)
+    choose(page, model=LOCAL, variant="sap", subtask=CUT_OFF[0])
+    answer = page.locator(".item .answer pre").first
+    text = answer.inner_text()
+    assert not [ch for ch in INVISIBLE if ch in text]
+    assert all(f"〚U+{ord(ch):04X}〛" in text for ch in INVISIBLE) and text.endswith("〚U+202E〛AB")
+    a_left, b_left = answer.evaluate(LEFT_OF_LAST_TWO)
+    assert a_left < b_left  # drawn left to right, as written

@@ -4,7 +4,6 @@ desk-serve (the web page), desk-status, desk-export and desk-import (rating offl
 from __future__ import annotations
 
 import argparse
-import ipaddress
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +28,17 @@ def register(sub: Any) -> None:
     p.add_argument("--task", action="append", choices=list(TASKS), help="load only these tasks (default: all)")
 
     p = add_command(
-        sub, "desk-token", cmd_token, "print a new login token for each named rater (their old one stops working)",
+        sub, "desk-token", cmd_token,
+        "print a new login token for each named rater (their old one stops working and their sessions end)",
         reads=("review.store", "review.raters"),
     )  # fmt: skip
     p.add_argument("raters", nargs="+", metavar="RATER")
 
     p = add_command(sub, "desk-serve", cmd_serve, "serve the review desk's web page", reads=STORE_READS)
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
+    p.add_argument(
+        "--host", default="127.0.0.1",
+        help="address to listen on (default: 127.0.0.1, where raters log in by name; anywhere else with their token)",
+    )  # fmt: skip
     p.add_argument("--port", type=int, default=8765, help="port to listen on (default: 8765)")
 
     p = add_command(sub, "desk-status", cmd_status, "each task's progress, per rater", reads=("review.store",))
@@ -88,30 +91,26 @@ def cmd_token(args: argparse.Namespace) -> int:
     return 0
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from h2htalk.review.app import desk_app
+    from h2htalk.review.hosts import needs_tokens
     from h2htalk.review.store import ReviewStore
 
     config = load_config(args)
-    path, loopback = config["review"]["store"], is_loopback(args.host)
+    path, tokens = config["review"]["store"], needs_tokens(args.host)
     with ReviewStore(path) as store:
         with_token = [r for r in store.raters() if store.has_token(r)]
-    if not loopback and not with_token:
-        raise H2HTalkError(f"--host {args.host} lets other machines in: give raters tokens first (h2htalk desk-token)")
-    app = desk_app(path, config["review"]["seed"], tokens=not loopback, loopback=loopback)
-    login = "name and token" if not loopback else "name"
-    summary(f"review desk on http://{args.host}:{args.port}/ (raters log in with their {login}; Ctrl-C stops it)")
+    if tokens and not with_token:
+        raise H2HTalkError(
+            f"--host {args.host}: on any address but 127.0.0.1 raters log in with a token: give them tokens first "
+            "(h2htalk desk-token)"
+        )
+    app = desk_app(path, config["review"]["seed"], host=args.host)
+    login = "name and token" if tokens else "name"
+    where = f"[{args.host}]" if ":" in args.host else args.host
+    summary(f"review desk on http://{where}:{args.port}/ (raters log in with their {login}; Ctrl-C stops it)")
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
 

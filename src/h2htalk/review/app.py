@@ -1,278 +1,306 @@
 """The desk's web page (Starlette): log in, see progress, rate one item at a time.
 
 Security, as the desk is built:
-- a rater logs in by name; with ``tokens`` (the desk bound to an address other than loopback) also with their
-  token, and a session cookie (HttpOnly, SameSite=Strict) then names them: nobody writes anonymously;
+- a rater logs in by name; with ``tokens`` (the desk listening on any address but 127.0.0.1, see ``hosts``) also
+  with their token, and a session cookie (HttpOnly, SameSite=Strict) then names them: nobody writes anonymously;
+  sessions are kept beside the store (``sessions``): a restart keeps them, a new token for the rater ends them;
 - every form carries the session's CSRF token (the login form a double-submit one), and a request whose
   Origin is another site is refused;
-- a rater opens and rates only the items assigned to them; every value is read by the sheet's own readers and
-  checked against the task's rules, and the store refuses an item rated before or changed since it was shown;
-- templates escape everything (autoescape), model text is shown as text, and the Content-Security-Policy lets
-  only the desk's own script and style run, so nothing a model wrote can act as HTML;
-- bound to loopback, only the loopback host names are answered (no DNS rebinding).
+- a rater opens and rates only the items assigned to them, and that is checked first: an item of another rater
+  is refused alike whatever was sent for it. Every value must be one the form offers, read by the sheet's own
+  readers and checked against the task's rules, and the store refuses an item rated before or changed since it
+  was shown;
+- a rating sent after the session ended is not lost: the login page keeps it, shows it, and stores it once the
+  rater has logged in again;
+- templates escape everything (autoescape) and show invisible characters as visible tokens, model text is shown
+  as text, and the Content-Security-Policy lets only the desk's own script and style run, so nothing a model
+  wrote can act as HTML or reorder the page;
+- only requests naming the address the desk listens on are answered (no DNS rebinding).
 """
 
 from __future__ import annotations
 
-import json
+import functools
 import secrets
-import threading
-import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
-from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-import jinja2
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from h2htalk.review.store import ReviewStore
+from h2htalk.review.hosts import HostCheck, allowed_hosts, needs_tokens
+from h2htalk.review.sessions import SESSION_HOURS, Session, Sessions
+from h2htalk.review.store import ReviewStore, StoredItem
 from h2htalk.review.tasks import TASKS, Refused, form_values
-from h2htalk.studies.judges import VIOLATIONS
+from h2htalk.review.web import HEADERS, page, resources_folder, same_origin, set_cookie
 
 SESSION_COOKIE, LOGIN_COOKIE = "desk_session", "desk_login"
-SESSION_HOURS = 12
-LOOPBACK_NAMES = ("127.0.0.1", "localhost")
-HEADERS = {
-    "Content-Security-Policy": (
-        "default-src 'none'; script-src 'self'; style-src 'self'; font-src 'self'; img-src 'self'; "
-        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-    ),
-    "X-Content-Type-Options": "nosniff",
-    "X-Frame-Options": "DENY",
-    "Referrer-Policy": "same-origin",  # "no-referrer" would make the browser send "Origin: null"
-}
+PENDING = "rating."  # the prefix of a pending rating's values on the login form
+VALUE_COLUMNS = sorted({f.column for task in TASKS.values() for f in task.sheet.values})
+T = TypeVar("T")
 
 
-def _resources() -> Path:
-    return Path(str(resources.files("h2htalk.resources").joinpath("review")))
+@dataclass(frozen=True)
+class Desk:
+    """What the routes share: the store, the seed of the raters' orders, whether raters need tokens, and the
+    sessions."""
+
+    store_path: str
+    seed: int
+    tokens: bool
+    sessions: Sessions
+
+    def with_store(self, work: Callable[[ReviewStore], T]) -> T:
+        with ReviewStore(self.store_path) as store:
+            return work(store)
+
+    def session(self, store: ReviewStore, request: Request) -> Session | None:
+        """The sender's session: one that has not ended, of a rater whose token is the one it started with."""
+        session_id = request.cookies.get(SESSION_COOKIE)
+        session = self.sessions.get(session_id)
+        if session is not None and store.credential(session.rater) != session.credential:
+            self.sessions.end(session_id)
+            return None
+        return session
 
 
-@cache
-def _templates() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(_resources() / "templates"), autoescape=True, undefined=jinja2.StrictUndefined
-    )
-    # for a text box a rater edits: Chinese as itself (jinja's tojson writes \u escapes), escaped as any text
-    env.filters["pretty_json"] = lambda value: json.dumps(value, ensure_ascii=False, indent=2)
-    return env
+def desk_of(request: Request) -> Desk:
+    return request.app.state.desk
 
 
-@dataclass
-class Session:
-    rater: str
-    csrf: str
-    started: float
+def refusal(session: Session | None, status: int, reason: str) -> HTMLResponse:
+    return page(
+        "message.html", status, title="Not stored", reason=reason,
+        rater=session.rater if session else None, csrf=session.csrf if session else "",
+    )  # fmt: skip
 
 
-class Sessions:
-    """Logged-in raters, in memory: a restarted desk asks everyone to log in again, and loses no rating."""
-
-    def __init__(self) -> None:
-        self._by_id: dict[str, Session] = {}
-        self._lock = threading.Lock()
-
-    def start(self, rater: str) -> str:
-        session_id = secrets.token_urlsafe(32)
-        with self._lock:
-            self._by_id[session_id] = Session(rater, secrets.token_urlsafe(32), time.time())
-        return session_id
-
-    def get(self, session_id: str | None) -> Session | None:
-        with self._lock:
-            session = self._by_id.get(session_id or "")
-            if session and time.time() - session.started > SESSION_HOURS * 3600:
-                del self._by_id[session_id]
-                return None
-            return session
-
-    def end(self, session_id: str | None) -> None:
-        with self._lock:
-            self._by_id.pop(session_id or "", None)
+def login_page(desk: Desk, status: int = 200, *, failed: bool = False, pending: SentRating | None = None) -> Response:
+    """The login form with a fresh double-submit CSRF token (in its cookie and in the form); ``pending``: a
+    rating the form carries, to store once the rater has logged in."""
+    token = secrets.token_urlsafe(32)
+    response = page(
+        "login.html", status, title="Log in", csrf=token, tokens=desk.tokens, rater=None, failed=failed,
+        pending=pending, prefix=PENDING,
+    )  # fmt: skip
+    set_cookie(response, LOGIN_COOKIE, token, 3600)
+    return response
 
 
-def _cookie(response: Response, name: str, value: str, max_age: int) -> None:
-    response.set_cookie(name, value, max_age=max_age, httponly=True, samesite="strict", path="/")
+def assigned_item(store: ReviewStore, item_id: int, rater: str) -> StoredItem:
+    """The item, if it is there and assigned to ``rater``, or Refused: whether another rater's item is current,
+    or of which task, is not told."""
+    item = store.item(item_id)
+    if item is None:
+        raise Refused(f"There is no item {item_id}.", 404)
+    if not store.is_assigned(item_id, rater):
+        raise Refused(f"Item {item_id} is not assigned to you.", 403)
+    return item
 
 
-def _same_origin(request: Request) -> bool:
-    origin = request.headers.get("origin")
-    return origin is None or origin == f"{request.url.scheme}://{request.url.netloc}"
+@dataclass(frozen=True)
+class SentRating:
+    """A rating as a form sent it: the item, its hash as the rater saw it, and the values given, as text."""
+
+    item: int
+    item_hash: str
+    values: dict[str, str]
+
+    @classmethod
+    def of(cls, form: FormData, item: int, prefix: str = "") -> SentRating:
+        """The rating in ``form`` (its fields' names begin with ``prefix``)."""
+        values = {column: str(form[prefix + column]) for column in VALUE_COLUMNS if form.get(prefix + column)}
+        return cls(item, str(form.get(prefix + "item_hash", "")), values)
+
+    def store(self, store: ReviewStore, rater: str) -> None:
+        """Store it as ``rater``'s: the item assigned to them first, then the values; or Refused."""
+        shown = assigned_item(store, self.item, rater)
+        store.rate(self.item, rater, self.item_hash, form_values(shown.task, self.values, shown.shown), "desk")
 
 
-def font_file() -> str | None:
-    """The Chinese font the page serves (the one pip installs for the figures): headless browsers without a
-    system CJK font then still draw every character."""
-    from h2htalk.figures.plots import packaged_cjk_font
+def checked_post(desk: Desk, store: ReviewStore, request: Request, form: FormData) -> Session | Response:
+    """The session of a form's sender, or the refusal of a form without its session's CSRF token or from another
+    site (401 without a session)."""
+    session = desk.session(store, request)
+    if session is None:
+        return refusal(None, 401, "You are not logged in.")
+    if not secrets.compare_digest(str(form.get("csrf", "")), session.csrf) or not same_origin(request):
+        return refusal(session, 403, "The form did not come from this desk: open the page again.")
+    return session
 
-    return packaged_cjk_font()
+
+# --- routes ----------------------------------------------------------------------------------------------------
 
 
-def desk_app(store_path: str, seed: int, *, tokens: bool, loopback: bool) -> Starlette:
-    """The desk over the store at ``store_path``; ``tokens``: a rater needs their token to log in."""
-    sessions = Sessions()
+def login_form(request: Request) -> Response:
+    desk = desk_of(request)
+    if desk.with_store(lambda store: desk.session(store, request)):
+        return RedirectResponse("/", 303)
+    return login_page(desk)
 
-    def page(template: str, status: int = 200, **context: Any) -> HTMLResponse:
-        html = _templates().get_template(template).render(tasks=TASKS, violations=VIOLATIONS, **context)
-        return HTMLResponse(html, status_code=status)
 
-    def refusal(session: Session | None, status: int, reason: str) -> HTMLResponse:
-        return page(
-            "message.html", status, title="Not stored", reason=reason,
-            rater=session.rater if session else None, csrf=session.csrf if session else "",
-        )  # fmt: skip
+async def login(request: Request) -> Response:
+    """Log a rater in; a rating the form carries (sent when their session had ended) is then stored."""
+    desk, form = desk_of(request), await request.form()
+    sent, expected = str(form.get("csrf", "")), request.cookies.get(LOGIN_COOKIE, "")
+    if not expected or not secrets.compare_digest(sent, expected) or not same_origin(request):
+        return refusal(None, 403, "The login form has expired or came from another site: open it again.")
+    rater, token = str(form.get("rater", "")).strip(), str(form.get("token", "")).strip()
+    item = str(form.get(PENDING + "item", ""))
+    pending = SentRating.of(form, int(item), PENDING) if item.isascii() and item.isdigit() else None
 
-    def with_store(work: Any, *args: Any) -> Any:
-        with ReviewStore(store_path) as store:
-            return work(store, *args)
-
-    async def login_form(request: Request) -> Response:
-        if sessions.get(request.cookies.get(SESSION_COOKIE)):
-            return RedirectResponse("/", 303)
-        token = secrets.token_urlsafe(32)
-        response = page("login.html", title="Log in", csrf=token, tokens=tokens, rater=None, failed=False)
-        _cookie(response, LOGIN_COOKIE, token, 3600)
-        return response
-
-    async def login(request: Request) -> Response:
-        form = await request.form()
-        sent, expected = str(form.get("csrf", "")), request.cookies.get(LOGIN_COOKIE, "")
-        if not expected or not secrets.compare_digest(sent, expected) or not _same_origin(request):
-            return refusal(None, 403, "The login form has expired or came from another site: open it again.")
-        rater, token = str(form.get("rater", "")).strip(), str(form.get("token", "")).strip()
-
-        def known(store: ReviewStore) -> bool:
-            if rater not in store.raters():
-                return False
-            return store.token_matches(rater, token) if (tokens or token) else True
-
-        if not await run_in_threadpool(with_store, known):
-            return page("login.html", 401, title="Log in", csrf=expected, tokens=tokens, rater=None, failed=True)
+    def log_in(store: ReviewStore) -> Response:
+        credential = store.credential(rater)
+        if credential is None or ((desk.tokens or token) and not store.token_matches(rater, token)):
+            return login_page(desk, 401, failed=True, pending=pending)
+        session_id = desk.sessions.start(rater, credential)
         response = RedirectResponse("/", 303)
-        _cookie(response, SESSION_COOKIE, sessions.start(rater), SESSION_HOURS * 3600)
+        if pending is not None:
+            try:
+                pending.store(store, rater)
+                response = RedirectResponse(f"/item/{pending.item}", 303)
+            except Refused as exc:
+                response = refusal(desk.sessions.get(session_id), exc.status, str(exc))
+        set_cookie(response, SESSION_COOKIE, session_id, SESSION_HOURS * 3600)
         response.delete_cookie(LOGIN_COOKIE, path="/")
         return response
 
-    def session_of(request: Request) -> Session | None:
-        return sessions.get(request.cookies.get(SESSION_COOKIE))
+    return await run_in_threadpool(desk.with_store, log_in)
 
-    def checked_post(request: Request, form: Any) -> tuple[Session | None, HTMLResponse | None]:
-        """The session of a form's sender, or the refusal of a sender without one, without its CSRF token, or
-        from another site."""
-        session = session_of(request)
-        if session is None:
-            return None, refusal(None, 401, "You are not logged in.")
-        if not secrets.compare_digest(str(form.get("csrf", "")), session.csrf) or not _same_origin(request):
-            return None, refusal(session, 403, "The form did not come from this desk: open the page again.")
-        return session, None
 
-    async def logout(request: Request) -> Response:
-        _, refused = checked_post(request, await request.form())
-        if refused:
-            return refused
-        sessions.end(request.cookies.get(SESSION_COOKIE))
+async def logout(request: Request) -> Response:
+    desk, form = desk_of(request), await request.form()
+
+    def end(store: ReviewStore) -> Response:
+        checked = checked_post(desk, store, request, form)
+        if isinstance(checked, Response):
+            return checked
+        desk.sessions.end(request.cookies.get(SESSION_COOKIE))
         response = RedirectResponse("/login", 303)
         response.delete_cookie(SESSION_COOKIE, path="/")
         return response
 
-    async def home(request: Request) -> Response:
-        session = session_of(request)
-        if session is None:
-            return RedirectResponse("/login", 303)
-        progress = await run_in_threadpool(with_store, ReviewStore.progress)
-        return page(
-            "home.html", title="Progress", rater=session.rater, csrf=session.csrf, progress=progress,
-            done=request.query_params.get("done"),
-        )  # fmt: skip
+    return await run_in_threadpool(desk.with_store, end)
 
-    async def next_item(request: Request) -> Response:
-        session = session_of(request)
-        if session is None:
-            return RedirectResponse("/login", 303)
-        task = request.path_params["task"]
-        if task not in TASKS:
-            return refusal(session, 404, f"There is no task {task!r}.")
-        queue = await run_in_threadpool(with_store, ReviewStore.queue, session.rater, task, seed)
-        todo = [item for item, rated in queue if not rated]
-        return RedirectResponse(f"/item/{todo[0]}" if todo else f"/?done={task}", 303)
 
-    def item_view(store: ReviewStore, item_id: int, rater: str) -> dict[str, Any] | Refused:
-        item = store.item(item_id)
-        if item is None or not item.current:
-            return Refused(f"There is no item {item_id} (or it has been replaced by a newer version).", 404)
-        if not store.is_assigned(item_id, rater):
-            return Refused(f"Item {item_id} is not assigned to you.", 403)
-        queue = store.queue(rater, item.task, seed)
-        position = [i for i, _ in queue].index(item_id)
-        later = [i for i, rated in queue[position + 1 :] + queue[:position] if not rated]
-        return {
-            "item": item, "rating": store.rating(item_id, rater), "position": position + 1, "total": len(queue),
-            "rated": sum(rated for _, rated in queue), "next": later[0] if later else None,
-        }  # fmt: skip
+def rater_page(render: Callable[[Desk, ReviewStore, Session, Request], Response]) -> Callable[[Request], Response]:
+    """A page for a logged-in rater: ``render`` with the store and the rater's session; anyone else is sent to log
+    in. (A plain function: Starlette runs it in a worker thread, as the store's calls block.)"""
 
-    async def show_item(request: Request) -> Response:
-        session = session_of(request)
-        if session is None:
-            return RedirectResponse("/login", 303)
-        view = await run_in_threadpool(with_store, item_view, request.path_params["item_id"], session.rater)
-        if isinstance(view, Refused):
-            return refusal(session, view.status, str(view))
-        return page("item.html", title="Rate", rater=session.rater, csrf=session.csrf, problem=None, **view)
+    @functools.wraps(render)
+    def route(request: Request) -> Response:
+        desk = desk_of(request)
+        with ReviewStore(desk.store_path) as store:
+            session = desk.session(store, request)
+            return RedirectResponse("/login", 303) if session is None else render(desk, store, session, request)
 
-    async def rate(request: Request) -> Response:
-        form = await request.form()
-        session, refused = checked_post(request, form)
-        if refused:
-            return refused
-        item_id = request.path_params["item_id"]
+    return route
 
-        def store_rating(store: ReviewStore) -> None:
-            item = store.item(item_id)
-            if item is None:
-                raise Refused(f"There is no item {item_id}.", 404)
-            values = form_values(item.task, {k: str(v) for k, v in form.items()}, item.shown)
-            store.rate(item_id, session.rater, str(form.get("item_hash", "")), values, "desk")
 
+@rater_page
+def home(desk: Desk, store: ReviewStore, session: Session, request: Request) -> Response:
+    return page(
+        "home.html", title="Progress", rater=session.rater, csrf=session.csrf, progress=store.progress(),
+        done=request.query_params.get("done"),
+    )  # fmt: skip
+
+
+@rater_page
+def next_item(desk: Desk, store: ReviewStore, session: Session, request: Request) -> Response:
+    task = request.path_params["task"]
+    if task not in TASKS:
+        return refusal(session, 404, f"There is no task {task!r}.")
+    todo = [item for item, rated in store.queue(session.rater, task, desk.seed) if not rated]
+    return RedirectResponse(f"/item/{todo[0]}" if todo else f"/?done={task}", 303)
+
+
+@rater_page
+def show_item(desk: Desk, store: ReviewStore, session: Session, request: Request) -> Response:
+    item_id = request.path_params["item_id"]
+    try:
+        item = assigned_item(store, item_id, session.rater)
+    except Refused as exc:
+        return refusal(session, exc.status, str(exc))
+    if not item.current:
+        return refusal(session, 404, f"Item {item_id} has been replaced by a newer version.")
+    queue = store.queue(session.rater, item.task, desk.seed)
+    position = [i for i, _ in queue].index(item_id)
+    later = [i for i, rated in queue[position + 1 :] + queue[:position] if not rated]
+    return page(
+        "item.html", title="Rate", rater=session.rater, csrf=session.csrf, item=item,
+        rating=store.rating(item_id, session.rater), position=position + 1, total=len(queue),
+        rated=sum(rated for _, rated in queue), next=later[0] if later else None,
+    )  # fmt: skip
+
+
+async def rate(request: Request) -> Response:
+    """Store a rating; sent without a session (it ended, or the rater was logged out), it is kept on the login
+    page and stored once they log in again."""
+    desk, form, item_id = desk_of(request), await request.form(), request.path_params["item_id"]
+    if not same_origin(request):
+        return refusal(None, 403, "The form did not come from this desk: open the page again.")
+
+    rating = SentRating.of(form, item_id)
+
+    def save(store: ReviewStore) -> Response:
+        checked = checked_post(desk, store, request, form)
+        if isinstance(checked, Response):
+            return login_page(desk, 401, pending=rating) if checked.status_code == 401 else checked
         try:
-            await run_in_threadpool(with_store, store_rating)
+            rating.store(store, checked.rater)
         except Refused as exc:
-            return refusal(session, exc.status, str(exc))
+            return refusal(checked, exc.status, str(exc))
         return RedirectResponse(f"/item/{item_id}", 303)
 
-    async def font(request: Request) -> Response:
-        path = font_file()
-        if path is None:
-            return Response(status_code=404)
-        return FileResponse(path, media_type="font/otf", headers={"Cache-Control": "max-age=86400"})
+    return await run_in_threadpool(desk.with_store, save)
 
-    async def security_headers(request: Request, call_next: Any) -> Response:
-        response = await call_next(request)
-        response.headers.update(HEADERS)
-        response.headers.setdefault("Cache-Control", "no-store")
-        return response
 
+def font(request: Request) -> Response:
+    from h2htalk.figures.plots import packaged_cjk_font
+
+    # the Chinese font pip installs for the figures: headless browsers without a system CJK font still draw
+    # every character
+    path = packaged_cjk_font()
+    if path is None:
+        return Response(status_code=404)
+    return FileResponse(path, media_type="font/otf", headers={"Cache-Control": "max-age=86400"})
+
+
+async def security_headers(request: Request, call_next: Any) -> Response:
+    response = await call_next(request)
+    response.headers.update(HEADERS)
+    response.headers.setdefault("Cache-Control", "no-store")
+    return response
+
+
+ROUTES = [
+    Route("/login", login_form, methods=["GET"]),
+    Route("/login", login, methods=["POST"]),
+    Route("/logout", logout, methods=["POST"]),
+    Route("/", home, methods=["GET"]),
+    Route("/next/{task}", next_item, methods=["GET"]),
+    Route("/item/{item_id:int}", show_item, methods=["GET"]),
+    Route("/item/{item_id:int}", rate, methods=["POST"]),
+    Route("/font.otf", font, methods=["GET"]),
+    Route("/favicon.ico", lambda request: Response(status_code=204), methods=["GET"]),
+]
+
+
+def desk_app(store_path: str, seed: int, *, host: str) -> Starlette:
+    """The desk over the store at ``store_path``, listening on ``host``: that decides whether raters need tokens
+    and which Host headers are answered (``hosts``)."""
     middleware = [Middleware(BaseHTTPMiddleware, dispatch=security_headers)]
-    if loopback:
-        middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=list(LOOPBACK_NAMES)))
-    routes = [
-        Route("/login", login_form, methods=["GET"]),
-        Route("/login", login, methods=["POST"]),
-        Route("/logout", logout, methods=["POST"]),
-        Route("/", home, methods=["GET"]),
-        Route("/next/{task}", next_item, methods=["GET"]),
-        Route("/item/{item_id:int}", show_item, methods=["GET"]),
-        Route("/item/{item_id:int}", rate, methods=["POST"]),
-        Route("/font.otf", font, methods=["GET"]),
-        Route("/favicon.ico", lambda request: Response(status_code=204), methods=["GET"]),
-        Mount("/static", StaticFiles(directory=_resources() / "static"), name="static"),
-    ]
-    return Starlette(routes=routes, middleware=middleware)
+    if (allowed := allowed_hosts(host)) is not None:
+        middleware.insert(0, Middleware(HostCheck, allowed=allowed))
+    routes = [*ROUTES, Mount("/static", StaticFiles(directory=resources_folder() / "static"), name="static")]
+    app = Starlette(routes=routes, middleware=middleware)
+    app.state.desk = Desk(store_path, seed, needs_tokens(host), Sessions(store_path))
+    return app

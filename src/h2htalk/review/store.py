@@ -4,7 +4,9 @@ every rating that is only ever appended to.
 An item is one version of what a rater sees (``shown``) and its sha256; loading changed content adds a new
 version and retires the old one, whose ratings stay in the log but no longer count. A rating names the item's
 hash as the rater saw it, who rated and when; the database itself refuses a rating of an item that is not
-current, not assigned to the rater, or rated by them before, and refuses to change or delete a logged rating.
+current, not assigned to the rater, or rated by them before, and refuses to change, delete or replace a logged
+rating, whatever the statement (UPDATE, DELETE, INSERT OR REPLACE, REPLACE, an upsert). A store made before a
+rule was added gets it when it is opened.
 
 Every rating is its own transaction, committed with ``synchronous=FULL`` before the desk answers: a rating the
 rater saw acknowledged survives the server being killed. The rollback journal (not WAL) keeps every committed
@@ -27,9 +29,9 @@ from typing import Any
 
 from h2htalk.errors import H2HTalkError
 from h2htalk.io import sha256_file
-from h2htalk.ratings import Rating, Sheet
 from h2htalk.review.assign import assign, rater_order
 from h2htalk.review.tasks import TASK_OF_SHEET, Refused
+from h2htalk.sheets import Rating, Sheet
 
 LOCK_TIMEOUT_S = 30  # how long a write waits for another one to finish
 
@@ -66,15 +68,24 @@ CREATE TABLE IF NOT EXISTS log (
     via TEXT NOT NULL,
     UNIQUE (item, rater)
 );
-CREATE TRIGGER IF NOT EXISTS log_rates_current_assigned_items BEFORE INSERT ON log
-WHEN NOT EXISTS (SELECT 1 FROM items WHERE id = NEW.item AND hash = NEW.item_hash AND current = 1)
-  OR NOT EXISTS (SELECT 1 FROM assignments WHERE item = NEW.item AND rater = NEW.rater)
-BEGIN SELECT RAISE(ABORT, 'not a current item assigned to this rater'); END;
-CREATE TRIGGER IF NOT EXISTS log_is_append_only_update BEFORE UPDATE ON log
-BEGIN SELECT RAISE(ABORT, 'the rating log is append-only'); END;
-CREATE TRIGGER IF NOT EXISTS log_is_append_only_delete BEFORE DELETE ON log
-BEGIN SELECT RAISE(ABORT, 'the rating log is append-only'); END;
 """
+
+# the log's rules, by name: a store that lacks one (made before it was written) gets it when it is opened
+TRIGGERS = {
+    "log_rates_current_assigned_items": """BEFORE INSERT ON log
+        WHEN NOT EXISTS (SELECT 1 FROM items WHERE id = NEW.item AND hash = NEW.item_hash AND current = 1)
+          OR NOT EXISTS (SELECT 1 FROM assignments WHERE item = NEW.item AND rater = NEW.rater)
+        BEGIN SELECT RAISE(ABORT, 'not a current item assigned to this rater'); END""",
+    # before any conflict clause acts: INSERT OR REPLACE, REPLACE and an upsert would otherwise delete or
+    # rewrite the row there (a REPLACE's delete fires no DELETE trigger)
+    "log_is_append_only_insert": """BEFORE INSERT ON log
+        WHEN EXISTS (SELECT 1 FROM log WHERE id = NEW.id OR (item = NEW.item AND rater = NEW.rater))
+        BEGIN SELECT RAISE(ABORT, 'the rating log is append-only: the row or the rating is there'); END""",
+    "log_is_append_only_update": """BEFORE UPDATE ON log
+        BEGIN SELECT RAISE(ABORT, 'the rating log is append-only'); END""",
+    "log_is_append_only_delete": """BEFORE DELETE ON log
+        BEGIN SELECT RAISE(ABORT, 'the rating log is append-only'); END""",
+}
 
 
 def canonical(value: Any) -> str:
@@ -146,6 +157,15 @@ class ReviewStore:
         self.db.execute("PRAGMA foreign_keys=ON")
         if create:
             self.db.executescript(SCHEMA)
+        self._add_missing_triggers()
+
+    def _add_missing_triggers(self) -> None:
+        present = {row[0] for row in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+        missing = [name for name in TRIGGERS if name not in present]
+        if missing:
+            with self._writing() as db:
+                for name in missing:
+                    db.execute(f"CREATE TRIGGER IF NOT EXISTS {name} {TRIGGERS[name]}")
 
     def close(self) -> None:
         self.db.close()
@@ -186,13 +206,18 @@ class ReviewStore:
                 raise H2HTalkError(f"{rater!r} is not a rater of this store (review.raters, then h2htalk desk-load)")
         return token
 
-    def has_token(self, rater: str) -> bool:
+    def credential(self, rater: str) -> str | None:
+        """What a rater's sessions are bound to: their token's hash ("" while they have none; a new token ends
+        the sessions started before it), or None for no such rater."""
         row = self.db.execute("SELECT token_sha256 FROM raters WHERE name = ?", (rater,)).fetchone()
-        return bool(row and row[0])
+        return None if row is None else row[0] or ""
+
+    def has_token(self, rater: str) -> bool:
+        return bool(self.credential(rater))
 
     def token_matches(self, rater: str, token: str) -> bool:
-        row = self.db.execute("SELECT token_sha256 FROM raters WHERE name = ?", (rater,)).fetchone()
-        return bool(row and row[0]) and secrets.compare_digest(row[0], token_hash(token))
+        credential = self.credential(rater)
+        return bool(credential) and secrets.compare_digest(credential, token_hash(token))
 
     # --- items and assignments ---------------------------------------------------------------------------
 
@@ -234,6 +259,8 @@ class ReviewStore:
         return self.db.execute("SELECT 1 FROM assignments WHERE item = ?", (item,)).fetchone() is not None
 
     def item(self, item_id: int) -> StoredItem | None:
+        if not 0 < item_id < 2**63:  # beyond SQLite's integers: no such item
+            return None
         row = self.db.execute("SELECT * FROM items WHERE id = ?", (item_id,)).fetchone()
         return _item(row) if row else None
 

@@ -18,12 +18,7 @@ from typing import Any
 
 from h2htalk.io import iter_jsonl
 from h2htalk.llm.parse import fence, number_in, parse_bool, read_verdict
-
-# harmful responses, in the paper's sense of a violation (resources/studies/safety_judge.md defines each); an
-# omission, such as no help channel where risk was raised, is none of them
-VIOLATIONS: tuple[str, ...] = (
-    "dismissing", "changing_subject", "harmful_advice", "fostering_dependence", "crossing_boundaries", "other",
-)  # fmt: skip
+from h2htalk.sheets import VIOLATIONS  # the categories people choose from too
 
 # The criteria and the output format are the system prompt (resources/studies/*_judge.md), the same for every
 # item, so an engine's prefix cache keeps them; the user message holds only what differs.

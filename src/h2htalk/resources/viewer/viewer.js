@@ -1,7 +1,8 @@
 // The h2htalk results viewer: a static page that opens from disk. Its data are JavaScript files that call
 // H2H.run (the index) and H2H.data (one cell's answers, one variant's prompts), loaded by <script> on demand:
 // Chromium lets a page opened from file:// run scripts beside it, but not fetch() them. Everything a model or
-// a reference wrote is inserted as text (textContent, Text nodes), never parsed as HTML.
+// a reference wrote is inserted as text (textContent, Text nodes), never parsed as HTML, and its invisible
+// characters are shown as tokens such as 〚U+202E〛, never applied.
 "use strict";
 
 const H2H = (() => {
@@ -67,7 +68,16 @@ const H2H = (() => {
 
   // --- small helpers ---------------------------------------------------------------------------------------
 
-  // An element; its children are nodes or strings, and a string always becomes a Text node.
+  // Every format and control character but the tab and the line breaks (a carriage return only before a line
+  // feed): a bidi override (U+202E) would reverse the rest of an answer, a zero-width space hide a difference.
+  // The review desk marks the same characters (h2htalk/review/visible.py).
+  const INVISIBLE = /(?![\t\n\r])[\p{Cc}\p{Cf}]|\r(?!\n)/gu;
+
+  function visible(text) {
+    return text.replace(INVISIBLE, (ch) => `〚U+${ch.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}〛`);
+  }
+
+  // An element; its children are nodes or strings, and a string always becomes a Text node, made visible.
   function el(tag, props, ...children) {
     const node = document.createElement(tag);
     for (const [key, value] of Object.entries(props || {})) {
@@ -76,7 +86,8 @@ const H2H = (() => {
       else node.setAttribute(key, value);
     }
     for (const child of children.flat()) {
-      if (child !== null && child !== undefined && child !== false) node.append(child);
+      if (typeof child === "string") node.append(visible(child));
+      else if (child !== null && child !== undefined && child !== false) node.append(child);
     }
     return node;
   }
@@ -134,8 +145,8 @@ const H2H = (() => {
     const parts = [`run of ${index.date}`, `config ${index.config_sha256.slice(0, 12)}`];
     if (index.git_hash) parts.push(`git ${index.git_hash.slice(0, 12)}${index.git_dirty ? " (local changes)" : ""}`);
     parts.push(`judged Levels I-III show ${index.judged_cell}`);
-    $("run").textContent = parts.join(" · ");
-    $("notes").textContent = index.notes.join(" ");
+    $("run").textContent = visible(parts.join(" · "));
+    $("notes").textContent = visible(index.notes.join(" "));
   }
 
   function summaryOf(cell, embedder) {

@@ -1,4 +1,5 @@
-// Keyboard shortcuts: a key shown beside a choice selects it; Enter saves, or opens the next item once saved.
+// Keyboard shortcuts: a key shown beside a choice selects it, a digit goes into a score's box; Enter saves, or opens
+// the next item once saved.
 // Nothing here writes HTML: the page's text is set by the server, escaped.
 "use strict";
 
@@ -20,6 +21,11 @@ function syncCategories() {
 
 document.addEventListener("keydown", (event) => {
   if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
+  const digits = document.querySelector("input[data-digits]");
+  if (digits !== null && /^[0-9.]$/.test(event.key)) {
+    digits.focus(); // a score typed anywhere on the page goes into its box (the key then types there)
+    return;
+  }
   const control = document.querySelector(`[data-key="${CSS.escape(event.key)}"]`);
   if (control === null || control.disabled || control.closest("fieldset:disabled")) return;
   event.preventDefault();
