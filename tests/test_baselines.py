@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 
 import pytest
 
@@ -51,21 +52,54 @@ def test_majority_echo_and_oracle():
     assert baseline_responses("oracle", items, 0, "dialogue_base") == ["甲", "乙", "乙", "丙", "乙"]
 
 
-def test_the_echo_takes_the_input_nearest_to_the_answer():
+def unrelated(instance: dict) -> dict:
+    return {**instance, "reference": "（不看）"}  # holds nothing of any input: the echo falls back on the place
+
+
+def test_without_a_copy_the_echo_takes_the_input_nearest_to_the_answers_place():
     schedule = demo_instances("dialogue_schedule")
     assert schedule[0]["fields"]["history_dialogues"][-1]["speaker"] == "user"  # no companion line: the user's last
-    assert echo_text(schedule[0]) == schedule[0]["fields"]["history_dialogues"][-1]["text"]
+    assert echo_text(unrelated(schedule[0])) == schedule[0]["fields"]["history_dialogues"][-1]["text"]
     turns = schedule[1]["fields"]["history_dialogues"]
-    assert echo_text(schedule[1]) == [t["text"] for t in turns if t["speaker"] == "companion"][-1]
+    assert echo_text(unrelated(schedule[1])) == [t["text"] for t in turns if t["speaker"] == "companion"][-1]
     feedback = demo_instances("itinerary_response")[0]  # the longest field: here what the companion is doing
-    assert echo_text(feedback) == feedback["fields"]["your_current_schedule"]
+    assert echo_text(unrelated(feedback)) == feedback["fields"]["your_current_schedule"]
     assert len(feedback["fields"]["your_current_schedule"]) > len(feedback["fields"]["user_feedback"])
     basic = {**demo_instances("itinerary_basic")[0], "fields": {"hobbies": ["画画", "钢琴", "徒步", "做饭", "看电影"],
                                                                  "history_memory": "上周一起去了海边。"}}  # fmt: skip
-    assert echo_text(basic) == "画画、钢琴、徒步、做饭、看电影"  # a list reads as its items joined
-    for subtask in SUBTASK_KEYS:  # never the reference: the echo does not see it
-        for instance in demo_instances(subtask):
-            assert echo_text({**instance, "reference": "（不看）"}) == echo_text(instance) != instance["reference"]
+    assert echo_text(unrelated(basic)) == "画画、钢琴、徒步、做饭、看电影"  # a list reads as its items joined
+
+
+def input_texts(instance: dict) -> list[str]:
+    out = []
+    for value in instance["fields"].values():
+        if isinstance(value, list) and value and isinstance(value[0], dict):
+            out += [turn["text"] for turn in value]
+        else:
+            out.append("、".join(value) if isinstance(value, list) else value)
+    return out
+
+
+@pytest.mark.parametrize("subtask", SUBTASK_KEYS)
+def test_the_echo_finds_a_copy_wherever_the_input_holds_it(subtask):
+    """The reference planted in any turn (the user's too) or any field, whole or with a character in 12 changed:
+    the echo answers with that text; on the clean input it answers with one of the input's texts."""
+    rng = random.Random(subtask)
+    for instance in demo_instances(subtask):
+        assert echo_text(instance) in input_texts(instance)
+        for edits in (0, len(instance["reference"]) // 12):
+            planted = []
+            if "history_dialogues" in instance["fields"]:
+                planted += [plant_leak(instance, speaker=speaker, edits=edits) for speaker in ("user", "companion")]
+                turns = json.loads(json.dumps(instance["fields"]["history_dialogues"]))
+                at = rng.randrange(len(turns))  # a turn anywhere, not only the last of a speaker
+                turns[at]["text"] += instance["reference"]
+                planted.append({**instance, "fields": {**instance["fields"], "history_dialogues": turns}})
+            planted += [plant_leak(instance, field=name, edits=edits) for name in instance["fields"]
+                        if name != "history_dialogues"]  # fmt: skip
+            for leaked in planted:
+                holding = [t for t in input_texts(leaked) if t not in input_texts(instance)]
+                assert echo_text(leaked) in holding, (instance["id"], edits, holding)
 
 
 def mean_s(instances: list[dict], kind: str, setup: ScoringSetup) -> float:
