@@ -2,26 +2,35 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import random
 
 import pytest
 
 from h2htalk.config import default_config, load_registry
-from h2htalk.generation.baselines import baseline_responses, echo_text
+from h2htalk.generation.baselines import NO_ANSWER, baseline_responses, echo_text
 from h2htalk.generation.generate import PromptFile, generate_model
 from h2htalk.instances.leaks import plant_leak
 from h2htalk.instances.schema import read_instances
 from h2htalk.instances.sources import demo_instances
-from h2htalk.io import read_jsonl
+from h2htalk.io import read_jsonl, write_jsonl_atomic
 from h2htalk.layout import Cell
 from h2htalk.llm.calls import EngineOptions
 from h2htalk.prompts.render import write_prompts
 from h2htalk.scoring.metrics import Pair
 from h2htalk.scoring.score_files import ScoringSetup, score_generation_file
 from h2htalk.settings import GenerationSettings
-from h2htalk.subtasks import SUBTASK_KEYS
-from h2htalk.tables.calibration import ECHO, FLOOR, calibration_rows, echo_above_floor, echo_notes
+from h2htalk.subtasks import SUBTASK_KEYS, SUBTASKS
+from h2htalk.tables.calibration import (
+    ECHO,
+    FLOOR,
+    calibration_rows,
+    echo_above_floor,
+    echo_notes,
+    write_calibration,
+)
+from h2htalk.tables.table2_files import write_table2
 
 from .conftest import REPO_ROOT, demo_file
 
@@ -181,3 +190,53 @@ def test_oracle_scores_100_on_every_subtask_end_to_end_and_the_echo_is_told_agai
     partial = [r for r in summaries if r["subtask"] != "dialogue_base"]
     assert "Overall over 10 subtasks" in echo_notes(partial, weights, "J")[0]
     assert echo_notes([r for r in summaries if r["model"] != ECHO], weights, "J") == []  # no echo run, nothing to say
+
+
+def test_the_random_reference_of_a_one_item_set_is_missing_not_zero(tmp_path):
+    """With one item there is no other reference to give: the answer is missing (n 0, not a mean S of 0), and the
+    calibration and Table 2 say why where the floor would be."""
+    assert baseline_responses("random_reference", instances(1), 13, "dialogue_base") == [None]
+    two = baseline_responses("random_reference", instances(2), 13, "dialogue_base")
+    assert two == ["（微笑）参考答案1", "（微笑）参考答案0"]
+    registry = load_registry(REPO_ROOT / "config" / "models.yaml")
+    config = default_config({"scoring": {"cache_dir": str(tmp_path / "emb"), "bootstrap": {"resamples": 100}}})
+    setup = ScoringSetup.from_config(config, "usem3", config["embedders"]["usem3"])
+    settings = GenerationSettings.from_config(config)
+    summaries = []
+    for subtask, count in (("dialogue_base", 1), ("dialogue_emotion", 3)):
+        instance_file = tmp_path / "instances" / f"{subtask}.jsonl"
+        write_jsonl_atomic(instance_file, demo_instances(subtask)[:count])
+        prompts = tmp_path / "prompts" / f"{subtask}.jsonl"
+        write_prompts(read_instances(instance_file), "sap", prompts)
+        for name in (FLOOR, "baseline-oracle"):
+            out = tmp_path / name / f"{subtask}.jsonl"
+            engines = EngineOptions(settings.client, settings.seed)
+            files = [PromptFile("sap", subtask, prompts, out)]
+            generate_model(registry[name], files, settings, engines, instances={subtask: instance_file})
+            items, summary = tmp_path / f"{name}-{subtask}.items.jsonl", tmp_path / f"{name}-{subtask}.json"
+            cell = Cell(name, "sap", subtask, "usem3").labels()
+            summaries.append(score_generation_file(out, instance_file, items, summary, setup, cell))
+    floor = {s["subtask"]: s for s in summaries if s["model"] == FLOOR}
+    assert floor["dialogue_base"]["n"] == 0 and floor["dialogue_base"]["missing"] == 1
+    assert floor["dialogue_base"]["value"] is None
+    assert floor["dialogue_base"]["notes"] == [NO_ANSWER["random_reference"]]
+    [item] = read_jsonl(tmp_path / f"{FLOOR}-dialogue_base.items.jsonl")
+    assert item["S"] is None and item["flags"] == ["no_answer"]
+    assert floor["dialogue_emotion"]["n"] == 3 and floor["dialogue_emotion"]["notes"] == []
+    assert floor["dialogue_emotion"]["value"] is not None
+    rows = {(r["model"], r["subtask"]): r for r in calibration_rows(summaries, "J")}
+    assert rows[("baseline-oracle", "dialogue_base")]["floor"] is None
+    assert rows[("baseline-oracle", "dialogue_base")]["rescaled"] is None
+    assert (FLOOR, "dialogue_base") not in rows and rows[(FLOOR, "dialogue_emotion")]["rescaled"] == 0.0
+    paths = [str(tmp_path / f"{s['model']}-{s['subtask']}.json") for s in summaries]
+    write_calibration(
+        paths, {"usem3": [str(tmp_path / f"{FLOOR}-dialogue_emotion.items.jsonl")]}, tmp_path / "cal", "J"
+    )
+    write_table2(paths, REPO_ROOT / "config" / "models.yaml", REPO_ROOT / "config" / "paper" / "table2.csv",
+                 tmp_path / "t2", {s.key: 1 for s in SUBTASKS}, "J")  # fmt: skip
+    said = f"{FLOOR}: no value, not 0, in dialogue_base: {NO_ANSWER['random_reference']}."
+    for name in ("cal.md", "t2.md"):
+        assert said in (tmp_path / name).read_text(encoding="utf-8"), name
+    with open(tmp_path / "t2.csv", encoding="utf-8") as handle:
+        table = {r["model"]: r for r in csv.DictReader(handle)}
+    assert table[FLOOR]["dialogue_base"] == "" and table[FLOOR]["dialogue_base_missing"] == "1"

@@ -163,8 +163,10 @@ def test_a_cells_ci_resamples_whole_conversations(tmp_path):
     def score(lines: list[int], repeat: int, name: str) -> dict:
         ids = [record_id("dialogue_base", line) for line in lines]
         index = [k // repeat for k in range(len(ids))]
-        write_jsonl_atomic(tmp_path / f"{name}.refs.jsonl",
-                           [{"id": i, "reference": originals[k]} for i, k in zip(ids, index, strict=True)])
+        write_jsonl_atomic(
+            tmp_path / f"{name}.refs.jsonl",
+            [{"id": i, "reference": originals[k]} for i, k in zip(ids, index, strict=True)],
+        )
         write_jsonl_atomic(tmp_path / f"{name}.gen.jsonl",
                            [{"id": i, "response": responses[k]} for i, k in zip(ids, index, strict=True)])  # fmt: skip
         return score_generation_file(tmp_path / f"{name}.gen.jsonl", tmp_path / f"{name}.refs.jsonl",

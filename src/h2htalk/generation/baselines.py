@@ -1,7 +1,8 @@
 """Baseline "models" that answer without a language model, for calibrating what a score means.
 
 - ``random_reference``: a seeded random reference of another item of the same subtask (never the item's own,
-  and never a text identical to its own): the chance floor.
+  and never a text identical to its own): the chance floor. A one-item set has no other reference: there is
+  no answer to give (None, ``NO_ANSWER``), and the item is missing, not scored 0.
 - ``majority_reference``: the most frequent reference of the subtask (ties: the first seen).
 - ``echo_input``: the input text nearest to the reference (``echo_text``): every dialogue turn, the user's as
   well as the companion's, and every other field is tried. An input that gives its reference away, wherever
@@ -22,6 +23,7 @@ from h2htalk.subtasks import get_subtask
 
 KINDS: tuple[str, ...] = ("random_reference", "majority_reference", "echo_input", "oracle")
 ECHO_NGRAM = 4  # the leak check's default n-gram (instances.reconstruct.leak.ngram)
+NO_ANSWER = {"random_reference": "a one-item set has no other item's reference to draw: no chance floor"}
 
 
 def echo_text(instance: dict[str, Any]) -> str:
@@ -51,8 +53,8 @@ def _text(value: str | list[str]) -> str:
     return "、".join(value) if isinstance(value, list) else value
 
 
-def baseline_responses(kind: str, instances: list[dict[str, Any]], seed: int, subtask: str) -> list[str]:
-    """One response per instance, in order."""
+def baseline_responses(kind: str, instances: list[dict[str, Any]], seed: int, subtask: str) -> list[str | None]:
+    """One response per instance, in order; None where the baseline has none to give (``NO_ANSWER[kind]``)."""
     if kind == "oracle":
         return [i["reference"] for i in instances]
     if kind == "echo_input":
@@ -64,13 +66,13 @@ def baseline_responses(kind: str, instances: list[dict[str, Any]], seed: int, su
         return [majority] * len(instances)
     if kind == "random_reference":
         rng = random.Random(f"{seed}:{subtask}")
-        responses = []
+        responses: list[str | None] = []
         for index, instance in enumerate(instances):
             others = [
                 j for j, other in enumerate(instances) if j != index and other["reference"] != instance["reference"]
             ]
             if not others:  # every other reference is identical: any other item is the best chance answer left
                 others = [j for j in range(len(instances)) if j != index]
-            responses.append(instances[rng.choice(others)]["reference"] if others else "")
+            responses.append(instances[rng.choice(others)]["reference"] if others else None)
         return responses
     raise ValueError(f"unknown baseline {kind!r}; known: {', '.join(KINDS)}")

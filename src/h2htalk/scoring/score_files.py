@@ -100,6 +100,7 @@ def read_generation_records(path: str | os.PathLike[str]) -> dict[str, dict[str,
 
 
 ANSWER_FLAGS = ("cut_off", "failed")
+NO_ANSWER_FLAG = "no_answer"  # a baseline had no answer to give (a one-item set's random reference): not scored
 
 
 def answer_flags(record: dict[str, Any]) -> list[str]:
@@ -134,7 +135,8 @@ def score_generation_file(
     """Score one cell's answers; write per-item rows and the summary (with CI), each carrying the cell's
     ``labels`` (model, variant, subtask or study, embedder). Each item carries its ``cluster`` (the items that
     share a conversation, found in the references: ``h2htalk.data.conversations``), and where some share one,
-    the CI resamples whole clusters."""
+    the CI resamples whole clusters. An answer a baseline could not give (``no_answer``) is missing, not 0, and
+    the summary's ``notes`` say why."""
     records = read_generation_records(generations)
     texts = read_references(references)
     pairs = match_pairs(texts, {k: r["response"] for k, r in records.items()}, str(generations))
@@ -144,6 +146,8 @@ def score_generation_file(
     for item in items:
         item["flags"] += answer_flags(records[item["id"]])
         item["cluster"] = cluster_of[item["id"]]
+        if "no_answer" in records[item["id"]]:  # a baseline with nothing to give: missing, not 0
+            item.update(dict.fromkeys(COLUMNS), flags=[NO_ANSWER_FLAG])
     sig = setup.signature()
     write_jsonl_atomic(out_items, ({**item, **labels, "signature": sig} for item in items))
     scores = summarise(items, setup.bootstrap, [item["cluster"] for item in items] if groups else None)
@@ -154,6 +158,7 @@ def score_generation_file(
         **cell_value(*value),
         **scores,
         "answers": {flag: sum(flag in item["flags"] for item in items) for flag in ANSWER_FLAGS},
+        "notes": sorted({r["no_answer"] for r in records.values() if "no_answer" in r}),
         "work": work,
         "inputs": {"generations": str(generations), "references": str(references)},
         "signature": sig,
