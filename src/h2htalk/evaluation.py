@@ -264,7 +264,10 @@ def report(figures: Path, config: Mapping[str, Any], name: str) -> list[str]:
             lines.append(_rank_line(row, ranks))
     lines += ["", *run_notes(dict(config))]
     if config["instances"]["limit"] == 1 and "baseline-random-reference" in config["baselines"]:
-        lines.append("With one item per subtask the random reference has no other item's reference to give: 0.")
+        lines.append(
+            "With one item per subtask the random reference has no other item's reference to give: no floor"
+            " (its cells are empty, not 0)."
+        )
     lines += paper_lines(config, table, name)
     lines += ["", f"Tables: {figures / 'table2.md'} (and .csv, table2_ranks.csv)"]
     return lines

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.errors import DataError
-from h2htalk.generation.baselines import baseline_responses
+from h2htalk.generation.baselines import NO_ANSWER, baseline_responses
 from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic
 from h2htalk.llm.calls import EngineOptions, ModelCalls, chat_request, model_identity, run_summary
 from h2htalk.llm.client import ChatRequest
@@ -207,7 +207,8 @@ def generate_model(
 def _baseline_outputs(
     spec: dict[str, Any], files: Sequence[PromptFile], instances: dict[str, Path], settings: GenerationSettings
 ) -> dict[str, Any]:
-    """Answers of a baseline (no language model): same records, same path through scoring and tables."""
+    """Answers of a baseline (no language model): same records, same path through scoring and tables. An item the
+    baseline has no answer for carries ``no_answer`` (why), and scoring leaves it missing."""
     kind, seed = spec["baseline"]["kind"], spec["baseline"]["seed"]
     count = 0
     for file in files:
@@ -220,7 +221,8 @@ def _baseline_outputs(
                 "id": instance["id"],
                 "variant": file.variant,
                 "subtask": file.name,
-                "response": response,
+                "response": response or "",
+                **({"no_answer": NO_ANSWER[kind]} if response is None else {}),
                 "finish_reason": "baseline",
                 "prompt_tokens": None,
                 "completion_tokens": None,

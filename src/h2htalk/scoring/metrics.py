@@ -110,18 +110,24 @@ def cell_value(value: float | None, low: float | None, high: float | None) -> di
     return {"value": value, "value_ci_low": low, "value_ci_high": high}
 
 
-def summarise(items: Sequence[dict[str, Any]], bootstrap: BootstrapSettings) -> dict[str, Any]:
+def summarise(
+    items: Sequence[dict[str, Any]], bootstrap: BootstrapSettings, groups: Sequence[str] | None = None
+) -> dict[str, Any]:
     """Mean of every column with a seeded bootstrap CI (the same resamples for every column), over the scored
-    items: ``n`` counts them, ``missing`` the skipped empty answers."""
+    items: ``n`` counts them, ``missing`` the skipped empty answers. With ``groups`` (one label per item: the
+    conversation it belongs to, ``h2htalk.data.conversations``), whole groups are resampled, and ``clusters``
+    says how many the scored items fall into (None: every item drawn on its own)."""
     scored = [item for item in items if item["S"] is not None]
+    kept = None if groups is None else [g for item, g in zip(items, groups, strict=True) if item["S"] is not None]
     values = np.array([[item[c] for c in COLUMNS] for item in scored], dtype=np.float64).reshape(-1, len(COLUMNS))
-    low, high = bootstrap_mean_ci(values, bootstrap.resamples, bootstrap.seed, bootstrap.confidence)
+    low, high = bootstrap_mean_ci(values, bootstrap.resamples, bootstrap.seed, bootstrap.confidence, kept)
     means = values.mean(axis=0) if len(scored) else np.full(len(COLUMNS), np.nan)
     summary: dict[str, Any] = {"n": len(scored), "missing": len(items) - len(scored)}
     for index, column in enumerate(COLUMNS):
         summary[column] = float(means[index])
         summary[f"{column}_ci_low"] = float(low[index])
         summary[f"{column}_ci_high"] = float(high[index])
+    summary["clusters"] = None if kept is None else len(set(kept))
     summary["flagged"] = {
         flag: sum(flag in item["flags"] for item in items) for flag in ("empty_response", "empty_reference", SKIPPED)
     }

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from h2htalk.data.conversations import bootstrap_groups
 from h2htalk.data.curate import curate_lines, normalise
 from h2htalk.data.release import parse_release
 from h2htalk.errors import DataError
@@ -99,6 +100,7 @@ def read_generation_records(path: str | os.PathLike[str]) -> dict[str, dict[str,
 
 
 ANSWER_FLAGS = ("cut_off", "failed")
+NO_ANSWER_FLAG = "no_answer"  # a baseline had no answer to give (a one-item set's random reference): not scored
 
 
 def answer_flags(record: dict[str, Any]) -> list[str]:
@@ -131,15 +133,24 @@ def score_generation_file(
     labels: dict[str, Any],
 ) -> dict[str, Any]:
     """Score one cell's answers; write per-item rows and the summary (with CI), each carrying the cell's
-    ``labels`` (model, variant, subtask or study, embedder)."""
+    ``labels`` (model, variant, subtask or study, embedder). Each item carries its ``cluster`` (the items that
+    share a conversation, found in the references: ``h2htalk.data.conversations``), and where some share one,
+    the CI resamples whole clusters. An answer a baseline could not give (``no_answer``) is missing, not 0, and
+    the summary's ``notes`` say why."""
     records = read_generation_records(generations)
-    pairs = match_pairs(read_references(references), {k: r["response"] for k, r in records.items()}, str(generations))
+    texts = read_references(references)
+    pairs = match_pairs(texts, {k: r["response"] for k, r in records.items()}, str(generations))
+    groups = bootstrap_groups(list(texts), list(texts.values()))
+    cluster_of = dict(zip(texts, groups or texts, strict=True))
     items, work = setup.score(pairs)
     for item in items:
         item["flags"] += answer_flags(records[item["id"]])
+        item["cluster"] = cluster_of[item["id"]]
+        if "no_answer" in records[item["id"]]:  # a baseline with nothing to give: missing, not 0
+            item.update(dict.fromkeys(COLUMNS), flags=[NO_ANSWER_FLAG])
     sig = setup.signature()
     write_jsonl_atomic(out_items, ({**item, **labels, "signature": sig} for item in items))
-    scores = summarise(items, setup.bootstrap)
+    scores = summarise(items, setup.bootstrap, [item["cluster"] for item in items] if groups else None)
     value = (scores["S"], scores["S_ci_low"], scores["S_ci_high"]) if scores["n"] else (None, None, None)
     summary = {
         **labels,
@@ -147,6 +158,7 @@ def score_generation_file(
         **cell_value(*value),
         **scores,
         "answers": {flag: sum(flag in item["flags"] for item in items) for flag in ANSWER_FLAGS},
+        "notes": sorted({r["no_answer"] for r in records.values() if "no_answer" in r}),
         "work": work,
         "inputs": {"generations": str(generations), "references": str(references)},
         "signature": sig,
@@ -226,7 +238,8 @@ def score_upstream(
     for subtask, curated, pairs in pairs_by_subtask:
         chunk = items[start : start + len(pairs)]
         start += len(pairs)
-        summary = summarise(chunk, setup.bootstrap)
+        groups = bootstrap_groups([p.id for p in pairs], [p.reference for p in pairs])
+        summary = summarise(chunk, setup.bootstrap, groups)
         rows.append(
             {
                 "subtask": subtask.key,

@@ -78,6 +78,21 @@ def unrelated_ss(item_files: Mapping[str, Iterable[str | os.PathLike[str]]]) -> 
     return out
 
 
+def no_answer_notes(summaries: Iterable[dict[str, Any]]) -> list[str]:
+    """Why a baseline's cells are empty where it had no answer to give (a one-item set's random reference has
+    no floor): one line per baseline and reason, naming the subtasks, instead of a mean of 0."""
+    empty: dict[tuple[str, str], list[str]] = {}
+    for summary in summaries:
+        for note in summary.get("notes", []):
+            subtasks = empty.setdefault((summary["model"], note), [])
+            if summary["subtask"] not in subtasks:
+                subtasks.append(summary["subtask"])
+    return [
+        f"{model}: no value, not 0, in {', '.join(subtasks)}: {note}."
+        for (model, note), subtasks in sorted(empty.items())
+    ]
+
+
 def write_calibration(
     summary_paths: Iterable[str],
     floor_items: Mapping[str, Iterable[str]],
@@ -86,7 +101,8 @@ def write_calibration(
     run_notes: Iterable[str] = (),
 ) -> list[dict]:
     """The calibration report (``md``, ``run_notes`` under its heading) and its ``csv``."""
-    rows = calibration_rows((read_json(p) for p in summary_paths), judged_cell)
+    summaries = [read_json(p) for p in summary_paths]
+    rows = calibration_rows(summaries, judged_cell)
     spread = unrelated_ss(floor_items)
     columns = ["embedder", "subtask", "model", "variant", "score", "floor", "oracle", "rescaled"]
     write_csv(records_frame(rows, columns), out["csv"], float_format="{:.3f}")
@@ -115,6 +131,7 @@ def write_calibration(
             "# Calibration: what does a score mean?",
             "",
             *(f"**{note}**\n" for note in run_notes),
+            *(f"{note}\n" for note in no_answer_notes(summaries)),
             "A score is only meaningful against what answering at random already earns. The random-reference",
             "baseline answers every item with another item's reference of the same subtask (a fluent, in-character",
             "answer to the wrong question); the oracle answers with the item's own reference. Variant: sap.",

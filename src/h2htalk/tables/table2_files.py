@@ -12,6 +12,7 @@ from h2htalk.io import read_json, write_png_atomic
 from h2htalk.scoring.signatures import signature_string
 from h2htalk.settings import VARIANT_NAMES, WITH_SAP
 from h2htalk.subtasks import SUBTASKS
+from h2htalk.tables.calibration import no_answer_notes
 from h2htalk.tables.table2 import (
     CAPTION,
     LABEL,
@@ -113,6 +114,7 @@ def write_table2(
         *NOTES,
         *([judged_note(judged_cell, alphas)] if judged else []),
         *answer_notes(rows),
+        *no_answer_notes(summaries),
         *notes,
         *signature_notes(summaries),
     ]

@@ -5,9 +5,12 @@ calibration rows and take no part), and each model's SAP row against its no-SAP 
 the items both rows answered, per subtask, per dimension Avg and on Overall, by a paired bootstrap: each
 subtask's items are resampled once (``scoring.bootstrap``) and those resamples serve every row and pair, so
 an Avg's and Overall's resampled differences are the fixed-weight means of the subtasks' (the weights of
-``h2htalk.tables.table2.aggregate``). p-values are corrected by Holm's method within a family: the pairs of
-one group on one column (the comparisons a column's marks rest on), and the SAP pairs of all models on one
-column. Each row's rank by Overall within its group comes with its interval over the same resamples. The
+``h2htalk.tables.table2.aggregate``). Items that share a conversation (each item's ``cluster``, found in the
+references when they were scored: ``h2htalk.data.conversations``) are resampled whole clusters at a time.
+p-values are corrected by Holm's method within a family: every pair and every column of one size group and
+variant (per embedder: all the claims Table 2 makes about that block), and the SAP pairs of all models on
+every column (per embedder). Each row's rank by Overall within its group comes with its interval over the same
+resamples. The
 minimum detectable difference (80 % power) of each comparison is from the SD of its paired differences;
 each row's own cells get one from their own SD x sqrt(2), for when there is no row to pair with.
 """
@@ -15,7 +18,7 @@ each row's own cells get one from their own SD x sqrt(2), for when there is no r
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -60,6 +63,7 @@ class RowItems:
     variant: str
     values: Mapping[str, Mapping[str, float]]
     measures: Mapping[str, str]
+    clusters: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # subtask -> item id -> its cluster
 
     @property
     def label(self) -> str:
@@ -116,7 +120,8 @@ def compare_rows(rows: Sequence[RowItems], weights: Mapping[str, float], bootstr
 def _compare_embedder(rows: list[RowItems], weights: Mapping[str, float], bootstrap: BootstrapSettings) -> Comparisons:
     tasks = [k for k in SUBTASK_COLUMNS if any(k in r.values for r in rows)]
     columns = table2_columns(weights, tasks)
-    values = {task: _item_values(rows, task) for task in tasks}
+    ids = {task: sorted({i for r in rows for i in r.values.get(task, {})}) for task in tasks}
+    values = {task: _item_values(rows, task, ids[task]) for task in tasks}
     groups = _groups(rows, _observed_overall(values, columns))
     pairs = _pairs(rows, groups)
     index = np.array([(p.a, p.b) for p in pairs], dtype=np.intp).reshape(-1, 2)
@@ -126,7 +131,8 @@ def _compare_embedder(rows: list[RowItems], weights: Mapping[str, float], bootst
     for task in tasks:
         # one stream per subtask (its place in the paper's order): a subtask's resamples do not depend on which
         # other subtasks a run has; drawn once for every row and pair, and let go before the next subtask's
-        resamples = Resamples(values[task].shape[1], bootstrap.resamples, (bootstrap.seed, SUBTASK_COLUMNS.index(task)))
+        seed = (bootstrap.seed, SUBTASK_COLUMNS.index(task))
+        resamples = Resamples(len(ids[task]), bootstrap.resamples, seed, task_clusters(rows, task, ids[task]))
         means[task] = row_means(values[task], resamples)
         unlike = np.array([rows[p.a].measures.get(task) != rows[p.b].measures.get(task) for p in pairs], bool)
         differences[task] = pair_differences(values[task], index, resamples).without(unlike)  # never S against J
@@ -137,10 +143,20 @@ def _compare_embedder(rows: list[RowItems], weights: Mapping[str, float], bootst
     return Comparisons(pair_records, rank_records)
 
 
-def _item_values(rows: list[RowItems], task: str) -> np.ndarray:
-    """rows x items (every item any row answered, by id), NaN where a row has no value."""
-    ids = sorted({i for r in rows for i in r.values.get(task, {})})
+def _item_values(rows: list[RowItems], task: str, ids: list[str]) -> np.ndarray:
+    """rows x items (``ids``: every item any row answered), NaN where a row has no value."""
     return np.array([[r.values.get(task, {}).get(i, np.nan) for i in ids] for r in rows], dtype=np.float64)
+
+
+def task_clusters(rows: Sequence[RowItems], task: str, ids: Sequence[str]) -> list[str] | None:
+    """The cluster of each item of ``task`` (as any row's items name it; an item no row names is alone), or None
+    when every item is alone: then items are drawn one by one."""
+    named: dict[str, str] = {}
+    for row in rows:
+        for item, cluster in row.clusters.get(task, {}).items():
+            named.setdefault(item, cluster)
+    labels = [named.get(item, item) for item in ids]
+    return labels if len(set(labels)) < len(labels) else None
 
 
 def _observed_overall(values: dict[str, np.ndarray], columns: list[Column]) -> np.ndarray | None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.cells import RunCells
+from h2htalk.data.conversations import bootstrap_groups
 from h2htalk.io import iter_jsonl, write_png_atomic
 from h2htalk.judge.readings import item_readings
 from h2htalk.layout import Layout
@@ -26,15 +27,18 @@ def read_row_items(
     items that ``judged_cell`` names (tables.judged_cell), as Table 2 shows it. Also the files read."""
     values: dict[tuple[str, str, str], dict[str, dict[str, float]]] = {}
     measures: dict[tuple[str, str, str], dict[str, str]] = {}
+    clusters: dict[tuple[str, str, str], dict[str, dict[str, str]]] = {}
     files = run.table2_items(results)
     for cell, path in files.items():
         judged = run.is_judged(cell)
         key = (str(cell.embedder), cell.model, cell.variant)
         read = (lambda item: item_readings(item)[judged_cell]) if judged else (lambda item: item["S"])
+        items = [item for _, item in iter_jsonl(path)]
         values.setdefault(key, {})[cell.task] = {
-            item["id"]: float(value) for _, item in iter_jsonl(path) if (value := read(item)) is not None
+            item["id"]: float(value) for item in items if (value := read(item)) is not None
         }
         measures.setdefault(key, {})[cell.task] = judged_cell if judged else "S"
+        clusters.setdefault(key, {})[cell.task] = item_clusters(items)
     rows = [
         RowItems(
             embedder,
@@ -44,10 +48,22 @@ def read_row_items(
             variant,
             values[(embedder, model, variant)],
             measures[(embedder, model, variant)],
+            clusters[(embedder, model, variant)],
         )
         for embedder, model, variant in values
     ]
     return rows, list(files.values())
+
+
+def item_clusters(items: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Item id -> its cluster: as scored (S items carry ``cluster``), else found in the references the items carry
+    (J items), else none (every item alone)."""
+    if all("cluster" in item for item in items):
+        return {item["id"]: item["cluster"] for item in items}
+    if items and all(isinstance(item.get("reference"), str) for item in items):
+        ids = [item["id"] for item in items]
+        return dict(zip(ids, bootstrap_groups(ids, [item["reference"] for item in items]) or ids, strict=True))
+    return {}
 
 
 def write_comparisons(comparisons: Comparisons, out: Files) -> None:
