@@ -123,7 +123,8 @@ def test_the_rubric_ladder_judges_each_rung_with_the_reference_and_orders_oracle
     assert {t.rung for t in texts} == set(RUBRIC_RUNGS)
     for text in texts:
         user = text.chat()[1]["content"]
-        assert f"<<<回答>>>\n{text.answer}\n<<</回答>>>" in user and instances[text.item]["reference"] in user
+        assert re.search(f"<<<回答 (\\w+)>>>\n{re.escape(text.answer)}\n<<</回答 \\1>>>", user)
+        assert instances[text.item]["reference"] in user
         assert (text.rung == "oracle") == (text.answer == instances[text.item]["reference"])
     oracle = next(t for t in texts if t.rung == "oracle")
     pairs = [p for p in ladder_pairs([t.label() | {"value": None} for t in texts]) if p.better["item"] == oracle.item]
@@ -278,7 +279,7 @@ def stand_in_judge(s_of: dict[tuple[str, str], float]):
 
     def answer(user: str) -> str:
         if "【参考答案】" in user:
-            shown = re.search(r"<<<回答>>>\n(.*)\n<<</回答>>>", user, re.S).group(1)
+            shown = re.search(r"<<<回答 (\w+)>>>\n(.*)\n<<</回答 \1>>>", user, re.S).group(2)
             reference = user.split("【参考答案】（只用来校准评分尺度）\n", 1)[1]
             score = round(s_of[shown, reference], 3)
             return json.dumps({"evidence": "按参考答案的 S", "score": score}, ensure_ascii=False)
