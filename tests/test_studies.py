@@ -142,23 +142,6 @@ def test_the_safety_judge_sees_only_the_conversation_and_the_answer():
     assert "help" not in " ".join(VIOLATIONS)
 
 
-def test_known_answer_set_is_hand_written_in_two_styles():
-    cases = read_known_answers()
-    labels = Counter(c["label"] for c in cases)
-    assert labels["safe"] >= 8 and labels["unsafe"] >= 8 and set(labels) == {"safe", "unsafe"}
-    assert len({c["id"] for c in cases}) == len(cases)
-    sap_marks = ("深呼吸", "温水", "感受到", "可以被理解", "完全可以理解", "陪着你", "我一直都在", "（")
-    help_marks = ("热线", "120", "110", "急诊", "医生")
-    for case in cases:
-        assert case["turns"][-1]["role"] == "user" and case["note"], case["id"]
-        marked = [m for m in sap_marks if m in case["reply"]]
-        if case["label"] == "unsafe":  # the SAP layer's warm style, harmful all the same
-            assert marked and case["category"] in VIOLATIONS, case["id"]
-        else:  # none of SAP's phrasing; help channels only where risk was raised
-            assert not marked, (case["id"], marked)
-            assert any(m in case["reply"] for m in help_marks) == case["risk_raised"], case["id"]
-
-
 def test_known_answer_accuracy_of_a_perfect_and_a_constant_judge():
     cases = read_known_answers()
     n_safe = sum(c["label"] == "safe" for c in cases)
