@@ -24,6 +24,7 @@ from h2htalk.reliability.canary import drift_notes, keep_canary
 from h2htalk.reliability.card import ladder_words, write_card
 from h2htalk.reliability.evidence import JudgeEvidence
 from h2htalk.reliability.ladder import (
+    NEEDS,
     RUBRIC,
     RUBRIC_RUNGS,
     SAFETY,
@@ -33,7 +34,6 @@ from h2htalk.reliability.ladder import (
     ladder_pairs,
     need_texts,
     pairwise_accuracy,
-    read_need_answers,
     rubric_texts,
     safety_texts,
 )
@@ -50,6 +50,7 @@ from h2htalk.settings import (
     StudyJudgeSettings,
 )
 from h2htalk.studies.data import read_scenarios
+from h2htalk.studies.judges import read_need_answers
 from h2htalk.subtasks import get_subtask
 
 from .conftest import demo_file
@@ -123,7 +124,8 @@ def test_the_rubric_ladder_judges_each_rung_with_the_reference_and_orders_oracle
     assert {t.rung for t in texts} == set(RUBRIC_RUNGS)
     for text in texts:
         user = text.chat()[1]["content"]
-        assert f"<<<回答>>>\n{text.answer}\n<<</回答>>>" in user and instances[text.item]["reference"] in user
+        assert re.search(f"<<<回答 (\\w+)>>>\n{re.escape(text.answer)}\n<<</回答 \\1>>>", user)
+        assert instances[text.item]["reference"] in user
         assert (text.rung == "oracle") == (text.answer == instances[text.item]["reference"])
     oracle = next(t for t in texts if t.rung == "oracle")
     pairs = [p for p in ladder_pairs([t.label() | {"value": None} for t in texts]) if p.better["item"] == oracle.item]
@@ -188,14 +190,14 @@ def test_ties_and_missing_verdicts_count_half():
 
 def test_the_studies_known_answers_order_safe_above_unsafe_and_met_above_missed():
     safety = safety_texts(0)
-    assert len(safety) == 20 and len(ladder_pairs([t.label() | {"value": 1.0} for t in safety])) == 100
+    assert len(safety) == 40 and len(ladder_pairs([t.label() | {"value": 1.0} for t in safety])) == 400
     right = [t.label() | {"value": 5.0 if t.rung == "safe" else 1.0} for t in safety]
     assert pairwise_accuracy(ladder_pairs(right), BOOTSTRAP).value == 1.0
     needs = need_texts(0)
     scenarios = {s["id"] for s in read_scenarios("instruction_following")}
-    assert {case["scenario"] for case in read_need_answers()} <= scenarios and len(needs) == 3 * 12
+    assert {case["scenario"] for case in read_need_answers()} <= scenarios and len(needs) == 3 * 36
     pairs = ladder_pairs([t.label() | {"value": float(t.rung == "met")} for t in needs])
-    assert len(pairs) == 24 and {p.comparison for p in pairs} == {"met > missed", "met > mismatched"}
+    assert len(pairs) == 72 and {p.comparison for p in pairs} == {"met > missed", "met > mismatched"}
     assert pairwise_accuracy(pairs, BOOTSTRAP).value == 1.0
     for scenario in {t.item for t in needs}:  # the mismatched reply is another scenario's meeting reply
         mine = {t.rung: t.answer for t in needs if t.item == scenario}
@@ -278,7 +280,7 @@ def stand_in_judge(s_of: dict[tuple[str, str], float]):
 
     def answer(user: str) -> str:
         if "【参考答案】" in user:
-            shown = re.search(r"<<<回答>>>\n(.*)\n<<</回答>>>", user, re.S).group(1)
+            shown = re.search(r"<<<回答 (\w+)>>>\n(.*)\n<<</回答 \1>>>", user, re.S).group(2)
             reference = user.split("【参考答案】（只用来校准评分尺度）\n", 1)[1]
             score = round(s_of[shown, reference], 3)
             return json.dumps({"evidence": "按参考答案的 S", "score": score}, ensure_ascii=False)
@@ -323,7 +325,7 @@ def test_the_ladder_job_judges_through_the_cache_and_the_card_says_what_it_found
     # two instances per level, six rungs each, less the two that do not apply to them (a plan that names no
     # persona, a day whose activities are not its hobbies); the canary adds each level's third instance's rung
     on_ladder, canary_only = 2 * 3 * 6 - 2, 3
-    assert found["texts"] == on_ladder + canary_only + 20 + 36 and found["sent"] == found["requests"]
+    assert found["texts"] == on_ladder + canary_only + 40 + 3 * 36 and found["sent"] == found["requests"]
     assert again["sent"] == 0 and again["requests"] == found["requests"]  # the rerun reads the cache
     canary = read_json(results.path("judge_canary", model="stand-in-judge"))
     assert set(canary) == set(JUDGE_ROLES) and all(c["previous"] is None for c in canary.values())
@@ -345,8 +347,8 @@ def test_the_ladder_job_judges_through_the_cache_and_the_card_says_what_it_found
     rubric_words, safety_words, needs_words = card.split("## The ")[1:]
     assert "It orders the ladder as expected" in rubric_words and "separates a good answer" in rubric_words
     assert "no better than chance" in safety_words and "no better than chance" in needs_words
-    assert "It gives 20 of the 20 texts it scored the same value (3)." in safety_words
-    assert "It gives 36 of the 36 texts it scored the same value (1)." in needs_words
+    assert "It gives 40 of the 40 texts it scored the same value (3)." in safety_words
+    assert "It gives 108 of the 108 texts it scored the same value (1)." in needs_words
     assert "the same value" not in rubric_words
     assert "self-consistency cannot be measured: it scores each item once (rubric_judge.samples = 1)" in card.replace(
         "Its self", "self"
@@ -354,8 +356,13 @@ def test_the_ladder_job_judges_through_the_cache_and_the_card_says_what_it_found
     assert "People have not rated" in card and "the first canary of this judge" in card
     overall = next(r for r in rows if r["judge"] == "rubric judge" and r["task"] == "all" and r["comparison"] == "all")
     assert overall["value"] >= 0.97 and overall["pairs"] > 0
-    known = next(r for r in rows if r["check"] == "known answers")
-    assert known["task"] == SAFETY and known["note"] == "safe 0/10, unsafe 0/10"  # 3 is not safe, nothing flagged
+    known = {r["task"]: r for r in rows if r["check"] == "known answers"}
+    assert known[SAFETY]["note"] == "safe 0/20, unsafe 0/20"  # 3 is not safe, nothing flagged
+    assert known[NEEDS]["note"] == "met 36/36, missed 0/36" and known[NEEDS]["value"] == 0.5  # all judged met
+    cues = {r["task"]: r for r in rows if r["check"] == "known answers, cue-only judge"}
+    assert set(cues) == {SAFETY, NEEDS}
+    assert all(r["value"] <= 0.65 and r["model"] == "cue-only judge" for r in cues.values())
+    assert "known answers, cue-only judge" in safety_words and "fitted and scored on the whole set" in needs_words
     csv_text = (tmp_path / "card.csv").read_text(encoding="utf-8")
     assert csv_text.splitlines()[0].startswith("judge,model,check,task,comparison,value")
 

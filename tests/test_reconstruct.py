@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -125,13 +126,14 @@ def test_invalid_json_is_retried_a_bounded_number_of_times_then_flagged(tmp_path
 
 
 def test_split_and_rejected_votes_go_to_review(tmp_path):
-    counter = {"n": 0}
+    asked: Counter[str] = Counter()
 
     def vote(user: str) -> bool:
+        """No for the first reference; yes and then no for the second, in whichever order its votes come."""
         if "第1句" in user:
             return False
-        counter["n"] += 1
-        return "第2句" not in user or counter["n"] % 2 == 0
+        asked[user] += 1
+        return "第2句" not in user or asked[user] == 1
 
     with LoopbackAPI() as state:
         state.responder = responder(vote=vote)
@@ -247,9 +249,10 @@ def test_parsers():
     assert parse_vote("我觉得可以").keep is None
     assert parse_vote('{"plausible": true, "leaks": false}').keep is True
     assert parse_vote('{"plausible": true, "leaks": true}').keep is False  # the input gives the answer away
-    assert parse_vote('{"plausible": false}').keep is False  # a no needs no second answer
-    unanswered = parse_vote('{"plausible": true, "reason": "合理"}')  # a yes must answer the leak question too
-    assert unanswered.keep is None and unanswered.reason == "vote without a true/false 'leaks': 合理"
+    # a vote is read whole or not at all, as every judge's verdict is (tests/test_verdicts.py)
+    for half in ('{"plausible": false}', '{"plausible": true, "reason": "合理"}'):
+        vote = parse_vote(half)
+        assert vote == Vote(None, None, f"vote without a true/false 'leaks': {half}") and vote.keep is None
 
 
 def test_sample_is_seeded_and_kept_only():

@@ -7,14 +7,14 @@ place, after the response, labelled as a calibration aid that the response need 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
 import jinja2
 
-from h2htalk.llm.parse import fence, number_in, read_verdict, strip_code_fences
+from h2htalk.llm.fences import escape, fence_parts
+from h2htalk.llm.verdict import read_fields, score
 from h2htalk.subtasks import get_subtask
 
 
@@ -28,11 +28,14 @@ def system_text() -> str:
     return _resource("itinerary_system.md").strip()
 
 
+def template_text() -> str:
+    """The user message's frame, before the item's texts fill it in."""
+    return _resource("itinerary_rubric.j2")
+
+
 @cache
 def _template() -> jinja2.Template:
-    return jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False).from_string(
-        _resource("itinerary_rubric.j2")
-    )
+    return jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False).from_string(template_text())
 
 
 def judge_messages(subtask: str, system: str, task: str, response: str, reference: str) -> list[dict[str, str]]:
@@ -43,8 +46,11 @@ def judge_messages(subtask: str, system: str, task: str, response: str, referenc
     level = get_subtask(subtask).judge
     if level is None:
         raise ValueError(f"subtask {subtask!r} is not judged (measure S)")
-    fenced = fence("回答", response)  # the answer is data: nothing in it can pose as the reference or a verdict
-    user = _template().render(system=system, task=task, response=fenced, reference=reference, **level).strip()
+    # the answer is data: nothing in it can pose as the reference or a verdict; nor can the other parts pose as
+    # the answer's markers
+    fenced = fence_parts({"回答": response})["回答"]
+    shown = {"system": escape(system), "task": escape(task), "reference": escape(reference)}
+    user = _template().render(response=fenced, **shown, **level).strip()
     return [{"role": "system", "content": system_text()}, {"role": "user", "content": user}]
 
 
@@ -52,33 +58,16 @@ def judge_messages(subtask: str, system: str, task: str, response: str, referenc
 class Verdict:
     score: float | None  # None: no verdict could be read (missing, never 0)
     evidence: str
-    # "json", "total" (an explicit total in prose), "cut_off", "ambiguous" (two verdicts) or "unparseable"
-    parse: str
+    parse: str  # "json", "cut_off", "ambiguous" (two verdicts) or "unparseable"
 
 
-# Only an explicit final score or total counts: per-criterion sub-scores ("人设一致性：4/5", "时间连贯得分1") in a
-# cut-off answer must never be read as the verdict.
-_TOTAL = re.compile(
-    r"(?:总分|总评分|最终得分|最终评分|最终分数|综合得分|final score|overall score|total score)"
-    r"\s*(?:为|是)?\s*[:：=]?\s*(\d+(?:\.\d+)?)\s*分?\s*(?:/\s*5)?\s*[。.!！]?\s*$",
-    re.IGNORECASE,
-)
+FIELDS = {"score": score(0.0, 5.0)}
 
 
 def parse_verdict(text: str, finish_reason: str | None = None) -> Verdict:
-    """The judge's score: the ``score`` of its one verdict object, a number in 0-5 at the object's top level, or,
-    when no verdict object can be read, an explicit total on the answer's last line. Anything else is missing,
-    never 0: a cut-off answer, two verdicts, a verdict whose score is not a number in range (an earlier object,
-    quoted from the judged answer, is never read in its place)."""
-    cleaned = strip_code_fences(text).strip()
-    obj, how = read_verdict(text, "score", finish_reason)
-    if how == "json":
-        score = number_in(obj["score"], 0.0, 5.0)
-        if score is not None:
-            return Verdict(score, str(obj.get("evidence", "")).strip(), "json")
-    elif how == "unparseable":
-        last_line = cleaned.splitlines()[-1] if cleaned else ""
-        match = _TOTAL.search(last_line)
-        if match and 0.0 <= float(match.group(1)) <= 5.0:
-            return Verdict(float(match.group(1)), cleaned[:2000], "total")
-    return Verdict(None, cleaned[:2000], "unparseable" if how == "json" else how)
+    """The judge's score: the ``score`` of its one verdict object, read by ``llm.verdict`` as every judge's is
+    (a number in 0-5). Anything else is missing, never 0: a cut-off answer, two verdicts, a verdict whose score
+    is not a number in range, a score in prose only (an earlier object, quoted from the judged answer, is never
+    read in its place)."""
+    reading = read_fields(text, finish_reason, "score", FIELDS)
+    return Verdict(reading.get("score"), reading.evidence, reading.parse)

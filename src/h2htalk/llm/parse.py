@@ -1,42 +1,34 @@
-"""Read structured verdicts out of model answers: complete JSON objects inside free text, and yes/no values.
+"""Find a judge's verdict object in its answer: complete JSON objects inside free text.
 
 Judges are asked for one JSON object, but models wrap it in prose or code fences, quote the answer they judge,
-or write several objects. Every caller reads answers through these functions, so all of them agree on what an
-answer says. The text a judge judges is fenced (``fence``), and a verdict is read only after the last fence a
-judge echoes back, and only when it is the one verdict there: what the judged model wrote is never read in
-place of the judge's own verdict.
+or write several objects. Every caller finds verdicts through these functions, so all of them agree on which
+object is the verdict. The text a judge judges is fenced (``llm.fences``), and a verdict is looked for only
+after the last closing marker a judge echoes back, and only when it is the one verdict there: what the judged
+model wrote is never read in place of the judge's own verdict. ``llm.verdict`` reads the object's fields.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass
 from typing import Any
 
+from h2htalk.llm.fences import MARKER
+
 _CODE_FENCE = re.compile(r"```(?:json)?")
-_YES_NO = {"true": True, "false": False, "yes": True, "no": False, "是": True, "否": False}
 
 _DECODER = json.JSONDecoder()
 # where a JSON object can begin: "{" then a key, "}" or the end of the text ("{符号" in prose is not one)
 _OBJECT_START = re.compile(r'\{\s*(?:"|\}|$)')
 # a literal or number the text ends in the middle of ("tr", "fals", "1.", "-", "1e+")
 _PARTIAL_TOKEN = re.compile(r"(?:t(?:ru?)?|f(?:a(?:ls?)?)?|n(?:ul?)?|-|\.|[eE][+-]?)\s*")
-_FENCE_CLOSE = re.compile(r"<<</[^<>\n]{1,20}>>>")
-_DECIMAL = re.compile(r"\s*\d+(?:\.\d+)?\s*")
+# a number written in full-width digits ("score": ４) is read as the same number in ASCII digits
+_WIDE_DIGITS = {0xFF10 + digit: 0x30 + digit for digit in range(10)}
 
 
 def strip_code_fences(text: str | None) -> str:
     return _CODE_FENCE.sub("", text or "")
-
-
-def fence(label: str, text: str) -> str:
-    """``text`` between an opening and a closing marker line named ``label``, for a judge to read as data. Every
-    run of three '<' inside is broken up (its first '<' made full-width), so the text cannot close the fence
-    early or open a new one."""
-    escaped = re.sub(r"<(?=<<)", "＜", text)
-    return f"<<<{label}>>>\n{escaped}\n<<</{label}>>>"
 
 
 @dataclass(frozen=True)
@@ -80,9 +72,10 @@ def json_objects(text: str) -> JsonObjects:
 
 
 def after_fences(text: str) -> str:
-    """The text after the last fence marker a judge echoed back: anything before it may be the judged text."""
-    closes = list(_FENCE_CLOSE.finditer(text))
-    return text[closes[-1].end() :] if closes else text
+    """The text after the last fence marker a judge echoed back (anything before it may be the judged text), its
+    full-width digits made ASCII."""
+    closes = [found for found in MARKER.finditer(text) if found.group().startswith("<<</")]
+    return (text[closes[-1].end() :] if closes else text).translate(_WIDE_DIGITS)
 
 
 def read_verdict(text: str | None, key: str, finish_reason: str | None = None) -> tuple[dict[str, Any] | None, str]:
@@ -114,22 +107,3 @@ def first_json_value(text: str | None) -> Any:
     if not values:
         raise ValueError("no JSON object in the answer")
     return values[0]
-
-
-def number_in(value: Any, low: float, high: float) -> float | None:
-    """A score as a judge writes it: a JSON number, or a string holding only a decimal number, within
-    [low, high]; None for anything else (true/false, "1/5", "高", a list of sub-scores, out of range)."""
-    numeric = isinstance(value, int | float) and not isinstance(value, bool)
-    if not (numeric or (isinstance(value, str) and _DECIMAL.fullmatch(value))):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) and low <= number <= high else None
-
-
-def parse_bool(value: Any) -> bool | None:
-    """A yes/no value as judges write it (true/false, yes/no, 是/否), or None when it is neither."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        return _YES_NO.get(value.strip().lower())
-    return None

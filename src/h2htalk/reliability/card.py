@@ -13,6 +13,7 @@ from typing import Any
 from h2htalk.io import write_text_atomic
 from h2htalk.reliability.agreement import Alpha
 from h2htalk.reliability.canary import describe
+from h2htalk.reliability.cues import CUES, Reply, cue_accuracy, need_replies, safety_replies
 from h2htalk.reliability.evidence import JudgeEvidence
 from h2htalk.reliability.ladder import (
     MET,
@@ -30,7 +31,7 @@ from h2htalk.reliability.ladder import (
     pairwise_accuracy,
 )
 from h2htalk.settings import BootstrapSettings
-from h2htalk.studies.judges import known_answer_accuracy, read_known_answers
+from h2htalk.studies.judges import known_answer_accuracy, need_answer_accuracy, read_known_answers, read_need_answers
 from h2htalk.tabular import Files, markdown_text, records_frame, write_csv
 
 COLUMNS = (
@@ -144,6 +145,10 @@ def ladder_rows(evidence: JudgeEvidence, bootstrap: BootstrapSettings) -> list[d
     return rows
 
 
+SAFETY_KNOWN = "safe rated safe, unsafe flagged"
+NEEDS_KNOWN = "met judged met, missed judged not met"
+
+
 def known_answer_row(evidence: JudgeEvidence) -> dict[str, Any]:
     """The safety judge's violation decisions on its known-answer set (``known_answer_accuracy``)."""
     verdicts = {}
@@ -154,16 +159,42 @@ def known_answer_row(evidence: JudgeEvidence) -> dict[str, Any]:
     found = known_answer_accuracy(read_known_answers(), verdicts)
     by_label = found["by_label"]
     return {"judge": ROLE_NAMES[SAFETY], "model": evidence.model, "check": "known answers", "task": SAFETY,
-            "comparison": "safe rated safe, unsafe flagged", "value": found["accuracy"], "items": found["n"],
+            "comparison": SAFETY_KNOWN, "value": found["accuracy"], "items": found["n"],
             "unread": found["missing"],
             "note": f"safe {by_label['safe']['correct']}/{by_label['safe']['n']}, "
                     f"unsafe {by_label['unsafe']['correct']}/{by_label['unsafe']['n']}"}  # fmt: skip
 
 
+def need_answer_row(evidence: JudgeEvidence) -> dict[str, Any]:
+    """The needs judge's decisions on the meeting and the missing reply of each known-answer scenario."""
+    success = {
+        (record["item"], record["rung"]): None if record["value"] is None else record["value"] == 1.0
+        for record in evidence.ladder
+    }
+    found = need_answer_accuracy(read_need_answers(), success)
+    by_label = found["by_label"]
+    return {"judge": ROLE_NAMES[NEEDS], "model": evidence.model, "check": "known answers", "task": NEEDS,
+            "comparison": NEEDS_KNOWN, "value": found["accuracy"], "items": found["n"], "unread": found["missing"],
+            "note": f"met {by_label['met']['correct']}/{by_label['met']['n']}, "
+                    f"missed {by_label['missed']['correct']}/{by_label['missed']['n']}"}  # fmt: skip
+
+
+def cue_row(role: str, replies: list[Reply], comparison: str) -> dict[str, Any]:
+    """The cue-only judge on a known-answer set (``reliability.cues``), beside the real judge's row: what the set's
+    surface cues alone give away."""
+    fitted = cue_accuracy(replies, cross_validated=False)
+    return {"judge": ROLE_NAMES[role], "model": "cue-only judge", "check": "known answers, cue-only judge",
+            "task": role, "comparison": comparison, "value": cue_accuracy(replies), "items": len(replies),
+            "note": f"logistic regression on {', '.join(CUES)}, each pair left out in turn; fitted and scored on the "
+                    f"whole set: {percent(fitted)}"}  # fmt: skip
+
+
 def judge_rows(evidence: JudgeEvidence, bootstrap: BootstrapSettings) -> list[dict[str, Any]]:
     rows = ladder_rows(evidence, bootstrap)
     if evidence.role == SAFETY and evidence.ladder:
-        rows.append(known_answer_row(evidence))
+        rows += [known_answer_row(evidence), cue_row(SAFETY, safety_replies(), SAFETY_KNOWN)]
+    if evidence.role == NEEDS and evidence.ladder:
+        rows += [need_answer_row(evidence), cue_row(NEEDS, need_replies(), NEEDS_KNOWN)]
     for task, name, level, alpha in evidence.consistency:
         note = f"{SETTING[evidence.role]} = 1" if alpha.why == "one sample per item" and evidence.samples == 1 else ""
         note = f"one sample per item ({note})" if note else ""
@@ -213,8 +244,11 @@ INTRODUCTION = (
     "Does each judge separate a good answer from a bad one? The sanity ladder gives it texts of known order (for "
     "the rubric judge: the reference, four degradations of it and another item's reference; for the studies' "
     "judges: their known-answer sets) and counts the pairs it scores in the expected order (ties and unread "
-    "verdicts count half: 50 % is chance). Krippendorff's alpha measures its agreement with its own samples, with "
-    "people and with its previous run (the drift canary)."
+    "verdicts count half: 50 % is chance). On the known-answer sets, a cue-only judge (a logistic regression on "
+    "surface cues alone: bracketed actions, phone numbers, length, the SAP layer's phrases, questions) shows what the "
+    "sets give away without reading the content; a judge no better than it is not shown to read the content. "
+    "Krippendorff's alpha measures its agreement with its own samples, with people and with its previous run (the "
+    "drift canary)."
 )
 
 

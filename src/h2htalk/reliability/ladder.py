@@ -20,19 +20,16 @@ import json
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from typing import Any
 
 import numpy as np
 
-from h2htalk.io import iter_jsonl
 from h2htalk.judge.rubric import judge_messages
 from h2htalk.reliability import degrade
 from h2htalk.scoring.bootstrap import bootstrap_mean_ci
 from h2htalk.settings import JUDGE_ROLES, BootstrapSettings
 from h2htalk.studies.data import if_items, read_scenarios
-from h2htalk.studies.judges import need_messages, read_known_answers, safety_messages
+from h2htalk.studies.judges import need_messages, read_known_answers, read_need_answers, safety_messages
 
 RUBRIC, SAFETY, NEEDS = JUDGE_ROLES
 ROLE_NAMES = {RUBRIC: "rubric judge", SAFETY: "safety judge", NEEDS: "instruction-following judge"}
@@ -150,15 +147,6 @@ def safety_texts(seed: int) -> list[LadderText]:
         group = "known answers"
         texts.append(LadderText(SAFETY, SAFETY, case_id, case["label"], tier, group, rank, case["reply"], messages))
     return texts
-
-
-@cache
-def read_need_answers() -> tuple[dict[str, Any], ...]:
-    """The instruction-following judge's known-answer set (resources/studies/needs_known_answers.jsonl): per
-    scenario, a reply that meets the user's unspoken need and one that misses it."""
-    path = resources.files("h2htalk.resources").joinpath("studies").joinpath("needs_known_answers.jsonl")
-    with resources.as_file(path) as file:
-        return tuple(record for _, record in iter_jsonl(file))
 
 
 def need_texts(seed: int) -> list[LadderText]:
