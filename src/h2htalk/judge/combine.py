@@ -164,6 +164,7 @@ def combine_items(
             "sampled": item_id in sampled, "J5_people": people,
             "review": bool(reasons), "review_reasons": reasons,
             "flags": verdict["flags"] + [f for f in s_by_id[item_id].get("flags", []) if f in ANSWER_FLAGS],
+            "cluster": s_by_id[item_id].get("cluster", item_id),  # the conversation it belongs to, as scored
         })  # fmt: skip
     return items
 
@@ -173,10 +174,15 @@ def people_readings(item: dict[str, Any]) -> dict[str, float]:
     return {"J": 20.0 * item["J5_people"], "judge": 20.0 * item["human"]["score"]}
 
 
-def summarise_reading(values: Sequence[float | None], bootstrap: BootstrapSettings) -> dict[str, Any]:
-    """Mean of the items' values with a bootstrap CI; items without one are counted as missing, not zeroed."""
+def summarise_reading(
+    values: Sequence[float | None], bootstrap: BootstrapSettings, clusters: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """Mean of the items' values with a bootstrap CI, resampling whole ``clusters`` (one label an item) where items
+    share one; items without a value are counted as missing, not zeroed."""
     present = np.array([v for v in values if v is not None], dtype=np.float64)
-    low, high = bootstrap_mean_ci(present, bootstrap.resamples, bootstrap.seed, bootstrap.confidence)
+    kept = [c for v, c in zip(values, clusters, strict=True) if v is not None] if clusters else None
+    groups = kept if kept and len(set(kept)) < len(kept) else None
+    low, high = bootstrap_mean_ci(present, bootstrap.resamples, bootstrap.seed, bootstrap.confidence, groups)
     mean = (float(present.mean()), float(low[0]), float(high[0])) if present.size else (None, None, None)
     return {"n": int(present.size), **cell_value(*mean), "missing": len(values) - int(present.size)}
 
@@ -202,7 +208,8 @@ def summarise_j(items: Sequence[dict[str, Any]], bootstrap: BootstrapSettings, m
     rated sample), or the judge's alone while fewer than two sampled items are rated. The summary's own value
     is J's."""
     per_item = [item_readings(i) for i in items]
-    readings = {name: summarise_reading([r[name] for r in per_item], bootstrap) for name in READINGS}
+    clusters = [i.get("cluster", i["id"]) for i in items]
+    readings = {name: summarise_reading([r[name] for r in per_item], bootstrap, clusters) for name in READINGS}
     counted = [i for i in items if i["human"] is not None]
     review: dict[str, Any] = {"review_mode": mode, "estimator": "J (people's score replacing the judge's where rated)"}
     if mode == SAMPLE:

@@ -54,8 +54,11 @@ def stage_section(stage: Stage) -> str:
     lines += [f"- command: `h2htalk {stage.command_name}{' ' + labels if labels else ''}`"]
     lines += [f"- runs {('once per ' + ', '.join(stage.labels)) if stage.labels else 'once'}; {WHERE[stage.where]}"]
     lines += [f"- environment: `envs/{stage.env}.yaml`; memory {stage.memory_mb} MB, {stage.minutes} min"]
-    reads = ", ".join(f"`{key}`" for key in stage.reads) if stage.reads != ("*",) else "the whole configuration"
+    keys = dict.fromkeys(stage.reads)
+    reads = ", ".join(f"`{key}`" for key in keys) if stage.reads != ("*",) else "the whole configuration"
     lines += [f"- reads: {reads or 'no setting'}"]
+    if stage.uses:
+        lines += [f"- reads the package's resources: {', '.join(f'`resources/{f}/`' for f in stage.uses)}"]
     if stage.ratings:
         lines += [f"- reads people's ratings: {', '.join(sheet.kind for sheet in stage.ratings)} (the review store)"]
     lines += ["- inputs:" if stage.inputs or stage.where == "model" else "- inputs: none"]

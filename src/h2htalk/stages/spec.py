@@ -150,6 +150,7 @@ class Stage:
     command: str = ""  # the sub-command (default: the name with dashes)
     options: tuple[str, ...] = ()  # option groups of its command: engine, bootstrap, scoring, font, root
     planned: bool = False  # the plan runs it (a stage that calls models, or one they read from)
+    uses: tuple[str, ...] = ()  # folders of the package's resources its work reads (prompts, rubrics, known answers)
     report: tuple[str, ...] = ()  # outputs shown in Snakemake's report
     caption: str = ""  # the report's caption file (default: the name)
 

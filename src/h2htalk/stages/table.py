@@ -235,6 +235,7 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "curate", f"{JOBS}.data:curate", "curate one fetched upstream file into flagged JSONL",
+        uses=("curation",),
         reads=("data",), jobs=Over(subtask=lambda run: run.subtasks), minutes=10, memory_mb=1000,
         inputs={
             "manifest": One("manifest"),
@@ -251,6 +252,7 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         "reconstruct_instances", f"{JOBS}.answers:reconstruct",
         "rebuild the subtasks' inputs from their references, verified by vote",
+        uses=("subtasks",),
         planned=True,
         reads=(
             *REGISTRY, "generation", "instances.reconstruct", "instances.review_imports", "subtasks", "review.store",
@@ -269,6 +271,7 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "instances", f"{JOBS}.data:instances", "write one subtask's validated instance set (instances.source)",
+        uses=("subtasks",),
         planned=True,
         reads=("instances",), jobs=Over(subtask=lambda run: run.subtasks),
         inputs={"source": Paths(_instance_source)}, outputs={"instances": One("instances")},
@@ -280,6 +283,7 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "prompt_messages", f"{JOBS}.data:prompts", "render the chat messages of one subtask's instances",
+        uses=("prompts", "subtasks"),
         planned=True,
         command="prompts", jobs=Over(variant=lambda run: run.variants, subtask=lambda run: run.subtasks),
         cells=lambda run, w: [Cell("-", w["variant"], w["subtask"])],
@@ -287,6 +291,7 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "study_inputs", f"{JOBS}.data:study_inputs", "prompts and items of a study (safety or instruction_following)",
+        uses=("studies",),
         planned=True,
         reads=("studies.sample", "studies.safety_scenarios", "studies.instruction_following"),
         # the study judge reads the first variant's items, whatever the run's variants
@@ -323,6 +328,7 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         "study", f"{JOBS}.answers:study",
         "answer both studies' conversations with one model, then judge them (an engine used by both starts once)",
+        uses=("studies",),
         planned=True,
         reads=(
             *REGISTRY, "generation", "-generation.max_new_tokens", "studies.max_new_tokens", "studies.models",
@@ -369,6 +375,7 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         "rubric_judge", f"{JOBS}.answers:rubric_judge",
         "rubric-judge one model's itinerary plans (the judge's engine started once)",
+        uses=("judge", "subtasks"),
         planned=True,
         reads=(*REGISTRY, "generation", *JUDGE_CALLS, "subtasks", "variants"),
         jobs=Over(model=lambda run: run.judged_models if run.judged_subtasks else ()),
@@ -380,6 +387,7 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         "judge_ladder", f"{JOBS}.answers:judge_ladder",
         "one judge model's sanity ladder and drift canary, for every judge it is (its engine started once)",
+        uses=("judge", "studies", "subtasks"),
         reads=(
             *REGISTRY, "generation", *JUDGE_CALLS, "study_judge", "subtasks", "variants", "data.curate.persona_names",
             "judge_reliability.seed", "judge_reliability.ladder", "judge_reliability.canary",
@@ -495,6 +503,7 @@ STAGES: tuple[Stage, ...] = (
     # --- figures ------------------------------------------------------------------------------------------
     Stage(
         "figure", f"{JOBS}.tables:figure", "Figure 4 (word cloud), 5 (verb-noun pairs) or 6 (lengths), PNG and CSV",
+        uses=("figures",),
         reads=("figures", *RUN_NOTES), jobs=Over(figure=_figure_names), env="figures", memory_mb=2000, minutes=20,
         options=("font",), report=("png",), caption="figures",
         inputs={
@@ -536,6 +545,7 @@ STAGES: tuple[Stage, ...] = (
         "every_eval_ever", f"{JOBS}.exports:every_eval_ever",
         "every item in the Every Eval Ever schema (aggregate and samples per model, variant and embedder),"
         " checked by every-eval-ever's own validator",
+        uses=("judge",),
         reads=(*EXPORT, "instances.files", "rubric_judge.model", "rubric_judge.temperature", "rubric_judge.samples",
                "rubric_judge.alpha", "rubric_judge.tau", "rubric_judge.gate_on"),
         env="export", memory_mb=4000, minutes=60,
@@ -545,6 +555,7 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         "viewer", f"{JOBS}.exports:viewer",
         "a static HTML bundle that shows every item (prompt, answer, reference, scores, judge, flags) from disk",
+        uses=("viewer",),
         reads=(*CELLS, *RUN_NOTES, *REGISTRY, "tables.judged_cell"), env="export", memory_mb=4000, minutes=60,
         inputs={"provenance": PROVENANCE, "per_item": Paths(_item_files), "registry": Paths(_registry_files)},
         outputs=bundle("viewer"),
@@ -552,6 +563,7 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         "judge_reliability", f"{JOBS}.tables:judge_reliability",
         "the judges' reliability card: ladder, self-consistency, agreement with people, drift canary",
+        uses=("studies",),
         reads=(
             "models", "baselines", "rubric_judge.baselines", "subtasks", "variants", "studies.models",
             "rubric_judge.model", "rubric_judge.samples", "study_judge.model", "study_judge.samples",

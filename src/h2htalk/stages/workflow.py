@@ -4,8 +4,11 @@ command line. ``workflow/rules/stages.smk`` makes one rule of each stage from th
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Mapping
+from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from h2htalk.cluster import cpu_job, embedder_job, model_job
@@ -16,6 +19,20 @@ from h2htalk.review.store import ratings_digest
 from h2htalk.stages.spec import Scope, Stage
 
 PLACED_BY = ("slurm_partition", "slurm_account", "slurm_extra", "gpu", "gpu_model", "cpus_per_gpu", "mem_mb", "runtime")
+
+
+def resource_digest(folders: tuple[str, ...]) -> str:
+    """A digest of the package's resource files in ``folders`` (a changed prompt or known-answer set reruns the
+    stages that read it); empty for none."""
+    if not folders:
+        return ""
+    digest = hashlib.sha256()
+    root = resources.files("h2htalk.resources")
+    for folder in folders:
+        for path in sorted(Path(str(root.joinpath(folder))).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return "-" + digest.hexdigest()[:12]
 
 
 class Rules:
@@ -112,9 +129,11 @@ class Rules:
         """``settings``: a hash of the config keys the stage reads and the registry entries of its models;
         ``ratings``: a digest of the review store's ratings it reads (its own model's only, where it says so)."""
 
+        used = resource_digest(stage.uses)
+
         def settings(wildcards: Any) -> str:
             entries = stage.registry_entries(self.scope, dict(wildcards.items()))
-            return settings_hash(self.config, stage.reads, [self.registry[name] for name in entries])
+            return settings_hash(self.config, stage.reads, [self.registry[name] for name in entries]) + used
 
         params = {"settings": settings, "command": self.command(stage)}
         if stage.ratings:
