@@ -21,6 +21,7 @@ from h2htalk.prompts.render import write_prompts
 from h2htalk.scoring.metrics import Pair
 from h2htalk.scoring.score_files import ScoringSetup, score_generation_file
 from h2htalk.settings import GenerationSettings
+from h2htalk.stages.table import table_files
 from h2htalk.subtasks import SUBTASK_KEYS, SUBTASKS
 from h2htalk.tables.calibration import (
     ECHO,
@@ -229,14 +230,13 @@ def test_the_random_reference_of_a_one_item_set_is_missing_not_zero(tmp_path):
     assert rows[("baseline-oracle", "dialogue_base")]["rescaled"] is None
     assert (FLOOR, "dialogue_base") not in rows and rows[(FLOOR, "dialogue_emotion")]["rescaled"] == 0.0
     paths = [str(tmp_path / f"{s['model']}-{s['subtask']}.json") for s in summaries]
-    write_calibration(
-        paths, {"usem3": [str(tmp_path / f"{FLOOR}-dialogue_emotion.items.jsonl")]}, tmp_path / "cal", "J"
-    )
+    floor_items = {"usem3": [str(tmp_path / f"{FLOOR}-dialogue_emotion.items.jsonl")]}
+    write_calibration(paths, floor_items, table_files("calibration", tmp_path), "J")
     write_table2(paths, REPO_ROOT / "config" / "models.yaml", REPO_ROOT / "config" / "paper" / "table2.csv",
-                 tmp_path / "t2", {s.key: 1 for s in SUBTASKS}, "J")  # fmt: skip
+                 table_files("table2", tmp_path), {s.key: 1 for s in SUBTASKS}, "J")  # fmt: skip
     said = f"{FLOOR}: no value, not 0, in dialogue_base: {NO_ANSWER['random_reference']}."
-    for name in ("cal.md", "t2.md"):
+    for name in ("calibration.md", "table2.md"):
         assert said in (tmp_path / name).read_text(encoding="utf-8"), name
-    with open(tmp_path / "t2.csv", encoding="utf-8") as handle:
+    with open(tmp_path / "table2.csv", encoding="utf-8") as handle:
         table = {r["model"]: r for r in csv.DictReader(handle)}
     assert table[FLOOR]["dialogue_base"] == "" and table[FLOOR]["dialogue_base_missing"] == "1"

@@ -1,13 +1,14 @@
 """The per-stage conda environments: pinned, and listing every third-party package their rules import.
 
-conda itself cannot run here, so the files are checked statically: each rule's `conda:` env against the
-imports reachable from the `h2htalk` sub-command the rule runs (following the package's own imports; an
-import guarded by `except ImportError` is optional and not required).
+conda itself cannot run here, so the files are checked statically: each stage's env (its rule's `conda:`) against
+the imports reachable from the function its job runs (following the package's own imports; an import guarded by
+`except ImportError` is optional and not required).
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 import sys
 import tomllib
@@ -19,7 +20,10 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from h2htalk.cli import build_parser
+from h2htalk.config import default_config, load_registry, registry_files
+from h2htalk.layout import Layout
+from h2htalk.stages.table import STAGES
+from h2htalk.stages.workflow import Rules
 
 from .conftest import REPO_ROOT
 
@@ -44,19 +48,8 @@ def env_packages(path: Path) -> dict[str, str]:
 
 
 def rules_and_envs() -> list[tuple[str, str, str]]:
-    """(rule file, h2htalk command, env file) for every rule that runs the package."""
-    out = []
-    for smk in sorted((REPO_ROOT / "workflow" / "rules").glob("*.smk")):
-        for block in re.split(r"\n(?=rule \w+:)", smk.read_text(encoding="utf-8")):
-            if not block.startswith("rule "):
-                continue
-            command = re.search(r'h2htalk\(\s*"([a-z0-9-]+)"|python -m h2htalk (?:--log \S+ )?([a-z0-9-]+)', block)
-            env = re.search(r'conda:\s*\n\s*"\.\./\.\./envs/([\w-]+\.yaml)"', block)
-            if command:
-                name = command[1] or command[2]
-                assert env, f"{smk.name}: a rule running h2htalk {name} declares no conda env"
-                out.append((smk.name, name, env[1]))
-    return out
+    """(stage, its function, env file) for every stage of the table: its rule runs that function in that env."""
+    return [(stage.name, stage.run, f"{stage.env}.yaml") for stage in STAGES]
 
 
 def _module_file(name: str) -> Path | None:
@@ -69,8 +62,11 @@ def _module_file(name: str) -> Path | None:
 
 
 def _guarded(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
+    """An import that may fail (under ``except ImportError``) or never runs (under ``if TYPE_CHECKING``)."""
     while node in parents:
         node = parents[node]
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            return True
         if isinstance(node, ast.Try) and any(
             isinstance(h.type, ast.Name) and h.type.id in ("ImportError", "ModuleNotFoundError") for h in node.handlers
         ):
@@ -90,12 +86,13 @@ def imports_of(tree: ast.AST) -> set[str]:
     return names
 
 
-def third_party_imports(command: str) -> set[str]:
-    parser = build_parser()
-    subparsers = next(a for a in parser._actions if a.dest == "command")
-    handler = subparsers.choices[command].get_default("handler")
+def third_party_imports(run: str) -> set[str]:
+    """The third-party packages a stage's job imports: from its function, the package's own imports followed."""
     import inspect
 
+    module_name, function = run.split(":")
+    module = importlib.import_module(module_name)
+    handler = getattr(module, function)
     seen: set[str] = set()
     todo = [n for n in imports_of(ast.parse(inspect.getsource(handler))) if n.startswith("h2htalk")]
     todo += ["h2htalk.cli", "h2htalk.errors", "h2htalk.subtasks"]
@@ -110,7 +107,7 @@ def third_party_imports(command: str) -> set[str]:
             continue
         for imported in imports_of(ast.parse(path.read_text(encoding="utf-8"))):
             if imported.startswith("h2htalk"):
-                if name != "h2htalk.cli":  # the CLI's lazy imports belong to their own commands
+                if name not in ("h2htalk.cli", "h2htalk.stages.table"):  # their lazy imports: other jobs
                     todo.append(imported)
             else:
                 external.add(imported.split(".")[0])
@@ -143,20 +140,19 @@ def test_envs_and_pyproject_agree_on_every_shared_package():
                 )
 
 
-@pytest.mark.parametrize(("rule_file", "command", "env"), rules_and_envs())
-def test_each_rules_env_lists_what_its_command_imports(rule_file, command, env):
+@pytest.mark.parametrize(("stage", "run", "env"), rules_and_envs())
+def test_each_rules_env_lists_what_its_command_imports(stage, run, env):
     packages = env_packages(REPO_ROOT / "envs" / env)
-    for module in sorted(third_party_imports(command)):
+    for module in sorted(third_party_imports(run)):
         distribution = DISTRIBUTIONS.get(module, module).lower().replace("_", "-")
-        assert distribution in packages, f"{rule_file}: h2htalk {command} imports {module}, not in envs/{env}"
+        assert distribution in packages, f"{stage}: {run} imports {module}, not in envs/{env}"
         assert find_spec(module) is not None  # the import name is real
 
 
-def test_every_rule_declares_an_env_and_a_log():
-    for smk in (REPO_ROOT / "workflow" / "rules").glob("*.smk"):
-        for block in re.split(r"\n(?=rule \w+:)", smk.read_text(encoding="utf-8")):
-            if block.startswith("rule ") and "shell:" in block:
-                name = block.split(":")[0]
-                assert "conda:" in block, f"{smk.name}: {name} has no conda env"
-                assert "log:" in block, f"{smk.name}: {name} has no log"
-                assert "resources:" in block, f"{smk.name}: {name} declares no resources"
+def test_every_rule_declares_an_env_a_log_and_resources():
+    config = default_config()
+    rules = Rules(config, Layout("results", "demo"), load_registry(registry_files(config)), str(REPO_ROOT))
+    for stage in STAGES:
+        assert (REPO_ROOT / "envs" / f"{stage.env}.yaml").is_file(), f"{stage.name}: no envs/{stage.env}.yaml"
+        assert rules.logs(stage)["main"].endswith(".log"), stage.name
+        assert {"mem_mb", "runtime"} <= set(rules.resources(stage)), f"{stage.name} declares no resources"

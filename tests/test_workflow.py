@@ -178,8 +178,8 @@ def test_a_failed_job_ends_the_output_with_its_error(checkout, tmp_path):
     lines = (result.stdout + result.stderr).strip().splitlines()
     assert lines[-1].startswith("h2htalk fetch: error: "), lines[-10:]
     assert "check failed: dialogue_base.jsonl: not found in upstream_dir" in lines[-1]
-    assert lines[-1].endswith(f"(and 10 more lines in {DEMO}/logs/data/fetch.log)")
-    assert f"failed: fetch; its log: {DEMO}/logs/data/fetch.log" in lines
+    assert lines[-1].endswith(f"(and 10 more lines in {DEMO}/logs/fetch.log)")
+    assert f"failed: fetch; its log: {DEMO}/logs/fetch.log" in lines
     assert not any(line.startswith(("Shell command", "rule ", "localrule ", "    jobid")) for line in lines), lines
     assert len(lines) < 20, lines
 

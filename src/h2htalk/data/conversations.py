@@ -117,7 +117,7 @@ def bootstrap_groups(ids: Sequence[str], texts: Sequence[str], rule: LinkRule = 
 
 
 def cluster_summary(
-    ids: Sequence[str], texts: Sequence[str], rule: LinkRule = LinkRule(), shuffles: int = 5, seed: int = 0
+    ids: Sequence[str], texts: Sequence[str], rule: LinkRule = LinkRule(), shuffles: int = 5, shuffle_seed: int = 0
 ) -> dict[str, Any]:
     """How the items of one set cluster: items, clusters, items in a cluster of two or more, the largest
     cluster, the links in the set's order, and the mean links over ``shuffles`` seeded re-dealings of its lines
@@ -126,7 +126,7 @@ def cluster_summary(
     lines = positions(ids)
     links = _links(measured, lines, rule.window)
     sizes = Counter(_components(len(ids), links))
-    rng = random.Random(seed)
+    rng = random.Random(shuffle_seed)
     chance = []
     for _ in range(shuffles):
         dealt = list(lines)
@@ -143,7 +143,7 @@ def cluster_summary(
 
 
 def cluster_report(
-    records: Sequence[dict[str, Any]], rule: LinkRule = LinkRule(), shuffles: int = 5, seed: int = 0
+    records: Sequence[dict[str, Any]], rule: LinkRule = LinkRule(), shuffles: int = 5, shuffle_seed: int = 0
 ) -> dict[str, dict[str, Any]]:
     """Per subtask, ``cluster_summary`` of its records (``{id, subtask, text}`` as curated, or instances with a
     ``reference``)."""
@@ -152,7 +152,8 @@ def cluster_report(
         by_subtask.setdefault(record["subtask"], []).append(record)
     return {
         subtask: cluster_summary(
-            [r["id"] for r in items], [r.get("reference", r.get("text", "")) for r in items], rule, shuffles, seed
+            [r["id"] for r in items], [r.get("reference", r.get("text", "")) for r in items], rule, shuffles,
+            shuffle_seed,
         )
         for subtask, items in by_subtask.items()
     }
