@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import functools
 import hashlib
 import json
 import os
@@ -16,7 +17,7 @@ import jsonschema
 import yaml
 
 from h2htalk.errors import ConfigError
-from h2htalk.io import write_text_atomic
+from h2htalk.io import parse_yaml, write_text_atomic
 from h2htalk.llm.engines import engine_of, missing_environment, registry_schema
 from h2htalk.subtasks import SUBTASK_KEYS, SUBTASKS
 
@@ -25,10 +26,16 @@ REGISTRY_SCHEMA_FILE = "models.schema.yaml"
 
 
 def load_schema(name: str = SCHEMA_FILE) -> dict[str, Any]:
+    """A schema from ``h2htalk/schemas`` (a copy: callers may change it)."""
+    return copy.deepcopy(_schema(name))
+
+
+@functools.cache
+def _schema(name: str) -> dict[str, Any]:
     """A schema from ``h2htalk/schemas``; the config schema gets its subtask parts from the definitions, the
     registry schema its engines from the registered engines."""
     text = resources.files("h2htalk.schemas").joinpath(name).read_text(encoding="utf-8")
-    schema = yaml.safe_load(text)
+    schema = parse_yaml(text)
     if name == REGISTRY_SCHEMA_FILE:
         return registry_schema(schema)
     if name == SCHEMA_FILE:
@@ -123,6 +130,21 @@ def load_registry(paths: Paths) -> dict[str, dict[str, Any]]:
     do). The merged registry is validated against the registry schema, registry-wide defaults (the schema's) are
     filled in, and every entry gets its registry name as ``name``."""
     files = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    stamps = tuple((str(f), *_stamp(f)) for f in files)  # read again only when a file changed
+    return copy.deepcopy(_registry(stamps))
+
+
+def _stamp(path: str | os.PathLike[str]) -> tuple[int, int]:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return (-1, -1)  # missing: reading it reports that
+    return (status.st_mtime_ns, status.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _registry(stamps: tuple[tuple[str, int, int], ...]) -> dict[str, dict[str, Any]]:
+    files = [stamp[0] for stamp in stamps]
     merged: dict[str, Any] = {}
     defined: dict[str, list[str]] = {}  # entry -> the files that define or change it
     for path in files:
@@ -274,7 +296,7 @@ def deep_update(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, An
 
 def _read_yaml(path: str | os.PathLike[str], what: str) -> Any:
     try:
-        return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        return parse_yaml(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{what} not found: {path}") from None
     except yaml.YAMLError as exc:

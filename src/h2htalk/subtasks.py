@@ -19,9 +19,9 @@ from importlib import resources
 from typing import Any
 
 import jsonschema
-import yaml
 
 from h2htalk.errors import ConfigError
+from h2htalk.io import parse_yaml
 
 DIMENSIONS: tuple[str, ...] = ("dialogue", "itinerary", "recollection")
 FIELDS_FILE = "fields.yaml"
@@ -53,26 +53,26 @@ def _folder() -> Any:
 
 
 def _definition_schema() -> dict[str, Any]:
-    return yaml.safe_load(resources.files("h2htalk.schemas").joinpath("subtask.schema.yaml").read_text("utf-8"))
+    return parse_yaml(resources.files("h2htalk.schemas").joinpath("subtask.schema.yaml").read_text("utf-8"))
 
 
 @cache
 def field_catalogue() -> dict[str, dict[str, Any]]:
     """Field name -> {schema, describe}: every instance field any subtask may use."""
-    return yaml.safe_load(_folder().joinpath(FIELDS_FILE).read_text(encoding="utf-8"))
+    return parse_yaml(_folder().joinpath(FIELDS_FILE).read_text(encoding="utf-8"))
 
 
 def load_definitions(folder: Any) -> tuple[Subtask, ...]:
     """Every ``{key}.yaml`` definition in ``folder``, validated, in table order; errors name file and key."""
     schema = _definition_schema()
     validator = jsonschema.validators.validator_for(schema)(schema)
-    known_fields = yaml.safe_load(folder.joinpath(FIELDS_FILE).read_text(encoding="utf-8"))
+    known_fields = parse_yaml(folder.joinpath(FIELDS_FILE).read_text(encoding="utf-8"))
     subtasks = []
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if not entry.name.endswith(".yaml") or entry.name == FIELDS_FILE:
             continue
         key = entry.name.removesuffix(".yaml")
-        definition = yaml.safe_load(entry.read_text(encoding="utf-8"))
+        definition = parse_yaml(entry.read_text(encoding="utf-8"))
         problems = [
             f"{'.'.join(map(str, e.absolute_path)) or '<top level>'}: {e.message}"
             for e in validator.iter_errors(definition)

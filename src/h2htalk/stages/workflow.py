@@ -18,6 +18,7 @@ from h2htalk.llm.engines import engine_of
 from h2htalk.review.store import ratings_digest
 from h2htalk.stages.spec import Scope, Stage
 
+DISK_MB = 1000  # no job writes more than a few hundred MB besides the caches and the models' own folders
 PLACED_BY = ("slurm_partition", "slurm_account", "slurm_extra", "gpu", "gpu_model", "cpus_per_gpu", "mem_mb", "runtime")
 
 
@@ -103,10 +104,12 @@ class Rules:
     def resources(self, stage: Stage) -> dict[str, Any]:
         """What a job asks SLURM for: its models' GPUs, memory and time, or its embedder's, or a CPU job's."""
         cluster = self.config["cluster"]
+        # a job's scratch space, declared: Snakemake's default reads the size of every input (thousands, for a table)
+        disk = {"disk_mb": DISK_MB}
         if stage.where == "local":
-            return {"mem_mb": stage.memory_mb, "runtime": stage.minutes}
+            return {"mem_mb": stage.memory_mb, "runtime": stage.minutes, **disk}
         if stage.where == "cpu":
-            return cpu_job(cluster, stage.memory_mb, stage.minutes)
+            return {**cpu_job(cluster, stage.memory_mb, stage.minutes), **disk}
 
         found: dict[tuple[tuple[str, str], ...], dict[str, Any]] = {}  # Snakemake asks once per resource
 
@@ -121,7 +124,7 @@ class Rules:
                     found[labels] = model_job(cluster, [self.registry[m] for m in started])
             return found[labels]
 
-        return {key: (lambda wc, key=key: placed(wc)[key]) for key in PLACED_BY}
+        return {**{key: (lambda wc, key=key: placed(wc)[key]) for key in PLACED_BY}, **disk}
 
     # --- what reruns it -------------------------------------------------------------------------------
 
