@@ -584,7 +584,7 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         "plan", f"{JOBS}.plan:plan",
         "count what the configured run sends per model and stage, what the caches hold, and the tokens, GPU-hours"
-        " and API cost of the rest (results/plan.md, results/plan.csv)",
+        " and API cost of the rest (plan.md and plan.csv in the set's results folder)",
         reads=(
             *REGISTRY, "models", "baselines", "subtasks", "variants", "generation", "rubric_judge", "study_judge",
             "instances", "studies", "review.store", "plan",
