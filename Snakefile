@@ -38,6 +38,7 @@ rule all:
     input:
         rules.table1.output,
         rules.curation_report.output,
+        rules.table2_partial.output,
         rules.table2.output,
         rules.table3.output,
         rules.agreement.output,

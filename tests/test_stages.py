@@ -70,6 +70,34 @@ def test_every_stage_declares_its_files_as_layout_kinds_or_says_what_they_are():
                 assert spec.paths_of.__doc__, f"{stage.name}.{name}: say what the files are (a docstring)"
 
 
+
+def test_a_run_removes_the_tables_it_will_remake_before_it_starts(tmp_path):
+    """A run stopped before it remakes a table leaves no table that disagrees with the results under it: the
+    tables and bundles its jobs remake are removed when it starts, the results they are made from are not."""
+    from types import SimpleNamespace
+
+    from h2htalk.freshness import remove_paths
+
+    config = default_config()
+    rules = Rules(config, Layout(str(tmp_path / "results"), "demo", str(tmp_path / "figures")), {}, str(REPO_ROOT))
+    table2 = [str(tmp_path / "figures" / name) for name in ("table2.csv", "table2.md", "table2.meta.json")]
+    viewer = str(tmp_path / "figures" / "viewer")
+    answers = str(tmp_path / "results" / "answers.jsonl")
+    for path in (*table2, answers):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text("x", encoding="utf-8")
+    Path(viewer, "data").mkdir(parents=True)
+    jobs = [
+        SimpleNamespace(rule=SimpleNamespace(name="table2"), output=table2),
+        SimpleNamespace(rule=SimpleNamespace(name="viewer"), output=[viewer, f"{viewer}.meta.json"]),
+        SimpleNamespace(rule=SimpleNamespace(name="generate"), output=[answers]),
+        SimpleNamespace(rule=SimpleNamespace(name="all"), output=[]),
+    ]
+    assert rules.tables_of(jobs) == [*table2, viewer, f"{viewer}.meta.json"]
+    removed = remove_paths(rules.tables_of(jobs))
+    assert {str(p) for p in removed} == {*table2, viewer}  # the viewer's provenance was not there yet
+    assert not any(os.path.exists(p) for p in (*table2, viewer)) and os.path.exists(answers)
+
 # --- every job of a run writes exactly what its stage declares ------------------------------------------------
 
 

@@ -14,7 +14,15 @@ from h2htalk.io import write_json_atomic
 from h2htalk.settings import VARIANTS
 from h2htalk.stages.table import table_files
 from h2htalk.subtasks import SUBTASKS
-from h2htalk.tables.table2 import CellValue, aggregate, audit_paper, column_order, read_paper_table2, table2_marks
+from h2htalk.tables.table2 import (
+    CellValue,
+    aggregate,
+    audit_paper,
+    column_names,
+    column_order,
+    read_paper_table2,
+    table2_marks,
+)
 from h2htalk.tables.table2_files import write_table2
 
 from .conftest import REPO_ROOT
@@ -341,3 +349,30 @@ def test_table2_notes_name_a_model_under_test_that_also_reconstructed_or_judged(
 def files(prefix):
     """Table 2's files, in ``prefix``'s folder (``prefix`` names it table2)."""
     return table_files("table2", prefix.parent)
+
+
+def test_the_partial_table_says_pending_where_a_judged_cell_waits_and_shows_every_other_cell(tmp_path):
+    """Before the judge: a judged cell, its dimension's average and Overall say pending; every other cell and
+    average is the final table's value."""
+    from h2htalk.tables.table2_files import pending_summary, write_table2_partial
+
+    paths = _summaries(tmp_path, "qwen2-7b-instruct", "sap", 40.0)
+    summaries = [json.loads(path.read_text(encoding="utf-8")) for path in paths]
+    partial = [pending_summary(s) if s["measure"] == "J" else s for s in summaries]
+    out = table_files("table2_partial", tmp_path / "partial")
+    [row] = write_table2_partial(partial, REPO_ROOT / "config" / "models.yaml", out, RELEASED, "J")
+    [final] = write_table2(paths, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv",
+                           table_files("table2", tmp_path / "final"), RELEASED, "J")  # fmt: skip
+    [record] = csv.DictReader(out["csv"].open(encoding="utf-8"))
+    judged = [s.key for s in SUBTASKS if s.measure == "J"]
+    for column in judged:
+        assert record[column] == "" and record[f"{column}_measure"] == "pending", column
+    for column in ("dialogue_avg", "recollection_avg", *(s.key for s in SUBTASKS if s.measure == "S")):
+        assert float(record[column]) == pytest.approx(final.values()[column]), column  # final where not judged
+    assert record["itinerary_avg"] == record["overall"] == ""
+    [shown] = _md_rows(out["md"].read_text(encoding="utf-8"))
+    names = column_names()
+    for column in (*judged, "itinerary_avg", "overall"):
+        assert shown[names[column]] == "pending", column
+    assert "Partial: the 3 judged cells" in out["md"].read_text(encoding="utf-8")
+    assert row.values().get("overall") is None and final.values()["overall"] is not None

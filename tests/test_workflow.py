@@ -80,6 +80,21 @@ def test_dry_run_lists_the_laptop_default_jobs(checkout):
     assert not (checkout / "results").exists()
 
 
+
+def test_the_partial_table2_needs_no_judge_and_the_answers_and_scores_go_first(checkout):
+    """Table 2 from the scores alone needs no judge and no study job; the answers, the scores and the tables that
+    need no judge rank above the judge and the studies, so that they are ready while those run."""
+    result = snakemake(checkout, "-n", "table2_partial")
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout + result.stderr
+    assert re.search(r"^table2_partial\s+1$", out, re.M) and re.search(r"^score\s+3$", out, re.M), out[-3000:]
+    assert not re.search(r"^(rubric_judge|study|combine_j)\s", out, re.M)
+    from h2htalk.stages.table import BY_NAME
+
+    later = max(BY_NAME[name].priority for name in ("rubric_judge", "study", "judge_ladder", "combine_j"))
+    for name in ("generate", "baseline_answers", "score", "table2_partial", "table1", "figure"):
+        assert BY_NAME[name].priority > later, name
+
 def test_the_judges_card_is_one_ladder_job_per_judge_model(checkout):
     """The laptop makes the judges' card when asked (judge_reliability.every_run: false); the paper's `all` makes
     it, with one ladder job for its one judge model, and Table 2 waits for the rubric judge's drift canary."""

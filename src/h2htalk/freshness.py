@@ -102,10 +102,15 @@ def outputs_of(stale_path: str) -> list[Path]:
 
 
 def remove_stale(stale: dict[str, str]) -> list[Path]:
-    removed = [output for path in stale for output in outputs_of(path)]
-    for output in removed:
-        if output.is_dir():
-            shutil.rmtree(output)
+    return remove_paths([output for path in stale for output in outputs_of(path)])
+
+
+def remove_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """Remove files and folders (a bundle); the ones there were."""
+    removed = [Path(p) for p in paths if os.path.lexists(p)]
+    for path in removed:
+        if path.is_dir():
+            shutil.rmtree(path)
         else:
-            output.unlink(missing_ok=True)
+            path.unlink(missing_ok=True)
     return removed

@@ -12,7 +12,7 @@ from h2htalk.config import (
     write_resolved,
 )
 from h2htalk.errors import ConfigError
-from h2htalk.freshness import remove_stale, result_graph, stale_results
+from h2htalk.freshness import remove_paths, remove_stale, result_graph, stale_results
 from h2htalk.layout import Layout, instances_set
 from h2htalk.review.store import ReviewStore
 from h2htalk.run_summary import run_summary
@@ -73,6 +73,9 @@ onstart:
         check_environment(config, started)
     except ConfigError as exc:
         raise WorkflowError(str(exc)) from None
+    # The tables this run remakes go now: a run stopped before it remakes them leaves none that disagrees with the
+    # results under it (the partial Table 2, made from the scores before the judge runs, says what is final).
+    remove_paths(RULES.tables_of(workflow.dag.needrun_jobs()))
     # Every command reads the run's validated configuration from one file (only the keys its stage declares).
     write_resolved(config, LAYOUT.path("config"))
 

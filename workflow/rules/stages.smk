@@ -18,6 +18,7 @@ for _stage in STAGES:
             RULES.benchmark(_stage)
         wildcard_constraints:
             **RULES.constraints(_stage),
+        priority: _stage.priority
         localrule: _stage.where == "local"
         conda:
             f"../../envs/{_stage.env}.yaml"

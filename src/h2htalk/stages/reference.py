@@ -54,6 +54,8 @@ def stage_section(stage: Stage) -> str:
     lines += [f"- command: `h2htalk {stage.command_name}{' ' + labels if labels else ''}`"]
     lines += [f"- runs {('once per ' + ', '.join(stage.labels)) if stage.labels else 'once'}; {WHERE[stage.where]}"]
     lines += [f"- environment: `envs/{stage.env}.yaml`; memory {stage.memory_mb} MB, {stage.minutes} min"]
+    if stage.priority:
+        lines += [f"- priority {stage.priority}: before the jobs of lower priority that are ready at the same time"]
     keys = dict.fromkeys(stage.reads)
     reads = ", ".join(f"`{key}`" for key in keys) if stage.reads != ("*",) else "the whole configuration"
     lines += [f"- reads: {reads or 'no setting'}"]

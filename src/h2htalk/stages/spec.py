@@ -149,6 +149,7 @@ class Stage:
     minutes: int = 5  # runtime
     command: str = ""  # the sub-command (default: the name with dashes)
     options: tuple[str, ...] = ()  # option groups of its command: engine, bootstrap, scoring, font, root
+    priority: int = 0  # among jobs ready at once, the higher first (Snakemake's priority)
     planned: bool = False  # the plan runs it (a stage that calls models, or one they read from)
     uses: tuple[str, ...] = ()  # folders of the package's resources its work reads (prompts, rubrics, known answers)
     report: tuple[str, ...] = ()  # outputs shown in Snakemake's report

@@ -30,6 +30,8 @@ TABLE2 = (
 )  # fmt: skip
 EXPORT = (*CELLS, *RUN_NOTES, *REGISTRY, "tables")
 JOBS = "h2htalk.stages.jobs"
+# Job priorities: Table 2's answers and scores, and the tables that need no judge, before the judge and the studies
+FIRST, EARLY = 20, 10
 
 
 def _paths(function):  # a Paths spec from a function of (scope, labels)
@@ -245,6 +247,7 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "curation_report", f"{JOBS}.data:curation_report", "combine the curation reports", reads=("subtasks",),
+        priority=EARLY,
         inputs={"reports": One("curation", over=("subtask", "subtasks"))},
         outputs={"json": One("curation_report"), "md": One("curation_report_md")},
     ),
@@ -308,6 +311,7 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "generate", f"{JOBS}.answers:generate", "answer every Table 2 cell of one model (its engine started once)",
+        priority=FIRST,
         planned=True,
         reads=(*REGISTRY, "generation", "subtasks", "variants"), jobs=Over(model=lambda run: run.models),
         cells=lambda run, w: run.benchmark(w["model"]), starts=lambda s, w: [w["model"]], where="model",
@@ -318,6 +322,7 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         "baseline_answers", f"{JOBS}.answers:generate",
         "answer every Table 2 cell of one baseline from the instances (no model)",
+        priority=FIRST,
         planned=True,
         reads=(*REGISTRY, "generation", "subtasks", "variants"), jobs=Over(model=lambda run: run.baselines),
         cells=lambda run, w: run.benchmark(w["model"]), entries=lambda s, w: [w["model"]], env="generation",
@@ -349,6 +354,7 @@ STAGES: tuple[Stage, ...] = (
     # --- scores -------------------------------------------------------------------------------------------
     Stage(
         "score", f"{JOBS}.scores:score", "score every Table 2 cell of one model with one embedder",
+        priority=FIRST,
         reads=("scoring", "embedders", "subtasks", "variants", *REGISTRY),
         jobs=Over(model=lambda run: run.run_models, embedder=lambda run: run.embedders),
         cells=lambda run, w: run.scoring(w["model"], w["embedder"]), where="embedder", env="metrics",
@@ -429,9 +435,18 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "table1", f"{JOBS}.tables:table1", "Table 1 (.csv, .md, .tex) from the curation reports", reads=("subtasks",),
+        priority=EARLY,
         env="figures", report=("csv",),
         inputs={"provenance": PROVENANCE, "reports": One("curation", over=("subtask", "subtasks"))},
         outputs=figure_files("table1", csv=".csv", md=".md", tex=".tex"),
+    ),
+    Stage(
+        "table2_partial", f"{JOBS}.tables:table2_partial",
+        "Table 2 from the scores alone, before the judge: its judged cells pending, every other cell final",
+        reads=(*CELLS, *RUN_NOTES, *REGISTRY, "tables"), cells=lambda run, w: run.table2(), priority=EARLY,
+        env="figures", memory_mb=1000, minutes=10,
+        inputs={"provenance": PROVENANCE, "summaries": Each("score_summary"), "registry": Paths(_registry_files)},
+        outputs=figure_files("table2_partial", csv=".csv", md=".md"),
     ),
     Stage(
         "table2_pairs", f"{JOBS}.tables:table2_pairs",
@@ -503,6 +518,7 @@ STAGES: tuple[Stage, ...] = (
     # --- figures ------------------------------------------------------------------------------------------
     Stage(
         "figure", f"{JOBS}.tables:figure", "Figure 4 (word cloud), 5 (verb-noun pairs) or 6 (lengths), PNG and CSV",
+        priority=EARLY,
         uses=("figures",),
         reads=("figures", *RUN_NOTES), jobs=Over(figure=_figure_names), env="figures", memory_mb=2000, minutes=20,
         options=("font",), report=("png",), caption="figures",

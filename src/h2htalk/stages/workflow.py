@@ -167,6 +167,13 @@ class Rules:
         line = " ".join(words)
         return lambda wildcards: line.format(**dict(wildcards.items()))
 
+    def tables_of(self, jobs: Any) -> list[str]:
+        """The files of the tables and figures among Snakemake's ``jobs`` (their provenance, bundles included)."""
+        from h2htalk.stages.table import BY_NAME
+
+        return [str(path) for job in jobs if BY_NAME.get(job.rule.name, None) and BY_NAME[job.rule.name].records_inputs
+                for path in job.output]  # fmt: skip
+
     def started(self, rule: str, wildcards: Mapping[str, str]) -> list[str]:
         """The registry names whose engines a job of ``rule`` starts."""
         from h2htalk.stages.table import BY_NAME

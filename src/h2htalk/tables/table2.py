@@ -61,6 +61,8 @@ def inputs_of(column: str) -> list[str]:
     return dict(by_dimension()).get(dimension, [column]) if column.endswith("_avg") else [column]
 
 
+PENDING = "pending"  # a judged cell's measure before its judge has run (the partial Table 2)
+
 @dataclass(frozen=True)
 class CellValue:
     value: float | None  # None: no item of the subtask has a score (e.g. no parseable judge answer)
@@ -83,6 +85,8 @@ def cell_reading(summary: dict[str, Any], judged_cell: str) -> dict[str, Any]:
     """What a summary puts in its Table 2 cell: an S summary its value; a judged cell's summary (it carries
     ``readings``) the reading ``judged_cell`` names (tables.judged_cell: J, S or judge). Value, CI bounds, items
     scored and missing, and the measure shown."""
+    if summary.get("pending"):  # the judge has not run yet: no value, and none missing
+        return {"value": None, "value_ci_low": None, "value_ci_high": None, "n": 0, "missing": 0, "measure": PENDING}
     if "readings" in summary:
         reading = summary["readings"][judged_cell]
         return {**reading, "measure": judged_cell}
@@ -270,7 +274,10 @@ def table2_frame(rows: Sequence[Row]) -> pd.DataFrame:
 
 def _shown(value: float | None, row: Row, column: str) -> float | str | None:
     """A cell as the md and tex show it: the value, with (scored/expected) when a subtask cell misses items,
-    and the incomplete mark on an Avg or Overall built from such a cell."""
+    and the incomplete mark on an Avg or Overall built from such a cell; "pending" where a judged cell it rests on
+    waits for the judge."""
+    if value is None and any(row.cells[k].measure == PENDING for k in inputs_of(column) if k in row.cells):
+        return PENDING
     if value is None or not row.incomplete(column):
         return value
     if column in SUBTASK_COLUMNS:

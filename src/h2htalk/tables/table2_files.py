@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.config import load_registry
-from h2htalk.io import read_json, write_png_atomic
+from h2htalk.io import read_json, write_png_atomic, write_text_atomic
 from h2htalk.scoring.signatures import signature_string
 from h2htalk.settings import VARIANT_NAMES, WITH_SAP
 from h2htalk.subtasks import SUBTASKS
@@ -17,6 +17,7 @@ from h2htalk.tables.table2 import (
     CAPTION,
     LABEL,
     NOTES,
+    PENDING,
     Row,
     answer_notes,
     audit_paper,
@@ -31,7 +32,7 @@ from h2htalk.tables.table2 import (
     table2_marks,
 )
 from h2htalk.tables.table2_significance import Significance
-from h2htalk.tabular import Files, records_frame, write_csv, write_table
+from h2htalk.tabular import Files, markdown_text, records_frame, write_csv, write_table
 
 COMPARISON_COLUMNS = ("model", "embedder", "variant", "column", "ours", "paper", "difference")
 AUDIT_COLUMNS = ("model", "column", "reported", "recomputed", "weights", "difference")
@@ -136,6 +137,37 @@ def write_table2(
     write_csv(records_frame(findings, AUDIT_COLUMNS), out["audit"], float_format="{}")
     return rows
 
+
+
+def pending_summary(summary: dict[str, Any]) -> dict[str, Any]:
+    """A judged cell's place in the partial Table 2: its S summary's identity, marked pending (no value)."""
+    keys = ("model", "variant", "subtask", "embedder")
+    return {**{key: summary[key] for key in keys}, "measure": PENDING, "pending": True}
+
+
+def write_table2_partial(
+    summaries: Sequence[dict[str, Any]],
+    registry_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    out: Files,
+    weights: dict[str, float],
+    judged_cell: str,
+    run_notes: Iterable[str] = (),
+) -> list[Row]:
+    """Table 2 as far as the scores go (``csv`` and ``md``), before the judge: its judged cells, and the averages
+    and Overall built from them, say pending; every other cell is the final table's."""
+    rows = build_rows(summaries, load_registry(registry_path), weights, judged_cell)
+    write_csv(ci_frame(rows), out["csv"], float_format="{:.4f}")
+    pending = sum(s.get("pending", False) for s in summaries)
+    notes = [
+        *run_notes,
+        f"Partial: the {pending} judged cells (Levels I-III) are pending until the rubric judge has run, and so are "
+        "their dimension's average and Overall; the other cells are final. The whole table is table2.md.",
+        *NOTES,
+        *answer_notes(rows),
+        *signature_notes(summaries),
+    ]
+    write_text_atomic(out["md"], markdown_text(table2_frame(rows), caption=CAPTION, notes=notes))
+    return rows
 
 def shared_roles(config: dict[str, Any]) -> list[str]:
     """Notes for Table 2 when a model under test also wrote, voted on or judged what it is scored on (the judge

@@ -66,6 +66,24 @@ def table2(job: Job) -> Done:
     return Done(f"{len(summaries)} cells", out=_shown(job))
 
 
+def table2_partial(job: Job) -> Done:
+    """Table 2 from the scores alone, the judged cells pending: what a run stopped before its judge keeps."""
+    from h2htalk.io import read_json
+    from h2htalk.tables.table2_files import pending_summary, write_table2_partial
+
+    run, tables = job.run, job.config["tables"]
+    summaries = [
+        pending_summary(read_json(path)) if run.is_judged(cell) else read_json(path)
+        for cell, path in zip(job.cells, job.inputs["summaries"], strict=True)
+    ]
+    write_table2_partial(
+        summaries, job.inputs["registry"], job.named_outputs(), tables["overall_weights"], tables["judged_cell"],
+        run_notes(job.config),
+    )  # fmt: skip
+    pending = sum(s.get("pending", False) for s in summaries)
+    return Done(f"{len(summaries)} cells, {pending} pending the judge", out=_shown(job))
+
+
 def table2_pairs(job: Job) -> Done:
     from h2htalk.config import load_registry
     from h2htalk.settings import BootstrapSettings
