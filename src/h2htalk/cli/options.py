@@ -41,11 +41,14 @@ OVERRIDES = "_config_overrides"  # argparse default: {dest: dotted config key} o
 Handler = Callable[[argparse.Namespace], int]
 
 
-def add_command(sub: Any, name: str, handler: Handler, help: str, reads: Sequence[str] = ()) -> argparse.ArgumentParser:
-    """A sub-command; ``reads``: the config sections its settings come from (it gets ``--config``)."""
+def add_command(
+    sub: Any, name: str, handler: Handler, help: str, reads: Sequence[str] = (), config: bool = False
+) -> argparse.ArgumentParser:
+    """A sub-command; ``reads``: the config sections its settings come from; it gets ``--config`` when it reads any,
+    or when its files depend on the configuration (``config``: every stage's do)."""
     parser = sub.add_parser(name, help=help, description=help)
     parser.set_defaults(handler=handler, reads=tuple(reads))
-    if reads:
+    if reads or config:
         parser.add_argument(
             "--config", action="append", default=[], metavar="FILE",
             help="config file; repeatable, later files overlay earlier ones (default: the schema's defaults)",

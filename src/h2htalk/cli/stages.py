@@ -94,7 +94,7 @@ OPTIONS: dict[str, Callable[[argparse.ArgumentParser, Stage], None]] = {
 def register(sub: Any) -> None:
     for stage in STAGES:
         parser = add_command(sub, stage.command_name, lambda args, stage=stage: run_stage(stage, args), stage.help,
-                             stage.reads)  # fmt: skip
+                             stage.reads, config=True)  # fmt: skip
         add_results(parser)
         for label in stage.labels:
             kind, choices = LABEL_TYPES.get(label, str), LABEL_CHOICES.get(label)

@@ -68,6 +68,8 @@ def stage_section(stage: Stage) -> str:
     if stage.where == "model":
         lines += ["  - models: the model files and prefetch records of the models it starts"]
     lines += ["- outputs:"] + [f"  - {name}: {describe(spec)}" for name, spec in stage.outputs.items()]
+    if stage.keeps:
+        lines += ["- keeps (adds to, across runs):"] + [f"  - {n}: {describe(s)}" for n, s in stage.keeps.items()]
     return "\n".join(lines) + "\n"
 
 

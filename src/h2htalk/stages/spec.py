@@ -139,6 +139,8 @@ class Stage:
     cells: Callable[[RunCells, Labels], list[Cell]] = lambda run, labels: []
     inputs: Mapping[str, FileSpec] = field(default_factory=dict)
     outputs: Mapping[str, FileSpec] = field(default_factory=dict)
+    # folders it adds to and keeps across runs (a history): not outputs, which Snakemake removes before a job runs
+    keeps: Mapping[str, FileSpec] = field(default_factory=dict)
     starts: Callable[[Scope, Labels], list[str]] = lambda scope, labels: []  # registry names whose engines it starts
     entries: Callable[[Scope, Labels], list[str]] | None = None  # registry entries it reads (default: ``starts``)
     ratings: tuple[str, ...] = ()  # the review store's sheets it reads

@@ -51,6 +51,11 @@ def _config_files(key: str) -> Paths:
     return Paths(files)
 
 
+def _canary_histories(scope, labels):
+    """The drift canary's history of every judge role (what each run's judge said), kept across runs."""
+    return [str(Path(scope.results.path("canary_history", role="-")).parent.parent)]
+
+
 def _upstream_files(scope, labels):
     """The 11 files of the pinned upstream release, `results/data/upstream/{file}`."""
     return [scope.results.path("upstream", file=get_subtask(key).upstream_file) for key in SUBTASK_KEYS]
@@ -402,6 +407,7 @@ STAGES: tuple[Stage, ...] = (
         options=("engine",),
         inputs={"rubric": Paths(_ladder_inputs)},
         outputs={"ladder": One("judge_ladder"), "canary": One("judge_canary"), "summary": One("judge_ladder_run")},
+        keeps={"canary_history": Paths(_canary_histories)},
     ),
     Stage(
         "combine_j", f"{JOBS}.answers:combine_j",

@@ -155,9 +155,8 @@ class Rules:
         """The job's command line after ``h2htalk --log LOG``: the stage's command with the run's config file, results
         tree and the job's labels. A param, not the shell directive: a rule made in a loop reads its shell
         directive when its job runs, when the loop has moved on."""
-        words = [stage.command_name]
-        if stage.reads:
-            words.append(f"--config {self.results.path('config')}")
+        # the config even where the stage reads no setting: its files (the run's subtasks, say) come from it
+        words = [stage.command_name, f"--config {self.results.path('config')}"]
         words.append(f"--results {self.results.root} --instance-set {self.results.instance_set}")
         words += [f"--{label} {{{label}}}" for label in stage.labels]
         if stage.where == "model":

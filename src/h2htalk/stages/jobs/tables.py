@@ -12,7 +12,9 @@ from h2htalk.stages.job import Done, Job
 
 def _shown(job: Job) -> str:
     """Where a table went: its first file, and the others' suffixes after it (``table1.csv (+ .md .tex)``)."""
-    first, *more = [path for name, path in job.named_outputs().items() if name != "meta"]
+    named = job.named_outputs()
+    order = sorted((name for name in named if name != "meta"), key=lambda name: name != "md")  # the md first
+    first, *more = [named[name] for name in order]
     stem = Path(first).name.split(".")[0]
     return first + (f" (+ {' '.join(Path(p).name.removeprefix(stem) for p in more)})" if more else "")
 
