@@ -121,9 +121,9 @@ class Placeholders:
     def __call__(self, step: str) -> Callable[[dict[str, Any], ChatRequest], Placeholder]:
         if step == "reconstruct":
             return reconstruction_like_a_demo(ReconstructSettings.from_config(self.config))
-        if step == "rubric judge":
+        if step in ("rubric judge", "rubric judge sample"):
             return unread_verdict(JudgeSettings.from_config(self.config).max_new_tokens)
-        if step == "study judge":
+        if step in ("study judge", "study judge sample"):
             return unread_verdict(StudyJudgeSettings.from_config(self.config).max_new_tokens)
         if self._references is None:
             self._references = _references(self.config["subtasks"], self.work)

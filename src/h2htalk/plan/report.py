@@ -14,8 +14,11 @@ from h2htalk.plan.calls import PlannedCalls, Tally
 from h2htalk.plan.chain import PlannedRun
 from h2htalk.plan.costs import PriceTable, Throughput
 
-STAGES = ("reconstruct", "generate", "generate studies", "rubric judge", "study judge")
-BATCHABLE = ("reconstruct", "rubric judge", "study judge")  # the stages with a batch key
+STAGES = (
+    "reconstruct", "generate", "generate studies", "rubric judge", "rubric judge sample", "study judge",
+    "study judge sample",
+)  # fmt: skip
+BATCHABLE = ("reconstruct", "rubric judge", "rubric judge sample", "study judge", "study judge sample")  # a batch key
 
 
 @dataclass(frozen=True)

@@ -22,11 +22,12 @@ CELLS = ("models", "baselines", "rubric_judge.baselines", "subtasks", "variants"
 RUN_NOTES = ("instances.source", "instances.limit", "subtasks")  # what every table says about the run
 GATE = ("rubric_judge.alpha", "rubric_judge.tau", "rubric_judge.max_spread", "rubric_judge.gate_on")
 JUDGE_CALLS = ("rubric_judge", *(f"-{key}" for key in GATE), "-rubric_judge.baselines")  # what a judge call reads
+CASCADE = ("mode", "model", "cheap_model")  # what a judge's verdicts are: who judged every item, who the sample
 REVIEW_MODE = ("review.mode", "review.sample_per_cell", "review.sample_seed")
 TABLE2 = (
     *CELLS, *RUN_NOTES, *REGISTRY, "paper.table2", "tables", "instances.reconstruct.generator",
-    "instances.reconstruct.voters", "rubric_judge.model", "review.imports", "review.store", "scoring.bootstrap",
-    "judge_reliability.every_run",
+    "instances.reconstruct.voters", "review.imports", "review.store", "scoring.bootstrap",
+    "judge_reliability.every_run", *(f"rubric_judge.{key}" for key in CASCADE),
 )  # fmt: skip
 EXPORT = (*CELLS, *RUN_NOTES, *REGISTRY, "tables")
 JOBS = "h2htalk.stages.jobs"
@@ -76,6 +77,15 @@ def _models_in_use(run):
     reconstruct = config["instances"]["reconstruct"]
     judges = [config["rubric_judge"]["model"], config["study_judge"]["model"]]
     return [*run.models, *judges, reconstruct["generator"], *reconstruct["voters"]]
+
+
+def _judge_models(scope, section):
+    """The judges a judging job starts: the role's model, and in cascade mode the cheap judge first."""
+    from h2htalk.judge.cascade import judge_models
+    from h2htalk.settings import CascadeSettings, JudgeSettings, StudyJudgeSettings
+
+    judge = (JudgeSettings if section == "rubric_judge" else StudyJudgeSettings).from_config(scope.config)
+    return judge_models(judge, CascadeSettings.from_config(scope.config, section))
 
 
 def _judged_cells(run, labels):
@@ -335,7 +345,7 @@ STAGES: tuple[Stage, ...] = (
             "models", "variants", "study_judge",
         ),
         jobs=Over(model=lambda run: run.study_models), cells=lambda run, w: run.studies(w["model"]),
-        starts=lambda s, w: list(dict.fromkeys([w["model"], s.config["study_judge"]["model"]])),
+        starts=lambda s, w: list(dict.fromkeys([w["model"], *_judge_models(s, "study_judge")])),
         where="model", env="generation", options=("engine", "judge"),
         inputs={
             "prompts": Each("prompts"),
@@ -343,7 +353,7 @@ STAGES: tuple[Stage, ...] = (
         },
         outputs={
             "responses": Each("generations"), "summary": One("study_generation_run"),
-            "verdicts": Each("verdicts"), "judge_summary": One("study_judge_run"),
+            "verdicts": Each("verdicts"), "judge_summary": One("study_judge_run"), "sample": Each("judge_sample"),
         },
     ),
     # --- scores -------------------------------------------------------------------------------------------
@@ -374,15 +384,16 @@ STAGES: tuple[Stage, ...] = (
     # --- the judges and people ---------------------------------------------------------------------------
     Stage(
         "rubric_judge", f"{JOBS}.answers:rubric_judge",
-        "rubric-judge one model's itinerary plans (the judge's engine started once)",
+        "rubric-judge one model's itinerary plans (the judge's engine started once; in cascade mode the cheap judge's"
+        " on every item, then the role's own judge's on each cell's sample)",
         uses=("judge", "subtasks"),
         planned=True,
         reads=(*REGISTRY, "generation", *JUDGE_CALLS, "subtasks", "variants"),
         jobs=Over(model=lambda run: run.judged_models if run.judged_subtasks else ()),
-        cells=lambda run, w: run.judged(w["model"]), starts=lambda s, w: [s.config["rubric_judge"]["model"]],
+        cells=lambda run, w: run.judged(w["model"]), starts=lambda s, w: _judge_models(s, "rubric_judge"),
         where="model", env="generation", options=("engine", "judge"),
         inputs={"instances": Each("references"), "prompts": Each("prompts"), "generations": Each("generations")},
-        outputs={"verdicts": Each("judge_samples"), "summary": One("judge_run")},
+        outputs={"verdicts": Each("judge_samples"), "sample": Each("judge_sample"), "summary": One("judge_run")},
     ),
     Stage(
         "judge_ladder", f"{JOBS}.answers:judge_ladder",
@@ -399,10 +410,11 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "combine_j", f"{JOBS}.answers:combine_j",
-        "J from S and the judge, the review gate or sample, people's scores",
+        "J from S and the judge (corrected on the role's own judge's sample in cascade mode), the review gate or"
+        " sample, people's scores",
         reads=(
             *GATE, "scoring.bootstrap", "review.imports", "review.store", *REVIEW_MODE, "subtasks", "variants",
-            "models", "baselines", "rubric_judge.baselines",
+            "models", "baselines", "rubric_judge.baselines", *(f"rubric_judge.{key}" for key in CASCADE),
         ),
         jobs=Over(model=lambda run: run.judged_models if run.judged_subtasks else (),
                   embedder=lambda run: run.embedders),
@@ -410,7 +422,7 @@ STAGES: tuple[Stage, ...] = (
         ratings=(REVIEW_SCORES,), ratings_of_model=True, env="metrics", memory_mb=1000, minutes=10,
         options=("bootstrap",),
         inputs={
-            "scores": Each("score_items"), "judgments": Each("judge_samples"),
+            "scores": Each("score_items"), "judgments": Each("judge_samples"), "sample": Each("judge_sample"),
             "human": _config_files("review.imports"),
         },
         outputs={"scored": Each("j_items"), "summaries": Each("j_summary")},
@@ -466,12 +478,13 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         "table3", f"{JOBS}.tables:table3", "Table 3: the SAP ablation with paired bootstrap CIs and the paper's rows",
         reads=("scoring", "studies.models", "studies.human_ratings", "paper.table3", "models", "variants",
-               "review.store", *RUN_NOTES),
+               "review.store", *RUN_NOTES, *(f"study_judge.{key}" for key in CASCADE)),
         cells=lambda run, w: [c.scored_by(run.embedder) for c in _study_cells("safety")(run, w)],
         ratings=(SAFETY_RATINGS,), env="figures", memory_mb=1000, minutes=10, options=("bootstrap",), report=("csv",),
         inputs={
             "provenance": PROVENANCE, "scores": Each("score_items"), "verdicts": Each("verdicts"),
-            "paper": _config_files("paper.table3"), "human": _config_files("studies.human_ratings"),
+            "sample": Each("judge_sample"), "paper": _config_files("paper.table3"),
+            "human": _config_files("studies.human_ratings"),
         },
         outputs=figure_files("table3", csv=".csv", md=".md", tex=".tex"),
     ),
@@ -566,8 +579,8 @@ STAGES: tuple[Stage, ...] = (
         uses=("studies",),
         reads=(
             "models", "baselines", "rubric_judge.baselines", "subtasks", "variants", "studies.models",
-            "rubric_judge.model", "rubric_judge.samples", "study_judge.model", "study_judge.samples",
-            "scoring.bootstrap",
+            "rubric_judge.samples", "study_judge.samples", "scoring.bootstrap",
+            *(f"{section}.{key}" for section in ("rubric_judge", "study_judge") for key in CASCADE),
         ),
         env="figures", memory_mb=1000, minutes=10, report=("csv",),
         inputs={

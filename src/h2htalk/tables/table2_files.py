@@ -21,6 +21,7 @@ from h2htalk.tables.table2 import (
     answer_notes,
     audit_paper,
     build_rows,
+    cascade_notes,
     ci_frame,
     column_names,
     column_order,
@@ -113,6 +114,7 @@ def write_table2(
         *run_notes,
         *NOTES,
         *([judged_note(judged_cell, alphas)] if judged else []),
+        *cascade_notes(judged, judged_cell),
         *answer_notes(rows),
         *no_answer_notes(summaries),
         *notes,
@@ -150,6 +152,11 @@ def shared_roles(config: dict[str, Any]) -> list[str]:
     judge, reading = config["rubric_judge"], config["tables"]["judged_cell"]
     if judge["model"] in config["models"] and reading != "S":  # with S the judge's scores are not in the table
         notes.append(f"{judge['model']} is a model under test and also the rubric judge of Levels I-III.")
+    if judge["mode"] == "cascade" and judge["cheap_model"] in config["models"] and reading != "S":
+        notes.append(
+            f"{judge['cheap_model']} is a model under test and also the cheap rubric judge of Levels I-III (cascade"
+            " mode): a preference for its own answers is a bias of one row, which its cells' sample corrects."
+        )
     if config["baselines"] and not judge["baselines"] and reading != "S":
         notes.append(
             f"The baselines' Level I-III cells are S, not {reading}: they are not judged (rubric_judge.baselines)."

@@ -89,6 +89,7 @@ def table3(job: Job) -> Done:
     rows = write_table3_files(
         job.cells, job.results, job.input("paper"), job.inputs["human"], BootstrapSettings.from_config(config),
         job.named_outputs(), config["review"]["store"], run_notes(config),
+        cascade=config["study_judge"]["mode"] == "cascade",
     )  # fmt: skip
     return Done(f"{len(rows)} rows", out=_shown(job))
 
