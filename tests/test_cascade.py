@@ -314,10 +314,10 @@ def test_the_plan_counts_the_cascade_and_the_jobs_judge_exactly_the_sample(tmp_p
     cache = tmp_path / "cache" / "judgments"
     results = tmp_path / "results"
     with LoopbackAPI() as api:
+        judge = {"model": "stub-judge", "cache_dir": str(cache), **cascade}
         config = write_config(
-            tmp_path, api.base_url, rubric_judge={"model": "stub-judge", "samples": 2, "cache_dir": str(cache), **cascade},
-            study_judge={"model": "stub-judge", "samples": 1, "cache_dir": str(cache), **cascade},
-        )  # fmt: skip
+            tmp_path, api.base_url, rubric_judge={**judge, "samples": 2}, study_judge={**judge, "samples": 1}
+        )
         before = plan(config, results)
         common = ["--config", str(config), "--results", str(results)]
         for subtask in SUBTASKS:
@@ -339,9 +339,10 @@ def test_the_plan_counts_the_cascade_and_the_jobs_judge_exactly_the_sample(tmp_p
     assert int(before[("rubric judge sample", "stub-judge")]["requests"]) == 2 * 2 * 2 * 2
     for stage in ("rubric judge sample", "study judge sample"):
         assert int(after[(stage, "stub-judge")]["to_send"]) == 0  # every one cached
-    assert after[("rubric judge sample", "stub-judge")]["requests"] == before[("rubric judge sample", "stub-judge")][
-        "requests"
-    ]  # exact; the studies' is an upper bound (the stand-in answers both variants' turns alike: one request)
+    assert (
+        after[("rubric judge sample", "stub-judge")]["requests"]
+        == before[("rubric judge sample", "stub-judge")]["requests"]
+    )  # exact; the studies' is an upper bound (the stand-in answers both variants' turns alike: one request)
     settings = CascadeSettings("rubric_judge", "cascade", "stub-model", 2, 4)
     for model in ("stub-model", "baseline-oracle"):
         for variant in ("sap", "nosap"):
@@ -356,3 +357,107 @@ def test_the_plan_counts_the_cascade_and_the_jobs_judge_exactly_the_sample(tmp_p
     assert len(own) == 2 and sorted(own) == sorted(cascade_sample(study_cell, turns, study_settings))
     summary = json.loads(Path(layout.path("judge_run", model="stub-model")).read_text())
     assert summary["model"] == "stub-model" and summary["sample"]["model"] == "stub-judge"
+
+
+def test_the_plan_prices_the_judges_in_both_modes(tmp_path):
+    """Whatever the configured mode, plan.md sets the judges of a run from nothing in full and in cascade mode side
+    by side: the cascade's own judge on the sample only (priced), its cheap judge on every item (GPU-hours)."""
+    from .test_plan import plan, write_config
+
+    cache = str(tmp_path / "cache" / "judgments")
+    cheap = {"cheap_model": "vllm-7b", "sample_per_cell": 2}
+    judge = {"model": "stub-judge", "cache_dir": cache, **cheap}
+    config = write_config(
+        tmp_path, "http://127.0.0.1:9/v1", rubric_judge={**judge, "samples": 2}, study_judge={**judge, "samples": 1}
+    )
+    rows = plan(config, tmp_path / "results")
+    assert ("rubric judge sample", "stub-judge") not in rows  # the configured run is in full mode
+    report = (tmp_path / "results" / "plan.md").read_text(encoding="utf-8")
+    section = report.split("## The judges in full and cascade mode")[1]
+    lines = {tuple(cell.strip() for cell in line.split("|")[1:4]): line.split("|") for line in section.splitlines()
+             if line.startswith("| ")}  # fmt: skip
+    full = lines[("rubric judge (Levels I-III)", "full", "stub-judge")]
+    own = lines[("rubric judge (Levels I-III)", "cascade", "stub-judge")]
+    cheap_judge = lines[("rubric judge (Levels I-III)", "cascade", "vllm-7b")]
+    assert int(full[4].replace(",", "")) == 3 * 2 * 2 * 2  # 3 items, 2 variants, 2 models, 2 samples
+    assert int(own[4].replace(",", "")) == 2 * 2 * 2 * 2  # 2 of each cell's 3
+    assert int(cheap_judge[4].replace(",", "")) == 3 * 2 * 2 * 2 and float(cheap_judge[7]) > 0
+    assert cheap_judge[8].strip() == "—"  # no bill
+    assert float(own[8]) < float(full[8])
+    assert "of full mode's direct cost for the judges" in section
+
+
+def test_figure7_bars_are_corrected_on_the_sample(tmp_path):
+    """The cheap judge says every need was met; the own judge, on a seeded sample, that some were not: each bar is
+    the cheap judge's rate corrected by the sample (here the sample's own rate, the cheap judge being constant)."""
+    from h2htalk.figures.fig7 import fig7_rows
+    from h2htalk.io import write_jsonl_atomic
+
+    types = ("implicit_help", "ambiguous", "context_aware")
+    ids = [f"if-{k:02d}" for k in range(36)]
+    kinds = {i: types[k % 3] for k, i in enumerate(ids)}
+    cheap = [{"id": i, "scenario_type": kinds[i], "success": True} for i in ids]
+    sample = cascade_sample(Cell("m", "sap", "instruction_following"), ids, CascadeSettings("study_judge", "cascade",
+                                                                                            CHEAP, 18, 3))  # fmt: skip
+    own = [{"id": i, "scenario_type": kinds[i], "success": int(i[-2:]) % 2 == 0} for i in sample]
+    write_jsonl_atomic(tmp_path / "cheap.jsonl", cheap)
+    write_jsonl_atomic(tmp_path / "own.jsonl", own)
+    rows = fig7_rows({("m", "sap"): tmp_path / "cheap.jsonl"}, BOOTSTRAP, None, {("m", "sap"): tmp_path / "own.jsonl"})
+    for row in rows:
+        mine = [r["success"] for r in own if r["scenario_type"] == row["scenario_type"]]
+        assert row["judge_mode"] == "cascade" and row["sample"] == len(mine) and row["n"] == 12
+        if len(mine) >= 2:
+            assert row["success_rate"] == pytest.approx(100.0 * sum(mine) / len(mine))
+            assert row["ci_low"] <= row["success_rate"] <= row["ci_high"]
+    plain = fig7_rows({("m", "sap"): tmp_path / "cheap.jsonl"}, BOOTSTRAP)
+    assert {row["success_rate"] for row in plain} == {100.0} and {row["judge_mode"] for row in plain} == {"full"}
+
+
+def _judges(seed: int, reversed_bias: bool) -> tuple:
+    """Four models 1.0 apart on 0-5; the strong judge on a sample of 30 of each model's 300 items with 3 samples
+    an item, the cheap judge on the same items with 1; its bias shrinks the gaps, or (``reversed_bias``) turns the
+    order round."""
+    from h2htalk.reliability.judge_pairs import JudgeVerdicts
+
+    models = {f"m{k}": 1.0 * k - 1.5 for k in range(4)}
+    bias = {m: (-2.0 * k if reversed_bias else -0.2 * k) for k, m in enumerate(models)}
+    world = make_world(seed, models, bias)
+    rng = np.random.default_rng(seed)
+    cheap_values, own_values, own_samples = {}, {}, {}
+    for model in models:
+        cell = Cell(model, "sap", "itinerary_basic")
+        for item_id in cascade_sample(cell, world.ids, CASCADE):
+            k = world.ids.index(item_id)
+            key = (model, "sap", "itinerary_basic", item_id)
+            draws = np.clip(world.strong[model][k] + rng.normal(0, 0.3, 3), 0, 5)
+            own_samples[key] = list(draws)
+            own_values[key] = float(draws.mean())
+            cheap_values[key] = float(world.cheap[model][k])
+    cheap = JudgeVerdicts("cheap-judge", cheap_values, {key: [v] for key, v in cheap_values.items()})
+    return cheap, JudgeVerdicts("strong-judge", own_values, own_samples)
+
+
+def test_the_card_compares_the_cascades_two_judges(tmp_path):
+    from h2htalk.reliability.card import write_card
+    from h2htalk.reliability.judge_pairs import compare_judges
+
+    cheap, own = _judges(1, reversed_bias=False)
+    rows = {(r["model"], r["check"]): r for r in compare_judges("rubric", cheap, own, BootstrapSettings(300, 2, 0.95))}
+    pair = "cheap-judge vs strong-judge"
+    alpha, tau = rows[(pair, "judge vs judge (alpha)")], rows[(pair, "judge vs judge (Kendall tau)")]
+    assert alpha["items"] == 120 and 0 < alpha["value"] < 1  # biased, noisy: agreement, not identity
+    assert tau["value"] == 1.0 and tau["ci_high"] == 1.0 and tau["note"].startswith("4 models")
+    assert rows[("strong-judge", "separability")]["pairs"] == 6
+    assert rows[("strong-judge", "separability")]["value"] >= rows[("cheap-judge", "separability")]["value"]
+    assert rows[("strong-judge", "stability (Kendall tau)")]["value"] > 0.6
+    assert rows[("cheap-judge", "stability (Kendall tau)")]["value"] is None  # one sample an item
+    flipped, own = _judges(1, reversed_bias=True)
+    turned = {
+        (r["model"], r["check"]): r for r in compare_judges("rubric", flipped, own, BootstrapSettings(300, 2, 0.95))
+    }
+    assert turned[(pair, "judge vs judge (Kendall tau)")]["value"] < 0  # a bias that reverses the ranking shows
+    out = {"csv": tmp_path / "card.csv", "md": tmp_path / "card.md"}
+    write_card([], out, BootstrapSettings(300, 2, 0.95), [("rubric", cheap, own)])
+    card = out["md"].read_text(encoding="utf-8")
+    assert "## Judge against judge: the rubric judge, cheap-judge vs strong-judge" in card
+    assert "their rankings of the models with Kendall's tau 1.00" in card and "pairs of models apart" in card

@@ -527,10 +527,11 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "fig7", f"{JOBS}.tables:fig7", "Figure 7: instruction following by scenario type",
-        reads=("scoring.bootstrap", "studies.models", "models", "variants", "review.store", *RUN_NOTES),
+        reads=("scoring.bootstrap", "studies.models", "models", "variants", "review.store", *RUN_NOTES,
+               *(f"study_judge.{key}" for key in CASCADE)),
         cells=_study_cells("instruction_following"), ratings=(NEED_VERDICTS,), env="figures", memory_mb=1000,
         minutes=10, options=("bootstrap",), report=("png",),
-        inputs={"provenance": PROVENANCE, "verdicts": Each("verdicts")},
+        inputs={"provenance": PROVENANCE, "verdicts": Each("verdicts"), "sample": Each("judge_sample")},
         outputs=figure_files("fig7_instruction_following", png=".png", csv=".csv"),
     ),
     # --- the run's results in other formats ---------------------------------------------------------------
@@ -589,6 +590,7 @@ STAGES: tuple[Stage, ...] = (
             "canaries": One("judge_canary", over=("model", "judges")),
             "judge_samples": Cells("judge_samples", _judged_cells),
             "verdicts": Cells("verdicts", _study_cells()),
+            "samples": Cells("judge_sample", _judged_cells), "study_samples": Cells("judge_sample", _study_cells()),
             "agreement": Figure("agreement", ".csv"),
         },
         outputs=figure_files("judge_reliability", md=".md", csv=".csv"),

@@ -137,18 +137,19 @@ def fig7(job: Job) -> Done:
     config = job.config
     rows = write_fig7_files(
         job.cells, job.results, BootstrapSettings.from_config(config), job.named_outputs(), config["review"]["store"],
-        run_notes(config),
+        run_notes(config), cascade=config["study_judge"]["mode"] == "cascade",
     )  # fmt: skip
     return Done(f"{len(rows)} bars", out=job.output("png"))
 
 
 def judge_reliability(job: Job) -> Done:
     from h2htalk.reliability.card import write_card
-    from h2htalk.reliability.evidence import card_evidence
+    from h2htalk.reliability.evidence import card_evidence, cascades
     from h2htalk.settings import BootstrapSettings
 
     bootstrap = BootstrapSettings.from_config(job.config)
     evidence, _ = card_evidence(job.config, job.run, job.results, job.input("agreement"))
-    rows = write_card(evidence, job.named_outputs(), bootstrap)
+    pairs = cascades(job.config, job.run, job.results)
+    rows = write_card(evidence, job.named_outputs(), bootstrap, pairs)
     return Done(f"{len(evidence)} judges, {len(rows)} rows", out=_shown(job))
 
