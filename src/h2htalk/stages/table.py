@@ -175,6 +175,14 @@ def _rubric_canary(scope, labels):
     return [scope.results.path("judge_canary", model=scope.config["rubric_judge"]["model"])]
 
 
+def _rubric_ladders(scope, labels):
+    """The rubric judges' sanity ladders (each judge model's: the cheap one's too in cascade mode), which the tables of
+    their verdicts show."""
+    if not scope.run.judged_subtasks:
+        return []
+    return [scope.results.path("judge_ladder", model=m) for m, roles in scope.run.judges.items() if "rubric" in roles]
+
+
 def _ladder_inputs(scope, labels):
     """What the rubric judge's ladder is made of: the judged subtasks' instances and one variant's prompts."""
     run = scope.run
@@ -469,6 +477,7 @@ STAGES: tuple[Stage, ...] = (
             "pairs": Figure("table2_pairs", ".csv"), "ranks": Figure("table2_ranks", ".csv"),
             "judge_samples": Cells("judge_samples", _judged_cells),
             "human": _config_files("review.imports"), "canary": Paths(_rubric_canary),
+            "ladders": Paths(_rubric_ladders),
         },
         outputs=figure_files(
             "table2", csv=".csv", md=".md", tex=".tex", heatmap="_heatmap.png", vs_paper="_vs_paper.csv",
@@ -549,9 +558,11 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         "leaderboard", f"{JOBS}.exports:leaderboard",
         "Table 2's rows ranked by Overall, per embedder and variant (and within each size group), as JSON",
-        reads=EXPORT, env="export", memory_mb=1000, minutes=10,
+        reads=(*EXPORT, "scoring.bootstrap", *(f"rubric_judge.{key}" for key in CASCADE)), env="export",
+        memory_mb=1000, minutes=10,
         inputs={
             "provenance": PROVENANCE, "summaries": Paths(_export_summaries), "registry": Paths(_registry_files),
+            "ladders": Paths(_rubric_ladders),
         },
         outputs=figure_files("leaderboard", json=".json"),
     ),

@@ -337,6 +337,21 @@ def _shown(value: float | None, row: Row, column: str) -> float | str | None:
     return f"{value:.2f}{INCOMPLETE_MARK}"
 
 
+def mark_judged(frame: pd.DataFrame, rows: Sequence[Row], mark: str) -> pd.DataFrame:
+    """``frame`` (``table2_frame(rows)``) with ``mark`` after every cell a judge's score is in (a judged cell read as
+    J or judge) and every Avg and Overall built from one: a judge at chance on its ladder made them."""
+    names = column_names()
+    marked = frame.copy().astype(object)
+    for index, row in enumerate(rows):
+        judged = {k for k, c in row.cells.items() if c.judge is not None and c.measure in PEOPLE_READINGS}
+        for column in column_order():
+            value = marked.loc[index, names[column]]
+            if judged & set(inputs_of(column)) and value is not None and value == value:  # NaN: no value
+                shown = f"{value:.2f}" if isinstance(value, float) else str(value)
+                marked.loc[index, names[column]] = shown + mark
+    return marked
+
+
 def table2_marks(rows: Sequence[Row]) -> pd.DataFrame:
     """LaTeX marks for ``table2_frame(rows)``: "first", "second", "third" on the top three values of each score
     column within each (embedder, variant, size group) of at least MIN_RANKED rows, "" elsewhere."""

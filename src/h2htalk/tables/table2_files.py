@@ -27,6 +27,7 @@ from h2htalk.tables.table2 import (
     column_order,
     comparison,
     judged_note,
+    mark_judged,
     read_paper_table2,
     table2_frame,
     table2_marks,
@@ -97,6 +98,7 @@ def write_table2(
     notes: Iterable[str] = (),
     run_notes: Iterable[str] = (),
     significance: Significance | None = None,
+    judge_mark: str = "",
 ) -> list[Row]:
     """Table 2 and its companions; Overall weighted by ``weights`` (tables.overall_weights), judged cells as
     ``judged_cell`` reads them (tables.judged_cell); ``notes`` go under the table with the standing ones, and
@@ -123,6 +125,8 @@ def write_table2(
     if significance is not None:
         frame = significance.annotate(frame, rows)
         notes += significance.notes(rows)
+    if judge_mark:
+        frame = mark_judged(frame, rows, judge_mark)
     write_table(frame, out, caption=CAPTION, label=LABEL, notes=notes, marks=table2_marks(rows), csv=False)
     heatmap(rows, Path(out["heatmap"]), judged_cell, run_notes)
 
