@@ -304,11 +304,10 @@ def test_table2_says_per_cell_the_mode_the_sample_and_the_rectifier(tmp_path):
 def test_the_plan_counts_the_cascade_and_the_jobs_judge_exactly_the_sample(tmp_path):
     """Both judges in cascade mode: the plan counts the cheap judge on every item and the own judge on each cell's
     sample before the run; the run's jobs judge exactly those items, and the plan finds them cached after."""
-    from h2htalk.cli import main
     from h2htalk.io import read_jsonl
 
     from .standins.loopback import LoopbackAPI
-    from .test_plan import SUBTASKS, plan, write_config
+    from .test_plan import plan, run_stages, write_config
 
     cascade = {"mode": "cascade", "cheap_model": "stub-model", "sample_per_cell": 2, "sample_seed": 4}
     cache = tmp_path / "cache" / "judgments"
@@ -319,19 +318,7 @@ def test_the_plan_counts_the_cascade_and_the_jobs_judge_exactly_the_sample(tmp_p
             tmp_path, api.base_url, rubric_judge={**judge, "samples": 2}, study_judge={**judge, "samples": 1}
         )
         before = plan(config, results)
-        common = ["--config", str(config), "--results", str(results)]
-        for subtask in SUBTASKS:
-            assert main(["instances", *common, "--subtask", subtask]) == 0
-            for variant in ("sap", "nosap"):
-                assert main(["prompts", "--results", str(results), "--subtask", subtask, "--variant", variant]) == 0
-        for study in ("safety", "instruction_following"):
-            for variant in ("sap", "nosap"):
-                assert main(["study-inputs", *common, "--study", study, "--variant", variant]) == 0
-        assert main(["generate", *common, "--model", "stub-model"]) == 0
-        assert main(["baseline-answers", *common, "--model", "baseline-oracle"]) == 0
-        for model in ("stub-model", "baseline-oracle"):
-            assert main(["rubric-judge", *common, "--model", model]) == 0
-        assert main(["study", *common, "--model", "stub-model"]) == 0
+        run_stages(config, results, api.base_url)
         after = plan(config, results)
     layout = Layout(str(results))
     # 3 demo items of the judged subtask, 2 variants, 2 models; 2 samples each; the own judge on 2 of each cell's 3

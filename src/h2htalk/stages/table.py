@@ -75,7 +75,7 @@ def _models_in_use(run):
     """Every model a run may start: the models under test, the judges and the reconstruction's models."""
     config = run.config
     reconstruct = config["instances"]["reconstruct"]
-    judges = [config["rubric_judge"]["model"], config["study_judge"]["model"]]
+    judges = [config["rubric_judge"]["model"], config["study_judge"]["model"], *run.judges]  # cheap ones too
     return [*run.models, *judges, reconstruct["generator"], *reconstruct["voters"]]
 
 
