@@ -448,3 +448,21 @@ def test_the_card_compares_the_cascades_two_judges(tmp_path):
     card = out["md"].read_text(encoding="utf-8")
     assert "## Judge against judge: the rubric judge, cheap-judge vs strong-judge" in card
     assert "their rankings of the models with Kendall's tau 1.00" in card and "pairs of models apart" in card
+
+
+def test_in_cascade_mode_the_judging_jobs_start_both_judges_and_the_cheap_one_is_provisioned():
+    from h2htalk.config import default_config
+    from h2htalk.stages.spec import Scope
+    from h2htalk.stages.table import BY_NAME
+
+    study = {"mode": "cascade", "cheap_model": "llama-3.3-70b-instruct"}
+    config = default_config({"rubric_judge": {"mode": "cascade"}, "study_judge": study})
+    scope = Scope(config, Layout("results"))
+    labels = {"model": "qwen2-7b-instruct"}
+    assert BY_NAME["rubric_judge"].starts(scope, labels) == ["qwen2.5-72b-instruct", "gpt-4o"]  # the cheap one first
+    assert BY_NAME["study"].starts(scope, labels) == ["qwen2-7b-instruct", "llama-3.3-70b-instruct", "gpt-4o"]
+    provisioned = {job["model"] for job in BY_NAME["prefetch_model"].jobs(scope.run)}
+    assert {"qwen2.5-72b-instruct", "llama-3.3-70b-instruct", "gpt-4o"} <= provisioned
+    assert set(scope.run.judges) == {"qwen2.5-72b-instruct", "llama-3.3-70b-instruct", "gpt-4o"}  # each a ladder
+    full = Scope(default_config({}), Layout("results"))
+    assert BY_NAME["rubric_judge"].starts(full, labels) == ["gpt-4o"] and list(full.run.judges) == ["gpt-4o"]
