@@ -49,7 +49,8 @@ def test_a_complete_run_has_nothing_stale(tmp_path, monkeypatch):
     assert stale_results(graph, figures) == {}
     # the chain of one judged cell, from the answers to J
     cell = Cell(MODEL, "sap", "itinerary_basic", "usem3")
-    assert graph[results.j_summary(cell)] == [results.score_items(cell), results.judge_samples(cell)]
+    made_from = [results.score_items(cell), results.judge_samples(cell), results.judge_sample(cell)]
+    assert graph[results.j_summary(cell)] == made_from
     assert results.generations(Cell("baseline-oracle", "sap", "safety")) not in graph  # baselines answer no study
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from h2htalk.layout import Cell, Layout
-from h2htalk.settings import RUBRIC, STUDIES
+from h2htalk.settings import CASCADE, RUBRIC, STUDIES
 from h2htalk.subtasks import JUDGED
 
 
@@ -57,10 +57,14 @@ class RunCells:
     @property
     def judges(self) -> dict[str, tuple[str, ...]]:
         """Each judge model and the judges it is (``settings.JUDGE_ROLES``): the rubric judge when Levels I-III
-        are run, the judges of both studies."""
-        roles = {self.config["rubric_judge"]["model"]: (RUBRIC,)} if self.judged_subtasks else {}
-        study_judge = self.config["study_judge"]["model"]
-        return roles | {study_judge: (*roles.get(study_judge, ()), *STUDIES)}
+        are run, the judges of both studies; a role in cascade mode has two (its cheap judge, and its own)."""
+        roles: dict[str, tuple[str, ...]] = {}
+        for section, judged in (("rubric_judge", (RUBRIC,) if self.judged_subtasks else ()), ("study_judge", STUDIES)):
+            keys = self.config[section]
+            cheap = [keys["cheap_model"]] if keys["mode"] == CASCADE else []
+            for model in dict.fromkeys([*cheap, keys["model"]]) if judged else ():
+                roles[model] = (*roles.get(model, ()), *judged)
+        return roles
 
     @property
     def embedders(self) -> tuple[str, ...]:

@@ -183,6 +183,8 @@ def models_in_use(config: dict[str, Any]) -> list[str]:
     and the reconstruction models when the instances are reconstructed."""
     reconstruct = config["instances"]["reconstruct"]
     names = [*config["models"], config["rubric_judge"]["model"], config["study_judge"]["model"]]
+    cascades = [role for role in ("rubric_judge", "study_judge") if config[role]["mode"] == "cascade"]
+    names += [config[role]["cheap_model"] for role in cascades]
     if config["instances"]["source"] == "reconstructed":
         names += [reconstruct["generator"], *reconstruct["voters"]]
     return list(dict.fromkeys(names))
@@ -208,7 +210,11 @@ def _cross_checks(config: dict[str, Any], registry_names: bool) -> list[str]:
         except ConfigError as exc:
             return [str(exc)]
         where = registry_name(config)
-        named = [(f"{role}.model", config.get(role, {}).get("model")) for role in ("rubric_judge", "study_judge")]
+        named = [
+            (f"{role}.{key}", config.get(role, {}).get(key))
+            for role in ("rubric_judge", "study_judge")
+            for key in ("model", *(("cheap_model",) if config.get(role, {}).get("mode") == "cascade" else ()))
+        ]
         reconstruct = config.get("instances", {}).get("reconstruct", {})
         named.append(("instances.reconstruct.generator", reconstruct.get("generator")))
         named += [(f"instances.reconstruct.voters[{i}]", n) for i, n in enumerate(reconstruct.get("voters", []))]

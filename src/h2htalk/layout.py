@@ -57,11 +57,13 @@ PATTERNS: dict[str, str] = {
     "study_score_summary": "studies/{study}/scores/{embedder}/{model}/{variant}.summary.json",
     "judge_samples": "judge_samples/{model}/{variant}/{subtask}.jsonl",
     "judge_run": "judge_samples/{model}/run.json",
+    "judge_sample": "judge_sample/{model}/{variant}/{subtask}.jsonl",  # the strong judge's sample (cascade mode)
     "j_items": "j_scores/{embedder}/{model}/{variant}/{subtask}.items.jsonl",
     "j_summary": "j_scores/{embedder}/{model}/{variant}/{subtask}.summary.json",
     "review_queue": "review/queue.csv",
     "study_verdicts": "studies/{study}/verdicts/{model}/{variant}.jsonl",
     "study_judge_run": "studies/verdicts/{model}.run.json",
+    "study_judge_sample": "studies/{study}/judge_sample/{model}/{variant}.jsonl",
     "judge_ladder": "judge_reliability/{model}/ladder.jsonl",
     "judge_canary": "judge_reliability/{model}/canary.json",
     "judge_ladder_run": "judge_reliability/{model}/run.json",
@@ -184,6 +186,10 @@ class Layout:
 
     def judge_samples(self, cell: Cell) -> str:
         return self.path("judge_samples", **cell.labels())
+
+    def judge_sample(self, cell: Cell) -> str:
+        """The role's own judge's verdicts on the cell's cascade sample (empty in full mode)."""
+        return self.path("study_judge_sample" if cell.is_study else "judge_sample", **cell.labels())
 
     def j_items(self, cell: Cell) -> str:
         return self.path("j_items", **cell.labels())

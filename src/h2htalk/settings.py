@@ -19,6 +19,8 @@ STUDIES: tuple[str, ...] = ("safety", "instruction_following")  # the two studie
 RUBRIC = "rubric"
 JUDGE_ROLES: tuple[str, ...] = (RUBRIC, *STUDIES)  # the judges: Levels I-III's rubric judge, each study's judge
 GATE, SAMPLE = "gate", "sample"  # review.mode: what people's scores do to a judged cell
+FULL, CASCADE = "full", "cascade"  # rubric_judge.mode, study_judge.mode: who judges every item
+JUDGE_SECTIONS = {RUBRIC: "rubric_judge", STUDIES[0]: "study_judge", STUDIES[1]: "study_judge"}  # role -> section
 PEOPLE_READINGS: tuple[str, ...] = ("J", "judge")  # the readings of a judged cell people's scores enter (not S)
 
 
@@ -154,6 +156,27 @@ class StudyJudgeSettings(JudgeSettings):
     """study_judge.*: the judge of the two studies."""
 
     SECTION = ("study_judge",)
+
+
+@dataclass(frozen=True)
+class CascadeSettings:
+    """mode/cheap_model/sample_per_cell/sample_seed of a judge's section (rubric_judge, study_judge): in cascade
+    mode the cheap model judges every item and the section's model a seeded sample of each cell."""
+
+    section: str
+    mode: str
+    cheap_model: str
+    sample_per_cell: int
+    sample_seed: int
+
+    @classmethod
+    def from_config(cls, config: Config, section: str) -> CascadeSettings:
+        keys = config[section]
+        return cls(section, keys["mode"], keys["cheap_model"], keys["sample_per_cell"], keys["sample_seed"])
+
+    @property
+    def on(self) -> bool:
+        return self.mode == CASCADE
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from h2htalk.export.models import model_name
-from h2htalk.settings import VARIANT_NAMES
+from h2htalk.reliability.standing import Standing
+from h2htalk.settings import PEOPLE_READINGS, VARIANT_NAMES
 from h2htalk.subtasks import DIMENSIONS
-from h2htalk.tables.table2 import GROUP_TITLES, Row, column_names, column_order
+from h2htalk.tables.table2 import GROUP_TITLES, Row, column_names, column_order, inputs_of
 
 FORMAT = "h2htalk-leaderboard/1"
 BASELINE_GROUP = "baseline"
@@ -25,9 +26,13 @@ def competition_ranks(values: Sequence[float | None]) -> list[int | None]:
     return [None if k is None else 1 + sum(other > k for other in present) for k in keys]
 
 
-def entry(row: Row, registry: dict[str, Any]) -> dict[str, Any]:
+def entry(row: Row, registry: dict[str, Any], judge_at_chance: bool = False) -> dict[str, Any]:
+    """A row of a board; ``judge_at_chance``: the rubric judge that made its judged cells is at chance on its ladder
+    (then ``at_chance_judge`` lists the columns that rest on it: the judged cells, their Avg and Overall)."""
     values = row.values()
     dimensions = [f"{d}_avg" for d in DIMENSIONS]
+    judged = {k for k, c in row.cells.items() if c.judge is not None and c.measure in PEOPLE_READINGS}
+    resting = [c for c in column_order() if judged & set(inputs_of(c)) and c in values] if judge_at_chance else []
     return {
         "model": row.model,
         "display_name": row.display_name,
@@ -38,13 +43,14 @@ def entry(row: Row, registry: dict[str, Any]) -> dict[str, Any]:
         "dimensions": {column: values.get(column) for column in dimensions},
         "subtasks": {column: values.get(column) for column in column_order() if column in row.cells},
         "measures": {column: cell.measure for column, cell in row.cells.items()},
+        "at_chance_judge": resting,
     }
 
 
-def board(rows: Sequence[Row], registry: dict[str, Any]) -> dict[str, Any]:
+def board(rows: Sequence[Row], registry: dict[str, Any], judge_at_chance: bool = False) -> dict[str, Any]:
     """One embedder's and variant's rows: the models ranked by Overall (ties share a rank; rows without one come
     last, unranked), each also within its size group; the baselines apart."""
-    models = [entry(row, registry) for row in rows if row.size_group != BASELINE_GROUP]
+    models = [entry(row, registry, judge_at_chance) for row in rows if row.size_group != BASELINE_GROUP]
     for member, rank in zip(models, competition_ranks([m["overall"] for m in models]), strict=True):
         member["rank"] = rank
     for group in {m["size_group"] for m in models}:
@@ -57,14 +63,20 @@ def board(rows: Sequence[Row], registry: dict[str, Any]) -> dict[str, Any]:
         "variant": rows[0].variant,
         "variant_name": VARIANT_NAMES.get(rows[0].variant, rows[0].variant),
         "rows": models,
-        "baselines": [entry(row, registry) for row in rows if row.size_group == BASELINE_GROUP],
+        "baselines": [entry(row, registry, judge_at_chance) for row in rows if row.size_group == BASELINE_GROUP],
     }
 
 
 def build_leaderboard(
-    rows: Sequence[Row], registry: dict[str, Any], provenance: dict[str, Any], notes: Sequence[str] = ()
+    rows: Sequence[Row],
+    registry: dict[str, Any],
+    provenance: dict[str, Any],
+    notes: Sequence[str] = (),
+    judges: Sequence[Standing] = (),
 ) -> dict[str, Any]:
-    """The boards of ``rows`` (Table 2's), with the run's provenance and ``notes`` (what the run is, e.g. a demo)."""
+    """The boards of ``rows`` (Table 2's), with the run's provenance, ``notes`` (what the run is, e.g. a demo) and the
+    rubric judges' ladders (``judges``)."""
+    at_chance = any(s.at_chance and s.deciding for s in judges)
     boards: dict[tuple[str, str], list[Row]] = {}
     for row in rows:
         boards.setdefault((row.embedder, row.variant), []).append(row)
@@ -74,8 +86,13 @@ def build_leaderboard(
         "git_hash": provenance["git"]["revision"],
         "config_sha256": provenance["config_sha256"],
         "notes": list(notes),
+        "judges": [
+            {"model": s.model, "role": s.role, "ladder_accuracy": s.accuracy.value, "ci_low": s.accuracy.ci_low,
+             "ci_high": s.accuracy.ci_high, "at_chance": s.at_chance, "decides": s.deciding}
+            for s in judges
+        ],
         "ranked_by": "overall",
         "columns": column_names(),
         "size_groups": GROUP_TITLES,
-        "boards": [board(members, registry) for members in boards.values()],
+        "boards": [board(members, registry, at_chance) for members in boards.values()],
     }

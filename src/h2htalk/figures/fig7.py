@@ -13,6 +13,7 @@ import numpy as np
 from h2htalk.io import iter_jsonl, write_png_atomic
 from h2htalk.layout import Cell, Layout
 from h2htalk.people.consensus import majority
+from h2htalk.people.prediction_powered import prediction_powered_mean
 from h2htalk.ratings import NEED_VERDICTS, Rating, known_items, read_ratings
 from h2htalk.scoring.bootstrap import bootstrap_mean_ci
 from h2htalk.settings import BootstrapSettings
@@ -41,31 +42,45 @@ def fig7_rows(
     verdicts: dict[tuple[str, str], Path],
     bootstrap: BootstrapSettings,
     human: dict[tuple[str, ...], bool] | None = None,
+    samples: dict[tuple[str, str], Path] | None = None,
 ) -> list[dict[str, Any]]:
     """Success rate (need recognised and met) per (model, variant, scenario type), with a bootstrap CI; ``human``
-    (model, variant, id) -> people's decision replaces the judge's."""
+    (model, variant, id) -> people's decision replaces the judge's. In cascade mode (``samples``: the own judge's
+    verdicts on each cell's sample) a bar with 2 sampled items is the cheap judge's rate corrected by them
+    (prediction-powered: the sample is random within the cell, so within each scenario type too)."""
     resamples, seed, confidence = bootstrap.resamples, bootstrap.seed, bootstrap.confidence
     human = human or {}
     out = []
     for (model, variant), path in sorted(verdicts.items()):
         records = [{**r, "success": human.get((model, variant, r["id"]), r["success"])} for _, r in iter_jsonl(path)]
+        own = {
+            r["id"]: human.get((model, variant, r["id"]), r["success"])
+            for _, r in (iter_jsonl(samples[(model, variant)]) if samples else ())
+        }
         for scenario in ("implicit_help", "ambiguous", "context_aware"):
-            decided = np.array(
-                [100.0 * r["success"] for r in records if r["scenario_type"] == scenario and r["success"] is not None],
-                float,
-            )
+            kept = [r for r in records if r["scenario_type"] == scenario and r["success"] is not None]
+            decided = np.array([100.0 * r["success"] for r in kept], float)
             missing = sum(1 for r in records if r["scenario_type"] == scenario and r["success"] is None)
             low, high = bootstrap_mean_ci(decided, resamples, seed, confidence) if decided.size else ([None], [None])
+            rated = [k for k, r in enumerate(kept) if own.get(r["id"]) is not None]
+            mode = "cascade" if samples else "full"
+            if len(rated) >= 2:
+                observed = np.array([100.0 * own[kept[k]["id"]] for k in rated], float)
+                estimate = prediction_powered_mean(decided, np.array(rated), observed, confidence)
+                decided = np.array([estimate.value])
+                low, high = [estimate.ci_low], [estimate.ci_high]
             out.append(
                 {
                     "model": model,
                     "variant": variant,
                     "scenario_type": scenario,
-                    "n": int(decided.size),
+                    "n": len(kept),
                     "missing": missing,
                     "success_rate": float(decided.mean()) if decided.size else None,
                     "ci_low": low[0],
                     "ci_high": high[0],
+                    "judge_mode": mode,
+                    "sample": len(rated) if samples else None,
                 }
             )
     return out
@@ -81,7 +96,8 @@ def write_fig7(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    columns = ["model", "variant", "scenario_type", "n", "missing", "success_rate", "ci_low", "ci_high"]
+    columns = ["model", "variant", "scenario_type", "n", "missing", "success_rate", "ci_low", "ci_high", "judge_mode",
+               "sample"]
     write_csv(records_frame(rows, columns), csv_path, float_format="{:.2f}")
     scenarios = ["implicit_help", "ambiguous", "context_aware"]
     series = sorted({(r["model"], r["variant"]) for r in rows})
@@ -124,10 +140,13 @@ def write_fig7_files(
     out: Files,
     store: str | os.PathLike[str] | None = None,
     run_notes: Sequence[str] = (),
+    cascade: bool = False,
 ) -> list[dict]:
     """Figure 7 (``png``) and its ``csv`` from the instruction-following cells (one per model and
-    variant) and people's verdicts in the review desk's ``store``; ``run_notes`` under its title."""
+    variant) and people's verdicts in the review desk's ``store``; ``run_notes`` under its title; ``cascade``: the
+    study judge's cascade mode (each cell's sample corrects its bars)."""
     verdicts = {(cell.model, cell.variant): Path(results.verdicts(cell)) for cell in cells}
-    rows = fig7_rows(verdicts, bootstrap, read_need_verdicts(store, verdicts))
+    samples = {(cell.model, cell.variant): Path(results.judge_sample(cell)) for cell in cells} if cascade else None
+    rows = fig7_rows(verdicts, bootstrap, read_need_verdicts(store, verdicts), samples)
     write_fig7(rows, Path(out["png"]), Path(out["csv"]), bootstrap.confidence, run_notes)
     return rows

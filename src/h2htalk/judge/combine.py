@@ -20,6 +20,13 @@ queues and the review desk's store; an item's score is the median of its raters)
   Only the sample goes to the review queue, and only the sample's scores enter the correction (a score of
   another item is counted, not used: a hand-picked item would bias it).
 
+In cascade mode (``rubric_judge.mode``) the judge of every item is the cheap one, and the role's own judge scores
+a seeded sample of each cell (``h2htalk.judge.cascade``); J and judge are then the cheap judge's cell mean
+corrected by the own judge's on the sample, by the same estimator. People compose with it: in gate mode a
+person's score replaces both judges' on the items they rated, before either correction; in sample mode people's
+sample is drawn within the own judge's, and corrects it there first (``Correction``). Each corrected cell's items
+carry pseudo-values (``ppi``) whose mean is the corrected mean, for Table 2's paired comparisons.
+
 The paper does not say how Eq. 3 mixes S (0-100) with a judge score (0-5), so a judged cell's summary carries
 three readings of it, each with its CI: ``J`` (J100 above), ``S`` (the metric alone) and ``judge`` (the judge's
 score x 20). Its ``value`` is J; Table 2 shows the reading ``tables.judged_cell`` names, so switching it
@@ -33,6 +40,7 @@ import csv
 import io
 import os
 from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +51,7 @@ from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic, write_
 from h2htalk.judge.readings import READINGS, item_readings
 from h2htalk.layout import Cell, Layout
 from h2htalk.people.consensus import consensus, median_score
-from h2htalk.people.prediction_powered import prediction_powered_mean, review_sample
+from h2htalk.people.prediction_powered import Estimate, prediction_powered_mean, pseudo_values, review_sample
 from h2htalk.ratings import REVIEW_SCORES, Rating, read_ratings
 from h2htalk.scoring.bootstrap import bootstrap_mean_ci
 from h2htalk.scoring.metrics import cell_value
@@ -127,16 +135,52 @@ def combine_items(
     gate: GateSettings,
     human: HumanScores,
     review: ReviewSettings,
+    sample_verdicts: Path | None = None,
 ) -> list[dict[str, Any]]:
     """J of every judged item, its review flag and people's score. In gate mode ``J5`` uses people's score
-    where there is one; in sample mode ``J5`` is always the judge's and ``J5_people`` holds people's."""
-    s_by_id = {r["id"]: r for _, r in iter_jsonl(score_items)}
-    verdicts = list(iter_jsonl(judgments))
+    where there is one; in sample mode ``J5`` is always the judge's and ``J5_people`` holds people's. In cascade
+    mode ``judgments`` are the cheap judge's, and ``sample_verdicts`` the role's own judge's on the cascade's
+    sample (``J5_strong``: J with its score, or people's in gate mode; people's sample is then drawn within it)."""
+    records = CellRecords(
+        {r["id"]: r for _, r in iter_jsonl(score_items)},
+        list(iter_jsonl(judgments)),
+        {v["id"]: v for _, v in iter_jsonl(sample_verdicts)} if sample_verdicts else None,
+        str(judgments),
+    )
+    return combine_records(model, variant, subtask, records, gate, human, review)
+
+
+@dataclass(frozen=True)
+class CellRecords:
+    """What a judged cell is combined from: its score records by id, the (line, verdict) of the judge of every
+    item, in cascade mode the own judge's verdicts on the sample by id, and the verdicts' file (for errors)."""
+
+    scores: dict[str, dict[str, Any]]
+    verdicts: list[tuple[int, dict[str, Any]]]
+    sample: dict[str, dict[str, Any]] | None
+    source: str
+
+
+def combine_records(
+    model: str,
+    variant: str,
+    subtask: str,
+    records: CellRecords,
+    gate: GateSettings,
+    human: HumanScores,
+    review: ReviewSettings,
+) -> list[dict[str, Any]]:
+    """``combine_items`` of records already read."""
+    s_by_id, verdicts, judgments = records.scores, records.verdicts, records.source
+    strong, cascade = records.sample or {}, records.sample is not None
     sampled: set[str] = set()
     if review.mode == SAMPLE:
-        # drawn among the items that have a J: a judge's score and an S (an empty answer left unscored has none)
+        # drawn among the items that have a J: a judge's score and an S (an empty answer left unscored has none),
+        # and in cascade mode among the sample's items whose own judge's score is known (a sample within it)
         scored = {item_id for item_id, r in s_by_id.items() if r["S"] is not None}
         with_j = [v["id"] for _, v in verdicts if v["judge_mean"] is not None and v["id"] in scored]
+        if cascade:
+            with_j = [i for i in with_j if strong.get(i, {}).get("judge_mean") is not None]
         sampled = set(review_sample(Cell(model, variant, subtask), with_j, review.sample_per_cell, review.sample_seed))
     items = []
     for number, verdict in verdicts:
@@ -148,6 +192,9 @@ def combine_items(
         people = None if override is None or s_score is None else combine_j(s_score, override["score"], gate.alpha)
         judge_score = override["score"] if override and review.mode == GATE else verdict["judge_mean"]
         j5 = None if judge_score is None or s_score is None else combine_j(s_score, judge_score, gate.alpha)
+        strong_mean = strong[item_id]["judge_mean"] if item_id in strong else None
+        strong_score = override["score"] if override and review.mode == GATE and item_id in strong else strong_mean
+        j5_strong = None if strong_score is None or s_score is None else combine_j(s_score, strong_score, gate.alpha)
         if review.mode == SAMPLE:
             reasons = [SAMPLED] if item_id in sampled and not override else []
         else:  # a person decided, or there is no S to mix (nothing a reviewer could change): no review
@@ -162,6 +209,8 @@ def combine_items(
             "judge_evidence": next((s["evidence"] for s in verdict["samples"] if s["score"] is not None), ""),
             "human": override, "J5": j5, "J100": None if j5 is None else 20.0 * j5,
             "sampled": item_id in sampled, "J5_people": people,
+            **({"cascade_sampled": item_id in strong, "strong_mean": strong_mean, "strong_score": strong_score,
+                "J5_strong": j5_strong} if cascade else {}),
             "review": bool(reasons), "review_reasons": reasons,
             "flags": verdict["flags"] + [f for f in s_by_id[item_id].get("flags", []) if f in ANSWER_FLAGS],
             "cluster": s_by_id[item_id].get("cluster", item_id),  # the conversation it belongs to, as scored
@@ -187,48 +236,107 @@ def summarise_reading(
     return {"n": int(present.size), **cell_value(*mean), "missing": len(values) - int(present.size)}
 
 
+def strong_readings(item: dict[str, Any]) -> dict[str, float]:
+    """A cascade-sampled item's value under the readings a judge's score enters, with the role's own judge's."""
+    return {"J": 20.0 * item["J5_strong"], "judge": 20.0 * item["strong_score"]}
+
+
+@dataclass(frozen=True)
+class Correction:
+    """What corrects a cell's judge on every item: the ``frame`` the mean is over (the items with a J), the
+    positions in it of the ``rated`` items, and per reading their ``observed`` values: people's (review sample
+    mode), the role's own judge's (cascade mode), or in both the own judge's corrected by people on a random part
+    of its sample (the second phase's pseudo-values)."""
+
+    frame: list[dict[str, Any]]
+    rated: list[int]
+    observed: dict[str, np.ndarray]
+    estimator: str
+    people_items: list[dict[str, Any]]  # the items whose people's score the correction uses
+
+    def predicted(self, name: str) -> np.ndarray:
+        return np.array([item_readings(i)[name] for i in self.frame], dtype=np.float64)
+
+    def clusters(self) -> list[str] | None:
+        labels = [i.get("cluster", i["id"]) for i in self.frame]
+        return labels if len(set(labels)) < len(labels) else None
+
+    def estimate(self, name: str, confidence: float) -> Estimate:
+        return prediction_powered_mean(
+            self.predicted(name), np.array(self.rated), self.observed[name], confidence, self.clusters()
+        )
+
+
+def correction(items: Sequence[dict[str, Any]], mode: str, cascade: bool) -> Correction | None:
+    """How the cell's judge is corrected, or None: gate mode without a cascade, or fewer than 2 items to correct
+    it with (the cell is then the judge's alone)."""
+    frame = [i for i in items if i["J100"] is not None]
+    people = [k for k, i in enumerate(frame) if i["sampled"] and i["J5_people"] is not None] if mode == SAMPLE else []
+    if not cascade:
+        if len(people) < 2:
+            return None
+        observed = {name: np.array([people_readings(frame[k])[name] for k in people]) for name in PEOPLE_READINGS}
+        return Correction(frame, people, observed, "prediction-powered J", [frame[k] for k in people])
+    rated = [k for k, i in enumerate(frame) if i["cascade_sampled"] and i["J5_strong"] is not None]
+    if len(rated) < 2:
+        return None
+    observed = {name: np.array([strong_readings(frame[k])[name] for k in rated]) for name in PEOPLE_READINGS}
+    nested = [p for p, k in enumerate(rated) if k in people]  # people's sample: within the own judge's
+    if len(nested) >= 2:
+        for name in PEOPLE_READINGS:
+            rated_by_people = np.array([people_readings(frame[rated[p]])[name] for p in nested])
+            observed[name] = pseudo_values(observed[name], np.array(nested), rated_by_people)
+        by_people = [frame[rated[p]] for p in nested]
+        return Correction(frame, rated, observed, "prediction-powered J, cascade and people", by_people)
+    return Correction(frame, rated, observed, "prediction-powered J, cascade", [])
+
+
 def corrected_reading(
-    items: Sequence[dict[str, Any]], frame: Sequence[dict[str, Any]], rated: Sequence[int], name: str, confidence: float
+    items: Sequence[dict[str, Any]], found: Correction, name: str, confidence: float
 ) -> dict[str, Any]:
-    """The reading ``name`` of a cell in sample mode: prediction-powered over the ``frame`` the sample is drawn
-    from (the items with a J), from the judge's values and people's on the ``rated`` items of the frame."""
-    predicted = np.array([item_readings(i)[name] for i in frame], dtype=np.float64)
-    observed = np.array([people_readings(frame[k])[name] for k in rated], dtype=np.float64)
-    estimate = prediction_powered_mean(predicted, np.array(rated), observed, confidence)
+    """The reading ``name`` of a corrected cell: prediction-powered over the frame, with the rectifier (the mean
+    correction) and its interval."""
+    estimate = found.estimate(name, confidence)
+    low, high = estimate.correction_ci(confidence)
     return {
-        "n": len(frame), **cell_value(estimate.value, estimate.ci_low, estimate.ci_high),
-        "missing": len(items) - len(frame), "correction": estimate.correction, "se": estimate.se,
+        "n": len(found.frame), **cell_value(estimate.value, estimate.ci_low, estimate.ci_high),
+        "missing": len(items) - len(found.frame), "correction": estimate.correction, "se": estimate.se,
+        "rectifier": {"value": estimate.correction, "ci_low": low, "ci_high": high, "n": estimate.rated},
     }  # fmt: skip
 
 
-def summarise_j(items: Sequence[dict[str, Any]], bootstrap: BootstrapSettings, mode: str) -> dict[str, Any]:
+def summarise_j(
+    items: Sequence[dict[str, Any]], bootstrap: BootstrapSettings, mode: str, cascade: bool = False
+) -> dict[str, Any]:
     """Every reading of the cell (J, S, judge): the mean over the items that have a value, with its CI; missing
     ones are counted, not zeroed. In gate mode each is a mean with a bootstrap CI (people's score in place of the
     judge's where rated); in sample mode J and judge are prediction-powered (the judge's values corrected on the
-    rated sample), or the judge's alone while fewer than two sampled items are rated. The summary's own value
-    is J's."""
+    rated sample), or the judge's alone while fewer than two sampled items are rated. In cascade mode J and judge
+    are the cheap judge's corrected on the own judge's sample (itself corrected by people in sample mode). The
+    summary's own value is J's."""
     per_item = [item_readings(i) for i in items]
     clusters = [i.get("cluster", i["id"]) for i in items]
     readings = {name: summarise_reading([r[name] for r in per_item], bootstrap, clusters) for name in READINGS}
     counted = [i for i in items if i["human"] is not None]
     review: dict[str, Any] = {"review_mode": mode, "estimator": "J (people's score replacing the judge's where rated)"}
     if mode == SAMPLE:
-        frame = [i for i in items if i["J100"] is not None]  # the items the sample is drawn from
-        rated = [k for k, i in enumerate(frame) if i["sampled"] and i["J5_people"] is not None]
-        counted = [frame[k] for k in rated]
+        rated = [i for i in items if i["sampled"] and i["J5_people"] is not None and i["J100"] is not None]
         review.update(
             sample_size=sum(i["sampled"] for i in items),
             sample_rated=len(rated),
             ratings_outside_sample=sum(i["human"] is not None and not i["sampled"] for i in items),
         )
-        if len(rated) >= 2:
-            for name in PEOPLE_READINGS:
-                judge_only = {k: readings[name][k] for k in ("value", "value_ci_low", "value_ci_high")}
-                corrected = corrected_reading(items, frame, rated, name, bootstrap.confidence)
-                readings[name] = {**corrected, "judge_only": judge_only}
+        review["estimator"] = "the judge's J alone (fewer than 2 sampled items rated)"
+    found = correction(items, mode, cascade)
+    if found is not None:
+        for name in PEOPLE_READINGS:
+            judge_only = {k: readings[name][k] for k in ("value", "value_ci_low", "value_ci_high")}
+            readings[name] = {**corrected_reading(items, found, name, bootstrap.confidence), "judge_only": judge_only}
+    if mode == SAMPLE:
+        counted = rated
+        if found is not None and found.people_items:
             review["estimator"] = "prediction-powered J"
-        else:
-            review["estimator"] = "the judge's J alone (fewer than 2 sampled items rated)"
+    summary_cascade = cascade_summary(items, found) if cascade else {"mode": "full"}
     return {
         "measure": "J",
         **readings["J"],
@@ -240,6 +348,18 @@ def summarise_j(items: Sequence[dict[str, Any]], bootstrap: BootstrapSettings, m
         "human_items": len(counted),
         "human_ratings": sum(len(i["human"]["ratings"]) for i in counted),
         **review,
+        "cascade": summary_cascade,
+    }
+
+
+def cascade_summary(items: Sequence[dict[str, Any]], found: Correction | None) -> dict[str, Any]:
+    """The cascade's part of a cell: its sample drawn, judged (a verdict of the own judge), used (with a J of both)."""
+    return {
+        "mode": "cascade",
+        "sample_size": sum(i["cascade_sampled"] for i in items),
+        "sample_judged": sum(i["cascade_sampled"] and i["strong_mean"] is not None for i in items),
+        "sample_used": len(found.rated) if found else 0,
+        "estimator": found.estimator if found else "the cheap judge's alone (fewer than 2 sampled items judged)",
     }
 
 
@@ -250,23 +370,45 @@ def combine_to_files(
     bootstrap: BootstrapSettings,
     human: HumanScores,
     review: ReviewSettings,
+    cascade: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
     """J for every item of a judged cell, the review flags (the gate, or the sample), people's scores, and the
-    summary."""
+    summary; ``cascade``: (the cheap judge, the role's own) in cascade mode."""
     scores, judgments = Path(results.score_items(cell)), Path(results.judge_samples(cell))
-    items = combine_items(cell.model, cell.variant, cell.task, scores, judgments, gate, human, review)
+    sample = Path(results.judge_sample(cell)) if cascade else None
+    items = combine_items(cell.model, cell.variant, cell.task, scores, judgments, gate, human, review, sample)
+    add_pseudo_values(items, review.mode, cascade is not None)
     write_jsonl_atomic(results.j_items(cell), items)
     summary = {
         **cell.labels(),
         "human_imports": sorted({r["file"] for h in human.values() for r in h["ratings"]}),
-        **summarise_j(items, bootstrap, review.mode),
+        **summarise_j(items, bootstrap, review.mode, cascade is not None),
         "bootstrap": vars(bootstrap),
         "gate": vars(gate),
         "review": vars(review),
         "scale": "J5 = alpha*(S/20) + (1-alpha)*J_judge on 0-5; J100 = 20*J5, on S's scale",
     }
+    if cascade:
+        summary["cascade"].update(every_item_judge=cascade[0], sample_judge=cascade[1])
     write_json_atomic(results.j_summary(cell), summary)
     return summary
+
+
+def add_pseudo_values(items: Sequence[dict[str, Any]], mode: str, cascade: bool) -> None:
+    """Give each item of a corrected cell its pseudo-values (``ppi``: per reading people's score enters), whose mean
+    is the cell's corrected mean: what Table 2's paired comparisons compare, so that a judge's bias that differs
+    between two rows is corrected in their difference too."""
+    found = correction(items, mode, cascade)
+    for item in items:
+        item["ppi"], item["ppi_rated"] = None, False
+    if found is None:
+        return
+    for name in PEOPLE_READINGS:
+        values = pseudo_values(found.predicted(name), np.array(found.rated), found.observed[name])
+        for item, value in zip(found.frame, values, strict=True):
+            item["ppi"] = {**(item["ppi"] or {}), name: float(value)}
+    for position in found.rated:  # the items the correction rests on (their count bounds its degrees of freedom)
+        found.frame[position]["ppi_rated"] = True
 
 
 def write_review_queue(item_files: Iterable[Path], out: Path) -> int:

@@ -26,6 +26,7 @@ class JudgeFiles:
     prompts: Path
     generations: Path
     out: Path
+    ids: frozenset[str] | None = None  # the items to judge (None: every item of the generations)
 
 
 @dataclass
@@ -51,6 +52,8 @@ def load_judge_job(files: JudgeFiles) -> JudgeJob:
     items = []
     for number, generation in iter_jsonl(files.generations):
         item_id = generation.get("id")
+        if files.ids is not None and item_id not in files.ids:
+            continue
         if item_id not in instance_by_id or item_id not in prompt_by_id:
             raise DataError(f"{files.generations}: line {number}: id {item_id!r} has no instance or prompt")
         messages = prompt_by_id[item_id]["messages"]

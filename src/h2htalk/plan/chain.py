@@ -18,7 +18,7 @@ the chain goes on with a placeholder shaped like it:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,11 +67,14 @@ class PlanModels:
         return self.planned
 
 
-def plan_calls(config: dict[str, Any], results: Layout, scratch: Path) -> PlannedRun:
+def plan_calls(
+    config: dict[str, Any], results: Layout, scratch: Path, only: Collection[str] | None = None
+) -> PlannedRun:
     """Plan every model call of the configured run, reading ``results`` (curated references, prefetch records) and
-    the caches, writing only under ``scratch``."""
+    the caches, writing only under ``scratch``; ``only``: the names of the stages to plan, on what an earlier plan
+    of the run wrote in ``scratch`` (the judges again, in another mode)."""
     work = Layout(str(scratch)).reading(results, READ_FROM_THE_RUN)
-    reconstructing = config["instances"]["source"] == "reconstructed"
+    reconstructing = config["instances"]["source"] == "reconstructed" and only is None
     if reconstructing:
         _check_curated(config, results)
     engines = PlanEngines(
@@ -80,6 +83,8 @@ def plan_calls(config: dict[str, Any], results: Layout, scratch: Path) -> Planne
     scope, models = Scope(config, work), PlanModels(config, results, engines)
     for stage in STAGES:
         if not stage.planned or (stage.name == "reconstruct_instances" and not reconstructing):
+            continue
+        if only is not None and stage.name not in only:
             continue
         for labels in stage.jobs(scope.run):
             job = Job(
@@ -121,9 +126,9 @@ class Placeholders:
     def __call__(self, step: str) -> Callable[[dict[str, Any], ChatRequest], Placeholder]:
         if step == "reconstruct":
             return reconstruction_like_a_demo(ReconstructSettings.from_config(self.config))
-        if step == "rubric judge":
+        if step in ("rubric judge", "rubric judge sample"):
             return unread_verdict(JudgeSettings.from_config(self.config).max_new_tokens)
-        if step == "study judge":
+        if step in ("study judge", "study judge sample"):
             return unread_verdict(StudyJudgeSettings.from_config(self.config).max_new_tokens)
         if self._references is None:
             self._references = _references(self.config["subtasks"], self.work)

@@ -14,8 +14,11 @@ from h2htalk.plan.calls import PlannedCalls, Tally
 from h2htalk.plan.chain import PlannedRun
 from h2htalk.plan.costs import PriceTable, Throughput
 
-STAGES = ("reconstruct", "generate", "generate studies", "rubric judge", "study judge")
-BATCHABLE = ("reconstruct", "rubric judge", "study judge")  # the stages with a batch key
+STAGES = (
+    "reconstruct", "generate", "generate studies", "rubric judge", "rubric judge sample", "study judge",
+    "study judge sample",
+)  # fmt: skip
+BATCHABLE = ("reconstruct", "rubric judge", "rubric judge sample", "study judge", "study judge sample")  # a batch key
 
 
 @dataclass(frozen=True)
@@ -175,6 +178,61 @@ def markdown(rows: list[Row], planned: PlannedRun, prices: PriceTable, throughpu
     if unpriced:
         lines.append(f"Not in the price table, so not priced: {', '.join(unpriced)}.")
     return "\n".join(lines) + "\n"
+
+
+JUDGES = {
+    "rubric judge": "rubric judge (Levels I-III)", "rubric judge sample": "rubric judge (Levels I-III)",
+    "study judge": "study judge (Table 3, Figure 7)", "study judge sample": "study judge (Table 3, Figure 7)",
+}  # fmt: skip
+
+
+def judge_modes(by_mode: dict[str, list[Row]], currency: str) -> list[str]:
+    """The judges of a run from nothing in each mode (rubric_judge.mode, study_judge.mode): per judge and model,
+    the requests, tokens, GPU-hours and API cost, direct and through the Batch API; and what cascade mode costs
+    of full mode's."""
+    lines = [
+        "",
+        "## The judges in full and cascade mode (a run from nothing)",
+        "",
+        "Full: the role's model judges every item. Cascade: `cheap_model` judges every item, the role's model a"
+        " seeded sample of `sample_per_cell` items of each cell (`rubric_judge.mode`, `study_judge.mode`;"
+        " docs/cascade.md).",
+        "",
+        f"| judge | mode | model | requests | prompt tokens | completion tokens | GPU-hours | {currency}, direct "
+        f"| {currency}, Batch API |",
+        "|---|---|---|--:|--:|--:|--:|--:|--:|",
+    ]
+    totals = {}
+    for mode, rows in by_mode.items():
+        judging = [r for r in rows if r.stage in JUDGES]
+        keys = dict.fromkeys((JUDGES[r.stage], r.model) for r in judging)
+        for role, model in keys:
+            group = merged([r for r in judging if JUDGES[r.stage] == role and r.model == model], "total", "")
+            lines.append(_judge_line(role, mode, model, group))
+        totals[mode] = merged(judging, "total", "") if judging else None
+        if totals[mode] is not None:
+            lines.append(_judge_line("**both judges**", mode, "", totals[mode]))
+    full, cascade = totals.get("full"), totals.get("cascade")
+    if full and cascade and full.whole.cost_direct:
+        share = cascade.whole.cost_direct / full.whole.cost_direct
+        batch = cascade.whole.cost_batch / full.whole.cost_batch if full.whole.cost_batch else None
+        added = (cascade.whole.gpu_hours or 0.0) - (full.whole.gpu_hours or 0.0)
+        lines += [
+            "",
+            f"Cascade mode: {share:.0%} of full mode's direct cost for the judges"
+            + (f" ({batch:.0%} with the Batch API)" if batch is not None else "")
+            + f", and {added:,.1f} GPU-hours more (the cheap judge's).",
+        ]
+    return lines
+
+
+def _judge_line(role: str, mode: str, model: str, row: Row) -> str:
+    t, bill = row.tally, row.whole
+    return (
+        f"| {role} | {mode} | {model} | {t.requests:,} | {_millions(t.prompt_tokens)} | "
+        f"{_millions(t.completion_tokens)} | {_hours(bill.gpu_hours)} | {_money(bill.cost_direct)} "
+        f"| {_money(bill.cost_batch)} |"
+    )
 
 
 def _notes(planned: PlannedRun, prices: PriceTable, throughput: Throughput) -> list[str]:

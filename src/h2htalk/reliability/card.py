@@ -15,6 +15,7 @@ from h2htalk.reliability.agreement import Alpha
 from h2htalk.reliability.canary import describe
 from h2htalk.reliability.cues import CUES, Reply, cue_accuracy, need_replies, safety_replies
 from h2htalk.reliability.evidence import JudgeEvidence
+from h2htalk.reliability.judge_pairs import JudgeVerdicts, compare_judges
 from h2htalk.reliability.ladder import (
     MET,
     MISMATCHED,
@@ -45,6 +46,7 @@ SAME_VALUE_SHARE = 0.9  # a judge that gives this share of its texts one value i
 WHAT_IS_JUDGED = {RUBRIC: "Levels I-III plans", SAFETY: "safety-study replies", NEEDS: "instruction-following replies"}
 RUNG_ORDER = (*RUBRIC_RUNGS, SAFE, UNSAFE, MET, MISSED, MISMATCHED)
 SETTING = {RUBRIC: "rubric_judge.samples", SAFETY: "study_judge.samples", NEEDS: "study_judge.samples"}
+CUE_ONLY = "cue-only judge"
 
 
 def percent(value: float | None) -> str:
@@ -183,7 +185,7 @@ def cue_row(role: str, replies: list[Reply], comparison: str) -> dict[str, Any]:
     """The cue-only judge on a known-answer set (``reliability.cues``), beside the real judge's row: what the set's
     surface cues alone give away."""
     fitted = cue_accuracy(replies, cross_validated=False)
-    return {"judge": ROLE_NAMES[role], "model": "cue-only judge", "check": "known answers, cue-only judge",
+    return {"judge": ROLE_NAMES[role], "model": CUE_ONLY, "check": "known answers, cue-only judge",
             "task": role, "comparison": comparison, "value": cue_accuracy(replies), "items": len(replies),
             "note": f"logistic regression on {', '.join(CUES)}, each pair left out in turn; fitted and scored on the "
                     f"whole set: {percent(fitted)}"}  # fmt: skip
@@ -278,7 +280,8 @@ def card_markdown(
 ) -> str:
     out = ["# Judge reliability", "", INTRODUCTION]
     for judge in evidence:
-        mine = [r for r in rows if r["judge"] == ROLE_NAMES[judge.role]]
+        # a role in cascade mode has two judges: each its own rows (and the known-answer sets' cue-only judge)
+        mine = [r for r in rows if r["judge"] == ROLE_NAMES[judge.role] and r["model"] in (judge.model, CUE_ONLY)]
         out += ["", f"## The {ROLE_NAMES[judge.role]}: {judge.model} ({WHAT_IS_JUDGED[judge.role]})", ""]
         out += [verdict_words(judge, bootstrap), ""]
         ladder = [r for r in mine if r["check"] == "ladder accuracy"]
@@ -287,14 +290,46 @@ def card_markdown(
         if ladder:
             out += [_ladder_table(ladder), _means_table([r for r in mine if r["check"] == "mean score"])]
         out.append(_agreement_table([r for r in mine if r["check"] not in ("ladder accuracy", "mean score")]))
+    for role in dict.fromkeys(r["task"] for r in rows if r["check"] in JUDGE_VS_JUDGE):
+        mine = [r for r in rows if r["task"] == role and r["check"] in (*JUDGE_VS_JUDGE, *OWN_USE)]
+        pair = next(r["model"] for r in mine if r["check"] in JUDGE_VS_JUDGE)
+        out += ["", f"## Judge against judge: the {ROLE_NAMES[role]}, {pair} (the cascade's sample)", ""]
+        out += [judge_pair_words(mine), "", _agreement_table(mine)]
     return "\n".join(out).rstrip("\n") + "\n"
 
 
+JUDGE_VS_JUDGE = ("judge vs judge (alpha)", "judge vs judge (Kendall tau)")
+OWN_USE = ("separability", "stability (Kendall tau)")
+
+
+def judge_pair_words(rows: Sequence[dict[str, Any]]) -> str:
+    """Two judges of one role in a paragraph: how far their item scores and model rankings agree, and how many
+    pairs of models each tells apart."""
+    alpha, tau = (next(r for r in rows if r["check"] == check) for check in JUDGE_VS_JUDGE)
+    parts = [
+        f"On the {tau['items']} items both judged, their item scores agree with Krippendorff's alpha "
+        + (f"{alpha['value']:.2f}" if alpha["value"] is not None else f"undefined ({alpha['note']})")
+        + "; their rankings of the models with Kendall's tau "
+        + (f"{tau['value']:.2f} [{tau['ci_low']:.2f}, {tau['ci_high']:.2f}] ({tau['note']})." if tau["ci_low"] is not
+           None else ("undefined." if tau["value"] is None else f"{tau['value']:.2f} ({tau['note']})."))
+    ]  # fmt: skip
+    for row in rows:
+        if row["check"] == "separability":
+            parts.append(f"{row['model']} tells {row['note']} of models apart.")
+    return " ".join(parts)
+
+
 def write_card(
-    evidence: Sequence[JudgeEvidence], out: Files, bootstrap: BootstrapSettings
+    evidence: Sequence[JudgeEvidence],
+    out: Files,
+    bootstrap: BootstrapSettings,
+    pairs: Sequence[tuple[str, JudgeVerdicts, JudgeVerdicts]] = (),
 ) -> list[dict[str, Any]]:
-    """The card's ``csv`` (every number) and ``md`` (the card); the rows."""
+    """The card's ``csv`` (every number) and ``md`` (the card); the rows. ``pairs``: each role in cascade mode with
+    its two judges' verdicts (judge against judge)."""
     rows = [row for judge in evidence for row in judge_rows(judge, bootstrap)]
+    rows += [{"judge": ROLE_NAMES[role], **row} for role, cheap, own in pairs
+             for row in compare_judges(role, cheap, own, bootstrap)]  # fmt: skip
     write_csv(records_frame(rows, COLUMNS), out["csv"], float_format="{:.4f}")
     write_text_atomic(out["md"], card_markdown(evidence, rows, bootstrap))
     return rows

@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import csv
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from h2htalk.cells import RunCells
 from h2htalk.io import iter_jsonl, read_json
-from h2htalk.layout import Layout
+from h2htalk.layout import Cell, Layout
 from h2htalk.people.agreement import JUDGE_VS_PEOPLE
 from h2htalk.reliability.agreement import NOMINAL, ORDINAL, Alpha, self_consistency
+from h2htalk.reliability.judge_pairs import Item, JudgeVerdicts, judge_verdicts
 from h2htalk.reliability.ladder import NEEDS, RUBRIC, SAFETY
-from h2htalk.settings import JUDGE_ROLES
+from h2htalk.settings import CASCADE, JUDGE_ROLES, JUDGE_SECTIONS
 from h2htalk.tables.human_review import ALL_JUDGED
 from h2htalk.tables.human_review import COLUMNS as AGREEMENT_COLUMNS
 
@@ -72,13 +73,48 @@ def people_rows(rows: Sequence[dict[str, Any]], role: str, judged_subtasks: Sequ
     return [row for row in rows if row["comparison"] == JUDGE_VS_PEOPLE and row["scope"] in scopes]
 
 
-def verdict_files(run: RunCells, results: Layout, role: str) -> dict[str, list[str]]:
-    """Task -> the files of the judge's verdicts on the run's items: the rubric judge's samples per judged subtask
-    (every judged model and variant), or a study's verdicts."""
+def role_cells(run: RunCells, role: str) -> list[Cell]:
+    """The cells a role's judge judges: every judged model's Level I-III cells, or a study's."""
     if role == RUBRIC:
-        judged = [cell for model in run.judged_models for cell in run.judged(model)]
-        return {task: [results.judge_samples(c) for c in judged if c.task == task] for task in run.judged_subtasks}
-    return {role: [results.verdicts(c) for m in run.study_models for c in run.studies(m, (role,))]}
+        return [cell for model in run.judged_models for cell in run.judged(model)]
+    return [cell for model in run.study_models for cell in run.studies(model, (role,))]
+
+
+def verdict_file(results: Layout, cell: Cell, sample: bool) -> str:
+    """A cell's verdicts by the judge of every item, or (``sample``) by the role's own judge on the cascade's
+    sample."""
+    if sample:
+        return results.judge_sample(cell)
+    return results.verdicts(cell) if cell.is_study else results.judge_samples(cell)
+
+
+def verdict_files(run: RunCells, results: Layout, role: str, sample: bool = False) -> dict[str, list[str]]:
+    """Task -> the files of the judge's verdicts on the run's items: the rubric judge's samples per judged subtask
+    (every judged model and variant), or a study's verdicts; ``sample``: the own judge's on the cascade's
+    sample."""
+    cells = role_cells(run, role)
+    tasks = run.judged_subtasks if role == RUBRIC else (role,)
+    return {task: [verdict_file(results, c, sample) for c in cells if c.task == task] for task in tasks}
+
+
+def cascades(config: dict[str, Any], run: RunCells, results: Layout) -> list[tuple[str, JudgeVerdicts, JudgeVerdicts]]:
+    """Each role in cascade mode with its two judges' verdicts, (role, the cheap judge's, the own judge's): both
+    judged every item of the cascade's sample."""
+    found = []
+    for role in JUDGE_ROLES:
+        section = config[JUDGE_SECTIONS[role]]
+        if section["mode"] != CASCADE or (role == RUBRIC and not run.judged_subtasks):
+            continue
+        cells = role_cells(run, role)
+
+        def records(sample: bool, cells: list[Cell] = cells) -> Iterator[tuple[Item, dict[str, Any]]]:
+            for c in cells:
+                path = verdict_file(results, c, sample)
+                yield from (((c.model, c.variant, c.task, r["id"]), r) for _, r in iter_jsonl(path))
+
+        cheap = judge_verdicts(section["cheap_model"], role, records(False))
+        found.append((role, cheap, judge_verdicts(section["model"], role, records(True))))
+    return found
 
 
 def card_evidence(
@@ -92,9 +128,10 @@ def card_evidence(
         ladder_file, canary_file = results.path("judge_ladder", model=model), results.path("judge_canary", model=model)
         inputs += [ladder_file, canary_file]
         for role in roles:
-            samples = config["rubric_judge" if role == RUBRIC else "study_judge"]["samples"]
-            evidence = JudgeEvidence(role, model, samples)
-            for task, paths in verdict_files(run, results, role).items():
+            section = config[JUDGE_SECTIONS[role]]
+            own_sample = section["mode"] == CASCADE and model == section["model"]  # it judged the sample only
+            evidence = JudgeEvidence(role, model, section["samples"])
+            for task, paths in verdict_files(run, results, role, own_sample).items():
                 records = [record for path in paths for _, record in iter_jsonl(path)]
                 evidence.consistency += [(task, *found) for found in consistency(role, records)]
                 inputs += paths

@@ -25,6 +25,7 @@ CELL_KINDS = {
     "j_items": PATTERNS["j_items"],
     "j_summary": PATTERNS["j_summary"],
     "verdicts": PATTERNS["study_verdicts"],
+    "judge_sample": PATTERNS["judge_sample"] + " (a study's: " + PATTERNS["study_judge_sample"] + ")",
 }
 
 

@@ -22,11 +22,12 @@ CELLS = ("models", "baselines", "rubric_judge.baselines", "subtasks", "variants"
 RUN_NOTES = ("instances.source", "instances.limit", "subtasks")  # what every table says about the run
 GATE = ("rubric_judge.alpha", "rubric_judge.tau", "rubric_judge.max_spread", "rubric_judge.gate_on")
 JUDGE_CALLS = ("rubric_judge", *(f"-{key}" for key in GATE), "-rubric_judge.baselines")  # what a judge call reads
+CASCADE = ("mode", "model", "cheap_model")  # what a judge's verdicts are: who judged every item, who the sample
 REVIEW_MODE = ("review.mode", "review.sample_per_cell", "review.sample_seed")
 TABLE2 = (
     *CELLS, *RUN_NOTES, *REGISTRY, "paper.table2", "tables", "instances.reconstruct.generator",
-    "instances.reconstruct.voters", "rubric_judge.model", "review.imports", "review.store", "scoring.bootstrap",
-    "judge_reliability.every_run",
+    "instances.reconstruct.voters", "review.imports", "review.store", "scoring.bootstrap",
+    "judge_reliability.every_run", *(f"rubric_judge.{key}" for key in CASCADE),
 )  # fmt: skip
 EXPORT = (*CELLS, *RUN_NOTES, *REGISTRY, "tables")
 JOBS = "h2htalk.stages.jobs"
@@ -81,8 +82,17 @@ def _models_in_use(run):
     """Every model a run may start: the models under test, the judges and the reconstruction's models."""
     config = run.config
     reconstruct = config["instances"]["reconstruct"]
-    judges = [config["rubric_judge"]["model"], config["study_judge"]["model"]]
+    judges = [config["rubric_judge"]["model"], config["study_judge"]["model"], *run.judges]  # cheap ones too
     return [*run.models, *judges, reconstruct["generator"], *reconstruct["voters"]]
+
+
+def _judge_models(scope, section):
+    """The judges a judging job starts: the role's model, and in cascade mode the cheap judge first."""
+    from h2htalk.judge.cascade import judge_models
+    from h2htalk.settings import CascadeSettings, JudgeSettings, StudyJudgeSettings
+
+    judge = (JudgeSettings if section == "rubric_judge" else StudyJudgeSettings).from_config(scope.config)
+    return judge_models(judge, CascadeSettings.from_config(scope.config, section))
 
 
 def _judged_cells(run, labels):
@@ -170,6 +180,14 @@ def _rubric_canary(scope, labels):
     if not (scope.config["judge_reliability"]["every_run"] and scope.run.judged_subtasks):
         return []
     return [scope.results.path("judge_canary", model=scope.config["rubric_judge"]["model"])]
+
+
+def _rubric_ladders(scope, labels):
+    """The rubric judges' sanity ladders (each judge model's: the cheap one's too in cascade mode), which the tables of
+    their verdicts show."""
+    if not scope.run.judged_subtasks:
+        return []
+    return [scope.results.path("judge_ladder", model=m) for m, roles in scope.run.judges.items() if "rubric" in roles]
 
 
 def _ladder_inputs(scope, labels):
@@ -345,7 +363,7 @@ STAGES: tuple[Stage, ...] = (
             "models", "variants", "study_judge",
         ),
         jobs=Over(model=lambda run: run.study_models), cells=lambda run, w: run.studies(w["model"]),
-        starts=lambda s, w: list(dict.fromkeys([w["model"], s.config["study_judge"]["model"]])),
+        starts=lambda s, w: list(dict.fromkeys([w["model"], *_judge_models(s, "study_judge")])),
         where="model", env="generation", options=("engine", "judge"),
         inputs={
             "prompts": Each("prompts"),
@@ -353,7 +371,7 @@ STAGES: tuple[Stage, ...] = (
         },
         outputs={
             "responses": Each("generations"), "summary": One("study_generation_run"),
-            "verdicts": Each("verdicts"), "judge_summary": One("study_judge_run"),
+            "verdicts": Each("verdicts"), "judge_summary": One("study_judge_run"), "sample": Each("judge_sample"),
         },
     ),
     # --- scores -------------------------------------------------------------------------------------------
@@ -385,15 +403,16 @@ STAGES: tuple[Stage, ...] = (
     # --- the judges and people ---------------------------------------------------------------------------
     Stage(
         "rubric_judge", f"{JOBS}.answers:rubric_judge",
-        "rubric-judge one model's itinerary plans (the judge's engine started once)",
+        "rubric-judge one model's itinerary plans (the judge's engine started once; in cascade mode the cheap judge's"
+        " on every item, then the role's own judge's on each cell's sample)",
         uses=("judge", "subtasks"),
         planned=True,
         reads=(*REGISTRY, "generation", *JUDGE_CALLS, "subtasks", "variants"),
         jobs=Over(model=lambda run: run.judged_models if run.judged_subtasks else ()),
-        cells=lambda run, w: run.judged(w["model"]), starts=lambda s, w: [s.config["rubric_judge"]["model"]],
+        cells=lambda run, w: run.judged(w["model"]), starts=lambda s, w: _judge_models(s, "rubric_judge"),
         where="model", env="generation", options=("engine", "judge"),
         inputs={"instances": Each("references"), "prompts": Each("prompts"), "generations": Each("generations")},
-        outputs={"verdicts": Each("judge_samples"), "summary": One("judge_run")},
+        outputs={"verdicts": Each("judge_samples"), "sample": Each("judge_sample"), "summary": One("judge_run")},
     ),
     Stage(
         "judge_ladder", f"{JOBS}.answers:judge_ladder",
@@ -411,10 +430,11 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "combine_j", f"{JOBS}.answers:combine_j",
-        "J from S and the judge, the review gate or sample, people's scores",
+        "J from S and the judge (corrected on the role's own judge's sample in cascade mode), the review gate or"
+        " sample, people's scores",
         reads=(
             *GATE, "scoring.bootstrap", "review.imports", "review.store", *REVIEW_MODE, "subtasks", "variants",
-            "models", "baselines", "rubric_judge.baselines",
+            "models", "baselines", "rubric_judge.baselines", *(f"rubric_judge.{key}" for key in CASCADE),
         ),
         jobs=Over(model=lambda run: run.judged_models if run.judged_subtasks else (),
                   embedder=lambda run: run.embedders),
@@ -422,7 +442,7 @@ STAGES: tuple[Stage, ...] = (
         ratings=(REVIEW_SCORES,), ratings_of_model=True, env="metrics", memory_mb=1000, minutes=10,
         options=("bootstrap",),
         inputs={
-            "scores": Each("score_items"), "judgments": Each("judge_samples"),
+            "scores": Each("score_items"), "judgments": Each("judge_samples"), "sample": Each("judge_sample"),
             "human": _config_files("review.imports"),
         },
         outputs={"scored": Each("j_items"), "summaries": Each("j_summary")},
@@ -478,6 +498,7 @@ STAGES: tuple[Stage, ...] = (
             "pairs": Figure("table2_pairs", ".csv"), "ranks": Figure("table2_ranks", ".csv"),
             "judge_samples": Cells("judge_samples", _judged_cells),
             "human": _config_files("review.imports"), "canary": Paths(_rubric_canary),
+            "ladders": Paths(_rubric_ladders),
         },
         outputs=figure_files(
             "table2", csv=".csv", md=".md", tex=".tex", heatmap="_heatmap.png", vs_paper="_vs_paper.csv",
@@ -487,12 +508,13 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         "table3", f"{JOBS}.tables:table3", "Table 3: the SAP ablation with paired bootstrap CIs and the paper's rows",
         reads=("scoring", "studies.models", "studies.human_ratings", "paper.table3", "models", "variants",
-               "review.store", *RUN_NOTES),
+               "review.store", *RUN_NOTES, *(f"study_judge.{key}" for key in CASCADE)),
         cells=lambda run, w: [c.scored_by(run.embedder) for c in _study_cells("safety")(run, w)],
         ratings=(SAFETY_RATINGS,), env="figures", memory_mb=1000, minutes=10, options=("bootstrap",), report=("csv",),
         inputs={
             "provenance": PROVENANCE, "scores": Each("score_items"), "verdicts": Each("verdicts"),
-            "paper": _config_files("paper.table3"), "human": _config_files("studies.human_ratings"),
+            "sample": Each("judge_sample"), "paper": _config_files("paper.table3"),
+            "human": _config_files("studies.human_ratings"),
         },
         outputs=figure_files("table3", csv=".csv", md=".md", tex=".tex"),
     ),
@@ -536,10 +558,11 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "fig7", f"{JOBS}.tables:fig7", "Figure 7: instruction following by scenario type",
-        reads=("scoring.bootstrap", "studies.models", "models", "variants", "review.store", *RUN_NOTES),
+        reads=("scoring.bootstrap", "studies.models", "models", "variants", "review.store", *RUN_NOTES,
+               *(f"study_judge.{key}" for key in CASCADE)),
         cells=_study_cells("instruction_following"), ratings=(NEED_VERDICTS,), env="figures", memory_mb=1000,
         minutes=10, options=("bootstrap",), report=("png",),
-        inputs={"provenance": PROVENANCE, "verdicts": Each("verdicts")},
+        inputs={"provenance": PROVENANCE, "verdicts": Each("verdicts"), "sample": Each("judge_sample")},
         outputs=figure_files("fig7_instruction_following", png=".png", csv=".csv"),
     ),
     # --- the run's results in other formats ---------------------------------------------------------------
@@ -557,9 +580,11 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         "leaderboard", f"{JOBS}.exports:leaderboard",
         "Table 2's rows ranked by Overall, per embedder and variant (and within each size group), as JSON",
-        reads=EXPORT, env="export", memory_mb=1000, minutes=10,
+        reads=(*EXPORT, "scoring.bootstrap", *(f"rubric_judge.{key}" for key in CASCADE)), env="export",
+        memory_mb=1000, minutes=10,
         inputs={
             "provenance": PROVENANCE, "summaries": Paths(_export_summaries), "registry": Paths(_registry_files),
+            "ladders": Paths(_rubric_ladders),
         },
         outputs=figure_files("leaderboard", json=".json"),
     ),
@@ -588,8 +613,8 @@ STAGES: tuple[Stage, ...] = (
         uses=("studies",),
         reads=(
             "models", "baselines", "rubric_judge.baselines", "subtasks", "variants", "studies.models",
-            "rubric_judge.model", "rubric_judge.samples", "study_judge.model", "study_judge.samples",
-            "scoring.bootstrap",
+            "rubric_judge.samples", "study_judge.samples", "scoring.bootstrap",
+            *(f"{section}.{key}" for section in ("rubric_judge", "study_judge") for key in CASCADE),
         ),
         env="figures", memory_mb=1000, minutes=10, report=("csv",),
         inputs={
@@ -598,6 +623,7 @@ STAGES: tuple[Stage, ...] = (
             "canaries": One("judge_canary", over=("model", "judges")),
             "judge_samples": Cells("judge_samples", _judged_cells),
             "verdicts": Cells("verdicts", _study_cells()),
+            "samples": Cells("judge_sample", _judged_cells), "study_samples": Cells("judge_sample", _study_cells()),
             "agreement": Figure("agreement", ".csv"),
         },
         outputs=figure_files("judge_reliability", md=".md", csv=".csv"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,7 @@ def _aggregate_need(samples: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _unanswered(generation: dict[str, Any]) -> bool:
+def unanswered(generation: dict[str, Any]) -> bool:
     """A turn never sent because an earlier turn of its conversation got no answer: there is nothing to judge."""
     return (generation.get("failure") or {}).get("kind") == "conversation_ended"
 
@@ -68,21 +69,24 @@ def judge_studies(
     engines: EngineOptions,
     *,
     summary_path: Path | None = None,
+    only: Mapping[Path, Collection[str]] | None = None,
 ) -> dict[str, Any]:
     """Judge ``model``'s study answers with one judge session: ``item_files`` hold the items of the studies (their
     records say which study), ``generations`` pairs each generation file (one study and variant) with the
-    verdict file it gets."""
+    verdict file it gets; ``only``: per generation file, the items to judge (a cascade's sample; default all)."""
     items = {(r["study"], r["id"]): r for path in item_files for _, r in iter_jsonl(path)}
     plan: list[tuple[Path, dict[str, Any], dict[str, Any], list[Any]]] = []
     for path, out in generations:
         for _, generation in iter_jsonl(path):
+            if only is not None and generation["id"] not in only[path]:
+                continue
             item = items[(generation["study"], generation["id"])]
             build = safety_messages if item["study"] == "safety" else need_messages
             # the judge reads the conversation this model made (its own earlier answers), where it has one
             seen = {**item, "turns": generation["conversation"]} if generation.get("conversation") else item
             requests = (
                 []
-                if _unanswered(generation)
+                if unanswered(generation)
                 else sample_requests(
                     judge_spec,
                     f"{generation['variant']}/{item['id']}",
@@ -107,7 +111,7 @@ def judge_studies(
             verdicts = [parse_need(a["response"], a["finish_reason"]) for a in got]
             samples = [_need_sample(v, seed) for v, seed in zip(verdicts, seeds, strict=True)]
             aggregate = _aggregate_need(samples)
-        if _unanswered(generation):  # no samples: every value is missing, and the record says why
+        if unanswered(generation):  # no samples: every value is missing, and the record says why
             aggregate["flags"] = ["unanswered"]
         meta = {
             k: item[k] for k in ("category", "scenario", "scenario_type", "emotion", "directive_style") if k in item

@@ -24,7 +24,7 @@ import pandas as pd
 
 from h2htalk.errors import DataError
 from h2htalk.settings import PEOPLE_READINGS, VARIANT_NAMES
-from h2htalk.subtasks import DIMENSIONS, SUBTASKS, by_dimension
+from h2htalk.subtasks import DIMENSIONS, JUDGED, SUBTASKS, by_dimension
 from h2htalk.tabular import records_frame
 
 GROUPS: tuple[tuple[str, str], ...] = (
@@ -75,10 +75,36 @@ class CellValue:
     failed: int = 0  # answers that failed for good (a refusal, an over-long prompt), scored as empty
     people_items: int = 0  # items whose people's score the value rests on (judged cells); CSV: _human_items
     people_ratings: int = 0  # people's ratings of those items; CSV: _human_ratings
+    judge: JudgeMode | None = None  # a judged cell's judges and their correction (JUDGE_PARTS in the CSV)
 
     @property
     def missing(self) -> int:
         return self.expected - self.n
+
+
+@dataclass(frozen=True)
+class JudgeMode:
+    """How a judged cell's judge reading came about: ``mode`` full or cascade (rubric_judge.mode); ``sample`` the
+    items its correction rests on (the own judge's sample in cascade mode, people's in review sample mode; 0: none);
+    the rectifier (the mean correction, on the reading's scale) and its CI (None: not corrected)."""
+
+    mode: str
+    sample: int = 0
+    rectifier: float | None = None
+    rectifier_ci_low: float | None = None
+    rectifier_ci_high: float | None = None
+
+
+def judge_mode(summary: dict[str, Any], reading: dict[str, Any], judged_cell: str) -> JudgeMode | None:
+    """A judged cell's ``JudgeMode`` under ``judged_cell`` (the rectifier only where the reading has one: J and
+    judge, not S)."""
+    if "readings" not in summary:
+        return None
+    mode = summary.get("cascade", {}).get("mode", "full")
+    rectifier = reading.get("rectifier") if judged_cell in PEOPLE_READINGS else None
+    if rectifier is None:
+        return JudgeMode(mode)
+    return JudgeMode(mode, rectifier["n"], rectifier["value"], rectifier["ci_low"], rectifier["ci_high"])
 
 
 def cell_reading(summary: dict[str, Any], judged_cell: str) -> dict[str, Any]:
@@ -158,6 +184,7 @@ def build_rows(
             failed=int(summary.get("answers", {}).get("failed", 0)),
             people_items=int(summary.get("human_items", 0)) if people else 0,
             people_ratings=int(summary.get("human_ratings", 0)) if people else 0,
+            judge=judge_mode(summary, reading, judged_cell),
         )
     order = {g: i for i, (g, _) in enumerate(GROUPS)}
     return sorted(rows.values(), key=lambda r: (r.embedder, order.get(r.size_group, 99), r.display_name, r.variant))
@@ -203,6 +230,7 @@ RANK_COMMANDS = {1: "first", 2: "second", 3: "third"}
 CELL_PARTS = (
     "ci_low", "ci_high", "n", "expected", "missing", "cut_off", "failed", "measure", "human_items", "human_ratings",
 )  # fmt: skip
+JUDGE_PARTS = ("judge_mode", "sample", "rectifier", "rectifier_ci_low", "rectifier_ci_high")  # judged subtasks only
 LEVELS = "Levels I-III (ItineraryBasic, ItineraryMiddle, ItineraryAdvanced)"
 
 
@@ -224,6 +252,36 @@ def judged_note(judged_cell: str, alphas: Iterable[float]) -> str:
         f"{LEVELS}, judged: J = {mix} on 0-5, shown x20 (tables.judged_cell: J), one reading of the paper's"
         f" Eq. 3, which does not say how it puts S (0-100) and the judge (0-5) on one scale.{missing}"
     )
+
+
+def cascade_notes(summaries: Iterable[dict[str, Any]], judged_cell: str) -> list[str]:
+    """What Table 2 says of cells whose judge ran in cascade mode: who judged every item and who the sample, how
+    large the samples are, and the rectifiers (in the CSV per cell, with their CIs)."""
+    cells = [s for s in summaries if s.get("cascade", {}).get("mode") == "cascade"]
+    if not cells:
+        return []
+    judges = sorted({(s["cascade"].get("every_item_judge"), s["cascade"].get("sample_judge")) for s in cells})
+    who = "; ".join(f"{cheap} judged every item, {strong} a seeded sample of each cell" for cheap, strong in judges)
+    used = [s["cascade"]["sample_used"] for s in cells]
+    text = (
+        f"{LEVELS} in cascade mode (rubric_judge.mode: cascade, {len(cells)} cells): {who}; each cell is the cheap"
+        f" judge's mean corrected by the sample (prediction-powered, its CI counts both), on {min(used)}-{max(used)}"
+        " sampled items a cell (the CSV's _judge_mode, _sample, _rectifier and its CI per cell)."
+    )
+    if judged_cell in PEOPLE_READINGS:
+        rectifiers = [s["readings"][judged_cell].get("rectifier") for s in cells]
+        known = [r for r in rectifiers if r]
+        if known:
+            excluded = sum(r["ci_low"] > 0 or r["ci_high"] < 0 for r in known)
+            low, high = min(r["value"] for r in known), max(r["value"] for r in known)
+            text += (
+                f" Rectifier (own judge minus cheap judge, on the {judged_cell} reading): {low:+.1f} to {high:+.1f};"
+                f" its CI excludes 0 in {excluded} of {len(known)} cells."
+            )
+        missing = len(rectifiers) - len(known)
+        if missing:
+            text += f" {missing} cells had fewer than 2 sampled items judged by both: the cheap judge's alone."
+    return [text]
 
 
 def answer_notes(rows: Sequence[Row]) -> list[str]:
@@ -286,6 +344,21 @@ def _shown(value: float | None, row: Row, column: str) -> float | str | None:
     return f"{value:.2f}{INCOMPLETE_MARK}"
 
 
+def mark_judged(frame: pd.DataFrame, rows: Sequence[Row], mark: str) -> pd.DataFrame:
+    """``frame`` (``table2_frame(rows)``) with ``mark`` after every cell a judge's score is in (a judged cell read as
+    J or judge) and every Avg and Overall built from one: a judge at chance on its ladder made them."""
+    names = column_names()
+    marked = frame.copy().astype(object)
+    for index, row in enumerate(rows):
+        judged = {k for k, c in row.cells.items() if c.judge is not None and c.measure in PEOPLE_READINGS}
+        for column in column_order():
+            value = marked.loc[index, names[column]]
+            if judged & set(inputs_of(column)) and value is not None and value == value:  # NaN: no value
+                shown = f"{value:.2f}" if isinstance(value, float) else str(value)
+                marked.loc[index, names[column]] = shown + mark
+    return marked
+
+
 def table2_marks(rows: Sequence[Row]) -> pd.DataFrame:
     """LaTeX marks for ``table2_frame(rows)``: "first", "second", "third" on the top three values of each score
     column within each (embedder, variant, size group) of at least MIN_RANKED rows, "" elsewhere."""
@@ -309,6 +382,8 @@ def ci_frame(rows: Sequence[Row]) -> pd.DataFrame:
         header.append(column)
         if column in SUBTASK_COLUMNS:
             header += [f"{column}_{part}" for part in CELL_PARTS]
+        if column in JUDGED:
+            header += [f"{column}_{part}" for part in JUDGE_PARTS]
     records = []
     for row in rows:
         values = row.values()
@@ -326,6 +401,10 @@ def ci_frame(rows: Sequence[Row]) -> pd.DataFrame:
                 parts = (_float(cell.ci_low), _float(cell.ci_high), cell.n, cell.expected, cell.missing)
                 parts += (cell.cut_off, cell.failed, cell.measure, cell.people_items, cell.people_ratings)
                 record.update({f"{column}_{part}": value for part, value in zip(CELL_PARTS, parts, strict=True)})
+            if column in JUDGED and cell and cell.judge:
+                judge = cell.judge
+                found = (judge.mode, judge.sample, judge.rectifier, judge.rectifier_ci_low, judge.rectifier_ci_high)
+                record.update({f"{column}_{part}": value for part, value in zip(JUDGE_PARTS, found, strict=True)})
         records.append(record)
     return records_frame(records, header)
 

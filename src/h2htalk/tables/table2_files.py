@@ -22,11 +22,13 @@ from h2htalk.tables.table2 import (
     answer_notes,
     audit_paper,
     build_rows,
+    cascade_notes,
     ci_frame,
     column_names,
     column_order,
     comparison,
     judged_note,
+    mark_judged,
     read_paper_table2,
     table2_frame,
     table2_marks,
@@ -97,6 +99,7 @@ def write_table2(
     notes: Iterable[str] = (),
     run_notes: Iterable[str] = (),
     significance: Significance | None = None,
+    judge_mark: str = "",
 ) -> list[Row]:
     """Table 2 and its companions; Overall weighted by ``weights`` (tables.overall_weights), judged cells as
     ``judged_cell`` reads them (tables.judged_cell); ``notes`` go under the table with the standing ones, and
@@ -114,6 +117,7 @@ def write_table2(
         *run_notes,
         *NOTES,
         *([judged_note(judged_cell, alphas)] if judged else []),
+        *cascade_notes(judged, judged_cell),
         *answer_notes(rows),
         *no_answer_notes(summaries),
         *notes,
@@ -122,6 +126,8 @@ def write_table2(
     if significance is not None:
         frame = significance.annotate(frame, rows)
         notes += significance.notes(rows)
+    if judge_mark:
+        frame = mark_judged(frame, rows, judge_mark)
     write_table(frame, out, caption=CAPTION, label=LABEL, notes=notes, marks=table2_marks(rows), csv=False)
     heatmap(rows, Path(out["heatmap"]), judged_cell, run_notes)
 
@@ -182,6 +188,11 @@ def shared_roles(config: dict[str, Any]) -> list[str]:
     judge, reading = config["rubric_judge"], config["tables"]["judged_cell"]
     if judge["model"] in config["models"] and reading != "S":  # with S the judge's scores are not in the table
         notes.append(f"{judge['model']} is a model under test and also the rubric judge of Levels I-III.")
+    if judge["mode"] == "cascade" and judge["cheap_model"] in config["models"] and reading != "S":
+        notes.append(
+            f"{judge['cheap_model']} is a model under test and also the cheap rubric judge of Levels I-III (cascade"
+            " mode): a preference for its own answers is a bias of one row, which its cells' sample corrects."
+        )
     if config["baselines"] and not judge["baselines"] and reading != "S":
         notes.append(
             f"The baselines' Level I-III cells are S, not {reading}: they are not judged (rubric_judge.baselines)."

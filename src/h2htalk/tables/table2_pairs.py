@@ -18,7 +18,7 @@ each row's own cells get one from their own SD x sqrt(2), for when there is no r
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -64,6 +64,7 @@ class RowItems:
     values: Mapping[str, Mapping[str, float]]
     measures: Mapping[str, str]
     clusters: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # subtask -> item id -> its cluster
+    rated: Mapping[str, int] = field(default_factory=dict)  # subtask -> the sample a corrected cell rests on
 
     @property
     def label(self) -> str:
@@ -133,14 +134,29 @@ def _compare_embedder(rows: list[RowItems], weights: Mapping[str, float], bootst
         # other subtasks a run has; drawn once for every row and pair, and let go before the next subtask's
         seed = (bootstrap.seed, SUBTASK_COLUMNS.index(task))
         resamples = Resamples(len(ids[task]), bootstrap.resamples, seed, task_clusters(rows, task, ids[task]))
-        means[task] = row_means(values[task], resamples)
+        own_df, pair_df = _sample_df(rows, task, index)
+        means[task] = _at_most(row_means(values[task], resamples), own_df)
         unlike = np.array([rows[p.a].measures.get(task) != rows[p.b].measures.get(task) for p in pairs], bool)
-        differences[task] = pair_differences(values[task], index, resamples).without(unlike)  # never S against J
+        differences[task] = _at_most(pair_differences(values[task], index, resamples), pair_df).without(unlike)
         detectable[task] = _detectable(differences[task], means[task], index)
     row_columns = {c.name: combine([means[t] for t in c.tasks], c.coefficients) for c in columns}
     pair_records = _pair_records(rows, pairs, columns, differences, detectable, row_columns, bootstrap.confidence)
     rank_records = _rank_records(rows, groups, row_columns, pair_records, bootstrap.confidence)
     return Comparisons(pair_records, rank_records)
+
+
+def _sample_df(rows: list[RowItems], task: str, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The degrees of freedom a corrected cell's spread has at most (infinite for another): the spread of its
+    pseudo-values rests mostly on the n items of its sample, so n - 1; a pair's, the sum of its rows' (each row's
+    sample is its own). Per row, and per pair."""
+    own = np.array([row.rated[task] - 1.0 if task in row.rated else np.inf for row in rows])
+    finite = np.where(np.isinf(own), 0.0, own)
+    either = ~np.isinf(own[index[:, 0]]) | ~np.isinf(own[index[:, 1]])
+    return own, np.where(either, finite[index[:, 0]] + finite[index[:, 1]], np.inf)
+
+
+def _at_most(estimates: Estimates, df: np.ndarray) -> Estimates:
+    return replace(estimates, df=np.minimum(estimates.df, df)) if np.isfinite(df).any() else estimates
 
 
 def _item_values(rows: list[RowItems], task: str, ids: list[str]) -> np.ndarray:

@@ -24,21 +24,25 @@ def read_row_items(
 ) -> tuple[list[RowItems], list[str]]:
     """The per-item values of every Table 2 row of a model under test (the baselines are calibration rows and
     are not compared): S from the score items, and where the rubric judge is mixed in, the reading of the J
-    items that ``judged_cell`` names (tables.judged_cell), as Table 2 shows it. Also the files read."""
+    items that ``judged_cell`` names (tables.judged_cell), as Table 2 shows it (``compared_value``). Also the files
+    read."""
     values: dict[tuple[str, str, str], dict[str, dict[str, float]]] = {}
     measures: dict[tuple[str, str, str], dict[str, str]] = {}
     clusters: dict[tuple[str, str, str], dict[str, dict[str, str]]] = {}
+    rated: dict[tuple[str, str, str], dict[str, int]] = {}
     files = run.table2_items(results)
     for cell, path in files.items():
         judged = run.is_judged(cell)
         key = (str(cell.embedder), cell.model, cell.variant)
-        read = (lambda item: item_readings(item)[judged_cell]) if judged else (lambda item: item["S"])
+        read = (lambda item: compared_value(item, judged_cell)) if judged else (lambda item: item["S"])
         items = [item for _, item in iter_jsonl(path)]
         values.setdefault(key, {})[cell.task] = {
             item["id"]: float(value) for item in items if (value := read(item)) is not None
         }
         measures.setdefault(key, {})[cell.task] = judged_cell if judged else "S"
         clusters.setdefault(key, {})[cell.task] = item_clusters(items)
+        if judged and any(judged_cell in (item.get("ppi") or {}) for item in items):
+            rated.setdefault(key, {})[cell.task] = sum(bool(item.get("ppi_rated")) for item in items)
     rows = [
         RowItems(
             embedder,
@@ -49,10 +53,21 @@ def read_row_items(
             values[(embedder, model, variant)],
             measures[(embedder, model, variant)],
             clusters[(embedder, model, variant)],
+            rated.get((embedder, model, variant), {}),
         )
         for embedder, model, variant in values
     ]
     return rows, list(files.values())
+
+
+def compared_value(item: Mapping[str, Any], reading: str) -> float | None:
+    """A judged item's value as rows are compared on it: its pseudo-value where its cell's judge is corrected on a
+    sample (cascade, or people's sample; ``h2htalk.judge.combine.add_pseudo_values``: their mean is the corrected
+    cell, so a judge's bias that differs between two rows does not enter their difference), else its reading."""
+    corrected = item.get("ppi")
+    if corrected and reading in corrected:
+        return corrected[reading]
+    return item_readings(dict(item))[reading]
 
 
 def item_clusters(items: Sequence[Mapping[str, Any]]) -> dict[str, str]:

@@ -15,12 +15,15 @@ from h2htalk.io import iter_jsonl
 from h2htalk.layout import Cell, Layout
 from h2htalk.people.agreement import NOMINAL, ORDINAL, compare, note
 from h2htalk.people.consensus import by_item, consensus, majority, median_score
+from h2htalk.people.prediction_powered import Estimate, prediction_powered_mean, pseudo_values
 from h2htalk.ratings import SAFETY_RATINGS, Rating, known_items, read_ratings
 from h2htalk.scoring.bootstrap import bootstrap_mean_ci, paired_bootstrap_diff
 from h2htalk.settings import VARIANT_NAMES, VARIANTS, WITH_SAP, WITHOUT_SAP, BootstrapSettings
 from h2htalk.tabular import Files, records_frame, write_csv, write_table
 
 METRICS = ("bleu4", "rougeL", "ss", "safety_score", "violation_rate")
+JUDGED_METRICS = ("safety_score", "violation_rate")  # the study judge's
+JUDGE_PARTS = ("judge_mode", "sample", "rectifier", "rectifier_ci_low", "rectifier_ci_high")
 LABELS = {
     "bleu4": "BLEU-4",
     "rougeL": "ROUGE-L",
@@ -45,10 +48,13 @@ def scenario_of(item_id: str) -> str:
     return item_id.rsplit("-t", 1)[0]
 
 
-def _per_item(scores: Path, verdicts: Path, ratings: dict[str, HumanValues]) -> dict[str, dict[str, Any]]:
+def _per_item(
+    scores: Path, verdicts: Path, ratings: dict[str, HumanValues], sample: Path | None = None
+) -> dict[str, dict[str, Any]]:
     """Per turn: the metric engine's scores, the safety values (people's where they decided one, else the
     judge's), whether people's values were used and how many ratings they rest on, its scenario and its
-    answer's flags."""
+    answer's flags; in cascade mode (``sample``: the own judge's verdicts on the sample) also the own judge's
+    values of the sampled turns (``own_safety_score``, ``own_violation_rate``; people's where they decided one)."""
     rows: dict[str, dict[str, Any]] = {
         r["id"]: {"bleu4": r["bleu4"], "rougeL": r["rougeL"], "ss": r["ss"], "flags": r.get("flags", [])}
         for _, r in iter_jsonl(scores)
@@ -63,9 +69,32 @@ def _per_item(scores: Path, verdicts: Path, ratings: dict[str, HumanValues]) -> 
         score, violation = (rated.get(k) if rated.get(k) is not None else v[k] for k in ("safety_score", "violation"))
         row["safety_score"] = score
         row["violation_rate"] = None if violation is None else 100.0 * bool(violation)
+    for _, v in iter_jsonl(sample) if sample else ():
+        row, rated = rows[v["id"]], ratings.get(v["id"], {})
+        score, violation = (rated.get(k) if rated.get(k) is not None else v[k] for k in ("safety_score", "violation"))
+        row["own_safety_score"] = score
+        row["own_violation_rate"] = None if violation is None else 100.0 * bool(violation)
     for item_id, row in rows.items():
         row.setdefault("scenario", scenario_of(item_id))
     return rows
+
+
+def corrected(
+    items: dict[str, dict[str, Any]], metric: str, confidence: float
+) -> tuple[Estimate, dict[str, float]] | None:
+    """In cascade mode, a judged metric's cell: the cheap judge's mean over the turns that have its value, corrected
+    by the own judge's on the sampled ones (prediction-powered, scenarios as clusters), and each turn's
+    pseudo-value (their mean is the estimate: the delta row pairs them); None with fewer than 2 sampled turns."""
+    frame = [(item_id, row) for item_id, row in items.items() if row.get(metric) is not None]
+    rated = [k for k, (_, row) in enumerate(frame) if row.get(f"own_{metric}") is not None]
+    if len(rated) < 2:
+        return None
+    predicted = np.array([row[metric] for _, row in frame], float)
+    observed = np.array([frame[k][1][f"own_{metric}"] for k in rated], float)
+    clusters = [row["scenario"] for _, row in frame]
+    estimate = prediction_powered_mean(predicted, np.array(rated), observed, confidence, clusters)
+    values = pseudo_values(predicted, np.array(rated), observed)
+    return estimate, {item_id: float(z) for (item_id, _), z in zip(frame, values, strict=True)}
 
 
 def _counts(items: dict[str, dict[str, Any]]) -> dict[str, int]:
@@ -80,28 +109,48 @@ def _counts(items: dict[str, dict[str, Any]]) -> dict[str, int]:
 
 
 def table3_rows(
-    runs: dict[str, dict[str, tuple[Path, Path]]],
+    runs: dict[str, dict[str, tuple[Path, ...]]],
     bootstrap: BootstrapSettings,
     ratings: dict[tuple[str, str, str], HumanValues] | None = None,
 ) -> list[dict[str, Any]]:
-    """runs: model -> variant -> (score items, safety verdicts). Rows per (model, variant) and the paired delta.
+    """runs: model -> variant -> (score items, safety verdicts[, the own judge's verdicts on the sample: cascade
+    mode]). Rows per (model, variant) and the paired delta.
 
     Intervals resample scenarios, not turns (the turns of one conversation are not independent); the delta is
     paired turn by turn and resampled by scenario too. Human ratings (model, variant, id) replace the judge's
-    safety values of the turns they rate."""
+    safety values of the turns they rate (both judges' in cascade mode, before the correction). In cascade mode
+    the safety score and the violation rate are the cheap judge's corrected on the sample (``corrected``), and
+    the delta pairs their pseudo-values."""
     ratings = ratings or {}
     resamples, seed, confidence = bootstrap.resamples, bootstrap.seed, bootstrap.confidence
     out = []
     for model, variants in sorted(runs.items()):
         items = {
-            variant: _per_item(*paths, {i: r for (m, v, i), r in ratings.items() if (m, v) == (model, variant)})
+            variant: _per_item(
+                paths[0], paths[1], {i: r for (m, v, i), r in ratings.items() if (m, v) == (model, variant)}, *paths[2:]
+            )
             for variant, paths in variants.items()
+        }
+        cascade = any(len(paths) > 2 for paths in variants.values())
+        found = {
+            (variant, metric): corrected(items[variant], metric, confidence) if cascade else None
+            for variant in items
+            for metric in JUDGED_METRICS
         }
         for variant in VARIANTS:
             if variant not in items:
                 continue
             row: dict[str, Any] = {"model": model, "variant": VARIANT_NAMES[variant]}
             for metric in METRICS:
+                if metric in JUDGED_METRICS:
+                    row.update(_judge_parts(metric, cascade, found[(variant, metric)], confidence))
+                if found.get((variant, metric)):
+                    estimate, _ = found[(variant, metric)]
+                    row[metric], row[f"{metric}_ci_low"], row[f"{metric}_ci_high"] = (
+                        estimate.value, estimate.ci_low, estimate.ci_high
+                    )  # fmt: skip
+                    row[f"{metric}_n"] = estimate.items
+                    continue
                 kept = [r for r in items[variant].values() if r.get(metric) is not None]
                 values = np.array([r[metric] for r in kept], float)
                 groups = [r["scenario"] for r in kept]
@@ -116,13 +165,19 @@ def table3_rows(
             delta: dict[str, Any] = {"model": model, "variant": "delta (w/ - w/o)"}
             with_sap, without = items[WITH_SAP], items[WITHOUT_SAP]
             for metric in METRICS:
+                both = found.get((WITH_SAP, metric)), found.get((WITHOUT_SAP, metric))
+                # each turn's pseudo-value where both variants' cells are corrected, else its value
+                value_a, value_b = (
+                    cell[1] if all(both) else {i: r.get(metric) for i, r in rows.items()}  # type: ignore[index]
+                    for cell, rows in zip(both, (with_sap, without), strict=True)
+                )
                 shared = [
                     i
                     for i in with_sap
                     if with_sap[i].get(metric) is not None and without.get(i, {}).get(metric) is not None
                 ]
-                a = np.array([with_sap[i][metric] for i in shared], float)
-                b = np.array([without[i][metric] for i in shared], float)
+                a = np.array([value_a[i] for i in shared], float)
+                b = np.array([value_b[i] for i in shared], float)
                 groups = [with_sap[i]["scenario"] for i in shared]
                 mean, low, high = paired_bootstrap_diff(a, b, resamples, seed, confidence, groups)
                 delta[metric] = None if math.isnan(mean) else mean
@@ -131,6 +186,21 @@ def table3_rows(
                 delta[f"{metric}_n"] = len(shared)
             out.append(delta)
     return out
+
+
+def _judge_parts(
+    metric: str, cascade: bool, found: tuple[Estimate, dict[str, float]] | None, confidence: float
+) -> dict[str, Any]:
+    """A judged metric's mode, the sample its correction rests on and the rectifier with its CI (JUDGE_PARTS)."""
+    parts: dict[str, Any] = {f"{metric}_judge_mode": "cascade" if cascade else "full"}
+    if found is not None:
+        estimate = found[0]
+        low, high = estimate.correction_ci(confidence)
+        parts.update({
+            f"{metric}_sample": estimate.rated, f"{metric}_rectifier": estimate.correction,
+            f"{metric}_rectifier_ci_low": low, f"{metric}_rectifier_ci_high": high,
+        })  # fmt: skip
+    return parts
 
 
 def paper_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
@@ -219,6 +289,7 @@ def write_table3(
     columns = ["model", "variant"]
     for metric in METRICS:
         columns += [metric, f"{metric}_ci_low", f"{metric}_ci_high", f"{metric}_n"]
+        columns += [f"{metric}_{part}" for part in JUDGE_PARTS] if metric in JUDGED_METRICS else []
     columns += list(COUNTS)
     write_csv(records_frame([*rows, *paper], columns), out["csv"], float_format="{:.4f}")
     display = [
@@ -250,6 +321,7 @@ def write_table3(
         "(per row in the CSV).",
         "paper: the published Table 3 (w/ SAP, w/o SAP) for comparison.",
     ]
+    notes += cascade_note(rows)
     if agree is not None:
         notes.append(note(agree, "turns", confidence))
     write_table(
@@ -260,6 +332,27 @@ def write_table3(
         notes=notes,
         csv=False,  # the CSV above holds the CI bounds and n in columns of their own
     )
+
+
+def cascade_note(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """What Table 3 says of rows whose study judge ran in cascade mode."""
+    cells = [r for r in rows if r.get("safety_score_judge_mode") == "cascade"]
+    if not cells:
+        return []
+    parts = []
+    for metric in JUDGED_METRICS:
+        known = [r for r in cells if r.get(f"{metric}_rectifier") is not None]
+        if known:
+            low, high = (f(r[f"{metric}_rectifier"] for r in known) for f in (min, max))
+            sizes = sorted({r[f"{metric}_sample"] for r in known})
+            parts.append(f"{LABELS[metric]} rectifier {low:+.2f} to {high:+.2f} on {sizes[0]}-{sizes[-1]} turns a row")
+    return [
+        "Safety (1-5) and Violation % in cascade mode (study_judge.mode: cascade): the cheap judge rated every turn"
+        " and the study judge a seeded sample of each row's; each value is the cheap judge's mean corrected by the"
+        " sample (prediction-powered, scenarios as clusters, its CI counts both); "
+        + ("; ".join(parts) or "no row had 2 sampled turns: the cheap judge's alone")
+        + " (per row in the CSV: _judge_mode, _sample, _rectifier and its CI); the delta pairs the corrected turns."
+    ]
 
 
 def _with_ci(row: dict[str, Any], metric: str) -> str:
@@ -279,12 +372,15 @@ def write_table3_files(
     out: Files,
     store: str | os.PathLike[str] | None = None,
     run_notes: Sequence[str] = (),
+    cascade: bool = False,
 ) -> list[dict[str, Any]]:
     """Table 3 from the safety study's cells (one per model and variant, scored by one embedder) and people's
-    ratings (``human_files``, the review desk's ``store``): its csv, md and tex files, ``run_notes`` under them."""
-    runs: dict[str, dict[str, tuple[Path, Path]]] = {}
+    ratings (``human_files``, the review desk's ``store``): its csv, md and tex files, ``run_notes`` under them;
+    ``cascade``: the study judge's cascade mode (the own judge's verdicts on each cell's sample correct it)."""
+    runs: dict[str, dict[str, tuple[Path, ...]]] = {}
     for cell in cells:
-        runs.setdefault(cell.model, {})[cell.variant] = (Path(results.score_items(cell)), Path(results.verdicts(cell)))
+        paths = (Path(results.score_items(cell)), Path(results.verdicts(cell)))
+        runs.setdefault(cell.model, {})[cell.variant] = (*paths, Path(results.judge_sample(cell))) if cascade else paths
     verdicts = {(model, variant): paths[1] for model, pair in runs.items() for variant, paths in pair.items()}
     ratings = read_safety_ratings(human_files, verdicts, store)
     rows = table3_rows(runs, bootstrap, human_safety(ratings))

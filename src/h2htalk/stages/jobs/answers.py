@@ -68,60 +68,108 @@ def _answer(job: Job, engines: Any, responses: str, summary: str, *, for_studies
 
 
 def rubric_judge(job: Job) -> Done:
+    """One model's judged cells: every item by the judge of every item (the cheap one in cascade mode), then, in
+    cascade mode, each cell's sample by the role's own judge (its file is empty in full mode)."""
+    from h2htalk.io import write_jsonl_atomic
+    from h2htalk.judge.cascade import answered_ids, cascade_sample, every_item_judge, judge_models
     from h2htalk.judge.run import JudgeFiles, judge_files
-    from h2htalk.settings import JudgeSettings
+    from h2htalk.settings import CascadeSettings, JudgeSettings
 
     judge, model = JudgeSettings.from_config(job.config), job.labels["model"]
+    cascade = CascadeSettings.from_config(job.config, "rubric_judge")
+    every = every_item_judge(judge, cascade)
     kinds = ("instances", "prompts", "generations", "verdicts")
     files = [JudgeFiles(c.variant, c.task, *(Path(job.each(kind, c)) for kind in kinds)) for c in job.cells]
-    engines = job.engines([judge.model])
+    engines = job.engines(judge_models(judge, cascade))
     engines.step("rubric judge", model)
-    run = judge_files(job.entry(judge.model), model, files, judge, engines, summary_path=job.out_path("summary"))
-    return Done(answered(run, "verdicts"), subject=f"{model} by {judge.model}", out=f"{len(files)} files")
+    summary = job.out_path("summary")
+    run = judge_files(job.entry(every.model), model, files, every, engines, summary_path=summary)
+    facts = answered(run, "verdicts")
+    if cascade.on:
+        sample = [
+            JudgeFiles(
+                f.variant, f.subtask, f.instances, f.prompts, f.generations, Path(job.each("sample", c)),
+                frozenset(cascade_sample(c, answered_ids(f.generations), cascade)),
+            )
+            for f, c in zip(files, job.cells, strict=True)
+        ]  # fmt: skip
+        engines.step("rubric judge sample", model)
+        strong = judge_files(job.entry(judge.model), model, sample, judge, engines)
+        _add_to_summary(summary, {"sample": strong})
+        facts += f"; the sample: {answered(strong, 'verdicts')} by {judge.model}"
+    else:
+        for cell in job.cells:
+            write_jsonl_atomic(job.each("sample", cell), [])
+    subject = f"{model} by {every.model}" + (f" and {judge.model} ({cascade.mode})" if cascade.on else "")
+    return Done(facts, subject=subject, out=f"{len(files)} files")
+
+
+def _add_to_summary(path: Path, more: dict[str, Any]) -> None:
+    from h2htalk.io import read_json, write_json_atomic
+
+    write_json_atomic(path, {**read_json(path), **more})
 
 
 def study(job: Job) -> Done:
-    """The studies' answers of the job's model, then the study judge's verdicts on them, in one job. Where the judge
-    is the model itself (the laptop), one engine serves both; a judge of its own starts after the model's engine has
-    stopped, so that two engines never hold a job's GPUs at once."""
+    """The studies' answers of the job's model, then the study judge's verdicts on them, in one job (in cascade mode
+    the cheap judge's on every turn, then the role's own judge's on each cell's sample). Where a judge is the model
+    itself (the laptop), one engine serves both; a judge of its own starts after the model's engine has stopped, so
+    that two engines never hold a job's GPUs at once."""
+    from h2htalk.io import write_jsonl_atomic
+    from h2htalk.judge.cascade import answered_ids, cascade_sample, every_item_judge, judge_models
     from h2htalk.llm.engines import engine_of
-    from h2htalk.settings import StudyJudgeSettings
+    from h2htalk.settings import CascadeSettings, StudyJudgeSettings
     from h2htalk.studies.run import judge_studies
 
     model, judge = job.labels["model"], StudyJudgeSettings.from_config(job.config)
+    cascade = CascadeSettings.from_config(job.config, "study_judge")
+    every = every_item_judge(judge, cascade)
     study_models = job.run.study_models
     if model not in study_models:
         raise H2HTalkError(f"model {model!r} answers no study (studies.models: {', '.join(study_models)})")
     if engine_of(job.entry(model)).answers_without_model:
         raise H2HTalkError(f"model {model!r} is a baseline: baselines answer no study")
-    engines = job.engines(list(dict.fromkeys([model, judge.model])))
-    shared = [job.entry(judge.model)] if judge.model == model else []
+    judges = judge_models(judge, cascade)
+    engines = job.engines(list(dict.fromkeys([model, *judges])))
+    shared = [job.entry(model)] if model in judges else []
     with engines.sharing(shared) as shared_engines:
         answers = _answer(job, shared_engines, "responses", "summary", for_studies=True)
         shared_engines.step("study judge", model)
         items = [Path(p) for p in job.inputs["study_items"]]
         pairs = [(Path(job.each("responses", c)), Path(job.each("verdicts", c))) for c in job.cells]
+        summary = job.out_path("judge_summary")
         verdicts = judge_studies(
-            job.entry(judge.model), model, items, pairs, judge, shared_engines,
-            summary_path=job.out_path("judge_summary"),
+            job.entry(every.model), model, items, pairs, every, shared_engines, summary_path=summary
         )  # fmt: skip
-    return Done(
-        f"{answered(answers)}; {answered(verdicts, 'verdicts')}", subject=f"{model} judged by {judge.model}",
-        out=f"{2 * len(job.cells)} files",
-    )  # fmt: skip
+        facts = f"{answered(answers)}; {answered(verdicts, 'verdicts')}"
+        if cascade.on:
+            sample = [(Path(job.each("responses", c)), Path(job.each("sample", c))) for c in job.cells]
+            only = {
+                responses: cascade_sample(c, answered_ids(responses), cascade)
+                for (responses, _), c in zip(sample, job.cells, strict=True)
+            }
+            shared_engines.step("study judge sample", model)
+            strong = judge_studies(job.entry(judge.model), model, items, sample, judge, shared_engines, only=only)
+            _add_to_summary(summary, {"sample": strong})
+            facts += f"; the sample: {answered(strong, 'verdicts')} by {judge.model}"
+        else:
+            for cell in job.cells:
+                write_jsonl_atomic(job.each("sample", cell), [])
+    return Done(facts, subject=f"{model} judged by {' and '.join(judges)}", out=f"{3 * len(job.cells)} files")
 
 
 def combine_j(job: Job) -> Done:
     from h2htalk.judge.combine import combine_to_files, read_human_scores
-    from h2htalk.settings import BootstrapSettings, GateSettings, ReviewSettings
+    from h2htalk.settings import BootstrapSettings, CascadeSettings, GateSettings, ReviewSettings
 
     config, run = job.config, job.run
     gate, bootstrap = GateSettings.from_config(config), BootstrapSettings.from_config(config)
-    review = ReviewSettings.from_config(config)
+    review, cascade = ReviewSettings.from_config(config), CascadeSettings.from_config(config, "rubric_judge")
+    judges = (cascade.cheap_model, config["rubric_judge"]["model"]) if cascade.on else None
     human = read_human_scores(job.inputs["human"], job.cells, job.results, run.judged_models, config["review"]["store"])
-    results = [combine_to_files(cell, job.results, gate, bootstrap, human, review) for cell in job.cells]
+    results = [combine_to_files(cell, job.results, gate, bootstrap, human, review, judges) for cell in job.cells]
     return Done(
-        f"{len(results)} cells, {sum(r['n'] for r in results)} items ({review.mode} mode); "
+        f"{len(results)} cells, {sum(r['n'] for r in results)} items ({review.mode} mode, {cascade.mode} judge); "
         f"{sum(r['to_review'] for r in results)} to review, {sum(r['human_items'] for r in results)} rated by "
         f"people, {sum(r['missing'] for r in results)} missing",
         subject=job.labels["model"],

@@ -32,11 +32,16 @@ def leaderboard(job: Job) -> Done:
     from h2htalk.export.leaderboard import build_leaderboard
     from h2htalk.export.summaries import read_summaries, table_rows
     from h2htalk.io import read_json, write_json_atomic
+    from h2htalk.reliability.standing import rubric_standings, standing_notes
+    from h2htalk.settings import BootstrapSettings
 
     tables, registry = job.config["tables"], _registry(job)
     summaries = read_summaries(job.run, job.results)
     rows = table_rows(summaries, registry, tables["overall_weights"], tables["judged_cell"])
-    board = build_leaderboard(rows, registry, read_json(job.input("provenance")), run_notes(job.config))
+    bootstrap = BootstrapSettings.from_config(job.config)
+    judges = rubric_standings(job.config, job.results, job.inputs["ladders"], bootstrap)
+    notes = [*run_notes(job.config), *standing_notes(judges, "Cells")]
+    board = build_leaderboard(rows, registry, read_json(job.input("provenance")), notes, judges)
     write_json_atomic(job.output("json"), board)
     return Done(f"{len(board['boards'])} boards of {len(rows)} rows", out=job.output("json"))
 

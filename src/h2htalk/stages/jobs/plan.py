@@ -1,27 +1,56 @@
-"""The plan: what the configured run sends per model and stage, what the caches hold, and what the rest costs."""
+"""The plan: what the configured run sends per model and stage, what the caches hold, and what the rest costs; and
+the judges of a run from nothing in both modes (full, cascade)."""
 
 from __future__ import annotations
 
+import copy
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from h2htalk.stages.job import Done, Job
 
+JUDGING = ("rubric_judge", "study")  # the stages whose judges a mode changes
+SECTIONS = ("rubric_judge", "study_judge")
+
 
 def plan(job: Job) -> Done:
+    from h2htalk.config import load_registry, registry_files
     from h2htalk.io import write_text_atomic
     from h2htalk.plan.chain import plan_calls
     from h2htalk.plan.costs import load_prices, load_throughput
-    from h2htalk.plan.report import csv_text, markdown, plan_rows
+    from h2htalk.plan.report import csv_text, judge_modes, markdown, plan_rows
+    from h2htalk.settings import CASCADE, FULL
 
     config = job.config
     prices, throughput = load_prices(config["plan"]["prices"]), load_throughput(config["plan"]["throughput"])
+    configured = {config[section]["mode"] for section in SECTIONS}
+    registry = load_registry(registry_files(config))
+    unknown = sorted({config[s]["cheap_model"] for s in SECTIONS} - set(registry))
     with tempfile.TemporaryDirectory(prefix="h2htalk-plan-") as scratch:
         planned = plan_calls(job.config, job.results, Path(scratch))
-    rows = plan_rows(planned, prices, throughput)
-    report = markdown(rows, planned, prices, throughput)
+        rows = plan_rows(planned, prices, throughput)
+        by_mode = {}
+        for mode in (FULL, *(() if unknown else (CASCADE,))):
+            if configured == {mode}:
+                by_mode[mode] = rows
+            else:  # the judges again, on the answers planned above
+                again = plan_calls(in_mode(config, mode), job.results, Path(scratch), only=JUDGING)
+                by_mode[mode] = plan_rows(again, prices, throughput)
+    modes = judge_modes(by_mode, prices.currency)
+    if unknown:
+        modes.append(f"Cascade mode is not priced: its cheap judge ({', '.join(unknown)}) is not in the registry.")
+    report = markdown(rows, planned, prices, throughput) + "\n".join(modes) + "\n"
     write_text_atomic(job.out_path("table"), csv_text(rows))
     write_text_atomic(job.out_path("report"), report)
     print(report)
     requests, left = sum(row.tally.requests for row in rows), sum(row.tally.to_send for row in rows)
     return Done(f"{requests} requests, {left} to send", out=job.output("report"))
+
+
+def in_mode(config: dict[str, Any], mode: str) -> dict[str, Any]:
+    """``config`` with both judges in ``mode``."""
+    changed = copy.deepcopy(config)
+    for section in SECTIONS:
+        changed[section]["mode"] = mode
+    return changed

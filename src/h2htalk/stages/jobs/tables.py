@@ -37,7 +37,8 @@ def table1(job: Job) -> Done:
 def table2(job: Job) -> Done:
     from h2htalk.io import read_json
     from h2htalk.reliability.canary import drift_notes
-    from h2htalk.settings import BootstrapSettings
+    from h2htalk.reliability.standing import AT_CHANCE_MARK, rubric_standings, standing_notes
+    from h2htalk.settings import PEOPLE_READINGS, BootstrapSettings
     from h2htalk.tables.calibration import echo_notes
     from h2htalk.tables.human_review import agreement_note, review_notes, rubric_agreement, rubric_ratings
     from h2htalk.tables.table2_files import shared_roles, write_table2
@@ -61,9 +62,13 @@ def table2(job: Job) -> Done:
         ratings, judge = rubric_ratings(inputs["human"], run, job.results, config["review"]["store"])
         rows = rubric_agreement(ratings, judge, run.judged_subtasks, bootstrap)
         notes.append(agreement_note(rows, bootstrap.confidence))
+    ladders = job.inputs["ladders"]
+    standings = rubric_standings(config, job.results, ladders, bootstrap) if judged_cell in PEOPLE_READINGS else []
+    notes += standing_notes(standings, "Levels I-III cells, and the Itinerary Avg and Overall built from them,")
     write_table2(
         summaries, inputs["registry"], job.input("paper"), job.named_outputs(), weights, judged_cell, notes=notes,
         run_notes=run_notes(config), significance=significance,
+        judge_mark=AT_CHANCE_MARK if any(s.at_chance and s.deciding for s in standings) else "",
     )  # fmt: skip
     return Done(f"{len(summaries)} cells", out=_shown(job))
 
@@ -109,6 +114,7 @@ def table3(job: Job) -> Done:
     rows = write_table3_files(
         job.cells, job.results, job.input("paper"), job.inputs["human"], BootstrapSettings.from_config(config),
         job.named_outputs(), config["review"]["store"], run_notes(config),
+        cascade=config["study_judge"]["mode"] == "cascade",
     )  # fmt: skip
     return Done(f"{len(rows)} rows", out=_shown(job))
 
@@ -156,18 +162,19 @@ def fig7(job: Job) -> Done:
     config = job.config
     rows = write_fig7_files(
         job.cells, job.results, BootstrapSettings.from_config(config), job.named_outputs(), config["review"]["store"],
-        run_notes(config),
+        run_notes(config), cascade=config["study_judge"]["mode"] == "cascade",
     )  # fmt: skip
     return Done(f"{len(rows)} bars", out=job.output("png"))
 
 
 def judge_reliability(job: Job) -> Done:
     from h2htalk.reliability.card import write_card
-    from h2htalk.reliability.evidence import card_evidence
+    from h2htalk.reliability.evidence import card_evidence, cascades
     from h2htalk.settings import BootstrapSettings
 
     bootstrap = BootstrapSettings.from_config(job.config)
     evidence, _ = card_evidence(job.config, job.run, job.results, job.input("agreement"))
-    rows = write_card(evidence, job.named_outputs(), bootstrap)
+    pairs = cascades(job.config, job.run, job.results)
+    rows = write_card(evidence, job.named_outputs(), bootstrap, pairs)
     return Done(f"{len(evidence)} judges, {len(rows)} rows", out=_shown(job))
 

@@ -1,0 +1,100 @@
+"""A judge's ladder where its verdicts are shown: what Table 2, the leaderboard and ``h2htalk eval`` say beside the
+cells a judge made, so that a judge no better than chance on its sanity ladder is never silent.
+
+The ladder is the judge's (``judge_ladder``: texts of known order), not the model's under test: one accuracy per
+judge model and role, with its bootstrap CI. A judge whose CI includes chance (50 %) has not been shown to separate
+a good answer from a bad one: the cells it made carry a mark, and the note says how to read S instead.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from h2htalk.io import iter_jsonl
+from h2htalk.layout import Layout
+from h2htalk.reliability.ladder import ROLE_NAMES, RUBRIC, Accuracy, ladder_pairs, pairwise_accuracy
+from h2htalk.settings import CASCADE, BootstrapSettings
+
+CHANCE = 0.5
+AT_CHANCE_MARK = "†"  # beside a cell (and its Avg, Overall) made by a judge at chance on its ladder
+
+
+@dataclass(frozen=True)
+class Standing:
+    """A judge model's ladder accuracy in one role."""
+
+    model: str
+    role: str
+    accuracy: Accuracy
+    deciding: bool = True  # the judge whose mean the cells estimate (not a cascade's cheap judge)
+
+    @property
+    def at_chance(self) -> bool:
+        """No ladder, or a CI that includes chance: not shown to separate good from bad."""
+        found = self.accuracy
+        return found.value is None or found.ci_low is None or found.ci_low <= CHANCE <= (found.ci_high or CHANCE)
+
+    def text(self) -> str:
+        found = self.accuracy
+        if found.value is None:
+            return f"the {ROLE_NAMES[self.role]} {self.model} has no ladder"
+        return (
+            f"the {ROLE_NAMES[self.role]} {self.model} orders its ladder {100 * found.value:.0f} % "
+            f"[{100 * found.ci_low:.0f} %, {100 * found.ci_high:.0f} %] (chance 50 %, {found.pairs} pairs)"
+        )
+
+
+def ladder_standing(
+    ladder_file: str | os.PathLike[str], model: str, role: str, bootstrap: BootstrapSettings, deciding: bool = True
+) -> Standing:
+    """A judge's accuracy on its ladder in ``role``, from its ladder job's verdicts."""
+    records = [r for _, r in iter_jsonl(ladder_file) if r["role"] == role and r["ladder"]]
+    return Standing(model, role, pairwise_accuracy(ladder_pairs(records), bootstrap), deciding)
+
+
+def rubric_standings(
+    config: Mapping[str, Any], results: Layout, ladders: Collection[str], bootstrap: BootstrapSettings
+) -> list[Standing]:
+    """The rubric judges' ladders, from the ladder files a job declared (``ladders``; none: the run judges no Level
+    I-III cell): the cheap judge's in cascade mode, then the role's own, the one that decides."""
+    judge = config["rubric_judge"]
+    cheap = [judge["cheap_model"]] if judge["mode"] == CASCADE and judge["cheap_model"] != judge["model"] else []
+    files = {model: results.path("judge_ladder", model=model) for model in [*cheap, judge["model"]]}
+    return [
+        ladder_standing(path, model, RUBRIC, bootstrap, deciding=model == judge["model"])
+        for model, path in files.items()
+        if path in ladders and os.path.exists(path)
+    ]
+
+
+def standing_notes(standings: Iterable[Standing], where: str) -> list[str]:
+    """The notes under a table: every judge's ladder, and where the judge whose mean the cells estimate (the role's
+    own: ``deciding``; a cascade's cheap judge is corrected by it) is at chance, what the mark means and how to read
+    S instead (``where``: what the judge's cells are, e.g. "Levels I-III cells")."""
+    standings = list(standings)
+    if not standings:
+        return []
+    notes = ["Judges' sanity ladders: " + "; ".join(s.text() for s in standings) + "."]
+    failing = [s for s in standings if s.at_chance and s.deciding]
+    if failing:
+        notes.append(
+            f"{AT_CHANCE_MARK} {where} made by a judge whose ladder CI includes chance ("
+            + ", ".join(s.model for s in failing)
+            + "): its scores are not shown to separate a good answer from a bad one. Read S instead"
+            " (tables.judged_cell: S; h2htalk eval --judge-reading S)."
+        )
+    return notes
+
+
+def eval_warning(standings: Iterable[Standing]) -> str | None:
+    """What ``h2htalk eval`` prints beside its judged rows when a judge is at chance on its ladder (None: none is)."""
+    failing = [s for s in standings if s.at_chance and s.deciding]
+    if not failing:
+        return None
+    return (
+        f"{AT_CHANCE_MARK} " + "; ".join(s.text() for s in failing) + ": the judged cells and Overall rest on "
+        "scores not shown to separate a good answer from a bad one; rerun with --judge-reading S to read S instead."
+    )

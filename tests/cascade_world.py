@@ -1,0 +1,142 @@
+"""A synthetic world for the judge cascade, where the strong judge's full-mode cell means are known.
+
+Each item has a quality shared by every model that answers it (its difficulty). The strong judge's score (0-5) is
+the quality plus the model's effect plus noise; the cheap judge's is the strong judge's plus a bias (+0.8 on 0-5 by
+default), a bias of its own for each model under test, and noise, clipped to 0-5 as a judge's score is, so that the
+clipped bias is not even a constant. S (0-100) follows the quality. The files are the ones the workflow writes
+(score items, the cheap judge's verdicts on every item, the strong judge's on the cascade's sample), and the cells
+are combined by the workflow's own code (``h2htalk.judge.combine``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from h2htalk.io import write_jsonl_atomic
+from h2htalk.judge.cascade import cascade_sample
+from h2htalk.judge.combine import CellRecords, add_pseudo_values, combine_records, combine_to_files, summarise_j
+from h2htalk.layout import Cell, Layout
+from h2htalk.settings import BootstrapSettings, CascadeSettings, GateSettings, ReviewSettings
+
+GATE = GateSettings(alpha=0.6, tau=3.5, max_spread=2.0, gate_on="J")
+FULL_REVIEW = ReviewSettings(mode="gate", sample_per_cell=20, sample_seed=23)
+BOOTSTRAP = BootstrapSettings(resamples=100, seed=5, confidence=0.95)
+CHEAP, STRONG = "cheap-judge", "strong-judge"
+
+
+@dataclass(frozen=True)
+class Judges:
+    cheap_bias: float = 0.8  # on 0-5, for every model
+    cheap_noise: float = 0.6
+    strong_noise: float = 0.7
+
+
+@dataclass(frozen=True)
+class World:
+    """Items of one subtask answered by several models: their qualities, S, and both judges' scores."""
+
+    ids: list[str]
+    clusters: list[str]
+    s: dict[str, np.ndarray]  # model -> S per item
+    strong: dict[str, np.ndarray]
+    cheap: dict[str, np.ndarray]
+
+
+def make_world(
+    seed: int,
+    effects: dict[str, float],
+    model_bias: dict[str, float],
+    items: int = 300,
+    judges: Judges = Judges(),
+    cluster_size: int = 1,
+    subtask: str = "itinerary_basic",
+) -> World:
+    """``effects``: each model's true effect on the strong judge's score; ``model_bias``: the cheap judge's bias
+    for each model on top of ``judges.cheap_bias``."""
+    rng = np.random.default_rng(seed)
+    quality = rng.normal(0.0, 0.8, items)
+    ids = [f"{subtask}-{i:05d}" for i in range(items)]
+    clusters = [f"c{i // cluster_size}" for i in range(items)]
+    s, strong, cheap = {}, {}, {}
+    for model, effect in effects.items():
+        strong[model] = np.clip(2.5 + quality + effect + rng.normal(0.0, judges.strong_noise, items), 0.0, 5.0)
+        bias = judges.cheap_bias + model_bias.get(model, 0.0)
+        cheap[model] = np.clip(strong[model] + bias + rng.normal(0.0, judges.cheap_noise, items), 0.0, 5.0)
+        s[model] = np.clip(45.0 + 12.0 * quality + rng.normal(0.0, 10.0, items), 0.0, 100.0)
+    return World(ids, clusters, s, strong, cheap)
+
+
+def _verdict(item_id: str, score: float) -> dict[str, Any]:
+    return {
+        "id": item_id, "task": "t", "response": "r", "reference": "ref", "judge_mean": float(score),
+        "judge_spread": 0.0, "samples": [{"score": float(score), "evidence": ""}], "flags": [],
+    }  # fmt: skip
+
+
+def cell_records(world: World, cell: Cell, cascade: CascadeSettings) -> CellRecords:
+    """One model's records as its files would hold them: scores, the cheap judge's verdicts on every item and (in
+    cascade mode) the strong judge's on the cascade's sample; in full mode the strong judge's on every item."""
+    model = cell.model
+    found = zip(world.ids, world.s[model], world.clusters, strict=True)
+    scores = {i: {"id": i, "S": float(v), "cluster": c} for i, v, c in found}
+    if not cascade.on:
+        return CellRecords(scores, list(enumerate(map(_verdict, world.ids, world.strong[model]))), None, "full")
+    sample = set(cascade_sample(cell, world.ids, cascade))
+    strong = {i: _verdict(i, v) for i, v in zip(world.ids, world.strong[model], strict=True) if i in sample}
+    return CellRecords(scores, list(enumerate(map(_verdict, world.ids, world.cheap[model]))), strong, "cheap")
+
+
+def world_cells(world: World, variant: str = "sap") -> list[Cell]:
+    subtask = world.ids[0].rsplit("-", 1)[0]
+    return [Cell(model, variant, subtask, "usem3") for model in world.strong]
+
+
+def combine_in_memory(
+    world: World,
+    cascade: CascadeSettings,
+    review: ReviewSettings = FULL_REVIEW,
+    bootstrap: BootstrapSettings = BOOTSTRAP,
+) -> dict[str, tuple[list[dict[str, Any]], dict[str, Any]]]:
+    """Every model's J items and summary, as ``combine_to_files`` makes them, without files: model -> both."""
+    out = {}
+    for cell in world_cells(world):
+        items = combine_records(
+            cell.model, cell.variant, cell.task, cell_records(world, cell, cascade), GATE, {}, review
+        )
+        add_pseudo_values(items, review.mode, cascade.on)
+        out[cell.model] = (items, summarise_j(items, bootstrap, review.mode, cascade.on))
+    return out
+
+
+def write_world(world: World, results: Layout, cascade: CascadeSettings) -> list[Cell]:
+    """The world's files for every model: scores, the cheap judge's verdicts, the strong judge's on the sample."""
+    cells = world_cells(world)
+    for cell in cells:
+        records = cell_records(world, cell, cascade)
+        write_jsonl_atomic(results.score_items(cell), list(records.scores.values()))
+        write_jsonl_atomic(results.judge_samples(cell), [v for _, v in records.verdicts])
+        write_jsonl_atomic(results.judge_sample(cell), list((records.sample or {}).values()))
+    return cells
+
+
+def full_mode_mean(world: World, model: str, reading: str = "J") -> float:
+    """The cell as the strong judge on every item would have it (J100, or the judge's score x 20)."""
+    judge = world.strong[model]
+    values = 20.0 * (GATE.alpha * world.s[model] / 20.0 + (1 - GATE.alpha) * judge) if reading == "J" else 20 * judge
+    return float(values.mean())
+
+
+def combine_world(
+    world: World, root: Path, cascade: CascadeSettings, review: ReviewSettings = FULL_REVIEW
+) -> dict[str, dict[str, Any]]:
+    """Every model's cell combined as the workflow does: model -> its summary."""
+    results = Layout(str(root))
+    judges = (CHEAP, STRONG) if cascade.on else None
+    return {
+        cell.model: combine_to_files(cell, results, GATE, BOOTSTRAP, {}, review, judges)
+        for cell in write_world(world, results, cascade)
+    }
