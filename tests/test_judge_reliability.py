@@ -43,6 +43,7 @@ from h2htalk.scoring.metrics import Pair, score_pairs
 from h2htalk.scoring.tokenizers import get_tokenizer
 from h2htalk.settings import (
     JUDGE_ROLES,
+    LADDER_PARTS,
     BootstrapSettings,
     ClientSettings,
     JudgeSettings,
@@ -320,16 +321,25 @@ def test_the_ladder_job_judges_through_the_cache_and_the_card_says_what_it_found
     with LoopbackAPI() as stub:
         stub.responder = stand_in_judge(s_of)
         engines = EngineOptions(ClientSettings.from_config(config), 1234, endpoint=Endpoint(stub.base_url, "stand-in"))
-        found = run_ladder(spec, JUDGE_ROLES, texts, judges, reliability, engines, results)
-        again = run_ladder(spec, JUDGE_ROLES, texts, judges, reliability, engines, results)
+        def ladder():  # the two parts, as two ladder jobs run them
+            parts = [
+                run_ladder(spec, roles, [t for t in texts if t.role in roles], judges, reliability, engines, results,
+                           part)
+                for part, roles in LADDER_PARTS.items()
+            ]
+            return {key: sum(p[key] for p in parts) for key in ("texts", "sent", "requests")}
+
+        found, again = ladder(), ladder()
     # two instances per level, six rungs each, less the two that do not apply to them (a plan that names no
     # persona, a day whose activities are not its hobbies); the canary adds each level's third instance's rung
     on_ladder, canary_only = 2 * 3 * 6 - 2, 3
     assert found["texts"] == on_ladder + canary_only + 40 + 3 * 36 and found["sent"] == found["requests"]
     assert again["sent"] == 0 and again["requests"] == found["requests"]  # the rerun reads the cache
-    canary = read_json(results.path("judge_canary", model="stand-in-judge"))
+    canary = {role: c for part in LADDER_PARTS
+              for role, c in read_json(results.path("judge_canary", model="stand-in-judge", part=part)).items()}
     assert set(canary) == set(JUDGE_ROLES) and all(c["previous"] is None for c in canary.values())
-    records = read_jsonl(results.path("judge_ladder", model="stand-in-judge"))
+    records = [r for part in LADDER_PARTS for r in read_jsonl(results.path("judge_ladder", model="stand-in-judge",
+                                                                          part=part))]  # fmt: skip
     assert sum(r["ladder"] for r in records if r["role"] == RUBRIC) == on_ladder
 
     evidence = []
@@ -439,7 +449,9 @@ def test_the_commands_make_the_card_from_the_run_and_table2_notes_a_changed_judg
             judging["reversed"] = judge == "j2"
             write_config(judge)
             args = ["--config", str(config), "--results", results.root.as_posix()]
-            assert main(["judge-ladder", *args, "--model", judge, "--base-url", stub.base_url]) == 0
+            for part in LADDER_PARTS:
+                ladder = ["--model", judge, "--part", part, "--base-url", stub.base_url]
+                assert main(["judge-ladder", *args, *ladder]) == 0
             figures = ["--figures", str(tmp_path / "figures" / judge)]
             assert main(["agreement", *args, *figures]) == 0
             assert main(["judge-reliability", *args, *figures]) == 0
@@ -451,9 +463,9 @@ def test_the_commands_make_the_card_from_the_run_and_table2_notes_a_changed_judg
     assert "People have not rated its safety-study replies yet" in safety and "**The judge changed.**" in card
     assert main(["judge-reliability", *args, "--figures", str(tmp_path / "alone")]) == 0  # no agreement report there
     assert "No agreement report was read" in (tmp_path / "alone" / "judge_reliability.md").read_text(encoding="utf-8")
-    canary = read_json(results.path("judge_canary", model="j2"))
+    canary = read_json(results.path("judge_canary", model="j2", part="rubric"))
     assert canary["rubric"]["previous"]["judge"]["name"] == "j1" and canary["rubric"]["flagged"]
     config_j2 = default_config(json.loads(config.read_text("utf-8")))
     [canary_file] = BY_NAME["table2"].files("inputs", Scope(config_j2, results), {})["canary"]  # Table 2 reads it
-    assert canary_file == results.path("judge_canary", model="j2")
+    assert canary_file == results.path("judge_canary", model="j2", part="rubric")
     assert "rubric judge changed" in drift_notes(canary_file)[0]

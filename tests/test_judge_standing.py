@@ -36,7 +36,7 @@ def ladder(path: Path, items: int, skill: float, seed: int) -> None:
 def test_a_judge_at_chance_marks_its_cells_and_says_how_to_read_s(tmp_path):
     results = Layout(str(tmp_path / "results"))
     config = {"rubric_judge": {"model": "own", "mode": "cascade", "cheap_model": "cheap"}}
-    good, coin = (results.path("judge_ladder", model=m) for m in ("cheap", "own"))
+    good, coin = (results.path("judge_ladder", model=m, part="rubric") for m in ("cheap", "own"))
     ladder(Path(good), 20, 0.9, 1)
     ladder(Path(coin), 20, 0.0, 2)
     cheap, own = rubric_standings(config, results, [good, coin], BOOT)

@@ -134,7 +134,7 @@ def test_paper_rehearsal_slice_through_slurm(tmp_path, released_data):
     # each over all rows), the judge's sanity ladder (one job per judge model): the rest is local
     assert report["slurm_jobs_by_rule"] == {
         "reconstruct_instances": 1, "generate": 3, "study": 3, "score": 7, "score_studies": 1, "rubric_judge": 7,
-        "table2_pairs": 1, "judge_ladder": 1,
+        "table2_pairs": 1, "judge_ladder": 2,
     }  # fmt: skip
     assert all(job["state"] == "COMPLETED" for job in jobs), jobs
     # a study job runs its model and the study judge: the union of what they need (GPT-4o's API needs no GPU)

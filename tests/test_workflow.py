@@ -95,22 +95,26 @@ def test_the_partial_table2_needs_no_judge_and_the_answers_and_scores_go_first(c
     for name in ("generate", "baseline_answers", "score", "table2_partial", "table1", "figure"):
         assert BY_NAME[name].priority > later, name
 
-def test_the_judges_card_is_one_ladder_job_per_judge_model(checkout):
-    """The laptop makes the judges' card when asked (judge_reliability.every_run: false); the paper's `all` makes
-    it, with one ladder job for its one judge model, and Table 2 waits for the rubric judge's drift canary."""
+def test_the_judges_card_is_one_ladder_job_per_judge_model_and_part(checkout):
+    """Every run has the rubric judge's ladder (Table 2 shows it beside the judged cells); the laptop makes the
+    judges' card, and the studies' part of the ladder, when asked (judge_reliability.every_run: false); the paper's
+    `all` makes it, with one ladder job per part for its one judge model, and Table 2 waits for the rubric judge's
+    drift canary."""
     laptop = snakemake(checkout, "-n")
-    assert laptop.returncode == 0 and "judge_ladder" not in laptop.stdout + laptop.stderr
+    out = laptop.stdout + laptop.stderr
+    assert laptop.returncode == 0 and re.search(r"^judge_ladder\s+1$", out, re.M), out[-3000:]
+    assert "part=rubric" in out and "part=studies" not in out
     card = snakemake(checkout, "-n", "judge_reliability")
     out = card.stdout + card.stderr
-    assert re.search(r"^judge_ladder\s+1$", out, re.M) and re.search(r"^judge_reliability\s+1$", out, re.M), out[-3000:]
+    assert re.search(r"^judge_ladder\s+2$", out, re.M) and re.search(r"^judge_reliability\s+1$", out, re.M), out[-3000:]
     command = [sys.executable, "-m", "snakemake", "-n", "all", "--configfiles", "config/config.yaml",
                "--config", "upstream_dir=/nonexistent"]  # fmt: skip
     paper = subprocess.run(command, cwd=checkout, capture_output=True, text=True, timeout=300, check=False)
     assert paper.returncode == 0, paper.stderr[-3000:]
-    for rule in ("judge_ladder", "judge_reliability"):  # GPT-4o judges everything: one ladder job
-        assert re.search(rf"^{rule}\s+1$", paper.stdout, re.M), rule
+    for rule, jobs in (("judge_ladder", 2), ("judge_reliability", 1)):  # GPT-4o judges everything: both parts
+        assert re.search(rf"^{rule}\s+{jobs}$", paper.stdout, re.M), rule
     table2 = next(job for job in re.split(r"\n(?=rule )", paper.stdout) if job.startswith("rule table2:"))
-    assert f"{PAPER}/judge_reliability/gpt-4o/canary.json" in table2
+    assert f"{PAPER}/judge_reliability/gpt-4o/rubric/canary.json" in table2
 
 
 def submitted_jobs(root: Path, stats: str) -> dict[str, int]:
@@ -123,7 +127,7 @@ def submitted_jobs(root: Path, stats: str) -> dict[str, int]:
 
 
 def test_the_paper_dag_submits_one_study_job_per_model(checkout):
-    """A model's study job answers both studies and has the study judge judge them: 144 submitted jobs in all,
+    """A model's study job answers both studies and has the study judge judge them: 145 submitted jobs in all,
     within the cluster's limit of 150."""
     command = [sys.executable, "-m", "snakemake", "-n", "all", "--configfiles", "config/config.yaml",
                "--config", "upstream_dir=/nonexistent"]  # fmt: skip
@@ -132,9 +136,9 @@ def test_the_paper_dag_submits_one_study_job_per_model(checkout):
     submitted = submitted_jobs(checkout, paper.stdout)
     assert submitted == {
         "generate": 33, "study": 33, "score": 37, "score_studies": 1, "rubric_judge": 37, "reconstruct_instances": 1,
-        "judge_ladder": 1, "table2_pairs": 1,
+        "judge_ladder": 2, "table2_pairs": 1,
     }  # fmt: skip
-    assert sum(submitted.values()) == 144
+    assert sum(submitted.values()) == 145
     study = next(job for job in re.split(r"\n(?=rule )", paper.stdout) if job.startswith("rule study:"))
     assert f"{PAPER}/studies/safety/verdicts/" in study and f"{PAPER}/generations/" in study
 

@@ -23,7 +23,7 @@ from pathlib import PurePosixPath
 from string import Formatter
 from typing import Any
 
-from h2htalk.settings import STUDIES, VARIANTS
+from h2htalk.settings import LADDER_PARTS, STUDIES, VARIANTS
 from h2htalk.subtasks import SUBTASK_KEYS
 
 # Kind -> path pattern under the results root. A pattern's fields are the labels of what it holds.
@@ -64,9 +64,9 @@ PATTERNS: dict[str, str] = {
     "study_verdicts": "studies/{study}/verdicts/{model}/{variant}.jsonl",
     "study_judge_run": "studies/verdicts/{model}.run.json",
     "study_judge_sample": "studies/{study}/judge_sample/{model}/{variant}.jsonl",
-    "judge_ladder": "judge_reliability/{model}/ladder.jsonl",
-    "judge_canary": "judge_reliability/{model}/canary.json",
-    "judge_ladder_run": "judge_reliability/{model}/run.json",
+    "judge_ladder": "judge_reliability/{model}/{part}/ladder.jsonl",
+    "judge_canary": "judge_reliability/{model}/{part}/canary.json",
+    "judge_ladder_run": "judge_reliability/{model}/{part}/run.json",
     "canary_history": "judge_canary/{role}/history.jsonl",
     "canary_run": "judge_canary/{role}/runs/{digest}.jsonl",
     "plan": "plan.csv",
@@ -83,7 +83,9 @@ SHARED_KINDS = frozenset({
 })  # fmt: skip
 FIGURES = "paper_figures"  # the tables and figures, beside the results tree
 
-LABEL_VALUES: dict[str, tuple[str, ...]] = {"subtask": SUBTASK_KEYS, "study": STUDIES, "variant": VARIANTS}
+LABEL_VALUES: dict[str, tuple[str, ...]] = {
+    "subtask": SUBTASK_KEYS, "study": STUDIES, "variant": VARIANTS, "part": tuple(LADDER_PARTS),
+}  # fmt: skip
 
 
 @dataclass(frozen=True)

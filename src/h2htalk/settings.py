@@ -18,6 +18,13 @@ VARIANT_NAMES = {WITH_SAP: "w/ SAP", WITHOUT_SAP: "w/o SAP"}  # as the paper's t
 STUDIES: tuple[str, ...] = ("safety", "instruction_following")  # the two studies, as config keys and file names
 RUBRIC = "rubric"
 JUDGE_ROLES: tuple[str, ...] = (RUBRIC, *STUDIES)  # the judges: Levels I-III's rubric judge, each study's judge
+# A judge model's ladder in two parts, each a job: the rubric judge's, which Table 2 shows beside its judged cells
+# in every run, and the studies' judges' known-answer sets, which the judges' card reads
+LADDER_PARTS: dict[str, tuple[str, ...]] = {"rubric": (RUBRIC,), "studies": STUDIES}
+
+
+def ladder_part(role: str) -> str:
+    return next(part for part, roles in LADDER_PARTS.items() if role in roles)
 GATE, SAMPLE = "gate", "sample"  # review.mode: what people's scores do to a judged cell
 FULL, CASCADE = "full", "cascade"  # rubric_judge.mode, study_judge.mode: who judges every item
 JUDGE_SECTIONS = {RUBRIC: "rubric_judge", STUDIES[0]: "study_judge", STUDIES[1]: "study_judge"}  # role -> section

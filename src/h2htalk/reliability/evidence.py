@@ -17,7 +17,7 @@ from h2htalk.people.agreement import JUDGE_VS_PEOPLE
 from h2htalk.reliability.agreement import NOMINAL, ORDINAL, Alpha, self_consistency
 from h2htalk.reliability.judge_pairs import Item, JudgeVerdicts, judge_verdicts
 from h2htalk.reliability.ladder import NEEDS, RUBRIC, SAFETY
-from h2htalk.settings import CASCADE, JUDGE_ROLES, JUDGE_SECTIONS
+from h2htalk.settings import CASCADE, JUDGE_ROLES, JUDGE_SECTIONS, ladder_part
 from h2htalk.tables.human_review import ALL_JUDGED
 from h2htalk.tables.human_review import COLUMNS as AGREEMENT_COLUMNS
 
@@ -125,9 +125,11 @@ def card_evidence(
     agreement = read_agreement(agreement_file) if report else []
     found, inputs = [], ([str(agreement_file)] if report else [])
     for model, roles in run.judges.items():
-        ladder_file, canary_file = results.path("judge_ladder", model=model), results.path("judge_canary", model=model)
-        inputs += [ladder_file, canary_file]
         for role in roles:
+            part = ladder_part(role)
+            ladder_file = results.path("judge_ladder", model=model, part=part)
+            canary_file = results.path("judge_canary", model=model, part=part)
+            inputs += [path for path in (ladder_file, canary_file) if path not in inputs]
             section = config[JUDGE_SECTIONS[role]]
             own_sample = section["mode"] == CASCADE and model == section["model"]  # it judged the sample only
             evidence = JudgeEvidence(role, model, section["samples"])

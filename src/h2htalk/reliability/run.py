@@ -51,6 +51,7 @@ def run_ladder(
     reliability: ReliabilitySettings,
     engines: EngineOptions,
     results: Layout,
+    part: str,
 ) -> dict[str, Any]:
     """Judge the ladder (the rubric judge's first ``ladder_items`` instances, the whole known-answer sets) and the
     canary; write the verdicts, each role's canary comparison and the calls' summary; return the summary."""
@@ -62,13 +63,13 @@ def run_ladder(
     records, sessions = judge_texts(spec, chosen, judges, engines)
     for text, record in zip(chosen, records, strict=True):
         record.update(ladder=text in on_ladder, canary=text in on_canary)
-    write_jsonl_atomic(results.path("judge_ladder", model=model), records)
+    write_jsonl_atomic(results.path("judge_ladder", model=model, part=part), records)
     judge = model_identity(spec)
     canaries = {}
     for role in roles:
         kept = [r for r in records if r["canary"] and r["role"] == role]
         canaries[role] = keep_canary(results, role, kept, judge, reliability.canary_min_alpha)
-    write_json_atomic(results.path("judge_canary", model=model), canaries)
+    write_json_atomic(results.path("judge_canary", model=model, part=part), canaries)
     summary = {
         "model": model,
         "engine": spec["engine"],
@@ -79,5 +80,5 @@ def run_ladder(
         "failed": sum(s["failed"] for s in sessions),
         "sessions": sessions,
     }
-    write_json_atomic(results.path("judge_ladder_run", model=model), summary)
+    write_json_atomic(results.path("judge_ladder_run", model=model, part=part), summary)
     return summary

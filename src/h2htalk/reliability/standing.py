@@ -62,7 +62,7 @@ def rubric_standings(
     I-III cell): the cheap judge's in cascade mode, then the role's own, the one that decides."""
     judge = config["rubric_judge"]
     cheap = [judge["cheap_model"]] if judge["mode"] == CASCADE and judge["cheap_model"] != judge["model"] else []
-    files = {model: results.path("judge_ladder", model=model) for model in [*cheap, judge["model"]]}
+    files = {model: results.path("judge_ladder", model=model, part="rubric") for model in [*cheap, judge["model"]]}
     return [
         ladder_standing(path, model, RUBRIC, bootstrap, deciding=model == judge["model"])
         for model, path in files.items()

@@ -113,17 +113,24 @@ def bundle(stem: str) -> dict[str, Figure]:
 
 
 class Over:
-    """The jobs of a stage: one for every combination of the run's values of its labels (none: one job)."""
+    """The jobs of a stage: one for every combination of the run's values of its labels (none: one job), or those
+    ``combos`` lists (labels whose values depend on each other)."""
 
-    def __init__(self, **values: Callable[[RunCells], Iterable[str]]) -> None:
-        self.values = values
+    def __init__(
+        self, combos: Callable[[RunCells], Iterable[tuple[str, ...]]] | None = None, /,
+        **values: Callable[[RunCells], Iterable[str]],
+    ) -> None:  # fmt: skip
+        self.values, self.combos = values, combos
 
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(self.values)
 
     def __call__(self, run: RunCells) -> list[dict[str, str]]:
-        combos = itertools.product(*(list(dict.fromkeys(f(run))) for f in self.values.values()))
+        if self.combos is not None:
+            combos: Iterable[tuple[str, ...]] = dict.fromkeys(self.combos(run))
+        else:
+            combos = itertools.product(*(list(dict.fromkeys(f(run))) for f in self.values.values()))
         return [dict(zip(self.names, combo, strict=True)) for combo in combos]
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from h2htalk.config import default_config
 from h2htalk.layout import Cell, Layout
 from h2htalk.ratings import INSTANCE_DECISIONS, NEED_VERDICTS, REVIEW_SCORES, SAFETY_RATINGS
-from h2htalk.settings import STUDIES, VARIANTS
+from h2htalk.settings import LADDER_PARTS, STUDIES, VARIANTS
 from h2htalk.stages.spec import Cells, Each, Figure, One, Over, Paths, Scope, Stage, bundle, figure_files
 from h2htalk.subtasks import SUBTASK_KEYS, get_subtask
 
@@ -179,7 +179,7 @@ def _rubric_canary(scope, labels):
     """Table 2 notes a changed rubric judge from its drift canary, when every run checks it."""
     if not (scope.config["judge_reliability"]["every_run"] and scope.run.judged_subtasks):
         return []
-    return [scope.results.path("judge_canary", model=scope.config["rubric_judge"]["model"])]
+    return [scope.results.path("judge_canary", model=scope.config["rubric_judge"]["model"], part="rubric")]
 
 
 def _rubric_ladders(scope, labels):
@@ -187,13 +187,30 @@ def _rubric_ladders(scope, labels):
     their verdicts show."""
     if not scope.run.judged_subtasks:
         return []
-    return [scope.results.path("judge_ladder", model=m) for m, roles in scope.run.judges.items() if "rubric" in roles]
+    return [scope.results.path("judge_ladder", model=m, part="rubric") for m, roles in scope.run.judges.items()
+            if "rubric" in roles]  # fmt: skip
+
+
+def _ladder_jobs(run):
+    """Each judge model's ladder parts: the rubric part where it is the rubric judge, the studies' where it judges
+    a study."""
+    return [(model, part) for model, roles in run.judges.items() for part in LADDER_PARTS
+            if set(roles) & set(LADDER_PARTS[part])]  # fmt: skip
+
+
+def _ladders(kind):
+    def files(scope, labels):
+        return [scope.results.path(kind, model=model, part=part) for model, part in _ladder_jobs(scope.run)]
+
+    files.__doc__ = f"`{kind}` of every judge model's ladder part"
+    return files
 
 
 def _ladder_inputs(scope, labels):
     """What the rubric judge's ladder is made of: the judged subtasks' instances and one variant's prompts."""
     run = scope.run
-    if scope.config["rubric_judge"]["model"] != labels["model"] or not run.judged_subtasks:
+    rubric = labels["part"] == "rubric" and "rubric" in run.judges.get(labels["model"], ())
+    if not (rubric and run.judged_subtasks):
         return []
     return [
         *(scope.results.path("instances", subtask=s) for s in run.judged_subtasks),
@@ -416,13 +433,15 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "judge_ladder", f"{JOBS}.answers:judge_ladder",
-        "one judge model's sanity ladder and drift canary, for every judge it is (its engine started once)",
+        "one judge model's sanity ladder and drift canary, as the rubric judge or as the studies' judges (one part a"
+        " job: Table 2 shows the rubric part in every run, the judges' card reads both)",
         uses=("judge", "studies", "subtasks"),
         reads=(
             *REGISTRY, "generation", *JUDGE_CALLS, "study_judge", "subtasks", "variants", "data.curate.persona_names",
             "judge_reliability.seed", "judge_reliability.ladder", "judge_reliability.canary",
         ),
-        jobs=Over(model=lambda run: run.judges), starts=lambda s, w: [w["model"]], where="model", env="generation",
+        jobs=Over(_ladder_jobs, model=str, part=str), starts=lambda s, w: [w["model"]], where="model",
+        env="generation",
         options=("engine",),
         inputs={"rubric": Paths(_ladder_inputs)},
         outputs={"ladder": One("judge_ladder"), "canary": One("judge_canary"), "summary": One("judge_ladder_run")},
@@ -619,8 +638,8 @@ STAGES: tuple[Stage, ...] = (
         env="figures", memory_mb=1000, minutes=10, report=("csv",),
         inputs={
             "provenance": PROVENANCE,
-            "ladders": One("judge_ladder", over=("model", "judges")),
-            "canaries": One("judge_canary", over=("model", "judges")),
+            "ladders": Paths(_ladders("judge_ladder")),
+            "canaries": Paths(_ladders("judge_canary")),
             "judge_samples": Cells("judge_samples", _judged_cells),
             "verdicts": Cells("verdicts", _study_cells()),
             "samples": Cells("judge_sample", _judged_cells), "study_samples": Cells("judge_sample", _study_cells()),

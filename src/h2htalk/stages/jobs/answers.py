@@ -186,18 +186,18 @@ def review_queue(job: Job) -> Done:
 
 def judge_ladder(job: Job) -> Done:
     from h2htalk.reliability.run import role_texts, run_ladder
-    from h2htalk.settings import JUDGE_ROLES, JudgeSettings, ReliabilitySettings, StudyJudgeSettings
+    from h2htalk.settings import JUDGE_ROLES, LADDER_PARTS, JudgeSettings, ReliabilitySettings, StudyJudgeSettings
 
-    config, run, model = job.config, job.run, job.labels["model"]
-    roles = run.judges.get(model)
+    config, run, model, part = job.config, job.run, job.labels["model"], job.labels["part"]
+    roles = tuple(role for role in run.judges.get(model, ()) if role in LADDER_PARTS[part])
     if not roles:
-        raise H2HTalkError(f"{model!r} judges nothing in this run (rubric_judge.model, study_judge.model)")
+        raise H2HTalkError(f"{model!r} is no {part} judge in this run (rubric_judge.model, study_judge.model)")
     reliability = ReliabilitySettings.from_config(config)
     names = config["data"]["curate"]["persona_names"]
     texts = role_texts(roles, run.judged_subtasks, run.variants[0], job.results, names, reliability.seed)
     rubric, study_judge = JudgeSettings.from_config(config), StudyJudgeSettings.from_config(config)
     judges = {role: rubric if role == JUDGE_ROLES[0] else study_judge for role in roles}
-    found = run_ladder(job.entry(model), roles, texts, judges, reliability, job.engines([model]), job.results)
+    found = run_ladder(job.entry(model), roles, texts, judges, reliability, job.engines([model]), job.results, part)
     return Done(answered(found, "verdicts"), subject=f"{model} ({', '.join(roles)})")
 
 
