@@ -60,7 +60,8 @@ def test_a_dry_run_writes_the_overlays_in_its_own_folder_and_plans_no_study(chec
     before = tracked_files(checkout)
     result = h2htalk_eval(
         checkout, "--base-url", "http://127.0.0.1:9/v1", "--model", "Mine-7B", "--limit", "2", "--subtasks",
-        "dialogue_base", "itinerary_basic", "--variants", "sap", "--upstream-dir", str(tmp_path), "-n",
+        "dialogue_base", "itinerary_basic", "--variants", "sap", "--upstream-dir", str(tmp_path), "--judge-reading",
+        "S", "-n",
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     folder = checkout / "evals" / "mine-7b"
@@ -70,6 +71,7 @@ def test_a_dry_run_writes_the_overlays_in_its_own_folder_and_plans_no_study(chec
                                     "note": "Evaluated with h2htalk eval."}}  # fmt: skip
     overlay = yaml.safe_load((folder / "config.yaml").read_text(encoding="utf-8"))
     assert overlay["models"] == ["mine-7b"] and overlay["instances"] == {"limit": 2}
+    assert overlay["tables"] == {"judged_cell": "S"}
     assert overlay["model_registry_overlays"] == [str(folder / "models.yaml")]
     assert overlay["subtasks"] == ["dialogue_base", "itinerary_basic"] and overlay["variants"] == ["sap"]
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", result.stdout, re.M))
@@ -214,6 +216,11 @@ def test_the_report_reads_the_tables_and_shows_baselines_once(tmp_path):
         "w/ SAP: Overall 30.50, rank 1 (1-1) of 1 in its group (local) of this run's models"
     )
     assert "Demo instances, 3 per subtask: a check of the pipeline, not a finding." in lines
+    warning = "† j orders its ladder at chance: ... rerun with --judge-reading S to read S instead."
+    beside = report(figures, config, "mine", warning)
+    assert beside.index(warning) == beside.index(next(x for x in beside if x.startswith("w/ SAP"))) + 1
+    reading_s = report(figures, default_config({**config, "tables": {"judged_cell": "S"}}), "mine", warning)
+    assert warning not in reading_s  # read as S, the judge's scores are not in the cells
 
 
 def rows_of(figures: Path) -> list[dict[str, str]]:

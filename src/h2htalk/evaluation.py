@@ -50,6 +50,7 @@ class Evaluation:
     judge: str | None  # a registry name, or "self" (the model judges its own Levels I-III answers)
     upstream_dir: str | None
     concurrency: int | None
+    judge_reading: str | None = None  # what the judged cells show: J, S or the judge's score (tables.judged_cell)
 
 
 def find_checkout(start: Path | None = None) -> Path:
@@ -118,6 +119,8 @@ def config_overlay(request: Evaluation, checkout: Path, folder: Path) -> dict[st
         overlay["upstream_dir"] = str(Path(request.upstream_dir).resolve())
     if request.concurrency is not None:
         overlay["generation"] = {"concurrency": request.concurrency}
+    if request.judge_reading:
+        overlay["tables"] = {"judged_cell": request.judge_reading}
     return overlay
 
 
@@ -237,9 +240,10 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
             for line in [header, *rows]]  # fmt: skip
 
 
-def report(figures: Path, config: Mapping[str, Any], name: str) -> list[str]:
+def report(figures: Path, config: Mapping[str, Any], name: str, warning: str | None = None) -> list[str]:
     """The model's Table 2 rows beside the baselines', with CIs and ranks, from the tables the workflow wrote in
-    ``figures``; then the paper's published rows, or why they are not comparable."""
+    ``figures``, and ``warning`` (a rubric judge at chance on its ladder) beside them; then the paper's published
+    rows, or why they are not comparable."""
     from h2htalk.instances.sources import run_notes
     from h2htalk.tables.table2 import column_names, column_order
 
@@ -262,6 +266,8 @@ def report(figures: Path, config: Mapping[str, Any], name: str) -> list[str]:
         lines += _table(["column", *heads], body)
         for row in mine:
             lines.append(_rank_line(row, ranks))
+        if warning and config["tables"]["judged_cell"] != "S":
+            lines.append(warning)
     lines += ["", *run_notes(dict(config))]
     if config["instances"]["limit"] == 1 and "baseline-random-reference" in config["baselines"]:
         lines.append(

@@ -53,6 +53,11 @@ def register(sub: Any) -> None:
         "--targets", nargs="+", default=[], metavar="TARGET",
         help="more of the workflow's targets to make in the same run, e.g. table3 fig7 (the studies) or all",
     )  # fmt: skip
+    p.add_argument(
+        "--judge-reading", choices=["J", "S", "judge"],
+        help="what Levels I-III's cells show (tables.judged_cell; the laptop's: J): S where the judge is not to be"
+        " trusted",
+    )  # fmt: skip
     p.add_argument("-n", "--dry-run", action="store_true", help="write the overlays and list the jobs; run nothing")
 
 
@@ -95,6 +100,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         judge=args.judge,
         upstream_dir=upstream,
         concurrency=args.concurrency,
+        judge_reading=args.judge_reading,
     )
     check_request(request, shipped)
     folder = (args.results or Path("evals") / name).resolve()
@@ -108,5 +114,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return 0
     results = Layout(str(folder / "results"), instances_set(load_config(files)))
     config = read_json(results.path("config"))
-    print("\n".join([*report(folder / results.figures, config, name), f"The run's files: {folder}"]))
+    warning = judge_warning(config, results)
+    print("\n".join([*report(folder / results.figures, config, name, warning), f"The run's files: {folder}"]))
     return 0
+
+
+def judge_warning(config: dict[str, Any], results: Any) -> str | None:
+    """What to print beside the judged rows when the rubric judge is at chance on its ladder."""
+    from h2htalk.cells import RunCells
+    from h2htalk.reliability.standing import eval_warning, rubric_standings
+    from h2htalk.settings import BootstrapSettings
+
+    ladders = [results.path("judge_ladder", model=model, part="rubric") for model in RunCells(config).judges]
+    return eval_warning(rubric_standings(config, results, ladders, BootstrapSettings.from_config(config)))
