@@ -151,7 +151,7 @@ def test_each_rules_env_lists_what_its_command_imports(stage, run, env):
 
 def test_every_rule_declares_an_env_a_log_and_resources():
     config = default_config()
-    rules = Rules(config, Layout("results", "demo"), load_registry(registry_files(config)), str(REPO_ROOT))
+    rules = Rules(config, Layout("results", "demo"), load_registry(registry_files(config)))
     for stage in STAGES:
         assert (REPO_ROOT / "envs" / f"{stage.env}.yaml").is_file(), f"{stage.name}: no envs/{stage.env}.yaml"
         assert rules.logs(stage)["main"].endswith(".log"), stage.name

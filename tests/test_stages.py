@@ -79,7 +79,7 @@ def test_a_run_removes_the_tables_it_will_remake_before_it_starts(tmp_path):
     from h2htalk.freshness import remove_paths
 
     config = default_config()
-    rules = Rules(config, Layout(str(tmp_path / "results"), "demo", str(tmp_path / "figures")), {}, str(REPO_ROOT))
+    rules = Rules(config, Layout(str(tmp_path / "results"), "demo", str(tmp_path / "figures")), {})
     table2 = [str(tmp_path / "figures" / name) for name in ("table2.csv", "table2.md", "table2.meta.json")]
     viewer = str(tmp_path / "figures" / "viewer")
     answers = str(tmp_path / "results" / "answers.jsonl")
@@ -128,7 +128,9 @@ def _jobs(root: Path, configfile: Path) -> list[tuple[str, dict[str, str]]]:
 
 
 @pytest.mark.slow
-def test_every_job_of_a_run_writes_exactly_the_files_its_stage_declares(checkout, tmp_path, synthetic_release):  # noqa: F811
+def test_every_job_of_a_run_writes_exactly_the_files_its_stage_declares(
+    checkout, tmp_path, synthetic_release, monkeypatch  # noqa: F811
+):
     with LoopbackAPI() as api:
         configfile = write_config(
             tmp_path, api.base_url, upstream_dir=str(synthetic_release), judge_reliability={"every_run": True},
@@ -142,9 +144,9 @@ def test_every_job_of_a_run_writes_exactly_the_files_its_stage_declares(checkout
         from h2htalk.config import load_registry, registry_files, write_resolved
         from h2htalk.layout import instances_set
 
-        os.chdir(checkout)
+        monkeypatch.chdir(checkout)
         results = Layout("results", instances_set(config))
-        rules = Rules(config, results, load_registry(registry_files(config)), str(checkout))
+        rules = Rules(config, results, load_registry(registry_files(config)))
         write_resolved(config, results.path("config"))  # as the workflow does when it starts
         order = {stage.name: position for position, stage in enumerate(STAGES)}
         watched = (checkout / "results", checkout / "paper_figures")

@@ -32,7 +32,7 @@ else:
 # One results tree for every instance set: the set's own results under results/sets/{set}/ and its tables under
 # paper_figures/{set}/, the data, the reconstruction and the model files shared (h2htalk.layout).
 LAYOUT = Layout("results", instances_set(config))
-RULES = Rules(config, LAYOUT, load_registry(registry_files(config)), workflow.basedir)
+RULES = Rules(config, LAYOUT, load_registry(registry_files(config)))
 RUN = RULES.scope.run
 PAPER_FIGURES = LAYOUT.figures
 

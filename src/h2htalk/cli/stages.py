@@ -64,7 +64,7 @@ def _font(parser: argparse.ArgumentParser, stage: Stage) -> None:
 
 
 def _root(parser: argparse.ArgumentParser, stage: Stage) -> None:
-    parser.add_argument("--root", default=".", help="the checkout, for its git revision (default: .)")
+    parser.add_argument("--root", help="the checkout, for its git revision (default: the one this package runs from)")
 
 
 def _upstream(parser: argparse.ArgumentParser, stage: Stage) -> None:

@@ -22,7 +22,7 @@ CELLS = ("models", "baselines", "rubric_judge.baselines", "subtasks", "variants"
 RUN_NOTES = ("instances.source", "instances.limit", "subtasks")  # what every table says about the run
 GATE = ("rubric_judge.alpha", "rubric_judge.tau", "rubric_judge.max_spread", "rubric_judge.gate_on")
 JUDGE_CALLS = ("rubric_judge", *(f"-{key}" for key in GATE), "-rubric_judge.baselines")  # what a judge call reads
-CASCADE = ("mode", "model", "cheap_model")  # what a judge's verdicts are: who judged every item, who the sample
+CASCADE = ("mode", "model", "cheap_model", "sample_per_cell", "sample_seed")  # who judged what: every item, a sample
 REVIEW_MODE = ("review.mode", "review.sample_per_cell", "review.sample_seed")
 TABLE2 = (
     *CELLS, *RUN_NOTES, *REGISTRY, "paper.table2", "tables", "instances.reconstruct.generator",

@@ -39,8 +39,8 @@ def resource_digest(folders: tuple[str, ...]) -> str:
 class Rules:
     """The rules of one run: ``config`` validated, ``results`` its results tree, ``registry`` the model registry."""
 
-    def __init__(self, config: Mapping[str, Any], results: Layout, registry: Mapping[str, Any], basedir: str) -> None:
-        self.config, self.results, self.registry, self.basedir = config, results, registry, basedir
+    def __init__(self, config: Mapping[str, Any], results: Layout, registry: Mapping[str, Any]) -> None:
+        self.config, self.results, self.registry = config, results, registry
         self.scope = Scope(config, results)
 
     # --- files ----------------------------------------------------------------------------------------
@@ -161,8 +161,6 @@ class Rules:
         words += [f"--{label} {{{label}}}" for label in stage.labels]
         if stage.where == "model":
             words.append(f"--server-log {self.logs(stage)['server']}")
-        if "root" in stage.options:
-            words.append(f"--root {self.basedir}")
         line = " ".join(words)
         return lambda wildcards: line.format(**dict(wildcards.items()))
 

@@ -19,10 +19,17 @@ def _shown(job: Job) -> str:
     return first + (f" (+ {' '.join(Path(p).name.removeprefix(stem) for p in more)})" if more else "")
 
 
+def package_checkout() -> str:
+    """The checkout this package runs from (the workflow puts its own ``src`` first), for its git revision; else the
+    working folder."""
+    root = Path(__file__).resolve().parents[4]
+    return str(root) if (root / ".git").exists() else "."
+
+
 def provenance(job: Job) -> Done:
     from h2htalk.provenance import write_provenance
 
-    root = job.option("root") or "."
+    root = job.option("root") or package_checkout()
     record = write_provenance(job.config, job.input("manifest"), job.output("provenance"), root)
     return Done(f"git {record['git']['revision']}, config sha256 {record['config_sha256'][:12]}", out=_shown(job))
 
