@@ -104,7 +104,10 @@ def test_eval_against_an_endpoint_prints_its_row_beside_the_baselines(checkout, 
         )  # fmt: skip
         requests = sum(api.requests.values())
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
-    assert requests == 11 * 2 * 2 + 3 * 2 * 2  # 11 subtasks, 2 items, 2 variants; the judge's 3 Levels: no study
+    # 11 subtasks, 2 items, 2 variants; the judge's 3 Levels; its ladder as rubric judge (Table 2 shows it); no study
+    [ladder] = (checkout / "evals").glob("*/results/sets/*/judge_reliability/*/rubric/run.json")
+    ladder = json.loads(ladder.read_text(encoding="utf-8"))
+    assert ladder["roles"] == ["rubric"] and requests == 11 * 2 * 2 + 3 * 2 * 2 + ladder["requests"]
     folder = checkout / "evals" / "stub-chat-1b"
     out = result.stdout
     lines = out.splitlines()

@@ -263,6 +263,7 @@ def test_switching_the_judged_cell_reruns_the_tables_not_the_judge():
     # provenance records the whole configuration; the exports show the judged cells as Table 2 does
     assert changed == {
         "table2",
+        "table2-partial",
         "table2-pairs",
         "calibration",
         "provenance",

@@ -21,10 +21,13 @@ import yaml
 from .conftest import REPO_ROOT
 from .test_workflow import checkout  # noqa: F401 - the fixture: a fresh copy of the workflow
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("H2HTALK_SLURM") != "1" or shutil.which("sbatch") is None,
-    reason="needs the one-node SLURM cluster the CI script starts (H2HTALK_SLURM=1)",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        os.environ.get("H2HTALK_SLURM") != "1" or shutil.which("sbatch") is None,
+        reason="needs the one-node SLURM cluster the CI script starts (H2HTALK_SLURM=1)",
+    ),
+    pytest.mark.xdist_group("slurm"),  # one worker: each test reads the scheduler's records of its own jobs
+]
 
 STATUS_FLAGS = ["--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "5"]
 

@@ -25,17 +25,15 @@ SCHEMA_FILE = "config.schema.yaml"
 REGISTRY_SCHEMA_FILE = "models.schema.yaml"
 
 
-def load_schema(name: str = SCHEMA_FILE) -> dict[str, Any]:
-    """A schema from ``h2htalk/schemas`` (a copy: callers may change it)."""
-    return copy.deepcopy(_schema(name))
-
-
 @functools.cache
-def _schema(name: str) -> dict[str, Any]:
+def _schema_file(name: str) -> dict[str, Any]:
+    return parse_yaml(resources.files("h2htalk.schemas").joinpath(name).read_text(encoding="utf-8"))
+
+
+def load_schema(name: str = SCHEMA_FILE) -> dict[str, Any]:
     """A schema from ``h2htalk/schemas``; the config schema gets its subtask parts from the definitions, the
-    registry schema its engines from the registered engines."""
-    text = resources.files("h2htalk.schemas").joinpath(name).read_text(encoding="utf-8")
-    schema = parse_yaml(text)
+    registry schema its engines from the engines registered now."""
+    schema = copy.deepcopy(_schema_file(name))  # read once a process; completed on every call
     if name == REGISTRY_SCHEMA_FILE:
         return registry_schema(schema)
     if name == SCHEMA_FILE:

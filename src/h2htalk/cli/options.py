@@ -1,5 +1,5 @@
 """What several sub-commands share, defined once: registering a command, its configuration, the results tree,
-the engine options, the bootstrap overrides and the provenance of a table.
+the engine options and the bootstrap overrides.
 
 Settings come from the configuration only. A command reads ``--config`` files (later ones overlay earlier ones,
 as Snakemake's ``--configfiles``; the workflow passes the run's resolved ``results/config.json``) and validates
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +27,7 @@ from h2htalk.config import (
     validate_config,
 )
 from h2htalk.errors import H2HTalkError
-from h2htalk.layout import FIGURES, Layout
+from h2htalk.layout import Layout
 from h2htalk.llm.engines import engine_of
 from h2htalk.prefetch import embedder_downloads, pinned_embedder, pinned_model, read_records
 from h2htalk.settings import ClientSettings
@@ -36,7 +35,6 @@ from h2htalk.settings import ClientSettings
 if TYPE_CHECKING:  # the model-call stack (openai, httpx) is imported only by the commands that call models
     from h2htalk.llm.calls import EngineOptions
 
-REGISTRY_READS = ("model_registry", "model_registry_overlays")  # the registry: its file and your overlays of it
 OVERRIDES = "_config_overrides"  # argparse default: {dest: dotted config key} of a command's override flags
 Handler = Callable[[argparse.Namespace], int]
 
@@ -78,37 +76,12 @@ def _only_set(results: Layout) -> str | None:
     return found[0] if found else None
 
 
-@dataclass(frozen=True)
-class InFigures:
-    """A command-line default in the run's tables folder: ``paper_figures/``, or its instance set's under it once the
-    command line has named the set (``resolve_instance_set``)."""
-
-    name: str
-
-    def __str__(self) -> str:
-        return f"{FIGURES}/[SET/]{self.name}"
-
-
 def resolve_instance_set(args: argparse.Namespace) -> None:
-    """Put ``--results`` and the defaults in the tables folder in the instance set ``--instance-set`` names (by
-    default the one set the tree holds)."""
+    """Put ``--results`` in the instance set ``--instance-set`` names (by default the one set the tree holds), with
+    its tables in ``--figures`` where given."""
     results = getattr(args, "results", None)
     if isinstance(results, Layout):
-        results = args.results = results.for_set(args.instance_set or _only_set(results)).with_figures(args.figures)
-    figures = results.figures if isinstance(results, Layout) else FIGURES
-    for dest, value in vars(args).items():
-        if isinstance(value, InFigures):
-            setattr(args, dest, Path(figures) / value.name)
-
-
-def add_judged_model(parser: argparse.ArgumentParser, role: str, model_help: str) -> None:
-    """A command that has ``role``'s judge (rubric_judge, study_judge) judge one model's answers: the results tree,
-    the engine options, ``--model`` and ``--judge`` (which overrides ``role.model``)."""
-    add_results(parser)
-    add_engine(parser)
-    parser.add_argument("--model", required=True, help=model_help)
-    parser.add_argument("--judge", help=f"the judge model (overrides {role}.model)")
-    overrides(parser, judge=f"{role}.model")
+        args.results = results.for_set(args.instance_set or _only_set(results)).with_figures(args.figures)
 
 
 def overrides(parser: argparse.ArgumentParser, **keys: str) -> None:
@@ -218,15 +191,3 @@ def add_bootstrap(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_table_output(parser: argparse.ArgumentParser, name: str) -> None:
-    """A table or figure: where it goes (a prefix; it gets its extensions; by default ``name`` in the tables
-    folder), its provenance beside it."""
-    default = InFigures(name)
-    parser.add_argument("--out", type=Path, default=default, help=f"output path without extension ({default})")
-
-
-def write_meta(args: argparse.Namespace, inputs: Sequence[str | Path]) -> None:
-    """Point a table or figure at the run's provenance, with its inputs' checksums."""
-    from h2htalk.provenance import write_table_meta
-
-    write_table_meta(args.out, args.results.path("provenance"), list(inputs))

@@ -88,13 +88,13 @@ def verdict_file(results: Layout, cell: Cell, sample: bool) -> str:
     return results.verdicts(cell) if cell.is_study else results.judge_samples(cell)
 
 
-def verdict_files(run: RunCells, results: Layout, role: str, sample: bool = False) -> dict[str, list[str]]:
+def verdict_files(run: RunCells, results: Layout, role: str, own_sample: bool = False) -> dict[str, list[str]]:
     """Task -> the files of the judge's verdicts on the run's items: the rubric judge's samples per judged subtask
-    (every judged model and variant), or a study's verdicts; ``sample``: the own judge's on the cascade's
+    (every judged model and variant), or a study's verdicts; ``own_sample``: the own judge's on the cascade's
     sample."""
     cells = role_cells(run, role)
     tasks = run.judged_subtasks if role == RUBRIC else (role,)
-    return {task: [verdict_file(results, c, sample) for c in cells if c.task == task] for task in tasks}
+    return {task: [verdict_file(results, c, own_sample) for c in cells if c.task == task] for task in tasks}
 
 
 def cascades(config: dict[str, Any], run: RunCells, results: Layout) -> list[tuple[str, JudgeVerdicts, JudgeVerdicts]]:

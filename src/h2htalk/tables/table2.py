@@ -84,12 +84,12 @@ class CellValue:
 
 @dataclass(frozen=True)
 class JudgeMode:
-    """How a judged cell's judge reading came about: ``mode`` full or cascade (rubric_judge.mode); ``sample`` the
+    """How a judged cell's judge reading came about: ``mode`` full or cascade (rubric_judge.mode); ``sample_items`` the
     items its correction rests on (the own judge's sample in cascade mode, people's in review sample mode; 0: none);
     the rectifier (the mean correction, on the reading's scale) and its CI (None: not corrected)."""
 
     mode: str
-    sample: int = 0
+    sample_items: int = 0
     rectifier: float | None = None
     rectifier_ci_low: float | None = None
     rectifier_ci_high: float | None = None
@@ -403,7 +403,9 @@ def ci_frame(rows: Sequence[Row]) -> pd.DataFrame:
                 record.update({f"{column}_{part}": value for part, value in zip(CELL_PARTS, parts, strict=True)})
             if column in JUDGED and cell and cell.judge:
                 judge = cell.judge
-                found = (judge.mode, judge.sample, judge.rectifier, judge.rectifier_ci_low, judge.rectifier_ci_high)
+                found = (
+                    judge.mode, judge.sample_items, judge.rectifier, judge.rectifier_ci_low, judge.rectifier_ci_high
+                )
                 record.update({f"{column}_{part}": value for part, value in zip(JUDGE_PARTS, found, strict=True)})
         records.append(record)
     return records_frame(records, header)
