@@ -272,7 +272,7 @@ def test_real_local_model_on_a_small_sample(tmp_path):
     spec = registry["qwen2.5-coder-0.5b-instruct-q4km"]
     model = tmp_path / "model.gguf"
     provision_gguf(spec["gguf"], model)
-    settings = options(tmp_path, votes=1, max_attempts=2, sample_per_subtask=2, max_new_tokens=160)
+    settings = options(tmp_path, votes=1, max_attempts=2, sample_per_subtask=1, max_new_tokens=160)
     client = ClientSettings(
         concurrency=1, timeout_s=300, retries=1, backoff_base_s=1.0, backoff_max_s=2.0, max_failure_rate=0.0,
         retry_failed=False, rate_limits={}, batch_poll_s=1.0,
@@ -282,11 +282,11 @@ def test_real_local_model_on_a_small_sample(tmp_path):
         kept, review, report = reconstruct_subtask(
             "itinerary_response", curated(tmp_path), spec, [spec], settings, pool
         )
-    assert report["sampled"] == 2
-    # every sampled reference is accounted for: kept, flagged by the vote, failed, or caught leaking its reference
+    assert report["sampled"] == 1
+    # the sampled reference is accounted for: kept, flagged by the vote, failed, or caught leaking its reference
     # (the tiny model often copies the reference into the input it writes)
-    assert report["kept"] + report["flagged"] + report["failed"] + report["leaked"] == 2
-    assert len(kept) + len(review) == 2
+    assert report["kept"] + report["flagged"] + report["failed"] + report["leaked"] == 1
+    assert len(kept) + len(review) == 1
     for instance in kept:
         check_instance(instance, instance["id"])
 

@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from .conftest import REPO_ROOT
+from .standins.loopback import LoopbackAPI
 from .test_workflow import checkout  # noqa: F401 - the fixture: a fresh copy of the workflow
 
 pytestmark = [
@@ -47,9 +48,10 @@ def slurm_jobs() -> list[dict[str, str]]:
     return jobs
 
 
-def small_config(root, synthetic_release):
-    """An overlay of the laptop config: two subtasks, one variant, short answers and samples, a copy of the local
-    model that asks for a GPU (count-only GPUs: it runs on the CPU), extra sbatch flags."""
+def small_config(root, synthetic_release, base_url):
+    """An overlay of the laptop config: two subtasks, one variant, short answers and samples, the laptop's model
+    served by the API stand-in at ``base_url`` (the jobs, not the model, are the subject here) and a copy of it that
+    asks for a GPU (count-only GPUs: it runs on the CPU), extra sbatch flags."""
     config = {
         "upstream_dir": str(synthetic_release),
         "subtasks": ["dialogue_base", "itinerary_basic"],
@@ -65,7 +67,11 @@ def small_config(root, synthetic_release):
     }
     # a model that asks for one GPU: its generate job must reach the scheduler with a GPU request
     registry = yaml.safe_load((root / "config" / "models.yaml").read_text(encoding="utf-8"))
-    local = registry["qwen2.5-coder-0.5b-instruct-q4km"]
+    local = {**registry["qwen2.5-coder-0.5b-instruct-q4km"], "engine": "api", "api": {"base_url": base_url,
+                                                                                     "model": "stand-in"}}
+    for key in ("gguf", "llamacpp"):
+        local.pop(key, None)
+    registry["qwen2.5-coder-0.5b-instruct-q4km"] = local
     registry["gpu-probe"] = {**local, "display_name": "GPU probe", "gpus": 1, "cpus_per_gpu": 2}  # a 2-core node
     (root / "config" / "models-test.yaml").write_text(yaml.safe_dump(registry, allow_unicode=True), encoding="utf-8")
     config["model_registry"] = "config/models-test.yaml"
@@ -75,18 +81,21 @@ def small_config(root, synthetic_release):
 
 @pytest.mark.slow
 def test_a_small_study_submits_the_model_jobs_and_runs_the_rest_locally(checkout, synthetic_release):  # noqa: F811
-    configfiles = small_config(checkout, synthetic_release)
     before = {job["JobId"] for job in slurm_jobs()}
-    result = run_slurm(checkout, "table1", "table2", *configfiles)
+    with LoopbackAPI(responder=None) as api:
+        configfiles = small_config(checkout, synthetic_release, api.base_url)
+        result = run_slurm(checkout, "table1", "table2", *configfiles)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-6000:]
     jobs = [job for job in slurm_jobs() if job["JobId"] not in before]
     rules = sorted(re.search(r"rule_(\w+?)_wildcards", job.get("Comment", "") + "_wildcards")[1] for job in jobs)
     # three models (one a baseline): a generate, a score and a judge job per model under test, a score job for
     # the baseline (not judged: the laptop overlay's rubric_judge.baselines is false); the data stage, the prompts,
-    # the baseline's answers, J and the tables ran on the submit host; Table 2's resampling over all rows is a job.
-    # Table 2 needs no study: no study answers were generated, scored or judged
+    # the baseline's answers, J and the tables ran on the submit host; Table 2's resampling over all rows is a job,
+    # and so is the rubric judge's ladder (Table 2 shows it). Table 2 needs no study: no study answers were
+    # generated, scored or judged
     assert rules == [
-        "generate", "generate", "rubric_judge", "rubric_judge", "score", "score", "score", "table2_pairs",
+        "generate", "generate", "judge_ladder", "rubric_judge", "rubric_judge", "score", "score", "score",
+        "table2_pairs",
     ], rules  # fmt: skip
     assert all(job["JobState"] == "COMPLETED" for job in jobs), [(j["JobId"], j["JobState"]) for j in jobs]
     assert all(job["Nice"] == "10" for job in jobs)  # cluster.extra_sbatch reached every job
