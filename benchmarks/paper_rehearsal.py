@@ -268,9 +268,9 @@ def run_summaries(results: Path) -> dict[str, Any]:
     return {"by_stage": {stage: dict(counts) for stage, counts in stages.items()}, "failures": dict(failures)}
 
 
-def slurm_jobs(since: str) -> list[dict[str, str]]:
-    """The jobs the scheduler still remembers, submitted since ``since``: rule (from the comment the SLURM
-    plugin writes), partition, the GPUs and CPUs asked for, and the final state."""
+def slurm_jobs(since: str, workdir: Path) -> list[dict[str, str]]:
+    """The jobs of this run (working in ``workdir``) the scheduler still remembers, submitted since ``since``: rule
+    (from the comment the SLURM plugin writes), partition, the GPUs and CPUs asked for, and the final state."""
     try:
         out = subprocess.run(["scontrol", "show", "jobs", "-o"], capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
@@ -278,7 +278,7 @@ def slurm_jobs(since: str) -> list[dict[str, str]]:
     jobs = []
     for line in out.splitlines():
         fields = dict(re.findall(r"(\w+(?:/\w+)?)=(\S*)", line))
-        if fields.get("SubmitTime", "") >= since:
+        if fields.get("SubmitTime", "") >= since and Path(fields.get("WorkDir", "/")).resolve() == workdir.resolve():
             rule = re.search(r"rule_(\w+?)_wildcards", fields.get("Comment", "") + "_wildcards")
             jobs.append(
                 {
@@ -382,7 +382,7 @@ def main() -> None:
         api.terminate()
         api.wait()
         hub_server.__exit__(None, None, None)
-    submitted = slurm_jobs(since) if args.profile == "slurm" else []
+    submitted = slurm_jobs(since, work) if args.profile == "slurm" else []
     jobs = job_seconds(work / tree.path("benchmarks"))
     by_rule: Counter[str] = Counter()
     for job, seconds in jobs.items():

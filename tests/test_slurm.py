@@ -22,13 +22,10 @@ from .conftest import REPO_ROOT
 from .standins.loopback import LoopbackAPI
 from .test_workflow import checkout  # noqa: F401 - the fixture: a fresh copy of the workflow
 
-pytestmark = [
-    pytest.mark.skipif(
-        os.environ.get("H2HTALK_SLURM") != "1" or shutil.which("sbatch") is None,
-        reason="needs the one-node SLURM cluster the CI script starts (H2HTALK_SLURM=1)",
-    ),
-    pytest.mark.xdist_group("slurm"),  # one worker: each test reads the scheduler's records of its own jobs
-]
+pytestmark = pytest.mark.skipif(
+    os.environ.get("H2HTALK_SLURM") != "1" or shutil.which("sbatch") is None,
+    reason="needs the one-node SLURM cluster the CI script starts (H2HTALK_SLURM=1)",
+)
 
 STATUS_FLAGS = ["--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "5"]
 
@@ -86,7 +83,7 @@ def test_a_small_study_submits_the_model_jobs_and_runs_the_rest_locally(checkout
         configfiles = small_config(checkout, synthetic_release, api.base_url)
         result = run_slurm(checkout, "table1", "table2", *configfiles)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-6000:]
-    jobs = [job for job in slurm_jobs() if job["JobId"] not in before]
+    jobs = [job for job in slurm_jobs() if job["JobId"] not in before and job.get("WorkDir") == str(checkout)]
     rules = sorted(re.search(r"rule_(\w+?)_wildcards", job.get("Comment", "") + "_wildcards")[1] for job in jobs)
     # three models (one a baseline): a generate, a score and a judge job per model under test, a score job for
     # the baseline (not judged: the laptop overlay's rubric_judge.baselines is false); the data stage, the prompts,
