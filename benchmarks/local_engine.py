@@ -25,7 +25,7 @@
    log: llama.cpp's prompt evaluation, its decoding, the rest of llama.cpp's time per request (sampling), and
    what lies outside it (start-up, HTTP, the server's and the client's Python, reading and writing files).
 
-Nothing is asserted; the README quotes its figures.
+Nothing is asserted; docs/performance.md quotes its figures.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ clipped; the judge's T + bias + N(0, judge noise), clipped. What is estimated is
 
 One rating per item (the paper's three raters per item triple every count). Intervals are normal at 95 %
 (the project bootstraps the gate's; at these sizes the two agree); coverage is over the repetitions, each with
-its own seed. Nothing is asserted; the figures go into the README.
+its own seed. Nothing is asserted; the figures go into docs/review_desk.md.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ the mean BLEU-1 and BLEU-4 with whitespace tokens dropped (the default) and kept
 A second table measures ``scoring.empty_answers``: in every subtask a seeded --empty-share of the same pairs'
 answers is emptied, and the subtask's mean S is taken with empty answers scored 0 (zero, the default) and
 left out (skip, the upstream scorer), beside the mean S before emptying; SS from --embedder (a built-in name).
-Nothing is asserted; the figures go into the README.
+Nothing is asserted; the figures go into docs/choices.md.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ punctuation and full-width forms), digits (one token each, as Qwen's and Llama's
 letters (four a token, as English words go) and the rest (spaces, line breaks, ASCII punctuation). The CJK and
 the rest's rates are fitted to Qwen2.5's tokenizer (the laptop model's GGUF vocabulary) on the release's 4,589
 references, the persona, SAP and task prompts, the reconstruction prompts, and a rehearsal's rendered prompts
-and judge prompts (``benchmarks/token_calibration.py``, whose output the README quotes). A chat request adds a
+and judge prompts (``benchmarks/token_calibration.py``, whose output docs/cluster.md quotes). A chat request adds a
 few tokens a message for the chat template.
 """
 

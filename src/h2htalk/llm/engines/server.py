@@ -170,7 +170,7 @@ def _describe_status(status: int) -> str:
     if name == "SIGILL":
         return (
             "SIGILL, illegal instruction: this build uses CPU instructions the machine does not allow; rebuild"
-            " llama-cpp-python with the portable CMAKE_ARGS given in the README"
+            " llama-cpp-python with the portable CMAKE_ARGS of the README's set-up command"
         )
     return name
 
