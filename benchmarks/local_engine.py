@@ -52,6 +52,7 @@ from h2htalk.layout import Layout, instances_set
 from h2htalk.llm.calls import ResponseCache, cache_file
 from h2htalk.plan import calls as plan_sessions
 from h2htalk.plan.chain import plan_calls
+from h2htalk.plan.timing import measure_rates
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = [ROOT / "config" / "config.yaml", ROOT / "config" / "local.yaml"]
@@ -84,35 +85,9 @@ class Costs:
 
 def machine_costs(model_file: Path, threads: int, flash_attn: bool) -> tuple[Costs, list[tuple[int, float, float]]]:
     """pp512 and tg128 after each of ``DEPTHS`` tokens of context (as ``llama-bench -d``), fitted per token."""
-    from llama_cpp import Llama
-
-    llm = Llama(
-        str(model_file), n_threads=threads, n_threads_batch=threads, n_ctx=DEPTHS[-1] + 1024, logits_all=False,
-        flash_attn=flash_attn, verbose=False,
-    )  # fmt: skip
-    text = "我们今天去公园散步，然后喝一杯咖啡，聊聊最近读的书和想去的地方。".encode()
-    context = (llm.tokenize(text * 400, add_bos=False))[: DEPTHS[-1]]
-    probe = llm.tokenize("周末的计划：早上去博物馆，下午在湖边野餐。".encode() * 60, add_bos=False)[:512]
-    llm.eval(context[:16])  # warm up
-    llm.n_tokens = 0
-    rates, prompt_points, decode_points = [], [], []
-    for depth in DEPTHS:
-        llm.n_tokens = min(llm.n_tokens, depth)
-        llm.eval(context[llm.n_tokens : depth])
-        start = time.perf_counter()
-        llm.eval(probe)
-        pp = len(probe) / (time.perf_counter() - start)
-        llm.n_tokens = depth
-        llm.eval(probe[:1])
-        start = time.perf_counter()
-        for _ in range(128):
-            llm.eval([llm.sample(temp=0.0)])
-        tg = 128 / (time.perf_counter() - start)
-        llm.n_tokens = depth
-        rates.append((depth, pp, tg))
-        prompt_points.append((depth + len(probe) / 2, 1 / pp))
-        decode_points.append((depth + 64, 1 / tg))
-    del llm
+    rates = measure_rates(model_file, threads, flash_attn, DEPTHS)
+    prompt_points = [(depth + 256, 1 / pp) for depth, pp, _ in rates]
+    decode_points = [(depth + 64, 1 / tg) for depth, _, tg in rates]
     return Costs(_line(prompt_points), _line(decode_points)), rates
 
 

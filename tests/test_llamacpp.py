@@ -166,3 +166,21 @@ def _status_without_key(port: str, deadline: float) -> int | None:
         except urllib.error.URLError:
             time.sleep(0.5)
     return None
+
+
+@pytest.mark.slow
+def test_the_machines_rates_are_measured_once_and_then_read_from_the_cache(local_model, tmp_path):
+    """pp512 and tg128 with the real model in a few seconds; the second run reads them back without measuring."""
+    from h2htalk.plan.timing import machine_rates, rates_key
+
+    spec, model_file = local_model
+    cache = tmp_path / "rates.json"
+    first = machine_rates(model_file, 1, spec["llamacpp"]["flash_attn"], cache)
+    assert not first.cached and first.threads == 1
+    # 512 prompt tokens in one evaluation run several times faster a token than 128 written one at a time
+    assert first.pp512 > 2 * first.tg128 > 0
+    stored = json.loads(cache.read_text(encoding="utf-8"))
+    assert stored == {rates_key(model_file, 1, spec["llamacpp"]["flash_attn"]): {
+        "pp512": first.pp512, "tg128": first.tg128, "threads": 1}}  # fmt: skip
+    again = machine_rates(model_file, 1, spec["llamacpp"]["flash_attn"], cache)
+    assert again.cached and (again.pp512, again.tg128) == (first.pp512, first.tg128)

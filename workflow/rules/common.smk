@@ -14,6 +14,8 @@ from h2htalk.config import (
 from h2htalk.errors import ConfigError
 from h2htalk.freshness import remove_paths, remove_stale, result_graph, stale_results
 from h2htalk.layout import Layout, instances_set
+from h2htalk.plan.calls import job_name
+from h2htalk.plan.timing import actual_line, estimate_run, job_seconds_since
 from h2htalk.review.store import ReviewStore
 from h2htalk.run_summary import run_summary
 from h2htalk.stages.table import STAGES
@@ -78,9 +80,27 @@ onstart:
     remove_paths(RULES.tables_of(workflow.dag.needrun_jobs()))
     # Every command reads the run's validated configuration from one file (only the keys its stage declares).
     write_resolved(config, LAYOUT.path("config"))
+    # On this machine, the local model's jobs say how long they will take before the first starts (plan.timing).
+    if workflow.local_exec:
+        jobs = list(workflow.dag.needrun_jobs())
+        needed = {
+            job_name(job.rule.name, dict(job.wildcards.items())) for job in jobs
+        }
+        others = sum(
+            not RULES.started(job.rule.name, job.wildcards) for job in jobs
+        )
+        try:
+            EXPECTED["run"] = estimate_run(
+                config, LAYOUT, RULES.registry, needed, others
+            )
+        except Exception as exc:  # an estimate never stops a run
+            logger.warning(f"No time estimate: {exc}")
+        if EXPECTED.get("run"):
+            logger.info(EXPECTED["run"].line())
 
 
 RUN_STARTED = time.time()
+EXPECTED = {}
 
 
 onsuccess:
@@ -89,6 +109,11 @@ onsuccess:
         config, PAPER_FIGURES, RUN_STARTED, log, LAYOUT.path("logs")
     ):
         logger.log(level, line)
+    if EXPECTED.get("run"):
+        seconds = job_seconds_since(LAYOUT.path("benchmarks"), RUN_STARTED)
+        logger.info(
+            actual_line(EXPECTED["run"], time.time() - RUN_STARTED, seconds)
+        )
 
 
 def rule_inputs(stage):

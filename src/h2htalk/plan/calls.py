@@ -14,11 +14,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from h2htalk.llm.calls import ResponseCache, cache_file, reusable
+from h2htalk.llm.calls import ResponseCache, cache_file, prefix_order, reusable
 from h2htalk.llm.client import ChatRequest
 from h2htalk.llm.reasoning import final_answer
 from h2htalk.llm.tokens import MESSAGE_OVERHEAD, prompt_tokens, text_tokens
@@ -57,12 +57,21 @@ class Tally:
     completion_tokens_to_send: int = 0
     prefill_tokens: int = 0  # the prompt tokens a server reads, its prefix cache reusing shared prefixes
     prefill_tokens_to_send: int = 0
+    # the prompt tokens a one-slot server (llama.cpp) evaluates: after the prefix shared with the request sent before
+    evaluated_tokens_to_send: int = 0
     recorded_prompt_tokens: int = 0  # what the endpoint reported for the cached answers
     recorded_completion_tokens: int = 0
 
     @property
     def to_send(self) -> int:
         return self.requests - self.cached
+
+
+JobName = tuple[str, tuple[tuple[str, str], ...]]  # a stage's name and a job's labels, sorted
+
+
+def job_name(stage: str, labels: Mapping[str, str]) -> JobName:
+    return stage, tuple(sorted(labels.items()))
 
 
 class PlannedCalls:
@@ -76,9 +85,11 @@ class PlannedCalls:
         exists = cache_file(cache_dir, spec["name"]).exists()
         self._cache = ResponseCache(cache_dir, spec["name"], read_only=True) if exists else None
         self.tally = Tally()
+        self.job: JobName | None = None  # the stage and labels of the job that opened the session
         self._seen: set[str] = set()
         # digests of the leading messages of every request, and of those to send: what a server's prefix cache holds
         self._prefixes: tuple[set[bytes], set[bytes]] = (set(), set())
+        self._last_sent: list[dict[str, str]] = []  # what a one-slot server keeps of the requests before
         self.requests: set[str] = set()
         self.cached_items: set[str] = set()  # item ids of the requests whose answers are cached
         self.failed: dict[str, dict[str, Any]] = {}
@@ -95,7 +106,8 @@ class PlannedCalls:
         found = self._cache.get_many(list(asked)) if self._cache else {}
         unique = {key: r for key, r in asked.items() if key not in self._seen}
         records, cached = {}, set()
-        for key, request in asked.items():
+        # in the order the client sends them (a one-slot server's evaluations depend on it)
+        for key, request in sorted(asked.items(), key=lambda item: prefix_order(item[1])):
             record = found.get(key)
             planned = self.stage.placeholder(self.spec, request)
             if record is not None and reusable(record, self.client):
@@ -124,6 +136,8 @@ class PlannedCalls:
         tally.prompt_tokens_to_send += prompt
         tally.completion_tokens_to_send += planned.completion_tokens
         tally.prefill_tokens_to_send += prompt - self._reused(request.messages, self._prefixes[1])
+        tally.evaluated_tokens_to_send += max(1, prompt - shared_with(self._last_sent, request.messages))
+        self._last_sent = request.messages
 
     @staticmethod
     def _reused(messages: list[dict[str, str]], prefixes: set[bytes]) -> int:
@@ -138,10 +152,30 @@ class PlannedCalls:
         return sum(text_tokens(m["content"]) + MESSAGE_OVERHEAD for m in messages[:shared])
 
     def summary(self) -> dict[str, Any]:
-        return {"model": self.spec["name"], "engine": self.spec["engine"], "requests": self.tally.requests, "sent": 0}
+        requests = self.tally.requests
+        return {"model": self.spec["name"], "engine": self.spec["engine"], "requests": requests, "sent": 0, "failed": 0}
 
     def check_failures(self, max_rate: float) -> None:
         """A plan sends nothing, so nothing failed."""
+
+
+def shared_with(before: list[dict[str, str]], messages: list[dict[str, str]]) -> int:
+    """Tokens at the start of ``messages`` that a server holding only the request ``before`` has evaluated already:
+    the leading messages both share, and the common beginning of the first that differs."""
+    shared = 0
+    for old, new in zip(before, messages, strict=False):
+        if old["role"] != new["role"]:
+            break
+        if old["content"] != new["content"]:
+            return shared + text_tokens(common_start(old["content"], new["content"]))
+        shared += text_tokens(new["content"]) + MESSAGE_OVERHEAD
+    return shared
+
+
+def common_start(a: str, b: str) -> str:
+    """The longest text both ``a`` and ``b`` begin with."""
+    n = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    return a[:n]
 
 
 def placeholder_record(text: str) -> dict[str, Any]:
@@ -164,6 +198,7 @@ class PlanEngines:
     seed: int
     placeholders: Placeholders  # a step's name -> what its missing answers are planned as
     step_name: tuple[str, str] | None = None
+    job: JobName | None = None  # the job planned now, which each session it opens records
     sessions: list[PlannedCalls] = field(default_factory=list)
 
     def step(self, name: str, for_model: str) -> None:
@@ -179,5 +214,6 @@ class PlanEngines:
         assert self.step_name is not None, "a job names its step before it opens a session"
         name, for_model = self.step_name
         calls = PlannedCalls(spec, cache_dir, Stage(name, for_model, batch, self.placeholders(name)), self.client)
+        calls.job = self.job
         self.sessions.append(calls)
         return calls

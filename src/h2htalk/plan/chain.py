@@ -29,7 +29,7 @@ from h2htalk.io import iter_jsonl
 from h2htalk.layout import Layout
 from h2htalk.llm.client import ChatRequest
 from h2htalk.llm.tokens import text_tokens
-from h2htalk.plan.calls import Placeholder, PlanEngines, PlannedCalls
+from h2htalk.plan.calls import Placeholder, PlanEngines, PlannedCalls, job_name
 from h2htalk.prefetch import pinned_model, read_records
 from h2htalk.settings import VARIANTS, ClientSettings, JudgeSettings, ReconstructSettings, StudyJudgeSettings
 from h2htalk.stages.job import Job
@@ -91,6 +91,7 @@ def plan_calls(
                 stage, settings_view(config, stage.reads), work, labels, stage.cells(scope.run, labels),
                 stage.files("inputs", scope, labels), stage.files("outputs", scope, labels), models,
             )  # fmt: skip
+            engines.job = job_name(stage.name, labels)
             module, function = stage.run.split(":")
             getattr(__import__(module, fromlist=[function]), function)(job)
     return PlannedRun(engines.sessions, _reconstructed(config, work, engines) if reconstructing else None)
@@ -126,6 +127,8 @@ class Placeholders:
     def __call__(self, step: str) -> Callable[[dict[str, Any], ChatRequest], Placeholder]:
         if step == "reconstruct":
             return reconstruction_like_a_demo(ReconstructSettings.from_config(self.config))
+        if step == "judge ladder":  # each role's verdicts at that role's limit
+            return lambda spec, request: Placeholder(VERDICT, request.params["max_tokens"])
         if step in ("rubric judge", "rubric judge sample"):
             return unread_verdict(JudgeSettings.from_config(self.config).max_new_tokens)
         if step in ("study judge", "study judge sample"):

@@ -7,6 +7,7 @@ hold the sources their numbers come from): no price or rate is in the code.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,19 @@ THROUGHPUT_SCHEMA = yaml.safe_load(
             prefill: {type: number, exclusiveMinimum: 0}
             decode: {type: number, exclusiveMinimum: 0}
             startup_min: {type: number, minimum: 0}
+      cpu:
+        type: object
+        required: [prefill_share, decode_share, job_start_s, answer_length, verdict_tokens, other_job_s,
+                   reference_pp512]
+        additionalProperties: false
+        properties:
+          prefill_share: {type: number, exclusiveMinimum: 0}
+          decode_share: {type: number, exclusiveMinimum: 0}
+          job_start_s: {type: number, minimum: 0}
+          answer_length: {type: object, additionalProperties: {type: number, exclusiveMinimum: 0}}
+          verdict_tokens: {type: object, additionalProperties: {type: number, minimum: 0}}
+          other_job_s: {type: number, minimum: 0}
+          reference_pp512: {type: number, exclusiveMinimum: 0}
     """
 )
 
@@ -111,10 +125,24 @@ class SizeClass:
 
 
 @dataclass(frozen=True)
+class CpuCalibration:
+    """The local model on a CPU (``plan.timing``): the throughput table's ``cpu`` section, sources in the file."""
+
+    prefill_share: float  # a job's prompt tokens a second, as a share of pp512
+    decode_share: float  # a job's answer tokens a second, as a share of tg128
+    job_start_s: float  # a job's server start and its work outside llama.cpp
+    answer_length: Mapping[str, float]  # the local model's answers / the plan's placeholders, by step
+    verdict_tokens: Mapping[str, float]  # a judge's answer, in tokens, by step
+    other_job_s: float  # a job that starts no model, at pp512 = reference_pp512
+    reference_pp512: float
+
+
+@dataclass(frozen=True)
 class Throughput:
     path: str
     gpu: str
     classes: tuple[SizeClass, ...]
+    cpu: CpuCalibration | None = None  # the local model's jobs on a CPU (plan.timing)
 
     def size_class(self, size_b: float) -> SizeClass | None:
         return next((c for c in self.classes if c.up_to_b is None or size_b <= c.up_to_b), None)
@@ -134,4 +162,5 @@ class Throughput:
 def load_throughput(path: str | os.PathLike[str]) -> Throughput:
     data = _read(path, THROUGHPUT_SCHEMA, "throughput table (plan.throughput)")
     classes = tuple(SizeClass(**entry) for entry in data["classes"])
-    return Throughput(str(path), data["gpu"], classes)
+    cpu = CpuCalibration(**data["cpu"]) if "cpu" in data else None
+    return Throughput(str(path), data["gpu"], classes, cpu)

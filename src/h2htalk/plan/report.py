@@ -16,9 +16,11 @@ from h2htalk.plan.costs import PriceTable, Throughput
 
 STAGES = (
     "reconstruct", "generate", "generate studies", "rubric judge", "rubric judge sample", "study judge",
-    "study judge sample",
+    "study judge sample", "judge ladder",
 )  # fmt: skip
-BATCHABLE = ("reconstruct", "rubric judge", "rubric judge sample", "study judge", "study judge sample")  # a batch key
+BATCHABLE = (  # a batch key
+    "reconstruct", "rubric judge", "rubric judge sample", "study judge", "study judge sample", "judge ladder",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -183,6 +185,7 @@ def markdown(rows: list[Row], planned: PlannedRun, prices: PriceTable, throughpu
 JUDGES = {
     "rubric judge": "rubric judge (Levels I-III)", "rubric judge sample": "rubric judge (Levels I-III)",
     "study judge": "study judge (Table 3, Figure 7)", "study judge sample": "study judge (Table 3, Figure 7)",
+    "judge ladder": "the judges' ladders",
 }  # fmt: skip
 
 
@@ -211,7 +214,7 @@ def judge_modes(by_mode: dict[str, list[Row]], currency: str) -> list[str]:
             lines.append(_judge_line(role, mode, model, group))
         totals[mode] = merged(judging, "total", "") if judging else None
         if totals[mode] is not None:
-            lines.append(_judge_line("**both judges**", mode, "", totals[mode]))
+            lines.append(_judge_line("**all judging**", mode, "", totals[mode]))
     full, cascade = totals.get("full"), totals.get("cascade")
     if full and cascade and full.whole.cost_direct:
         share = cascade.whole.cost_direct / full.whole.cost_direct

@@ -8,6 +8,7 @@ what the workflow, the command line, the freshness check and the plan read from 
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from h2htalk.config import default_config
@@ -253,7 +254,21 @@ def _figure_names(run):
 
 PROVENANCE = One("provenance")
 
-STAGES: tuple[Stage, ...] = (
+def _plan_reads_what_it_plans(stages: tuple[Stage, ...]) -> tuple[Stage, ...]:
+    """The plan runs every planned stage's function, so it reads every key they read (and reruns when one changes)."""
+    # (a key a planned stage leaves out of a section is one another planned stage may read)
+    planned = [key for stage in stages if stage.planned for key in stage.reads if not key.startswith("-")]
+
+    def widest(keys: list[str]) -> tuple[str, ...]:  # a key under a section read whole is in that section already
+        whole = set(keys)
+        parts = [key.split(".") for key in dict.fromkeys(keys)]
+        return tuple(".".join(p) for p in parts if not any(".".join(p[:n]) in whole for n in range(1, len(p))))
+
+    return tuple(replace(stage, reads=widest([*stage.reads, *planned])) if stage.name == "plan" else stage
+                 for stage in stages)  # fmt: skip
+
+
+STAGES: tuple[Stage, ...] = _plan_reads_what_it_plans((
     # --- data -------------------------------------------------------------------------------------------
     Stage(
         "fetch", f"{JOBS}.data:fetch", "download (or copy) and check the 11 upstream reference files",
@@ -436,6 +451,7 @@ STAGES: tuple[Stage, ...] = (
         "one judge model's sanity ladder and drift canary, as the rubric judge or as the studies' judges (one part a"
         " job: Table 2 shows the rubric part in every run, the judges' card reads both)",
         uses=("judge", "studies", "subtasks"),
+        planned=True,
         reads=(
             *REGISTRY, "generation", *JUDGE_CALLS, "study_judge", "subtasks", "variants", "data.curate.persona_names",
             "judge_reliability.seed", "judge_reliability.ladder", "judge_reliability.canary",
@@ -659,7 +675,7 @@ STAGES: tuple[Stage, ...] = (
         env="generation", memory_mb=4000, minutes=60,
         inputs={"sources": Paths(_plan_inputs)}, outputs={"table": One("plan"), "report": One("plan_md")},
     ),
-)  # fmt: skip
+))  # fmt: skip
 
 BY_NAME = {stage.name: stage for stage in STAGES}
 

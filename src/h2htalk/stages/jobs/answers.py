@@ -197,7 +197,9 @@ def judge_ladder(job: Job) -> Done:
     texts = role_texts(roles, run.judged_subtasks, run.variants[0], job.results, names, reliability.seed)
     rubric, study_judge = JudgeSettings.from_config(config), StudyJudgeSettings.from_config(config)
     judges = {role: rubric if role == JUDGE_ROLES[0] else study_judge for role in roles}
-    found = run_ladder(job.entry(model), roles, texts, judges, reliability, job.engines([model]), job.results, part)
+    engines = job.engines([model])
+    engines.step("judge ladder", model)
+    found = run_ladder(job.entry(model), roles, texts, judges, reliability, engines, job.results, part)
     return Done(answered(found, "verdicts"), subject=f"{model} ({', '.join(roles)})")
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from h2htalk.stages.job import Done, Job
 
-JUDGING = ("rubric_judge", "study")  # the stages whose judges a mode changes
+JUDGING = ("rubric_judge", "study", "judge_ladder")  # the stages whose judges a mode changes
 SECTIONS = ("rubric_judge", "study_judge")
 
 
