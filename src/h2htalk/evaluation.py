@@ -4,10 +4,12 @@ The user's model becomes an entry of a registry overlay of its own, and the run 
 study (``config/config.yaml``, ``config/local.yaml``, the user's ``--config`` files, then these overlays); both
 are written into the evaluation's folder, never into a tracked file. Snakemake then runs the ``table2`` target of
 the checkout's Snakefile in that folder, so the evaluation has its own results tree, caches and tables beside the
-checkout's, and the same jobs a laptop run has make them. The report reads what the workflow wrote: the model's
-rows of ``paper_figures/{set}/table2.csv`` (each cell with its CI and coverage), its Overall with the CI and rank
-interval of ``table2_ranks.csv``, the baselines' rows beside them, and the paper's published rows only when the
-run is comparable with them (the paper's embedder, its whole reconstructed instance set, every subtask).
+checkout's, and the same jobs a laptop run has make them. Only the judges' verdicts go to the checkout's judge
+cache, so that a judge's ladder, the same whatever model it judges, is judged once for every evaluation and run.
+The report reads what the workflow wrote: the model's rows of ``paper_figures/{set}/table2.csv`` (each cell with
+its CI and coverage), its Overall with the CI and rank interval of ``table2_ranks.csv``, the baselines' rows
+beside them, and the paper's published rows only when the run is comparable with them (the paper's embedder, its
+whole reconstructed instance set, every subtask).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from h2htalk.settings import VARIANT_NAMES, WITH_SAP
 from h2htalk.subtasks import SUBTASK_KEYS
 
 REGISTRY_FILE, CONFIG_FILE = "models.yaml", "config.yaml"  # the overlays, in the evaluation's folder
+JUDGMENTS = "results/cache/judgments"  # the checkout's judge cache (rubric_judge.cache_dir's default)
 TRACKED_CONFIGS = ("config/config.yaml", "config/local.yaml")  # the laptop study, as profiles/local loads it
 PAPER_EMBEDDER = "bge-m3"  # the embedder kind of the paper's SS
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9.-]*$")  # a registry name (models.schema.yaml)
@@ -104,6 +107,7 @@ def config_overlay(request: Evaluation, checkout: Path, folder: Path) -> dict[st
             "prices": str(checkout / "config/prices.yaml"),
             "throughput": str(checkout / "config/throughput.yaml"),
         },
+        **{section: {"cache_dir": str(checkout / JUDGMENTS)} for section in ("rubric_judge", "study_judge")},
     }
     if request.subtasks:
         overlay["subtasks"] = list(request.subtasks)
@@ -114,7 +118,7 @@ def config_overlay(request: Evaluation, checkout: Path, folder: Path) -> dict[st
     if request.embedder:
         overlay["scoring"] = {"embedders": [request.embedder]}
     if request.judge:
-        overlay["rubric_judge"] = {"model": request.name if request.judge == "self" else request.judge}
+        overlay["rubric_judge"]["model"] = request.name if request.judge == "self" else request.judge
     if request.upstream_dir:
         overlay["upstream_dir"] = str(Path(request.upstream_dir).resolve())
     if request.concurrency is not None:
