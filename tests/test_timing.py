@@ -144,7 +144,7 @@ def test_the_closing_line_sets_each_jobs_time_beside_what_was_expected(tmp_path)
     assert closing == "Took 10 min against the expected 9.5 (1.05x): generate 8.3 (expected 8.5)"
 
 
-def test_rates_are_kept_per_cpu_thread_count_model_file_and_llama_cpp(tmp_path):
+def test_rates_are_kept_per_cpu_thread_count_model_and_llama_cpp(tmp_path):
     pytest.importorskip("llama_cpp")
     model = tmp_path / "model.gguf"
     model.write_bytes(b"x" * 10)
@@ -152,6 +152,9 @@ def test_rates_are_kept_per_cpu_thread_count_model_file_and_llama_cpp(tmp_path):
     assert key != rates_key(model, 1, True) and key != rates_key(model, 2, False)
     model.write_bytes(b"x" * 11)  # another file under the same name
     assert rates_key(model, 2, True) != key
+    copy = tmp_path / "tmp1234.gguf"  # a temporary copy of the registry's model: known by the model's name
+    copy.write_bytes(b"x" * 11)
+    assert rates_key(copy, 2, True, "qwen") == rates_key(model, 2, True, "qwen") != rates_key(model, 2, True)
 
 
 def test_the_whole_run_is_estimated_from_the_plan_of_the_laptop_default(tmp_path, monkeypatch):
@@ -176,7 +179,7 @@ def test_the_whole_run_is_estimated_from_the_plan_of_the_laptop_default(tmp_path
     def estimate(pp512: float, tg128: float):
         cache = tmp_path / "cache" / "h2htalk" / "llamacpp_rates.json"
         cache.parent.mkdir(parents=True, exist_ok=True)
-        key = rates_key(model_file, threads, settings["flash_attn"])
+        key = rates_key(model_file, threads, settings["flash_attn"], local)
         cache.write_text(json.dumps({key: {"pp512": pp512, "tg128": tg128, "threads": threads}}))
         return estimate_run(config, results, registry, needed, other_jobs=20)
 

@@ -106,20 +106,22 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def rates_key(model_file: str | os.PathLike[str], threads: int, flash_attn: bool) -> str:
-    """What the rates depend on: the CPU, the threads, flash attention, the model file (name, size) and llama.cpp."""
+def rates_key(model_file: str | os.PathLike[str], threads: int, flash_attn: bool, model: str | None = None) -> str:
+    """What the rates depend on: the CPU, the threads, flash attention, the model (its registry name where given,
+    since a temporary copy's file name says nothing, else the file's; and the file's size) and llama.cpp."""
     __version__ = _llama_cpp().__version__
     path = Path(model_file)
-    model = f"{path.name} {path.stat().st_size}"
+    model = f"{model or path.name} {path.stat().st_size}"
     return f"{cpu_name()} | {threads} threads | flash_attn {flash_attn} | {model} | llama_cpp {__version__}"
 
 
 def machine_rates(
-    model_file: str | os.PathLike[str], threads: int, flash_attn: bool, cache: Path | None = None
+    model_file: str | os.PathLike[str], threads: int, flash_attn: bool, cache: Path | None = None,
+    model: str | None = None,
 ) -> Rates:
     """The rates for this setting: from the cache where an earlier run measured them, else measured and kept."""
     cache = cache or rates_cache_file()
-    key = rates_key(model_file, threads, flash_attn)
+    key = rates_key(model_file, threads, flash_attn, model)
     try:
         known = json.loads(cache.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -229,7 +231,7 @@ def estimate_run(
         model_file, temporary = model_file_for_rates(spec, results.path("model_file", model=name))
         try:
             threads = min(settings["threads"], available_cores())
-            rates = measured[name] = machine_rates(model_file, threads, settings["flash_attn"])
+            rates = measured[name] = machine_rates(model_file, threads, settings["flash_attn"], model=name)
         finally:
             if temporary:
                 model_file.unlink()
