@@ -206,7 +206,7 @@ PLAN_COLUMNS = (
 )  # fmt: skip
 PLAN_STAGES = {
     "generate": "generations", "generate studies": "study generations", "rubric judge": "judge_samples",
-    "study judge": "studies",
+    "study judge": "studies", "judge ladder": "judge_reliability",
 }  # fmt: skip
 
 

@@ -121,7 +121,8 @@ def test_stopping_a_job_stops_its_engine_and_keeps_what_it_cached(local_model, t
         time.sleep(0.5)  # the server is up and has answered once: the job is in the middle of its work
     assert _servers_using(model_copy), "the engine should be running"
     job.send_signal(stop)
-    job.wait(timeout=60)
+    # a guard against a hang, not a timing: under load the server's graceful stop alone may take its 20 s grace
+    job.wait(timeout=180)
     deadline = time.monotonic() + 30
     while _servers_using(model_copy) and time.monotonic() < deadline:
         time.sleep(0.2)
