@@ -81,7 +81,8 @@ onstart:
     # Every command reads the run's validated configuration from one file (only the keys its stage declares).
     write_resolved(config, LAYOUT.path("config"))
     # On this machine, the local model's jobs say how long they will take before the first starts (plan.timing).
-    if workflow.local_exec:
+    engines = {RULES.registry.get(name, {}).get("engine") for name in started}
+    if workflow.local_exec and "llamacpp" in engines:
         jobs = list(workflow.dag.needrun_jobs())
         needed = {
             job_name(job.rule.name, dict(job.wildcards.items())) for job in jobs
