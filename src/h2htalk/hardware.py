@@ -16,6 +16,18 @@ def available_cores() -> int:
     return os.cpu_count() or 1
 
 
+def cpu_name() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else what ``platform`` says of it."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def describe_hardware() -> dict[str, Any]:
     """The machine, for provenance: CPU, cores (all and available), memory, GPUs, system, Python."""
     info: dict[str, Any] = {

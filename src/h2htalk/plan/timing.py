@@ -2,18 +2,17 @@
 
 The machine's llama.cpp rates, as llama-bench names them (pp512: 512 prompt tokens read in one evaluation; tg128:
 128 tokens written one at a time; both at no context), are measured in a few seconds with the run's model file
-and thread count, then kept in a cache keyed by CPU, threads, model file and llama.cpp version. The plan's token
-counts of each job (``plan.chain``; the prompt tokens a one-slot server evaluates, the answer tokens it writes)
-are turned into seconds by the calibration in ``plan.throughput``'s ``cpu`` section: the share of those rates a
-job keeps (its requests run at depth, in small evaluations), the answers' length against the plan's placeholders
-for the local model, and each job's start.
+and thread count, then kept in a cache keyed by CPU, threads, flash attention, model and llama.cpp version. The
+plan's token counts of each job (``plan.chain``; the prompt tokens a one-slot server evaluates, the answer tokens
+it writes) are turned into seconds by the calibration in ``plan.throughput``'s ``cpu`` section: the share of those
+rates a job keeps (its requests run at depth, in small evaluations), the answers' length against the plan's
+placeholders for the local model, and each job's start.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import platform
 import tempfile
 import time
 from collections.abc import Collection, Iterable, Mapping
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.errors import H2HTalkError
-from h2htalk.hardware import available_cores
+from h2htalk.hardware import available_cores, cpu_name
 from h2htalk.io import write_json_atomic
 from h2htalk.layout import Layout
 from h2htalk.plan.calls import JobName, PlannedCalls
@@ -93,17 +92,6 @@ def rates_cache_file() -> Path:
     """Where measured rates are kept between runs: the user's cache folder (``XDG_CACHE_HOME``)."""
     root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(root) / "h2htalk" / "llamacpp_rates.json"
-
-
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def rates_key(model_file: str | os.PathLike[str], threads: int, flash_attn: bool, model: str | None = None) -> str:
