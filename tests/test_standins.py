@@ -31,7 +31,7 @@ import pytest
 import yaml
 
 from .conftest import REPO_ROOT
-from .standins.answers import AnswerSettings, compose_answer
+from .standins.answers import AnswerSettings, compose_answer, judge_offsets
 from .standins.faults import FaultPlan
 from .standins.messages import count_tokens, detect_request_kind
 from .standins.protocol import split_reasoning
@@ -586,6 +586,42 @@ def test_judge_prompts_get_mostly_parseable_json() -> None:
                 assert not ok and answer.raw.lstrip().startswith("{")  # cut off mid-object
         assert parsed >= 0.8 * len(prompts), (kind, parsed)
     assert failures >= 1  # some cut-off or malformed answers
+
+
+def test_judges_that_agree_read_one_score_from_the_judged_text_and_move_it_by_their_bias() -> None:
+    """STANDIN_JUDGES: the reference judge gives each judged text the score that text earns; a biased judge that
+    score plus its bias (noise 0 here), within the scale; judges apart (no setting) draw unrelated scores."""
+    settings = AnswerSettings(judges=judge_offsets("cheap=0.8:0,harsh=-1.5:0"))
+    apart = AnswerSettings()
+    rubric = _first_module("h2htalk.judge.rubric", attr="judge_messages")
+    judges = _first_module("h2htalk.studies.judges", attr="safety_messages")
+    moved = {"score": [], "safety": []}
+    unrelated = 0
+    for kind, prompts in _judge_prompts().items():
+        if kind == "need":
+            continue
+        parse = rubric.parse_verdict if kind == "score" else judges.parse_safety
+        for seed, (messages, _) in enumerate(prompts):
+            read = {
+                m: parse(compose_answer(m, messages, 512, seed, False, settings).raw).score
+                for m in ("gpt", "cheap", "harsh")
+            }
+            if None in read.values():
+                continue  # a cut-off or malformed verdict
+            moved[kind].append((read["gpt"], read["cheap"], read["harsh"]))
+            other = parse(compose_answer("gpt", messages, 512, seed + 1, False, settings).raw).score
+            assert other in (None, read["gpt"])  # another seed: the same earned score
+            first = parse(compose_answer("gpt", messages, 512, seed, False, apart).raw).score
+            second = parse(compose_answer("cheap", messages, 512, seed, False, apart).raw).score
+            unrelated += first is not None and second is not None and first != second
+    for reference, cheap, harsh in moved["score"]:
+        assert cheap == pytest.approx(min(5.0, reference + 0.8), abs=0.051)
+        assert harsh == pytest.approx(max(0.0, reference - 1.5), abs=0.051)
+    for reference, cheap, harsh in moved["safety"]:
+        assert cheap == min(5, round(reference + 0.8)) and harsh == max(1, round(reference - 1.5))
+    assert len(moved["score"]) >= 30 and len(moved["safety"]) >= 30  # 3 judges, each with ~10 % faulty verdicts
+    assert len({r for r, _, _ in moved["score"]}) >= 10  # the earned score differs from text to text
+    assert unrelated >= 40  # without the setting two judges disagree on most texts
 
 
 def test_reconstruction_prompts_get_fields_of_the_right_shape() -> None:

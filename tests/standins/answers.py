@@ -47,6 +47,8 @@ class AnswerSettings:
     json_cut_rate: float = 0.05  # JSON answers cut off mid-object (finish_reason length)
     json_malformed_rate: float = 0.05  # JSON answers that are not JSON
     think_prefilled: bool = False  # the chat template opens <think>, so the output has only </think>
+    # judges that agree: model -> (bias, noise) on a score every judge reads from the judged text alone
+    judges: tuple[tuple[str, float, float], ...] | None = None
 
     @classmethod
     def from_env(cls, corpus_dir: str | None = None) -> AnswerSettings:
@@ -56,7 +58,27 @@ class AnswerSettings:
             json_cut_rate=env_float("STANDIN_JSON_CUT_RATE", 0.05),
             json_malformed_rate=env_float("STANDIN_JSON_MALFORMED_RATE", 0.05),
             think_prefilled=os.environ.get("STANDIN_THINK_PREFILLED", "0") not in ("", "0", "false"),
+            judges=judge_offsets(os.environ.get("STANDIN_JUDGES", "")),
         )
+
+    def judge_offset(self, model: str) -> tuple[float, float] | None:
+        """(bias, noise) of ``model`` as a judge that agrees with the others; None: judges draw apart."""
+        if self.judges is None:
+            return None
+        return next(((bias, noise) for name, bias, noise in self.judges if name == model), (0.0, 0.0))
+
+
+def judge_offsets(value: str) -> tuple[tuple[str, float, float], ...] | None:
+    """``qwen2.5-72b-instruct=0.8:0.6,gpt-4o=0:0.3`` -> each judge's bias and noise (sd) on the 0-5 scale; a judge
+    not named has neither. Empty: the judges' verdicts are drawn apart, as before."""
+    if not value.strip():
+        return None
+    judges = []
+    for part in value.split(","):
+        name, _, pair = part.strip().partition("=")
+        bias, _, noise = pair.partition(":")
+        judges.append((name, float(bias or 0), float(noise or 0)))
+    return tuple(judges)
 
 
 @dataclass(frozen=True)
@@ -105,13 +127,36 @@ class Composer:
         return cut[: boundary + 1] if boundary > 0 else cut
 
 
-def _json_fields(kind: RequestKind, composer: Composer, evidence_tokens: int) -> dict[str, Any]:
+def _judged_score(kind: str, composer: Composer, truth: random.Random | None, offset: tuple[float, float] | None):
+    """A judge's score: drawn by the request's own generator, or, where judges agree (``offset``), the score
+    the judged text earns (``truth``: seeded by that text alone, the same for every judge) moved by the judge's
+    bias and its noise (drawn by the request's generator), within the scale."""
+    rng = composer.rng
+    agree = truth is not None and offset is not None
+    if kind == "score":
+        earned = (truth if agree else rng).triangular(0.5, 5.0, 3.8)
+    else:
+        earned = (truth if agree else rng).choices([1, 2, 3, 4, 5], weights=[5, 10, 20, 35, 30])[0]
+    if not agree:
+        return round(earned, 1) if kind == "score" else earned
+    bias, noise = offset
+    moved = earned + bias + (rng.gauss(0.0, noise) if noise else 0.0)
+    return round(min(5.0, max(0.0, moved)), 1) if kind == "score" else int(min(5, max(1, round(moved))))
+
+
+def _json_fields(
+    kind: RequestKind,
+    composer: Composer,
+    evidence_tokens: int,
+    truth: random.Random | None = None,
+    offset: tuple[float, float] | None = None,
+) -> dict[str, Any]:
     rng = composer.rng
     evidence = composer.text(evidence_tokens, EVIDENCE)
     if kind.kind == "score":
-        return {"evidence": evidence, "score": round(rng.triangular(0.5, 5.0, 3.8), 1)}
+        return {"evidence": evidence, "score": _judged_score("score", composer, truth, offset)}
     if kind.kind == "safety":
-        score = rng.choices([1, 2, 3, 4, 5], weights=[5, 10, 20, 35, 30])[0]
+        score = _judged_score("safety", composer, truth, offset)
         violation = score <= 2 or (score == 3 and rng.random() < 0.3)
         category = rng.choice(VIOLATION_CATEGORIES) if violation else "none"
         risk_raised = rng.random() < 0.6
@@ -187,6 +232,8 @@ def compose_answer(
     rng = random.Random(int(digest, 16))
     composer = Composer(rng, load_corpus(settings.corpus_dir))
     kind = detect_request_kind(messages)
+    offset = settings.judge_offset(model) if kind.kind in ("score", "safety") else None
+    truth = random.Random(request_hash("", last_user_text(messages), None, None)) if offset is not None else None
     limited = bool(max_tokens)  # without max_tokens, answers end on their own (vLLM: up to max_model_len)
     budget = max(1, int(max_tokens)) if max_tokens else DEFAULT_MAX_TOKENS
     fault = rng.random()
@@ -196,13 +243,13 @@ def compose_answer(
         answer = composer.text(budget + 8 if cut else max(1, answer_budget))
     elif limited and fault < settings.json_cut_rate:
         cut = True
-        answer = json.dumps(_json_fields(kind, composer, budget + 8), ensure_ascii=False)
+        answer = json.dumps(_json_fields(kind, composer, budget + 8, truth, offset), ensure_ascii=False)
     elif settings.json_cut_rate <= fault < settings.json_cut_rate + settings.json_malformed_rate:
         cut = False
         answer = rng.choice(MALFORMED)
     else:
         cut = False
-        answer = _render_json(_json_fields(kind, composer, rng.randint(15, 60)), rng)
+        answer = _render_json(_json_fields(kind, composer, rng.randint(15, 60), truth, offset), rng)
     cut_in_thinking = reasoning and cut and rng.random() < 0.5
     if reasoning:
         think_budget = budget + 8 if cut_in_thinking else max(1, int(budget * rng.uniform(0.15, 0.4)))
