@@ -1,5 +1,5 @@
 """A judge that fails its ladder is never silent: Table 2, the leaderboard and ``h2htalk eval``'s message show the
-rubric judge's ladder accuracy, and mark the cells a judge at chance made."""
+rubric judge's ladder accuracy, Table 3 and Figure 7 the study judge's, and mark the cells a judge at chance made."""
 
 from __future__ import annotations
 
@@ -10,9 +10,18 @@ import numpy as np
 from h2htalk.export.leaderboard import build_leaderboard
 from h2htalk.io import write_jsonl_atomic
 from h2htalk.layout import Layout
-from h2htalk.reliability.standing import AT_CHANCE_MARK, eval_warning, ladder_standing, rubric_standings
+from h2htalk.reliability.standing import (
+    AT_CHANCE_MARK,
+    eval_warning,
+    ladder_standing,
+    role_standings,
+    rubric_standings,
+    standing_notes,
+)
 from h2htalk.settings import BootstrapSettings
+from h2htalk.stages.table import table_files
 from h2htalk.tables.table2_files import write_table2
+from h2htalk.tables.table3 import write_table3
 
 from .test_table2 import PAPER, REPO_ROOT
 
@@ -52,8 +61,6 @@ def test_a_judge_at_chance_marks_its_cells_and_says_how_to_read_s(tmp_path):
     out = {name: str(tmp_path / f"table2{suffix}") for name, suffix in (
         ("csv", ".csv"), ("md", ".md"), ("tex", ".tex"), ("heatmap", "_heatmap.png"), ("vs_paper", "_vs_paper.csv"),
         ("audit", "_audit.csv"))}  # fmt: skip
-    from h2htalk.reliability.standing import standing_notes
-
     notes = standing_notes([cheap, own], "Levels I-III cells")
     rows = write_table2(summaries, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", out, {},
                         "J", notes=notes, judge_mark=AT_CHANCE_MARK)  # fmt: skip
@@ -84,3 +91,39 @@ def _summaries(tmp_path: Path) -> list[str]:
     for path, summary in zip(paths, (judged, plain), strict=True):
         write_json_atomic(path, summary)
     return paths
+
+
+def safety_ladder(path: Path, replies: int, skill: float, seed: int) -> None:
+    """A safety judge's known-answer verdicts: safe replies (tier 0) and unsafe ones (tier 1), all in one group;
+    the judge scores safe 5 and unsafe 1 with probability ``skill``, at random otherwise."""
+    rng = np.random.default_rng(seed)
+    records = []
+    for index in range(replies):
+        tier = index % 2
+        value = (5.0 if tier == 0 else 1.0) if rng.random() < skill else float(rng.integers(1, 6))
+        records.append({"role": "safety", "task": "safety", "group": "known answers", "item": f"k{index}",
+                        "tier": tier, "rung": ("safe", "unsafe")[tier], "ladder": True, "value": value})  # fmt: skip
+    write_jsonl_atomic(path, records)
+
+
+def test_table3_shows_the_safety_judges_ladder_and_marks_its_columns_when_at_chance(tmp_path):
+    results = Layout(str(tmp_path / "results"))
+    config = {"study_judge": {"model": "own", "mode": "cascade", "cheap_model": "cheap"}}
+    good, coin = (results.path("judge_ladder", model=m, part="studies") for m in ("cheap", "own"))
+    safety_ladder(Path(good), 40, 0.95, 1)
+    safety_ladder(Path(coin), 40, 0.0, 2)
+    cheap, own = role_standings(config, results, [good, coin], BOOT, "safety")
+    assert (cheap.deciding, cheap.at_chance, own.deciding, own.at_chance) == (False, False, True, True)
+    needs = role_standings(config, results, [good, coin], BOOT, "instruction_following")  # no need verdicts there
+    assert [(s.accuracy.pairs, s.at_chance) for s in needs] == [(0, True), (0, True)]  # not shown: never silent
+    assert "has no ladder" in needs[1].text()
+    row = {"model": "m", "variant": "w/ SAP", "bleu4": 30.0, "safety_score": 4.0, "violation_rate": 10.0}
+    for standings, marked in (([cheap, own], True), ([cheap], False)):
+        mark = AT_CHANCE_MARK if any(s.at_chance and s.deciding for s in standings) else ""
+        notes = standing_notes(standings, "Safety and Violation cells", read_instead="Read them as unvalidated.")
+        write_table3([row], [], None, table_files("table3", tmp_path), 0.95, judge_notes=notes, judge_mark=mark)
+        table = (tmp_path / "table3.md").read_text(encoding="utf-8")
+        header = next(line for line in table.splitlines() if line.startswith("|") and "model" in line)
+        assert header.count(AT_CHANCE_MARK) == (2 if marked else 0), header  # Safety and Violation, not BLEU-4
+        assert "the safety judge cheap orders its ladder" in table
+        assert ("Read them as unvalidated." in table) is marked

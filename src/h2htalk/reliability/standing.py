@@ -16,7 +16,7 @@ from typing import Any
 from h2htalk.io import iter_jsonl
 from h2htalk.layout import Layout
 from h2htalk.reliability.ladder import ROLE_NAMES, RUBRIC, Accuracy, ladder_pairs, pairwise_accuracy
-from h2htalk.settings import CASCADE, BootstrapSettings
+from h2htalk.settings import CASCADE, JUDGE_SECTIONS, BootstrapSettings, ladder_part
 
 CHANCE = 0.5
 AT_CHANCE_MARK = "†"  # beside a cell (and its Avg, Overall) made by a judge at chance on its ladder
@@ -55,36 +55,45 @@ def ladder_standing(
     return Standing(model, role, pairwise_accuracy(ladder_pairs(records), bootstrap), deciding)
 
 
-def rubric_standings(
-    config: Mapping[str, Any], results: Layout, ladders: Collection[str], bootstrap: BootstrapSettings
+def role_standings(
+    config: Mapping[str, Any], results: Layout, ladders: Collection[str], bootstrap: BootstrapSettings, role: str
 ) -> list[Standing]:
-    """The rubric judges' ladders, from the ladder files a job declared (``ladders``; none: the run judges no Level
-    I-III cell): the cheap judge's in cascade mode, then the role's own, the one that decides."""
-    judge = config["rubric_judge"]
+    """The ladders of ``role``'s judges, from the ladder files a job declared (``ladders``; none: the run has no
+    cell of that role): the cheap judge's in cascade mode, then the role's own, the one that decides."""
+    judge = config[JUDGE_SECTIONS[role]]
     cheap = [judge["cheap_model"]] if judge["mode"] == CASCADE and judge["cheap_model"] != judge["model"] else []
-    files = {model: results.path("judge_ladder", model=model, part="rubric") for model in [*cheap, judge["model"]]}
+    part = ladder_part(role)
+    files = {model: results.path("judge_ladder", model=model, part=part) for model in [*cheap, judge["model"]]}
     return [
-        ladder_standing(path, model, RUBRIC, bootstrap, deciding=model == judge["model"])
+        ladder_standing(path, model, role, bootstrap, deciding=model == judge["model"])
         for model, path in files.items()
         if path in ladders and os.path.exists(path)
     ]
 
 
-def standing_notes(standings: Iterable[Standing], where: str) -> list[str]:
+def rubric_standings(
+    config: Mapping[str, Any], results: Layout, ladders: Collection[str], bootstrap: BootstrapSettings
+) -> list[Standing]:
+    """The rubric judges' ladders (see ``role_standings``)."""
+    return role_standings(config, results, ladders, bootstrap, RUBRIC)
+
+
+def standing_notes(standings: Iterable[Standing], where: str, read_instead: str | None = None) -> list[str]:
     """The notes under a table: every judge's ladder, and where the judge whose mean the cells estimate (the role's
-    own: ``deciding``; a cascade's cheap judge is corrected by it) is at chance, what the mark means and how to read
-    S instead (``where``: what the judge's cells are, e.g. "Levels I-III cells")."""
+    own: ``deciding``; a cascade's cheap judge is corrected by it) is at chance, what the mark means and what to
+    read instead (``where``: what the judge's cells are, e.g. "Levels I-III cells"; ``read_instead``: by default S,
+    as Table 2 offers; a table without another reading says the judge's cells stand unshown)."""
     standings = list(standings)
     if not standings:
         return []
     notes = ["Judges' sanity ladders: " + "; ".join(s.text() for s in standings) + "."]
     failing = [s for s in standings if s.at_chance and s.deciding]
     if failing:
+        instead = read_instead or "Read S instead (tables.judged_cell: S; h2htalk eval --judge-reading S)."
         notes.append(
             f"{AT_CHANCE_MARK} {where} made by a judge whose ladder CI includes chance ("
             + ", ".join(s.model for s in failing)
-            + "): its scores are not shown to separate a good answer from a bad one. Read S instead"
-            " (tables.judged_cell: S; h2htalk eval --judge-reading S)."
+            + f"): its scores are not shown to separate a good answer from a bad one. {instead}"
         )
     return notes
 

@@ -192,6 +192,12 @@ def _rubric_ladders(scope, labels):
             if "rubric" in roles]  # fmt: skip
 
 
+def _study_ladders(scope, labels):
+    """The studies' judges' ladders (the cheap judge's too in cascade mode), which Table 3 and Figure 7 show."""
+    return [scope.results.path("judge_ladder", model=m, part="studies") for m, roles in scope.run.judges.items()
+            if set(roles) & set(STUDIES)]  # fmt: skip
+
+
 def _ladder_jobs(run):
     """Each judge model's ladder parts: the rubric part where it is the rubric judge, the studies' where it judges
     a study."""
@@ -253,6 +259,7 @@ def _figure_names(run):
 
 
 PROVENANCE = One("provenance")
+
 
 def _plan_reads_what_it_plans(stages: tuple[Stage, ...]) -> tuple[Stage, ...]:
     """The plan runs every planned stage's function, so it reads every key they read (and reruns when one changes)."""
@@ -549,7 +556,7 @@ STAGES: tuple[Stage, ...] = _plan_reads_what_it_plans((
         inputs={
             "provenance": PROVENANCE, "scores": Each("score_items"), "verdicts": Each("verdicts"),
             "sample": Each("judge_sample"), "paper": _config_files("paper.table3"),
-            "human": _config_files("studies.human_ratings"),
+            "human": _config_files("studies.human_ratings"), "ladders": Paths(_study_ladders),
         },
         outputs=figure_files("table3", csv=".csv", md=".md", tex=".tex"),
     ),
@@ -597,7 +604,10 @@ STAGES: tuple[Stage, ...] = _plan_reads_what_it_plans((
                *(f"study_judge.{key}" for key in CASCADE)),
         cells=_study_cells("instruction_following"), ratings=(NEED_VERDICTS,), env="figures", memory_mb=1000,
         minutes=10, options=("bootstrap",), report=("png",),
-        inputs={"provenance": PROVENANCE, "verdicts": Each("verdicts"), "sample": Each("judge_sample")},
+        inputs={
+            "provenance": PROVENANCE, "verdicts": Each("verdicts"), "sample": Each("judge_sample"),
+            "ladders": Paths(_study_ladders),
+        },
         outputs=figure_files("fig7_instruction_following", png=".png", csv=".csv"),
     ),
     # --- the run's results in other formats ---------------------------------------------------------------

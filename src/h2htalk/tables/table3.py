@@ -283,9 +283,12 @@ def write_table3(
     out: Files,
     confidence: float,
     run_notes: Sequence[str] = (),
+    judge_notes: Sequence[str] = (),
+    judge_mark: str = "",
 ) -> None:
     """Table 3's CSV (CIs and n in columns of their own), Markdown and LaTeX; ``run_notes`` (what the run is,
-    e.g. a demo) open the notes."""
+    e.g. a demo) open the notes, ``judge_notes`` (the safety judge's ladder) close them; ``judge_mark`` follows
+    the judged columns' names (a judge at chance on its ladder made them)."""
     columns = ["model", "variant"]
     for metric in METRICS:
         columns += [metric, f"{metric}_ci_low", f"{metric}_ci_high", f"{metric}_n"]
@@ -296,7 +299,7 @@ def write_table3(
         {
             "model": r["model"],
             "variant": r["variant"],
-            **{LABELS[m]: _with_ci(r, m) for m in METRICS},
+            **{LABELS[m] + (judge_mark if m in JUDGED_METRICS else ""): _with_ci(r, m) for m in METRICS},
             "turns (scenarios)": f"{r['bleu4_n']} ({r['scenarios']})" if "scenarios" in r else "",
         }
         for r in [*rows, *paper]
@@ -324,8 +327,10 @@ def write_table3(
     notes += cascade_note(rows)
     if agree is not None:
         notes.append(note(agree, "turns", confidence))
+    notes += judge_notes
+    labels = [LABELS[m] + (judge_mark if m in JUDGED_METRICS else "") for m in METRICS]
     write_table(
-        records_frame(display, ["model", "variant", *LABELS.values(), "turns (scenarios)"]),
+        records_frame(display, ["model", "variant", *labels, "turns (scenarios)"]),
         out,
         caption="Table 3: performance with and without SAP",
         label="tab:table3",
@@ -373,10 +378,13 @@ def write_table3_files(
     store: str | os.PathLike[str] | None = None,
     run_notes: Sequence[str] = (),
     cascade: bool = False,
+    judge_notes: Sequence[str] = (),
+    judge_mark: str = "",
 ) -> list[dict[str, Any]]:
     """Table 3 from the safety study's cells (one per model and variant, scored by one embedder) and people's
     ratings (``human_files``, the review desk's ``store``): its csv, md and tex files, ``run_notes`` under them;
-    ``cascade``: the study judge's cascade mode (the own judge's verdicts on each cell's sample correct it)."""
+    ``cascade``: the study judge's cascade mode (the own judge's verdicts on each cell's sample correct it);
+    ``judge_notes`` and ``judge_mark``: the safety judge's ladder (``write_table3``)."""
     runs: dict[str, dict[str, tuple[Path, ...]]] = {}
     for cell in cells:
         paths = (Path(results.score_items(cell)), Path(results.verdicts(cell)))
@@ -385,5 +393,5 @@ def write_table3_files(
     ratings = read_safety_ratings(human_files, verdicts, store)
     rows = table3_rows(runs, bootstrap, human_safety(ratings))
     agree = agreement(verdicts, ratings, bootstrap)
-    write_table3(rows, paper_rows(paper_path), agree, out, bootstrap.confidence, run_notes)
+    write_table3(rows, paper_rows(paper_path), agree, out, bootstrap.confidence, run_notes, judge_notes, judge_mark)
     return rows

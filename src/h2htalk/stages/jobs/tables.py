@@ -113,15 +113,28 @@ def table2_pairs(job: Job) -> Done:
     return Done(f"{len(comparisons.pairs)} comparisons, {told} separable", out=_shown(job))
 
 
-def table3(job: Job) -> Done:
+def _study_ladder(job: Job, role: str, where: str) -> tuple[list[str], str]:
+    """The notes and mark of a study's judges' ladders (``role``: safety or instruction_following)."""
+    from h2htalk.reliability.standing import AT_CHANCE_MARK, role_standings, standing_notes
     from h2htalk.settings import BootstrapSettings
+
+    bootstrap = BootstrapSettings.from_config(job.config)
+    standings = role_standings(job.config, job.results, job.inputs["ladders"], bootstrap, role)
+    instead = "No other reading of these cells exists: read them as unvalidated."
+    mark = AT_CHANCE_MARK if any(s.at_chance and s.deciding for s in standings) else ""
+    return standing_notes(standings, where, read_instead=instead), mark
+
+
+def table3(job: Job) -> Done:
+    from h2htalk.settings import STUDIES, BootstrapSettings
     from h2htalk.tables.table3 import write_table3_files
 
     config = job.config
+    notes, mark = _study_ladder(job, STUDIES[0], "Safety and Violation cells")
     rows = write_table3_files(
         job.cells, job.results, job.input("paper"), job.inputs["human"], BootstrapSettings.from_config(config),
         job.named_outputs(), config["review"]["store"], run_notes(config),
-        cascade=config["study_judge"]["mode"] == "cascade",
+        cascade=config["study_judge"]["mode"] == "cascade", judge_notes=notes, judge_mark=mark,
     )  # fmt: skip
     return Done(f"{len(rows)} rows", out=_shown(job))
 
@@ -164,12 +177,13 @@ def figure(job: Job) -> Done:
 
 def fig7(job: Job) -> Done:
     from h2htalk.figures.fig7 import write_fig7_files
-    from h2htalk.settings import BootstrapSettings
+    from h2htalk.settings import STUDIES, BootstrapSettings
 
     config = job.config
+    notes, _ = _study_ladder(job, STUDIES[1], "Figure 7's bars")
     rows = write_fig7_files(
         job.cells, job.results, BootstrapSettings.from_config(config), job.named_outputs(), config["review"]["store"],
-        run_notes(config), cascade=config["study_judge"]["mode"] == "cascade",
+        [*run_notes(config), *notes], cascade=config["study_judge"]["mode"] == "cascade",
     )  # fmt: skip
     return Done(f"{len(rows)} bars", out=job.output("png"))
 
@@ -184,4 +198,3 @@ def judge_reliability(job: Job) -> Done:
     pairs = cascades(job.config, job.run, job.results)
     rows = write_card(evidence, job.named_outputs(), bootstrap, pairs)
     return Done(f"{len(evidence)} judges, {len(rows)} rows", out=_shown(job))
-
