@@ -136,11 +136,14 @@ def write_if_changed(path: Path, text: str) -> None:
         path.write_text(text, encoding="utf-8")
 
 
-def start_api_standin(port: int, registry: Path, corpus: Path, log: Path, limits: list[str]) -> subprocess.Popen[str]:
+def start_api_standin(
+    port: int, registry: Path, corpus: Path, log: Path, limits: list[str], judges: str
+) -> subprocess.Popen[str]:
     command = [sys.executable, str(STANDINS / "api_server.py"), "--port", str(port), "--registry", str(registry)]
     command += ["--corpus", str(corpus), *(f"--rate-limit={limit}" for limit in limits)]
+    env = {**os.environ, "STANDIN_JUDGES": judges}  # the API judges agree with the vLLM ones
     with open(log, "w", encoding="utf-8") as errors:  # the child keeps its own copy of the descriptor
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, text=True)
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, text=True, env=env)
     line = process.stdout.readline() if process.stdout else ""
     if "listening on" not in line:
         process.kill()
@@ -467,9 +470,6 @@ def main() -> None:
     port = previous_port(registry_path) or free_port()
     registry, keys = rehearsal_registry(f"http://127.0.0.1:{port}", node)
     write_if_changed(registry_path, yaml.safe_dump(registry, allow_unicode=True))
-    api = start_api_standin(port, registry_path, upstream, work / "api-standin.log", args.rate_limit)
-    hub_server = HubServer(any_repo=True)
-    hub = hub_server.__enter__()
     # the judges agree as judges of one text do: the role's judges with a little noise, the cheap one biased
     role_judges = {
         registry[name].get("api", {}).get("model", name)  # the name a request carries
@@ -477,6 +477,9 @@ def main() -> None:
     }
     judges = [f"{args.cheap_judge}={args.cheap_bias}:{args.cheap_noise}"]
     judges += [f"{name}=0:{args.judge_noise}" for name in sorted(role_judges)]
+    api = start_api_standin(port, registry_path, upstream, work / "api-standin.log", args.rate_limit, ",".join(judges))
+    hub_server = HubServer(any_repo=True)
+    hub = hub_server.__enter__()
     # the rehearsal changes the paper's sampling, not its instance set: its results and tables are that set's
     tree = Layout(str(work / "results"), instances_set(validated))
     results, figures = work / tree.set_root, work / tree.figures
