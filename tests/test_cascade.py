@@ -426,6 +426,7 @@ def _judges(seed: int, reversed_bias: bool) -> tuple:
 
 def test_the_card_compares_the_cascades_two_judges(tmp_path):
     from h2htalk.reliability.card import write_card
+    from h2htalk.reliability.evidence import ON_SAMPLE
     from h2htalk.reliability.judge_pairs import compare_judges
 
     cheap, own = _judges(1, reversed_bias=False)
@@ -444,9 +445,9 @@ def test_the_card_compares_the_cascades_two_judges(tmp_path):
     }
     assert turned[(pair, "judge vs judge (Kendall tau)")]["value"] < 0  # a bias that reverses the ranking shows
     out = {"csv": tmp_path / "card.csv", "md": tmp_path / "card.md"}
-    write_card([], out, BootstrapSettings(300, 2, 0.95), [("rubric", cheap, own)])
+    write_card([], out, BootstrapSettings(300, 2, 0.95), [("rubric", cheap, own, ON_SAMPLE)])
     card = out["md"].read_text(encoding="utf-8")
-    assert "## Judge against judge: the rubric judge, cheap-judge vs strong-judge" in card
+    assert "## Judge against judge: the rubric judge, cheap-judge vs strong-judge (the cascade's sample)" in card
     assert "their rankings of the models with Kendall's tau 1.00" in card and "pairs of models apart" in card
 
 

@@ -469,3 +469,48 @@ def test_the_commands_make_the_card_from_the_run_and_table2_notes_a_changed_judg
     [canary_file] = BY_NAME["table2"].files("inputs", Scope(config_j2, results), {})["canary"]  # Table 2 reads it
     assert canary_file == results.path("judge_canary", model="j2", part="rubric")
     assert "rubric judge changed" in drift_notes(canary_file)[0]
+
+
+def test_a_panel_judge_judges_the_ladder_only_and_meets_each_roles_own_judge_on_it(tmp_path):
+    """judge_reliability.panel: a judge with ladder jobs and card rows of its own, set against each role's own judge
+    on the ladder's texts (the rungs ranked as the models are on the cascade's sample); it judges no cell."""
+    from h2htalk.cells import RunCells
+    from h2htalk.reliability.evidence import ladder_meetings
+    from h2htalk.stages.table import _ladder_jobs
+
+    config = default_config()
+    config["judge_reliability"]["panel"] = ["panel-judge"]
+    run = RunCells(config)
+    own = config["study_judge"]["model"]
+    assert run.ladder_judges["panel-judge"] == (RUBRIC, SAFETY, NEEDS) and "panel-judge" not in run.judges
+    assert {("panel-judge", "rubric"), ("panel-judge", "studies")} <= set(_ladder_jobs(run))
+    results = Layout(str(tmp_path / "results"))
+    rng = random.Random(4)
+    safety, needs = safety_texts(0), need_texts(0)
+    for model, skill in ((own, 0.9), ("panel-judge", 0.0)):  # the own judge reads the content; the panel's guesses
+        records = []
+        for text in [*safety, *needs]:
+            right = text.rung in ("safe", "met")
+            if text.role == "safety":
+                draws = [(5.0 if right else 1.0) if rng.random() < skill else float(rng.randint(1, 5)) for _ in "ab"]
+            else:
+                draws = [float(right) if rng.random() < skill else float(rng.random() < 0.5) for _ in "ab"]
+            samples = [{"value": value} for value in draws]
+            records.append(text.label() | {"samples": samples, "value": sum(draws) / 2, "ladder": True})
+        path = Path(results.path("judge_ladder", model=model, part="studies"))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    meetings = ladder_meetings(run, results, config)
+    assert [(role, a.model, b.model, on) for role, a, b, on in meetings] == [
+        (role, "panel-judge", own, "the ladder's texts") for role in (SAFETY, NEEDS)
+    ]  # no rubric ladder was made here: no meeting on it
+    out = {"csv": tmp_path / "card.csv", "md": tmp_path / "card.md"}
+    rows = write_card([], out, BOOTSTRAP, meetings)
+    safety_rows = {(r["model"], r["check"]): r for r in rows if r["task"] == "safety"}
+    pair = f"panel-judge vs {own}"
+    assert safety_rows[(pair, "judge vs judge (alpha)")]["items"] == 40
+    assert safety_rows[(own, "separability")]["note"] == "1 of 1 pairs"  # safe and unsafe told apart
+    assert safety_rows[("panel-judge", "separability")]["note"] == "0 of 1 pairs"
+    card = out["md"].read_text(encoding="utf-8")
+    assert f"## Judge against judge: the safety judge, {pair} (the ladder's texts)" in card
+    assert "their rankings of the rungs with Kendall's tau" in card

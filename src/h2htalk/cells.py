@@ -67,6 +67,16 @@ class RunCells:
         return roles
 
     @property
+    def ladder_judges(self) -> dict[str, tuple[str, ...]]:
+        """The judges whose ladders run: the run's judges (``judges``), then the panel's
+        (``judge_reliability.panel``), each in every role the run has."""
+        roles = dict(self.judges)
+        every = ((RUBRIC,) if self.judged_subtasks else ()) + STUDIES
+        for model in self.config["judge_reliability"]["panel"]:
+            roles[model] = tuple(dict.fromkeys([*roles.get(model, ()), *every]))
+        return roles
+
+    @property
     def embedders(self) -> tuple[str, ...]:
         return tuple(self.config["scoring"]["embedders"])
 

@@ -14,7 +14,7 @@ from h2htalk.io import write_text_atomic
 from h2htalk.reliability.agreement import Alpha
 from h2htalk.reliability.canary import describe
 from h2htalk.reliability.cues import CUES, Reply, cue_accuracy, need_replies, safety_replies
-from h2htalk.reliability.evidence import JudgeEvidence
+from h2htalk.reliability.evidence import ON_LADDER, JudgeEvidence
 from h2htalk.reliability.judge_pairs import JudgeVerdicts, compare_judges
 from h2htalk.reliability.ladder import (
     MET,
@@ -37,6 +37,7 @@ from h2htalk.tabular import Files, markdown_text, records_frame, write_csv
 
 COLUMNS = (
     "judge", "model", "check", "task", "comparison", "value", "ci_low", "ci_high", "items", "pairs", "unread", "note",
+    "on",
 )  # fmt: skip
 ALL = "all"
 # A ladder accuracy at or above this, with its CI above chance, is a judge that separates good from bad; between
@@ -281,7 +282,8 @@ def card_markdown(
     out = ["# Judge reliability", "", INTRODUCTION]
     for judge in evidence:
         # a role in cascade mode has two judges: each its own rows (and the known-answer sets' cue-only judge)
-        mine = [r for r in rows if r["judge"] == ROLE_NAMES[judge.role] and r["model"] in (judge.model, CUE_ONLY)]
+        mine = [r for r in rows if r["judge"] == ROLE_NAMES[judge.role] and r["model"] in (judge.model, CUE_ONLY)
+                and not r.get("on")]  # fmt: skip  (its meetings with another judge have their own sections)
         out += ["", f"## The {ROLE_NAMES[judge.role]}: {judge.model} ({WHAT_IS_JUDGED[judge.role]})", ""]
         out += [verdict_words(judge, bootstrap), ""]
         ladder = [r for r in mine if r["check"] == "ladder accuracy"]
@@ -290,10 +292,9 @@ def card_markdown(
         if ladder:
             out += [_ladder_table(ladder), _means_table([r for r in mine if r["check"] == "mean score"])]
         out.append(_agreement_table([r for r in mine if r["check"] not in ("ladder accuracy", "mean score")]))
-    for role in dict.fromkeys(r["task"] for r in rows if r["check"] in JUDGE_VS_JUDGE):
-        mine = [r for r in rows if r["task"] == role and r["check"] in (*JUDGE_VS_JUDGE, *OWN_USE)]
-        pair = next(r["model"] for r in mine if r["check"] in JUDGE_VS_JUDGE)
-        out += ["", f"## Judge against judge: the {ROLE_NAMES[role]}, {pair} (the cascade's sample)", ""]
+    for role, pair, on in dict.fromkeys((r["task"], r["pair"], r["on"]) for r in rows if r["check"] in JUDGE_VS_JUDGE):
+        mine = [r for r in rows if (r.get("task"), r.get("pair"), r.get("on")) == (role, pair, on)]
+        out += ["", f"## Judge against judge: the {ROLE_NAMES[role]}, {pair} ({on})", ""]
         out += [judge_pair_words(mine), "", _agreement_table(mine)]
     return "\n".join(out).rstrip("\n") + "\n"
 
@@ -306,16 +307,17 @@ def judge_pair_words(rows: Sequence[dict[str, Any]]) -> str:
     """Two judges of one role in a paragraph: how far their item scores and model rankings agree, and how many
     pairs of models each tells apart."""
     alpha, tau = (next(r for r in rows if r["check"] == check) for check in JUDGE_VS_JUDGE)
+    unit = tau["comparison"].removesuffix(" ranking")  # model, or a ladder's rung
     parts = [
         f"On the {tau['items']} items both judged, their item scores agree with Krippendorff's alpha "
         + (f"{alpha['value']:.2f}" if alpha["value"] is not None else f"undefined ({alpha['note']})")
-        + "; their rankings of the models with Kendall's tau "
+        + f"; their rankings of the {unit}s with Kendall's tau "
         + (f"{tau['value']:.2f} [{tau['ci_low']:.2f}, {tau['ci_high']:.2f}] ({tau['note']})." if tau["ci_low"] is not
            None else ("undefined." if tau["value"] is None else f"{tau['value']:.2f} ({tau['note']})."))
     ]  # fmt: skip
     for row in rows:
         if row["check"] == "separability":
-            parts.append(f"{row['model']} tells {row['note']} of models apart.")
+            parts.append(f"{row['model']} tells {row['note']} of {unit}s apart.")
     return " ".join(parts)
 
 
@@ -323,13 +325,15 @@ def write_card(
     evidence: Sequence[JudgeEvidence],
     out: Files,
     bootstrap: BootstrapSettings,
-    pairs: Sequence[tuple[str, JudgeVerdicts, JudgeVerdicts]] = (),
+    pairs: Sequence[tuple[str, JudgeVerdicts, JudgeVerdicts, str]] = (),
 ) -> list[dict[str, Any]]:
-    """The card's ``csv`` (every number) and ``md`` (the card); the rows. ``pairs``: each role in cascade mode with
-    its two judges' verdicts (judge against judge)."""
+    """The card's ``csv`` (every number) and ``md`` (the card); the rows. ``pairs``: (role, a judge, the role's own
+    judge, where they met: the cascade's sample, or the ladder's texts, where the rungs are ranked as the models
+    are on the sample) for judge against judge."""
     rows = [row for judge in evidence for row in judge_rows(judge, bootstrap)]
-    rows += [{"judge": ROLE_NAMES[role], **row} for role, cheap, own in pairs
-             for row in compare_judges(role, cheap, own, bootstrap)]  # fmt: skip
+    for role, other, own, on in pairs:
+        unit = "rung" if on == ON_LADDER else "model"
+        rows += [{"judge": ROLE_NAMES[role], **row} for row in compare_judges(role, other, own, bootstrap, on, unit)]
     write_csv(records_frame(rows, COLUMNS), out["csv"], float_format="{:.4f}")
     write_text_atomic(out["md"], card_markdown(evidence, rows, bootstrap))
     return rows

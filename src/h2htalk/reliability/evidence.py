@@ -97,9 +97,39 @@ def verdict_files(run: RunCells, results: Layout, role: str, own_sample: bool = 
     return {task: [verdict_file(results, c, own_sample) for c in cells if c.task == task] for task in tasks}
 
 
-def cascades(config: dict[str, Any], run: RunCells, results: Layout) -> list[tuple[str, JudgeVerdicts, JudgeVerdicts]]:
-    """Each role in cascade mode with its two judges' verdicts, (role, the cheap judge's, the own judge's): both
-    judged every item of the cascade's sample."""
+def ladder_file(results: Layout, model: str, role: str) -> str:
+    return results.path("judge_ladder", model=model, part=ladder_part(role))
+
+
+ON_SAMPLE, ON_LADDER = "the cascade's sample", "the ladder's texts"  # where two judges met
+Meeting = tuple[str, JudgeVerdicts, JudgeVerdicts, str]  # (role, the other judge's, the own judge's, where)
+
+
+def ladder_meetings(run: RunCells, results: Layout, config: dict[str, Any]) -> list[Meeting]:
+    """Each role's own judge against every other judge with a ladder in that role (the cascade's cheap judge, the
+    panel's judges), on the ladder's texts: the rungs stand where the models stand on the cascade's sample."""
+    found = []
+    judges = run.ladder_judges
+    for role in JUDGE_ROLES:
+        own = config[JUDGE_SECTIONS[role]]["model"]
+        made = {m for m, roles in judges.items() if role in roles and os.path.exists(ladder_file(results, m, role))}
+        others = [model for model in judges if model in made and model != own]
+        if not others or own not in made:
+            continue
+
+        def verdicts(model: str, role: str = role) -> JudgeVerdicts:
+            records = [r for _, r in iter_jsonl(ladder_file(results, model, role)) if r["role"] == role and r["ladder"]]
+            items = {(r["rung"], "", r["task"], r["item"]): r for r in records}
+            samples = {item: [s["value"] for s in r["samples"]] for item, r in items.items()}
+            return JudgeVerdicts(model, {item: r["value"] for item, r in items.items()}, samples)
+
+        found += [(role, verdicts(other), verdicts(own), ON_LADDER) for other in others]
+    return found
+
+
+def cascades(config: dict[str, Any], run: RunCells, results: Layout) -> list[Meeting]:
+    """Each role in cascade mode with its two judges' verdicts, (role, the cheap judge's, the own judge's, where):
+    both judged every item of the cascade's sample."""
     found = []
     for role in JUDGE_ROLES:
         section = config[JUDGE_SECTIONS[role]]
@@ -113,7 +143,7 @@ def cascades(config: dict[str, Any], run: RunCells, results: Layout) -> list[tup
                 yield from (((c.model, c.variant, c.task, r["id"]), r) for _, r in iter_jsonl(path))
 
         cheap = judge_verdicts(section["cheap_model"], role, records(False))
-        found.append((role, cheap, judge_verdicts(section["model"], role, records(True))))
+        found.append((role, cheap, judge_verdicts(section["model"], role, records(True)), ON_SAMPLE))
     return found
 
 
@@ -124,7 +154,7 @@ def card_evidence(
     report = os.path.exists(agreement_file)
     agreement = read_agreement(agreement_file) if report else []
     found, inputs = [], ([str(agreement_file)] if report else [])
-    for model, roles in run.judges.items():
+    for model, roles in run.ladder_judges.items():
         for role in roles:
             part = ladder_part(role)
             ladder_file = results.path("judge_ladder", model=model, part=part)
@@ -133,11 +163,12 @@ def card_evidence(
             section = config[JUDGE_SECTIONS[role]]
             own_sample = section["mode"] == CASCADE and model == section["model"]  # it judged the sample only
             evidence = JudgeEvidence(role, model, section["samples"])
-            for task, paths in verdict_files(run, results, role, own_sample).items():
+            judged = verdict_files(run, results, role, own_sample) if role in run.judges.get(model, ()) else {}
+            for task, paths in judged.items():  # a panel's judge judged the ladder only
                 records = [record for path in paths for _, record in iter_jsonl(path)]
                 evidence.consistency += [(task, *found) for found in consistency(role, records)]
                 inputs += paths
-            evidence.people = people_rows(agreement, role, run.judged_subtasks) if report else None
+            evidence.people = people_rows(agreement, role, run.judged_subtasks) if report and judged else None
             found.append(add_ladder(evidence, ladder_file, canary_file))
     order = {role: index for index, role in enumerate(JUDGE_ROLES)}
     return sorted(found, key=lambda e: order[e.role]), list(dict.fromkeys(inputs))

@@ -138,29 +138,30 @@ def item_alpha(a: JudgeVerdicts, b: JudgeVerdicts) -> Alpha:
 
 
 def compare_judges(
-    role: str, cheap: JudgeVerdicts, own: JudgeVerdicts, bootstrap: BootstrapSettings
+    role: str, cheap: JudgeVerdicts, own: JudgeVerdicts, bootstrap: BootstrapSettings, on: str = "", unit: str = "model"
 ) -> list[dict[str, Any]]:
-    """The card's rows of one role's two judges (``COLUMNS`` of ``h2htalk.reliability.card``)."""
+    """The card's rows of one role's two judges (``COLUMNS`` of ``h2htalk.reliability.card``), ``on`` the items
+    where they met; ``unit``: what an item's first part names, the systems ranked (models; a ladder's rungs)."""
     shared = [i for i in own.values if cheap.values.get(i) is not None and own.values[i] is not None]
     pair = f"{cheap.model} vs {own.model}"
     alpha, tau = item_alpha(cheap, own), ranking_tau(cheap, own, bootstrap)
     rows = [
         {"model": pair, "check": "judge vs judge (alpha)", "task": role, "comparison": "item scores, interval",
          "value": alpha.value, "items": alpha.items, "note": "" if alpha.value is not None else alpha.why},
-        {"model": pair, "check": "judge vs judge (Kendall tau)", "task": role, "comparison": "model ranking",
+        {"model": pair, "check": "judge vs judge (Kendall tau)", "task": role, "comparison": f"{unit} ranking",
          "value": tau.value, "ci_low": tau.ci_low, "ci_high": tau.ci_high, "items": len(shared),
-         "note": f"{tau.models} models, each its mean over the items both judged"},
+         "note": f"{tau.models} {unit}s, each its mean over the items both judged"},
     ]  # fmt: skip
     for judge in (cheap, own):
         told, compared = separable_pairs(judge.values, shared, bootstrap.confidence)
         share = told / compared if compared else None
         rows.append({"model": judge.model, "check": "separability", "task": role,
-                     "comparison": "model pairs told apart, items both judged", "value": share,
+                     "comparison": f"{unit} pairs told apart, items both judged", "value": share,
                      "items": len(shared), "pairs": compared, "note": f"{told} of {compared} pairs"})  # fmt: skip
         steady = stability(judge)
         depth = max((len(s) for s in judge.samples.values()), default=0)
         rows.append({"model": judge.model, "check": "stability (Kendall tau)", "task": role,
-                     "comparison": "model rankings of its own samples", "value": steady,
+                     "comparison": f"{unit} rankings of its own samples", "value": steady,
                      "items": len(judge.values),
                      "note": "one sample per item" if depth < 2 else f"{depth} samples an item"})  # fmt: skip
-    return rows
+    return [{**row, "on": on, "pair": pair} for row in rows]

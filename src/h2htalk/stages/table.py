@@ -83,7 +83,7 @@ def _models_in_use(run):
     """Every model a run may start: the models under test, the judges and the reconstruction's models."""
     config = run.config
     reconstruct = config["instances"]["reconstruct"]
-    judges = [config["rubric_judge"]["model"], config["study_judge"]["model"], *run.judges]  # cheap ones too
+    judges = [config["rubric_judge"]["model"], config["study_judge"]["model"], *run.ladder_judges]  # cheap, panel
     return [*run.models, *judges, reconstruct["generator"], *reconstruct["voters"]]
 
 
@@ -193,7 +193,10 @@ def _rubric_ladders(scope, labels):
 
 
 def _study_ladders(scope, labels):
-    """The studies' judges' ladders (the cheap judge's too in cascade mode), which Table 3 and Figure 7 show."""
+    """The studies' judges' ladders (the cheap judge's too in cascade mode), which Table 3 and Figure 7 show when
+    every run makes the card (else they say where the ladder is: the card's target)."""
+    if not scope.config["judge_reliability"]["every_run"]:
+        return []
     return [scope.results.path("judge_ladder", model=m, part="studies") for m, roles in scope.run.judges.items()
             if set(roles) & set(STUDIES)]  # fmt: skip
 
@@ -201,7 +204,7 @@ def _study_ladders(scope, labels):
 def _ladder_jobs(run):
     """Each judge model's ladder parts: the rubric part where it is the rubric judge, the studies' where it judges
     a study."""
-    return [(model, part) for model, roles in run.judges.items() for part in LADDER_PARTS
+    return [(model, part) for model, roles in run.ladder_judges.items() for part in LADDER_PARTS
             if set(roles) & set(LADDER_PARTS[part])]  # fmt: skip
 
 
@@ -216,7 +219,7 @@ def _ladders(kind):
 def _ladder_inputs(scope, labels):
     """What the rubric judge's ladder is made of: the judged subtasks' instances and one variant's prompts."""
     run = scope.run
-    rubric = labels["part"] == "rubric" and "rubric" in run.judges.get(labels["model"], ())
+    rubric = labels["part"] == "rubric" and "rubric" in run.ladder_judges.get(labels["model"], ())
     if not (rubric and run.judged_subtasks):
         return []
     return [
@@ -461,7 +464,7 @@ STAGES: tuple[Stage, ...] = _plan_reads_what_it_plans((
         planned=True,
         reads=(
             *REGISTRY, "generation", *JUDGE_CALLS, "study_judge", "subtasks", "variants", "data.curate.persona_names",
-            "judge_reliability.seed", "judge_reliability.ladder", "judge_reliability.canary",
+            "judge_reliability.seed", "judge_reliability.ladder", "judge_reliability.canary", "judge_reliability.panel",
         ),
         jobs=Over(_ladder_jobs, model=str, part=str), starts=lambda s, w: [w["model"]], where="model",
         env="generation",
@@ -550,7 +553,7 @@ STAGES: tuple[Stage, ...] = _plan_reads_what_it_plans((
     Stage(
         "table3", f"{JOBS}.tables:table3", "Table 3: the SAP ablation with paired bootstrap CIs and the paper's rows",
         reads=("scoring", "studies.models", "studies.human_ratings", "paper.table3", "models", "variants",
-               "review.store", *RUN_NOTES, *(f"study_judge.{key}" for key in CASCADE)),
+               "review.store", "judge_reliability.every_run", *RUN_NOTES, *(f"study_judge.{key}" for key in CASCADE)),
         cells=lambda run, w: [c.scored_by(run.embedder) for c in _study_cells("safety")(run, w)],
         ratings=(SAFETY_RATINGS,), env="figures", memory_mb=1000, minutes=10, options=("bootstrap",), report=("csv",),
         inputs={
@@ -601,7 +604,7 @@ STAGES: tuple[Stage, ...] = _plan_reads_what_it_plans((
     Stage(
         "fig7", f"{JOBS}.tables:fig7", "Figure 7: instruction following by scenario type",
         reads=("scoring.bootstrap", "studies.models", "models", "variants", "review.store", *RUN_NOTES,
-               *(f"study_judge.{key}" for key in CASCADE)),
+               "judge_reliability.every_run", *(f"study_judge.{key}" for key in CASCADE)),
         cells=_study_cells("instruction_following"), ratings=(NEED_VERDICTS,), env="figures", memory_mb=1000,
         minutes=10, options=("bootstrap",), report=("png",),
         inputs={
@@ -658,7 +661,7 @@ STAGES: tuple[Stage, ...] = _plan_reads_what_it_plans((
         uses=("studies",),
         reads=(
             "models", "baselines", "rubric_judge.baselines", "subtasks", "variants", "studies.models",
-            "rubric_judge.samples", "study_judge.samples", "scoring.bootstrap",
+            "rubric_judge.samples", "study_judge.samples", "scoring.bootstrap", "judge_reliability.panel",
             *(f"{section}.{key}" for section in ("rubric_judge", "study_judge") for key in CASCADE),
         ),
         env="figures", memory_mb=1000, minutes=10, report=("csv",),

@@ -189,9 +189,11 @@ def judge_ladder(job: Job) -> Done:
     from h2htalk.settings import JUDGE_ROLES, LADDER_PARTS, JudgeSettings, ReliabilitySettings, StudyJudgeSettings
 
     config, run, model, part = job.config, job.run, job.labels["model"], job.labels["part"]
-    roles = tuple(role for role in run.judges.get(model, ()) if role in LADDER_PARTS[part])
+    roles = tuple(role for role in run.ladder_judges.get(model, ()) if role in LADDER_PARTS[part])
     if not roles:
-        raise H2HTalkError(f"{model!r} is no {part} judge in this run (rubric_judge.model, study_judge.model)")
+        raise H2HTalkError(
+            f"{model!r} is no {part} judge in this run (rubric_judge.model, study_judge.model, judge_reliability.panel)"
+        )
     reliability = ReliabilitySettings.from_config(config)
     names = config["data"]["curate"]["persona_names"]
     texts = role_texts(roles, run.judged_subtasks, run.variants[0], job.results, names, reliability.seed)

@@ -115,11 +115,17 @@ def table2_pairs(job: Job) -> Done:
 
 def _study_ladder(job: Job, role: str, where: str) -> tuple[list[str], str]:
     """The notes and mark of a study's judges' ladders (``role``: safety or instruction_following)."""
+    from h2htalk.reliability.ladder import ROLE_NAMES
     from h2htalk.reliability.standing import AT_CHANCE_MARK, role_standings, standing_notes
     from h2htalk.settings import BootstrapSettings
 
     bootstrap = BootstrapSettings.from_config(job.config)
     standings = role_standings(job.config, job.results, job.inputs["ladders"], bootstrap, role)
+    if not job.config["judge_reliability"]["every_run"]:  # the ladder is the card's, made on request
+        judge = job.config["study_judge"]["model"]
+        return [f"The {ROLE_NAMES[role]} {judge}'s sanity ladder is not run with every run "
+                "(judge_reliability.every_run: false): `snakemake judge_reliability` runs it and makes the judges' "
+                "card, which says whether it tells a good answer from a bad one."], ""  # fmt: skip
     instead = "No other reading of these cells exists: read them as unvalidated."
     mark = AT_CHANCE_MARK if any(s.at_chance and s.deciding for s in standings) else ""
     return standing_notes(standings, where, read_instead=instead), mark
@@ -190,11 +196,11 @@ def fig7(job: Job) -> Done:
 
 def judge_reliability(job: Job) -> Done:
     from h2htalk.reliability.card import write_card
-    from h2htalk.reliability.evidence import card_evidence, cascades
+    from h2htalk.reliability.evidence import card_evidence, cascades, ladder_meetings
     from h2htalk.settings import BootstrapSettings
 
     bootstrap = BootstrapSettings.from_config(job.config)
     evidence, _ = card_evidence(job.config, job.run, job.results, job.input("agreement"))
-    pairs = cascades(job.config, job.run, job.results)
+    pairs = cascades(job.config, job.run, job.results) + ladder_meetings(job.run, job.results, job.config)
     rows = write_card(evidence, job.named_outputs(), bootstrap, pairs)
     return Done(f"{len(evidence)} judges, {len(rows)} rows", out=_shown(job))
