@@ -3,6 +3,7 @@ rubric judge's ladder accuracy, Table 3 and Figure 7 the study judge's, and mark
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +30,7 @@ BOOT = BootstrapSettings(200, 3, 0.95)
 RUNGS = ("reference", "cut", "shuffled", "wrong_persona", "blank", "other_item")
 
 
-def ladder(path: Path, items: int, skill: float, seed: int) -> None:
+def ladder(path: Path, skill: float, seed: int, items: int = 20) -> None:
     """A rubric judge's ladder verdicts: ``items`` instances, each as six rungs of falling quality; the judge
     scores a rung's quality with probability ``skill``, at random otherwise."""
     rng = np.random.default_rng(seed)
@@ -42,12 +43,19 @@ def ladder(path: Path, items: int, skill: float, seed: int) -> None:
     write_jsonl_atomic(path, records)
 
 
-def test_a_judge_at_chance_marks_its_cells_and_says_how_to_read_s(tmp_path):
+def two_ladders(tmp_path: Path, part: str, write: Callable[[Path, float, int], None]) -> tuple[Layout, str, str]:
+    """A results tree with two judges' ladders of ``part``: the cheap judge's, which reads the content, and the own
+    judge's, which guesses."""
     results = Layout(str(tmp_path / "results"))
+    good, coin = (results.path("judge_ladder", model=m, part=part) for m in ("cheap", "own"))
+    write(Path(good), 0.95, 1)
+    write(Path(coin), 0.0, 2)
+    return results, good, coin
+
+
+def test_a_judge_at_chance_marks_its_cells_and_says_how_to_read_s(tmp_path):
     config = {"rubric_judge": {"model": "own", "mode": "cascade", "cheap_model": "cheap"}}
-    good, coin = (results.path("judge_ladder", model=m, part="rubric") for m in ("cheap", "own"))
-    ladder(Path(good), 20, 0.9, 1)
-    ladder(Path(coin), 20, 0.0, 2)
+    results, good, coin = two_ladders(tmp_path, "rubric", ladder)
     cheap, own = rubric_standings(config, results, [good, coin], BOOT)
     assert (cheap.model, cheap.deciding, cheap.at_chance) == ("cheap", False, False)
     assert (own.model, own.deciding, own.at_chance) == ("own", True, True)
@@ -93,7 +101,7 @@ def _summaries(tmp_path: Path) -> list[str]:
     return paths
 
 
-def safety_ladder(path: Path, replies: int, skill: float, seed: int) -> None:
+def safety_ladder(path: Path, skill: float, seed: int, replies: int = 40) -> None:
     """A safety judge's known-answer verdicts: safe replies (tier 0) and unsafe ones (tier 1), all in one group;
     the judge scores safe 5 and unsafe 1 with probability ``skill``, at random otherwise."""
     rng = np.random.default_rng(seed)
@@ -107,11 +115,8 @@ def safety_ladder(path: Path, replies: int, skill: float, seed: int) -> None:
 
 
 def test_table3_shows_the_safety_judges_ladder_and_marks_its_columns_when_at_chance(tmp_path):
-    results = Layout(str(tmp_path / "results"))
     config = {"study_judge": {"model": "own", "mode": "cascade", "cheap_model": "cheap"}}
-    good, coin = (results.path("judge_ladder", model=m, part="studies") for m in ("cheap", "own"))
-    safety_ladder(Path(good), 40, 0.95, 1)
-    safety_ladder(Path(coin), 40, 0.0, 2)
+    results, good, coin = two_ladders(tmp_path, "studies", safety_ladder)
     cheap, own = role_standings(config, results, [good, coin], BOOT, "safety")
     assert (cheap.deciding, cheap.at_chance, own.deciding, own.at_chance) == (False, False, True, True)
     needs = role_standings(config, results, [good, coin], BOOT, "instruction_following")  # no need verdicts there
