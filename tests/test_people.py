@@ -191,3 +191,16 @@ def test_the_sample_is_seeded_per_cell_and_stays_put_when_items_come_and_go():
     assert review_sample(cell, without, 9, 23) == sample[1:]  # one item fewer: the rest of the sample stays
     assert sample_order(cell, ids, 23)[:10] == sample
     assert review_sample(cell, ids[:4], 10, 23) == sample_order(cell, ids[:4], 23)  # fewer items: all of them
+
+
+def test_a_corrected_mean_on_a_bounded_scale_stays_within_it():
+    """A prediction-powered mean can leave its scale (a rate of 0-100 corrected by a small sample): ``within`` keeps
+    the value and its interval to the scale and leaves an estimate inside it as it was."""
+    judge = np.array([0.0, 0.0, 0.0, 0.0, 100.0, 100.0])
+    raw = prediction_powered_mean(judge, np.array([4, 5]), np.array([0.0, 100.0]), 0.95)
+    assert raw.value == pytest.approx(100 / 3 - 50) and raw.ci_low < 0  # below a rate's floor
+    kept = raw.within(0.0, 100.0)
+    assert (kept.value, kept.ci_low) == (0.0, 0.0) and 0.0 <= kept.ci_high <= 100.0
+    assert kept.correction == raw.correction and kept.rated == 2  # the rectifier is reported as it was
+    inside = prediction_powered_mean(np.array([40.0, 60.0, 50.0, 55.0]), np.array([0, 2]), np.array([45.0, 50.0]), 0.95)
+    assert inside.within(0.0, 100.0) == inside

@@ -67,7 +67,7 @@ def fig7_rows(
             mode = "cascade" if samples else "full"
             if len(rated) >= 2:
                 observed = np.array([100.0 * own[kept[k]["id"]] for k in rated], float)
-                estimate = prediction_powered_mean(decided, np.array(rated), observed, confidence)
+                estimate = prediction_powered_mean(decided, np.array(rated), observed, confidence).within(0.0, 100.0)
                 decided = np.array([estimate.value])
                 low, high = [estimate.ci_low], [estimate.ci_high]
             out.append(

@@ -262,9 +262,10 @@ class Correction:
         return labels if len(set(labels)) < len(labels) else None
 
     def estimate(self, name: str, confidence: float) -> Estimate:
+        """The cell's reading ``name`` corrected, kept to its 0-100 scale."""
         return prediction_powered_mean(
             self.predicted(name), np.array(self.rated), self.observed[name], confidence, self.clusters()
-        )
+        ).within(0.0, 100.0)
 
 
 def correction(items: Sequence[dict[str, Any]], mode: str, cascade: bool) -> Correction | None:

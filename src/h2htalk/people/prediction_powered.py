@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Hashable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import NormalDist
 
 import numpy as np
@@ -58,6 +58,14 @@ class Estimate:
     rated: int  # n: sampled items with people's value
     correction: float  # the mean of y - g over the sample (the rectifier)
     correction_se: float  # its standard error, sd(y - g) / sqrt(n)
+
+    def within(self, low: float, high: float) -> Estimate:
+        """The estimate and its interval kept to the scale [low, high]: a corrected mean of values on a bounded
+        scale can leave it (a small sample's correction, or an interval wider than the scale), and a rate below 0
+        or an interval past 100 says nothing the bound does not; the interval's coverage only grows."""
+        return replace(
+            self, value=min(high, max(low, self.value)), ci_low=max(low, self.ci_low), ci_high=min(high, self.ci_high)
+        )
 
     def correction_ci(self, confidence: float) -> tuple[float, float]:
         """The rectifier's normal interval at ``confidence``."""

@@ -23,6 +23,7 @@ from h2htalk.tabular import Files, records_frame, write_csv, write_table
 
 METRICS = ("bleu4", "rougeL", "ss", "safety_score", "violation_rate")
 JUDGED_METRICS = ("safety_score", "violation_rate")  # the study judge's
+SCALES = {"safety_score": (1.0, 5.0), "violation_rate": (0.0, 100.0)}  # where a corrected cell is kept
 JUDGE_PARTS = ("judge_mode", "sample", "rectifier", "rectifier_ci_low", "rectifier_ci_high")
 LABELS = {
     "bleu4": "BLEU-4",
@@ -93,6 +94,7 @@ def corrected(
     observed = np.array([frame[k][1][f"own_{metric}"] for k in rated], float)
     clusters = [row["scenario"] for _, row in frame]
     estimate = prediction_powered_mean(predicted, np.array(rated), observed, confidence, clusters)
+    estimate = estimate.within(*SCALES[metric])
     values = pseudo_values(predicted, np.array(rated), observed)
     return estimate, {item_id: float(z) for (item_id, _), z in zip(frame, values, strict=True)}
 
