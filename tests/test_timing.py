@@ -130,6 +130,10 @@ def test_the_closing_line_sets_each_jobs_time_beside_what_was_expected(tmp_path)
     line = estimate.line()
     assert line.startswith("Expected time: about 9.5 min on this machine: generate ~8.5, other jobs ~1.0")
     assert "pp512 100, tg128 20 tokens/s on 2 threads, measured now" in line
+    two = RunEstimate(jobs, 60.0, RATES, {"small": RATES, "large": Rates(50.0, 10.0, 2, True)})
+    # each local model's rates: a judge panel's larger model runs at its own speed
+    speeds = "small pp512 100, tg128 20; large pp512 50, tg128 10 tokens/s on 2 threads, measured now"
+    assert f"(llama.cpp here: {speeds})" in two.line()
     started = time.time() - 5
     for name, seconds in (("generate/m/sap", 300.5), ("generate/m/nosap", 200.0), ("score/a", 7.0)):
         path = tmp_path / f"{name}.tsv"

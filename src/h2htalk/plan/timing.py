@@ -16,7 +16,7 @@ import os
 import tempfile
 import time
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -171,15 +171,21 @@ def minutes(seconds: float) -> str:
     return f"{seconds / 60:.0f}" if seconds >= 600 else f"{seconds / 60:.1f}"
 
 
-def estimate_line(estimates: Mapping[str, JobEstimate], other_s: float, rates: Rates) -> str:
-    """E.g. "about 9.5 min on this machine: generate ~4.5, study ~2.5, rubric_judge ~1.5, other jobs ~1.0 (...)"."""
+def estimate_line(
+    estimates: Mapping[str, JobEstimate], other_s: float, rates: Rates, models: Mapping[str, Rates] | None = None
+) -> str:
+    """E.g. "about 9.5 min on this machine: generate ~4.5, study ~2.5, rubric_judge ~1.5, other jobs ~1.0 (...)";
+    with several local models (``models``), each one's rates."""
     whole = sum(e.seconds for e in estimates.values()) + other_s
     parts = [f"{job} ~{minutes(e.seconds)}" for job, e in estimates.items()] + [f"other jobs ~{minutes(other_s)}"]
-    source = "from the cache of an earlier run" if rates.cached else "measured now"
+    shown = models if models and len(models) > 1 else {"": rates}
+    source = "from the cache of an earlier run" if all(r.cached for r in shown.values()) else "measured now"
+    speeds = "; ".join(
+        f"{name + ' ' if name else ''}pp512 {r.pp512:.0f}, tg128 {r.tg128:.0f}" for name, r in shown.items()
+    )
     return (
-        f"Expected time: about {minutes(whole)} min on this machine: {', '.join(parts)} (llama.cpp here: pp512"
-        f" {rates.pp512:.0f}, tg128 {rates.tg128:.0f} tokens/s on {rates.threads} thread{'s' * (rates.threads > 1)},"
-        f" {source})"
+        f"Expected time: about {minutes(whole)} min on this machine: {', '.join(parts)} (llama.cpp here: {speeds}"
+        f" tokens/s on {rates.threads} thread{'s' * (rates.threads > 1)}, {source})"
     )
 
 
@@ -187,14 +193,15 @@ def estimate_line(estimates: Mapping[str, JobEstimate], other_s: float, rates: R
 class RunEstimate:
     jobs: dict[str, JobEstimate]
     other_s: float
-    rates: Rates
+    rates: Rates  # the first local model's: the machine's speed for the jobs that start none
+    models: dict[str, Rates] = field(default_factory=dict)  # each local model's
 
     @property
     def seconds(self) -> float:
         return sum(e.seconds for e in self.jobs.values()) + self.other_s
 
     def line(self) -> str:
-        return estimate_line(self.jobs, self.other_s, self.rates)
+        return estimate_line(self.jobs, self.other_s, self.rates, self.models)
 
 
 def estimate_run(
@@ -231,7 +238,7 @@ def estimate_run(
                 before.seconds + found.seconds,
             )  # fmt: skip
     first = measured[local[0]]  # the other jobs' speed: the machine's, as the first model's rates show it
-    return RunEstimate(jobs, other_jobs_seconds(other_jobs, first, cpu), first)
+    return RunEstimate(jobs, other_jobs_seconds(other_jobs, first, cpu), first, measured)
 
 
 def job_seconds_since(benchmarks: str | os.PathLike[str], started: float) -> dict[str, float]:
