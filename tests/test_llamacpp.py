@@ -85,27 +85,32 @@ def _servers_using(model_file) -> list[int]:
     return found
 
 
-def local_job(spec: dict, model_file: Path, tmp_path: Path) -> tuple[list[str], Path, Path]:
-    """A generate job of the local model answering dialogue_base's three demo prompts, in a results tree of the
-    test's own: its command, the path of its model file (this test's own, to find its servers by), its answers."""
+def local_job(
+    spec: dict, model_file: Path, tmp_path: Path, subtasks: tuple[str, ...] = ("dialogue_base",)
+) -> tuple[list[str], Path, list[Path]]:
+    """A generate job of the local model answering the three demo prompts of each of ``subtasks`` (with SAP), in a
+    results tree of the test's own: its command, the path of its model file (this test's own, to find its
+    servers by), its answers' files."""
     results = Layout(str(tmp_path / "results"))
     model_copy = Path(results.path("model_file", model=spec["name"]))
     model_copy.parent.mkdir(parents=True)
     model_copy.symlink_to(model_file)
-    instances = demo_file(tmp_path / "instances", "dialogue_base")
-    write_prompts(read_jsonl(instances), "sap", results.prompts("sap", "dialogue_base"))
-    for study in STUDIES:  # no study items: the job answers the benchmark's three prompts
+    for subtask in subtasks:
+        instances = demo_file(tmp_path / "instances", subtask)
+        write_prompts(read_jsonl(instances), "sap", results.prompts("sap", subtask))
+    for study in STUDIES:  # no study items: the job answers the benchmark's prompts
         write_jsonl_atomic(results.prompts("sap", study), [])
-    generation = {"concurrency": 1, "cache_dir": str(tmp_path / "cache"), "max_new_tokens": {"dialogue_base": 16}}
+    limits = dict.fromkeys(subtasks, 16)
+    generation = {"concurrency": 1, "cache_dir": str(tmp_path / "cache"), "max_new_tokens": limits}
     config = tmp_path / "config.json"
     config.write_text(
-        json.dumps({"generation": generation, "subtasks": ["dialogue_base"], "variants": ["sap"]}), encoding="utf-8"
+        json.dumps({"generation": generation, "subtasks": list(subtasks), "variants": ["sap"]}), encoding="utf-8"
     )
     command = [
         sys.executable, "-m", "h2htalk", "generate", "--model", spec["name"], "--config", str(config),
         "--results", str(results.root), "--server-log", str(tmp_path / "server.log"),
     ]  # fmt: skip
-    return command, model_copy, Path(results.generations(Cell(spec["name"], "sap", "dialogue_base")))
+    return command, model_copy, [Path(results.generations(Cell(spec["name"], "sap", s))) for s in subtasks]
 
 
 @pytest.mark.slow
@@ -113,7 +118,9 @@ def local_job(spec: dict, model_file: Path, tmp_path: Path) -> tuple[list[str], 
 def test_stopping_a_job_stops_its_engine_and_keeps_what_it_cached(local_model, tmp_path, stop):
     """A job stopped by Snakemake (SIGTERM), Ctrl-C (SIGINT) or the scheduler (SIGKILL) leaves no server."""
     spec, model_file = local_model
-    command, model_copy, answers = local_job(spec, model_file, tmp_path)
+    # nine requests: a job stopped after its first answer cannot have sent them all, however slow the machine
+    subtasks = ("dialogue_base", "dialogue_emotion", "dialogue_schedule")
+    command, model_copy, answers = local_job(spec, model_file, tmp_path, subtasks)
     job = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 240
     cache = tmp_path / "cache" / f"{spec['name']}.sqlite"
@@ -121,13 +128,17 @@ def test_stopping_a_job_stops_its_engine_and_keeps_what_it_cached(local_model, t
         time.sleep(0.5)  # the server is up and has answered once: the job is in the middle of its work
     assert _servers_using(model_copy), "the engine should be running"
     job.send_signal(stop)
-    # a guard against a hang, not a timing: under load the server's graceful stop alone may take its 20 s grace
-    job.wait(timeout=180)
+    try:  # a guard against a hang, not a timing: under load the server's graceful stop alone may take its 20 s grace
+        job.wait(timeout=180)
+    except subprocess.TimeoutExpired:
+        job.kill()
+        job.wait()
+        pytest.fail(f"the job went on for 180 s after {stop.name} ({_cached(cache)} of 9 answers cached)")
     deadline = time.monotonic() + 30
     while _servers_using(model_copy) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert _servers_using(model_copy) == [], f"a server outlived its job stopped by {stop.name}"
-    assert 1 <= _cached(cache) < 3 and not answers.exists()
+    assert 1 <= _cached(cache) < 9 and not any(path.exists() for path in answers)
 
 
 def _cached(path) -> int:
