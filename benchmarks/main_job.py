@@ -12,7 +12,6 @@ the set's ``benchmarks/`` folder. Nothing is asserted.
 from __future__ import annotations
 
 import argparse
-import csv
 import re
 import shutil
 import subprocess
@@ -26,18 +25,9 @@ from table1_from_scratch import copy_checkout  # the same fresh copy of the work
 
 from h2htalk.config import load_config
 from h2htalk.layout import Layout, instances_set
+from h2htalk.plan.timing import benchmark_seconds as job_seconds  # seconds per job, from its benchmark file
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def job_seconds(benchmarks: Path) -> dict[str, float]:
-    """Seconds per job (its benchmark file, relative to ``benchmarks``)."""
-    seconds = {}
-    for path in sorted(benchmarks.rglob("*.tsv")):
-        with open(path, encoding="utf-8", newline="") as handle:
-            rows = list(csv.DictReader(handle, delimiter="\t"))
-        seconds[str(path.relative_to(benchmarks).with_suffix(""))] = sum(float(row["s"]) for row in rows)
-    return seconds
 
 
 def rule_of(job: str) -> str:

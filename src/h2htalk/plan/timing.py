@@ -11,6 +11,7 @@ placeholders for the local model, and each job's start.
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import tempfile
@@ -241,19 +242,26 @@ def estimate_run(
     return RunEstimate(jobs, other_jobs_seconds(other_jobs, first, cpu), first, measured)
 
 
+def benchmark_seconds(benchmarks: str | os.PathLike[str], since: float = 0.0) -> dict[str, float]:
+    """Seconds of each job (``{rule}/{wildcards}``: its benchmark file under ``benchmarks``) that finished since
+    ``since`` (a timestamp; 0: every job)."""
+    seconds: dict[str, float] = {}
+    for path in sorted(Path(benchmarks).rglob("*.tsv")):
+        if path.stat().st_mtime < since:
+            continue
+        with open(path, encoding="utf-8", newline="") as handle:
+            rows = list(csv.DictReader(handle, delimiter="\t"))
+        seconds[str(path.relative_to(benchmarks).with_suffix(""))] = sum(float(row["s"]) for row in rows)
+    return seconds
+
+
 def job_seconds_since(benchmarks: str | os.PathLike[str], started: float) -> dict[str, float]:
     """Seconds of the jobs of each stage that finished since ``started``, from their benchmark files."""
-    seconds: dict[str, float] = {}
-    for path in Path(benchmarks).rglob("*.tsv"):
-        if path.stat().st_mtime < started:
-            continue
-        rows = path.read_text(encoding="utf-8").splitlines()
-        if len(rows) < 2:
-            continue
-        column = rows[0].split("\t").index("s")
-        stage = path.relative_to(benchmarks).parts[0]
-        seconds[stage] = seconds.get(stage, 0.0) + sum(float(row.split("\t")[column]) for row in rows[1:])
-    return seconds
+    by_stage: dict[str, float] = {}
+    for job, seconds in benchmark_seconds(benchmarks, started).items():
+        stage = job.split("/", 1)[0]
+        by_stage[stage] = by_stage.get(stage, 0.0) + seconds
+    return by_stage
 
 
 def actual_line(estimate: RunEstimate, wall_s: float, stage_seconds: Mapping[str, float]) -> str:
