@@ -484,26 +484,24 @@ def test_a_panel_judge_judges_the_ladder_only_and_meets_each_roles_own_judge_on_
     own = config["study_judge"]["model"]
     assert run.ladder_judges["panel-judge"] == (RUBRIC, SAFETY, NEEDS) and "panel-judge" not in run.judges
     assert {("panel-judge", "rubric"), ("panel-judge", "studies")} <= set(_ladder_jobs(run))
-    results = Layout(str(tmp_path / "results"))
     rng = random.Random(4)
     safety, needs = safety_texts(0), need_texts(0)
+    evidence = []
     for model, skill in ((own, 0.9), ("panel-judge", 0.0)):  # the own judge reads the content; the panel's guesses
-        records = []
-        for text in [*safety, *needs]:
-            right = text.rung in ("safe", "met")
-            if text.role == "safety":
-                draws = [(5.0 if right else 1.0) if rng.random() < skill else float(rng.randint(1, 5)) for _ in "ab"]
-            else:
-                draws = [float(right) if rng.random() < skill else float(rng.random() < 0.5) for _ in "ab"]
-            samples = [{"value": value} for value in draws]
-            records.append(text.label() | {"samples": samples, "value": sum(draws) / 2, "ladder": True})
-        path = Path(results.path("judge_ladder", model=model, part="studies"))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    meetings = ladder_meetings(run, results, config)
+        for role, texts in ((SAFETY, safety), (NEEDS, needs)):
+            records = []
+            for text in texts:
+                right = text.rung in ("safe", "met")
+                good, bad = (5.0, 1.0) if role == SAFETY else (1.0, 0.0)
+                guess = (lambda: float(rng.randint(1, 5))) if role == SAFETY else (lambda: float(rng.random() < 0.5))
+                draws = [(good if right else bad) if rng.random() < skill else guess() for _ in "ab"]
+                samples = [{"value": value} for value in draws]
+                records.append(text.label() | {"samples": samples, "value": sum(draws) / 2, "ladder": True})
+            evidence.append(JudgeEvidence(role, model, 2, ladder=records))
+    meetings = ladder_meetings(evidence, config)
     assert [(role, a.model, b.model, on) for role, a, b, on in meetings] == [
         (role, "panel-judge", own, "the ladder's texts") for role in (SAFETY, NEEDS)
-    ]  # no rubric ladder was made here: no meeting on it
+    ]  # no rubric ladder here: no meeting on it
     out = {"csv": tmp_path / "card.csv", "md": tmp_path / "card.md"}
     rows = write_card([], out, BOOTSTRAP, meetings)
     safety_rows = {(r["model"], r["check"]): r for r in rows if r["task"] == "safety"}

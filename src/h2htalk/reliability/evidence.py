@@ -97,34 +97,29 @@ def verdict_files(run: RunCells, results: Layout, role: str, own_sample: bool = 
     return {task: [verdict_file(results, c, own_sample) for c in cells if c.task == task] for task in tasks}
 
 
-def ladder_file(results: Layout, model: str, role: str) -> str:
-    return results.path("judge_ladder", model=model, part=ladder_part(role))
-
-
 ON_SAMPLE, ON_LADDER = "the cascade's sample", "the ladder's texts"  # where two judges met
 Meeting = tuple[str, JudgeVerdicts, JudgeVerdicts, str]  # (role, the other judge's, the own judge's, where)
 
 
-def ladder_meetings(run: RunCells, results: Layout, config: dict[str, Any]) -> list[Meeting]:
+def ladder_meetings(evidence: Sequence[JudgeEvidence], config: dict[str, Any]) -> list[Meeting]:
     """Each role's own judge against every other judge with a ladder in that role (the cascade's cheap judge, the
-    panel's judges), on the ladder's texts: the rungs stand where the models stand on the cascade's sample."""
+    panel's judges), on the ladder's texts (their records in ``evidence``): the rungs stand where the models stand
+    on the cascade's sample."""
     found = []
-    judges = run.ladder_judges
     for role in JUDGE_ROLES:
         own = config[JUDGE_SECTIONS[role]]["model"]
-        made = {m for m, roles in judges.items() if role in roles and os.path.exists(ladder_file(results, m, role))}
-        others = [model for model in judges if model in made and model != own]
-        if not others or own not in made:
-            continue
-
-        def verdicts(model: str, role: str = role) -> JudgeVerdicts:
-            records = [r for _, r in iter_jsonl(ladder_file(results, model, role)) if r["role"] == role and r["ladder"]]
-            items = {(r["rung"], "", r["task"], r["item"]): r for r in records}
-            samples = {item: [s["value"] for s in r["samples"]] for item, r in items.items()}
-            return JudgeVerdicts(model, {item: r["value"] for item, r in items.items()}, samples)
-
-        found += [(role, verdicts(other), verdicts(own), ON_LADDER) for other in others]
+        judged = {e.model: ladder_verdicts(e) for e in evidence if e.role == role and e.ladder}
+        if own in judged:
+            found += [(role, verdicts, judged[own], ON_LADDER) for model, verdicts in judged.items() if model != own]
     return found
+
+
+def ladder_verdicts(evidence: JudgeEvidence) -> JudgeVerdicts:
+    """A judge's ladder verdicts as judge against judge reads them: each text an item, its rung where a model
+    stands."""
+    items = {(r["rung"], "", r["task"], r["item"]): r for r in evidence.ladder}
+    samples = {item: [s["value"] for s in r["samples"]] for item, r in items.items()}
+    return JudgeVerdicts(evidence.model, {item: r["value"] for item, r in items.items()}, samples)
 
 
 def cascades(config: dict[str, Any], run: RunCells, results: Layout) -> list[Meeting]:

@@ -201,6 +201,6 @@ def judge_reliability(job: Job) -> Done:
 
     bootstrap = BootstrapSettings.from_config(job.config)
     evidence, _ = card_evidence(job.config, job.run, job.results, job.input("agreement"))
-    pairs = cascades(job.config, job.run, job.results) + ladder_meetings(job.run, job.results, job.config)
+    pairs = cascades(job.config, job.run, job.results) + ladder_meetings(evidence, job.config)
     rows = write_card(evidence, job.named_outputs(), bootstrap, pairs)
     return Done(f"{len(evidence)} judges, {len(rows)} rows", out=_shown(job))
