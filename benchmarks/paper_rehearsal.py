@@ -50,6 +50,7 @@ import json
 import os
 import re
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -361,14 +362,6 @@ def overall_intervals(figures: Path) -> dict[tuple[str, ...], tuple[float, float
     return out
 
 
-def _median(values: list[float]) -> float | None:
-    ordered = sorted(values)
-    if not ordered:
-        return None
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-
-
 def cascade_check(full: Path, cascade: Path) -> dict[str, Any]:
     """How cascade mode's corrected cells compare with full mode's on the same items: whether each cascade
     interval covers the full-mode value (the role's judge on every item), the intervals' widths, and each row's
@@ -404,9 +397,9 @@ def cascade_check(full: Path, cascade: Path) -> dict[str, Any]:
         "coverage": round(covered / compared, 4) if compared else None,
         "cells_corrected": corrected,  # the role's judge saw fewer than all of the cell's items
         "coverage_corrected": round(corrected_covered / corrected, 4) if corrected else None,
-        "cell_width_ratio_median": round(_median(widths), 3) if widths else None,
+        "cell_width_ratio_median": round(statistics.median(widths), 3) if widths else None,
         "overall_rows": len(ratios),
-        "overall_width_ratio_median": round(_median(ratios), 3) if ratios else None,
+        "overall_width_ratio_median": round(statistics.median(ratios), 3) if ratios else None,
         "overall_width_ratio_max": round(max(ratios), 3) if ratios else None,
         "overall_covered": overall_covered,
         "misses": misses,

@@ -183,22 +183,21 @@ def _rubric_canary(scope, labels):
     return [scope.results.path("judge_canary", model=scope.config["rubric_judge"]["model"], part="rubric")]
 
 
+def _judges_ladders(scope, part):
+    """The ladders of ``part`` of the judges of this run's cells (the cheap judge's too in cascade mode)."""
+    return [scope.results.path("judge_ladder", model=m, part=part) for m, roles in scope.run.judges.items()
+            if set(roles) & set(LADDER_PARTS[part])]  # fmt: skip
+
+
 def _rubric_ladders(scope, labels):
-    """The rubric judges' sanity ladders (each judge model's: the cheap one's too in cascade mode), which the tables of
-    their verdicts show."""
-    if not scope.run.judged_subtasks:
-        return []
-    return [scope.results.path("judge_ladder", model=m, part="rubric") for m, roles in scope.run.judges.items()
-            if "rubric" in roles]  # fmt: skip
+    """The rubric judges' sanity ladders, which the tables of their verdicts show (none: no Level I-III cell)."""
+    return _judges_ladders(scope, "rubric")
 
 
 def _study_ladders(scope, labels):
-    """The studies' judges' ladders (the cheap judge's too in cascade mode), which Table 3 and Figure 7 show when
-    every run makes the card (else they say where the ladder is: the card's target)."""
-    if not scope.config["judge_reliability"]["every_run"]:
-        return []
-    return [scope.results.path("judge_ladder", model=m, part="studies") for m, roles in scope.run.judges.items()
-            if set(roles) & set(STUDIES)]  # fmt: skip
+    """The studies' judges' ladders, which Table 3 and Figure 7 show when every run makes the card (else they say
+    where the ladder is: the card's target)."""
+    return _judges_ladders(scope, "studies") if scope.config["judge_reliability"]["every_run"] else []
 
 
 def _ladder_jobs(run):
