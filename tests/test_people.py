@@ -4,6 +4,7 @@ prediction-powered cell mean, including its known-answer test."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -204,3 +205,8 @@ def test_a_corrected_mean_on_a_bounded_scale_stays_within_it():
     assert kept.correction == raw.correction and kept.rated == 2  # the rectifier is reported as it was
     inside = prediction_powered_mean(np.array([40.0, 60.0, 50.0, 55.0]), np.array([0, 2]), np.array([45.0, 50.0]), 0.95)
     assert inside.within(0.0, 100.0) == inside
+    above = replace(raw, value=110.0, ci_low=105.0, ci_high=120.0)
+    below = replace(raw, value=-10.0, ci_low=-20.0, ci_high=-5.0)
+    for past in (above, below):
+        end = past.within(0.0, 100.0)  # wholly past one end of the scale: that end, never an inverted interval
+        assert end.ci_low <= end.value <= end.ci_high and end.ci_low == end.ci_high in (0.0, 100.0)

@@ -63,9 +63,11 @@ class Estimate:
         """The estimate and its interval kept to the scale [low, high]: a corrected mean of values on a bounded
         scale can leave it (a small sample's correction, or an interval wider than the scale), and a rate below 0
         or an interval past 100 says nothing the bound does not; the interval's coverage only grows."""
-        return replace(
-            self, value=min(high, max(low, self.value)), ci_low=max(low, self.ci_low), ci_high=min(high, self.ci_high)
-        )
+        def kept(x: float) -> float:
+            return min(high, max(low, x))
+
+        # each bound kept on its own: an interval wholly past one end becomes that end, never inverted
+        return replace(self, value=kept(self.value), ci_low=kept(self.ci_low), ci_high=kept(self.ci_high))
 
     def correction_ci(self, confidence: float) -> tuple[float, float]:
         """The rectifier's normal interval at ``confidence``."""
