@@ -591,6 +591,7 @@ def test_judge_prompts_get_mostly_parseable_json() -> None:
 def test_judges_that_agree_read_one_score_from_the_judged_text_and_move_it_by_their_bias() -> None:
     """STANDIN_JUDGES: the reference judge gives each judged text the score that text earns; a biased judge that
     score plus its bias (noise 0 here), within the scale; judges apart (no setting) draw unrelated scores."""
+    assert judge_offsets(" cheap = 0.8:0 ,, harsh=-1.5") == (("cheap", 0.8, 0.0), ("harsh", -1.5, 0.0))  # spaced, empty
     settings = AnswerSettings(judges=judge_offsets("cheap=0.8:0,harsh=-1.5:0"))
     apart = AnswerSettings()
     rubric = _first_module("h2htalk.judge.rubric", attr="judge_messages")

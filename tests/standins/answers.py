@@ -74,10 +74,10 @@ def judge_offsets(value: str) -> tuple[tuple[str, float, float], ...] | None:
     if not value.strip():
         return None
     judges = []
-    for part in value.split(","):
-        name, _, pair = part.strip().partition("=")
+    for part in filter(str.strip, value.split(",")):
+        name, _, pair = part.partition("=")
         bias, _, noise = pair.partition(":")
-        judges.append((name, float(bias or 0), float(noise or 0)))
+        judges.append((name.strip(), float(bias or 0), float(noise or 0)))
     return tuple(judges)
 
 
