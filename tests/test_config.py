@@ -12,6 +12,7 @@ from h2htalk.cli import main
 from h2htalk.cli.options import add_bootstrap, add_command
 from h2htalk.cli.options import load_config as load_command_config
 from h2htalk.config import (
+    check_environment,
     default_config,
     load_config,
     load_registry,
@@ -247,6 +248,12 @@ def test_a_registry_overlay_adds_models_without_an_edit_of_the_tracked_registry(
         load_config([PAPER, LAPTOP, plain])
     with pytest.raises(ConfigError, match=r"'my-servr' is not in config/models\.yaml \+ .*my-models\.yaml"):
         load_config([PAPER, LAPTOP, overlay], {"models": ["my-servr"]})
+    # a judge of the panel is a registry name too, checked before any job, and its key is asked for
+    with pytest.raises(ConfigError, match=r"key 'judge_reliability.panel\[1\]': 'my-servr' is not in"):
+        load_config([PAPER, LAPTOP, overlay], {"judge_reliability": {"panel": ["my-server", "my-servr"]}})
+    panel = load_config([PAPER, LAPTOP, overlay], {"judge_reliability": {"panel": ["gpt-4o"]}})
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
+        check_environment(panel)
 
 
 def test_a_registry_overlay_is_validated_with_the_registry_schema_and_named(tmp_path):

@@ -177,12 +177,12 @@ def runnable_problem(spec: dict[str, Any]) -> str | None:
 
 
 def models_in_use(config: dict[str, Any]) -> list[str]:
-    """The models a run of the validated ``config`` calls (registry names): the models under test, the judges,
-    and the reconstruction models when the instances are reconstructed."""
+    """The models a run of the validated ``config`` calls (registry names): the models under test, the judges (the
+    panel's too), and the reconstruction models when the instances are reconstructed."""
     reconstruct = config["instances"]["reconstruct"]
     names = [*config["models"], config["rubric_judge"]["model"], config["study_judge"]["model"]]
     cascades = [role for role in ("rubric_judge", "study_judge") if config[role]["mode"] == "cascade"]
-    names += [config[role]["cheap_model"] for role in cascades]
+    names += [config[role]["cheap_model"] for role in cascades] + config["judge_reliability"]["panel"]
     if config["instances"]["source"] == "reconstructed":
         names += [reconstruct["generator"], *reconstruct["voters"]]
     return list(dict.fromkeys(names))
@@ -213,6 +213,8 @@ def _cross_checks(config: dict[str, Any], registry_names: bool) -> list[str]:
             for role in ("rubric_judge", "study_judge")
             for key in ("model", *(("cheap_model",) if config.get(role, {}).get("mode") == "cascade" else ()))
         ]
+        panel = config.get("judge_reliability", {}).get("panel", [])
+        named += [(f"judge_reliability.panel[{i}]", n) for i, n in enumerate(panel)]
         reconstruct = config.get("instances", {}).get("reconstruct", {})
         named.append(("instances.reconstruct.generator", reconstruct.get("generator")))
         named += [(f"instances.reconstruct.voters[{i}]", n) for i, n in enumerate(reconstruct.get("voters", []))]
