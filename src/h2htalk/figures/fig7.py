@@ -126,7 +126,8 @@ def write_fig7(
     ax.set_ylabel("needs recognised and met (%)")
     ax.set_ylim(0, 105)
     title = f"Figure 7: instruction following by scenario type ({confidence:.0%} bootstrap CI)"
-    ax.set_title("\n".join([title, *(textwrap.fill(note, 110) for note in run_notes)]))  # a ladder note is long
+    # a ladder note is long: wrapped, never between a number and its "%" (a no-break space is not a break)
+    ax.set_title("\n".join([title, *(textwrap.fill(note.replace(" %", "\u00a0%"), 110) for note in run_notes)]))
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
     fig.tight_layout()
     write_png_atomic(fig, png, dpi=150, bbox_inches="tight")
