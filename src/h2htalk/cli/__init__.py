@@ -36,8 +36,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _stop_on_signal(signum: int, frame: object) -> None:
-    """SIGTERM (Snakemake, a timeout, the scheduler) unwinds the job like Ctrl-C does: engine servers are
-    stopped, and everything already cached stays."""
+    """SIGTERM (Snakemake, a timeout, the scheduler) and Ctrl-C (SIGINT) unwind the job: engine servers are
+    stopped, and everything already cached stays. Ctrl-C too, because asyncio's own handling of it only cancels
+    the requests' task, and a cancellation that lands inside the HTTP client's timeout scope can be absorbed: the
+    job then went on to its last answer. An exception raised here leaves the event loop itself."""
     raise SystemExit(128 + signum)
 
 
@@ -66,7 +68,16 @@ def _configure_logging(verbose: bool, log_file: Path | None) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    signal.signal(signal.SIGTERM, _stop_on_signal)
+    stops = (signal.SIGTERM, signal.SIGINT)
+    before = {stop: signal.signal(stop, _stop_on_signal) for stop in stops}
+    try:
+        return _run(argv)
+    finally:  # called in-process (tests, scripts): the caller's own handlers again
+        for stop, handler in before.items():
+            signal.signal(stop, handler)
+
+
+def _run(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     _configure_logging(args.verbose, args.log)
     progress.start_job(args.command)
