@@ -37,9 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _stop_on_signal(signum: int, frame: object) -> None:
     """SIGTERM (Snakemake, a timeout, the scheduler) and Ctrl-C (SIGINT) unwind the job: engine servers are
-    stopped, and everything already cached stays. Ctrl-C too, because asyncio's own handling of it only cancels
-    the requests' task, and a cancellation that lands inside the HTTP client's timeout scope can be absorbed: the
-    job then went on to its last answer. An exception raised here leaves the event loop itself."""
+    stopped, and everything already cached stays. Ctrl-C too: asyncio's own handling of it only cancels the
+    requests' task, and twice, under load, a job went on to its last answer after it (why that cancellation did
+    not hold was not established). An exception raised here leaves the event loop itself."""
     raise SystemExit(128 + signum)
 
 
