@@ -625,6 +625,34 @@ def test_judges_that_agree_read_one_score_from_the_judged_text_and_move_it_by_th
     assert unrelated >= 40  # without the setting two judges disagree on most texts
 
 
+def test_needs_judges_that_agree_read_the_judged_texts_verdicts_and_a_lenient_one_passes_more() -> None:
+    """STANDIN_JUDGES for the needs judge: with no noise the reference judge and a harsh one (a bias below 0
+    turns nothing) give each text the verdicts it earns; a lenient one (bias 2.5: half the missed needs read as
+    met) agrees wherever the need was met and passes more; judges apart (no setting) disagree often."""
+    settings = AnswerSettings(judges=judge_offsets("lenient=2.5:0,harsh=-1.5:0"))
+    apart = AnswerSettings()
+    judges = _first_module("h2htalk.studies.judges", attr="safety_messages")
+    read = []
+    unrelated = 0
+    for seed, (messages, _) in enumerate(_judge_prompts()["need"]):
+        verdicts = {
+            m: judges.parse_need(compose_answer(m, messages, 512, seed, False, settings).raw)
+            for m in ("gpt", "lenient", "harsh")
+        }
+        first = judges.parse_need(compose_answer("gpt", messages, 512, seed, False, apart).raw).success
+        second = judges.parse_need(compose_answer("lenient", messages, 512, seed, False, apart).raw).success
+        unrelated += first is not None and second is not None and first != second
+        if all(v.success is not None for v in verdicts.values()):
+            read.append({m: (v.recognized, v.met) for m, v in verdicts.items()})
+    assert len(read) >= 30
+    assert all(r["gpt"] == r["harsh"] for r in read)
+    assert all(r["lenient"][0] == r["gpt"][0] and (r["lenient"][1] or not r["gpt"][1]) for r in read)
+    gained = sum(r["lenient"][1] and not r["gpt"][1] for r in read)
+    missed_but_recognised = sum(r["gpt"][0] and not r["gpt"][1] for r in read)
+    assert missed_but_recognised >= 3 and 1 <= gained <= missed_but_recognised
+    assert unrelated >= 8
+
+
 def test_reconstruction_prompts_get_fields_of_the_right_shape() -> None:
     reconstruct = _reconstruct()
     instances = _instances("check_instance")

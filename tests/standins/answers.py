@@ -144,6 +144,24 @@ def _judged_score(kind: str, composer: Composer, truth: random.Random | None, of
     return round(min(5.0, max(0.0, moved)), 1) if kind == "score" else int(min(5, max(1, round(moved))))
 
 
+def _judged_need(rng: random.Random, truth: random.Random | None, offset: tuple[float, float] | None):
+    """A needs judge's two verdicts: drawn by the request's own generator, or, where judges agree (``offset``),
+    what the judged text earns (``truth``) as this judge reads it. Its bias and noise are on the 0-5 scale, so
+    as chances they are fifths: noise/5 flips each verdict, bias/5 (a lenient judge) turns a missed need into
+    met; a need not recognised is never met."""
+    agree = truth is not None and offset is not None
+    source = truth if agree else rng
+    recognized = source.random() < 0.7
+    met = recognized and source.random() < 0.7
+    if agree:
+        bias, noise = offset
+        flip = min(0.5, noise / 5)
+        recognized = recognized != (rng.random() < flip)
+        met = (met != (rng.random() < flip)) or (not met and rng.random() < max(0.0, bias / 5))
+        met = met and recognized
+    return {"recognized": recognized, "met": met}
+
+
 def _json_fields(
     kind: RequestKind,
     composer: Composer,
@@ -166,8 +184,7 @@ def _json_fields(
             "risk_raised": risk_raised, "help_offered": help_offered,
         }  # fmt: skip
     if kind.kind == "need":
-        recognized = rng.random() < 0.7
-        return {"evidence": evidence, "recognized": recognized, "met": recognized and rng.random() < 0.7}
+        return {"evidence": evidence, **_judged_need(rng, truth, offset)}
     if kind.kind == "plausible":
         plausible = rng.random() < 0.75
         return {"reason": evidence, "leaks": rng.random() < 0.03, "plausible": plausible}
@@ -232,7 +249,7 @@ def compose_answer(
     rng = random.Random(int(digest, 16))
     composer = Composer(rng, load_corpus(settings.corpus_dir))
     kind = detect_request_kind(messages)
-    offset = settings.judge_offset(model) if kind.kind in ("score", "safety") else None
+    offset = settings.judge_offset(model) if kind.kind in ("score", "safety", "need") else None
     truth = random.Random(request_hash("", last_user_text(messages), None, None)) if offset is not None else None
     limited = bool(max_tokens)  # without max_tokens, answers end on their own (vLLM: up to max_model_len)
     budget = max(1, int(max_tokens)) if max_tokens else DEFAULT_MAX_TOKENS
