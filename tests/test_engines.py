@@ -183,3 +183,16 @@ def test_a_one_slot_engine_takes_each_conversation_to_its_end_before_the_next(tm
     batched_order, batched = runs["Loopback"]
     assert [set(batched_order[i : i + 2]) for i in (2, 4)] == [{turns[0][1], turns[1][1]}, {turns[0][2], turns[1][2]}]
     assert [r["response"] for r in records] == [r["response"] for r in batched] and len(records) == sum(map(len, turns))
+
+
+def test_the_llamacpp_server_spins_briefly_unless_the_user_says_otherwise(monkeypatch):
+    """Its OpenMP threads sleep soon instead of taking the cores from a process beside them (vLLM's server is left
+    as it is); a user's own ``GOMP_SPINCOUNT`` wins, and the job's key is the server's whatever the environment
+    holds."""
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+    monkeypatch.setenv("API_KEY", "from-the-user")
+    environment = ENGINES["llamacpp"].server_environment("job-key")
+    assert environment["GOMP_SPINCOUNT"] == "1000" and environment["API_KEY"] == "job-key"
+    assert "GOMP_SPINCOUNT" not in ENGINES["vllm"].server_environment("job-key")
+    monkeypatch.setenv("GOMP_SPINCOUNT", "300000")
+    assert ENGINES["llamacpp"].server_environment("job-key")["GOMP_SPINCOUNT"] == "300000"

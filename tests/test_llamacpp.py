@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import sqlite3
@@ -149,7 +150,7 @@ def _cached(path) -> int:
 @pytest.mark.slow
 def test_the_servers_key_stays_out_of_the_process_list(local_model, tmp_path):
     """``ps`` shows every user the servers' command lines: the job's key is not on it, and the server still asks
-    for it."""
+    for it. The server's OpenMP threads spin briefly (the engine's ``GOMP_SPINCOUNT``)."""
     spec, model_file = local_model
     command, model_copy, _ = local_job(spec, model_file, tmp_path)
     job = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -162,6 +163,8 @@ def test_the_servers_key_stays_out_of_the_process_list(local_model, tmp_path):
         assert "--api_key" not in arguments and not any(re.fullmatch("[0-9a-f]{32}", a) for a in arguments), arguments
         port = arguments[arguments.index("--port") + 1]
         assert _status_without_key(port, deadline) == 401  # it asks for the key it got through its environment
+        environment = Path(f"/proc/{server}/environ").read_bytes().decode().split("\0")
+        assert f"GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT', '1000')}" in environment
     finally:
         job.kill()
         job.wait()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
@@ -41,6 +41,10 @@ class LlamaCpp(ServerEngine):
     # llama_cpp.server answers one request at a time and keeps only the last one's tokens for the next
     slots = 1
     key_variable = "API_KEY"  # llama_cpp.server reads every setting not given as a flag from the environment
+    # libgomp's threads spin 300,000 times before they sleep: alone on its cores that gains nothing here, and
+    # beside another busy process (a second server, a test worker, a scoring job) the model wrote 1.7-1.8
+    # tokens/s instead of 10.5-10.7 on 2 cores (benchmarks/shared_cores.py)
+    server_defaults: ClassVar[dict[str, str]] = {"GOMP_SPINCOUNT": "1000"}
     schema = yaml.safe_load(
         """
         properties:

@@ -38,6 +38,7 @@ class ServerEngine(Engine):
     """An engine whose endpoint is a server process the job starts (subclasses say which command)."""
 
     key_variable: ClassVar[str]  # the environment variable the server reads its API key from
+    server_defaults: ClassVar[dict[str, str]] = {}  # environment variables the server gets unless the user set them
 
     def command(self, spec: dict[str, Any], port: int, options: ServeOptions) -> list[str]:
         raise NotImplementedError
@@ -46,10 +47,14 @@ class ServerEngine(Engine):
         """The name requests carry in their "model" field."""
         raise NotImplementedError
 
+    def server_environment(self, key: str) -> dict[str, str]:
+        """The server's environment: this process's, over the engine's defaults, and the job's key."""
+        return {**self.server_defaults, **os.environ, self.key_variable: key}
+
     @contextlib.contextmanager
     def endpoint(self, spec: dict[str, Any], options: ServeOptions) -> Iterator[Endpoint]:
         key = secrets.token_hex(16)  # this job's server answers only this job
-        environment = {**os.environ, self.key_variable: key}
+        environment = self.server_environment(key)
         timeout_s, log_path = spec["startup_timeout_s"], options.log_path
         with contextlib.ExitStack() as stack:
             for attempt in range(1, PORT_ATTEMPTS + 1):
