@@ -20,7 +20,7 @@ from h2htalk.llm.engines import Endpoint
 from h2htalk.prompts.render import write_prompts
 from h2htalk.reliability import degrade
 from h2htalk.reliability.agreement import NOMINAL, ORDINAL, krippendorff_alpha, self_consistency
-from h2htalk.reliability.canary import drift_notes, keep_canary
+from h2htalk.reliability.canary import CHEAP_JUDGE, OWN_JUDGE, canary_slot, drift_notes, keep_canary
 from h2htalk.reliability.card import ladder_words, write_card
 from h2htalk.reliability.evidence import JudgeEvidence
 from h2htalk.reliability.ladder import (
@@ -269,6 +269,41 @@ def test_the_canary_compares_each_run_with_the_previous_different_one(tmp_path):
     back = keep_canary(results, RUBRIC, canary_records(first), judge_a, 0.8)
     assert back["previous"]["judge"] == {"name": "c"} and back["flagged"]
     assert [json.loads(line)["judge"]["name"] for line in history.read_text().splitlines()] == ["a", "b", "c", "a"]
+
+
+def test_two_judges_of_one_role_are_each_compared_with_their_own_past(tmp_path):
+    """In cascade mode (and with a panel) a role has two judges a run, which judge differently by design: each
+    judge's canary meets its own earlier run in its slot, never the other judge's, and a run that changes
+    nothing adds no line however the two interleave; a new cheap judge is compared with the cheap judge before."""
+    results = Layout(str(tmp_path / "results"))
+    own, cheap = {"name": "gpt-4o"}, {"name": "qwen"}
+    truth = {f"k{i}": float(i % 6) for i in range(30)}
+    lenient = {key: min(5.0, value + 2) for key, value in truth.items()}  # agrees in order, not in value
+    history = Path(results.path("canary_history", role=RUBRIC))
+    for _ in range(2):  # two cascade runs from one cache
+        first = keep_canary(results, RUBRIC, canary_records(truth), own, 0.8, OWN_JUDGE)
+        second = keep_canary(results, RUBRIC, canary_records(lenient, "q"), cheap, 0.8, CHEAP_JUDGE)
+        assert first["previous"] is None and second["previous"] is None and not (first["flagged"] or second["flagged"])
+        assert "first canary of this cheap judge" in second["why"]
+    assert [json.loads(line)["slot"] for line in history.read_text().splitlines()] == [OWN_JUDGE, CHEAP_JUDGE]
+    rng = random.Random(2)
+    swapped = keep_canary(results, RUBRIC, canary_records({k: float(rng.randint(0, 5)) for k in truth}, "m"),
+                          {"name": "mistral"}, 0.8, CHEAP_JUDGE)  # fmt: skip
+    assert swapped["previous"]["judge"] == cheap and swapped["flagged"]
+    again = keep_canary(results, RUBRIC, canary_records(truth), own, 0.8, OWN_JUDGE)
+    assert again["previous"] is None and not again["flagged"]  # the own judge's past is unchanged
+    panel = keep_canary(results, RUBRIC, canary_records(lenient, "p"), {"name": "p"}, 0.8, "panel judge p")
+    assert panel["previous"] is None
+
+
+def test_a_judges_slot_follows_the_config():
+    config = default_config({"rubric_judge": {"mode": "cascade", "cheap_model": "qwen2.5-72b-instruct"},
+                             "judge_reliability": {"panel": ["qwen2.5-coder-0.5b-instruct-q4km"]}})  # fmt: skip
+    rubric_judge = config["rubric_judge"]["model"]
+    assert canary_slot(config, RUBRIC, rubric_judge) == OWN_JUDGE
+    assert canary_slot(config, RUBRIC, "qwen2.5-72b-instruct") == CHEAP_JUDGE
+    assert canary_slot(config, SAFETY, "qwen2.5-72b-instruct") == "panel judge qwen2.5-72b-instruct"  # full mode
+    assert canary_slot(config, NEEDS, config["study_judge"]["model"]) == OWN_JUDGE
 
 
 # --- the ladder job and the card ----------------------------------------------------------------------------

@@ -4,11 +4,13 @@ and compared with the previous judge's verdicts.
 The answers come through the content-addressed cache, so an unchanged judge gives the same verdicts again: a
 run is identified by the digest of its verdicts (and of the judge's identity), kept once under
 ``results/judge_canary/{role}/runs/{digest}.jsonl``, and ``history.jsonl`` lists the digests in the order the
-runs made them (a rerun that changes nothing adds no line). "The previous run" is the latest entry whose
-digest differs from this run's: a changed judge model, revision, prompt or sampling, or a fresh cache that got
-different answers. Krippendorff's alpha of the two runs' verdicts over the texts both judged says whether the
-judge still judges as it did; below ``judge_reliability.canary.min_alpha`` the card and Table 2's notes say that
-the judge changed.
+runs made them, each with the judge's place in the run (its slot: the role's own judge, the cascade's cheap
+judge, or one judge of the panel). "The previous run" is the latest entry of the same slot whose digest differs
+from this run's (a rerun that changes nothing adds no line): a changed judge model in that slot, revision,
+prompt or sampling, or a fresh cache that got different answers. A role with two judges in one run (cascade
+mode, a panel) so compares each with its own past, never one with the other. Krippendorff's alpha of the two
+runs' verdicts over the texts both judged says whether the judge still judges as it did; below
+``judge_reliability.canary.min_alpha`` the card and Table 2's notes say that the judge changed.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,23 @@ from h2htalk.reliability.agreement import NOMINAL, ORDINAL, krippendorff_alpha
 from h2htalk.reliability.ladder import NEEDS, ROLE_NAMES, RUBRIC
 
 KEPT = ("key", "task", "item", "rung", "value")  # what a kept canary verdict holds
+OWN_JUDGE, CHEAP_JUDGE = "judge", "cheap judge"  # slots; a panel's judge is a slot of its own
+SECTIONS = {RUBRIC: "rubric_judge"}  # the config section of each role's judges; the studies' is study_judge
+
+
+def canary_slot(config: Mapping[str, Any], role: str, model: str) -> str:
+    """Where ``model`` judges ``role`` in the run: the role's own judge, the cascade's cheap judge, or a judge
+    of the panel (``judge_reliability.panel``) of its own."""
+    keys = config[SECTIONS.get(role, "study_judge")]
+    if model == keys["model"]:
+        return OWN_JUDGE
+    if keys["mode"] == "cascade" and model == keys["cheap_model"]:
+        return CHEAP_JUDGE
+    return f"panel judge {model}"
+
+
+def _slot(entry: Mapping[str, Any]) -> str:
+    return entry.get("slot", OWN_JUDGE)  # histories kept before slots were the role's own judge's
 
 
 def digest(records: Sequence[dict[str, Any]], judge: dict[str, Any]) -> str:
@@ -46,18 +65,20 @@ def _append(path: Path, entry: dict[str, Any]) -> None:
 
 
 def keep_canary(
-    results: Layout, role: str, records: Sequence[dict[str, Any]], judge: dict[str, Any], min_alpha: float
+    results: Layout, role: str, records: Sequence[dict[str, Any]], judge: dict[str, Any], min_alpha: float,
+    slot: str = OWN_JUDGE,
 ) -> dict[str, Any]:
-    """Keep this run's canary verdicts of ``role`` (when new), and compare them with the previous run's."""
+    """Keep this run's canary verdicts of ``role`` by the judge in ``slot`` (when new), and compare them with
+    the previous run's in that slot."""
     current = digest(records, judge)
     run_file = Path(results.path("canary_run", role=role, digest=current))
     if not run_file.exists():
         write_jsonl_atomic(run_file, [{k: r[k] for k in KEPT} for r in records])
     history_file = Path(results.path("canary_history", role=role))
-    history = _history(history_file)
+    history = [e for e in _history(history_file) if _slot(e) == slot]
     if not history or history[-1]["digest"] != current:
         entry = {"digest": current, "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                 "judge": judge, "items": len(records)}  # fmt: skip
+                 "judge": judge, "items": len(records), "slot": slot}  # fmt: skip
         _append(history_file, entry)
         history.append(entry)
     previous = next(
@@ -65,10 +86,11 @@ def keep_canary(
          and Path(results.path("canary_run", role=role, digest=e["digest"])).exists()),
         None,
     )  # fmt: skip
-    found = {"role": role, "judge": judge, "digest": current, "items": len(records), "min_alpha": min_alpha,
-             "previous": previous, "alpha": None, "compared": 0, "why": "", "flagged": False}  # fmt: skip
+    found = {"role": role, "slot": slot, "judge": judge, "digest": current, "items": len(records),
+             "min_alpha": min_alpha, "previous": previous, "alpha": None, "compared": 0, "why": "",
+             "flagged": False}  # fmt: skip
     if previous is None:
-        return {**found, "why": "the first canary of this judge: nothing to compare"}
+        return {**found, "why": f"the first canary of this {slot}: nothing to compare"}
     kept = results.path("canary_run", role=role, digest=previous["digest"])
     before = {r["key"]: r["value"] for _, r in iter_jsonl(kept)}
     units = [[before.get(r["key"]), r["value"]] for r in records if r["key"] in before]

@@ -9,7 +9,7 @@ from typing import Any
 from h2htalk.io import read_jsonl, write_json_atomic, write_jsonl_atomic
 from h2htalk.layout import Layout
 from h2htalk.llm.calls import EngineOptions, model_identity
-from h2htalk.reliability.canary import keep_canary
+from h2htalk.reliability.canary import OWN_JUDGE, keep_canary
 from h2htalk.reliability.judging import judge_texts
 from h2htalk.reliability.ladder import (
     NEEDS,
@@ -52,9 +52,11 @@ def run_ladder(
     engines: EngineOptions,
     results: Layout,
     part: str,
+    slots: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Judge the ladder (the rubric judge's first ``ladder_items`` instances, the whole known-answer sets) and the
-    canary; write the verdicts, each role's canary comparison and the calls' summary; return the summary."""
+    canary; write the verdicts, each role's canary comparison (with the judge's earlier runs in its slot of that
+    role, ``slots``: the role's own judge where not given) and the calls' summary; return the summary."""
     model = spec["name"]
     on_ladder = set(first_items([t for t in texts if t.role == RUBRIC], reliability.ladder_items))
     on_ladder |= {t for t in texts if t.role != RUBRIC}
@@ -68,7 +70,8 @@ def run_ladder(
     canaries = {}
     for role in roles:
         kept = [r for r in records if r["canary"] and r["role"] == role]
-        canaries[role] = keep_canary(results, role, kept, judge, reliability.canary_min_alpha)
+        slot = (slots or {}).get(role, OWN_JUDGE)
+        canaries[role] = keep_canary(results, role, kept, judge, reliability.canary_min_alpha, slot)
     write_json_atomic(results.path("judge_canary", model=model, part=part), canaries)
     summary = {
         "model": model,

@@ -185,6 +185,7 @@ def review_queue(job: Job) -> Done:
 
 
 def judge_ladder(job: Job) -> Done:
+    from h2htalk.reliability.canary import canary_slot
     from h2htalk.reliability.run import role_texts, run_ladder
     from h2htalk.settings import JUDGE_ROLES, LADDER_PARTS, JudgeSettings, ReliabilitySettings, StudyJudgeSettings
 
@@ -201,7 +202,8 @@ def judge_ladder(job: Job) -> Done:
     judges = {role: rubric if role == JUDGE_ROLES[0] else study_judge for role in roles}
     engines = job.engines([model])
     engines.step("judge ladder", model)
-    found = run_ladder(job.entry(model), roles, texts, judges, reliability, engines, job.results, part)
+    slots = {role: canary_slot(config, role, model) for role in roles}
+    found = run_ladder(job.entry(model), roles, texts, judges, reliability, engines, job.results, part, slots)
     return Done(answered(found, "verdicts"), subject=f"{model} ({', '.join(roles)})")
 
 
