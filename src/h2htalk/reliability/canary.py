@@ -1,5 +1,5 @@
 """The drift canary: a fixed, seeded set of ladder texts each judge scores whenever its ladder runs, kept run by run
-and compared with the previous judge's verdicts.
+and compared with the previous verdicts of its slot's judge.
 
 The answers come through the content-addressed cache, so an unchanged judge gives the same verdicts again: a
 run is identified by the digest of its verdicts (and of the judge's identity), kept once under
