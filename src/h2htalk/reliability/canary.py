@@ -26,19 +26,19 @@ from h2htalk.io import iter_jsonl, read_json, write_jsonl_atomic
 from h2htalk.layout import Layout
 from h2htalk.reliability.agreement import NOMINAL, ORDINAL, krippendorff_alpha
 from h2htalk.reliability.ladder import NEEDS, ROLE_NAMES, RUBRIC
+from h2htalk.settings import CASCADE, JUDGE_SECTIONS
 
 KEPT = ("key", "task", "item", "rung", "value")  # what a kept canary verdict holds
 OWN_JUDGE, CHEAP_JUDGE = "judge", "cheap judge"  # slots; a panel's judge is a slot of its own
-SECTIONS = {RUBRIC: "rubric_judge"}  # the config section of each role's judges; the studies' is study_judge
 
 
 def canary_slot(config: Mapping[str, Any], role: str, model: str) -> str:
     """Where ``model`` judges ``role`` in the run: the role's own judge, the cascade's cheap judge, or a judge
     of the panel (``judge_reliability.panel``) of its own."""
-    keys = config[SECTIONS.get(role, "study_judge")]
+    keys = config[JUDGE_SECTIONS[role]]
     if model == keys["model"]:
         return OWN_JUDGE
-    if keys["mode"] == "cascade" and model == keys["cheap_model"]:
+    if keys["mode"] == CASCADE and model == keys["cheap_model"]:
         return CHEAP_JUDGE
     return f"panel judge {model}"
 
