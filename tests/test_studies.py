@@ -211,7 +211,7 @@ def test_table3_arithmetic_on_known_numbers(tmp_path):
     fields = table[1].split(",")
     assert fields[:3] == ["m", "w/ SAP", "33.0000"] and fields[5] == "4"  # 4 decimals, n as an int
     assert table[0].endswith(",scenarios,human_rated,human_ratings,violation_tied,cut_off,failed")
-    judge_parts = ",,,,,"  # a judged metric's mode, sample, rectifier and its CI: none for the paper's row
+    judge_parts = ",,,,,,"  # a judged metric's mode, sample, rectifier, its CI, cheap failures: none for the paper
     paper_row = f"paper,w/ SAP,32.7000,,,,58.9000,,,,91.4000,,,,4.8000,,,{judge_parts},0.7000,,,{judge_parts},,,,,,"
     assert table[4] == paper_row  # missing: empty
     tex = (tmp_path / "table3.tex").read_text(encoding="utf-8")
