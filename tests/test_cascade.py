@@ -491,7 +491,7 @@ def test_figure7_bars_are_corrected_on_the_sample(tmp_path):
     types = ("implicit_help", "ambiguous", "context_aware")
     ids = [f"if-{k:02d}" for k in range(36)]
     kinds = {i: types[k % 3] for k, i in enumerate(ids)}
-    cheap = [{"id": i, "scenario_type": kinds[i], "success": True} for i in ids]
+    cheap = [{"id": i, "scenario_type": kinds[i], "success": True if i != ids[0] else None} for i in ids]
     sample = cascade_sample(Cell("m", "sap", "instruction_following"), ids, CascadeSettings("study_judge", "cascade",
                                                                                             CHEAP, 18, 3))  # fmt: skip
     own = [{"id": i, "scenario_type": kinds[i], "success": int(i[-2:]) % 2 == 0} for i in sample]
@@ -500,12 +500,15 @@ def test_figure7_bars_are_corrected_on_the_sample(tmp_path):
     rows = fig7_rows({("m", "sap"): tmp_path / "cheap.jsonl"}, BOOTSTRAP, None, {("m", "sap"): tmp_path / "own.jsonl"})
     for row in rows:
         mine = [r["success"] for r in own if r["scenario_type"] == row["scenario_type"]]
-        assert row["judge_mode"] == "cascade" and row["sample"] == len(mine) and row["n"] == 12
+        unread = int(row["scenario_type"] == kinds[ids[0]])  # undecided: in its bar with the stand-in, 100 %
+        assert row["judge_mode"] == "cascade" and row["sample"] == len(mine) and row["cheap_failures"] == unread
+        assert row["n"] == 12 - unread
         if len(mine) >= 2:
             assert row["success_rate"] == pytest.approx(100.0 * sum(mine) / len(mine))
             assert row["ci_low"] <= row["success_rate"] <= row["ci_high"]
     plain = fig7_rows({("m", "sap"): tmp_path / "cheap.jsonl"}, BOOTSTRAP)
     assert {row["success_rate"] for row in plain} == {100.0} and {row["judge_mode"] for row in plain} == {"full"}
+    assert {row["cheap_failures"] for row in plain} == {None}
 
 
 def _judges(seed: int, reversed_bias: bool) -> tuple:

@@ -316,8 +316,9 @@ def test_fig7_on_known_numbers(tmp_path):
     assert by["context_aware"]["success_rate"] == 0.0
     assert write_fig7(rows, tmp_path / "f7.png", tmp_path / "f7.csv", 0.95) == []
     table = (tmp_path / "f7.csv").read_text(encoding="utf-8").splitlines()
-    assert table[0] == "model,variant,scenario_type,n,missing,success_rate,ci_low,ci_high,judge_mode,sample"
-    assert [line.rsplit(",", 4)[0] for line in table[1:]] == [
+    columns = "model,variant,scenario_type,n,missing,success_rate,ci_low,ci_high,judge_mode,sample,cheap_failures"
+    assert table[0] == columns
+    assert [line.rsplit(",", 5)[0] for line in table[1:]] == [
         "m,sap,implicit_help,2,0,50.00",
         "m,sap,ambiguous,1,1,100.00",
         "m,sap,context_aware,2,0,0.00",

@@ -22,9 +22,12 @@ queues and the review desk's store; an item's score is the median of its raters)
 
 In cascade mode (``rubric_judge.mode``) the judge of every item is the cheap one, and the role's own judge scores
 a seeded sample of each cell (``h2htalk.judge.cascade``); J and judge are then the cheap judge's cell mean
-corrected by the own judge's on the sample, by the same estimator. People compose with it: in gate mode a
-person's score replaces both judges' on the items they rated, before either correction; in sample mode people's
-sample is drawn within the own judge's, and corrects it there first (``Correction``). Each corrected cell's items
+corrected by the own judge's on the sample, by the same estimator. Every item with an S stays in its cell: an
+unreadable cheap verdict is predicted by a fixed stand-in (``cheap_stand_in``), and a sampled item's own judge's
+verdict is used whatever the cheap judge said. People compose with it: in gate mode the gate is full mode's, on the
+own judge's verdicts of the sample (what the cheap judge says, biased or not, never chooses what people rate), and
+a person's score replaces the own judge's there; in sample mode people's sample is drawn within the own judge's,
+and corrects it there first (``Correction``). Each corrected cell's items
 carry pseudo-values (``ppi``) whose mean is the corrected mean, for Table 2's paired comparisons.
 
 The paper does not say how Eq. 3 mixes S (0-100) with a judge score (0-5), so a judged cell's summary carries
