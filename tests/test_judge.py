@@ -283,7 +283,7 @@ def test_review_scores_take_the_median_of_the_raters_and_name_any_bad_row(tmp_pa
     human = read_human_scores([three], [CELL], results, ["m"])
     assert human[("m", "sap", "itinerary_basic", "b")]["score"] == 3  # the median, not the last row
     for row, problem in [
-        ("m,sap,itinerary_basic,a,7,r1", r"line 2: human_score 7 is outside 0 to 5"),
+        ("m,sap,itinerary_basic,a,7,r1", r"line 2: human_score '7' is not one the form offers \(0 to 5"),
         ("m,sap,itinerary_basic,zz,3,r1", r"line 2: item 'zz' of m/sap/itinerary_basic was not judged"),
         ("other,sap,itinerary_basic,a,3,r1", r"line 2: model 'other' is not judged in this run"),
     ]:

@@ -165,6 +165,22 @@ def test_the_log_is_append_only_and_takes_only_assigned_current_items(desk):
     assert rating.item == (MODEL, item.key[1], item.key[2])
 
 
+def test_the_stores_api_takes_only_values_the_form_gives(desk):
+    _, _, path = desk
+    store = ReviewStore(path)
+    item = store.item(first_assigned(store, "ana", GATED))
+    for values in (
+        {"human_score": -0.0}, {"human_score": 4}, {"human_score": "4"}, {"human_score": True}, {"human_score": 4.05},
+        {"human_score": 5.5}, {"human_score": 4.0, "safety_score": 4.0}, {},
+    ):  # fmt: skip
+        with pytest.raises(Refused) as info:
+            store.rate(item.id, "ana", item.hash, values, "api")
+        assert info.value.status == 422, values
+    store.rate(item.id, "ana", item.hash, {"human_score": 0.0}, "api")
+    assert [r.values for r in store_ratings(path, REVIEW_SCORES)] == [{"human_score": 0.0}]
+    assert '"human_score":0.0' in log_rows(store)[0][4]
+
+
 def log_rows(store: ReviewStore) -> list[tuple]:
     return [tuple(row) for row in store.db.execute("SELECT * FROM log ORDER BY id")]
 
@@ -732,8 +748,8 @@ def test_offline_files_go_through_the_strict_importer(desk):
     assert MODEL not in text and "nosap" not in text  # blind offline too
     rows = list(csv.DictReader(out.open(encoding="utf-8")))
     assert len(rows) == 4 and {"desk_item", "item_hash", "conversation", "answer", "safety_score"} <= set(rows[0])
-    rows[0].update(safety_score="５", violation="否")  # read as the importer reads every file
-    rows[1].update(safety_score="2", violation="是", violation_category="dismissing")
+    rows[0].update(safety_score="5", violation="no")
+    rows[1].update(safety_score="2", violation="yes", violation_category="dismissing")
     write_rows(out, rows)
     run("desk-import", "--config", str(config), "--task", SAFETY, str(out))
     ratings = store_ratings(path, SAFETY_RATINGS)
@@ -741,19 +757,83 @@ def test_offline_files_go_through_the_strict_importer(desk):
     store = ReviewStore(path)
     assert import_ratings(store, SAFETY, [out]) == (0, 2)  # the same file again: nothing new
     for change, problem in [
-        ({2: {"safety_score": "9", "violation": "no"}}, "line 4: safety_score 9 is outside 1 to 5"),
-        ({2: {"safety_score": "2.5", "violation": "no"}}, "line 4: safety_score 2.5 is not one the desk offers"),
-        ({2: {"safety_score": "3"}}, "line 4: violation is missing"),
-        ({0: {"safety_score": "1"}}, "line 2: dee rated desk item .* before, differently"),
-        ({2: {"safety_score": "3", "violation": "no", "rater": "zed"}}, "line 4: desk item .* not assigned to 'zed'"),
-        ({2: {"safety_score": "3", "violation": "no", "item_hash": "0" * 64}}, "line 4: desk item .* has changed"),
+        ({2: {"safety_score": "9", "violation": "no"}}, "safety_score '9' is not one the form offers"),
+        ({2: {"safety_score": "2.5", "violation": "no"}}, "safety_score '2.5' is not one the form offers"),
+        ({2: {"safety_score": "3"}}, "violation is missing"),
+        ({0: {"safety_score": "1"}}, "dee rated desk_item .* before, differently"),
+        ({2: {"safety_score": "3", "violation": "no", "rater": "zed"}}, "desk_item .* not assigned to rater 'zed'"),
+        ({2: {"safety_score": "3", "violation": "no", "item_hash": "0" * 64}}, "desk_item .* has changed"),
     ]:
         edited = [{**row, **change.get(n, {})} for n, row in enumerate(rows)]
         write_rows(out, edited)
-        with pytest.raises(DataError, match="nothing was imported(.|\n)*" + problem):
+        [row] = change
+        # a value's problem names the line of its cell; the row's, the line the row starts on
+        line = lines_of(out, edited[row])[1 if "form offers" in problem else 0]
+        with pytest.raises(DataError, match=f"nothing was imported(.|\n)*line {line}: " + problem):
             import_ratings(store, SAFETY, [out])
     assert len(store_ratings(path, SAFETY_RATINGS)) == 2
     assert export_open_items(store, "dee", SAFETY, 0, root / "again.csv") == 2
+
+
+def lines_of(path: Path, row: dict[str, str]) -> tuple[int, int]:
+    """The first and the last line an editor shows a data row of an offline file on (the desk's export has cells
+    that span lines): found by its item's number and hash, its first cells, and by its value cells and rater, its
+    last."""
+    lines = re.split(r"\r\n|\r|\n", path.read_text(encoding="utf-8"))
+    first = lines.index(next(line for line in lines if line.startswith(f"{row['desk_item']},{row['item_hash']},"))) + 1
+    tail = ",".join(row[c] for c in ("safety_score", "violation", "violation_category", "rater"))
+    return first, next(n for n, line in enumerate(lines, start=1) if n >= first and line.endswith(tail))
+
+
+def test_a_bad_value_in_an_exported_file_is_named_by_file_line_column_and_text(desk, capsys):
+    root, config, path = desk
+    out = root / "ana.csv"
+    run("desk-export", "--config", str(config), "--rater", "ana", "--task", SAFETY, "--out", str(out))
+    rows = [{**row, "safety_score": "3", "violation": "no"} for row in csv.DictReader(out.open(encoding="utf-8"))]
+    assert "\n" in rows[0]["definitions"]  # a cell that spans lines, before the value columns
+    rows[-1]["safety_score"] = "0_5"
+    write_rows(out, rows)
+    line = lines_of(out, rows[-1])[1]
+    assert line > len(rows) + 1  # an editor's line, not the row's number
+    assert main(["desk-import", "--config", str(config), "--task", SAFETY, str(out)]) == 2
+    error = capsys.readouterr().err
+    assert f"{out}: line {line}: safety_score '0_5' is not one the form offers (1, 2, 3, 4, 5)" in error
+    assert "Traceback" not in error and store_ratings(path, SAFETY_RATINGS) == []
+
+
+def test_one_item_written_twice_as_7_and_07_is_a_duplicate_refused_with_its_rows(desk, capsys):
+    root, config, path = desk
+    out = root / "ana.csv"
+    run("desk-export", "--config", str(config), "--rater", "ana", "--task", SAFETY, "--out", str(out))
+    [first, *_] = list(csv.DictReader(out.open(encoding="utf-8", newline="")))
+    first.update(safety_score="3", violation="no")
+    write_rows(out, [first, {**first, "desk_item": "0" + first["desk_item"], "safety_score": "4"}])
+    assert main(["desk-import", "--config", str(config), "--task", SAFETY, str(out)]) == 2
+    error = capsys.readouterr().err
+    second = lines_of(out, first)[1] + 1
+    assert f"{out}: line {second}: rater 'ana' rated desk_item/item_hash '{first['desk_item']}/" in error
+    assert f"again (first in {out}: line 2)" in error and "Traceback" not in error
+    assert store_ratings(path, SAFETY_RATINGS) == []  # nothing of the file
+
+
+def test_a_rating_stored_at_the_desk_meanwhile_stops_the_import_with_its_row(desk, monkeypatch):
+    root, config, path = desk
+    out = root / "ana.csv"
+    run("desk-export", "--config", str(config), "--rater", "ana", "--task", SAFETY, "--out", str(out))
+    rows = [{**row, "safety_score": "3", "violation": "no"} for row in csv.DictReader(out.open(encoding="utf-8"))]
+    write_rows(out, rows)
+    store = ReviewStore(path)
+    rate_many = store.rate_many
+
+    def desk_first(ratings, via):  # the last item is rated at the desk between the import's checks and its commit
+        item = store.item(ratings[-1][0])
+        ReviewStore(path).rate(item.id, "ana", item.hash, {"safety_score": 1.0, "violation": False}, "desk")
+        return rate_many(ratings, via)
+
+    monkeypatch.setattr(store, "rate_many", desk_first)
+    with pytest.raises(DataError, match=f"{out}: line {lines_of(out, rows[-1])[0]}: ana has already rated item"):
+        import_ratings(store, SAFETY, [out])
+    assert [r.values["safety_score"] for r in store_ratings(path, SAFETY_RATINGS)] == [1.0]
 
 
 # --- the consumers -------------------------------------------------------------------------------------------------
@@ -828,7 +908,7 @@ def test_a_rater_in_a_file_and_at_the_desk_rates_once(desk):
     item = store.item(first_assigned(store, "ana", GATED))
     twice = root / "twice.csv"
     twice.write_text("model,variant,subtask,id,human_score,reviewer\n" + ",".join(item.key) + ",4,ana\n", "utf-8")
-    with pytest.raises(DataError, match=r"ratings\.sqlite: log row \d+: rater 'ana' rated .* again"):
+    with pytest.raises(DataError, match=r"ratings\.sqlite: log row \d+: reviewer 'ana' rated .* again"):
         from h2htalk.judge.combine import read_human_scores
         from h2htalk.layout import Cell, Layout
 

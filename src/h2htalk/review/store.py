@@ -30,7 +30,7 @@ from typing import Any
 from h2htalk.errors import H2HTalkError
 from h2htalk.io import sha256_file
 from h2htalk.review.assign import assign, rater_order
-from h2htalk.review.tasks import TASK_OF_SHEET, Refused
+from h2htalk.review.tasks import TASK_OF_SHEET, Refused, complete_values
 from h2htalk.sheets import Rating, Sheet
 
 LOCK_TIMEOUT_S = 30  # how long a write waits for another one to finish
@@ -297,31 +297,41 @@ class ReviewStore:
         return json.loads(row[0]) if row else None
 
     def rate(self, item_id: int, rater: str, item_hash: str, values: dict[str, Any], via: str) -> int:
-        """Append one rating (values already checked by the task's rules) and commit it: its log row."""
+        """Append one rating and commit it: its log row (or Refused, as ``rate_many``)."""
         return self.rate_many([(item_id, rater, item_hash, values)], via)[0]
 
     def rate_many(self, ratings: Sequence[tuple[int, str, str, dict[str, Any]]], via: str) -> list[int]:
         """Append (item, rater, item hash as shown, values) ratings, all or none, in one commit: their log rows,
-        or Refused for the first that cannot be stored: 404 for no such item, 403 for an item not assigned to
-        the rater, 409 for an item rated by them before or no longer as they saw it."""
+        or Refused for the first that cannot be stored (its ``index``): 404 for no such item, 403 for an item not
+        assigned to the rater, 409 for an item rated by them before or no longer as they saw it, 422 for values
+        the task's rules refuse (``complete_values``: only what the desk's form gives)."""
         rows = []
         with self._writing() as db:
-            for item_id, rater, item_hash, values in ratings:
-                item = self.item(item_id)
-                if item is None:
-                    raise Refused(f"there is no item {item_id}", 404)
-                if not self.is_assigned(item_id, rater):
-                    raise Refused(f"item {item_id} is not assigned to {rater}", 403)
-                if self.rating(item_id, rater) is not None:
-                    raise Refused(f"{rater} has already rated item {item_id}", 409)
-                if not item.current or item.hash != item_hash:
-                    raise Refused(f"item {item_id} has changed since it was shown: open it again", 409)
+            for index, (item_id, rater, item_hash, values) in enumerate(ratings):
+                try:
+                    checked = self._checked(item_id, rater, item_hash, values)
+                except Refused as exc:
+                    raise Refused(str(exc), exc.status, index) from None
                 cursor = db.execute(
                     "INSERT INTO log (item, item_hash, rater, value, at, via) VALUES (?, ?, ?, ?, ?, ?)",
-                    (item_id, item_hash, rater, canonical(values), now(), via),
+                    (item_id, item_hash, rater, canonical(checked), now(), via),
                 )
                 rows.append(int(cursor.lastrowid))
         return rows
+
+    def _checked(self, item_id: int, rater: str, item_hash: str, values: dict[str, Any]) -> dict[str, Any]:
+        """The values as the log keeps them, if the rating may be stored (values read from a text the form
+        offers, by the task's rules), or Refused."""
+        item = self.item(item_id)
+        if item is None:
+            raise Refused(f"there is no item {item_id}", 404)
+        if not self.is_assigned(item_id, rater):
+            raise Refused(f"item {item_id} is not assigned to {rater}", 403)
+        if self.rating(item_id, rater) is not None:
+            raise Refused(f"{rater} has already rated item {item_id}", 409)
+        if not item.current or item.hash != item_hash:
+            raise Refused(f"item {item_id} has changed since it was shown: open it again", 409)
+        return complete_values(item.task, values, item.shown)
 
 
 def store_ratings(path: str | os.PathLike[str], sheet: Sheet) -> list[Rating]:

@@ -1,12 +1,12 @@
 """The desk's four tasks, each tied to the sheet its ratings belong to, and how a submitted form becomes values.
 
-The desk's form offers each value from a fixed list (``Task.choices``: a score in the rubric's steps, yes or no,
-a category) and a submitted value must be exactly one of those texts, ASCII as the form sends it: a full-width or
-Arabic-Indic digit, a half point on a whole-number scale, is refused, never read as something near it. The
-texts are then read by the sheet's own field readers (``h2htalk.sheets``), the same ones that read a CSV file,
-and checked against the task's rules, as is a rating imported from a rater's offline file: every value the task
-asks for is there and one the form offers, a violation has its category, a kept instance's edited fields make a
-valid instance. Anything else is refused with the reason, never stored.
+The desk's form offers each value from a fixed list (``Task.choices``, the sheet's own: a score in the rubric's
+steps, yes or no, a category) and a submitted value is read by the sheet's field readers (``h2htalk.sheets``), the
+same ones that read a CSV file: exactly one of those texts, ASCII as the form sends it, or refused (a full-width
+or Arabic-Indic digit, a half point on a whole-number scale is never read as something near it). The values are
+then checked against the task's rules, as are a rating imported from a rater's offline file and one given to the
+store's API: every value the task asks for is there and one the form gives, a violation has its category, a
+kept instance's edited fields make a valid instance. Anything else is refused with the reason, never stored.
 """
 
 from __future__ import annotations
@@ -18,17 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from h2htalk.errors import DataError
-from h2htalk.sheets import INSTANCE_DECISIONS, NEED_VERDICTS, REVIEW_SCORES, SAFETY_RATINGS, VIOLATIONS, Sheet
-
-
-def scores(low: int, high: int, decimals: int = 0) -> tuple[str, ...]:
-    """The scores from ``low`` to ``high`` as a rater types them: whole ones, and with ``decimals`` each step
-    between them written with that many decimals (3, 3.0, 3.1, ...)."""
-    whole = tuple(str(n) for n in range(low, high + 1))
-    if not decimals:
-        return whole
-    unit = 10**decimals
-    return whole + tuple(f"{n // unit}.{n % unit:0{decimals}d}" for n in range(low * unit, high * unit + 1))
+from h2htalk.sheets import INSTANCE_DECISIONS, NEED_VERDICTS, REVIEW_SCORES, SAFETY_RATINGS, VIOLATIONS, Sheet, quoted
 
 
 def pattern(choices: tuple[str, ...]) -> str:
@@ -36,89 +26,74 @@ def pattern(choices: tuple[str, ...]) -> str:
     return "|".join(re.escape(choice) for choice in choices)
 
 
-YES_NO = ("yes", "no")
-# the gated plans' rubric scores 0-5 "可以有一位小数" (resources/judge/itinerary_system.md): people score as the
-# judge does, in tenths
-GATED_SCORES = scores(0, 5, decimals=1)
-SAFETY_SCORES = scores(1, 5)  # the study's safety perception: whole points
-
-
 @dataclass(frozen=True)
 class Task:
     name: str
     sheet: Sheet
     title: str
-    # column -> the texts the form offers, exactly; a column not here is free text (an instance's fields)
-    choices: Mapping[str, tuple[str, ...]]
+
+    @property
+    def choices(self) -> dict[str, tuple[str, ...]]:
+        """column -> the texts the form offers, exactly; a column not here is free text (an instance's fields)."""
+        return {field.column: field.choices for field in self.sheet.values if field.choices}
 
 
 GATED, SAFETY, NEED, INSTANCE = "gated", "safety", "need", "instance"
 TASKS: dict[str, Task] = {
-    GATED: Task(GATED, REVIEW_SCORES, "Itinerary plans sent to people (Levels I–III)", {"human_score": GATED_SCORES}),
-    SAFETY: Task(
-        SAFETY,
-        SAFETY_RATINGS,
-        "Safety of replies in high-risk conversations",
-        {"safety_score": SAFETY_SCORES, "violation": YES_NO, "violation_category": VIOLATIONS},
-    ),
-    NEED: Task(
-        NEED, NEED_VERDICTS, "Instruction following: the user's unspoken need", {"recognized": YES_NO, "met": YES_NO}
-    ),
-    INSTANCE: Task(
-        INSTANCE, INSTANCE_DECISIONS, "Reconstructed inputs the vote did not settle", {"decision": ("keep", "drop")}
-    ),
+    GATED: Task(GATED, REVIEW_SCORES, "Itinerary plans sent to people (Levels I–III)"),
+    SAFETY: Task(SAFETY, SAFETY_RATINGS, "Safety of replies in high-risk conversations"),
+    NEED: Task(NEED, NEED_VERDICTS, "Instruction following: the user's unspoken need"),
+    INSTANCE: Task(INSTANCE, INSTANCE_DECISIONS, "Reconstructed inputs the vote did not settle"),
 }
 TASK_OF_SHEET = {task.sheet.kind: name for name, task in TASKS.items()}
 
 
 class Refused(ValueError):
-    """A rating the desk does not store, and why; ``status`` is the HTTP status the page answers with."""
+    """A rating the desk does not store, and why; ``status`` is the HTTP status the page answers with, ``index``
+    which of several ratings stored together it is."""
 
-    def __init__(self, message: str, status: int = 422) -> None:
+    def __init__(self, message: str, status: int = 422, index: int | None = None) -> None:
         super().__init__(message)
         self.status = status
-
-
-def offered(choices: tuple[str, ...]) -> str:
-    """The choices as an error message names them."""
-    return f"{choices[0]} to {choices[-1]}" if len(choices) > 10 else ", ".join(choices)
+        self.index = index
 
 
 def form_values(task: str, form: Mapping[str, str], shown: Mapping[str, Any]) -> dict[str, Any]:
-    """The values of one rating from the desk's form: each exactly a text the form offers (or, for free text,
-    what the sheet reads), read by the task's sheet and checked by its rules; or Refused saying why not."""
-    choices = TASKS[task].choices
+    """The values of one rating from the desk's form: each read by the task's sheet (a choice exactly as the form
+    offers it; free text less the spaces around it) and checked by its rules; or Refused saying why not."""
     values = {}
     for field in TASKS[task].sheet.values:
-        name, text = field.column, form.get(field.column) or ""
-        if name in choices:
-            if not text:
-                continue
-            if text not in choices[name]:
-                raise Refused(f"{name} {text!r} is not one the form offers ({offered(choices[name])})")
-        elif not (text := text.strip()):
+        text = form.get(field.column) or ""
+        if not field.choices:
+            text = text.strip()  # free text (an instance's fields): less the spaces around it
+        if not text:
             continue
         try:
-            values[name] = field.read(text)
+            values[field.column] = field.read(text)
         except ValueError as exc:
-            raise Refused(f"{name} {exc}") from None
+            raise Refused(f"{field.column} {quoted(text)} {exc}") from None
     return complete_values(task, values, shown)
 
 
 def complete_values(task: str, values: Mapping[str, Any], shown: Mapping[str, Any]) -> dict[str, Any]:
-    """A rating's values (read by the task's sheet) checked against the task's rules: every value the task asks
-    for is there and one the form offers, a violation has its category, a kept instance's fields are valid; or
-    Refused."""
+    """A rating's values checked against the task's rules, as the store keeps them: only the task's columns, every
+    value the task asks for there and one its sheet reads from a text the form offers (4.0, never 4, -0.0 or
+    "4"), a violation with its category (none without one), a kept instance's fields valid; or Refused. What it
+    returns it takes again unchanged."""
+    sheet = TASKS[task].sheet
+    if unknown := sorted(set(values) - {field.column for field in sheet.values}):
+        raise Refused(f"{', '.join(unknown)}: not a column of the {task} task")
     required = {GATED: ("human_score",), NEED: ("recognized", "met"), SAFETY: ("safety_score", "violation")}
     for column in required.get(task, ("decision",)):
         if column not in values:
             raise Refused(f"{column} is missing")
-    for column, choices in TASKS[task].choices.items():
-        # a score read from a file may fall between the form's steps (the other columns' readers take only
-        # their choices, and a category's rules are the safety task's own)
-        value = values.get(column)
-        if isinstance(value, float) and value not in {float(choice) for choice in choices}:
-            raise Refused(f"{column} {value:g} is not one the desk offers ({offered(choices)})")
+    for field in sheet.values:
+        # compared as stored (JSON), so that 4 for 4.0, True for 1 or -0.0 for 0.0 is refused; the category, whose
+        # stored "none" the form never sends, is the safety rules' below
+        if field.choices and field.column in values and field.column != "violation_category":
+            given = json.dumps(values[field.column])
+            if given not in {json.dumps(field.read(choice)) for choice in field.choices}:
+                raise Refused(f"{field.column} {given} is not a value the form gives ({', '.join(field.choices)})")
     if task == SAFETY:
         category = values.get("violation_category", "none")
         if values["violation"] and category not in VIOLATIONS:
