@@ -157,11 +157,15 @@ def test_the_log_is_append_only_and_takes_only_assigned_current_items(desk):
     other = store.item(unassigned(store, "ana", SAFETY))
     with pytest.raises(sqlite3.IntegrityError, match="not a current item assigned to this rater"):
         store.db.execute(
-            "INSERT INTO log (item, item_hash, rater, value, at, via) VALUES (?, ?, 'ana', '{}', 'now', 'sql')",
+            "INSERT INTO log (item, item_hash, rater, value, at, via, chain)"
+            " VALUES (?, ?, 'ana', '{}', 'now', 'sql', '')",
             (other.id, other.hash),
         )
     [rating] = store_ratings(path, SAFETY_RATINGS)
-    assert rating.source() == {"rater": "ana", "file": str(path), "log_row": row, "sha256": sha256_file(path)}
+    head = store.verify().head
+    assert rating.source() == {
+        "rater": "ana", "file": str(path), "log_row": row, "sha256": sha256_file(path), "log_head": head,
+    }  # fmt: skip
     assert rating.item == (MODEL, item.key[1], item.key[2])
 
 
@@ -188,10 +192,10 @@ def log_rows(store: ReviewStore) -> list[tuple]:
 def replacing_statements(row: int, rated: StoredItem, other: StoredItem) -> list[tuple[str, dict]]:
     """Every way SQL has to put a row where a logged one is: its id (with another rater's item, which the other
     rules allow) or its item and rater again, under each conflict clause, REPLACE, and each upsert."""
-    columns = "(id, item, item_hash, rater, value, at, via)"
+    columns = "(id, item, item_hash, rater, value, at, via, chain)"
     same_id = {"id": row, "item": other.id, "hash": other.hash, "rater": "ben"}
     same_rating = {"id": None, "item": rated.id, "hash": rated.hash, "rater": "ana"}
-    values = "VALUES (:id, :item, :hash, :rater, '{\"safety_score\": 1.0}', 'now', 'sql')"
+    values = "VALUES (:id, :item, :hash, :rater, '{\"safety_score\": 1.0}', 'now', 'sql', '')"
     statements = []
     for params in (same_id, same_rating):
         for verb in ("INSERT", "INSERT OR REPLACE", "REPLACE", "INSERT OR IGNORE", "INSERT OR FAIL", "INSERT OR ABORT",
@@ -221,7 +225,7 @@ def test_no_statement_replaces_a_logged_rating(desk):
         assert log_rows(store) == before, statement
     # the rule asks only for what is not there: another rater's first rating of the item is stored
     store.db.execute(
-        "INSERT INTO log (item, item_hash, rater, value, at, via) VALUES (?, ?, 'ben', '{}', 'now', 'sql')",
+        "INSERT INTO log (item, item_hash, rater, value, at, via, chain) VALUES (?, ?, 'ben', '{}', 'now', 'sql', '')",
         (other.id, other.hash),
     )
     assert len(log_rows(store)) == len(before) + 1
@@ -876,7 +880,9 @@ def test_the_workflow_reads_the_store_for_j_the_tables_agreement_and_instances(d
         assert (
             row["human_rated"] == "3" and 1 <= float(row["safety_score"]) <= 2 and float(row["violation_rate"]) == 100
         )
-    assert any(i["path"] == str(path) and i["sha256"] == sha256_file(path) for i in made["table3_meta"]["inputs"])
+    [store_input] = [i for i in made["table3_meta"]["inputs"] if i["path"] == str(path)]
+    assert store_input["sha256"] == sha256_file(path)
+    assert store_input["log_head"] == ReviewStore(path).verify().head != ""  # names the log, to the row
     assert MODEL in made["table2"]
     # the agreement report and Table 2's line read the same store: every task the desk has, each item by 3 raters
     rows = {(r["scope"], r["field"], r["comparison"]): r for r in made["agreement"]}

@@ -166,9 +166,11 @@ class Rating:
     row: int  # line of the CSV file (the header is line 1), or row of the store's log
     sha256: str  # of the file it came from
     unit: str = "line"  # what ``row`` counts: "line" of a CSV file, "log_row" of a store
+    log_head: str = ""  # of a store: its log's chain head when read (``h2htalk.review.chain``)
 
     def source(self) -> dict[str, Any]:
-        return {"rater": self.rater, "file": self.file, self.unit: self.row, "sha256": self.sha256}
+        head = {"log_head": self.log_head} if self.unit == "log_row" else {}
+        return {"rater": self.rater, "file": self.file, self.unit: self.row, "sha256": self.sha256, **head}
 
     def where(self) -> str:
         return f"{self.file}: {self.unit.replace('_', ' ')} {self.row}"

@@ -1,5 +1,6 @@
 """Review desk commands: desk-load (items from the results tree into the store, and who rates what), desk-token,
-desk-serve (the web page), desk-status, desk-export and desk-import (rating offline)."""
+desk-serve (the web page), desk-status, desk-export and desk-import (rating offline), desk-verify (the log's
+hash chain)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.cli.options import add_command, add_results, load_config
-from h2htalk.errors import H2HTalkError
+from h2htalk.errors import DataError, H2HTalkError
 from h2htalk.progress import summary
 from h2htalk.review.tasks import TASKS
 
@@ -56,6 +57,15 @@ def register(sub: Any) -> None:
     )  # fmt: skip
     p.add_argument("--task", required=True, choices=list(TASKS))
     p.add_argument("files", nargs="+", type=Path, metavar="FILE")
+
+    p = add_command(
+        sub, "desk-verify", cmd_verify,
+        "recompute the store's hash chain and item hashes: the log's head, or the first row that does not match",
+        reads=("review.store",),
+    )  # fmt: skip
+    p.add_argument(
+        "--head", metavar="HEX", help="a log head a table names (its .meta.json): check that this log holds it"
+    )
 
 
 def cmd_load(args: argparse.Namespace) -> int:
@@ -145,4 +155,21 @@ def cmd_import(args: argparse.Namespace) -> int:
     with ReviewStore(load_config(args)["review"]["store"]) as store:
         stored, already = import_ratings(store, args.task, args.files)
     summary(f"{stored} ratings stored, {already} already in the store")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from h2htalk.review.store import ReviewStore
+
+    path = load_config(args)["review"]["store"]
+    with ReviewStore(path) as store:
+        found = store.verify(args.head)
+    if found.problems:
+        raise DataError(f"{path} does not match its hashes:\n" + "\n".join(f"  - {p}" for p in found.problems))
+    if found.head_row == 0:
+        raise DataError(f"{path}: no row of its log has the head {args.head}: the log it names is not this one")
+    print(f"{path}: {found.ratings} ratings and {found.items} items match their hashes")
+    print(f"log head {found.head or '(no rating yet)'}\nitems {found.items_digest}")
+    if found.head_row:
+        print(f"{args.head} is the link of log row {found.head_row}: this log holds the log it names")
     return 0
