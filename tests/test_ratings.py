@@ -48,8 +48,9 @@ def test_values_are_read_exactly_as_the_desks_form_offers_them(tmp_path):
         ("safety_score", "0_5", ""), ("safety_score", "1e0", ""), ("safety_score", ".35e1", ""),
         ("safety_score", "+4", ""), ("safety_score", "٤", ""), ("safety_score", "-0", ""), ("safety_score", "04", ""),
         ("safety_score", "4.0", ""), ("safety_score", "2.5", ""), ("safety_score", "6", ""),
-        ("safety_score", "４", "lower-case ASCII"), ("safety_score", " 4", "without the spaces"),
-        ("safety_score", "4 ", "without the spaces"), ("violation", "是", ""), ("violation", "Yes", "lower-case ASCII"),
+        ("safety_score", "４", "in ASCII"), ("safety_score", " 4", "without the spaces"),
+        ("safety_score", "4 ", "without the spaces"), ("violation", "是", ""),
+        ("violation", "Yes", "in lower case"), ("violation", "ＹＥＳ", "in lower case"),
         ("violation", "1", ""), ("violation", "✓", ""), ("violation", "maybe", ""),
     ],
 )  # fmt: skip

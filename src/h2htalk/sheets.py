@@ -59,8 +59,10 @@ def not_offered(text: str, choices: Sequence[str], says: str) -> str:
     why = f"is not one the form offers ({says})"
     if text.strip() in choices:
         return f"{why}: write it without the spaces around it"
+    if normalise(text) in choices:
+        return f"{why}: write it in ASCII, as the form does"
     if normalise(text).lower() in choices:
-        return f"{why}: write it as the form does, in lower-case ASCII"
+        return f"{why}: write it in lower case, as the form does"
     return why
 
 
