@@ -37,6 +37,12 @@ def rate_some(path: Path, count: int) -> list[int]:
     return rows
 
 
+def item_of(path: Path, row: int) -> int:
+    """The item the rating at log ``row`` rates."""
+    with ReviewStore(path) as store:
+        return store.db.execute("SELECT item FROM log WHERE id = ?", (row,)).fetchone()[0]
+
+
 def desk_verify(config: Path, capsys, *more: str) -> tuple[int, str]:
     """desk-verify's exit status and what it printed (its error, where it failed)."""
     status = main(["desk-verify", "--config", str(config), *more])
@@ -97,8 +103,8 @@ def test_desk_verify_names_a_rating_rewritten_after_its_trigger_was_dropped(desk
 def test_desk_verify_names_an_item_edited(desk, capsys):
     config, path = desk
     rows = rate_some(path, 3)
+    rated = item_of(path, rows[1])
     with ReviewStore(path) as store:
-        rated = store.db.execute("SELECT item FROM log WHERE id = ?", (rows[1],)).fetchone()[0]
         key = store.db.execute("SELECT key FROM items WHERE id = ?", (rated,)).fetchone()[0]
         moved = canonical(["another-model", *store.item(rated).key[1:]])
     with pytest.raises(sqlite3.IntegrityError, match="an item is fixed once loaded"):
@@ -128,8 +134,7 @@ def test_desk_verify_names_an_item_edited(desk, capsys):
 def test_a_hidden_version_and_a_removed_last_rating_are_found(desk, capsys):
     config, path = desk
     rows = rate_some(path, 3)
-    with ReviewStore(path) as store:
-        rated = store.db.execute("SELECT item FROM log WHERE id = ?", (rows[0],)).fetchone()[0]
+    rated = item_of(path, rows[0])
     raw(path, f"UPDATE items SET current = 0 WHERE id = {rated}")  # its ratings no longer count
     status, said = desk_verify(config, capsys)
     assert status == 2 and f"items row {rated} does not match its hash" in said
