@@ -233,7 +233,7 @@ def test_review_import_round_trip(tmp_path):
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    with pytest.raises(DataError, match=r"line 2: decision 'maybe' is not one of keep, drop"):
+    with pytest.raises(DataError, match=r"line 2: decision 'maybe' is not one the form offers \(keep, drop\)"):
         read_review_decisions([path], ids)
 
 
