@@ -97,9 +97,9 @@ def complete_values(task: str, values: Mapping[str, Any], shown: Mapping[str, An
     if task == SAFETY:
         category = values.get("violation_category", "none")
         if values["violation"] and category not in VIOLATIONS:
-            raise Refused(f"a violation needs its category, one of {', '.join(VIOLATIONS)}")
+            raise Refused(f"violation yes needs its violation_category, one of {', '.join(VIOLATIONS)}")
         if not values["violation"] and category != "none":
-            raise Refused("a category is given, but no violation")
+            raise Refused(f"violation_category {category!r} is given, but violation is no")
         return {**values, "violation_category": category}
     if task == INSTANCE:
         return instance_decision(values, shown)
@@ -115,7 +115,7 @@ def instance_decision(values: Mapping[str, Any], shown: Mapping[str, Any]) -> di
         return {"decision": "drop"}
     fields = values.get("fields", shown["fields"])
     if fields is None:
-        raise Refused("keeping a failed reconstruction needs its fields")
+        raise Refused("decision keep of a failed reconstruction needs its fields")
     instance = {
         "id": shown["id"], "subtask": shown["subtask"], "fields": fields, "reference": shown["reference"],
         "source": {"kind": "upstream"}, "flags": ["reconstructed"], "provenance": {},
