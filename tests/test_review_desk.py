@@ -501,7 +501,7 @@ def test_a_rating_sent_after_the_session_ended_is_kept_until_the_rater_logs_in_a
         log_in(browser, "ana")
         csrf = re.search(r'name="csrf" value="([^"]+)"', browser.get("/").text)[1]
         browser.post("/logout", data={"csrf": csrf})  # in another tab, or the session ran out
-        data = {"csrf": csrf, "item_hash": store.item(item).hash, "human_score": sent}
+        data = {"csrf": csrf, "item_hash": store.item(item).hash, "human_score": sent, "rater": "ana"}
         kept = browser.post(f"/item/{item}", data=data, follow_redirects=False)
         assert kept.status_code == 401 and "not saved yet" in kept.text and f"<strong>{sent}</strong>" in kept.text
         carried = hidden_inputs(kept.text)
