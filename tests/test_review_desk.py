@@ -385,9 +385,11 @@ def test_model_text_is_escaped_and_no_script_but_the_desks_may_run(desk):
     assert HOSTILE not in "".join(p.text for p in pages)
 
 
-def test_the_desk_refuses_to_serve_other_machines_before_raters_have_tokens(desk):
+def test_the_desk_refuses_to_serve_other_machines_before_raters_have_tokens(desk, capsys):
     _, config, _ = desk
-    assert main(["desk-serve", "--config", str(config), "--host", "192.0.2.1"]) == 2  # exits before listening
+    served = ["desk-serve", "--config", str(config), "--host", "192.0.2.1", "--insecure-http"]
+    assert main(served) == 2  # exits before listening
+    assert "give them tokens first" in capsys.readouterr().err
 
 
 # --- where the desk listens, who is logged in -------------------------------------------------------------------

@@ -4,21 +4,35 @@ arrive, and a field over its limit is refused with the rater's text kept on the 
 
 from __future__ import annotations
 
+import base64
+import datetime
+import hashlib
 import html
+import ipaddress
 import json
 import re
 import select
 import socket
+from pathlib import Path
 
+import httpx
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+from starlette.testclient import TestClient
 
+from h2htalk.cli import main
 from h2htalk.ratings import REVIEW_SCORES
+from h2htalk.review.app import desk_app
 from h2htalk.review.forms import ANONYMOUS_BYTES, FIELD_CHARS, FORM_BYTES
+from h2htalk.review.serving import INSECURE_WARNING, check_serving
 from h2htalk.review.store import ReviewStore, store_ratings
 from h2htalk.review.tasks import GATED, INSTANCE
 
 from .desk_tree import RATERS, loaded_desk, start_desk, stop_desk
-from .test_review_desk import client, csrf_of, hidden_inputs, log_in
+from .test_review_desk import client, csrf_of, hidden_inputs, log_in, login_answer
 
 
 @pytest.fixture
@@ -127,3 +141,115 @@ def test_an_unknown_senders_body_is_refused_before_it_is_read(desk):
         assert status == "HTTP/1.1 401 Unauthorized" and ANONYMOUS_BYTES < sent < 4 * ANONYMOUS_BYTES
     finally:
         stop_desk(server)
+
+
+# --- TLS on a network ---------------------------------------------------------------------------------------------
+
+
+def self_signed(folder: Path, host: str) -> tuple[Path, Path, str]:
+    """A certificate for ``host`` (an IP address), signed by its own key, made here: (certificate, key, its public
+    key's SHA-256 in base64, as chromium's --ignore-certificate-errors-spki-list takes it)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "h2htalk review desk (test)")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(host))]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = folder / "desk.crt", folder / "desk.key"
+    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    spki = key.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return cert_path, key_path, base64.b64encode(hashlib.sha256(spki).digest()).decode()
+
+
+def cookie_flags(answer: httpx.Response, name: str) -> set[str]:
+    [header] = [h for h in answer.headers.get_list("set-cookie") if h.startswith(f"{name}=")]
+    return {part.strip().lower() for part in header.split(";")[1:]}
+
+
+@pytest.mark.parametrize(
+    ("options", "refused"),
+    [
+        (["--host", "192.0.2.1"], "is not a loopback address"),
+        (["--host", "0.0.0.0"], "is not a loopback address"),
+        (["--host", "::"], "is not a loopback address"),
+        (["--host", "192.0.2.1", "--certfile", "desk.crt"], "go together"),
+        (["--host", "192.0.2.1", "--certfile", "none.crt", "--keyfile", "desk.key"], "none.crt: no such file"),
+        (["--host", "192.0.2.1", "--public-url", "https://desk.example.org"], "give --host a loopback address"),
+        (["--host", "127.0.0.2", "--public-url", "http://desk.example.org"], "over plain HTTP on a network"),
+        (["--host", "127.0.0.2", "--public-url", "desk.example.org"], "give the scheme and host"),
+    ],
+)  # fmt: skip
+def test_the_desk_does_not_serve_a_network_in_clear(desk, options, refused, capsys, monkeypatch):
+    root, config, _ = desk
+    (root / "desk.crt").write_text("x")
+    (root / "desk.key").write_text("x")
+    monkeypatch.chdir(root)
+    assert main(["desk-serve", "--config", str(config), *options]) == 2  # before anything listens
+    said = capsys.readouterr().err
+    assert refused in said
+    if "loopback address:" in said:  # each way to serve it there, with its command
+        assert "--certfile desk.crt --keyfile desk.key" in said and "--public-url https://" in said
+        assert "ssh -N -L 8765:127.0.0.2:8765" in said and "--insecure-http" in said
+
+
+def test_cookies_need_tls_whenever_raters_reach_the_desk_over_it(desk):
+    _, _, path = desk
+    token = ReviewStore(path).new_token("ana")
+    served = {
+        "plain": (TestClient(desk_app(str(path), 0, host="127.0.0.2"), base_url="http://127.0.0.2"), False),
+        "tls": (TestClient(desk_app(str(path), 0, host="192.0.2.1", tls=True), base_url="https://192.0.2.1"), True),
+        "proxy": (
+            TestClient(
+                desk_app(str(path), 0, host="127.0.0.1", public_url="https://desk.example.org"),
+                base_url="https://desk.example.org",
+            ),
+            True,
+        ),
+    }
+    for name, (browser, secure) in served.items():
+        form = browser.get("/login")
+        assert ("secure" in cookie_flags(form, "desk_login")) == secure, name
+        data = {"csrf": browser.cookies["desk_login"], "rater": "ana", "token": token}
+        answer = browser.post("/login", data=data, follow_redirects=False)
+        assert answer.status_code == 303, name
+        assert ("secure" in cookie_flags(answer, "desk_session")) == secure, name
+        assert {"httponly", "samesite=strict"} <= cookie_flags(answer, "desk_session"), name
+    proxied, _ = served["proxy"]
+    assert proxied.get("/", headers={"Host": "127.0.0.1:8765"}).status_code == 400  # only the public name
+    item = ReviewStore(path).queue("ana", GATED, 0)[0][0]
+    form = csrf_of(proxied, item)
+    for origin, status in (("http://127.0.0.1:8765", 403), ("https://desk.example.org", 303)):
+        sent = proxied.post(
+            f"/item/{item}", data={**form, "human_score": "2"}, headers={"Origin": origin}, follow_redirects=False
+        )
+        assert sent.status_code == status, origin
+    behind = TestClient(
+        desk_app(str(path), 0, host="127.0.0.1", public_url="https://desk.example.org"),
+        base_url="https://desk.example.org",
+    )
+    assert login_answer(behind, "ana", "") == 401  # through a proxy, even on 127.0.0.1 a name alone is not enough
+
+
+def test_a_desk_served_in_clear_on_purpose_says_so_on_every_page(desk):
+    _, _, path = desk
+    store = ReviewStore(path)
+    token = store.new_token("ana")
+    warned = TestClient(desk_app(str(path), 0, host="192.0.2.1", warning=INSECURE_WARNING), base_url="http://192.0.2.1")
+    log_in(warned, "ana", token)
+    item = store.queue("ana", GATED, 0)[0][0]
+    pages = [warned.get(url) for url in ("/", f"/item/{item}", "/item/99999", "/next/nothing")]
+    pages.append(warned.post(f"/item/{item}", data={"csrf": "forged", "human_score": "2"}))
+    pages.append(client(path, "192.0.2.1").get("/login"))  # the page of the same store served safely
+    assert [INSECURE_WARNING in html.unescape(p.text) for p in pages] == [True] * 5 + [False]
+    check_serving("192.0.2.1", 8765, None, None, None, insecure=True)  # what the command lets through
