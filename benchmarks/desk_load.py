@@ -7,9 +7,11 @@ The desk is `h2htalk desk-serve` as a rater's study would run it: its own proces
 with its own HTTPS client that trusts that certificate. The store holds ceil(raters x ratings / 3) gated
 plans with Chinese text, each assigned to 3 raters, so every rater has at least `--ratings` of them.
 
-1. Flood: `--flood` posts of 1 MB from nobody logged in; the desk's memory (RSS, psutil) before and after.
-2. Load: every rater logs in with their token, then `--ratings` times opens their next item (GET, redirect and
-   page) and rates it (POST); latency per request (p50, p95), errors, the desk's peak RSS. Afterwards the
+1. Flood: `--flood` posts of 1 MB at once from nobody logged in; the desk's memory (RSS, psutil) before and
+   after.
+2. Load: every rater logs in with their token, then `--ratings` times asks for their next item (GET /next/gated,
+   a redirect), opens it (GET /item/N) and rates it (POST /item/N); latency per request (p50, p95) of each
+   kind, errors, the desk's peak RSS. Afterwards the
    store's log is counted: rows, ratings lost (acknowledged with 303 but not in the log), ratings stored twice.
 3. Kill: the same load on a new store; once a third of the ratings are acknowledged the desk is killed with
    SIGKILL, started again, and the raters go on where they were (their sessions survive the restart). Every
@@ -148,7 +150,7 @@ def make_desk(root: Path, raters: list[str], ratings: int) -> tuple[Desk, dict[s
 class Tally:
     """What the raters saw: each request's latency by kind, errors, the ratings acknowledged."""
 
-    latency: dict[str, list[float]] = field(default_factory=lambda: {"login": [], "open": [], "rate": []})
+    latency: dict[str, list[float]] = field(default_factory=lambda: {"login": [], "next": [], "page": [], "rate": []})
     errors: Counter = field(default_factory=Counter)
     acknowledged: list[tuple[str, int]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -187,10 +189,11 @@ class Rater:
             if not self.logged_in:
                 self.log_in()
             while self.rated < wanted and not stop.is_set():
-                page = self.tally.timed("open", self.client.get, f"/next/{GATED}", follow_redirects=True)
-                if not page.url.path.startswith("/item/"):
+                where = self.tally.timed("next", self.client.get, f"/next/{GATED}").headers.get("location", "")
+                if not where.startswith("/item/"):
                     return  # every item of theirs is rated (one sent just before a kill was stored)
-                item = int(page.url.path.rsplit("/", 1)[1])
+                page = self.tally.timed("page", self.client.get, where)
+                item = int(where.removeprefix("/item/"))
                 form = dict(FORM_VALUE.findall(page.text))
                 score = f"{(item * 7 + len(self.name)) % 51 / 10:.1f}"
                 sent = {**form, "rater": self.name, "human_score": score}
@@ -268,20 +271,31 @@ def report_load(tally: Tally, seconds: float, peak: float) -> None:
 
 
 def flood(desk: Desk, trusted: ssl.SSLContext, posts: int) -> None:
-    """``posts`` posts of 1 MB to an item's page from nobody logged in: the desk's memory before and after."""
+    """``posts`` posts of 1 MB at once to an item's page from nobody logged in: the desk's memory before and
+    after."""
     before = desk.rss_mb()
     body = b"human_score=3&pad=" + b"x" * (2**20 - 18)
     answers: Counter = Counter()
-    started = time.monotonic()
-    for _ in range(posts):
-        with httpx.Client(base_url=desk.base, verify=trusted, timeout=30) as client:
+    lock = threading.Lock()
+
+    def post() -> None:
+        with httpx.Client(base_url=desk.base, verify=trusted, timeout=60) as client:
             headers = {"Content-Type": "application/x-www-form-urlencoded"}
             try:
-                answers[client.post("/item/1", content=body, headers=headers).status_code] += 1
+                answer = str(client.post("/item/1", content=body, headers=headers).status_code)
             except httpx.TransportError as exc:
-                answers[type(exc).__name__] += 1  # the desk answered and closed before the body was sent
+                answer = type(exc).__name__  # the desk answered and closed before the body was sent
+        with lock:
+            answers[answer] += 1
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=post) for _ in range(posts)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
     seconds = time.monotonic() - started
-    print(f"flood: {posts} posts of 1 MB from nobody logged in, {seconds:.1f} s: answers {dict(answers)}")
+    print(f"flood: {posts} posts of 1 MB at once from nobody logged in, {seconds:.1f} s: answers {dict(answers)}")
     print(f"  desk's RSS {before:.0f} MB before, {desk.rss_mb():.0f} MB after")
 
 

@@ -22,8 +22,9 @@ from playwright.sync_api import Browser, Page, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
 
 from h2htalk.ratings import REVIEW_SCORES
+from h2htalk.review.forms import FIELD_CHARS
 from h2htalk.review.store import DeskItem, ReviewStore, store_ratings
-from h2htalk.review.tasks import GATED, SAFETY
+from h2htalk.review.tasks import GATED, INSTANCE, SAFETY
 
 from .desk_tree import (
     INVISIBLE,
@@ -397,3 +398,25 @@ def test_on_a_network_address_without_tls_the_desk_refuses_or_warns_on_every_pag
             assert "served without encryption" in ana.inner_text(".insecure"), url
         ana.goto(f"{base}/next/{GATED}")
         screenshot(ana, tmp_path, "insecure")
+
+
+def test_an_edit_over_the_fields_limit_is_held_back_by_the_browser_with_the_text_kept(tree, browser):
+    root, config, path = tree
+    store = ReviewStore(path)
+    rater, item = next(
+        (r, i) for r in RATERS for i, _ in store.queue(r, INSTANCE, 0) if store.item(i).shown["fields"] is not None
+    )
+    edit = "遥斗" * 175_000  # a megabyte (UTF-8) pasted into the box
+    with serving(root, config) as base:
+        page = log_in(browser, base, rater)
+        page.goto(f"{base}/item/{item}")
+        box = page.locator("textarea[name=fields]")
+        box.fill(edit)
+        page.check("input[name=decision][value=keep]")
+        page.locator("#rating button[type=submit]").click()
+        assert "the desk takes at most 20000" in box.evaluate("box => box.validationMessage")
+        assert page.url == f"{base}/item/{item}" and page.locator(".saved").count() == 0  # not sent
+        assert box.input_value() == edit  # the rater's text, all of it, still in the box
+        box.fill(edit[:FIELD_CHARS])  # cut to the limit: it may be sent
+        assert box.evaluate("box => box.validationMessage") == ""
+    assert store.rating(item, rater) is None

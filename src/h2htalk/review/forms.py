@@ -11,8 +11,9 @@ from starlette.requests import Request
 
 # a login, or a rating kept while its rater logs in again: a few short values
 ANONYMOUS_BYTES = 32 * 1024
-# a rating from a session: an instance's edited fields at FIELD_CHARS, each character up to 9 bytes encoded
-FORM_BYTES = 256 * 1024
+# a rating from a session: an edit of an instance's fields far over FIELD_CHARS (a megabyte) still comes back on
+# the item's page, kept; the page's script holds back anything longer before it is sent
+FORM_BYTES = 2 * 1024 * 1024
 # a free-text field (an instance's fields as JSON): the demo's are about 100 characters, a long one a few thousand
 FIELD_CHARS = 20_000
 MAX_FIELDS = 32
@@ -35,7 +36,11 @@ async def read_form(request: Request, limit: int) -> FormData:
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind != "application/x-www-form-urlencoded":
         raise FormRefused("The desk reads only its own forms (URL-encoded).", 415)
-    too_large = FormRefused(f"The form is larger than the desk takes ({kilobytes(limit)}).", 413)
+    too_large = FormRefused(
+        f"Nothing was saved: the form is larger than the desk takes ({kilobytes(limit)}). Go back (your browser's "
+        "Back button keeps what you typed) and shorten it.",
+        413,
+    )
     declared = request.headers.get("content-length", "")
     if declared and (not declared.isdigit() or int(declared) > limit):
         raise too_large  # refused before a byte of the body is read
