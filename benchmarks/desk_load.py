@@ -7,8 +7,8 @@ The desk is `h2htalk desk-serve` as a rater's study would run it: its own proces
 with its own HTTPS client that trusts that certificate. The store holds ceil(raters x ratings / 3) gated
 plans with Chinese text, each assigned to 3 raters, so every rater has at least `--ratings` of them.
 
-1. Flood: `--flood` posts of 1 MB at once from nobody logged in; the desk's memory (RSS, psutil) before and
-   after.
+1. Flood: `--flood` posts at once from nobody logged in, of 100 bytes (what as many TLS connections cost), then
+   twice of 1 MB; the desk's memory (RSS, psutil) after each round.
 2. Load: every rater logs in with their token, then `--ratings` times asks for their next item (GET /next/gated,
    a redirect), opens it (GET /item/N) and rates it (POST /item/N); latency per request (p50, p95) of each
    kind, errors, the desk's peak RSS. Afterwards the
@@ -271,14 +271,11 @@ def report_load(tally: Tally, seconds: float, peak: float) -> None:
 
 
 def flood(desk: Desk, trusted: ssl.SSLContext, posts: int) -> None:
-    """``posts`` posts of 1 MB at once to an item's page from nobody logged in: the desk's memory before and
-    after."""
-    before = desk.rss_mb()
-    body = b"human_score=3&pad=" + b"x" * (2**20 - 18)
-    answers: Counter = Counter()
+    """Rounds of ``posts`` posts at once to an item's page from nobody logged in, of 100 bytes (what the
+    connections alone cost), then twice of 1 MB: the desk's memory after each."""
     lock = threading.Lock()
 
-    def post() -> None:
+    def post(body: bytes, answers: Counter) -> None:
         with httpx.Client(base_url=desk.base, verify=trusted, timeout=60) as client:
             headers = {"Content-Type": "application/x-www-form-urlencoded"}
             try:
@@ -288,15 +285,17 @@ def flood(desk: Desk, trusted: ssl.SSLContext, posts: int) -> None:
         with lock:
             answers[answer] += 1
 
-    started = time.monotonic()
-    threads = [threading.Thread(target=post) for _ in range(posts)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    seconds = time.monotonic() - started
-    print(f"flood: {posts} posts of 1 MB at once from nobody logged in, {seconds:.1f} s: answers {dict(answers)}")
-    print(f"  desk's RSS {before:.0f} MB before, {desk.rss_mb():.0f} MB after")
+    print(f"flood: {posts} posts at once from nobody logged in; the desk's RSS {desk.rss_mb():.0f} MB before")
+    for size in (100, 2**20, 2**20):
+        body, answers = b"human_score=3&pad=" + b"x" * (size - 18), Counter()
+        started = time.monotonic()
+        threads = [threading.Thread(target=post, args=(body, answers)) for _ in range(posts)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        seconds = time.monotonic() - started
+        print(f"  {size:,} bytes each, {seconds:.1f} s: answers {dict(answers)}; RSS {desk.rss_mb():.0f} MB after")
 
 
 def load(root: Path, names: list[str], ratings: int, deadline: float, flood_posts: int) -> None:

@@ -119,6 +119,13 @@ def login_page(
     return response
 
 
+def unread(response: Response) -> Response:
+    """``response`` to a request whose body was not read to its end: the connection closes after it, so the rest
+    of the body is never read (the server would otherwise read and discard it, to take the next request)."""
+    response.headers["Connection"] = "close"
+    return response
+
+
 def assigned_item(store: ReviewStore, item_id: int, rater: str) -> StoredItem:
     """The item, if it is there and assigned to ``rater``, or Refused: whether another rater's item is current,
     or of which task, is not told."""
@@ -184,7 +191,7 @@ async def login(request: Request) -> Response:
     try:
         form = await read_form(request, ANONYMOUS_BYTES)
     except FormRefused as exc:
-        return refusal(None, exc.status, str(exc))
+        return unread(refusal(None, exc.status, str(exc)))
     sent, expected = str(form.get("csrf", "")), request.cookies.get(LOGIN_COOKIE, "")
     if not expected or not secrets.compare_digest(sent, expected) or not desk.same_origin(request):
         return refusal(None, 403, "The login form has expired or came from another site: open it again.")
@@ -221,11 +228,11 @@ async def login(request: Request) -> Response:
 async def logout(request: Request) -> Response:
     desk = desk_of(request)
     if await desk.session_of(request) is None:
-        return refusal(None, 401, "You are not logged in.")
+        return unread(refusal(None, 401, "You are not logged in."))
     try:
         form = await read_form(request, ANONYMOUS_BYTES)
     except FormRefused as exc:
-        return refusal(None, exc.status, str(exc))
+        return unread(refusal(None, exc.status, str(exc)))
 
     def end(store: ReviewStore) -> Response:
         checked = checked_post(desk, store, request, form)
@@ -310,17 +317,17 @@ async def rate(request: Request) -> Response:
     read at all."""
     desk, item_id = desk_of(request), request.path_params["item_id"]
     if not desk.same_origin(request):
-        return refusal(None, 403, "The form did not come from this desk: open the page again.")
+        return unread(refusal(None, 403, "The form did not come from this desk: open the page again."))
     session = await desk.session_of(request)
     try:
         form = await read_form(request, FORM_BYTES if session else ANONYMOUS_BYTES)
     except FormRefused as exc:
         if session or exc.status != 413:
-            return refusal(session, exc.status, str(exc))
-        return login_page(desk, 401, problem=(
+            return unread(refusal(session, exc.status, str(exc)))
+        return unread(login_page(desk, 401, problem=(
             f"You were logged out, and your rating was too long to keep here ({kilobytes(ANONYMOUS_BYTES)}): log "
             "in, then go back to the item's page (your browser's Back button keeps what you typed) and save it again."
-        ))  # fmt: skip
+        )))  # fmt: skip
     rating = SentRating.of(form, item_id)
 
     def save(store: ReviewStore) -> Response:
