@@ -55,6 +55,8 @@ def test_a_rating_waiting_on_the_login_page_is_saved_only_for_the_rater_who_type
         assert kept.status_code == 401 and "not saved yet" in kept.text
         carried = hidden_inputs(kept.text)
         assert carried["rating.rater"] == sent_by_page.get("rater", "")
+        said = "ana's rating of item" if sent_by_page else "the page did not say whose it is"
+        assert said in " ".join(kept.text.split())
         answer = browser.post("/login", data={**carried, "rater": "ben"}, follow_redirects=False)  # ben logs in here
         assert answer.status_code == 409 and "discarded, not saved" in answer.text and "logged in as ben" in answer.text
         assert browser.get("/").status_code == 200  # ben is logged in, and nothing was stored as his
