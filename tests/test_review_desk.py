@@ -405,9 +405,11 @@ def test_model_text_is_escaped_and_no_script_but_the_desks_may_run(desk):
     assert HOSTILE not in "".join(p.text for p in pages)
 
 
-def test_the_desk_refuses_to_serve_other_machines_before_raters_have_tokens(desk):
+def test_the_desk_refuses_to_serve_other_machines_before_raters_have_tokens(desk, capsys):
     _, config, _ = desk
-    assert main(["desk-serve", "--config", str(config), "--host", "192.0.2.1"]) == 2  # exits before listening
+    served = ["desk-serve", "--config", str(config), "--host", "192.0.2.1", "--insecure-http"]
+    assert main(served) == 2  # exits before listening
+    assert "give them tokens first" in capsys.readouterr().err
 
 
 # --- where the desk listens, who is logged in -------------------------------------------------------------------
@@ -521,7 +523,7 @@ def test_a_rating_sent_after_the_session_ended_is_kept_until_the_rater_logs_in_a
         log_in(browser, "ana")
         csrf = re.search(r'name="csrf" value="([^"]+)"', browser.get("/").text)[1]
         browser.post("/logout", data={"csrf": csrf})  # in another tab, or the session ran out
-        data = {"csrf": csrf, "item_hash": store.item(item).hash, "human_score": sent}
+        data = {"csrf": csrf, "item_hash": store.item(item).hash, "human_score": sent, "rater": "ana"}
         kept = browser.post(f"/item/{item}", data=data, follow_redirects=False)
         assert kept.status_code == 401 and "not saved yet" in kept.text and f"<strong>{sent}</strong>" in kept.text
         carried = hidden_inputs(kept.text)

@@ -5,6 +5,7 @@ hash chain)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,17 @@ def register(sub: Any) -> None:
         help="address to listen on (default: 127.0.0.1, where raters log in by name; anywhere else with their token)",
     )  # fmt: skip
     p.add_argument("--port", type=int, default=8765, help="port to listen on (default: 8765)")
+    p.add_argument("--certfile", type=Path, help="serve HTTPS with this certificate (PEM; with --keyfile)")
+    p.add_argument("--keyfile", type=Path, help="the certificate's private key (PEM)")
+    p.add_argument(
+        "--public-url",
+        help="the URL raters open, where a TLS proxy or an SSH tunnel on this machine forwards to the desk on a "
+        "loopback --host (raters then need tokens)",
+    )
+    p.add_argument(
+        "--insecure-http", action="store_true",
+        help="serve plain HTTP on a network address anyway: anyone on the path can read tokens and cookies",
+    )  # fmt: skip
 
     p = add_command(sub, "desk-status", cmd_status, "each task's progress, per rater", reads=("review.store",))
 
@@ -106,10 +118,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from h2htalk.review.app import desk_app
     from h2htalk.review.hosts import needs_tokens
+    from h2htalk.review.serving import INSECURE_WARNING, check_serving
     from h2htalk.review.store import ReviewStore
 
+    check_serving(args.host, args.port, args.certfile, args.keyfile, args.public_url, args.insecure_http)
     config = load_config(args)
-    path, tokens = config["review"]["store"], needs_tokens(args.host)
+    path, tokens = config["review"]["store"], needs_tokens(args.host) or bool(args.public_url)
     with ReviewStore(path) as store:
         with_token = [r for r in store.raters() if store.has_token(r)]
     if tokens and not with_token:
@@ -117,11 +131,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
             f"--host {args.host}: on any address but 127.0.0.1 raters log in with a token: give them tokens first "
             "(h2htalk desk-token)"
         )
-    app = desk_app(path, config["review"]["seed"], host=args.host)
+    tls = args.certfile is not None
+    insecure = args.insecure_http and not tls
+    app = desk_app(
+        path, config["review"]["seed"], host=args.host, tls=tls, public_url=args.public_url,
+        warning=INSECURE_WARNING if insecure else "",
+    )  # fmt: skip
     login = "name and token" if tokens else "name"
     where = f"[{args.host}]" if ":" in args.host else args.host
-    summary(f"review desk on http://{where}:{args.port}/ (raters log in with their {login}; Ctrl-C stops it)")
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    url = f"{'https' if tls else 'http'}://{where}:{args.port}/"
+    through = f", reached at {args.public_url}" if args.public_url else ""
+    if insecure:
+        print(f"warning: {INSECURE_WARNING}", file=sys.stderr)
+    summary(f"review desk on {url}{through} (raters log in with their {login}; Ctrl-C stops it)")
+    uvicorn.run(
+        app, host=args.host, port=args.port, log_level="warning",
+        ssl_certfile=args.certfile and str(args.certfile), ssl_keyfile=args.keyfile and str(args.keyfile),
+    )  # fmt: skip
     return 0
 
 
