@@ -240,9 +240,13 @@ def logged(desk: Desk) -> list[tuple[str, int]]:
 
 
 def verify_chain(desk: Desk) -> str:
-    # VERIFY: `h2htalk desk-verify --config <config>` goes here once the store's hash chain is on main: run it on
-    # desk.config and report its verdict beside the counts below.
-    return "not run (desk-verify is not part of this checkout)"
+    """What ``h2htalk desk-verify`` says of the store once the load is over: the chain's head, or its first
+    problem."""
+    with ReviewStore(desk.root / "desk" / "ratings.sqlite") as store:
+        found = store.verify()
+    if found.problems:
+        return "BROKEN: " + "; ".join(found.problems)
+    return f"verified ({found.ratings} ratings, {found.items} items, head {found.head[:16]})"
 
 
 def counted(desk: Desk, acknowledged: list[tuple[str, int]]) -> str:
