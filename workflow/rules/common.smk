@@ -12,7 +12,13 @@ from h2htalk.config import (
     write_resolved,
 )
 from h2htalk.errors import ConfigError
-from h2htalk.freshness import remove_paths, remove_stale, result_graph, stale_results
+from h2htalk.freshness import (
+    remove_paths,
+    remove_stale,
+    result_graph,
+    stale_results,
+    table_outputs,
+)
 from h2htalk.layout import Layout, instances_set
 from h2htalk.plan.calls import job_name
 from h2htalk.plan.timing import actual_line, estimate_run, job_seconds_since
@@ -41,7 +47,8 @@ PAPER_FIGURES = LAYOUT.figures
 # Results whose inputs are gone (a failed job's outputs are removed; a killed forced job leaves none): removed
 # before the run, so that it rebuilds them and everything missing under them instead of "nothing to be done".
 if workflow.is_main_process:
-    _stale = stale_results(result_graph(config, LAYOUT), PAPER_FIGURES)
+    _tables = table_outputs(config, LAYOUT)
+    _stale = stale_results(result_graph(config, LAYOUT), _tables)
     if _stale:
         _dry = any(
             arg in ("-n", "-np", "-pn", "--dry-run", "--dryrun") for arg in sys.argv
@@ -53,7 +60,7 @@ if workflow.is_main_process:
         for _path, _why in list(_stale.items())[:10]:
             logger.warning(f"  {_path}: {_why}")
         if not _dry:
-            remove_stale(_stale)
+            remove_stale(_stale, _tables)
 
 
 # The review desk's store of people's ratings (review.store, outside the results tree) is an input of the rules
