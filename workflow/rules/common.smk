@@ -43,6 +43,8 @@ LAYOUT = Layout("results", instances_set(config))
 RULES = Rules(config, LAYOUT, load_registry(registry_files(config)))
 RUN = RULES.scope.run
 PAPER_FIGURES = LAYOUT.figures
+# A dry run writes nothing (Snakemake's own workflow.dryrun is only known once the DAG is built).
+DRY_RUN = workflow.output_settings.dryrun
 
 # Results whose inputs are gone (a failed job's outputs are removed; a killed forced job leaves none): removed
 # before the run, so that it rebuilds them and everything missing under them instead of "nothing to be done".
@@ -50,24 +52,22 @@ if workflow.is_main_process:
     _tables = table_outputs(config, LAYOUT)
     _stale = stale_results(result_graph(config, LAYOUT), _tables)
     if _stale:
-        _dry = any(
-            arg in ("-n", "-np", "-pn", "--dry-run", "--dryrun") for arg in sys.argv
-        )
         logger.warning(
             f"{len(_stale)} results were made from files that are gone or changed and "
-            + ("would be rebuilt by a real run:" if _dry else "are rebuilt:")
+            + ("would be rebuilt by a real run:" if DRY_RUN else "are rebuilt:")
         )
         for _path, _why in list(_stale.items())[:10]:
             logger.warning(f"  {_path}: {_why}")
-        if not _dry:
+        if not DRY_RUN:
             remove_stale(_stale, _tables)
 
 
 # The review desk's store of people's ratings (review.store, outside the results tree) is an input of the rules
-# that read ratings. An empty one is made where there is none, so that its first ratings change no job's list of
-# inputs; it is read as ancient, so that only a change to what a job reads from it (the ratings param) reruns it.
+# that read ratings. An empty one is made where there is none (not by a dry run), so that its first ratings change
+# no job's list of inputs; it is read as ancient, so that only a change to what a job reads from it (the ratings
+# param) reruns it.
 STORE = config["review"]["store"]
-if workflow.is_main_process and not Path(STORE).exists():
+if workflow.is_main_process and not DRY_RUN and not Path(STORE).exists():
     ReviewStore(STORE, create=True).close()
 
 
@@ -125,8 +125,8 @@ onsuccess:
 
 
 def rule_inputs(stage):
-    """The review store, read as ancient, where the stage reads ratings."""
-    return {"store": ancient(STORE)} if stage.ratings else {}
+    """The review store, read as ancient, where the stage reads ratings (and it is there: a dry run makes none)."""
+    return {"store": ancient(STORE)} if stage.ratings and Path(STORE).exists() else {}
 
 
 def rule_outputs(stage):
