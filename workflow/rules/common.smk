@@ -6,9 +6,11 @@ from snakemake.logging import logger
 from snakemake.settings.types import DeploymentMethod
 
 from h2htalk.config import (
+    VALIDATED_DIGEST,
     check_environment,
     load_registry,
     registry_files,
+    resolved_digest,
     write_resolved,
 )
 from h2htalk.errors import ConfigError
@@ -28,14 +30,14 @@ from h2htalk.stages.table import STAGES
 from h2htalk.stages.workflow import Rules
 
 # Rules run "python -m h2htalk" from the checkout's package: with --software-deployment-method conda
-# in the rule's conda env, otherwise with the interpreter that runs Snakemake.
+# in the rule's conda env, otherwise with the interpreter that runs Snakemake. Their commands read the run's
+# configuration file as the Snakefile validated it, by its digest, without validating it again (h2htalk.config).
 _SRC = Path(workflow.basedir) / "src"
+_ENV = f"export PYTHONPATH={_SRC} {VALIDATED_DIGEST}={resolved_digest(config)}; "
 if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method:
-    shell.prefix(f"export PYTHONPATH={_SRC}; ")
+    shell.prefix(_ENV)
 else:
-    shell.prefix(
-        f"export PYTHONPATH={_SRC}; export PATH={Path(sys.executable).parent}:$PATH; "
-    )
+    shell.prefix(f"{_ENV}export PATH={Path(sys.executable).parent}:$PATH; ")
 
 # One results tree for every instance set: the set's own results under results/sets/{set}/ and its tables under
 # paper_figures/{set}/, the data, the reconstruction and the model files shared (h2htalk.layout).
