@@ -22,8 +22,6 @@ from h2htalk.freshness import (
     table_outputs,
 )
 from h2htalk.layout import Layout, instances_set
-from h2htalk.plan.calls import job_name
-from h2htalk.plan.timing import actual_line, estimate_run, job_seconds_since
 from h2htalk.review.store import ReviewStore
 from h2htalk.run_summary import run_summary
 from h2htalk.stages.table import STAGES
@@ -92,6 +90,10 @@ onstart:
     # On this machine, the local model's jobs say how long they will take before the first starts (plan.timing).
     engines = {RULES.registry.get(name, {}).get("engine") for name in started}
     if workflow.local_exec and "llamacpp" in engines:
+        # imported here: the plan's model calls load the API client, seconds a dry run or a cluster job need not spend
+        from h2htalk.plan.calls import job_name
+        from h2htalk.plan.timing import estimate_run
+
         jobs = list(workflow.dag.needrun_jobs())
         needed = {
             job_name(job.rule.name, dict(job.wildcards.items())) for job in jobs
@@ -120,6 +122,8 @@ onsuccess:
     ):
         logger.log(level, line)
     if EXPECTED.get("run"):
+        from h2htalk.plan.timing import actual_line, job_seconds_since
+
         seconds = job_seconds_since(LAYOUT.path("benchmarks"), RUN_STARTED)
         logger.info(
             actual_line(EXPECTED["run"], time.time() - RUN_STARTED, seconds)
