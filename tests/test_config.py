@@ -132,6 +132,8 @@ def test_a_workflow_job_reads_the_configuration_the_snakefile_validated(tmp_path
     path.write_text(json.dumps(edited), encoding="utf-8")
     with pytest.raises(ConfigError, match=r"'scoring\.bootstrap\.resamples'"):
         options.full_config(job)
+    with pytest.raises(ConfigError, match="config file not found"):
+        options.full_config(parser.parse_args(["--config", str(tmp_path / "gone.json")]))
     write_resolved(config, path)
     monkeypatch.delenv(VALIDATED_DIGEST)  # the command run by hand
     assert options.full_config(job) == config and len(validated) == 3

@@ -286,8 +286,8 @@ def read_validated(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The run's configuration as the workflow validated it, when ``path`` is its file unchanged (the digest in
     ``VALIDATED_DIGEST``); None otherwise (a command run by hand, a file edited since), which is validated."""
     digest = os.environ.get(VALIDATED_DIGEST)
-    if not digest:
-        return None
+    if not digest or not Path(path).is_file():
+        return None  # a missing file is reported by the reading that validates
     data = Path(path).read_bytes()
     return json.loads(data) if hashlib.sha256(data).hexdigest() == digest else None
 
