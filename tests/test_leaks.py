@@ -18,8 +18,6 @@ from h2htalk.instances.leaks import (
     leak_report,
     longest_common_substring,
     measure_leak,
-    ngrams,
-    normalise,
     overlap_of,
     plant_leak,
     reference_readings,
@@ -28,6 +26,7 @@ from h2htalk.instances.schema import check_instance
 from h2htalk.instances.sources import demo_instances
 from h2htalk.settings import LeakSettings
 from h2htalk.subtasks import SUBTASK_KEYS, get_subtask
+from h2htalk.text_match import ngrams, normalise
 
 LEAK = LeakSettings.from_config(default_config())
 DIALOGUE_SUBTASKS = [key for key in SUBTASK_KEYS if "history_dialogues" in get_subtask(key).fields]

@@ -74,7 +74,16 @@ def read_table1(root: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-def test_dry_run_lists_the_laptop_default_jobs(checkout):
+def paths_under(root: Path) -> set[str]:
+    """Every file and folder under ``root`` but Snakemake's own records (.snakemake/) and Python's bytecode."""
+    return {
+        str(path.relative_to(root)) for path in root.rglob("*")
+        if not {".snakemake", "__pycache__"} & set(path.relative_to(root).parts)
+    }  # fmt: skip
+
+
+def test_dry_run_lists_the_laptop_default_jobs_and_writes_nothing(checkout):
+    before = paths_under(checkout)
     result = snakemake(checkout, "-n")
     assert result.returncode == 0, result.stderr
     out = result.stdout + result.stderr
@@ -82,8 +91,7 @@ def test_dry_run_lists_the_laptop_default_jobs(checkout):
         assert rule in out
     # the laptop judges its model, not the baselines (rubric_judge.baselines: false): one judge job, one combine-j
     assert re.search(r"^rubric_judge\s+1$", out, re.M) and re.search(r"^combine_j\s+1$", out, re.M), out[-3000:]
-    assert not (checkout / "results").exists()
-
+    assert paths_under(checkout) == before  # the review store too is made by a real run only
 
 
 def test_the_partial_table2_needs_no_judge_and_the_answers_and_scores_go_first(checkout):
@@ -99,6 +107,7 @@ def test_the_partial_table2_needs_no_judge_and_the_answers_and_scores_go_first(c
     later = max(BY_NAME[name].priority for name in ("rubric_judge", "study", "judge_ladder", "combine_j"))
     for name in ("generate", "baseline_answers", "score", "table2_partial", "table1", "figure"):
         assert BY_NAME[name].priority > later, name
+
 
 def test_the_judges_card_is_one_ladder_job_per_judge_model_and_part(checkout):
     """Every run has the rubric judge's ladder (Table 2 shows it beside the judged cells); the laptop makes the
