@@ -64,15 +64,16 @@ def test_pseudo_values_average_to_the_estimate_and_their_spread_gives_its_varian
     assert grouped.se > 1.5 * iid.se
 
 
-def test_the_cascade_sample_is_drawn_from_the_ids_alone_and_is_the_same_size_in_every_cell():
+def test_the_cascade_sample_is_drawn_from_the_ids_alone_the_same_for_every_model_and_size_in_every_cell():
     ids = [f"itinerary_basic-{i:05d}" for i in range(200)]
     cell = Cell("m", "sap", "itinerary_basic")
     sample = cascade_sample(cell, ids, CASCADE)
     assert len(sample) == 30 and len(set(sample)) == 30 and set(sample) <= set(ids)
     assert cascade_sample(cell, reversed(ids), CASCADE) == sample  # no order, no verdict: the ids alone
     assert cascade_sample(cell.scored_by("usem3"), ids, CASCADE) == sample  # the judge's item, whatever scores it
-    others = [Cell("n", "sap", "itinerary_basic"), Cell("m", "nosap", "itinerary_basic")]
-    assert all(cascade_sample(c, ids, CASCADE) != sample for c in others)  # each cell its own stratum
+    assert cascade_sample(Cell("n", "sap", "itinerary_basic"), ids, CASCADE) == sample  # every model: the same items
+    others = [Cell("m", "nosap", "itinerary_basic"), Cell("m", "sap", "itinerary_middle")]
+    assert all(cascade_sample(c, ids, CASCADE) != sample for c in others)  # each variant and subtask its own order
     reseeded = CascadeSettings("rubric_judge", "cascade", CHEAP, 30, 32)
     assert cascade_sample(cell, ids, reseeded) != sample
     assert sorted(cascade_sample(cell, ids[:12], CASCADE)) == ids[:12]  # fewer items than the sample: all of them
