@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -373,6 +374,16 @@ def test_the_plan_prices_the_judges_in_both_modes(tmp_path):
     assert cheap_judge[8].strip() == "—"  # no bill
     assert float(own[8]) < float(full[8])
     assert "of full mode's direct cost for the judges" in section
+    # the whole bill: the cheap judge's GPU-hours at the price table's 3.00 a GPU-hour, each mode's total
+    assert float(cheap_judge[10]) == pytest.approx(3.0 * float(cheap_judge[7]), abs=0.01 + 3.0 * 0.05)  # 0.1 h
+    everything = {mode: lines[("**all judging**", mode, "")] for mode in ("full", "cascade")}
+    for line in everything.values():
+        api, gpus = float(line[8]), 0.0 if line[10].strip() == "—" else float(line[10])
+        assert float(line[11]) == pytest.approx(api + gpus, abs=0.015)
+    saved = float(everything["full"][8]) - float(everything["cascade"][8])
+    hours = float(everything["cascade"][10]) / 3.0  # full mode's judges run on no GPU here
+    break_even = float(re.search(r"GPU-hour price of ([\d.,]+) USD against the direct API", section)[1])
+    assert break_even == pytest.approx(saved / hours, rel=0.05)  # cents rounded
 
 
 def test_figure7_bars_are_corrected_on_the_sample(tmp_path):

@@ -37,7 +37,7 @@ def plan(job: Job) -> Done:
             else:  # the judges again, on the answers planned above
                 again = plan_calls(in_mode(config, mode), job.results, Path(scratch), only=JUDGING)
                 by_mode[mode] = plan_rows(again, prices, throughput)
-    modes = judge_modes(by_mode, prices.currency)
+    modes = judge_modes(by_mode, prices, throughput)
     if unknown:
         modes.append(f"Cascade mode is not priced: its cheap judge ({', '.join(unknown)}) is not in the registry.")
     report = markdown(rows, planned, prices, throughput) + "\n".join(modes) + "\n"
