@@ -43,7 +43,7 @@ def test_the_assumed_spread_is_full_modes_at_the_whole_cell_and_a_better_cheap_j
         assert spread.half_width(207) == pytest.approx(Z95 * 20.0 / math.sqrt(207))  # the strong judge alone
     sizes = [assumed_spread(207, r, 20.0).size_for(4.0, least=2) for r in (0.4, 0.6, 0.8)]
     assert sizes[0] > sizes[1] > sizes[2]
-    assert sizes[1] == 85  # z^2 * 320 / (16 - 1.96^2 * 80 / 207), by hand: 84.7
+    assert sizes[1] == 126  # var(y - g) = 400 (1/0.36 - 1) = 711.1 / ((4/1.96)^2 + 311.1/207), by hand: 125.5
 
 
 def test_a_pilot_measures_the_spread_the_estimator_sees():
@@ -100,7 +100,7 @@ def test_every_model_of_a_cell_draws_its_pilot_and_its_sample_from_one_order():
 def test_a_pilot_without_verdicts_is_sized_by_the_assumed_correlation():
     ids = [f"itinerary_basic-{i:05d}" for i in range(207)]
     sample, record = sized_sample(Cell("m", "sap", "itinerary_basic"), ids, AUTO, {}, {})
-    assert record["spread"] == ASSUMED and record["size"] == len(sample) == 85  # as by hand above
+    assert record["spread"] == ASSUMED and record["size"] == len(sample) == 126  # as by hand above
     assert record["expected_half_width"] <= TARGET
 
 
@@ -137,3 +137,15 @@ def test_the_plan_sizes_auto_samples_by_the_assumption_and_the_run_by_its_pilot(
             judged += 2 * len(sampled)
         assert not list(Path(layout.judge_sample(cell)).parent.glob("*.rest.jsonl"))
     assert int(after[("rubric judge sample", "stub-judge")]["requests"]) == judged
+
+
+def test_a_pairs_degrees_of_freedom_count_the_items_of_both_samples_once():
+    from h2htalk.tables.table2_pairs import RowItems, _sample_df
+
+    def row(model: str, variant: str, sample: int) -> RowItems:
+        return RowItems("e", model, model, "g", variant, {}, {}, rated={"itinerary_basic": sample})
+
+    rows = [row("a", "sap", 30), row("b", "sap", 50), row("a", "nosap", 30)]
+    own, pairs = _sample_df(rows, "itinerary_basic", np.array([[0, 1], [0, 2]]))
+    assert own.tolist() == [29, 49, 29]
+    assert pairs.tolist() == [49, 58]  # one variant: a's sample is within b's; two variants: two samples

@@ -4,9 +4,11 @@ A cell of N items, the cheap judge's value g on all of them and the role's judge
 prediction-powered mean's variance is var(y)/N + var(y − g)·(1/n − 1/N) (``h2htalk.people.prediction_powered``,
 one item a cluster), i.e. ``part_of_y``/N + ``var_difference``/n with part_of_y = var(y) − var(y − g) =
 var(g) + 2·cov(g, y − g). A pilot (the first items of the cell's sample) measures both; before any verdict an
-assumed correlation ρ between the judges and an assumed spread σ of their values (the same for both) stand in:
-var(y − g) = 2σ²(1 − ρ), part_of_y = σ²(2ρ − 1). The size is the least n whose 95 % half-width is at most the
-target, never below the pilot and at most N (the whole cell: full mode).
+assumed correlation ρ between the judges and an assumed spread σ of the role's judge's values stand in, the cheap
+judge's value taken as the role's judge's plus a bias and independent noise (as the known-answer worlds build
+it): var(y − g) = σ²(1/ρ² − 1), part_of_y = σ²(2 − 1/ρ²). A cheap judge with the role's judge's own spread would
+need fewer items (var(y − g) = 2σ²(1 − ρ)), so the assumption errs towards more. The size is the least n whose 95 %
+half-width is at most the target, never below the pilot and at most N (the whole cell: full mode).
 """
 
 from __future__ import annotations
@@ -47,9 +49,10 @@ class Spread:
 
 
 def assumed_spread(items: int, correlation: float, sd: float) -> Spread:
-    """The spread of a cell before any verdict: both judges' values with spread ``sd``, correlated ``correlation``."""
-    variance = sd * sd
-    return Spread(items, variance * (2 * correlation - 1), 2 * variance * (1 - correlation), ASSUMED)
+    """The spread of a cell before any verdict: the role's judge's values with spread ``sd``, the cheap judge's
+    theirs plus independent noise, correlated ``correlation`` with them (above 0)."""
+    variance, noise = sd * sd, 1 / (correlation * correlation) - 1
+    return Spread(items, variance * (1 - noise), variance * noise, ASSUMED)
 
 
 def measured_spread(items: int, cheap: Sequence[float], pairs: Sequence[tuple[float, float]]) -> Spread | None:
