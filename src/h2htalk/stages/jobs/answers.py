@@ -103,7 +103,8 @@ def rubric_judge(job: Job) -> Done:
             more["pilot"] = strong
             more["sample"], more["sizes"] = _rest_of_sample(job, files, sample, ids, cascade, judge, engines)
         _add_to_summary(summary, more)
-        facts += f"; the sample: {answered(more['sample'], 'verdicts')} by {judge.model}"
+        pilot = f"the pilot: {answered(strong, 'verdicts')}, the rest of " if cascade.auto else ""
+        facts += f"; {pilot}the sample: {answered(more['sample'], 'verdicts')} by {judge.model}"
     else:
         for cell in job.cells:
             write_jsonl_atomic(job.each("sample", cell), [])
