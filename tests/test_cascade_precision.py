@@ -120,6 +120,7 @@ def test_the_plan_sizes_auto_samples_by_the_assumption_and_the_run_by_its_pilot(
         rubric = {"model": "stub-judge", "cache_dir": str(cache), "samples": 2, "mode": "cascade"}
         config = write_config(tmp_path, api.base_url, rubric_judge={**rubric, "cheap_model": "stub-model", **auto})
         before = plan(config, results)
+        before_report = (results / "plan.md").read_text(encoding="utf-8")
         run_stages(config, results, api.base_url)
         after = plan(config, results)
     # 3 demo items of the judged subtask, 2 variants, 2 models, 2 samples: the assumption asks for all 3
@@ -137,6 +138,16 @@ def test_the_plan_sizes_auto_samples_by_the_assumption_and_the_run_by_its_pilot(
             judged += 2 * len(sampled)
         assert not list(Path(layout.judge_sample(cell)).parent.glob("*.rest.jsonl"))
     assert int(after[("rubric judge sample", "stub-judge")]["requests"]) == judged
+    # plan.md says how it sized the samples: now from the run's cached pilots wherever they measured a spread
+    measured = sum(
+        size["spread"] == MEASURED
+        for model in ("stub-model", "baseline-oracle")
+        for size in json.loads(Path(layout.path("judge_run", model=model)).read_text())["sizes"].values()
+    )
+    report = (results / "plan.md").read_text(encoding="utf-8")
+    assert f"{measured} of 4 cells are sized by their pilot's cached verdicts, {4 - measured} by the" in report
+    assert "itinerary_basic (3 items a cell)" in report and "half-width of 0.5" in report
+    assert before_report.count("0 of 4 cells are sized by their pilot's cached verdicts, 4 by the assumed") == 1
 
 
 def test_a_pairs_degrees_of_freedom_count_the_items_of_both_samples_once():

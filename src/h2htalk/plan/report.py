@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from h2htalk.judge.precision import ASSUMED
 from h2htalk.llm.engines import engine_of
 from h2htalk.plan.calls import PlannedCalls, Tally
 from h2htalk.plan.chain import PlannedRun
@@ -260,6 +261,34 @@ def _break_even(full: Bill, cascade: Bill, currency: str) -> str:
         f"Both modes cost the same at a GPU-hour price of {direct:,.2f} {currency} against the direct API and"
         f" {saved_batch / added:,.2f} {currency} against the Batch API: above it, full mode costs less."
     )
+
+
+def auto_sample_lines(sizes: list[dict[str, Any]], correlation: float, sd: float) -> list[str]:
+    """How the plan sized the rubric judge's auto samples (``sample_per_cell: auto``): per subtask, the items sampled
+    a cell (least to most), and how many cells a cached pilot sized and how many the assumed correlation."""
+    if not sizes:
+        return []
+    first, by_subtask = sizes[0], {}
+    for size in sizes:
+        by_subtask.setdefault(size["cell"].split("/", 1)[1], []).append(size)
+    assumed = sum(size["spread"] == ASSUMED for size in sizes)
+    parts = [
+        f"{subtask} ({_span([s['items'] for s in group])} items a cell) {_span([s['size'] for s in group])}"
+        for subtask, group in by_subtask.items()
+    ]
+    return [
+        "",
+        f"The rubric judge's sample is sized per cell (`sample_per_cell: auto`) for a 95 % half-width of"
+        f" {first['target_half_width']:g} on the judge reading (0-100): {'; '.join(parts)} items sampled a cell."
+        f" {len(sizes) - assumed} of {len(sizes)} cells are sized by their pilot's cached verdicts, {assumed} by the"
+        f" assumed correlation {correlation:g} of the judges' scores and spread {sd:g} of the role's judge's"
+        " (`rubric_judge.assumed_correlation`, `assumed_sd`: no pilot is cached for them).",
+    ]
+
+
+def _span(values: list[int]) -> str:
+    low, high = min(values), max(values)
+    return f"{low:,}" if low == high else f"{low:,}-{high:,}"
 
 
 def _judge_line(role: str, mode: str, model: str, row: Row) -> str:
