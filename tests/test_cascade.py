@@ -382,6 +382,10 @@ def test_the_plan_prices_the_judges_in_both_modes(tmp_path):
         assert float(line[11]) == pytest.approx(api + gpus, abs=0.015)
     saved = float(everything["full"][8]) - float(everything["cascade"][8])
     hours = float(everything["cascade"][10]) / 3.0  # full mode's judges run on no GPU here
+    whole = re.search(r"(\d+)% of full mode's whole bill direct and (\d+)% with the Batch API", section)
+    for share, column in zip(whole.groups(), (11, 12), strict=True):
+        shown = 100 * float(everything["cascade"][column]) / float(everything["full"][column])
+        assert int(share) == pytest.approx(shown, rel=0.02)  # cents of totals under 2 USD, rounded
     break_even = float(re.search(r"GPU-hour price of ([\d.,]+) USD against the direct API", section)[1])
     assert break_even == pytest.approx(saved / hours, rel=0.05)  # cents rounded
 

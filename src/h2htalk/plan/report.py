@@ -244,10 +244,24 @@ def judge_modes(by_mode: dict[str, list[Row]], prices: PriceTable, throughput: T
             "",
             f"Cascade mode: {share:.0%} of full mode's direct cost for the judges"
             + (f" ({batch:.0%} with the Batch API)" if batch is not None else "")
-            + f", and {added:,.1f} GPU-hours more (the cheap judge's).",
+            + f", and {added:,.1f} GPU-hours more (the cheap judge's)"
+            + _total_share(full.whole, cascade.whole)
+            + ".",
             _break_even(full.whole, cascade.whole, currency),
         ]
     return lines
+
+
+def _total_share(full: Bill, cascade: Bill) -> str:
+    """What cascade mode's whole bill (API and GPUs) is of full mode's, direct and with the Batch API."""
+    totals = [(cascade.total(batched), full.total(batched)) for batched in (False, True)]
+    if any(mine is None or not theirs for mine, theirs in totals):
+        return ""
+    (direct, full_direct), (batch, full_batch) = totals
+    return (
+        f"; with the GPU-hours priced, {direct / full_direct:.0%} of full mode's whole bill direct and"
+        f" {batch / full_batch:.0%} with the Batch API"
+    )
 
 
 def _break_even(full: Bill, cascade: Bill, currency: str) -> str:
