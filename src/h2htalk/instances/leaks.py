@@ -2,9 +2,11 @@
 
 A generator that writes an input from its reference can copy the reference into it (the companion's last turn
 saying the answer word for word, a schedule line that is the answer); a model that echoes its input then scores
-like the oracle. Every measure is a share of the reference's characters, after normalising both texts (NFKC,
-which reads full-width letters and digits as ASCII; traditional characters folded to simplified by OpenCC's
-t2s; only letters, digits and marks kept, so spacing, punctuation and brackets cannot hide a copy).
+like the oracle. Every measure is a share of the reference's characters, after normalising both texts (folded
+as the judges' fences fold them, ``llm.fences.fold``: NFKC, which reads full-width letters and digits as ASCII,
+with every invisible character and combining mark removed; traditional characters folded to simplified by
+OpenCC's t2s; only letters and digits kept, so spacing, punctuation, brackets and invisible characters cannot
+hide a copy).
 
 Per input field:
 
@@ -43,10 +45,11 @@ from typing import Any
 import numpy as np
 import opencc
 
+from h2htalk.llm.fences import fold
 from h2htalk.settings import LeakSettings
 
 DIALOGUE = "history_dialogues"  # the one field made of turns
-KEPT_CATEGORIES = frozenset("LNM")  # letters, numbers, marks: the characters a copy is made of
+KEPT_CATEGORIES = frozenset("LN")  # letters and numbers: the characters a copy is made of
 ASIDE = re.compile(r"[（(][^（）()]*[）)]")  # a bracketed action or expression: done, not said
 
 
@@ -56,8 +59,9 @@ def _to_simplified() -> opencc.OpenCC:
 
 
 def normalise(text: str) -> str:
-    """NFKC, traditional folded to simplified, and only letters, digits and marks kept."""
-    simplified = _to_simplified().convert(unicodedata.normalize("NFKC", text))
+    """Folded (``fold``: NFKC, invisible characters and marks removed), traditional folded to simplified, and
+    only letters and digits kept."""
+    simplified = _to_simplified().convert(fold(text))
     return "".join(c for c in simplified if unicodedata.category(c)[0] in KEPT_CATEGORIES)
 
 

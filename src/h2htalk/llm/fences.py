@@ -34,25 +34,35 @@ _ESCAPES = {"<": "‹", ">": "›"}
 
 # Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt, 15.1), which Python's unicodedata lacks; the
 # last range holds the tag characters (U+E0000-E007F)
-_IGNORABLE = (
+_IGNORABLE_RANGES = (
     (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F),
     (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF),
     (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
 )  # fmt: skip
+_IGNORABLE = frozenset(code for first, last in _IGNORABLE_RANGES for code in range(first, last + 1))
 
 
 def unseen(char: str) -> bool:
     """Whether a reader sees nothing of ``char``: a default-ignorable code point, a format character or a
     combining mark (a mark changes the letter it sits on, not which letter it is)."""
-    code = ord(char)
-    return unicodedata.category(char) in ("Cf", "Mn", "Mc", "Me") or any(a <= code <= b for a, b in _IGNORABLE)
+    return ord(char) in _IGNORABLE or unicodedata.category(char) in ("Cf", "Mn", "Mc", "Me")
+
+
+class _Unseen(dict[int, int | None]):
+    """``str.translate``'s table that drops every ``unseen`` character: each code point looked up once."""
+
+    def __missing__(self, code: int) -> int | None:
+        self[code] = None if unseen(chr(code)) else code
+        return self[code]
+
+
+_DROP_UNSEEN = _Unseen()
 
 
 def fold(text: str) -> str:
     """``text`` as a reader that ignores width and invisible characters sees it: decomposed (NFKD, so that a mark
     composed into a letter, ``≮``, comes apart from it), every ``unseen`` character removed, then NFKC."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    return unicodedata.normalize("NFKC", "".join(char for char in decomposed if not unseen(char)))
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKD", text).translate(_DROP_UNSEEN))
 
 
 def _bracket(char: str) -> str | None:

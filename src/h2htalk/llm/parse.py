@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from itertools import repeat
 from typing import Any
 
@@ -104,11 +104,15 @@ def _folded(text: str) -> tuple[str, list[int]]:
     comes from."""
     chars, origins = [], []
     for index, char in enumerate(text):
-        for folded in fold(char):
-            if not folded.isspace():
-                chars.append(folded)
-                origins.append(index)
+        for folded in _fold_char(char):
+            chars.append(folded)
+            origins.append(index)
     return "".join(chars), origins
+
+
+@cache
+def _fold_char(char: str) -> str:
+    return "".join(folded for folded in fold(char) if not folded.isspace())
 
 
 def _runs(folded: str) -> set[str]:
