@@ -5,9 +5,9 @@ Folding (``fold``) reads a text as a reader that ignores width and invisible cha
 letters and digits read as ASCII) with every default-ignorable code point, format character and combining mark
 removed; the judges' fences compare their lines with a marker this way. Normalising folds, folds traditional
 characters to simplified (OpenCC's t2s) and keeps only letters and digits, so that spacing, punctuation,
-brackets and invisible characters cannot hide a copy. What is *said* in a text leaves its bracketed actions out (（放下咖啡杯）: done, not said). The leak check of
-the instances (``h2htalk.instances.leaks``) and the conversation clusters of the data (``h2htalk.data.conversations``)
-read texts this way.
+brackets and invisible characters cannot hide a copy. What is *said* in a text leaves its bracketed actions out
+(（放下咖啡杯）: done, not said). The leak check of the instances (``h2htalk.instances.leaks``) and the conversation
+clusters of the data (``h2htalk.data.conversations``) read texts this way.
 """
 
 from __future__ import annotations
