@@ -15,7 +15,15 @@ from h2htalk.errors import ConfigError
 from h2htalk.freshness import remove_paths, remove_stale, result_graph, stale_results
 from h2htalk.layout import Layout, instances_set
 from h2htalk.plan.calls import job_name
-from h2htalk.plan.timing import actual_line, estimate_run, job_seconds_since
+from h2htalk.hardware import cpu_snapshot, other_processes_cores
+from h2htalk.plan.timing import (
+    actual_line,
+    cache_line,
+    estimate_run,
+    job_seconds_since,
+    learn_from_run,
+    learned_line,
+)
 from h2htalk.review.store import ReviewStore
 from h2htalk.run_summary import run_summary
 from h2htalk.stages.table import STAGES
@@ -83,6 +91,8 @@ onstart:
     # On this machine, the local model's jobs say how long they will take before the first starts (plan.timing).
     engines = {RULES.registry.get(name, {}).get("engine") for name in started}
     if workflow.local_exec and "llamacpp" in engines:
+        # the run's start: the load other processes put on the run is read at its end
+        EXPECTED["cpu"] = cpu_snapshot()
         jobs = list(workflow.dag.needrun_jobs())
         needed = {
             job_name(job.rule.name, dict(job.wildcards.items())) for job in jobs
@@ -98,6 +108,7 @@ onstart:
             logger.warning(f"No time estimate: {exc}")
         if EXPECTED.get("run"):
             logger.info(EXPECTED["run"].line())
+            logger.info(cache_line(EXPECTED["run"].cache))
 
 
 RUN_STARTED = time.time()
@@ -115,6 +126,19 @@ onsuccess:
         logger.info(
             actual_line(EXPECTED["run"], time.time() - RUN_STARTED, seconds)
         )
+        # what the jobs ran at is kept for the next estimate (plan.timing.learn_from_run)
+        load = other_processes_cores(EXPECTED["cpu"], cpu_snapshot())
+        try:
+            said = learn_from_run(EXPECTED["run"], seconds, load)
+        except Exception as exc:  # keeping rates never fails a finished run
+            logger.warning(f"The rates this run's jobs ran at were not kept: {exc}")
+        else:
+            if said:
+                logger.info(
+                    learned_line(
+                        said, load, EXPECTED["run"].cores, EXPECTED["run"].cache
+                    )
+                )
 
 
 def rule_inputs(stage):
