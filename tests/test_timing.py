@@ -32,6 +32,7 @@ from h2htalk.plan.timing import (
     estimate_run,
     job_seconds_since,
     learn_from_run,
+    learned_line,
 )
 from h2htalk.stages.spec import Scope
 from h2htalk.stages.table import STAGES
@@ -332,6 +333,10 @@ def test_the_whole_run_is_estimated_from_the_plan_of_the_laptop_default(tmp_path
     taken["score"] = 3 * fast.other_s
     said = learn_from_run(fast, taken, load=None)
     assert said == {**dict.fromkeys(fast.jobs, "added"), MACHINE: "replaced", OTHER_JOBS: "added"}
+    assert learned_line(said, 0.2, 2, cache) == (
+        f"Rates this run's jobs ran at (other processes used about 0.2 of 2 cores), for the next estimate:"
+        f" {', '.join(fast.jobs)}, other jobs (new); machine (replaced: off by more than 25 %); in {cache}."
+    )
     kept = read_cache(cache)[key]
     assert [r.pp512 for r in kept if r.kind == MACHINE] == [pytest.approx(60.0, abs=0.1)]
     learned = estimate()
