@@ -109,6 +109,7 @@ onstart:
         if EXPECTED.get("run"):
             logger.info(EXPECTED["run"].line())
             logger.info(cache_line(EXPECTED["run"].cache))
+            EXPECTED["said_at"] = time.time()  # the time taken is counted from here
 
 
 RUN_STARTED = time.time()
@@ -124,7 +125,7 @@ onsuccess:
     if EXPECTED.get("run"):
         seconds = job_seconds_since(LAYOUT.path("benchmarks"), RUN_STARTED)
         logger.info(
-            actual_line(EXPECTED["run"], time.time() - RUN_STARTED, seconds)
+            actual_line(EXPECTED["run"], time.time() - EXPECTED["said_at"], seconds)
         )
         # what the jobs ran at is kept for the next estimate (plan.timing.learn_from_run)
         load = other_processes_cores(EXPECTED["cpu"], cpu_snapshot())
