@@ -257,6 +257,7 @@ def test_where_other_processes_hold_the_cores_the_estimate_says_so_and_gives_a_r
     assert busy.line().endswith(
         "Other processes are using about 1.6 of 2 cores: 9.5 min assumes they go on doing so, 2.5 that they stop"
     )
+    assert "(llama.cpp here: pp512 37, tg128 2.3 tokens/s" in RunEstimate(jobs, 60.0, Rates(37.4, 2.3, 2)).line()
     half = RunEstimate(jobs, 60.0, RATES, load=1.0, cores=2, cpu=CPU)
     assert half.free_seconds() == pytest.approx(10 + 250 + 30)
     assert actual_line(half, 300.0, {"generate": 240.0}).startswith("Took 5.0 min against the expected 4.8-9.5 (0.53x)")

@@ -137,6 +137,11 @@ def other_jobs_seconds(jobs: int, rates: Rates | Record, cpu: CpuCalibration) ->
     return jobs * cpu.other_job_s * cpu.reference_pp512 / rates.pp512
 
 
+def rate(tokens_per_s: float) -> str:
+    """Tokens a second, to a tenth under ten (a busy machine's tg128 runs at a few)."""
+    return f"{tokens_per_s:.0f}" if tokens_per_s >= 10 else f"{tokens_per_s:.1f}"
+
+
 def minutes(seconds: float) -> str:
     """Minutes, to a tenth under ten."""
     return f"{seconds / 60:.0f}" if seconds >= 600 else f"{seconds / 60:.1f}"
@@ -191,7 +196,7 @@ class RunEstimate:
         parts.append(f"{OTHER_JOBS} ~{minutes(self.other_s)}")
         several = len(self.models) > 1
         speeds = "; ".join(
-            f"{name + ' ' if several else ''}pp512 {m.machine.pp512:.0f}, tg128 {m.machine.tg128:.0f}"
+            f"{name + ' ' if several else ''}pp512 {rate(m.machine.pp512)}, tg128 {rate(m.machine.tg128)}"
             + (f" ({m.machine.source})" if several else "")
             for name, m in (self.models.items() or {"": ModelRates("", self.rates)}.items())
         )
