@@ -22,7 +22,7 @@ from h2htalk.freshness import (
     table_outputs,
 )
 from h2htalk.layout import Layout, instances_set
-from h2htalk.review.store import ReviewStore
+from h2htalk.desk_store.store import ReviewStore
 from h2htalk.run_summary import run_summary
 from h2htalk.stages.table import STAGES
 from h2htalk.stages.workflow import Rules

@@ -55,7 +55,7 @@ def cmd_validate_config(args: argparse.Namespace) -> int:
 
 
 def cmd_validate_instances(args: argparse.Namespace) -> int:
-    from h2htalk.instances.schema import read_instances
+    from h2htalk.instance_schema import read_instances
 
     for path in args.files:
         print(f"{path}: {len(read_instances(path))} valid instances")
@@ -98,4 +98,3 @@ def ss_line(embedder: dict[str, Any]) -> str:
     if embedder["kind"] == "bge-m3":
         return f"{used}: BGE-M3, as the paper's SS"
     return f"{used}; the paper's SS uses BGE-M3 (--embedder bge-m3): this SS, and S, differ from the paper's"
-
