@@ -11,8 +11,8 @@ import pytest
 from h2htalk.config import default_config, load_registry
 from h2htalk.generation.baselines import NO_ANSWER, baseline_responses, echo_text
 from h2htalk.generation.generate import PromptFile, generate_model
+from h2htalk.instance_schema import read_instances
 from h2htalk.instances.leaks import plant_leak
-from h2htalk.instances.schema import read_instances
 from h2htalk.instances.sources import demo_instances
 from h2htalk.io import read_jsonl, write_jsonl_atomic
 from h2htalk.layout import Cell

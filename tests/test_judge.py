@@ -11,7 +11,7 @@ import pytest
 
 from h2htalk.config import default_config
 from h2htalk.errors import DataError
-from h2htalk.instances.schema import read_instances
+from h2htalk.instance_schema import read_instances
 from h2htalk.io import read_jsonl, write_jsonl_atomic
 from h2htalk.judge.combine import (
     READINGS,

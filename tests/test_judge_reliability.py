@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from h2htalk.config import default_config
-from h2htalk.instances.schema import read_instances
+from h2htalk.instance_schema import read_instances
 from h2htalk.io import read_json, read_jsonl
 from h2htalk.layout import Layout
 from h2htalk.llm.calls import EngineOptions

@@ -9,6 +9,7 @@ import opencc
 import pytest
 
 from h2htalk.config import default_config
+from h2htalk.instance_schema import check_instance
 from h2htalk.instances.leaks import (
     FieldOverlap,
     field_overlap,
@@ -22,7 +23,6 @@ from h2htalk.instances.leaks import (
     plant_leak,
     reference_readings,
 )
-from h2htalk.instances.schema import check_instance
 from h2htalk.instances.sources import demo_instances
 from h2htalk.settings import LeakSettings
 from h2htalk.subtasks import SUBTASK_KEYS, get_subtask

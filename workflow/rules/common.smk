@@ -23,7 +23,7 @@ from h2htalk.freshness import (
 )
 from h2htalk.layout import Layout, instances_set
 from h2htalk.hardware import cpu_snapshot, other_processes_cores
-from h2htalk.review.store import ReviewStore
+from h2htalk.desk_store.store import ReviewStore
 from h2htalk.run_summary import run_summary
 from h2htalk.stages.table import STAGES
 from h2htalk.stages.workflow import Rules

@@ -61,7 +61,7 @@ def cmd_validate_config(args: argparse.Namespace) -> int:
 
 
 def cmd_validate_instances(args: argparse.Namespace) -> int:
-    from h2htalk.instances.schema import read_instances
+    from h2htalk.instance_schema import read_instances
 
     for path in args.files:
         print(f"{path}: {len(read_instances(path))} valid instances")

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.errors import DataError
+from h2htalk.instance_schema import check_instance
 from h2htalk.instances.leaks import leak_report, measure_leak, overlap_note
-from h2htalk.instances.schema import check_instance
 from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic, write_text_atomic
 from h2htalk.llm.calls import EngineOptions, ModelPool, chat_request, model_identity
 from h2htalk.llm.client import ChatRequest
