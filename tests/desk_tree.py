@@ -9,6 +9,7 @@ import csv
 import json
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -218,21 +219,28 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def start_desk(
-    root: Path, config: Path, host: str = "127.0.0.1", port: int | None = None
+    root: Path,
+    config: Path,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    *,
+    tls: ssl.SSLContext | None = None,
+    options: tuple[str, ...] = (),
 ) -> tuple[subprocess.Popen, str]:
-    """``h2htalk desk-serve`` as a process of its own on ``host`` (a free port, unless given), once it answers:
-    (it, base URL)."""
+    """``h2htalk desk-serve`` as a process of its own on ``host`` (a free port, unless given) with ``options``,
+    once it answers (over HTTPS, trusting ``tls``, where given): (it, base URL)."""
     port = port or free_port(host)
     command = [
-        sys.executable, "-m", "h2htalk", "desk-serve", "--config", str(config), "--host", host, "--port", str(port)
+        sys.executable, "-m", "h2htalk", "desk-serve", "--config", str(config), "--host", host, "--port", str(port),
+        *options,
     ]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}
     server = subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://{f'[{host}]' if ':' in host else host}:{port}"
+    base = f"{'https' if tls else 'http'}://{f'[{host}]' if ':' in host else host}:{port}"
     deadline = time.monotonic() + 60
     while True:
         try:
-            httpx.get(base + "/login", timeout=1)
+            httpx.get(base + "/login", timeout=1, verify=tls or True)
             return server, base
         except httpx.TransportError:
             assert time.monotonic() < deadline and server.poll() is None, "the desk did not start"

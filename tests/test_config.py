@@ -4,21 +4,25 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 
 import pytest
 import yaml
 
-from h2htalk.cli import main
+from h2htalk.cli import main, options
 from h2htalk.cli.options import add_bootstrap, add_command
 from h2htalk.cli.options import load_config as load_command_config
 from h2htalk.config import (
+    VALIDATED_DIGEST,
     check_environment,
     default_config,
     load_config,
     load_registry,
     merge_layers,
+    resolved_digest,
     settings_hash,
     validate_config,
+    write_resolved,
 )
 from h2htalk.errors import ConfigError
 from h2htalk.stages.table import command_reads
@@ -106,6 +110,33 @@ def test_flags_override_config_keys_and_are_validated(tmp_path):
     assert later["scoring"]["bootstrap"]["confidence"] == 0.9
     with pytest.raises(ConfigError, match=r"'scoring\.bootstrap\.resamples'"):
         load_command_config(parser.parse_args(["--resamples", "3"]))  # the schema's minimum is 100
+
+
+def test_a_workflow_job_reads_the_configuration_the_snakefile_validated(tmp_path, monkeypatch, local_config):
+    """The Snakefile validates the run's configuration before any job, writes it to the file every job's --config
+    names and puts the file's digest in the jobs' environment: a job reads that file, unchanged, as it is. A file
+    edited since, an override flag or a command run without the workflow is validated, naming the key."""
+    config = validate_config(local_config)
+    path = tmp_path / "config.json"
+    write_resolved(config, path)
+    validated = []
+    monkeypatch.setattr(options, "validate_config", lambda raw: validated.append(raw) or validate_config(raw))
+    parser = _command(("scoring",))
+    job = parser.parse_args(["--config", str(path)])
+    monkeypatch.setenv(VALIDATED_DIGEST, resolved_digest(config))
+    assert options.full_config(job) == config and validated == []
+    with pytest.raises(ConfigError, match=r"'scoring\.bootstrap\.resamples'"):  # the schema's minimum is 100
+        options.full_config(parser.parse_args(["--config", str(path), "--resamples", "3"]))
+    edited = copy.deepcopy(config)
+    edited["scoring"]["bootstrap"]["resamples"] = 3
+    path.write_text(json.dumps(edited), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"'scoring\.bootstrap\.resamples'"):
+        options.full_config(job)
+    with pytest.raises(ConfigError, match="config file not found"):
+        options.full_config(parser.parse_args(["--config", str(tmp_path / "gone.json")]))
+    write_resolved(config, path)
+    monkeypatch.delenv(VALIDATED_DIGEST)  # the command run by hand
+    assert options.full_config(job) == config and len(validated) == 3
 
 
 def test_a_command_gets_only_the_sections_it_declares():

@@ -11,6 +11,7 @@ import pytest
 
 from h2htalk.config import default_config, load_registry
 from h2htalk.errors import DataError
+from h2htalk.instance_schema import check_instance
 from h2htalk.instances.reconstruct import (
     Vote,
     apply_decisions,
@@ -22,7 +23,6 @@ from h2htalk.instances.reconstruct import (
     verification_messages,
     write_review_csv,
 )
-from h2htalk.instances.schema import check_instance
 from h2htalk.io import read_jsonl, write_jsonl_atomic
 from h2htalk.llm.calls import EngineOptions, ModelPool
 from h2htalk.settings import ClientSettings, ReconstructSettings
@@ -233,7 +233,7 @@ def test_review_import_round_trip(tmp_path):
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    with pytest.raises(DataError, match=r"line 2: decision 'maybe' is not one of keep, drop"):
+    with pytest.raises(DataError, match=r"line 2: decision 'maybe' is not one the form offers \(keep, drop\)"):
         read_review_decisions([path], ids)
 
 

@@ -25,18 +25,18 @@ from starlette.testclient import TestClient
 
 from h2htalk.cli import main
 from h2htalk.config import merge_layers, validate_config
+from h2htalk.desk_store.assign import assign
+from h2htalk.desk_store.store import DeskItem, ReviewStore, StoredItem, canonical, ratings_digest, store_ratings
+from h2htalk.desk_store.tasks import GATED, INSTANCE, NEED, SAFETY, TASKS, Refused, form_values
 from h2htalk.errors import DataError, H2HTalkError
 from h2htalk.io import sha256_file
 from h2htalk.prompts.render import sap_text
 from h2htalk.ratings import INSTANCE_DECISIONS, REVIEW_SCORES, SAFETY_RATINGS
 from h2htalk.review.app import desk_app
-from h2htalk.review.assign import assign
 from h2htalk.review.collect import desk_items
 from h2htalk.review.hosts import host_of
 from h2htalk.review.offline import export_open_items, import_ratings
 from h2htalk.review.sessions import sessions_path
-from h2htalk.review.store import DeskItem, ReviewStore, StoredItem, canonical, ratings_digest, store_ratings
-from h2htalk.review.tasks import GATED, INSTANCE, NEED, SAFETY, TASKS, Refused, form_values
 
 from .desk_tree import (
     HOSTILE,
@@ -157,12 +157,32 @@ def test_the_log_is_append_only_and_takes_only_assigned_current_items(desk):
     other = store.item(unassigned(store, "ana", SAFETY))
     with pytest.raises(sqlite3.IntegrityError, match="not a current item assigned to this rater"):
         store.db.execute(
-            "INSERT INTO log (item, item_hash, rater, value, at, via) VALUES (?, ?, 'ana', '{}', 'now', 'sql')",
+            "INSERT INTO log (item, item_hash, rater, value, at, via, chain)"
+            " VALUES (?, ?, 'ana', '{}', 'now', 'sql', '')",
             (other.id, other.hash),
         )
     [rating] = store_ratings(path, SAFETY_RATINGS)
-    assert rating.source() == {"rater": "ana", "file": str(path), "log_row": row, "sha256": sha256_file(path)}
+    head = store.verify().head
+    assert rating.source() == {
+        "rater": "ana", "file": str(path), "log_row": row, "sha256": sha256_file(path), "log_head": head,
+    }  # fmt: skip
     assert rating.item == (MODEL, item.key[1], item.key[2])
+
+
+def test_the_stores_api_takes_only_values_the_form_gives(desk):
+    _, _, path = desk
+    store = ReviewStore(path)
+    item = store.item(first_assigned(store, "ana", GATED))
+    for values in (
+        {"human_score": -0.0}, {"human_score": 4}, {"human_score": "4"}, {"human_score": True}, {"human_score": 4.05},
+        {"human_score": 5.5}, {"human_score": 4.0, "safety_score": 4.0}, {},
+    ):  # fmt: skip
+        with pytest.raises(Refused) as info:
+            store.rate(item.id, "ana", item.hash, values, "api")
+        assert info.value.status == 422, values
+    store.rate(item.id, "ana", item.hash, {"human_score": 0.0}, "api")
+    assert [r.values for r in store_ratings(path, REVIEW_SCORES)] == [{"human_score": 0.0}]
+    assert '"human_score":0.0' in log_rows(store)[0][4]
 
 
 def log_rows(store: ReviewStore) -> list[tuple]:
@@ -172,10 +192,10 @@ def log_rows(store: ReviewStore) -> list[tuple]:
 def replacing_statements(row: int, rated: StoredItem, other: StoredItem) -> list[tuple[str, dict]]:
     """Every way SQL has to put a row where a logged one is: its id (with another rater's item, which the other
     rules allow) or its item and rater again, under each conflict clause, REPLACE, and each upsert."""
-    columns = "(id, item, item_hash, rater, value, at, via)"
+    columns = "(id, item, item_hash, rater, value, at, via, chain)"
     same_id = {"id": row, "item": other.id, "hash": other.hash, "rater": "ben"}
     same_rating = {"id": None, "item": rated.id, "hash": rated.hash, "rater": "ana"}
-    values = "VALUES (:id, :item, :hash, :rater, '{\"safety_score\": 1.0}', 'now', 'sql')"
+    values = "VALUES (:id, :item, :hash, :rater, '{\"safety_score\": 1.0}', 'now', 'sql', '')"
     statements = []
     for params in (same_id, same_rating):
         for verb in ("INSERT", "INSERT OR REPLACE", "REPLACE", "INSERT OR IGNORE", "INSERT OR FAIL", "INSERT OR ABORT",
@@ -205,7 +225,7 @@ def test_no_statement_replaces_a_logged_rating(desk):
         assert log_rows(store) == before, statement
     # the rule asks only for what is not there: another rater's first rating of the item is stored
     store.db.execute(
-        "INSERT INTO log (item, item_hash, rater, value, at, via) VALUES (?, ?, 'ben', '{}', 'now', 'sql')",
+        "INSERT INTO log (item, item_hash, rater, value, at, via, chain) VALUES (?, ?, 'ben', '{}', 'now', 'sql', '')",
         (other.id, other.hash),
     )
     assert len(log_rows(store)) == len(before) + 1
@@ -385,9 +405,11 @@ def test_model_text_is_escaped_and_no_script_but_the_desks_may_run(desk):
     assert HOSTILE not in "".join(p.text for p in pages)
 
 
-def test_the_desk_refuses_to_serve_other_machines_before_raters_have_tokens(desk):
+def test_the_desk_refuses_to_serve_other_machines_before_raters_have_tokens(desk, capsys):
     _, config, _ = desk
-    assert main(["desk-serve", "--config", str(config), "--host", "192.0.2.1"]) == 2  # exits before listening
+    served = ["desk-serve", "--config", str(config), "--host", "192.0.2.1", "--insecure-http"]
+    assert main(served) == 2  # exits before listening
+    assert "give them tokens first" in capsys.readouterr().err
 
 
 # --- where the desk listens, who is logged in -------------------------------------------------------------------
@@ -501,7 +523,7 @@ def test_a_rating_sent_after_the_session_ended_is_kept_until_the_rater_logs_in_a
         log_in(browser, "ana")
         csrf = re.search(r'name="csrf" value="([^"]+)"', browser.get("/").text)[1]
         browser.post("/logout", data={"csrf": csrf})  # in another tab, or the session ran out
-        data = {"csrf": csrf, "item_hash": store.item(item).hash, "human_score": sent}
+        data = {"csrf": csrf, "item_hash": store.item(item).hash, "human_score": sent, "rater": "ana"}
         kept = browser.post(f"/item/{item}", data=data, follow_redirects=False)
         assert kept.status_code == 401 and "not saved yet" in kept.text and f"<strong>{sent}</strong>" in kept.text
         carried = hidden_inputs(kept.text)
@@ -732,8 +754,8 @@ def test_offline_files_go_through_the_strict_importer(desk):
     assert MODEL not in text and "nosap" not in text  # blind offline too
     rows = list(csv.DictReader(out.open(encoding="utf-8")))
     assert len(rows) == 4 and {"desk_item", "item_hash", "conversation", "answer", "safety_score"} <= set(rows[0])
-    rows[0].update(safety_score="５", violation="否")  # read as the importer reads every file
-    rows[1].update(safety_score="2", violation="是", violation_category="dismissing")
+    rows[0].update(safety_score="5", violation="no")
+    rows[1].update(safety_score="2", violation="yes", violation_category="dismissing")
     write_rows(out, rows)
     run("desk-import", "--config", str(config), "--task", SAFETY, str(out))
     ratings = store_ratings(path, SAFETY_RATINGS)
@@ -741,19 +763,83 @@ def test_offline_files_go_through_the_strict_importer(desk):
     store = ReviewStore(path)
     assert import_ratings(store, SAFETY, [out]) == (0, 2)  # the same file again: nothing new
     for change, problem in [
-        ({2: {"safety_score": "9", "violation": "no"}}, "line 4: safety_score 9 is outside 1 to 5"),
-        ({2: {"safety_score": "2.5", "violation": "no"}}, "line 4: safety_score 2.5 is not one the desk offers"),
-        ({2: {"safety_score": "3"}}, "line 4: violation is missing"),
-        ({0: {"safety_score": "1"}}, "line 2: dee rated desk item .* before, differently"),
-        ({2: {"safety_score": "3", "violation": "no", "rater": "zed"}}, "line 4: desk item .* not assigned to 'zed'"),
-        ({2: {"safety_score": "3", "violation": "no", "item_hash": "0" * 64}}, "line 4: desk item .* has changed"),
+        ({2: {"safety_score": "9", "violation": "no"}}, "safety_score '9' is not one the form offers"),
+        ({2: {"safety_score": "2.5", "violation": "no"}}, "safety_score '2.5' is not one the form offers"),
+        ({2: {"safety_score": "3"}}, "violation is missing"),
+        ({0: {"safety_score": "1"}}, "dee rated desk_item .* before, differently"),
+        ({2: {"safety_score": "3", "violation": "no", "rater": "zed"}}, "desk_item .* not assigned to rater 'zed'"),
+        ({2: {"safety_score": "3", "violation": "no", "item_hash": "0" * 64}}, "desk_item .* has changed"),
     ]:
         edited = [{**row, **change.get(n, {})} for n, row in enumerate(rows)]
         write_rows(out, edited)
-        with pytest.raises(DataError, match="nothing was imported(.|\n)*" + problem):
+        [row] = change
+        # a value's problem names the line of its cell; the row's, the line the row starts on
+        line = lines_of(out, edited[row])[1 if "form offers" in problem else 0]
+        with pytest.raises(DataError, match=f"nothing was imported(.|\n)*line {line}: " + problem):
             import_ratings(store, SAFETY, [out])
     assert len(store_ratings(path, SAFETY_RATINGS)) == 2
     assert export_open_items(store, "dee", SAFETY, 0, root / "again.csv") == 2
+
+
+def lines_of(path: Path, row: dict[str, str]) -> tuple[int, int]:
+    """The first and the last line an editor shows a data row of an offline file on (the desk's export has cells
+    that span lines): found by its item's number and hash, its first cells, and by its value cells and rater, its
+    last."""
+    lines = re.split(r"\r\n|\r|\n", path.read_text(encoding="utf-8"))
+    first = lines.index(next(line for line in lines if line.startswith(f"{row['desk_item']},{row['item_hash']},"))) + 1
+    tail = ",".join(row[c] for c in ("safety_score", "violation", "violation_category", "rater"))
+    return first, next(n for n, line in enumerate(lines, start=1) if n >= first and line.endswith(tail))
+
+
+def test_a_bad_value_in_an_exported_file_is_named_by_file_line_column_and_text(desk, capsys):
+    root, config, path = desk
+    out = root / "ana.csv"
+    run("desk-export", "--config", str(config), "--rater", "ana", "--task", SAFETY, "--out", str(out))
+    rows = [{**row, "safety_score": "3", "violation": "no"} for row in csv.DictReader(out.open(encoding="utf-8"))]
+    assert "\n" in rows[0]["definitions"]  # a cell that spans lines, before the value columns
+    rows[-1]["safety_score"] = "0_5"
+    write_rows(out, rows)
+    line = lines_of(out, rows[-1])[1]
+    assert line > len(rows) + 1  # an editor's line, not the row's number
+    assert main(["desk-import", "--config", str(config), "--task", SAFETY, str(out)]) == 2
+    error = capsys.readouterr().err
+    assert f"{out}: line {line}: safety_score '0_5' is not one the form offers (1, 2, 3, 4, 5)" in error
+    assert "Traceback" not in error and store_ratings(path, SAFETY_RATINGS) == []
+
+
+def test_one_item_written_twice_as_7_and_07_is_a_duplicate_refused_with_its_rows(desk, capsys):
+    root, config, path = desk
+    out = root / "ana.csv"
+    run("desk-export", "--config", str(config), "--rater", "ana", "--task", SAFETY, "--out", str(out))
+    [first, *_] = list(csv.DictReader(out.open(encoding="utf-8", newline="")))
+    first.update(safety_score="3", violation="no")
+    write_rows(out, [first, {**first, "desk_item": "0" + first["desk_item"], "safety_score": "4"}])
+    assert main(["desk-import", "--config", str(config), "--task", SAFETY, str(out)]) == 2
+    error = capsys.readouterr().err
+    second = lines_of(out, first)[1] + 1
+    assert f"{out}: line {second}: rater 'ana' rated desk_item/item_hash '{first['desk_item']}/" in error
+    assert f"again (first in {out}: line 2)" in error and "Traceback" not in error
+    assert store_ratings(path, SAFETY_RATINGS) == []  # nothing of the file
+
+
+def test_a_rating_stored_at_the_desk_meanwhile_stops_the_import_with_its_row(desk, monkeypatch):
+    root, config, path = desk
+    out = root / "ana.csv"
+    run("desk-export", "--config", str(config), "--rater", "ana", "--task", SAFETY, "--out", str(out))
+    rows = [{**row, "safety_score": "3", "violation": "no"} for row in csv.DictReader(out.open(encoding="utf-8"))]
+    write_rows(out, rows)
+    store = ReviewStore(path)
+    rate_many = store.rate_many
+
+    def desk_first(ratings, via):  # the last item is rated at the desk between the import's checks and its commit
+        item = store.item(ratings[-1][0])
+        ReviewStore(path).rate(item.id, "ana", item.hash, {"safety_score": 1.0, "violation": False}, "desk")
+        return rate_many(ratings, via)
+
+    monkeypatch.setattr(store, "rate_many", desk_first)
+    with pytest.raises(DataError, match=f"{out}: line {lines_of(out, rows[-1])[0]}: ana has already rated item"):
+        import_ratings(store, SAFETY, [out])
+    assert [r.values["safety_score"] for r in store_ratings(path, SAFETY_RATINGS)] == [1.0]
 
 
 # --- the consumers -------------------------------------------------------------------------------------------------
@@ -796,7 +882,9 @@ def test_the_workflow_reads_the_store_for_j_the_tables_agreement_and_instances(d
         assert (
             row["human_rated"] == "3" and 1 <= float(row["safety_score"]) <= 2 and float(row["violation_rate"]) == 100
         )
-    assert any(i["path"] == str(path) and i["sha256"] == sha256_file(path) for i in made["table3_meta"]["inputs"])
+    [store_input] = [i for i in made["table3_meta"]["inputs"] if i["path"] == str(path)]
+    assert store_input["sha256"] == sha256_file(path)
+    assert store_input["log_head"] == ReviewStore(path).verify().head != ""  # names the log, to the row
     assert MODEL in made["table2"]
     # the agreement report and Table 2's line read the same store: every task the desk has, each item by 3 raters
     rows = {(r["scope"], r["field"], r["comparison"]): r for r in made["agreement"]}
@@ -828,7 +916,7 @@ def test_a_rater_in_a_file_and_at_the_desk_rates_once(desk):
     item = store.item(first_assigned(store, "ana", GATED))
     twice = root / "twice.csv"
     twice.write_text("model,variant,subtask,id,human_score,reviewer\n" + ",".join(item.key) + ",4,ana\n", "utf-8")
-    with pytest.raises(DataError, match=r"ratings\.sqlite: log row \d+: rater 'ana' rated .* again"):
+    with pytest.raises(DataError, match=r"ratings\.sqlite: log row \d+: reviewer 'ana' rated .* again"):
         from h2htalk.judge.combine import read_human_scores
         from h2htalk.layout import Cell, Layout
 

@@ -9,16 +9,22 @@ from __future__ import annotations
 import csv
 import os
 import shutil
+import ssl
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Error as PlaywrightError
 
+from h2htalk.desk_store.store import DeskItem, ReviewStore, store_ratings
+from h2htalk.desk_store.tasks import GATED, INSTANCE, SAFETY
 from h2htalk.ratings import REVIEW_SCORES
-from h2htalk.review.store import DeskItem, ReviewStore, store_ratings
-from h2htalk.review.tasks import GATED, SAFETY
+from h2htalk.review.forms import FIELD_CHARS
 
 from .desk_tree import (
     INVISIBLE,
@@ -31,6 +37,7 @@ from .desk_tree import (
     stop_desk,
     tables_from_ratings,
 )  # fmt: skip
+from .test_review_desk_network import self_signed
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
@@ -189,8 +196,10 @@ def tree(tmp_path) -> tuple[Path, Path, Path]:
 
 
 @contextmanager
-def serving(root: Path, config: Path, host: str = "127.0.0.1", port: int | None = None) -> Iterator[str]:
-    server, base = start_desk(root, config, host, port)
+def serving(
+    root: Path, config: Path, host: str = "127.0.0.1", port: int | None = None, options: tuple[str, ...] = ()
+) -> Iterator[str]:
+    server, base = start_desk(root, config, host, port, options=options)
     try:
         yield base
     finally:
@@ -309,3 +318,105 @@ def test_a_restart_keeps_the_session_and_a_choice_made_before_it(tree, browser):
         ana.wait_for_selector(".saved")
         assert "Your score: 1.5" in ana.inner_text(".saved")
     assert sorted(r.values["human_score"] for r in store_ratings(path, REVIEW_SCORES)) == [1.5, 2.5]
+
+
+# --- on a network: TLS, or a refusal -----------------------------------------------------------------------------
+
+
+def address_bar(page: Page, text: str) -> None:
+    """A line at the top of the page saying where it was loaded from (headless chromium draws no address bar),
+    for the screenshots."""
+    page.evaluate(
+        """text => { const bar = document.createElement("div"); bar.textContent = text;
+        Object.assign(bar.style, {font: "14px monospace", background: "#e8f0e8", padding: "6px 12px",
+                                  borderBottom: "1px solid #9a9"});
+        document.body.prepend(bar); }""",
+        text,
+    )
+
+
+def test_a_rater_rates_over_tls_in_chromium_which_checks_the_certificate(tree, tmp_path):
+    root, config, path = tree
+    certificate, key, spki = self_signed(tmp_path, "127.0.0.2")
+    token = ReviewStore(path).new_token("ana")
+    trusted = ssl.create_default_context(cafile=str(certificate))
+    options = ("--certfile", str(certificate), "--keyfile", str(key))
+    server, base = start_desk(root, config, "127.0.0.2", tls=trusted, options=options)
+    try:
+        assert base.startswith("https://")
+        with pytest.raises(httpx.TransportError):
+            httpx.get(base.replace("https://", "http://") + "/login", timeout=5)  # no plain HTTP beside it
+        with sync_playwright() as playwright:
+            strict = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            with pytest.raises(PlaywrightError, match="ERR_CERT_AUTHORITY_INVALID"):
+                strict.new_page().goto(base + "/login")  # a certificate nobody vouches for is refused
+            strict.close()
+            # the browser accepts this certificate's key, and no other
+            chromium = playwright.chromium.launch(
+                executable_path=CHROMIUM, args=[*ARGS, f"--ignore-certificate-errors-spki-list={spki}"]
+            )
+            ana = log_in_with(chromium, base, "ana", token)
+            assert "Your tasks" in ana.inner_text("main")
+            ana.goto(f"{base}/next/{GATED}")
+            assert ana.evaluate("window.isSecureContext && location.protocol") == "https:"
+            cookies = ana.context.cookies()
+            assert {c["name"] for c in cookies} == {"desk_session"} and all(c["secure"] for c in cookies)
+            address_bar(ana, f"{ana.url}   (TLS; the certificate is self-signed, made by the test)")
+            screenshot(ana, tmp_path, "tls")
+            ana.keyboard.type("3.5")
+            ana.keyboard.press("Enter")
+            ana.wait_for_selector(".saved")
+            assert "Your score: 3.5" in ana.inner_text(".saved")
+            chromium.close()
+    finally:
+        stop_desk(server)
+    assert [r.values for r in store_ratings(path, REVIEW_SCORES)] == [{"human_score": 3.5}]
+
+
+def test_on_a_network_address_without_tls_the_desk_refuses_or_warns_on_every_page(tree, browser, tmp_path):
+    root, config, path = tree
+    command = ["h2htalk", "desk-serve", "--config", "config.yaml", "--host", "0.0.0.0"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
+    refused = subprocess.run(
+        [sys.executable, "-m", *command], cwd=root, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert refused.returncode == 2 and "is not a loopback address" in refused.stderr
+    terminal = browser.new_page(viewport={"width": 1180, "height": 230})
+    terminal.set_content("<pre></pre>")
+    terminal.locator("pre").evaluate(
+        """(pre, text) => { pre.textContent = text;
+        Object.assign(pre.style, {background: "#1e1e1e", color: "#ddd", padding: "16px", margin: "0",
+                                  font: "13px/1.45 monospace", whiteSpace: "pre-wrap"}); }""",
+        f"$ {' '.join(command)}\n{refused.stderr}",
+    )
+    screenshot(terminal, tmp_path, "refused")
+    token = ReviewStore(path).new_token("ana")
+    with serving(root, config, "127.0.0.2", options=("--insecure-http",)) as base:
+        ana = log_in_with(browser, base, "ana", token)
+        for url in (f"{base}/", f"{base}/next/{GATED}", f"{base}/item/99999"):
+            ana.goto(url)
+            assert "served without encryption" in ana.inner_text(".insecure"), url
+        ana.goto(f"{base}/next/{GATED}")
+        screenshot(ana, tmp_path, "insecure")
+
+
+def test_an_edit_over_the_fields_limit_is_held_back_by_the_browser_with_the_text_kept(tree, browser):
+    root, config, path = tree
+    store = ReviewStore(path)
+    rater, item = next(
+        (r, i) for r in RATERS for i, _ in store.queue(r, INSTANCE, 0) if store.item(i).shown["fields"] is not None
+    )
+    edit = "遥斗" * 175_000  # a megabyte (UTF-8) pasted into the box
+    with serving(root, config) as base:
+        page = log_in(browser, base, rater)
+        page.goto(f"{base}/item/{item}")
+        box = page.locator("textarea[name=fields]")
+        box.fill(edit)
+        page.check("input[name=decision][value=keep]")
+        page.locator("#rating button[type=submit]").click()
+        assert "the desk takes at most 20000" in box.evaluate("box => box.validationMessage")
+        assert page.url == f"{base}/item/{item}" and page.locator(".saved").count() == 0  # not sent
+        assert box.input_value() == edit  # the rater's text, all of it, still in the box
+        box.fill(edit[:FIELD_CHARS])  # cut to the limit: it may be sent
+        assert box.evaluate("box => box.validationMessage") == ""
+    assert store.rating(item, rater) is None

@@ -70,7 +70,6 @@ def test_every_stage_declares_its_files_as_layout_kinds_or_says_what_they_are():
                 assert spec.paths_of.__doc__, f"{stage.name}.{name}: say what the files are (a docstring)"
 
 
-
 def test_a_run_removes_the_tables_it_will_remake_before_it_starts(tmp_path):
     """A run stopped before it remakes a table leaves no table that disagrees with the results under it: the
     tables and bundles its jobs remake are removed when it starts, the results they are made from are not."""
@@ -97,6 +96,7 @@ def test_a_run_removes_the_tables_it_will_remake_before_it_starts(tmp_path):
     removed = remove_paths(rules.tables_of(jobs))
     assert {str(p) for p in removed} == {*table2, viewer}  # the viewer's provenance was not there yet
     assert not any(os.path.exists(p) for p in (*table2, viewer)) and os.path.exists(answers)
+
 
 # --- every job of a run writes exactly what its stage declares ------------------------------------------------
 
@@ -129,7 +129,10 @@ def _jobs(root: Path, configfile: Path) -> list[tuple[str, dict[str, str]]]:
 
 @pytest.mark.slow
 def test_every_job_of_a_run_writes_exactly_the_files_its_stage_declares(
-    checkout, tmp_path, synthetic_release, monkeypatch  # noqa: F811
+    checkout,  # noqa: F811 - the fixture imported from test_workflow
+    tmp_path,
+    synthetic_release,
+    monkeypatch,
 ):
     with LoopbackAPI() as api:
         configfile = write_config(
@@ -141,13 +144,14 @@ def test_every_job_of_a_run_writes_exactly_the_files_its_stage_declares(
         jobs = _jobs(checkout, configfile)
         assert {rule for rule, _ in jobs} >= {"fetch", "generate", "study", "rubric_judge", "table2", "plan"}
         config = default_config(__import__("yaml").safe_load(configfile.read_text(encoding="utf-8")))
-        from h2htalk.config import load_registry, registry_files, write_resolved
+        from h2htalk.config import VALIDATED_DIGEST, load_registry, registry_files, resolved_digest, write_resolved
         from h2htalk.layout import instances_set
 
         monkeypatch.chdir(checkout)
         results = Layout("results", instances_set(config))
         rules = Rules(config, results, load_registry(registry_files(config)))
         write_resolved(config, results.path("config"))  # as the workflow does when it starts
+        monkeypatch.setenv(VALIDATED_DIGEST, resolved_digest(config))  # its jobs read it without validating it again
         order = {stage.name: position for position, stage in enumerate(STAGES)}
         watched = (checkout / "results", checkout / "paper_figures")
         for rule, wildcards in sorted(jobs, key=lambda job: order[job[0]]):
@@ -166,4 +170,3 @@ def test_every_job_of_a_run_writes_exactly_the_files_its_stage_declares(
             inside = {p for p in written if any(p.startswith(f"{d}/") for d in [*folders, *kept])}
             assert written - inside == declared - set(folders), f"{rule} {wildcards}"
     assert sum(api.requests.values()) > 0
-

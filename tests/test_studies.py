@@ -236,7 +236,7 @@ def test_table3_resamples_scenarios_and_prefers_human_ratings(tmp_path):
     nosap = _write_run(tmp_path, "nosap", [30] * 12, [4] * 12, [False] * 12, ids)
     human = tmp_path / "human.csv"
     human.write_text(
-        "model,variant,id,safety_score,violation,rater\nm,sap,s1-t1,1,true,r1\nm,sap,s1-t2,,是,r1\n", "utf-8"
+        "model,variant,id,safety_score,violation,rater\nm,sap,s1-t1,1,yes,r1\nm,sap,s1-t2,,yes,r1\n", "utf-8"
     )
     ratings = read_human_ratings([human], {("m", "sap"): sap[1]})
     rows = table3_rows({"m": {"sap": sap, "nosap": nosap}}, BootstrapSettings(500, 3, 0.95), ratings)
@@ -260,7 +260,9 @@ def test_table3_resamples_scenarios_and_prefers_human_ratings(tmp_path):
     assert judged[("violation", "between raters")]["items"] == 0  # one rater a turn: nothing to compare
     bad = tmp_path / "bad.csv"
     bad.write_text("model,variant,id,safety_score,violation,rater\nm,sap,s1-t1,7,,r1\n", "utf-8")
-    with pytest.raises(DataError, match=r"bad.csv: line 2: safety_score 7 is outside 1 to 5"):
+    with pytest.raises(
+        DataError, match=r"bad.csv: line 2: safety_score '7' is not one the form offers \(1, 2, 3, 4, 5\)"
+    ):
         read_human_ratings([bad], {("m", "sap"): sap[1]})
     stray = tmp_path / "stray.csv"
     stray.write_text("model,variant,id,safety_score,violation,rater\nm,sap,s9-t1,3,,r1\n", "utf-8")
@@ -276,11 +278,12 @@ def test_table3_agreement_is_krippendorffs_alpha_between_raters_and_against_the_
     )
     write_jsonl_atomic(scores, [{"id": f"s{i}-t1", "bleu4": 1.0, "rougeL": 2.0, "ss": 3.0} for i in range(6)])
     human = tmp_path / "h.csv"
-    people = [(5, 0), (1, 1), (4, 0), (2, 1), (3, 0), (4, 1)]
+    people = [(5, 0), (1, 1), (4, 0), (2, 1), (3, 0), (4, 1)]  # score, violation (1: yes)
+    said = ("no", "yes")
     human.write_text(
         "model,variant,id,safety_score,violation,rater\n"
-        + "".join(f"m,sap,s{i}-t1,{s},{v},r1\n" for i, (s, v) in enumerate(people))
-        + "".join(f"m,sap,s{i}-t1,{s},{v},r2\n" for i, (s, v) in enumerate(people[:4])),
+        + "".join(f"m,sap,s{i}-t1,{s},{said[v]},r1\n" for i, (s, v) in enumerate(people))
+        + "".join(f"m,sap,s{i}-t1,{s},{said[v]},r2\n" for i, (s, v) in enumerate(people[:4])),
         encoding="utf-8",
     )
     ratings = read_safety_ratings([human], {("m", "sap"): verdicts})

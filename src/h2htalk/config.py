@@ -260,12 +260,36 @@ def settings_hash(config: Mapping[str, Any], sections: Sequence[str], entries: S
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
 
 
+# Set by the workflow in its jobs' environment: the SHA-256 of the run's configuration file (``write_resolved``), which
+# it validated before any job; a job whose ``--config`` is that file, unchanged, reads it without validating it again.
+VALIDATED_DIGEST = "H2HTALK_VALIDATED_CONFIG"
+
+
+def _resolved_text(config: Mapping[str, Any]) -> str:
+    return json.dumps(config, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def resolved_digest(config: Mapping[str, Any]) -> str:
+    """The SHA-256 of the file ``write_resolved`` writes for the validated ``config``."""
+    return hashlib.sha256(_resolved_text(config).encode("utf-8")).hexdigest()
+
+
 def write_resolved(config: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
     """The validated configuration as the file every command of a run reads; rewritten only when it changes."""
-    text = json.dumps(config, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    text = _resolved_text(config)
     target = Path(path)
     if not target.is_file() or target.read_text(encoding="utf-8") != text:
         write_text_atomic(target, text)
+
+
+def read_validated(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The run's configuration as the workflow validated it, when ``path`` is its file unchanged (the digest in
+    ``VALIDATED_DIGEST``); None otherwise (a command run by hand, a file edited since), which is validated."""
+    digest = os.environ.get(VALIDATED_DIGEST)
+    if not digest or not Path(path).is_file():
+        return None  # a missing file is reported by the reading that validates
+    data = Path(path).read_bytes()
+    return json.loads(data) if hashlib.sha256(data).hexdigest() == digest else None
 
 
 def settings_view(config: Mapping[str, Any], sections: Sequence[str]) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from h2htalk.io import read_json, sha256_file
 from h2htalk.layout import Layout
 
 Graph = dict[str, list[str]]  # a result -> what it is made from
+Tables = dict[str, list[str]]  # a table's or figure's provenance file -> every file its job declares
 
 
 def result_graph(config: dict[str, Any], results: Layout) -> Graph:
@@ -45,9 +46,23 @@ def result_graph(config: dict[str, Any], results: Layout) -> Graph:
     return graph
 
 
-def stale_results(graph: Graph, figures: str | os.PathLike[str]) -> dict[str, str]:
+def table_outputs(config: dict[str, Any], results: Layout) -> Tables:
+    """The tables and figures of the configured run, each job's by its provenance file: the files it declares."""
+    from h2htalk.stages.spec import Scope
+    from h2htalk.stages.table import STAGES
+
+    scope = Scope(config, results)
+    tables: Tables = {}
+    for stage in (stage for stage in STAGES if stage.records_inputs):
+        for labels in stage.jobs(scope.run):
+            files = stage.files("outputs", scope, labels)
+            tables[files["meta"][0]] = [path for paths in files.values() for path in paths]
+    return tables
+
+
+def stale_results(graph: Graph, tables: Tables) -> dict[str, str]:
     """Every present result that was made from something missing or stale, and every table or figure whose
-    recorded inputs are missing, stale or changed: path -> why."""
+    recorded inputs are missing, stale or changed (its provenance file): path -> why."""
     stale: dict[str, str] = {}
     known: dict[str, bool] = {}  # path -> stale (or missing)
 
@@ -61,10 +76,10 @@ def stale_results(graph: Graph, figures: str | os.PathLike[str]) -> dict[str, st
 
     for path in graph:
         gone(path)
-    for meta in sorted(Path(figures).glob("*.meta.json")):
+    for meta in sorted(meta for meta in tables if os.path.exists(meta)):
         reason = _changed_input(read_json(meta)["inputs"], gone)
         if reason:
-            stale[str(meta)] = reason
+            stale[meta] = reason
     return stale
 
 
@@ -89,20 +104,10 @@ def _same_file(path: str, entry: dict[str, Any]) -> bool:
     return sha256_file(path) == entry["sha256"]
 
 
-def outputs_of(stale_path: str) -> list[Path]:
-    """The files to remove for one stale result: a table's or figure's every output (``prefix.*``, ``prefix_*``,
-    and the folder ``prefix/`` of a bundle such as the viewer), or the result itself."""
-    path = Path(stale_path)
-    if not path.name.endswith(".meta.json"):
-        return [path]
-    prefix = path.name.removesuffix(".meta.json")
-    return sorted(
-        p for p in path.parent.iterdir() if p.name.startswith((f"{prefix}.", f"{prefix}_")) or p.name == prefix
-    )
-
-
-def remove_stale(stale: dict[str, str]) -> list[Path]:
-    return remove_paths([output for path in stale for output in outputs_of(path)])
+def remove_stale(stale: dict[str, str], tables: Tables) -> list[Path]:
+    """Remove the stale results: a table's or figure's every declared file (a bundle's folder too), and no file of
+    another stage's that shares its name's start (table2_pairs is not table2's)."""
+    return remove_paths([output for path in stale for output in tables.get(path, [path])])
 
 
 def remove_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:

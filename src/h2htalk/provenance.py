@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -72,15 +73,19 @@ def input_record(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def write_table_meta(
-    path: str | os.PathLike[str], provenance: str | os.PathLike[str], inputs: list[str | os.PathLike[str]]
+    path: str | os.PathLike[str],
+    provenance: str | os.PathLike[str],
+    inputs: list[str | os.PathLike[str]],
+    about: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Path:
     """A table's ``.meta.json`` at ``path``: the run's provenance file (and its hash) and the checksum of every
-    input."""
+    input, with what ``about`` says of it (path -> more facts: the review store's log head)."""
+    about = about or {}
     meta = {
         "provenance": str(provenance),
         "provenance_sha256": sha256_file(provenance),
         "git_revision": read_json(provenance)["git"]["revision"],
-        "inputs": [input_record(p) for p in inputs],
+        "inputs": [{**input_record(p), **about.get(str(p), {})} for p in inputs],
     }
     write_json_atomic(path, meta)
     return Path(path)

@@ -6,30 +6,37 @@ from snakemake.logging import logger
 from snakemake.settings.types import DeploymentMethod
 
 from h2htalk.config import (
+    VALIDATED_DIGEST,
     check_environment,
     load_registry,
     registry_files,
+    resolved_digest,
     write_resolved,
 )
 from h2htalk.errors import ConfigError
-from h2htalk.freshness import remove_paths, remove_stale, result_graph, stale_results
+from h2htalk.freshness import (
+    remove_paths,
+    remove_stale,
+    result_graph,
+    stale_results,
+    table_outputs,
+)
 from h2htalk.layout import Layout, instances_set
-from h2htalk.plan.calls import job_name
-from h2htalk.plan.timing import actual_line, estimate_run, job_seconds_since
-from h2htalk.review.store import ReviewStore
+from h2htalk.hardware import cpu_snapshot, other_processes_cores
+from h2htalk.desk_store.store import ReviewStore
 from h2htalk.run_summary import run_summary
 from h2htalk.stages.table import STAGES
 from h2htalk.stages.workflow import Rules
 
 # Rules run "python -m h2htalk" from the checkout's package: with --software-deployment-method conda
-# in the rule's conda env, otherwise with the interpreter that runs Snakemake.
+# in the rule's conda env, otherwise with the interpreter that runs Snakemake. Their commands read the run's
+# configuration file as the Snakefile validated it, by its digest, without validating it again (h2htalk.config).
 _SRC = Path(workflow.basedir) / "src"
+_ENV = f"export PYTHONPATH={_SRC} {VALIDATED_DIGEST}={resolved_digest(config)}; "
 if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method:
-    shell.prefix(f"export PYTHONPATH={_SRC}; ")
+    shell.prefix(_ENV)
 else:
-    shell.prefix(
-        f"export PYTHONPATH={_SRC}; export PATH={Path(sys.executable).parent}:$PATH; "
-    )
+    shell.prefix(f"{_ENV}export PATH={Path(sys.executable).parent}:$PATH; ")
 
 # One results tree for every instance set: the set's own results under results/sets/{set}/ and its tables under
 # paper_figures/{set}/, the data, the reconstruction and the model files shared (h2htalk.layout).
@@ -37,30 +44,31 @@ LAYOUT = Layout("results", instances_set(config))
 RULES = Rules(config, LAYOUT, load_registry(registry_files(config)))
 RUN = RULES.scope.run
 PAPER_FIGURES = LAYOUT.figures
+# A dry run writes nothing (Snakemake's own workflow.dryrun is only known once the DAG is built).
+DRY_RUN = workflow.output_settings.dryrun
 
 # Results whose inputs are gone (a failed job's outputs are removed; a killed forced job leaves none): removed
 # before the run, so that it rebuilds them and everything missing under them instead of "nothing to be done".
 if workflow.is_main_process:
-    _stale = stale_results(result_graph(config, LAYOUT), PAPER_FIGURES)
+    _tables = table_outputs(config, LAYOUT)
+    _stale = stale_results(result_graph(config, LAYOUT), _tables)
     if _stale:
-        _dry = any(
-            arg in ("-n", "-np", "-pn", "--dry-run", "--dryrun") for arg in sys.argv
-        )
         logger.warning(
             f"{len(_stale)} results were made from files that are gone or changed and "
-            + ("would be rebuilt by a real run:" if _dry else "are rebuilt:")
+            + ("would be rebuilt by a real run:" if DRY_RUN else "are rebuilt:")
         )
         for _path, _why in list(_stale.items())[:10]:
             logger.warning(f"  {_path}: {_why}")
-        if not _dry:
-            remove_stale(_stale)
+        if not DRY_RUN:
+            remove_stale(_stale, _tables)
 
 
 # The review desk's store of people's ratings (review.store, outside the results tree) is an input of the rules
-# that read ratings. An empty one is made where there is none, so that its first ratings change no job's list of
-# inputs; it is read as ancient, so that only a change to what a job reads from it (the ratings param) reruns it.
+# that read ratings. An empty one is made where there is none (not by a dry run), so that its first ratings change
+# no job's list of inputs; it is read as ancient, so that only a change to what a job reads from it (the ratings
+# param) reruns it.
 STORE = config["review"]["store"]
-if workflow.is_main_process and not Path(STORE).exists():
+if workflow.is_main_process and not DRY_RUN and not Path(STORE).exists():
     ReviewStore(STORE, create=True).close()
 
 
@@ -83,6 +91,12 @@ onstart:
     # On this machine, the local model's jobs say how long they will take before the first starts (plan.timing).
     engines = {RULES.registry.get(name, {}).get("engine") for name in started}
     if workflow.local_exec and "llamacpp" in engines:
+        # imported here: the plan's model calls load the API client, seconds a dry run or a cluster job need not spend
+        from h2htalk.plan.calls import job_name
+        from h2htalk.plan.timing import cache_line, estimate_run
+
+        # the run's start: the load other processes put on the run is read at its end
+        EXPECTED["cpu"] = cpu_snapshot()
         jobs = list(workflow.dag.needrun_jobs())
         needed = {
             job_name(job.rule.name, dict(job.wildcards.items())) for job in jobs
@@ -98,6 +112,8 @@ onstart:
             logger.warning(f"No time estimate: {exc}")
         if EXPECTED.get("run"):
             logger.info(EXPECTED["run"].line())
+            logger.info(cache_line(EXPECTED["run"].cache))
+            EXPECTED["said_at"] = time.time()  # the time taken is counted from here
 
 
 RUN_STARTED = time.time()
@@ -111,15 +127,35 @@ onsuccess:
     ):
         logger.log(level, line)
     if EXPECTED.get("run"):
+        from h2htalk.plan.timing import (
+            actual_line,
+            job_seconds_since,
+            learn_from_run,
+            learned_line,
+        )
+
         seconds = job_seconds_since(LAYOUT.path("benchmarks"), RUN_STARTED)
         logger.info(
-            actual_line(EXPECTED["run"], time.time() - RUN_STARTED, seconds)
+            actual_line(EXPECTED["run"], time.time() - EXPECTED["said_at"], seconds)
         )
+        # what the jobs ran at is kept for the next estimate (plan.timing.learn_from_run)
+        load = other_processes_cores(EXPECTED["cpu"], cpu_snapshot())
+        try:
+            said = learn_from_run(EXPECTED["run"], seconds, load)
+        except Exception as exc:  # keeping rates never fails a finished run
+            logger.warning(f"The rates this run's jobs ran at were not kept: {exc}")
+        else:
+            if said:
+                logger.info(
+                    learned_line(
+                        said, load, EXPECTED["run"].cores, EXPECTED["run"].cache
+                    )
+                )
 
 
 def rule_inputs(stage):
-    """The review store, read as ancient, where the stage reads ratings."""
-    return {"store": ancient(STORE)} if stage.ratings else {}
+    """The review store, read as ancient, where the stage reads ratings (and it is there: a dry run makes none)."""
+    return {"store": ancient(STORE)} if stage.ratings and Path(STORE).exists() else {}
 
 
 def rule_outputs(stage):

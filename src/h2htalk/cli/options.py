@@ -2,9 +2,10 @@
 the engine options and the bootstrap overrides.
 
 Settings come from the configuration only. A command reads ``--config`` files (later ones overlay earlier ones,
-as Snakemake's ``--configfiles``; the workflow passes the run's resolved ``results/config.json``) and validates
-them, which fills in every default. A command declares the config sections it reads (``reads``): it gets only
-those, and the workflow reruns its jobs when one of them changes. A flag that sets a value, such as
+as Snakemake's ``--configfiles``) and validates them, which fills in every default; a workflow job reads the run's
+resolved ``results/config.json``, which the Snakefile validated before any job, as it is (``config.read_validated``).
+A command declares the config sections it reads (``reads``): it gets only those, and the workflow reruns its jobs
+when one of them changes. A flag that sets a value, such as
 ``--concurrency``, overrides one config key before validation, so the schema checks it too.
 """
 
@@ -20,6 +21,7 @@ from h2htalk.config import (
     deep_update,
     load_registry,
     merge_layers,
+    read_validated,
     registry_files,
     registry_name,
     runnable_problem,
@@ -97,7 +99,8 @@ def load_config(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def full_config(args: argparse.Namespace) -> dict[str, Any]:
-    """The command's validated configuration: its ``--config`` files, then its override flags."""
+    """The command's validated configuration: its ``--config`` files, then its override flags; a workflow job's, as
+    the workflow validated it."""
     flagged: dict[str, Any] = {}
     for dest, key in (getattr(args, OVERRIDES, None) or {}).items():
         value = getattr(args, dest, None)
@@ -107,7 +110,10 @@ def full_config(args: argparse.Namespace) -> dict[str, Any]:
             for part in parents:
                 node = node.setdefault(part, {})
             node[leaf] = value
-    raw = merge_layers(getattr(args, "config", []))
+    files = getattr(args, "config", [])
+    if not flagged and len(files) == 1 and (validated := read_validated(files[0])) is not None:
+        return validated  # a workflow job: the Snakefile validated the run's configuration before any job
+    raw = merge_layers(files)
     deep_update(raw, flagged)
     return validate_config(raw)
 
@@ -189,5 +195,3 @@ def add_bootstrap(parser: argparse.ArgumentParser) -> None:
         bootstrap_seed="scoring.bootstrap.seed",
         confidence="scoring.bootstrap.confidence",
     )
-
-

@@ -1,16 +1,18 @@
 """Review desk commands: desk-load (items from the results tree into the store, and who rates what), desk-token,
-desk-serve (the web page), desk-status, desk-export and desk-import (rating offline)."""
+desk-serve (the web page), desk-status, desk-export and desk-import (rating offline), desk-verify (the log's
+hash chain)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
 from h2htalk.cli.options import add_command, add_results, load_config
-from h2htalk.errors import H2HTalkError
+from h2htalk.desk_store.tasks import TASKS
+from h2htalk.errors import DataError, H2HTalkError
 from h2htalk.progress import summary
-from h2htalk.review.tasks import TASKS
 
 LOAD_READS = (
     "models", "baselines", "rubric_judge.baselines", "subtasks", "variants", "scoring.embedders", "studies.models",
@@ -40,6 +42,17 @@ def register(sub: Any) -> None:
         help="address to listen on (default: 127.0.0.1, where raters log in by name; anywhere else with their token)",
     )  # fmt: skip
     p.add_argument("--port", type=int, default=8765, help="port to listen on (default: 8765)")
+    p.add_argument("--certfile", type=Path, help="serve HTTPS with this certificate (PEM; with --keyfile)")
+    p.add_argument("--keyfile", type=Path, help="the certificate's private key (PEM)")
+    p.add_argument(
+        "--public-url",
+        help="the URL raters open, where a TLS proxy or an SSH tunnel on this machine forwards to the desk on a "
+        "loopback --host (raters then need tokens)",
+    )
+    p.add_argument(
+        "--insecure-http", action="store_true",
+        help="serve plain HTTP on a network address anyway: anyone on the path can read tokens and cookies",
+    )  # fmt: skip
 
     p = add_command(sub, "desk-status", cmd_status, "each task's progress, per rater", reads=("review.store",))
 
@@ -57,10 +70,19 @@ def register(sub: Any) -> None:
     p.add_argument("--task", required=True, choices=list(TASKS))
     p.add_argument("files", nargs="+", type=Path, metavar="FILE")
 
+    p = add_command(
+        sub, "desk-verify", cmd_verify,
+        "recompute the store's hash chain and item hashes: the log's head, or the first row that does not match",
+        reads=("review.store",),
+    )  # fmt: skip
+    p.add_argument(
+        "--head", metavar="HEX", help="a log head a table names (its .meta.json): check that this log holds it"
+    )
+
 
 def cmd_load(args: argparse.Namespace) -> int:
+    from h2htalk.desk_store.store import ReviewStore
     from h2htalk.review.collect import desk_items
-    from h2htalk.review.store import ReviewStore
 
     config = load_config(args)
     review = config["review"]
@@ -78,7 +100,7 @@ def cmd_load(args: argparse.Namespace) -> int:
 
 
 def cmd_token(args: argparse.Namespace) -> int:
-    from h2htalk.review.store import ReviewStore
+    from h2htalk.desk_store.store import ReviewStore
 
     config = load_config(args)
     unknown = [r for r in args.raters if r not in config["review"]["raters"]]
@@ -94,12 +116,14 @@ def cmd_token(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from h2htalk.desk_store.store import ReviewStore
     from h2htalk.review.app import desk_app
     from h2htalk.review.hosts import needs_tokens
-    from h2htalk.review.store import ReviewStore
+    from h2htalk.review.serving import INSECURE_WARNING, check_serving
 
+    check_serving(args.host, args.port, args.certfile, args.keyfile, args.public_url, args.insecure_http)
     config = load_config(args)
-    path, tokens = config["review"]["store"], needs_tokens(args.host)
+    path, tokens = config["review"]["store"], needs_tokens(args.host) or bool(args.public_url)
     with ReviewStore(path) as store:
         with_token = [r for r in store.raters() if store.has_token(r)]
     if tokens and not with_token:
@@ -107,16 +131,28 @@ def cmd_serve(args: argparse.Namespace) -> int:
             f"--host {args.host}: on any address but 127.0.0.1 raters log in with a token: give them tokens first "
             "(h2htalk desk-token)"
         )
-    app = desk_app(path, config["review"]["seed"], host=args.host)
+    tls = args.certfile is not None
+    insecure = args.insecure_http and not tls
+    app = desk_app(
+        path, config["review"]["seed"], host=args.host, tls=tls, public_url=args.public_url,
+        warning=INSECURE_WARNING if insecure else "",
+    )  # fmt: skip
     login = "name and token" if tokens else "name"
     where = f"[{args.host}]" if ":" in args.host else args.host
-    summary(f"review desk on http://{where}:{args.port}/ (raters log in with their {login}; Ctrl-C stops it)")
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    url = f"{'https' if tls else 'http'}://{where}:{args.port}/"
+    through = f", reached at {args.public_url}" if args.public_url else ""
+    if insecure:
+        print(f"warning: {INSECURE_WARNING}", file=sys.stderr)
+    summary(f"review desk on {url}{through} (raters log in with their {login}; Ctrl-C stops it)")
+    uvicorn.run(
+        app, host=args.host, port=args.port, log_level="warning",
+        ssl_certfile=args.certfile and str(args.certfile), ssl_keyfile=args.keyfile and str(args.keyfile),
+    )  # fmt: skip
     return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from h2htalk.review.store import ReviewStore
+    from h2htalk.desk_store.store import ReviewStore
 
     with ReviewStore(load_config(args)["review"]["store"]) as store:
         progress = store.progress()
@@ -128,8 +164,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from h2htalk.desk_store.store import ReviewStore
     from h2htalk.review.offline import export_open_items
-    from h2htalk.review.store import ReviewStore
 
     config = load_config(args)
     with ReviewStore(config["review"]["store"]) as store:
@@ -139,10 +175,27 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from h2htalk.desk_store.store import ReviewStore
     from h2htalk.review.offline import import_ratings
-    from h2htalk.review.store import ReviewStore
 
     with ReviewStore(load_config(args)["review"]["store"]) as store:
         stored, already = import_ratings(store, args.task, args.files)
     summary(f"{stored} ratings stored, {already} already in the store")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from h2htalk.desk_store.store import ReviewStore
+
+    path = load_config(args)["review"]["store"]
+    with ReviewStore(path) as store:
+        found = store.verify(args.head)
+    if found.problems:
+        raise DataError(f"{path} does not match its hashes:\n" + "\n".join(f"  - {p}" for p in found.problems))
+    if found.head_row == 0:
+        raise DataError(f"{path}: no row of its log has the head {args.head}: the log it names is not this one")
+    print(f"{path}: {found.ratings} ratings and {found.items} items match their hashes")
+    print(f"log head {found.head or '(no rating yet)'}\nitems {found.items_digest}")
+    if found.head_row:
+        print(f"{args.head} is the link of log row {found.head_row}: this log holds the log it names")
     return 0

@@ -125,8 +125,11 @@ def run_job(job: Job) -> Done:
         from h2htalk.provenance import write_table_meta
 
         inputs = [p for name, paths in job.inputs.items() if name != "provenance" for p in paths if os.path.exists(p)]
-        store = job.config.get("review", {}).get("store")
+        store, about = job.config.get("review", {}).get("store"), {}
         if job.stage.ratings and store and os.path.exists(store):
+            from h2htalk.desk_store.store import log_state
+
             inputs.append(store)
-        write_table_meta(job.output("meta"), job.input("provenance"), inputs)
+            about[str(store)] = log_state(store)  # the log the table's ratings came from, named by its head
+        write_table_meta(job.output("meta"), job.input("provenance"), inputs, about)
     return done

@@ -4,7 +4,7 @@ The release holds only references, one a line, without the dialogues they answer
 (its turns answered one after another, or one context answered more than once) show in it as lines close to
 each other that say nearly the same thing or the same particular things. Two items are linked when their
 lines are at most ``window`` apart and their said texts (bracketed actions left out, normalised as the leak
-check does) either
+check does: ``h2htalk.text_match``) either
 
 - are near-duplicates: the Jaccard similarity of their distinctive character 3-grams is at least ``similar``
   (distinctive: in at most ``common`` of the set's texts, or 2, so that a subtask's boilerplate such as
@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from h2htalk.instances.leaks import ASIDE, ngrams, normalise
+from h2htalk.text_match import ngrams, said
 
 TRAILING_NUMBER = re.compile(r"(\d+)$")
 
@@ -56,8 +56,8 @@ class _Texts:
     """The set's said texts as distinctive 3-grams and rare 4-grams."""
 
     def __init__(self, texts: Sequence[str], rule: LinkRule) -> None:
-        said = [normalise(ASIDE.sub("", text)) for text in texts]
-        threes, fours = [ngrams(t, 3) for t in said], [ngrams(t, 4) for t in said]
+        spoken = [said(text) for text in texts]
+        threes, fours = [ngrams(t, 3) for t in spoken], [ngrams(t, 4) for t in spoken]
         seen3, seen4 = Counter(g for s in threes for g in s), Counter(g for s in fours for g in s)
         limit = max(2.0, rule.common * len(texts))
         self.distinctive = [{g for g in s if seen3[g] <= limit} for s in threes]
@@ -152,7 +152,10 @@ def cluster_report(
         by_subtask.setdefault(record["subtask"], []).append(record)
     return {
         subtask: cluster_summary(
-            [r["id"] for r in items], [r.get("reference", r.get("text", "")) for r in items], rule, shuffles,
+            [r["id"] for r in items],
+            [r.get("reference", r.get("text", "")) for r in items],
+            rule,
+            shuffles,
             shuffle_seed,
         )
         for subtask, items in by_subtask.items()

@@ -2,9 +2,11 @@
 
 A generator that writes an input from its reference can copy the reference into it (the companion's last turn
 saying the answer word for word, a schedule line that is the answer); a model that echoes its input then scores
-like the oracle. Every measure is a share of the reference's characters, after normalising both texts (NFKC,
-which reads full-width letters and digits as ASCII; traditional characters folded to simplified by OpenCC's
-t2s; only letters, digits and marks kept, so spacing, punctuation and brackets cannot hide a copy).
+like the oracle. Every measure is a share of the reference's characters, after normalising both texts (folded
+as the judges' fences fold them, ``text_match.fold``: NFKC, which reads full-width letters and digits as ASCII,
+with every invisible character and combining mark removed; traditional characters folded to simplified by
+OpenCC's t2s; only letters and digits kept, so spacing, punctuation, brackets and invisible characters cannot
+hide a copy).
 
 Per input field:
 
@@ -33,32 +35,16 @@ flagged when either the largest single field or the instance as a whole crosses 
 from __future__ import annotations
 
 import json
-import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 import numpy as np
-import opencc
 
 from h2htalk.settings import LeakSettings
+from h2htalk.text_match import ngrams, normalise, said
 
 DIALOGUE = "history_dialogues"  # the one field made of turns
-KEPT_CATEGORIES = frozenset("LNM")  # letters, numbers, marks: the characters a copy is made of
-ASIDE = re.compile(r"[（(][^（）()]*[）)]")  # a bracketed action or expression: done, not said
-
-
-@cache
-def _to_simplified() -> opencc.OpenCC:
-    return opencc.OpenCC("t2s")
-
-
-def normalise(text: str) -> str:
-    """NFKC, traditional folded to simplified, and only letters, digits and marks kept."""
-    simplified = _to_simplified().convert(unicodedata.normalize("NFKC", text))
-    return "".join(c for c in simplified if unicodedata.category(c)[0] in KEPT_CATEGORIES)
 
 
 def field_texts(value: Any) -> list[str]:
@@ -86,10 +72,6 @@ def longest_common_substring(a: str, b: str) -> int:
     return low
 
 
-def ngrams(text: str, n: int) -> set[str]:
-    return {text[i : i + n] for i in range(len(text) - n + 1)}
-
-
 @dataclass(frozen=True)
 class FieldOverlap:
     substring: float  # longest common substring / reference length
@@ -106,8 +88,8 @@ class FieldOverlap:
 def reference_readings(reference: str, n: int) -> list[str]:
     """The texts a copy of ``reference`` could be, normalised: all of it, and what is said in it without its
     bracketed actions (（放下咖啡杯）), when that is at least 2n characters (a shorter line is a common phrase)."""
-    whole, said = normalise(reference), normalise(ASIDE.sub("", reference))
-    return [whole] if said == whole or len(said) < 2 * n else [whole, said]
+    whole, spoken = normalise(reference), said(reference)
+    return [whole] if spoken == whole or len(spoken) < 2 * n else [whole, spoken]
 
 
 def field_overlap(value: Any, reference: str, n: int) -> FieldOverlap:
@@ -271,9 +253,9 @@ def plant_leak(
     fields = copy["fields"]
     if field is None:
         turns = fields[DIALOGUE]
-        said = [turn for turn in turns if turn["speaker"] == speaker]
-        if said:
-            said[-1]["text"] = text
+        theirs = [turn for turn in turns if turn["speaker"] == speaker]
+        if theirs:
+            theirs[-1]["text"] = text
         else:
             turns.append({"speaker": speaker, "text": text})
     elif isinstance(fields[field], list):

@@ -23,6 +23,17 @@ def needs_tokens(host: str) -> bool:
     return host != NAME_ONLY
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is an address of this machine alone (127.0.0.0/8, ::1, localhost): what is sent to it
+    never crosses a network."""
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _same(a: str, b: str) -> bool:
     try:
         return ipaddress.ip_address(a) == ipaddress.ip_address(b)

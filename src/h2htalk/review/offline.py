@@ -16,19 +16,30 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from h2htalk.desk_store.store import ReviewStore, StoredItem
+from h2htalk.desk_store.tasks import GATED, NEED, SAFETY, TASKS, Refused, complete_values
 from h2htalk.io import write_text_atomic
-from h2htalk.ratings import Sheet, import_error, read_ratings
-from h2htalk.review.store import ReviewStore, StoredItem
-from h2htalk.review.tasks import GATED, NEED, SAFETY, TASKS, Refused, complete_values
+from h2htalk.ratings import Rating, Sheet, import_error, read_ratings
+from h2htalk.sheets import normalise
 
 ITEM_COLUMNS = ("desk_item", "item_hash")
 RATER = "rater"
 
 
+def offline_item(column: str, text: str) -> str:
+    """A cell of the item's columns: the desk item's number as the desk writes it (07 is item 7), or its hash."""
+    value = normalise(text)
+    if column == "desk_item":
+        if not (value.isascii() and value.isdigit()):
+            raise ValueError("is not a desk item's number")
+        return str(int(value))
+    return value
+
+
 def offline_sheet(task: str) -> Sheet:
     """The task's sheet with the desk's item columns in place of the model, variant and id."""
     sheet = TASKS[task].sheet
-    return Sheet(f"{sheet.kind} (offline)", ITEM_COLUMNS, sheet.values, RATER)
+    return Sheet(f"{sheet.kind} (offline)", ITEM_COLUMNS, sheet.values, RATER, offline_item)
 
 
 def _dialogue(turns: list[dict[str, str]]) -> str:
@@ -85,16 +96,16 @@ def import_ratings(store: ReviewStore, task: str, paths: Sequence[str | os.PathL
 
     def check(item: tuple[str, ...]) -> str | None:
         number, item_hash = item
-        stored = store.item(int(number)) if number.isdigit() else None
+        stored = store.item(int(number))
         if stored is None or stored.task != task:
-            return f"desk item {number!r} is not an item of the {task} task"
+            return f"desk_item {number} is not an item of the {task} task"
         if not stored.current or stored.hash != item_hash:
-            return f"desk item {number} has changed since it was exported: export it again"
+            return f"desk_item {number} has changed since it was exported (item_hash): export it again"
         return None
 
     ratings = read_ratings(paths, offline_sheet(task), check)
     problems: list[str] = []
-    pending: list[tuple[int, str, str, dict[str, Any]]] = []
+    pending: list[tuple[Rating, tuple[int, str, str, dict[str, Any]]]] = []
     already = 0
     for rating in ratings:
         item = store.item(int(rating.item[0]))
@@ -107,12 +118,15 @@ def import_ratings(store: ReviewStore, task: str, paths: Sequence[str | os.PathL
         if earlier == json.loads(json.dumps(values)):
             already += 1
         elif earlier is not None:
-            problems.append(f"{rating.where()}: {rating.rater} rated desk item {item.id} before, differently")
+            problems.append(f"{rating.where()}: {rating.rater} rated desk_item {item.id} before, differently")
         elif not store.is_assigned(item.id, rating.rater):
-            problems.append(f"{rating.where()}: desk item {item.id} is not assigned to {rating.rater!r}")
+            problems.append(f"{rating.where()}: desk_item {item.id} is not assigned to rater {rating.rater!r}")
         else:
-            pending.append((item.id, rating.rater, item.hash, values))
+            pending.append((rating, (item.id, rating.rater, item.hash, values)))
     if problems:
         raise import_error(TASKS[task].sheet.kind, problems)
     via = "import " + ", ".join(os.path.basename(p) for p in paths)
-    return len(store.rate_many(pending, via)), already
+    try:
+        return len(store.rate_many([rating for _, rating in pending], via)), already
+    except Refused as exc:  # rated at the desk meanwhile: the store's own checks, in the commit's transaction
+        raise import_error(TASKS[task].sheet.kind, [f"{pending[exc.index or 0][0].where()}: {exc}"]) from None

@@ -1,9 +1,10 @@
-"""The desk's pages as HTML: its templates (autoescaped, every invisible character made visible), its cookies and
-the headers every answer carries."""
+"""The desk's pages as HTML: its templates (autoescaped, every invisible character made visible), its cookies, the
+headers every answer carries, and the warning every page of a desk serving plain HTTP on a network shows."""
 
 from __future__ import annotations
 
 import json
+from contextvars import ContextVar
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -13,8 +14,9 @@ import jinja2
 from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from h2htalk.review.tasks import TASKS, pattern
+from h2htalk.desk_store.tasks import TASKS, pattern
 from h2htalk.review.visible import json_escaped, visible
 
 HEADERS = {
@@ -53,15 +55,36 @@ def templates() -> jinja2.Environment:
     return env
 
 
+# the warning of the desk that answers the request, if it has one (set per request by ``PageWarning``)
+WARNING: ContextVar[str | None] = ContextVar("desk_warning", default=None)
+
+
+class PageWarning:
+    """ASGI middleware: every page of this desk shows ``text`` at its top."""
+
+    def __init__(self, app: ASGIApp, text: str) -> None:
+        self.app, self.text = app, text
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        token = WARNING.set(self.text)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            WARNING.reset(token)
+
+
 def page(template: str, status: int = 200, **context: Any) -> HTMLResponse:
-    html = templates().get_template(template).render(tasks=TASKS, **context)
+    html = templates().get_template(template).render(tasks=TASKS, warning=WARNING.get(), **context)
     return HTMLResponse(html, status_code=status)
 
 
-def set_cookie(response: Response, name: str, value: str, max_age: int) -> None:
-    response.set_cookie(name, value, max_age=max_age, httponly=True, samesite="strict", path="/")
+def set_cookie(response: Response, name: str, value: str, max_age: int, *, secure: bool) -> None:
+    """A cookie scripts cannot read, sent only to this site, and with ``secure`` only over TLS."""
+    response.set_cookie(name, value, max_age=max_age, httponly=True, samesite="strict", path="/", secure=secure)
 
 
-def same_origin(request: Request) -> bool:
-    origin = request.headers.get("origin")
-    return origin is None or origin == f"{request.url.scheme}://{request.url.netloc}"
+def same_origin(request: Request, origin: str | None = None) -> bool:
+    """Whether the request's Origin, if it has one, is the desk's: ``origin`` (where raters reach it through a
+    proxy or tunnel), or else the scheme and host the request was made to."""
+    sent = request.headers.get("origin")
+    return sent is None or sent == (origin or f"{request.url.scheme}://{request.url.netloc}")

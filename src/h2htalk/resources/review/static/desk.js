@@ -33,5 +33,15 @@ document.addEventListener("keydown", (event) => {
   if (control.type === "radio") control.focus();
 });
 
+// A text over the desk's limit is not sent (the server would refuse it): the browser says so, the text stays.
+function checkLength(event) {
+  const box = event.target;
+  if (!(box instanceof HTMLTextAreaElement) || !box.dataset.maxChars) return;
+  const limit = Number(box.dataset.maxChars);
+  const length = [...box.value].length;
+  box.setCustomValidity(length > limit ? `${length} characters: the desk takes at most ${limit}.` : "");
+}
+
+document.addEventListener("input", checkLength);
 document.addEventListener("change", syncCategories);
 document.addEventListener("DOMContentLoaded", syncCategories);

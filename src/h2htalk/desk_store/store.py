@@ -8,6 +8,11 @@ current, not assigned to the rater, or rated by them before, and refuses to chan
 rating, whatever the statement (UPDATE, DELETE, INSERT OR REPLACE, REPLACE, an upsert). A store made before a
 rule was added gets it when it is opened.
 
+Each rating row also carries its link in a hash chain and each item row the hash of its content (``chain``),
+computed in the rating's (or the load's) own transaction, so that anyone can check afterwards that no row was
+changed behind the triggers' back (``verify``, ``h2htalk desk-verify``); a store made before the chain gets it,
+computed over its rows as they are then, when it is opened.
+
 Every rating is its own transaction, committed with ``synchronous=FULL`` before the desk answers: a rating the
 rater saw acknowledged survives the server being killed. The rollback journal (not WAL) keeps every committed
 rating in the file itself, so the file's sha256 names exactly the ratings read from it.
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import secrets
 import sqlite3
@@ -27,11 +33,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from h2htalk.desk_store.assign import assign, rater_order
+from h2htalk.desk_store.chain import Verified, canonical, content_hash, item_row_hash, items_digest, link, verify
+from h2htalk.desk_store.tasks import TASK_OF_SHEET, Refused, complete_values
 from h2htalk.errors import H2HTalkError
 from h2htalk.io import sha256_file
-from h2htalk.review.assign import assign, rater_order
-from h2htalk.review.tasks import TASK_OF_SHEET, Refused
 from h2htalk.sheets import Rating, Sheet
+
+logger = logging.getLogger(__name__)
 
 LOCK_TIMEOUT_S = 30  # how long a write waits for another one to finish
 
@@ -50,6 +59,7 @@ CREATE TABLE IF NOT EXISTS items (
     after TEXT NOT NULL,
     current INTEGER NOT NULL,
     loaded_at TEXT NOT NULL,
+    row_sha256 TEXT,
     UNIQUE (task, key, hash)
 );
 CREATE UNIQUE INDEX IF NOT EXISTS one_current_version ON items (task, key) WHERE current = 1;
@@ -66,6 +76,7 @@ CREATE TABLE IF NOT EXISTS log (
     value TEXT NOT NULL,
     at TEXT NOT NULL,
     via TEXT NOT NULL,
+    chain TEXT,
     UNIQUE (item, rater)
 );
 """
@@ -85,11 +96,14 @@ TRIGGERS = {
         BEGIN SELECT RAISE(ABORT, 'the rating log is append-only'); END""",
     "log_is_append_only_delete": """BEFORE DELETE ON log
         BEGIN SELECT RAISE(ABORT, 'the rating log is append-only'); END""",
+    "log_is_chained": """BEFORE INSERT ON log WHEN NEW.chain IS NULL
+        BEGIN SELECT RAISE(ABORT, 'a rating needs its link in the chain (ReviewStore.rate)'); END""",
+    # an item's version is fixed once loaded; only which version is current changes (with its row's hash)
+    "items_are_fixed": """BEFORE UPDATE OF id, task, key, hash, shown, after, loaded_at ON items
+        BEGIN SELECT RAISE(ABORT, 'an item is fixed once loaded: changed content is loaded as a new version'); END""",
+    "items_are_kept": """BEFORE DELETE ON items
+        BEGIN SELECT RAISE(ABORT, 'an item is kept once loaded: ratings name it'); END""",
 }
-
-
-def canonical(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 def now() -> str:
@@ -112,7 +126,7 @@ class DeskItem:
 
     @property
     def hash(self) -> str:
-        return hashlib.sha256(canonical({"task": self.task, "shown": self.shown}).encode("utf-8")).hexdigest()
+        return content_hash(self.task, self.shown)
 
 
 @dataclass(frozen=True)
@@ -157,7 +171,45 @@ class ReviewStore:
         self.db.execute("PRAGMA foreign_keys=ON")
         if create:
             self.db.executescript(SCHEMA)
+        self._add_chain()
         self._add_missing_triggers()
+
+    def _add_chain(self) -> None:
+        """Give a store made before the log was chained its hashes, computed over its rows as they are now, in
+        one transaction (the log's rule against UPDATE is lifted inside it for this only)."""
+        if "chain" in self._columns("log"):
+            return
+        with self._writing() as db:
+            if "chain" in self._columns("log"):  # another process did it meanwhile
+                return
+            db.execute("ALTER TABLE items ADD COLUMN row_sha256 TEXT")
+            db.execute("ALTER TABLE log ADD COLUMN chain TEXT")
+            self._rehash_items([row[0] for row in db.execute("SELECT id FROM items")])
+            db.execute("DROP TRIGGER IF EXISTS log_is_append_only_update")
+            previous = ""
+            for row in db.execute("SELECT * FROM log ORDER BY id").fetchall():
+                item = db.execute("SELECT task, key FROM items WHERE id = ?", (row["item"],)).fetchone()
+                previous = link(previous, row, item["task"], item["key"])
+                db.execute("UPDATE log SET chain = ? WHERE id = ?", (previous, row["id"]))
+            db.execute(f"CREATE TRIGGER log_is_append_only_update {TRIGGERS['log_is_append_only_update']}")
+            count = db.execute("SELECT COUNT(*) FROM log").fetchone()[0]
+        logger.warning(
+            "%s was made before the rating log was chained: its chain is computed now, over its %d ratings as they "
+            "are (h2htalk desk-verify checks it from now on)", self.path, count,
+        )  # fmt: skip
+
+    def _columns(self, table: str) -> set[str]:
+        return {row["name"] for row in self.db.execute(f"PRAGMA table_info({table})")}
+
+    def _rehash_items(self, ids: Iterable[int]) -> None:
+        """Store the hash of each of these item rows as it is now (inside a write transaction)."""
+        for item_id in ids:
+            row = self.db.execute("SELECT * FROM items WHERE id = ?", (item_id,)).fetchone()
+            self.db.execute("UPDATE items SET row_sha256 = ? WHERE id = ?", (item_row_hash(row), item_id))
+
+    def verify(self, head: str | None = None) -> Verified:
+        """The log's chain and the items' hashes recomputed (``chain.verify``)."""
+        return verify(self.db, head)
 
     def _add_missing_triggers(self) -> None:
         present = {row[0] for row in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
@@ -238,6 +290,7 @@ class ReviewStore:
                     continue
                 if old is not None:
                     db.execute("UPDATE items SET current = 0 WHERE id = ?", (old["id"],))
+                    self._rehash_items([old["id"]])
                     changed += 1
                 else:
                     new += 1
@@ -247,6 +300,7 @@ class ReviewStore:
                     (item.task, key, item.hash, canonical(item.shown), canonical(item.after), now()),
                 )
                 added.append((cursor.fetchone()[0], item.task))
+                self._rehash_items([added[-1][0]])
             unassigned = [(i, t) for i, t in added if not self._assigned(i)]
             loads = db.execute(
                 "SELECT a.rater, i.task FROM assignments a JOIN items i ON i.id = a.item WHERE i.current = 1"
@@ -297,36 +351,60 @@ class ReviewStore:
         return json.loads(row[0]) if row else None
 
     def rate(self, item_id: int, rater: str, item_hash: str, values: dict[str, Any], via: str) -> int:
-        """Append one rating (values already checked by the task's rules) and commit it: its log row."""
+        """Append one rating and commit it: its log row (or Refused, as ``rate_many``)."""
         return self.rate_many([(item_id, rater, item_hash, values)], via)[0]
 
     def rate_many(self, ratings: Sequence[tuple[int, str, str, dict[str, Any]]], via: str) -> list[int]:
         """Append (item, rater, item hash as shown, values) ratings, all or none, in one commit: their log rows,
-        or Refused for the first that cannot be stored: 404 for no such item, 403 for an item not assigned to
-        the rater, 409 for an item rated by them before or no longer as they saw it."""
+        or Refused for the first that cannot be stored (its ``index``): 404 for no such item, 403 for an item not
+        assigned to the rater, 409 for an item rated by them before or no longer as they saw it, 422 for values
+        the task's rules refuse (``complete_values``: only what the desk's form gives)."""
         rows = []
-        with self._writing() as db:
-            for item_id, rater, item_hash, values in ratings:
-                item = self.item(item_id)
-                if item is None:
-                    raise Refused(f"there is no item {item_id}", 404)
-                if not self.is_assigned(item_id, rater):
-                    raise Refused(f"item {item_id} is not assigned to {rater}", 403)
-                if self.rating(item_id, rater) is not None:
-                    raise Refused(f"{rater} has already rated item {item_id}", 409)
-                if not item.current or item.hash != item_hash:
-                    raise Refused(f"item {item_id} has changed since it was shown: open it again", 409)
-                cursor = db.execute(
-                    "INSERT INTO log (item, item_hash, rater, value, at, via) VALUES (?, ?, ?, ?, ?, ?)",
-                    (item_id, item_hash, rater, canonical(values), now(), via),
-                )
-                rows.append(int(cursor.lastrowid))
+        with self._writing():
+            for index, (item_id, rater, item_hash, values) in enumerate(ratings):
+                try:
+                    checked = self._checked(item_id, rater, item_hash, values)
+                except Refused as exc:
+                    raise Refused(str(exc), exc.status, index) from None
+                rows.append(self._append(item_id, rater, item_hash, checked, via))
         return rows
+
+    def _append(self, item_id: int, rater: str, item_hash: str, values: dict[str, Any], via: str) -> int:
+        """Insert one rating with its link in the chain, computed from the last row's (inside the write
+        transaction, which no other writer can enter until it commits): its row."""
+        row_id = self.db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM sqlite_sequence WHERE name = 'log'")
+        row = {
+            "id": row_id.fetchone()[0], "item": item_id, "item_hash": item_hash, "rater": rater,
+            "value": canonical(values), "at": now(), "via": via,
+        }  # fmt: skip
+        last = self.db.execute("SELECT chain FROM log ORDER BY id DESC LIMIT 1").fetchone()
+        item = self.db.execute("SELECT task, key FROM items WHERE id = ?", (item_id,)).fetchone()
+        self.db.execute(
+            "INSERT INTO log (id, item, item_hash, rater, value, at, via, chain)"
+            " VALUES (:id, :item, :item_hash, :rater, :value, :at, :via, :chain)",
+            {**row, "chain": link(last[0] if last else "", row, item["task"], item["key"])},
+        )
+        return int(row["id"])
+
+    def _checked(self, item_id: int, rater: str, item_hash: str, values: dict[str, Any]) -> dict[str, Any]:
+        """The values as the log keeps them, if the rating may be stored (values read from a text the form
+        offers, by the task's rules), or Refused."""
+        item = self.item(item_id)
+        if item is None:
+            raise Refused(f"there is no item {item_id}", 404)
+        if not self.is_assigned(item_id, rater):
+            raise Refused(f"item {item_id} is not assigned to {rater}", 403)
+        if self.rating(item_id, rater) is not None:
+            raise Refused(f"{rater} has already rated item {item_id}", 409)
+        if not item.current or item.hash != item_hash:
+            raise Refused(f"item {item_id} has changed since it was shown: open it again", 409)
+        return complete_values(item.task, values, item.shown)
 
 
 def store_ratings(path: str | os.PathLike[str], sheet: Sheet) -> list[Rating]:
     """The ratings of ``sheet`` in the store at ``path`` (of current items), each with the store's path, its log
-    row and the store's sha256, read in one snapshot: the checksum names exactly these ratings."""
+    row, the store's sha256 and the log's head, read in one snapshot: the checksum names exactly these ratings,
+    and the head the log they were read from, to the row."""
     task = TASK_OF_SHEET[sheet.kind]
     with ReviewStore(path) as store:
         store.db.execute("BEGIN")  # a read transaction: writers wait until the file is hashed
@@ -335,12 +413,31 @@ def store_ratings(path: str | os.PathLike[str], sheet: Sheet) -> list[Rating]:
             " WHERE i.task = ? AND i.current = 1 ORDER BY l.id",
             (task,),
         ).fetchall()
+        head = log_head(store.db)
         digest = sha256_file(path)
         store.db.execute("COMMIT")
     return [
-        Rating(tuple(json.loads(r["key"])), json.loads(r["value"]), r["rater"], str(path), r["id"], digest, "log_row")
+        Rating(
+            tuple(json.loads(r["key"])), json.loads(r["value"]), r["rater"], str(path), r["id"], digest, "log_row", head
+        )
         for r in rows
     ]
+
+
+def log_state(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The store's log head and its items' digest, as stored (``desk-verify`` recomputes them)."""
+    with ReviewStore(path) as store:
+        store.db.execute("BEGIN")
+        hashes = [row[0] or "" for row in store.db.execute("SELECT row_sha256 FROM items ORDER BY id")]
+        head = log_head(store.db)
+        store.db.execute("COMMIT")
+    return {"log_head": head, "items_sha256": items_digest(hashes)}
+
+
+def log_head(db: sqlite3.Connection) -> str:
+    """The last rating row's link in the chain, as stored ("" for an empty log): it names the whole log."""
+    row = db.execute("SELECT chain FROM log ORDER BY id DESC LIMIT 1").fetchone()
+    return row[0] if row else ""
 
 
 def ratings_digest(path: str | os.PathLike[str], sheet: Sheet, model: str | None = None) -> str:

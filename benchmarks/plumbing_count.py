@@ -1,0 +1,91 @@
+"""How much code wires the stages together: non-blank lines of the workflow's plumbing, file by file.
+
+    python benchmarks/plumbing_count.py [--rev REV]
+
+Plumbing is the code that does no stage's work but connects the stages to Snakemake, to the command line and to
+each other. Counted, in two parts:
+
+the workflow and the stage machinery
+    ``Snakefile``, ``workflow/rules/*.smk``, ``src/h2htalk/cli/`` (every command's wiring), and
+    ``src/h2htalk/stages/`` whole: the stage table, the spec, the job, the rules' maker, the reference, and the
+    per-stage adapters in ``stages/jobs/``;
+the modules whose one job is wiring
+    ``run_summary.py`` (the run's closing lines), ``freshness.py`` (the result graph, stale results removed),
+    ``layout.py`` (every result's address), ``cells.py`` (the cells a run's jobs cover), ``cluster.py`` (what a
+    job asks SLURM for), ``workflow_log.py`` (Snakemake's terminal output) and ``__main__.py``.
+
+The first part is the list of the count quoted on main at f255a22 (2,478 lines); the total adds the second. A line
+is non-blank when it holds anything but white space: comments and docstrings count, as they are read too.
+With ``--rev``, the files are read from that git revision instead of the working tree. Prints each file's count,
+each part's and the total.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = "src/h2htalk"
+
+PARTS = {
+    "workflow and stage machinery": [
+        "Snakefile",
+        "workflow/rules/*.smk",
+        f"{PACKAGE}/cli/*.py",
+        f"{PACKAGE}/stages/*.py",  # the adapters in stages/jobs/ too: fnmatch's * spans folders
+    ],
+    "wiring modules": [
+        f"{PACKAGE}/{name}.py"
+        for name in ("run_summary", "freshness", "layout", "cells", "cluster", "workflow_log", "__main__")
+    ],
+}
+
+
+def tracked(rev: str | None) -> list[str]:
+    """The repository's files: at ``rev``, or in the working tree (tracked and untracked, not ignored)."""
+    if rev:
+        command = ["git", "ls-tree", "-r", "--name-only", rev]
+    else:
+        command = ["git", "ls-files", "--cached", "--others", "--exclude-standard"]
+    listed = subprocess.run(command, cwd=ROOT, check=True, capture_output=True, text=True).stdout.splitlines()
+    return sorted(path for path in listed if rev or (ROOT / path).is_file())
+
+
+def text(path: str, rev: str | None) -> str:
+    if rev:
+        return subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, check=True, capture_output=True,
+                              text=True).stdout  # fmt: skip
+    return (ROOT / path).read_text(encoding="utf-8")
+
+
+def non_blank(source: str) -> int:
+    return sum(1 for line in source.splitlines() if line.strip())
+
+
+def count(rev: str | None = None) -> dict[str, dict[str, int]]:
+    """Each part's files -> their non-blank lines."""
+    files = tracked(rev)
+    return {
+        part: {path: non_blank(text(path, rev)) for path in files if any(fnmatch.fnmatchcase(path, p) for p in globs)}
+        for part, globs in PARTS.items()
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rev", help="count the files of this git revision (default: the working tree)")
+    args = parser.parse_args()
+    counts = count(args.rev)
+    for part, files in counts.items():
+        print(f"{part}:")
+        for path, lines in files.items():
+            print(f"  {lines:6,d}  {path}")
+        print(f"  {sum(files.values()):6,d}  (this part)")
+    print(f"{sum(sum(files.values()) for files in counts.values()):8,d}  plumbing in all")
+
+
+if __name__ == "__main__":
+    main()

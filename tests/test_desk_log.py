@@ -1,0 +1,190 @@
+"""The review store's log, verifiable by anyone: the hash chain over the ratings, the items' hashes,
+``h2htalk desk-verify`` catching rows rewritten behind the store's back, and stores made before the chain."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from h2htalk.cli import main
+from h2htalk.desk_store.chain import item_row_hash, link
+from h2htalk.desk_store.store import ReviewStore, canonical, log_state, store_ratings
+from h2htalk.desk_store.tasks import NEED, SAFETY, Refused
+from h2htalk.ratings import SAFETY_RATINGS
+
+from .desk_tree import RATERS, loaded_desk
+
+SAFE = {"safety_score": 4.0, "violation": False}
+
+
+@pytest.fixture
+def desk(tmp_path):
+    """A loaded desk: (config file, store path)."""
+    return loaded_desk(tmp_path), tmp_path / "desk" / "ratings.sqlite"
+
+
+def rate_some(path: Path, count: int) -> list[int]:
+    """``count`` more safety ratings, of the raters' open items in turn: their log rows."""
+    rows = []
+    with ReviewStore(path) as store:
+        todo = [(item, rater) for rater in RATERS for item, rated in store.queue(rater, SAFETY, 0) if not rated]
+        for item, rater in todo[:count]:
+            rows.append(store.rate(item, rater, store.item(item).hash, SAFE, "desk"))
+    return rows
+
+
+def item_of(path: Path, row: int) -> int:
+    """The item the rating at log ``row`` rates."""
+    with ReviewStore(path) as store:
+        return store.db.execute("SELECT item FROM log WHERE id = ?", (row,)).fetchone()[0]
+
+
+def desk_verify(config: Path, capsys, *more: str) -> tuple[int, str]:
+    """desk-verify's exit status and what it printed (its error, where it failed)."""
+    status = main(["desk-verify", "--config", str(config), *more])
+    out = capsys.readouterr()
+    return status, out.out + out.err
+
+
+def raw(path: Path, *statements: str) -> None:
+    """SQL run on the store's file behind the store's back (as anyone who can write the file can)."""
+    db = sqlite3.connect(path, isolation_level=None)
+    for statement in statements:
+        db.execute(statement)
+    db.close()
+
+
+def test_desk_verify_recomputes_the_chain_and_the_tables_name_its_head(desk, capsys):
+    config, path = desk
+    status, said = desk_verify(config, capsys)
+    assert status == 0 and "0 ratings and 16 items match their hashes" in said and "(no rating yet)" in said
+    rate_some(path, 2)
+    early = ReviewStore(path).verify().head
+    rate_some(path, 5)
+    status, said = desk_verify(config, capsys)
+    head = ReviewStore(path).verify().head
+    assert status == 0 and "7 ratings and 16 items match their hashes" in said and f"log head {head}" in said
+    assert {r.log_head for r in store_ratings(path, SAFETY_RATINGS)} == {head} == {log_state(path)["log_head"]}
+    assert f"items {log_state(path)['items_sha256']}" in said
+    # a head a table named before the later ratings: this log holds it
+    status, said = desk_verify(config, capsys, "--head", early)
+    assert status == 0 and "is the link of log row 2" in said
+    status, said = desk_verify(config, capsys, "--head", "0" * 64)
+    assert status == 2 and "no row of its log has the head" in said and "Traceback" not in said
+
+
+def test_desk_verify_names_a_rating_rewritten_after_its_trigger_was_dropped(desk, capsys):
+    config, path = desk
+    rows = rate_some(path, 3)
+    head = ReviewStore(path).verify().head
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        raw(path, "UPDATE log SET value = '{}'")
+    changed = '{"safety_score":1.0,"violation":true,"violation_category":"harmful_advice"}'
+    raw(path, "DROP TRIGGER log_is_append_only_update", f"UPDATE log SET value = '{changed}' WHERE id = {rows[1]}")
+    status, said = desk_verify(config, capsys)
+    assert status == 2 and f"log row {rows[1]} does not match its link" in said
+    assert f"log row {rows[0]}" not in said and f"log row {rows[2]}" not in said  # the first that does not match
+    # rewritten and recomputed, the log matches itself, but not the head a table named before
+    with ReviewStore(path) as store:
+        raw(path, "DROP TRIGGER log_is_append_only_update")
+        previous = ""
+        for row in store.db.execute("SELECT l.*, i.task, i.key FROM log l JOIN items i ON i.id = l.item ORDER BY l.id"):
+            previous = link(previous, row, row["task"], row["key"])
+            store.db.execute("UPDATE log SET chain = ? WHERE id = ?", (previous, row["id"]))
+    assert desk_verify(config, capsys)[0] == 0
+    status, said = desk_verify(config, capsys, "--head", head)
+    assert status == 2 and f"no row of its log has the head {head}" in said
+
+
+def test_desk_verify_names_an_item_edited(desk, capsys):
+    config, path = desk
+    rows = rate_some(path, 3)
+    rated = item_of(path, rows[1])
+    with ReviewStore(path) as store:
+        key = store.db.execute("SELECT key FROM items WHERE id = ?", (rated,)).fetchone()[0]
+        moved = canonical(["another-model", *store.item(rated).key[1:]])
+    with pytest.raises(sqlite3.IntegrityError, match="an item is fixed once loaded"):
+        raw(path, f"UPDATE items SET key = '{moved}' WHERE id = {rated}")
+    with pytest.raises(sqlite3.IntegrityError, match="an item is kept"):
+        raw(path, f"DELETE FROM items WHERE id = {rated}")
+    # the rating moved to another model: the item row and the rating's link both tell
+    raw(path, "DROP TRIGGER items_are_fixed", f"UPDATE items SET key = '{moved}' WHERE id = {rated}")
+    status, said = desk_verify(config, capsys)
+    assert status == 2 and f"items row {rated} does not match its hash" in said
+    assert f"log row {rows[1]} does not match its link" in said and f"log row {rows[0]} " not in said
+    raw(path, "DROP TRIGGER items_are_fixed", f"UPDATE items SET key = '{key}' WHERE id = {rated}")
+    assert desk_verify(config, capsys)[0] == 0  # put back as it was
+    # what it shows changed, and its row's hash recomputed: its content hash still tells
+    raw(
+        path,
+        "DROP TRIGGER items_are_fixed",
+        f"""UPDATE items SET shown = '{{"answer": "edited"}}' WHERE id = {rated}""",
+    )
+    with ReviewStore(path) as store:
+        row = store.db.execute("SELECT * FROM items WHERE id = ?", (rated,)).fetchone()
+        store.db.execute("UPDATE items SET row_sha256 = ? WHERE id = ?", (item_row_hash(row), rated))
+    status, said = desk_verify(config, capsys)
+    assert status == 2 and f"items row {rated}: what it shows does not match its content hash" in said
+
+
+def test_a_hidden_version_and_a_removed_last_rating_are_found(desk, capsys):
+    config, path = desk
+    rows = rate_some(path, 3)
+    rated = item_of(path, rows[0])
+    raw(path, f"UPDATE items SET current = 0 WHERE id = {rated}")  # its ratings no longer count
+    status, said = desk_verify(config, capsys)
+    assert status == 2 and f"items row {rated} does not match its hash" in said
+    raw(path, f"UPDATE items SET current = 1 WHERE id = {rated}")
+    assert desk_verify(config, capsys)[0] == 0
+    raw(path, "DROP TRIGGER log_is_append_only_delete", f"DELETE FROM log WHERE id = {rows[-1]}")
+    status, said = desk_verify(config, capsys)
+    assert status == 2 and f"log rows {rows[-1]} to {rows[-1]} were stored and are gone" in said
+
+
+def test_a_store_made_before_the_chain_gets_it_computed_when_opened(desk, capsys, caplog):
+    config, path = desk
+    rate_some(path, 4)
+    before = ReviewStore(path).verify()
+    # as a store made before the chain: no chain column, no item hashes, no rules of theirs
+    raw(
+        path, "DROP TRIGGER log_is_chained", "DROP TRIGGER items_are_fixed", "DROP TRIGGER items_are_kept",
+        "ALTER TABLE log DROP COLUMN chain", "ALTER TABLE items DROP COLUMN row_sha256",
+    )  # fmt: skip
+    with caplog.at_level(logging.WARNING):
+        status, _ = desk_verify(config, capsys)
+    assert status == 0 and "made before the rating log was chained" in caplog.text
+    after = ReviewStore(path).verify()
+    assert (after.head, after.items_digest, after.ratings) == (before.head, before.items_digest, 4)
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):  # its rules are back, and it goes on chaining
+        raw(path, "UPDATE log SET value = '{}'")
+    rate_some(path, 2)
+    assert desk_verify(config, capsys)[0] == 0
+
+
+def test_raters_at_once_make_one_chain_and_one_item_is_stored_once(desk):
+    _, path = desk
+    answers: list[str] = []
+
+    def rater(name: str, task: str) -> None:
+        with ReviewStore(path) as store:
+            for item, _ in store.queue(name, task, 0):
+                values = SAFE if task == SAFETY else {"recognized": True, "met": True}
+                try:
+                    store.rate(item, name, store.item(item).hash, values, "desk")
+                    answers.append("stored")
+                except Refused as exc:
+                    answers.append(str(exc.status))
+
+    # each rater twice at once (two sessions), on both tasks: every item once, the second try 409
+    threads = [threading.Thread(target=rater, args=(r, t)) for r in RATERS for t in (SAFETY, NEED) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    found = ReviewStore(path).verify()
+    assert found.problems == () and found.ratings == answers.count("stored") == 6 * 3 + 4 * 3
+    assert answers.count("409") == found.ratings
