@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import gc
 import hashlib
 import html
 import ipaddress
@@ -13,6 +14,7 @@ import json
 import re
 import select
 import socket
+import weakref
 from pathlib import Path
 
 import httpx
@@ -21,12 +23,13 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from starlette.requests import Request
 from starlette.testclient import TestClient
 
 from h2htalk.cli import main
 from h2htalk.ratings import REVIEW_SCORES
 from h2htalk.review.app import desk_app
-from h2htalk.review.forms import ANONYMOUS_BYTES, FIELD_CHARS, FORM_BYTES
+from h2htalk.review.forms import ANONYMOUS_BYTES, FIELD_CHARS, FORM_BYTES, FormRefused, read_form
 from h2htalk.review.serving import INSECURE_WARNING, check_serving
 from h2htalk.review.store import ReviewStore, store_ratings
 from h2htalk.review.tasks import GATED, INSTANCE
@@ -107,6 +110,41 @@ def test_an_edit_over_the_fields_limit_is_refused_and_kept_on_the_page(desk):
     shorter = json.dumps({**fields, "history_memory": "遥斗和用户"}, ensure_ascii=False)
     saved = browser.post(f"/item/{item}", data={**form, "decision": "keep", "fields": shorter}, follow_redirects=False)
     assert saved.status_code == 303 and store.rating(item, rater)["fields"]["history_memory"] == "遥斗和用户"
+
+
+def refused_form(headers: list[tuple[bytes, bytes]], body: bytes) -> FormRefused:
+    """What read_form raises for a request of ``headers`` whose ``body`` is sent in 1 KB chunks, run to its end
+    without an event loop (whose own bookkeeping would hold the exception)."""
+    chunks = [body[i : i + 1024] for i in range(0, len(body), 1024)]
+
+    async def receive() -> dict:
+        return {"type": "http.request", "body": chunks.pop(0) if chunks else b"", "more_body": bool(chunks)}
+
+    request = Request({"type": "http", "method": "POST", "headers": headers}, receive)
+    try:
+        read_form(request, ANONYMOUS_BYTES).send(None)
+    except FormRefused as refused:
+        return refused
+    raise AssertionError("the form was read")
+
+
+@pytest.mark.parametrize("announced", [True, False], ids=["content-length", "streamed"])
+def test_a_refused_form_is_freed_as_soon_as_it_is_answered(announced):
+    # a refusal that stays in a reference cycle holds its connection (TLS buffers, the body read so far) until the
+    # cyclic collector runs: a flood of refused posts then keeps all of theirs at once
+    body = b"a=" + b"x" * (4 * ANONYMOUS_BYTES)
+    headers = [(b"content-type", b"application/x-www-form-urlencoded")]
+    if announced:
+        headers.append((b"content-length", str(len(body)).encode()))
+    gc.disable()
+    try:
+        refused = refused_form(headers, body)
+        assert refused.status == 413
+        gone = weakref.ref(refused)
+        del refused
+        assert gone() is None  # freed by its reference count alone
+    finally:
+        gc.enable()
 
 
 def answer_to(base: str, request: bytes, body_chunks: int, chunk: bytes) -> tuple[str, int]:
