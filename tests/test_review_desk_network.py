@@ -14,6 +14,7 @@ import json
 import re
 import select
 import socket
+import ssl
 import weakref
 from pathlib import Path
 
@@ -210,6 +211,28 @@ def self_signed(folder: Path, host: str) -> tuple[Path, Path, str]:
     )
     spki = key.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
     return cert_path, key_path, base64.b64encode(hashlib.sha256(spki).digest()).decode()
+
+
+@pytest.mark.slow
+def test_a_form_near_its_limit_arrives_whole_over_tls(desk):
+    # desk-serve reads TLS a record at a time (TLS_READ_BYTES), not asyncio's 256 KB: a form of nearly FORM_BYTES
+    # still arrives whole, and is stored
+    root, config, path = desk
+    (root / "tls").mkdir()
+    certificate, key, _ = self_signed(root / "tls", "127.0.0.2")
+    store = ReviewStore(path)
+    token, item = store.new_token("ana"), store.queue("ana", GATED, 0)[0][0]
+    trusted = ssl.create_default_context(cafile=str(certificate))
+    options = ("--certfile", str(certificate), "--keyfile", str(key))
+    server, base = start_desk(root, config, "127.0.0.2", tls=trusted, options=options)
+    try:
+        with httpx.Client(base_url=base, verify=trusted, timeout=60) as browser:
+            log_in(browser, "ana", token)
+            sent = {**csrf_of(browser, item), "human_score": "3.5", "pad": "x" * (FORM_BYTES - 4096)}
+            assert browser.post(f"/item/{item}", data=sent).status_code == 303
+    finally:
+        stop_desk(server)
+    assert [r.values for r in store_ratings(path, REVIEW_SCORES)] == [{"human_score": 3.5}]
 
 
 def cookie_flags(answer: httpx.Response, name: str) -> set[str]:
