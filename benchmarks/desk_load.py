@@ -47,8 +47,8 @@ from typing import Any
 import httpx
 import psutil
 
-from h2htalk.review.store import DeskItem, ReviewStore
-from h2htalk.review.tasks import GATED
+from h2htalk.desk_store.store import DeskItem, ReviewStore
+from h2htalk.desk_store.tasks import GATED
 
 HOST = "127.0.0.2"
 LEVEL = {

@@ -52,7 +52,7 @@ from h2htalk.layout import Layout, instances_set
 from h2htalk.llm.calls import ResponseCache, cache_file
 from h2htalk.plan import calls as plan_sessions
 from h2htalk.plan.chain import plan_calls
-from h2htalk.plan.timing import measure_rates
+from h2htalk.plan.rates import measure_rates
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = [ROOT / "config" / "config.yaml", ROOT / "config" / "local.yaml"]

@@ -24,7 +24,8 @@ configuration (``config/config.yaml``), overlaying only what must change here:
   limits with 429, and gives the run ``--client-share`` of them (``generation.rate_limits``; half by default:
   the limits hold per job, and two jobs may call a provider at once) unless ``--no-client-limits``.
 - ``--judge-mode cascade`` runs the judges in cascade mode (``rubric_judge``/``study_judge.mode``; the cheap judge
-  a vLLM model, ``--sample-per-cell`` the role's judge's sample); ``both`` runs full mode, keeps its tables in
+  a vLLM model, ``--sample-per-cell`` the role's judge's sample; ``--target-half-width`` sizes each rubric cell's
+  sample for that precision, ``sample_per_cell: auto``); ``both`` runs full mode, keeps its tables in
   ``full-mode/``, then cascade mode in the same folder (only the judging jobs and what reads them rerun) and
   reports how the corrected cells compare with full mode's. The stand-in judges agree as judges of one text
   do (``STANDIN_JUDGES``): the role's judge gives each judged text the score that text earns, with a little
@@ -411,12 +412,18 @@ def jobs_by_rule_and_partition(jobs: list[dict[str, str]]) -> dict[str, int]:
     return dict(Counter(f"{job['rule']}@{job['partition']}" for job in jobs))
 
 
-def judge_overlay(mode: str, cheap: str, sample: int | None) -> dict[str, Any]:
-    """rubric_judge and study_judge in ``mode``, with the cheap judge and the sample given."""
+def judge_overlay(mode: str, cheap: str, sample: int | None, target: float | None = None) -> dict[str, Any]:
+    """rubric_judge and study_judge in ``mode``, with the cheap judge and the sample given; ``target``: the rubric
+    judge's sample sized per cell for that half-width (``sample_per_cell: auto``, ``sample`` its pilot)."""
     section: dict[str, Any] = {"mode": mode, "cheap_model": cheap}
     if sample is not None:
         section["sample_per_cell"] = sample
-    return {"rubric_judge": section, "study_judge": dict(section)}
+    rubric = dict(section)
+    if target is not None:
+        rubric.update(sample_per_cell="auto", target_half_width=target)
+        if sample is not None:
+            rubric["pilot_per_cell"] = sample
+    return {"rubric_judge": rubric, "study_judge": section}
 
 
 def main() -> None:
@@ -438,6 +445,9 @@ def main() -> None:
                         help="the judges' mode; both: full, then cascade, compared")  # fmt: skip
     parser.add_argument("--cheap-judge", default="qwen2.5-72b-instruct", help="cascade mode's cheap judge")
     parser.add_argument("--sample-per-cell", type=int, help="the role's judge's sample per cell in cascade mode")
+    parser.add_argument("--target-half-width", type=float,
+                        help="cascade mode: size each rubric cell's sample for this half-width (0-100; sample_per_cell"
+                        " auto, --sample-per-cell its pilot)")  # fmt: skip
     parser.add_argument("--cheap-bias", type=float, default=0.8, help="the cheap stand-in judge's bias (0-5 scale)")
     parser.add_argument("--cheap-noise", type=float, default=0.6, help="the cheap stand-in judge's noise (sd)")
     parser.add_argument("--judge-noise", type=float, default=0.3, help="the role's stand-in judge's noise (sd)")
@@ -500,7 +510,7 @@ def main() -> None:
             return [sys.executable, "-m", "snakemake", *targets, *options]
 
         for mode in modes:
-            config = {**base, **judge_overlay(mode, args.cheap_judge, args.sample_per_cell)}
+            config = {**base, **judge_overlay(mode, args.cheap_judge, args.sample_per_cell, args.target_half_width)}
             write_if_changed(work / "config" / "rehearsal.yaml", yaml.safe_dump(config, allow_unicode=True))
             suffix = "" if mode == modes[0] else f"-{mode}"
             phases[mode] = run_phase(work, results, snakemake, args.target, env, suffix)

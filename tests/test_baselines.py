@@ -11,8 +11,8 @@ import pytest
 from h2htalk.config import default_config, load_registry
 from h2htalk.generation.baselines import NO_ANSWER, baseline_responses, echo_text
 from h2htalk.generation.generate import PromptFile, generate_model
+from h2htalk.instance_schema import read_instances
 from h2htalk.instances.leaks import plant_leak
-from h2htalk.instances.schema import read_instances
 from h2htalk.instances.sources import demo_instances
 from h2htalk.io import read_jsonl, write_jsonl_atomic
 from h2htalk.layout import Cell
@@ -29,6 +29,7 @@ from h2htalk.tables.calibration import (
     calibration_rows,
     echo_above_floor,
     echo_notes,
+    unrelated_ss,
     write_calibration,
 )
 from h2htalk.tables.table2_files import write_table2
@@ -237,6 +238,12 @@ def test_the_random_reference_of_a_one_item_set_is_missing_not_zero(tmp_path):
     said = f"{FLOOR}: no value, not 0, in dialogue_base: {NO_ANSWER['random_reference']}."
     for name in ("calibration.md", "table2.md"):
         assert said in (tmp_path / name).read_text(encoding="utf-8"), name
+    # every set of one item: no unrelated pairs at all, and calibration says there is no floor as Table 2 does
+    only_one = {"usem3": [str(tmp_path / f"{FLOOR}-dialogue_base.items.jsonl")]}
+    assert unrelated_ss(only_one) == [{"embedder": "usem3", "pairs": 0, "ss_mean": None, "ss_p5": None,
+                                       "ss_p95": None}]  # fmt: skip
+    write_calibration(paths, only_one, table_files("calibration", tmp_path), "J")
+    assert said in (tmp_path / "calibration.md").read_text(encoding="utf-8")
     with open(tmp_path / "table2.csv", encoding="utf-8") as handle:
         table = {r["model"]: r for r in csv.DictReader(handle)}
     assert table[FLOOR]["dialogue_base"] == "" and table[FLOOR]["dialogue_base_missing"] == "1"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -64,15 +65,16 @@ def test_pseudo_values_average_to_the_estimate_and_their_spread_gives_its_varian
     assert grouped.se > 1.5 * iid.se
 
 
-def test_the_cascade_sample_is_drawn_from_the_ids_alone_and_is_the_same_size_in_every_cell():
+def test_the_cascade_sample_is_drawn_from_the_ids_alone_the_same_for_every_model_and_size_in_every_cell():
     ids = [f"itinerary_basic-{i:05d}" for i in range(200)]
     cell = Cell("m", "sap", "itinerary_basic")
     sample = cascade_sample(cell, ids, CASCADE)
     assert len(sample) == 30 and len(set(sample)) == 30 and set(sample) <= set(ids)
     assert cascade_sample(cell, reversed(ids), CASCADE) == sample  # no order, no verdict: the ids alone
     assert cascade_sample(cell.scored_by("usem3"), ids, CASCADE) == sample  # the judge's item, whatever scores it
-    others = [Cell("n", "sap", "itinerary_basic"), Cell("m", "nosap", "itinerary_basic")]
-    assert all(cascade_sample(c, ids, CASCADE) != sample for c in others)  # each cell its own stratum
+    assert cascade_sample(Cell("n", "sap", "itinerary_basic"), ids, CASCADE) == sample  # every model: the same items
+    others = [Cell("m", "nosap", "itinerary_basic"), Cell("m", "sap", "itinerary_middle")]
+    assert all(cascade_sample(c, ids, CASCADE) != sample for c in others)  # each variant and subtask its own order
     reseeded = CascadeSettings("rubric_judge", "cascade", CHEAP, 30, 32)
     assert cascade_sample(cell, ids, reseeded) != sample
     assert sorted(cascade_sample(cell, ids[:12], CASCADE)) == ids[:12]  # fewer items than the sample: all of them
@@ -372,6 +374,20 @@ def test_the_plan_prices_the_judges_in_both_modes(tmp_path):
     assert cheap_judge[8].strip() == "—"  # no bill
     assert float(own[8]) < float(full[8])
     assert "of full mode's direct cost for the judges" in section
+    # the whole bill: the cheap judge's GPU-hours at the price table's 3.00 a GPU-hour, each mode's total
+    assert float(cheap_judge[10]) == pytest.approx(3.0 * float(cheap_judge[7]), abs=0.01 + 3.0 * 0.05)  # 0.1 h
+    everything = {mode: lines[("**all judging**", mode, "")] for mode in ("full", "cascade")}
+    for line in everything.values():
+        api, gpus = float(line[8]), 0.0 if line[10].strip() == "—" else float(line[10])
+        assert float(line[11]) == pytest.approx(api + gpus, abs=0.015)
+    saved = float(everything["full"][8]) - float(everything["cascade"][8])
+    hours = float(everything["cascade"][10]) / 3.0  # full mode's judges run on no GPU here
+    whole = re.search(r"(\d+)% of full mode's whole bill direct and (\d+)% with the Batch API", section)
+    for share, column in zip(whole.groups(), (11, 12), strict=True):
+        shown = 100 * float(everything["cascade"][column]) / float(everything["full"][column])
+        assert int(share) == pytest.approx(shown, rel=0.02)  # cents of totals under 2 USD, rounded
+    break_even = float(re.search(r"GPU-hour price of ([\d.,]+) USD against the direct API", section)[1])
+    assert break_even == pytest.approx(saved / hours, rel=0.05)  # cents rounded
 
 
 def test_figure7_bars_are_corrected_on_the_sample(tmp_path):

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from h2htalk.cli import main
+from h2htalk.desk_store.chain import item_row_hash, link
+from h2htalk.desk_store.store import ReviewStore, canonical, log_state, store_ratings
+from h2htalk.desk_store.tasks import NEED, SAFETY, Refused
 from h2htalk.ratings import SAFETY_RATINGS
-from h2htalk.review.chain import item_row_hash, link
-from h2htalk.review.store import ReviewStore, canonical, log_state, store_ratings
-from h2htalk.review.tasks import NEED, SAFETY, Refused
 
 from .desk_tree import RATERS, loaded_desk
 

@@ -18,19 +18,26 @@ from h2htalk.studies.judges import need_messages, safety_messages
 
 from .conftest import REPO_ROOT
 
-# format characters (Unicode category Cf) a reader does not see: zero-width space, non-joiner and joiner, soft
-# hyphen, bidi marks, embeddings, overrides and isolates, word joiner, byte order mark, Arabic letter mark,
-# Mongolian vowel separator
+# characters a reader does not see: format characters (zero-width space, non-joiner and joiner, soft hyphen, bidi
+# marks, embeddings, overrides and isolates, word joiner, byte order mark, Arabic letter mark, Mongolian vowel
+# separator, tag characters), the combining grapheme joiner and other combining marks (an acute accent, a long
+# solidus that composes with "<" into "≮"), variation selectors and the Hangul fillers
 INVISIBLE = (
     "\u200b", "\u200c", "\u200d", "\u00ad", "\u200e", "\u200f", "\u202a", "\u202b", "\u202c", "\u202d", "\u202e",
-    "\u2060", "\u2066", "\u2067", "\u2068", "\u2069", "\ufeff", "\u061c", "\u180e",
+    "\u2060", "\u2066", "\u2067", "\u2068", "\u2069", "\ufeff", "\u061c", "\u180e", "\U000e0001", "\U000e0041",
+    "\U000e007f", "\u034f", "\u0301", "\u0338", "\u20d2", "\ufe0f", "\ufe00", "\U000e0100", "\u3164", "\uffa0",
+    "\u115f", "\u1160",
 )  # fmt: skip
 WIDE = {"<": ("＜", "﹤"), ">": ("＞", "﹥"), "/": ("／",)}
+HANGUL_FILLERS = "\u3164\uffa0\u115f\u1160"  # letters by their category that show nothing
 
 
 def fold(text: str) -> str:
-    """What a reader that ignores width and invisible characters sees (written here, apart from the code)."""
-    return "".join(c for c in unicodedata.normalize("NFKC", text) if unicodedata.category(c) != "Cf")
+    """What a reader that ignores width and invisible characters sees (written here, apart from the code): marks
+    taken apart from their letters, format characters, marks, variation selectors and fillers dropped, NFKC."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    kept = "".join(c for c in decomposed if unicodedata.category(c) not in ("Cf", "Mn", "Me", "Mc"))
+    return unicodedata.normalize("NFKC", "".join(c for c in kept if c not in HANGUL_FILLERS))
 
 
 def markerish(line: str) -> bool:

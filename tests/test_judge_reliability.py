@@ -12,17 +12,19 @@ from pathlib import Path
 import pytest
 
 from h2htalk.config import default_config
-from h2htalk.instances.schema import read_instances
+from h2htalk.instance_schema import read_instances
 from h2htalk.io import read_json, read_jsonl
 from h2htalk.layout import Layout
 from h2htalk.llm.calls import EngineOptions
 from h2htalk.llm.engines import Endpoint
+from h2htalk.llm.fences import UNFENCED
 from h2htalk.prompts.render import write_prompts
 from h2htalk.reliability import degrade
 from h2htalk.reliability.agreement import NOMINAL, ORDINAL, krippendorff_alpha, self_consistency
 from h2htalk.reliability.canary import CHEAP_JUDGE, OWN_JUDGE, canary_slot, drift_notes, keep_canary
-from h2htalk.reliability.card import ladder_words, write_card
+from h2htalk.reliability.card import contradiction_row, ladder_words, write_card
 from h2htalk.reliability.evidence import JudgeEvidence
+from h2htalk.reliability.judging import read_sample
 from h2htalk.reliability.ladder import (
     NEEDS,
     RUBRIC,
@@ -356,10 +358,12 @@ def test_the_ladder_job_judges_through_the_cache_and_the_card_says_what_it_found
     with LoopbackAPI() as stub:
         stub.responder = stand_in_judge(s_of)
         engines = EngineOptions(ClientSettings.from_config(config), 1234, endpoint=Endpoint(stub.base_url, "stand-in"))
+
         def ladder():  # the two parts, as two ladder jobs run them
             parts = [
-                run_ladder(spec, roles, [t for t in texts if t.role in roles], judges, reliability, engines, results,
-                           part)
+                run_ladder(
+                    spec, roles, [t for t in texts if t.role in roles], judges, reliability, engines, results, part
+                )
                 for part, roles in LADDER_PARTS.items()
             ]
             return {key: sum(p[key] for p in parts) for key in ("texts", "sent", "requests")}
@@ -370,8 +374,11 @@ def test_the_ladder_job_judges_through_the_cache_and_the_card_says_what_it_found
     on_ladder, canary_only = 2 * 3 * 6 - 2, 3
     assert found["texts"] == on_ladder + canary_only + 40 + 3 * 36 and found["sent"] == found["requests"]
     assert again["sent"] == 0 and again["requests"] == found["requests"]  # the rerun reads the cache
-    canary = {role: c for part in LADDER_PARTS
-              for role, c in read_json(results.path("judge_canary", model="stand-in-judge", part=part)).items()}
+    canary = {
+        role: c
+        for part in LADDER_PARTS
+        for role, c in read_json(results.path("judge_canary", model="stand-in-judge", part=part)).items()
+    }
     assert set(canary) == set(JUDGE_ROLES) and all(c["previous"] is None for c in canary.values())
     records = [r for part in LADDER_PARTS for r in read_jsonl(results.path("judge_ladder", model="stand-in-judge",
                                                                           part=part))]  # fmt: skip
@@ -547,3 +554,14 @@ def test_a_panel_judge_judges_the_ladder_only_and_meets_each_roles_own_judge_on_
     card = out["md"].read_text(encoding="utf-8")
     assert f"## Judge against judge: the safety judge, {pair} (the ladder's texts)" in card
     assert "their rankings of the rungs with Kendall's tau" in card
+
+
+def test_the_card_counts_the_safety_verdicts_that_contradict_themselves():
+    verdict = {"evidence": "依据", "category": "dismissing", "risk_raised": False, "help_offered": False}
+    written = [(5, True), (2, True), (1, False), (4, False)]
+    samples = [read_sample(SAFETY, json.dumps({**verdict, "safety_score": s, "violation": v}), None, UNFENCED)
+               for s, v in written] + [read_sample(SAFETY, "看不清", None, UNFENCED)]  # fmt: skip
+    assert [s["contradicts"] for s in samples] == [True, False, True, False, False]
+    evidence = JudgeEvidence(SAFETY, "judge", 5, ladder=[{"item": "x", "rung": "safe", "samples": samples}])
+    row = contradiction_row(evidence)
+    assert (row["value"], row["items"], row["note"]) == (0.5, 4, "2 of 4 read verdicts")

@@ -9,6 +9,7 @@ import opencc
 import pytest
 
 from h2htalk.config import default_config
+from h2htalk.instance_schema import check_instance
 from h2htalk.instances.leaks import (
     FieldOverlap,
     field_overlap,
@@ -22,7 +23,6 @@ from h2htalk.instances.leaks import (
     plant_leak,
     reference_readings,
 )
-from h2htalk.instances.schema import check_instance
 from h2htalk.instances.sources import demo_instances
 from h2htalk.settings import LeakSettings
 from h2htalk.subtasks import SUBTASK_KEYS, get_subtask
@@ -50,6 +50,8 @@ def test_longest_common_substring_agrees_with_brute_force():
 def test_formatting_does_not_hide_a_copy():
     assert normalise("（放下咖啡杯） 要不要来杯咖啡？\n我陪你坐会儿。") == "放下咖啡杯要不要来杯咖啡我陪你坐会儿"
     assert normalise("ＡＢＣ１２３") == "ABC123"  # full-width letters and digits read as ASCII (NFKC)
+    # invisible characters a reader does not see, marks and fillers included, hide nothing either
+    assert normalise("要\u034f不\u3164要\ufe0f来\u0301杯\U000e0041咖\u200b啡") == "要不要来杯咖啡"
     copy = field_overlap("要 不 要 来 杯 咖 啡 ？ 我陪你坐会儿!!", "要不要来杯咖啡？我陪你坐会儿。", 4)
     assert copy.substring == 1.0 and copy.ngram == 1.0
 

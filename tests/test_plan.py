@@ -66,6 +66,7 @@ def prices_file(tmp_path: Path) -> Path:
             "stub-judge": {"input_per_mtok": 2.0, "output_per_mtok": 8.0, "batch_discount": 0.5},
             "stub-model": {"input_per_mtok": 1.0, "output_per_mtok": 4.0, "batch_discount": None},
         },
+        "gpu_hours": {"NVIDIA A100 80GB SXM": {"per_hour": 3.0}},  # config/throughput.yaml's GPU
     }
     path = tmp_path / "prices.yaml"
     path.write_text(yaml.safe_dump(table), encoding="utf-8")
@@ -198,6 +199,9 @@ def test_prices_and_gpu_hours_come_from_their_tables(tmp_path):
     assert throughput.size_class(671).up_to_b is None
     prices = load_prices(REPO_ROOT / "config" / "prices.yaml")
     assert prices.currency == "USD" and prices.date and prices.models["gpt-4o"].batch_discount == 0.5
+    rate = prices.gpu_hours[throughput.gpu]  # the shipped tables price the GPU the rates are for
+    assert prices.gpu_cost(throughput.gpu, 10.0) == pytest.approx(10 * rate)
+    assert prices.gpu_cost("a GPU without a price", 10.0) is None and prices.gpu_cost(throughput.gpu, None) is None
     broken = tmp_path / "prices.yaml"
     broken.write_text("date: 2025-01-01\ncurrency: USD\nmodels: {gpt-4o: {input_per_mtok: 1}}\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"prices.yaml: models.gpt-4o: 'output_per_mtok' is a required property"):

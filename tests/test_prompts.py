@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from h2htalk.errors import DataError
-from h2htalk.instances.schema import check_instance, read_instances
+from h2htalk.instance_schema import check_instance, read_instances
 from h2htalk.instances.sources import demo_instances, write_instances
 from h2htalk.prompts.render import persona_text, render_instance, sap_text, task_assistant_text
 from h2htalk.settings import VARIANTS

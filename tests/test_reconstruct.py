@@ -11,6 +11,7 @@ import pytest
 
 from h2htalk.config import default_config, load_registry
 from h2htalk.errors import DataError
+from h2htalk.instance_schema import check_instance
 from h2htalk.instances.reconstruct import (
     Vote,
     apply_decisions,
@@ -22,7 +23,6 @@ from h2htalk.instances.reconstruct import (
     verification_messages,
     write_review_csv,
 )
-from h2htalk.instances.schema import check_instance
 from h2htalk.io import read_jsonl, write_jsonl_atomic
 from h2htalk.llm.calls import EngineOptions, ModelPool
 from h2htalk.settings import ClientSettings, ReconstructSettings

@@ -25,18 +25,18 @@ from starlette.testclient import TestClient
 
 from h2htalk.cli import main
 from h2htalk.config import merge_layers, validate_config
+from h2htalk.desk_store.assign import assign
+from h2htalk.desk_store.store import DeskItem, ReviewStore, StoredItem, canonical, ratings_digest, store_ratings
+from h2htalk.desk_store.tasks import GATED, INSTANCE, NEED, SAFETY, TASKS, Refused, form_values
 from h2htalk.errors import DataError, H2HTalkError
 from h2htalk.io import sha256_file
 from h2htalk.prompts.render import sap_text
 from h2htalk.ratings import INSTANCE_DECISIONS, REVIEW_SCORES, SAFETY_RATINGS
 from h2htalk.review.app import desk_app
-from h2htalk.review.assign import assign
 from h2htalk.review.collect import desk_items
 from h2htalk.review.hosts import host_of
 from h2htalk.review.offline import export_open_items, import_ratings
 from h2htalk.review.sessions import sessions_path
-from h2htalk.review.store import DeskItem, ReviewStore, StoredItem, canonical, ratings_digest, store_ratings
-from h2htalk.review.tasks import GATED, INSTANCE, NEED, SAFETY, TASKS, Refused, form_values
 
 from .desk_tree import (
     HOSTILE,

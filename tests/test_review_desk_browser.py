@@ -21,10 +21,10 @@ import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
 
+from h2htalk.desk_store.store import DeskItem, ReviewStore, store_ratings
+from h2htalk.desk_store.tasks import GATED, INSTANCE, SAFETY
 from h2htalk.ratings import REVIEW_SCORES
 from h2htalk.review.forms import FIELD_CHARS
-from h2htalk.review.store import DeskItem, ReviewStore, store_ratings
-from h2htalk.review.tasks import GATED, INSTANCE, SAFETY
 
 from .desk_tree import (
     INVISIBLE,

@@ -28,12 +28,12 @@ from starlette.requests import Request
 from starlette.testclient import TestClient
 
 from h2htalk.cli import main
+from h2htalk.desk_store.store import ReviewStore, store_ratings
+from h2htalk.desk_store.tasks import GATED, INSTANCE
 from h2htalk.ratings import REVIEW_SCORES
 from h2htalk.review.app import desk_app
 from h2htalk.review.forms import ANONYMOUS_BYTES, FIELD_CHARS, FORM_BYTES, FormRefused, read_form
 from h2htalk.review.serving import INSECURE_WARNING, check_serving
-from h2htalk.review.store import ReviewStore, store_ratings
-from h2htalk.review.tasks import GATED, INSTANCE
 
 from .desk_tree import RATERS, loaded_desk, start_desk, stop_desk
 from .test_review_desk import client, csrf_of, hidden_inputs, log_in, login_answer

@@ -81,7 +81,7 @@ def _reconstruct() -> ModuleType:
 
 
 def _instances(attr: str) -> ModuleType:
-    return _first_module("h2htalk.instances", "h2htalk.instances.schema", attr=attr)
+    return _first_module("h2htalk.instances", "h2htalk.instance_schema", attr=attr)
 
 
 def _required_fields() -> dict[str, tuple[str, ...]]:

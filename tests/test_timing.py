@@ -1,5 +1,6 @@
 """The time a run's local-model jobs are expected to take: the one-slot server's prompt tokens, the estimate's
-arithmetic, the rates cache and the closing line."""
+arithmetic, the load other processes put on the cores, the rates cache (records per load, replaced by what a
+finished run's jobs ran at) and the closing line."""
 
 from __future__ import annotations
 
@@ -19,15 +20,19 @@ from h2htalk.llm.client import ChatRequest
 from h2htalk.llm.tokens import MESSAGE_OVERHEAD, prompt_tokens, text_tokens
 from h2htalk.plan.calls import Placeholder, PlannedCalls, Stage, job_name, shared_with
 from h2htalk.plan.costs import load_throughput
+from h2htalk.plan.rates import MACHINE, Record, rates_key, read_cache, write_cache
 from h2htalk.plan.timing import (
+    OTHER_JOBS,
     CpuCalibration,
+    ModelRates,
     Rates,
     RunEstimate,
     actual_line,
     estimate_jobs,
     estimate_run,
     job_seconds_since,
-    rates_key,
+    learn_from_run,
+    learned_line,
 )
 from h2htalk.stages.spec import Scope
 from h2htalk.stages.table import STAGES
@@ -40,7 +45,7 @@ CPU = CpuCalibration(
     verdict_tokens={"study judge": 30.0, "rubric judge": 30.0, "judge ladder": 30.0},
     other_job_s=1.0, reference_pp512=200.0,
 )  # fmt: skip
-RATES = Rates(pp512=100.0, tg128=20.0, threads=2, cached=False)
+RATES = Rates(pp512=100.0, tg128=20.0, threads=2, source="measured now")
 
 
 def message(role: str, content: str) -> dict[str, str]:
@@ -119,7 +124,7 @@ def test_each_job_is_expected_to_take_its_tokens_at_the_machines_rates_as_calibr
     assert jobs["study"].seconds == pytest.approx(10 + 3_000 / 50 + 320 / 5)
     assert jobs["rubric_judge"].seconds == pytest.approx(10 + 500 / 50 + 90 / 5)
     assert jobs["judge_ladder"].seconds == pytest.approx(2 * (10 + 100 / 50 + 60 / 5))  # two jobs, two starts
-    faster = estimate_jobs(sessions, Rates(200.0, 40.0, 2, True), CPU)
+    faster = estimate_jobs(sessions, Rates(200.0, 40.0, 2), CPU)
     assert faster["generate"].seconds - 10 == pytest.approx((jobs["generate"].seconds - 10) / 2)
 
 
@@ -130,9 +135,13 @@ def test_the_closing_line_sets_each_jobs_time_beside_what_was_expected(tmp_path)
     line = estimate.line()
     assert line.startswith("Expected time: about 9.5 min on this machine: generate ~8.5, other jobs ~1.0")
     assert "pp512 100, tg128 20 tokens/s on 2 threads, measured now" in line
-    two = RunEstimate(jobs, 60.0, RATES, {"small": RATES, "large": Rates(50.0, 10.0, 2, True)})
+    large = Rates(50.0, 10.0, 2, "measured 2026-12-01, at a load like now's")
+    two = RunEstimate(jobs, 60.0, RATES, {"small": ModelRates("a", RATES), "large": ModelRates("b", large)})
     # each local model's rates: a judge panel's larger model runs at its own speed
-    speeds = "small pp512 100, tg128 20; large pp512 50, tg128 10 tokens/s on 2 threads, measured now"
+    speeds = (
+        "small pp512 100, tg128 20 (measured now); large pp512 50, tg128 10 (measured 2026-12-01, at a load like"
+        " now's) tokens/s on 2 threads"
+    )
     assert f"(llama.cpp here: {speeds})" in two.line()
     started = time.time() - 5
     for name, seconds in (("generate/m/sap", 300.5), ("generate/m/nosap", 200.0), ("score/a", 7.0)):
@@ -148,26 +157,147 @@ def test_the_closing_line_sets_each_jobs_time_beside_what_was_expected(tmp_path)
     assert closing == "Took 10 min against the expected 9.5 (1.05x): generate 8.3 (expected 8.5)"
 
 
-def test_rates_are_kept_per_cpu_thread_count_model_and_llama_cpp(tmp_path):
+def test_rates_are_kept_per_cpu_server_setting_model_and_llama_cpp(tmp_path, monkeypatch):
     pytest.importorskip("llama_cpp")
-    model = tmp_path / "model.gguf"
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+    spec = {"name": "qwen", "llamacpp": {"threads": 1, "flash_attn": True, "n_ctx": 4096}, "gguf": {"sha256": "ab"}}
+    key = rates_key(spec)
+    assert "GOMP_SPINCOUNT 1000" in key  # the engine's spin count: the server's, not libgomp's default
+    for section, setting, value in (("llamacpp", "flash_attn", False), ("llamacpp", "n_ctx", 8192),
+                                    ("gguf", "sha256", "cd")):  # fmt: skip
+        assert rates_key({**spec, section: {**spec[section], setting: value}}) != key, setting
+    monkeypatch.setenv("GOMP_SPINCOUNT", "0")  # the user's own, which the server gets
+    assert rates_key(spec) != key
+    model = tmp_path / "model.gguf"  # an entry without a checksum: known by its provisioned file's size
     model.write_bytes(b"x" * 10)
-    key = rates_key(model, 2, True)
-    assert key != rates_key(model, 1, True) and key != rates_key(model, 2, False)
-    model.write_bytes(b"x" * 11)  # another file under the same name
-    assert rates_key(model, 2, True) != key
-    copy = tmp_path / "tmp1234.gguf"  # a temporary copy of the registry's model: known by the model's name
-    copy.write_bytes(b"x" * 11)
-    assert rates_key(copy, 2, True, "qwen") == rates_key(model, 2, True, "qwen") != rates_key(model, 2, True)
+    unpinned = {**spec, "gguf": {}}
+    assert rates_key(unpinned, model) != rates_key({**spec, "name": "other", "gguf": {}}, model)
+    model.write_bytes(b"x" * 11)
+    assert rates_key(unpinned, model) != rates_key(unpinned, tmp_path / "absent.gguf")
+
+
+def record(kind: str, pp512: float, tg128: float, load: float | None, made: str = "2026-12-01T00:00:00+00:00"):
+    return Record(kind, pp512, tg128, load, 2, made, "measured" if kind == MACHINE else "run")
+
+
+def test_a_record_is_used_at_about_the_load_it_was_made_at_and_replaced_by_one_made_at_the_same():
+    from h2htalk.plan.rates import keep, nearest
+
+    quiet, busy = record(MACHINE, 170.0, 48.0, 0.1), record(MACHINE, 90.0, 20.0, 1.2, "2026-12-01T01:00:00+00:00")
+    records = [quiet, busy, record("generate", 150.0, 40.0, 0.2)]
+    assert nearest(records, MACHINE, 0.0) == quiet and nearest(records, MACHINE, 1.0) == busy
+    assert nearest(records, MACHINE, 0.65) is None  # over half a core from both: a state of the machine not seen
+    assert nearest(records, "study", 0.1) is None
+    assert nearest(records, MACHINE, None) == busy  # the load not known: the newest of any
+    later = record(MACHINE, 160.0, 45.0, 0.3, made="2026-12-02T00:00:00+00:00")
+    assert keep(records, later) == [busy, records[2], later]  # in place of the quiet one
+    many = records
+    for day in range(2, 9):  # one kind at ever other loads: the oldest go
+        many = keep(many, record(MACHINE, 100.0, 30.0, 0.6 * day, made=f"2026-12-0{day}T00:00:00+00:00"))
+    assert len([r for r in many if r.kind == MACHINE]) == 4 and records[2] in many
+
+
+def test_a_finished_run_replaces_a_record_that_puts_its_time_more_than_a_quarter_off():
+    from h2htalk.plan.rates import learn
+
+    before = record("generate", 100.0, 20.0, 0.2)
+    found = record("generate", 60.0, 12.0, 0.3)
+    seconds_at = lambda r: 6_000 / r.pp512  # noqa: E731 - the time the rates put the run's jobs at
+    assert learn([before], found, seconds_at, actual_s=72.0) == ([before], "kept")  # 60 against 72: 17 % off
+    assert learn([before], found, seconds_at, actual_s=100.0) == ([found], "replaced")  # 60 against 100: 40 %
+    assert learn([before], record("generate", 60.0, 12.0, 1.5), seconds_at, 100.0)[1] == "added"  # another load
+    assert learn([], found, seconds_at, 100.0) == ([found], "added")
+
+
+def test_the_rates_are_the_best_of_a_few_trials_within_a_time_budget():
+    from h2htalk.plan.rates import best_of_trials
+
+    trials = iter([(90.0, 30.0), (160.0, 20.0), (120.0, 45.0), (500.0, 99.0)])
+    now = [0.0]
+
+    def trial():  # each takes 8 s
+        now[0] += 8.0
+        return next(trials)
+
+    assert best_of_trials(trial, most=3, least=2, budget_s=20.0, clock=lambda: now[0]) == (160.0, 45.0, 3)
+    trials, now[0] = iter([(50.0, 3.0), (40.0, 2.5), (60.0, 4.0)]), 0.0
+    slow = lambda: (now.__setitem__(0, now[0] + 60.0), next(trials))[1]  # noqa: E731 - a busy machine: 60 s each
+    assert best_of_trials(slow, most=3, least=2, budget_s=20.0, clock=lambda: now[0]) == (50.0, 3.0, 2)
+
+
+def test_the_cores_other_processes_keep_busy_are_the_busy_time_less_this_process_and_its_children():
+    from h2htalk.hardware import CpuSnapshot, cpu_snapshot, other_processes_cores
+
+    before = CpuSnapshot(at=100.0, busy_s=50.0, own_s=5.0)
+    assert other_processes_cores(before, CpuSnapshot(110.0, 66.0, 9.0)) == pytest.approx(1.2)  # (16 - 4) / 10
+    assert other_processes_cores(before, CpuSnapshot(110.0, 66.0, 9.0), own_running_s=6.0) == pytest.approx(0.6)
+    assert other_processes_cores(before, CpuSnapshot(110.0, 52.0, 9.0)) == 0.0  # never below none
+    assert other_processes_cores(before, CpuSnapshot(110.0, None, 9.0)) is None  # /proc/stat not readable
+    if not Path("/proc/stat").is_file():
+        return
+    start = cpu_snapshot()
+    deadline = time.process_time() + 0.3
+    while time.process_time() < deadline:  # this process busy: its time is in the cores' busy time, and its own
+        pass
+    end = cpu_snapshot()
+    assert end.own_s - start.own_s >= 0.29
+    assert end.busy_s - start.busy_s >= 0.9 * (end.own_s - start.own_s)
+
+
+def test_where_other_processes_hold_the_cores_the_estimate_says_so_and_gives_a_range():
+    jobs = estimate_jobs([planned_session("generate", "generate", "llamacpp", 10, 5_000, 1_000)], RATES, CPU)
+    quiet = RunEstimate(jobs, 60.0, RATES, load=0.1, cores=2, cpu=CPU)
+    assert quiet.line().startswith("Expected time: about 9.5 min on this machine")
+    assert "other processes" not in quiet.line().lower()
+    busy = RunEstimate(jobs, 60.0, RATES, load=1.6, cores=2, cpu=CPU)
+    # as they are: 570 s; if they stop, llama.cpp's share of the cores is all of them: 1.5 of 2 counted taken (the
+    # most that is), so 4x the rates: 10 s to start + 500 / 4 + 60 / 4
+    assert busy.free_seconds() == pytest.approx(10 + 125 + 15)
+    assert busy.line().startswith("Expected time: 2.5-9.5 min on this machine: generate ~8.5, other jobs ~1.0")
+    assert busy.line().endswith(
+        "Other processes are using about 1.6 of 2 cores: 9.5 min assumes they go on doing so, 2.5 that they stop"
+    )
+    assert "(llama.cpp here: pp512 37, tg128 2.3 tokens/s" in RunEstimate(jobs, 60.0, Rates(37.4, 2.3, 2)).line()
+    half = RunEstimate(jobs, 60.0, RATES, load=1.0, cores=2, cpu=CPU)
+    assert half.free_seconds() == pytest.approx(10 + 250 + 30)
+    assert actual_line(half, 300.0, {"generate": 240.0}).startswith("Took 5.0 min against the expected 4.8-9.5 (0.53x)")
+
+
+def test_the_rates_command_shows_the_cache_and_forgets_it(tmp_path, monkeypatch, capsys):
+    from h2htalk.cli import main
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    path = tmp_path / "h2htalk" / "llamacpp_rates.json"
+    assert main(["rates"]) == 0
+    assert capsys.readouterr().out == f"{path}: no rates kept\n"
+    write_cache(path, {"AMD EPYC | 2 threads": [record(MACHINE, 171.5, 48.2, 0.1), record("generate", 140, 31, 0.2)]})
+    assert main(["rates"]) == 0
+    shown = capsys.readouterr().out
+    assert f"{path}: rates of 1 settings" in shown and "AMD EPYC | 2 threads" in shown
+    assert (
+        "machine: pp512 172, tg128 48.2 (measured, 2026-12-01 00:00 UTC, other processes using 0.1 of 2 cores)" in shown
+    )
+    assert "generate: pp512 140, tg128 31.0 (a finished run's jobs, 2026-12-01 00:00 UTC" in shown
+    assert main(["rates", "--reset"]) == 0
+    assert capsys.readouterr().out == f"{path}: removed\n" and not path.exists()
+
+
+def test_a_cache_of_the_earlier_layout_is_read_as_empty(tmp_path):
+    """Its rates were measured in-process with libgomp's default spin, slower than the server beside other work."""
+    path = tmp_path / "rates.json"
+    path.write_text(json.dumps({"AMD EPYC | 2 threads": {"pp512": 37.6, "tg128": 2.3, "threads": 2}}))
+    assert read_cache(path) == {}
+    path.write_text("{not json")
+    assert read_cache(path) == {}
 
 
 def test_the_whole_run_is_estimated_from_the_plan_of_the_laptop_default(tmp_path, monkeypatch):
     """The demo plan, cold (nothing cached), with rates from the cache: every local-model job has its time, and a
-    machine twice as fast halves the time spent in llama.cpp."""
+    machine twice as fast halves the time spent in llama.cpp. A finished run whose jobs ran at half the rates keeps
+    them, and the next estimate is twice as long; a run that agrees with it within a quarter changes nothing."""
     pytest.importorskip("llama_cpp")
     shutil.copytree(REPO_ROOT / "config", tmp_path / "config")
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     config = load_config(["config/config.yaml", "config/local.yaml"])
     results = Layout("results", instances_set(config))
     registry = load_registry(registry_files(config))
@@ -175,17 +305,15 @@ def test_the_whole_run_is_estimated_from_the_plan_of_the_laptop_default(tmp_path
     model_file = Path(results.path("model_file", model=local))
     model_file.parent.mkdir(parents=True)
     model_file.write_bytes(b"gguf")
-    settings = registry[local]["llamacpp"]
-    threads = min(settings["threads"], len(os.sched_getaffinity(0)))
     cpu = load_throughput("config/throughput.yaml").cpu
     assert cpu is not None
+    cache = tmp_path / "rates.json"
+    key = rates_key(registry[local], model_file)
 
-    def estimate(pp512: float, tg128: float):
-        cache = tmp_path / "cache" / "h2htalk" / "llamacpp_rates.json"
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        key = rates_key(model_file, threads, settings["flash_attn"], local)
-        cache.write_text(json.dumps({key: {"pp512": pp512, "tg128": tg128, "threads": threads}}))
-        return estimate_run(config, results, registry, needed, other_jobs=20)
+    def estimate(pp512: float | None = None, tg128: float = 0.0):
+        if pp512 is not None:  # made where the load was not known: used at any
+            write_cache(cache, {key: [record(MACHINE, pp512, tg128, None)]})
+        return estimate_run(config, results, registry, needed, other_jobs=20, cache=cache)
 
     run = Scope(config, results).run
     every = {job_name(stage.name, labels) for stage in STAGES if stage.planned for labels in stage.jobs(run)}
@@ -193,17 +321,40 @@ def test_the_whole_run_is_estimated_from_the_plan_of_the_laptop_default(tmp_path
     assert {dict(labels)["part"] for _, labels in ladders} == {"rubric", "studies"}
     needed = every - {job for job in ladders if dict(job[1])["part"] == "studies"}  # what the laptop's `all` runs
     slow, fast = estimate(60.0, 12.0), estimate(120.0, 24.0)
-    assert slow is not None and fast is not None and slow.rates.cached
+    assert slow is not None and fast is not None
+    assert slow.rates.source == "measured 2026-12-01, at a load like now's"
     assert set(slow.jobs) == {"generate", "study", "rubric_judge", "judge_ladder"}
     for job, found in slow.jobs.items():
         assert found.prompt_tokens > 0 and found.answer_tokens > 0, job
         assert found.seconds - cpu.job_start_s == pytest.approx(2 * (fast.jobs[job].seconds - cpu.job_start_s))
     assert slow.other_s == pytest.approx(20 * cpu.other_job_s * cpu.reference_pp512 / 60.0)
+
+    # the run's jobs took twice the llama.cpp time expected, the other jobs three times theirs
+    taken = {job: 2 * found.seconds - cpu.job_start_s for job, found in fast.jobs.items()}
+    taken["score"] = 3 * fast.other_s
+    said = learn_from_run(fast, taken, load=None)
+    assert said == {**dict.fromkeys(fast.jobs, "added"), MACHINE: "replaced", OTHER_JOBS: "added"}
+    assert learned_line(said, 0.2, 2, cache) == (
+        f"Rates this run's jobs ran at (other processes used about 0.2 of 2 cores), for the next estimate:"
+        f" {', '.join(fast.jobs)}, other jobs (new); machine (replaced: off by more than 25 %); in {cache}."
+    )
+    kept = read_cache(cache)[key]
+    assert [r.pp512 for r in kept if r.kind == MACHINE] == [pytest.approx(60.0, abs=0.1)]
+    learned = estimate()
+    assert learned is not None and set(learned.models[local].learned) == {*fast.jobs, OTHER_JOBS}
+    for job, found in learned.jobs.items():
+        assert found.seconds == pytest.approx(taken[job], rel=0.01), job
+    assert learned.other_s == pytest.approx(taken["score"], rel=0.01)
+    assert "at the rates their jobs ran at in a finished run" in learned.line()
+    # a run within a quarter of it keeps what is there
+    again = {job: 1.2 * found.seconds for job, found in learned.jobs.items()} | {"score": learned.other_s}
+    assert set(learn_from_run(learned, again, load=None).values()) == {"kept"}
+
     needed |= ladders
     both = estimate(60.0, 12.0)
     assert both is not None and both.jobs["judge_ladder"].prompt_tokens > slow.jobs["judge_ladder"].prompt_tokens
     baselines = {job_name("generate", {"model": name}) for name in config["baselines"]}
-    assert estimate_run(config, results, registry, baselines, other_jobs=20) is None  # no local model
+    assert estimate_run(config, results, registry, baselines, other_jobs=20, cache=cache) is None  # no local model
 
 
 def test_a_broken_cpu_calibration_is_named(tmp_path):

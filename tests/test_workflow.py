@@ -10,11 +10,14 @@ import subprocess
 import sys
 import zipfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
+from h2htalk.generation.baselines import NO_ANSWER
 from h2htalk.subtasks import SUBTASKS, get_subtask
 
 from .conftest import REPO_ROOT, synthetic_release_bytes
@@ -92,7 +95,6 @@ def test_dry_run_lists_the_laptop_default_jobs_and_writes_nothing(checkout):
     # the laptop judges its model, not the baselines (rubric_judge.baselines: false): one judge job, one combine-j
     assert re.search(r"^rubric_judge\s+1$", out, re.M) and re.search(r"^combine_j\s+1$", out, re.M), out[-3000:]
     assert paths_under(checkout) == before  # the review store too is made by a real run only
-
 
 def test_the_partial_table2_needs_no_judge_and_the_answers_and_scores_go_first(checkout):
     """Table 2 from the scores alone needs no judge and no study job; the answers, the scores and the tables that
@@ -277,13 +279,12 @@ def test_table1_through_the_download_path(checkout, fixture_server):
 LOCAL = "qwen2.5-coder-0.5b-instruct-q4km"
 
 
-@pytest.fixture(scope="session")
-def laptop_run(tmp_path_factory) -> Iterator[tuple[Path, list[str], LoopbackAPI]]:
-    """The whole laptop default (`all`), made once for the tests that read or change a finished run: data,
-    instances, prompts, the laptop's model (here the API stand-in on loopback under the laptop model's name:
-    test_llamacpp runs the real one end to end), scores, judge, tables. Token limits and judge samples are lowered;
-    everything else is the shipped config. Each test works on a copy (``laptop_copy``)."""
-    root = tmp_path_factory.mktemp("laptop")
+@contextmanager
+def stand_in_run(root: Path, **changes: Any) -> Iterator[tuple[Path, list[str], LoopbackAPI]]:
+    """The whole laptop default (`all`) in a fresh checkout under ``root``: data, instances, prompts, the laptop's
+    model (here the API stand-in on loopback under the laptop model's name: test_llamacpp runs the real one end to
+    end), scores, judge, tables. Token limits and judge samples are lowered; ``changes`` go on top; everything else
+    is the shipped config. The stand-in answers until the context ends."""
     release = root / "release"
     release.mkdir()
     for subtask in SUBTASKS:
@@ -301,10 +302,39 @@ def laptop_run(tmp_path_factory) -> Iterator[tuple[Path, list[str], LoopbackAPI]
             "studies": {"max_new_tokens": 24, "sample": {"safety": 2, "instruction_following": 3}},
             "scoring": {"bootstrap": {"resamples": 200}},
             "baselines": ["baseline-random-reference", "baseline-oracle"],
+            **changes,
         })  # fmt: skip
         result = snakemake(checkout, *configfiles, timeout=1800)
         assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
         yield checkout, configfiles, api
+
+
+@pytest.fixture(scope="session")
+def laptop_run(tmp_path_factory) -> Iterator[tuple[Path, list[str], LoopbackAPI]]:
+    """The whole laptop default (``stand_in_run``), made once for the tests that read or change a finished run.
+    Each test works on a copy (``laptop_copy``)."""
+    with stand_in_run(tmp_path_factory.mktemp("laptop")) as run:
+        yield run
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)  # the whole laptop default, as the session's laptop run is, beside it
+def test_a_run_of_one_item_per_subtask_makes_every_table(tmp_path):
+    """`all` with one item per subtask (instances.limit 1, `h2htalk eval --limit 1`): the random reference has no
+    other item to draw, so no subtask has a chance floor; calibration says so, as Table 2 does, instead of failing
+    on a percentile of no values."""
+    with stand_in_run(tmp_path, instances={"limit": 1}) as (checkout, _, _):
+        figures = checkout / "paper_figures" / "demo-first1"
+        for name in ("calibration.md", "table2.md"):  # one line naming every subtask, in both
+            text = (figures / name).read_text(encoding="utf-8")
+            [said] = [line for line in text.splitlines() if "baseline-random-reference: no value, not 0, in" in line]
+            assert said.endswith(f"{NO_ANSWER['random_reference']}.") and all(s in said for s in SUBTASK_ORDER), name
+        with open(figures / "calibration.csv", encoding="utf-8", newline="") as handle:
+            rows = list(csv.DictReader(handle))
+        assert rows and all(row["floor"] == "" and row["rescaled"] == "" for row in rows)
+        with open(figures / "table2.csv", encoding="utf-8", newline="") as handle:
+            table = {(r["model"], r["variant"]): r for r in csv.DictReader(handle)}
+        assert all(table[(LOCAL, variant)]["dialogue_base"] for variant in ("sap", "nosap"))
 
 
 @pytest.fixture

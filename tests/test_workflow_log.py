@@ -187,3 +187,17 @@ def test_the_run_ends_with_what_it_made_what_to_open_and_its_warnings(tmp_path):
         text[-1].startswith("Full log: ")
         and "x.snakemake.log; each job's log is under results/sets/demo/logs/." in text[-1]
     )
+
+
+def test_the_closing_lines_list_only_the_files_a_tables_stage_declares(tmp_path):
+    figures = tmp_path / "paper_figures"
+    figures.mkdir()
+    own = ("table1.md", "table1.csv", "table1.tex", "table2.md", "table2_vs_paper.csv")
+    others = ("table1_other.csv", "table2_partial.csv", "table2_pairs.csv", "table2_ranks.png")  # not theirs
+    for name in (*own, *others):
+        (figures / name).write_text("model\n", encoding="utf-8")
+    lines = run_summary(default_config({"instances": {"source": "demo"}}), figures, time.time())
+    text = "\n".join(line for _, line in lines)
+    assert f"  Table 1      {figures / 'table1.md'} (+ .csv .tex): " in text
+    assert f"  Table 2      {figures / 'table2.md'} (+ _vs_paper.csv): " in text
+    assert not any(name in text for name in others)

@@ -6,6 +6,8 @@ import os
 import platform
 import shutil
 import subprocess
+import time
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -14,6 +16,55 @@ def available_cores() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class CpuSnapshot:
+    """CPU time so far: every process's on this process's cores, and this process's own with its finished children."""
+
+    at: float  # time.monotonic()
+    busy_s: float | None  # None where /proc/stat cannot be read (not Linux)
+    own_s: float
+
+
+# /proc/stat's columns after the CPU's name: user nice system idle iowait irq softirq steal (guest time is in user);
+# steal is time a virtual machine's neighbours took from this CPU, so it counts as another's
+BUSY_COLUMNS = (0, 1, 2, 5, 6, 7)
+
+
+def cpu_snapshot() -> CpuSnapshot:
+    times = os.times()
+    own = times.user + times.system + times.children_user + times.children_system
+    return CpuSnapshot(time.monotonic(), _busy_seconds(), own)
+
+
+def _busy_seconds() -> float | None:
+    """CPU seconds spent busy on this process's cores since boot, by every process (``/proc/stat``)."""
+    cores = {f"cpu{n}" for n in os.sched_getaffinity(0)} if hasattr(os, "sched_getaffinity") else None
+    try:
+        with open("/proc/stat", encoding="ascii") as handle:
+            rows = [line.split() for line in handle if line.startswith("cpu") and not line.startswith("cpu ")]
+    except OSError:
+        return None
+    ticks = sum(int(row[1 + i]) for row in rows if cores is None or row[0] in cores for i in BUSY_COLUMNS)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def other_processes_cores(before: CpuSnapshot, after: CpuSnapshot, own_running_s: float = 0.0) -> float | None:
+    """Cores other processes kept busy between two snapshots, on average: the busy time of this process's cores less
+    its own and its children's (``own_running_s``: CPU time of children not yet finished); None where unknown."""
+    wall = after.at - before.at
+    if before.busy_s is None or after.busy_s is None or wall <= 0:
+        return None
+    others = (after.busy_s - before.busy_s) - (after.own_s - before.own_s) - own_running_s
+    return min(max(others / wall, 0.0), float(available_cores()))
+
+
+def other_processes_load(seconds: float = 1.0) -> float | None:
+    """Cores other processes keep busy now: measured over ``seconds`` while this process waits."""
+    before = cpu_snapshot()
+    time.sleep(seconds)
+    return other_processes_cores(before, cpu_snapshot())
 
 
 def cpu_name() -> str:

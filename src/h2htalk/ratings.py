@@ -1,13 +1,13 @@
 """The one strict importer of what people fill in (the sheets of ``h2htalk.sheets``).
 
-People rate at the review desk (``h2htalk.review``), whose store keeps every rating in an append-only log, or in
-CSV files. Every file is read whole and checked before anything is used: a missing column, an unknown item, a value
-that is not one the desk's form offers (read by the sheet's readers, exactly), or one rater rating one item twice
-(items compared as their sheet reads them: desk item 07 is item 7) is an error naming the file, the line, the
-column and the text, and nothing of any file is imported then. Lines are counted as an editor counts them: a
-quoted cell may hold line breaks (the desk's own export has such cells), so a row may span several lines, and a
-problem names the line its cell starts on. A cell that is empty or holds only spaces is not filled in. A store's
-ratings pass the same checks beside the files.
+People rate at the review desk (``h2htalk.review``), whose store (``h2htalk.desk_store``, a layer below this
+module) keeps every rating in an append-only log, or in CSV files. Every file is read whole and checked before
+anything is used: a missing column, an unknown item, a value that is not one the desk's form offers (read by the
+sheet's readers, exactly), or one rater rating one item twice (items compared as their sheet reads them: desk item
+07 is item 7) is an error naming the file, the line, the column and the text, and nothing of any file is imported
+then. Lines are counted as an editor counts them: a quoted cell may hold line breaks (the desk's own export has
+such cells), so a row may span several lines, and a problem names the line its cell starts on. A cell that is
+empty or holds only spaces is not filled in. A store's ratings pass the same checks beside the files.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import os
 import re
 from collections.abc import Callable, Iterable
 
+from h2htalk.desk_store.store import store_ratings
 from h2htalk.errors import DataError
 from h2htalk.io import sha256_file
 from h2htalk.sheets import (
@@ -50,8 +51,6 @@ def read_ratings(
 ) -> list[Rating]:
     """Every rated row of every file, and every rating of the sheet in the review desk's ``store`` (when given and
     there), or an error listing each problem with its file and row."""
-    from h2htalk.review.store import store_ratings
-
     ratings: list[Rating] = []
     problems: list[str] = []
     for path in paths:

@@ -13,9 +13,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from h2htalk.freshness import table_outputs
+from h2htalk.layout import Layout
 from h2htalk.progress import duration
 
-# (what it is, its main file in paper_figures/); the files beside it share its name
+# (what it is, its main file in paper_figures/); the files beside it are those its stage declares
 PRODUCTS = (
     ("Table 1", "table1.md", "record counts per subtask: released, kept after curation"),
     ("Table 2", "table2.md", "scores per model, variant and subtask (S; J where judged)"),
@@ -48,7 +50,7 @@ def run_summary(
     ``job_logs`` the folder of the jobs' own logs."""
     folder = Path(paper_figures)
     lines: list[Line] = [(logging.INFO, f"Finished in {duration(time.time() - started)}.")]
-    lines += products(folder, started)
+    lines += products(config, folder, started)
     first = [str(folder / name) for name in OPEN_FIRST if (folder / name).is_file()]
     if first:
         lines.append((logging.INFO, "Open first: " + ", then ".join(first)))
@@ -59,19 +61,23 @@ def run_summary(
     return lines
 
 
-def products(folder: Path, started: float) -> list[Line]:
-    """One line per table and figure in ``folder``: its main file, the files beside it, what it is."""
+def products(config: dict[str, Any], folder: Path, started: float) -> list[Line]:
+    """One line per table and figure in ``folder``: its main file, the other files its stage declares that are
+    there (never another stage's file that shares its name's start: table2_pairs.csv is not Table 2's), what it
+    is."""
     found = [(label, folder / main, what) for label, main, what in PRODUCTS if (folder / main).is_file()]
     if not found:
         return []
+    declared = [[Path(p) for p in files] for files in table_outputs(config, Layout(figures=str(folder))).values()]
     made = sum(path.stat().st_mtime >= started for _, path, _ in found)
     lines = [(logging.INFO, f"In {folder}/ ({made} of {len(found)} made by this run):")]
     for label, path, what in found:
         stem = path.name.removesuffix(path.suffix)
+        files = next((files for files in declared if path in files), [])  # none for a file in a bundle's folder
         beside = sorted(
-            p.name.removeprefix(stem)
-            for p in folder.glob(f"{stem}*")
-            if p != path and not p.name.endswith(".meta.json") and p.name.removeprefix(stem)[:1] in "._"
+            p.name.removeprefix(stem) if p.name.startswith(stem) else p.name
+            for p in files
+            if p != path and not p.name.endswith(".meta.json") and p.is_file()
         )
         also = f" (+ {' '.join(beside)})" if beside else ""
         lines.append((logging.INFO, f"  {label:<12} {path}{also}: {what}"))

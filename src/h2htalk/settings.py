@@ -165,21 +165,42 @@ class StudyJudgeSettings(JudgeSettings):
     SECTION = ("study_judge",)
 
 
+AUTO = "auto"  # rubric_judge.sample_per_cell: the size a pilot asks for, to meet target_half_width
+
+
+@dataclass(frozen=True)
+class AutoSample:
+    """rubric_judge.target_half_width/pilot_per_cell/assumed_correlation/assumed_sd: how ``sample_per_cell: auto``
+    sizes each cell's sample (``h2htalk.judge.precision``)."""
+
+    target_half_width: float  # of the cell's 95 % interval, in the judge reading's units (0-100)
+    pilot_per_cell: int
+    assumed_correlation: float  # where no pilot measured the cell: the plan before any run
+    assumed_sd: float
+
+
 @dataclass(frozen=True)
 class CascadeSettings:
     """mode/cheap_model/sample_per_cell/sample_seed of a judge's section (rubric_judge, study_judge): in cascade
-    mode the cheap model judges every item and the section's model a seeded sample of each cell."""
+    mode the cheap model judges every item and the section's model a seeded sample of each cell. With ``auto``
+    (``sample_per_cell: auto``), ``sample_per_cell`` is the pilot's size and each cell's sample grows from it."""
 
     section: str
     mode: str
     cheap_model: str
     sample_per_cell: int
     sample_seed: int
+    auto: AutoSample | None = None  # None: every cell's sample is sample_per_cell
 
     @classmethod
     def from_config(cls, config: Config, section: str) -> CascadeSettings:
         keys = config[section]
-        return cls(section, keys["mode"], keys["cheap_model"], keys["sample_per_cell"], keys["sample_seed"])
+        if keys["sample_per_cell"] != AUTO:
+            return cls(section, keys["mode"], keys["cheap_model"], keys["sample_per_cell"], keys["sample_seed"])
+        auto = AutoSample(
+            keys["target_half_width"], keys["pilot_per_cell"], keys["assumed_correlation"], keys["assumed_sd"]
+        )
+        return cls(section, keys["mode"], keys["cheap_model"], auto.pilot_per_cell, keys["sample_seed"], auto)
 
     @property
     def on(self) -> bool:

@@ -1,13 +1,14 @@
 """What people fill in, and how each value is read: the four sheets (review scores, safety ratings, decisions on
 instances, instruction-following verdicts), their columns and readers, and one rating as read.
 
-The lowest layer of people's ratings: the importer of CSV files (``h2htalk.ratings``), the review desk
-(``h2htalk.review``) and the safety judge (its violation categories) all build on it, and it imports none of
-them. A value is read one way everywhere, here: the desk's form, an offline file, any other CSV file and a rating
-stored through the store's own API take exactly the texts the form offers (``Field.choices``), as the form writes
-them, and nothing near them: no surrounding spaces, no other case, no full-width or Arabic-Indic digits, no other
-spelling of a number (``+4``, ``04``, ``4.00``, ``1e0``, ``0_5``, ``-0``). Where the form offers both ``4`` and
-``4.0`` (the gated scores, in tenths) both are read, as 4.0; where it offers whole points only, ``4.0`` is refused.
+The lowest layer of people's ratings: the review desk's store (``h2htalk.desk_store``), the importer of CSV files
+(``h2htalk.ratings``), the review desk (``h2htalk.review``) and the safety judge (its violation categories) all
+build on it, and it imports none of them. A value is read one way everywhere, here: the desk's form, an offline
+file, any other CSV file and a rating stored through the store's own API take exactly the texts the form offers
+(``Field.choices``), as the form writes them, and nothing near them: no surrounding spaces, no other case, no full-
+width or Arabic-Indic digits, no other spelling of a number (``+4``, ``04``, ``4.00``, ``1e0``, ``0_5``, ``-0``).
+Where the form offers both ``4`` and ``4.0`` (the gated scores, in tenths) both are read, as 4.0; where it offers
+whole points only, ``4.0`` is refused.
 Items' ids and columns' names are compared as ``normalise`` makes them (NFKC, no surrounding spaces).
 """
 
@@ -168,7 +169,7 @@ class Rating:
     row: int  # line of the CSV file (the header is line 1), or row of the store's log
     sha256: str  # of the file it came from
     unit: str = "line"  # what ``row`` counts: "line" of a CSV file, "log_row" of a store
-    log_head: str = ""  # of a store: its log's chain head when read (``h2htalk.review.chain``)
+    log_head: str = ""  # of a store: its log's chain head when read (``h2htalk.desk_store.chain``)
 
     def source(self) -> dict[str, Any]:
         head = {"log_head": self.log_head} if self.unit == "log_row" else {}

@@ -22,7 +22,8 @@ from h2htalk.freshness import (
     table_outputs,
 )
 from h2htalk.layout import Layout, instances_set
-from h2htalk.review.store import ReviewStore
+from h2htalk.hardware import cpu_snapshot, other_processes_cores
+from h2htalk.desk_store.store import ReviewStore
 from h2htalk.run_summary import run_summary
 from h2htalk.stages.table import STAGES
 from h2htalk.stages.workflow import Rules
@@ -92,8 +93,10 @@ onstart:
     if workflow.local_exec and "llamacpp" in engines:
         # imported here: the plan's model calls load the API client, seconds a dry run or a cluster job need not spend
         from h2htalk.plan.calls import job_name
-        from h2htalk.plan.timing import estimate_run
+        from h2htalk.plan.timing import cache_line, estimate_run
 
+        # the run's start: the load other processes put on the run is read at its end
+        EXPECTED["cpu"] = cpu_snapshot()
         jobs = list(workflow.dag.needrun_jobs())
         needed = {
             job_name(job.rule.name, dict(job.wildcards.items())) for job in jobs
@@ -109,6 +112,8 @@ onstart:
             logger.warning(f"No time estimate: {exc}")
         if EXPECTED.get("run"):
             logger.info(EXPECTED["run"].line())
+            logger.info(cache_line(EXPECTED["run"].cache))
+            EXPECTED["said_at"] = time.time()  # the time taken is counted from here
 
 
 RUN_STARTED = time.time()
@@ -122,12 +127,30 @@ onsuccess:
     ):
         logger.log(level, line)
     if EXPECTED.get("run"):
-        from h2htalk.plan.timing import actual_line, job_seconds_since
+        from h2htalk.plan.timing import (
+            actual_line,
+            job_seconds_since,
+            learn_from_run,
+            learned_line,
+        )
 
         seconds = job_seconds_since(LAYOUT.path("benchmarks"), RUN_STARTED)
         logger.info(
-            actual_line(EXPECTED["run"], time.time() - RUN_STARTED, seconds)
+            actual_line(EXPECTED["run"], time.time() - EXPECTED["said_at"], seconds)
         )
+        # what the jobs ran at is kept for the next estimate (plan.timing.learn_from_run)
+        load = other_processes_cores(EXPECTED["cpu"], cpu_snapshot())
+        try:
+            said = learn_from_run(EXPECTED["run"], seconds, load)
+        except Exception as exc:  # keeping rates never fails a finished run
+            logger.warning(f"The rates this run's jobs ran at were not kept: {exc}")
+        else:
+            if said:
+                logger.info(
+                    learned_line(
+                        said, load, EXPECTED["run"].cores, EXPECTED["run"].cache
+                    )
+                )
 
 
 def rule_inputs(stage):

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.cli.options import add_command, add_results, load_config
+from h2htalk.desk_store.tasks import TASKS
 from h2htalk.errors import DataError, H2HTalkError
 from h2htalk.progress import summary
-from h2htalk.review.tasks import TASKS
 
 LOAD_READS = (
     "models", "baselines", "rubric_judge.baselines", "subtasks", "variants", "scoring.embedders", "studies.models",
@@ -81,8 +81,8 @@ def register(sub: Any) -> None:
 
 
 def cmd_load(args: argparse.Namespace) -> int:
+    from h2htalk.desk_store.store import ReviewStore
     from h2htalk.review.collect import desk_items
-    from h2htalk.review.store import ReviewStore
 
     config = load_config(args)
     review = config["review"]
@@ -100,7 +100,7 @@ def cmd_load(args: argparse.Namespace) -> int:
 
 
 def cmd_token(args: argparse.Namespace) -> int:
-    from h2htalk.review.store import ReviewStore
+    from h2htalk.desk_store.store import ReviewStore
 
     config = load_config(args)
     unknown = [r for r in args.raters if r not in config["review"]["raters"]]
@@ -116,10 +116,10 @@ def cmd_token(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from h2htalk.desk_store.store import ReviewStore
     from h2htalk.review.app import desk_app
     from h2htalk.review.hosts import needs_tokens
     from h2htalk.review.serving import INSECURE_WARNING, check_serving, read_tls_in_records
-    from h2htalk.review.store import ReviewStore
 
     check_serving(args.host, args.port, args.certfile, args.keyfile, args.public_url, args.insecure_http)
     config = load_config(args)
@@ -154,7 +154,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from h2htalk.review.store import ReviewStore
+    from h2htalk.desk_store.store import ReviewStore
 
     with ReviewStore(load_config(args)["review"]["store"]) as store:
         progress = store.progress()
@@ -166,8 +166,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from h2htalk.desk_store.store import ReviewStore
     from h2htalk.review.offline import export_open_items
-    from h2htalk.review.store import ReviewStore
 
     config = load_config(args)
     with ReviewStore(config["review"]["store"]) as store:
@@ -177,8 +177,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from h2htalk.desk_store.store import ReviewStore
     from h2htalk.review.offline import import_ratings
-    from h2htalk.review.store import ReviewStore
 
     with ReviewStore(load_config(args)["review"]["store"]) as store:
         stored, already = import_ratings(store, args.task, args.files)
@@ -187,7 +187,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from h2htalk.review.store import ReviewStore
+    from h2htalk.desk_store.store import ReviewStore
 
     path = load_config(args)["review"]["store"]
     with ReviewStore(path) as store:

@@ -127,7 +127,7 @@ def run_job(job: Job) -> Done:
         inputs = [p for name, paths in job.inputs.items() if name != "provenance" for p in paths if os.path.exists(p)]
         store, about = job.config.get("review", {}).get("store"), {}
         if job.stage.ratings and store and os.path.exists(store):
-            from h2htalk.review.store import log_state
+            from h2htalk.desk_store.store import log_state
 
             inputs.append(store)
             about[str(store)] = log_state(store)  # the log the table's ratings came from, named by its head

@@ -1,5 +1,5 @@
-"""Commands that are not stages: validate-config, validate-instances and score-upstream (outputs of your own in
-the upstream layout, scored without the workflow)."""
+"""Commands that are not stages: validate-config, validate-instances, score-upstream (outputs of your own in the
+upstream layout, scored without the workflow) and rates (the llama.cpp rates a run's time estimate uses)."""
 
 from __future__ import annotations
 
@@ -44,6 +44,12 @@ def register(sub: Any) -> None:
     p.add_argument("--out", type=Path, required=True, help="CSV, one row per subtask")
     p.add_argument("--items", type=Path, help="also write per-item scores to this JSONL")
 
+    p = add_command(
+        sub, "rates", cmd_rates,
+        "show the llama.cpp rates kept for the time a run says before it starts (measured, or learned from runs)",
+    )  # fmt: skip
+    p.add_argument("--reset", action="store_true", help="forget them all: the next run measures anew")
+
 
 def cmd_validate_config(args: argparse.Namespace) -> int:
     from h2htalk.config import check_environment
@@ -55,7 +61,7 @@ def cmd_validate_config(args: argparse.Namespace) -> int:
 
 
 def cmd_validate_instances(args: argparse.Namespace) -> int:
-    from h2htalk.instances.schema import read_instances
+    from h2htalk.instance_schema import read_instances
 
     for path in args.files:
         print(f"{path}: {len(read_instances(path))} valid instances")
@@ -99,3 +105,18 @@ def ss_line(embedder: dict[str, Any]) -> str:
         return f"{used}: BGE-M3, as the paper's SS"
     return f"{used}; the paper's SS uses BGE-M3 (--embedder bge-m3): this SS, and S, differ from the paper's"
 
+
+def cmd_rates(args: argparse.Namespace) -> int:
+    from h2htalk.plan.rates import rates_cache_file, read_cache, reset_cache
+
+    path = rates_cache_file()
+    if args.reset:
+        print(f"{path}: removed" if reset_cache(path) else f"{path}: no rates kept")
+        return 0
+    cache = read_cache(path)
+    print(f"{path}: " + (f"rates of {len(cache)} settings" if cache else "no rates kept"))
+    for key, records in cache.items():
+        print(f"\n{key}")
+        for record in sorted(records, key=lambda r: (r.kind, r.made)):
+            print(f"  {record.describe()}")
+    return 0

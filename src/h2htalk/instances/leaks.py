@@ -2,9 +2,11 @@
 
 A generator that writes an input from its reference can copy the reference into it (the companion's last turn
 saying the answer word for word, a schedule line that is the answer); a model that echoes its input then scores
-like the oracle. Every measure is a share of the reference's characters, after normalising both texts (NFKC,
-which reads full-width letters and digits as ASCII; traditional characters folded to simplified by OpenCC's
-t2s; only letters, digits and marks kept, so spacing, punctuation and brackets cannot hide a copy).
+like the oracle. Every measure is a share of the reference's characters, after normalising both texts (folded
+as the judges' fences fold them, ``text_match.fold``: NFKC, which reads full-width letters and digits as ASCII,
+with every invisible character and combining mark removed; traditional characters folded to simplified by
+OpenCC's t2s; only letters and digits kept, so spacing, punctuation, brackets and invisible characters cannot
+hide a copy).
 
 Per input field:
 

@@ -29,12 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.errors import DataError
+from h2htalk.instance_schema import check_instance
 from h2htalk.instances.leaks import leak_report, measure_leak, overlap_note
-from h2htalk.instances.schema import check_instance
 from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic, write_text_atomic
 from h2htalk.llm.calls import EngineOptions, ModelPool, chat_request, model_identity
 from h2htalk.llm.client import ChatRequest
-from h2htalk.llm.fences import fence_parts
+from h2htalk.llm.fences import UNFENCED, Fence, fence_of, fence_parts
 from h2htalk.llm.parse import first_json_value
 from h2htalk.llm.verdict import read_fields, yes_no
 from h2htalk.people.consensus import majority
@@ -111,11 +111,12 @@ class Vote:
 VOTE_FIELDS = {"plausible": yes_no, "leaks": yes_no}
 
 
-def parse_vote(text: str, finish_reason: str | None = None) -> Vote:
+def parse_vote(text: str, finish_reason: str | None = None, fence: Fence = UNFENCED) -> Vote:
     """A vote, read as every judge's verdict is (``llm.verdict``): both answers, or an unusable vote."""
-    reading = read_fields(text, finish_reason, "plausible", VOTE_FIELDS, evidence_key="reason")
+    reading = read_fields(text, finish_reason, "plausible", VOTE_FIELDS, fence, evidence_key="reason")
     if reading.values is None:
         why = f"vote without a true/false {reading.rejected!r}" if reading.rejected else f"{reading.parse} vote"
+        why = f"{why} ({reading.reason})" if reading.reason else why
         return Vote(None, None, f"{why}: {reading.evidence[:300]}" if reading.evidence else why)
     return Vote(reading.values["plausible"], reading.values["leaks"], reading.evidence[:300])
 
@@ -315,7 +316,7 @@ def _votes(
         answers = pool.session(voter).answers(requests)
         for (candidate, _), request in zip(entries, requests, strict=True):
             answer = answers[request.key]
-            vote = parse_vote(answer["response"], answer["finish_reason"])
+            vote = parse_vote(answer["response"], answer["finish_reason"], fence_of(request.messages))
             ballots[candidate.record["id"]].append(
                 {
                     "voter": name,

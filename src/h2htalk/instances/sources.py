@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.errors import DataError
-from h2htalk.instances.schema import check_instance, read_instances
+from h2htalk.instance_schema import check_instance, read_instances
 from h2htalk.io import write_jsonl_atomic
 from h2htalk.layout import Layout
 from h2htalk.subtasks import get_subtask

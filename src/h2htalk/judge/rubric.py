@@ -13,7 +13,7 @@ from importlib import resources
 
 import jinja2
 
-from h2htalk.llm.fences import escape, fence_parts
+from h2htalk.llm.fences import UNFENCED, Fence, escape, fence_parts
 from h2htalk.llm.verdict import read_fields, score
 from h2htalk.subtasks import get_subtask
 
@@ -59,15 +59,16 @@ class Verdict:
     score: float | None  # None: no verdict could be read (missing, never 0)
     evidence: str
     parse: str  # "json", "cut_off", "ambiguous" (two verdicts) or "unparseable"
+    reason: str | None = None  # why an unparseable answer was not read, where more is known (llm.verdict.Reading)
 
 
 FIELDS = {"score": score(0.0, 5.0)}
 
 
-def parse_verdict(text: str, finish_reason: str | None = None) -> Verdict:
+def parse_verdict(text: str, finish_reason: str | None = None, fence: Fence = UNFENCED) -> Verdict:
     """The judge's score: the ``score`` of its one verdict object, read by ``llm.verdict`` as every judge's is
-    (a number in 0-5). Anything else is missing, never 0: a cut-off answer, two verdicts, a verdict whose score
-    is not a number in range, a score in prose only (an earlier object, quoted from the judged answer, is never
-    read in its place)."""
-    reading = read_fields(text, finish_reason, "score", FIELDS)
-    return Verdict(reading.get("score"), reading.evidence, reading.parse)
+    (a number in 0-5) in the reply to the request ``fence`` fenced (``fences.fence_of`` its messages). Anything
+    else is missing, never 0: a cut-off answer, two verdicts, a verdict whose score is not a number in range, a
+    score in prose only (an object quoted from the judged answer is never read in its place)."""
+    reading = read_fields(text, finish_reason, "score", FIELDS, fence)
+    return Verdict(reading.get("score"), reading.evidence, reading.parse, reading.reason)

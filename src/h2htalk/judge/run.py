@@ -12,6 +12,7 @@ from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic
 from h2htalk.judge.rubric import judge_messages, parse_verdict
 from h2htalk.llm.calls import EngineOptions, ModelCalls, chat_request, model_identity
 from h2htalk.llm.client import ChatRequest
+from h2htalk.llm.fences import fence_of
 from h2htalk.llm.parse import cut_off
 from h2htalk.settings import JudgeSettings
 
@@ -90,7 +91,7 @@ def answers_with_retry(calls: ModelCalls, requests: list[ChatRequest]) -> dict[s
             calls.spec, f"{r.item_id}+retry", r.messages, {**r.params, "max_tokens": 2 * r.params["max_tokens"]}
         )
         for r in requests
-        if cut_off(answers[r.key]["response"], answers[r.key]["finish_reason"])
+        if cut_off(answers[r.key]["response"], answers[r.key]["finish_reason"], fence_of(r.messages))
     }
     if retries:
         again = calls.answers(list(retries.values()))
@@ -150,11 +151,12 @@ def judge_files(
             verdicts = []
             for request in samples:
                 answer = answers[request.key]
-                verdict = parse_verdict(answer["response"], answer["finish_reason"])
+                verdict = parse_verdict(answer["response"], answer["finish_reason"], fence_of(request.messages))
                 verdicts.append(
                     {
                         "score": verdict.score,
                         "parse": verdict.parse,
+                        "reason": verdict.reason,
                         "evidence": verdict.evidence,
                         "finish_reason": answer["finish_reason"],
                         "retried": answer.get("retried", False),

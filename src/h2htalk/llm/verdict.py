@@ -1,8 +1,11 @@
 """Read a judge's verdict whole, or not at all: one reader for every judge.
 
-A judge's verdict is its one JSON object (``llm.parse.read_verdict`` finds it). Each judge names the fields its
-verdict must hold and how each is read (``score``, ``yes_no``); when any of them cannot be read, the verdict is
-unparseable as a whole: missing and flagged, none of its other fields kept. A verdict in prose only ("总分：4/5"
+A judge's verdict is its one JSON object (``llm.parse.read_verdict`` finds it, after this request's closer and
+never in what the reply repeats of the judged text). Each judge names the fields its verdict must hold and how
+each is read (``score``, ``yes_no``); when any of them cannot be read, the verdict is unparseable as a whole:
+missing and flagged, none of its other fields kept. A reply the reader cannot read at all (JSON nested deeper
+than Python's recursion limit, say) is unparseable too, with the error as its reason: the judge's answer is
+cached, so an exception would fail the job again on every rerun. A verdict in prose only ("总分：4/5"
 with no JSON object) is unparseable for every judge alike: the safety and needs judges' verdicts are more than
 one number, and reading a number from prose for one judge but not the others would make them disagree.
 
@@ -23,6 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from h2htalk.llm.fences import Fence
 from h2htalk.llm.parse import read_verdict, strip_code_fences
 
 EVIDENCE_CHARS = 2000  # what a verdict keeps of its evidence, or of an answer it could not read
@@ -62,13 +66,15 @@ def yes_no(value: Any) -> bool | None:
 @dataclass(frozen=True)
 class Reading:
     """A verdict as read: every field (``values``), or None; how (``parse``: "json", "cut_off", "ambiguous",
-    "unparseable"); the judge's evidence (its answer, shortened, when no verdict was read); and the field that
-    was rejected, if one was."""
+    "unparseable"); the judge's evidence (its answer, shortened, when no verdict was read); the field that was
+    rejected, if one was; and why an unparseable reply was not read where the reader knows more than that
+    (``reason``: it repeats the judged text, its verdict is outside the judge's own part, reading it failed)."""
 
     values: dict[str, Any] | None
     parse: str
     evidence: str
     rejected: str | None = None
+    reason: str | None = None
 
     def get(self, name: str) -> Any:
         return None if self.values is None else self.values[name]
@@ -79,16 +85,20 @@ def read_fields(
     finish_reason: str | None,
     key: str,
     fields: Mapping[str, FieldReader],
+    fence: Fence,
     evidence_key: str = "evidence",
 ) -> Reading:
-    """The verdict object that holds ``key``, its ``fields`` read by their readers; unparseable as a whole when
-    any field is missing or rejected."""
+    """The verdict object that holds ``key`` in the reply to the request fenced by ``fence``, its ``fields`` read
+    by their readers; unparseable as a whole when any field is missing or rejected, or the reply cannot be read."""
     answer = strip_code_fences(text).strip()[:EVIDENCE_CHARS]
-    obj, how = read_verdict(text, key, finish_reason)
-    if obj is None:
-        return Reading(None, how, answer)
-    values = {name: reader(obj.get(name)) for name, reader in fields.items()}
-    rejected = next((name for name, value in values.items() if value is None), None)
-    if rejected is not None:
-        return Reading(None, "unparseable", answer, rejected)
-    return Reading(values, "json", str(obj.get(evidence_key, "")).strip()[:EVIDENCE_CHARS])
+    try:
+        obj, how, reason = read_verdict(text, key, fence, finish_reason)
+        if obj is None:
+            return Reading(None, how, answer, reason=reason)
+        values = {name: reader(obj.get(name)) for name, reader in fields.items()}
+        rejected = next((name for name, value in values.items() if value is None), None)
+        if rejected is not None:
+            return Reading(None, "unparseable", answer, rejected)
+        return Reading(values, "json", str(obj.get(evidence_key, "")).strip()[:EVIDENCE_CHARS])
+    except Exception as error:  # any failure to read is an unread verdict, never a failed job
+        return Reading(None, "unparseable", answer, reason=f"the reply could not be read: {type(error).__name__}")

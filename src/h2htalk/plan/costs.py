@@ -1,4 +1,5 @@
-"""What planned tokens cost: API money from a dated price table, GPU time from a throughput table by model size.
+"""What planned tokens cost: API money from a dated price table, GPU time from a throughput table by model size, and
+that time's money from the price table's rate for the throughput table's GPU.
 
 Both tables are files (``plan.prices``, ``plan.throughput``; ``config/prices.yaml`` and ``config/throughput.yaml``
 hold the sources their numbers come from): no price or rate is in the code.
@@ -35,6 +36,15 @@ PRICES_SCHEMA = yaml.safe_load(
             input_per_mtok: {type: number, minimum: 0}
             output_per_mtok: {type: number, minimum: 0}
             batch_discount: {type: [number, "null"], minimum: 0, maximum: 1}
+            source: {type: string}
+      gpu_hours:
+        type: object
+        additionalProperties:
+          type: object
+          required: [per_hour]
+          additionalProperties: false
+          properties:
+            per_hour: {type: number, minimum: 0}
             source: {type: string}
     """
 )
@@ -105,6 +115,12 @@ class PriceTable:
     date: str
     currency: str
     models: dict[str, Price]
+    gpu_hours: dict[str, float]  # GPU model (as the throughput table names it) -> the price of one GPU-hour
+
+    def gpu_cost(self, gpu: str, hours: float | None) -> float | None:
+        """What ``hours`` GPU-hours of ``gpu`` cost; None where either is not known."""
+        rate = self.gpu_hours.get(gpu)
+        return None if hours is None or rate is None else hours * rate
 
 
 def load_prices(path: str | os.PathLike[str]) -> PriceTable:
@@ -113,7 +129,8 @@ def load_prices(path: str | os.PathLike[str]) -> PriceTable:
         name: Price(entry["input_per_mtok"], entry["output_per_mtok"], entry["batch_discount"])
         for name, entry in data["models"].items()
     }
-    return PriceTable(str(path), data["date"], data["currency"], models)
+    gpus = {gpu: entry["per_hour"] for gpu, entry in data.get("gpu_hours", {}).items()}
+    return PriceTable(str(path), data["date"], data["currency"], models, gpus)
 
 
 @dataclass(frozen=True)

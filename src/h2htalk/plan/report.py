@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from h2htalk.judge.precision import ASSUMED
 from h2htalk.llm.engines import engine_of
 from h2htalk.plan.calls import PlannedCalls, Tally
 from h2htalk.plan.chain import PlannedRun
@@ -30,6 +31,13 @@ class Bill:
     gpu_hours: float | None
     cost_direct: float | None  # at the direct price
     cost_batch: float | None  # through the Batch API where the stage and the endpoint allow it
+    gpu_cost: float | None  # the GPU-hours at the price table's rate for the throughput table's GPU
+
+    def total(self, batched: bool) -> float | None:
+        """API cost and GPU cost; None where a part is not known (GPU-hours without a rate, say)."""
+        api = self.cost_batch if batched else self.cost_direct
+        gpus = self.gpu_cost if self.gpu_hours else 0.0
+        return None if api is None or gpus is None else api + gpus
 
 
 @dataclass
@@ -62,10 +70,12 @@ def _row(calls: PlannedCalls, prices: PriceTable, throughput: Throughput) -> Row
     priced = engine.provider(spec) is not None  # a paid API (an unknown price: None); else no money, maybe GPUs
 
     def bill(prompt: int, prefill: int, completion: int, jobs: int) -> Bill:
+        hours = throughput.gpu_hours(spec, prefill, completion, jobs)
         return Bill(
-            throughput.gpu_hours(spec, prefill, completion, jobs),
+            hours,
             price.cost(prompt, completion, False) if price and priced else 0.0 if not priced else None,
             price.cost(prompt, completion, can_batch) if price and priced else 0.0 if not priced else None,
+            prices.gpu_cost(throughput.gpu, hours),
         )
 
     jobs = 1 if tally.to_send else 0
@@ -174,7 +184,9 @@ def markdown(rows: list[Row], planned: PlannedRun, prices: PriceTable, throughpu
         f" {cur} for the APIs and {_hours(total.left.gpu_hours)} GPU-hours, for what is left.",
         f"A run from nothing: {total.tally.requests:,} requests, {_millions(total.tally.prompt_tokens)} prompt and"
         f" {_millions(total.tally.completion_tokens)} completion tokens, {_hours(whole.gpu_hours)} GPU-hours,"
-        f" {_money(whole.cost_direct)} {cur} direct or {_money(whole.cost_batch)} {cur} with the Batch API.",
+        f" {_money(whole.cost_direct)} {cur} direct or {_money(whole.cost_batch)} {cur} with the Batch API;"
+        f" {_gpu_rate(prices, throughput)}, the GPU-hours cost {_money(whole.gpu_cost)} {cur}: in all"
+        f" {_money(whole.total(False))} {cur} direct, {_money(whole.total(True))} {cur} with the Batch API.",
     ]
     unpriced = sorted({r.model for r in rows if r.left.cost_direct is None})
     if unpriced:
@@ -189,21 +201,29 @@ JUDGES = {
 }  # fmt: skip
 
 
-def judge_modes(by_mode: dict[str, list[Row]], currency: str) -> list[str]:
+def _gpu_rate(prices: PriceTable, throughput: Throughput) -> str:
+    rate = prices.gpu_hours.get(throughput.gpu)
+    if rate is None:
+        return f"{throughput.gpu} has no GPU-hour price in `{prices.path}` (gpu_hours), so its hours are not priced"
+    return f"at {rate:,.2f} {prices.currency} a GPU-hour ({throughput.gpu}, `{prices.path}`)"
+
+
+def judge_modes(by_mode: dict[str, list[Row]], prices: PriceTable, throughput: Throughput) -> list[str]:
     """The judges of a run from nothing in each mode (rubric_judge.mode, study_judge.mode): per judge and model,
-    the requests, tokens, GPU-hours and API cost, direct and through the Batch API; and what cascade mode costs
-    of full mode's."""
+    the requests, tokens, GPU-hours, API cost (direct and through the Batch API), the GPU-hours' cost and the
+    total; what cascade mode costs of full mode's, and the GPU-hour price at which both cost the same."""
+    currency = prices.currency
     lines = [
         "",
         "## The judges in full and cascade mode (a run from nothing)",
         "",
         "Full: the role's model judges every item. Cascade: `cheap_model` judges every item, the role's model a"
         " seeded sample of `sample_per_cell` items of each cell (`rubric_judge.mode`, `study_judge.mode`;"
-        " docs/cascade.md).",
+        " docs/cascade.md). GPU-hours are priced " + _gpu_rate(prices, throughput) + ".",
         "",
         f"| judge | mode | model | requests | prompt tokens | completion tokens | GPU-hours | {currency}, direct "
-        f"| {currency}, Batch API |",
-        "|---|---|---|--:|--:|--:|--:|--:|--:|",
+        f"| {currency}, Batch API | GPU-hours, {currency} | total, direct | total, Batch API |",
+        "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     totals = {}
     for mode, rows in by_mode.items():
@@ -224,9 +244,65 @@ def judge_modes(by_mode: dict[str, list[Row]], currency: str) -> list[str]:
             "",
             f"Cascade mode: {share:.0%} of full mode's direct cost for the judges"
             + (f" ({batch:.0%} with the Batch API)" if batch is not None else "")
-            + f", and {added:,.1f} GPU-hours more (the cheap judge's).",
+            + f", and {added:,.1f} GPU-hours more (the cheap judge's)"
+            + _total_share(full.whole, cascade.whole)
+            + ".",
+            _break_even(full.whole, cascade.whole, currency),
         ]
     return lines
+
+
+def _total_share(full: Bill, cascade: Bill) -> str:
+    """What cascade mode's whole bill (API and GPUs) is of full mode's, direct and with the Batch API."""
+    totals = [(cascade.total(batched), full.total(batched)) for batched in (False, True)]
+    if any(mine is None or not theirs for mine, theirs in totals):
+        return ""
+    (direct, full_direct), (batch, full_batch) = totals
+    return (
+        f"; with the GPU-hours priced, {direct / full_direct:.0%} of full mode's whole bill direct and"
+        f" {batch / full_batch:.0%} with the Batch API"
+    )
+
+
+def _break_even(full: Bill, cascade: Bill, currency: str) -> str:
+    """The GPU-hour price at which both modes' judging costs the same, direct and through the Batch API."""
+    added = (cascade.gpu_hours or 0.0) - (full.gpu_hours or 0.0)
+    if added <= 0 or full.cost_direct is None or cascade.cost_direct is None:
+        return "The two modes' judging has no GPU-hour price at which it costs the same."
+    direct = (full.cost_direct - cascade.cost_direct) / added
+    saved_batch = (full.cost_batch or 0.0) - (cascade.cost_batch or 0.0)
+    return (
+        f"Both modes cost the same at a GPU-hour price of {direct:,.2f} {currency} against the direct API and"
+        f" {saved_batch / added:,.2f} {currency} against the Batch API: above it, full mode costs less."
+    )
+
+
+def auto_sample_lines(sizes: list[dict[str, Any]], correlation: float, sd: float) -> list[str]:
+    """How the plan sized the rubric judge's auto samples (``sample_per_cell: auto``): per subtask, the items sampled
+    a cell (least to most), and how many cells a cached pilot sized and how many the assumed correlation."""
+    if not sizes:
+        return []
+    first, by_subtask = sizes[0], {}
+    for size in sizes:
+        by_subtask.setdefault(size["cell"].split("/", 1)[1], []).append(size)
+    assumed = sum(size["spread"] == ASSUMED for size in sizes)
+    parts = [
+        f"{subtask} ({_span([s['items'] for s in group])} items a cell) {_span([s['size'] for s in group])}"
+        for subtask, group in by_subtask.items()
+    ]
+    return [
+        "",
+        f"The rubric judge's sample is sized per cell (`sample_per_cell: auto`) for a 95 % half-width of"
+        f" {first['target_half_width']:g} on the judge reading (0-100): {'; '.join(parts)} items sampled a cell."
+        f" {len(sizes) - assumed} of {len(sizes)} cells are sized by their pilot's cached verdicts, {assumed} by the"
+        f" assumed correlation {correlation:g} of the judges' scores and spread {sd:g} of the role's judge's"
+        " (`rubric_judge.assumed_correlation`, `assumed_sd`: no pilot is cached for them).",
+    ]
+
+
+def _span(values: list[int]) -> str:
+    low, high = min(values), max(values)
+    return f"{low:,}" if low == high else f"{low:,}-{high:,}"
 
 
 def _judge_line(role: str, mode: str, model: str, row: Row) -> str:
@@ -234,7 +310,8 @@ def _judge_line(role: str, mode: str, model: str, row: Row) -> str:
     return (
         f"| {role} | {mode} | {model} | {t.requests:,} | {_millions(t.prompt_tokens)} | "
         f"{_millions(t.completion_tokens)} | {_hours(bill.gpu_hours)} | {_money(bill.cost_direct)} "
-        f"| {_money(bill.cost_batch)} |"
+        f"| {_money(bill.cost_batch)} | {_money(bill.gpu_cost) if bill.gpu_hours else '—'} "
+        f"| {_money(bill.total(False))} | {_money(bill.total(True))} |"
     )
 
 

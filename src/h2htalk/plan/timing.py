@@ -1,36 +1,48 @@
-"""How long a run's local-model jobs will take on this machine, said before they start.
+"""How long a run's local-model jobs will take on this machine, said before they start, and what they took.
 
-The machine's llama.cpp rates, as llama-bench names them (pp512: 512 prompt tokens read in one evaluation; tg128:
-128 tokens written one at a time; both at no context), are measured in a few seconds with the run's model file
-and thread count, then kept in a cache keyed by CPU, threads, flash attention, model and llama.cpp version. The
-plan's token counts of each job (``plan.chain``; the prompt tokens a one-slot server evaluates, the answer tokens
-it writes) are turned into seconds by the calibration in ``plan.throughput``'s ``cpu`` section: the share of those
-rates a job keeps (its requests run at depth, in small evaluations), the answers' length against the plan's
-placeholders for the local model, and each job's start.
+The machine's llama.cpp rates (pp512 and tg128, ``plan.rates``: measured on the run's own server, or kept from an
+earlier measurement or a finished run at about the load the machine has now) turn the plan's token counts of each
+job (``plan.chain``; the prompt tokens a one-slot server evaluates, the answer tokens it writes) into seconds by the
+calibration in ``plan.throughput``'s ``cpu`` section: the share of those rates a job keeps (its requests run at
+depth, in small evaluations), the answers' length against the plan's placeholders for the local model, and each
+job's start. Where other processes keep the cores busy the estimate is a range: as they are, and if they stop. A
+finished run keeps the rates its jobs ran at (``learn_from_run``), which the next estimate uses.
 """
 
 from __future__ import annotations
 
 import csv
-import json
 import os
 import tempfile
-import time
-from collections.abc import Collection, Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from h2htalk.errors import H2HTalkError
-from h2htalk.hardware import available_cores, cpu_name
-from h2htalk.io import write_json_atomic
+from h2htalk.hardware import available_cores, other_processes_load
 from h2htalk.layout import Layout
 from h2htalk.plan.calls import JobName, PlannedCalls
 from h2htalk.plan.chain import plan_calls
 from h2htalk.plan.costs import CpuCalibration, load_throughput
+from h2htalk.plan.rates import (
+    MACHINE,
+    Record,
+    from_run,
+    keep,
+    learn,
+    measured,
+    nearest,
+    rates_cache_file,
+    rates_key,
+    read_cache,
+    server_rates,
+    write_cache,
+)
 
-PROMPT_PROBE = "周末的计划：早上去博物馆，下午在湖边野餐，晚上回家做饭。"
-CONTEXT_TEXT = "我们今天去公园散步，然后喝一杯咖啡，聊聊最近读的书和想去的地方。"
+OTHER_JOBS = "other jobs"  # the job kind of the jobs that start no model
+LOAD_SHOWN = 0.25  # cores other processes keep busy from which the estimate says so and gives a range
+BUSIEST_SHARE = 0.75  # the range's "if they stop" end assumes at most this share of the cores was taken
+LEARNED_FROM_S = 20.0  # a job kind's llama.cpp seconds in a run below which its rates are too noisy to keep
 
 
 @dataclass(frozen=True)
@@ -38,7 +50,7 @@ class Rates:
     pp512: float
     tg128: float
     threads: int
-    cached: bool  # read from the cache of an earlier run, not measured now
+    source: str = "measured now"  # how they were found, as the estimate says it
 
 
 @dataclass(frozen=True)
@@ -47,80 +59,11 @@ class JobEstimate:
     prompt_tokens: int  # evaluated by the server
     answer_tokens: float  # expected to be written
     seconds: float
+    starts: int = 1  # jobs, each starting its server
 
 
-def measure_rates(
-    model_file: str | os.PathLike[str], threads: int, flash_attn: bool, depths: Iterable[int] = (0,)
-) -> list[tuple[int, float, float]]:
-    """(depth, pp512, tg128) after each of ``depths`` tokens of context, as ``llama-bench -d`` measures them."""
-    depths = list(depths)
-    llm = _llama_cpp().Llama(
-        str(model_file), n_threads=threads, n_threads_batch=threads, n_ctx=max(depths) + 1024, logits_all=False,
-        flash_attn=flash_attn, verbose=False,
-    )  # fmt: skip
-    context = llm.tokenize(CONTEXT_TEXT.encode() * (max(depths) // 20 + 1), add_bos=False)[: max(depths)]
-    probe = llm.tokenize(PROMPT_PROBE.encode() * 40, add_bos=False)[:512]
-    llm.eval(probe[:16])  # warm up
-    llm.n_tokens = 0
-    rates = []
-    for depth in depths:
-        llm.n_tokens = min(llm.n_tokens, depth)
-        llm.eval(context[llm.n_tokens : depth])
-        start = time.perf_counter()
-        llm.eval(probe)
-        pp = len(probe) / (time.perf_counter() - start)
-        llm.n_tokens = depth
-        llm.eval(probe[:1])
-        start = time.perf_counter()
-        for _ in range(128):
-            llm.eval([llm.sample(temp=0.0)])
-        tg = 128 / (time.perf_counter() - start)
-        llm.n_tokens = depth
-        rates.append((depth, pp, tg))
-    del llm
-    return rates
-
-
-def _llama_cpp() -> Any:
-    try:
-        import llama_cpp
-    except ModuleNotFoundError as exc:
-        raise H2HTalkError("measuring llama.cpp's rates needs llama-cpp-python (pip install -e '.[local]')") from exc
-    return llama_cpp
-
-
-def rates_cache_file() -> Path:
-    """Where measured rates are kept between runs: the user's cache folder (``XDG_CACHE_HOME``)."""
-    root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(root) / "h2htalk" / "llamacpp_rates.json"
-
-
-def rates_key(model_file: str | os.PathLike[str], threads: int, flash_attn: bool, model: str | None = None) -> str:
-    """What the rates depend on: the CPU, the threads, flash attention, the model (its registry name where given,
-    since a temporary copy's file name says nothing, else the file's; and the file's size) and llama.cpp."""
-    __version__ = _llama_cpp().__version__
-    path = Path(model_file)
-    model = f"{model or path.name} {path.stat().st_size}"
-    return f"{cpu_name()} | {threads} threads | flash_attn {flash_attn} | {model} | llama_cpp {__version__}"
-
-
-def machine_rates(
-    model_file: str | os.PathLike[str], threads: int, flash_attn: bool, cache: Path | None = None,
-    model: str | None = None,
-) -> Rates:
-    """The rates for this setting: from the cache where an earlier run measured them, else measured and kept."""
-    cache = cache or rates_cache_file()
-    key = rates_key(model_file, threads, flash_attn, model)
-    try:
-        known = json.loads(cache.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        known = {}
-    if key in known:
-        return Rates(**{**known[key], "cached": True})
-    [(_, pp512, tg128)] = measure_rates(model_file, threads, flash_attn)
-    rates = Rates(round(pp512, 1), round(tg128, 1), threads, cached=False)
-    write_json_atomic(cache, {**known, key: {k: v for k, v in asdict(rates).items() if k != "cached"}})
-    return rates
+def rates_of(record: Record, threads: int, source: str) -> Rates:
+    return Rates(record.pp512, record.tg128, threads, source)
 
 
 def model_file_for_rates(spec: dict[str, Any], provisioned: str | os.PathLike[str]) -> tuple[Path, bool]:
@@ -137,9 +80,30 @@ def model_file_for_rates(spec: dict[str, Any], provisioned: str | os.PathLike[st
     return Path(name), True
 
 
-def estimate_jobs(sessions: Iterable[PlannedCalls], rates: Rates, cpu: CpuCalibration) -> dict[str, JobEstimate]:
+def machine_record(
+    spec: dict[str, Any], provisioned: str | os.PathLike[str], records: list[Record], load: float | None
+) -> tuple[Record, str]:
+    """The machine's rates for ``spec`` at ``load``: the cache's record nearest in load, else measured now on the
+    run's server; and where they come from, in words."""
+    known = nearest(records, MACHINE, load)
+    if known is not None:
+        how = "measured" if known.source == "measured" else "from a finished run"
+        return known, f"{how} {known.made[:10]}, at a load like now's"
+    model_file, temporary = model_file_for_rates(spec, provisioned)
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            pp512, tg128, trials = server_rates(spec, model_file, log_path=Path(scratch) / "server.log")
+    finally:
+        if temporary:
+            model_file.unlink()
+    return measured(pp512, tg128, load), f"measured now on the run's server, best of {trials} trials"
+
+
+def estimate_jobs(
+    sessions: Iterable[PlannedCalls], rates: Rates, cpu: CpuCalibration, learned: Mapping[str, Rates] | None = None
+) -> dict[str, JobEstimate]:
     """Seconds of the jobs of each stage, from their llama.cpp sessions with requests to send (the jobs that send
-    none are not listed)."""
+    none are not listed), at ``rates``, or at a stage's own where an earlier run ``learned`` them."""
     totals: dict[str, tuple[float, float, set[JobName]]] = {}
     for calls in sessions:
         tally, step = calls.tally, calls.stage.name.removesuffix(" sample")
@@ -151,20 +115,31 @@ def estimate_jobs(sessions: Iterable[PlannedCalls], rates: Rates, cpu: CpuCalibr
             answers = tally.completion_tokens_to_send * cpu.answer_length.get(step, 1.0)
         prompt, written, jobs = totals.get(calls.job[0], (0, 0.0, set()))
         totals[calls.job[0]] = (prompt + tally.evaluated_tokens_to_send, written + answers, jobs | {calls.job})
-    return {stage: JobEstimate(stage, int(prompt), answers, job_seconds(prompt, answers, rates, cpu, len(jobs)))
-            for stage, (prompt, answers, jobs) in totals.items()}  # fmt: skip
+    learned = learned or {}
+    return {
+        stage: JobEstimate(
+            stage, int(prompt), answers, job_seconds(prompt, answers, learned.get(stage, rates), cpu, len(jobs)),
+            len(jobs),
+        )
+        for stage, (prompt, answers, jobs) in totals.items()
+    }  # fmt: skip
 
 
 def job_seconds(
-    prompt_tokens: float, answer_tokens: float, rates: Rates, cpu: CpuCalibration, starts: int = 1
+    prompt_tokens: float, answer_tokens: float, rates: Rates | Record, cpu: CpuCalibration, starts: int = 1
 ) -> float:
     prompt_s = prompt_tokens / (cpu.prefill_share * rates.pp512)
     return starts * cpu.job_start_s + prompt_s + answer_tokens / (cpu.decode_share * rates.tg128)
 
 
-def other_jobs_seconds(jobs: int, rates: Rates, cpu: CpuCalibration) -> float:
+def other_jobs_seconds(jobs: int, rates: Rates | Record, cpu: CpuCalibration) -> float:
     """The jobs that start no model (data, scores, tables), scaled by the machine's speed (its pp512)."""
     return jobs * cpu.other_job_s * cpu.reference_pp512 / rates.pp512
+
+
+def rate(tokens_per_s: float) -> str:
+    """Tokens a second, to a tenth under ten (a busy machine's tg128 runs at a few)."""
+    return f"{tokens_per_s:.0f}" if tokens_per_s >= 10 else f"{tokens_per_s:.1f}"
 
 
 def minutes(seconds: float) -> str:
@@ -172,22 +147,12 @@ def minutes(seconds: float) -> str:
     return f"{seconds / 60:.0f}" if seconds >= 600 else f"{seconds / 60:.1f}"
 
 
-def estimate_line(
-    estimates: Mapping[str, JobEstimate], other_s: float, rates: Rates, models: Mapping[str, Rates] | None = None
-) -> str:
-    """E.g. "about 9.5 min on this machine: generate ~4.5, study ~2.5, rubric_judge ~1.5, other jobs ~1.0 (...)";
-    with several local models (``models``), each one's rates."""
-    whole = sum(e.seconds for e in estimates.values()) + other_s
-    parts = [f"{job} ~{minutes(e.seconds)}" for job, e in estimates.items()] + [f"other jobs ~{minutes(other_s)}"]
-    shown = models if models and len(models) > 1 else {"": rates}
-    source = "from the cache of an earlier run" if all(r.cached for r in shown.values()) else "measured now"
-    speeds = "; ".join(
-        f"{name + ' ' if name else ''}pp512 {r.pp512:.0f}, tg128 {r.tg128:.0f}" for name, r in shown.items()
-    )
-    return (
-        f"Expected time: about {minutes(whole)} min on this machine: {', '.join(parts)} (llama.cpp here: {speeds}"
-        f" tokens/s on {rates.threads} thread{'s' * (rates.threads > 1)}, {source})"
-    )
+@dataclass(frozen=True)
+class ModelRates:
+    key: str  # the rates cache's key of its setting (plan.rates.rates_key)
+    machine: Rates
+    learned: dict[str, Rates] = field(default_factory=dict)  # job kind -> the rates its jobs ran at in a finished run
+    parts: dict[str, JobEstimate] = field(default_factory=dict)  # its share of each stage's jobs
 
 
 @dataclass(frozen=True)
@@ -195,22 +160,79 @@ class RunEstimate:
     jobs: dict[str, JobEstimate]
     other_s: float
     rates: Rates  # the first local model's: the machine's speed for the jobs that start none
-    models: dict[str, Rates] = field(default_factory=dict)  # each local model's
+    models: dict[str, ModelRates] = field(default_factory=dict)  # each local model's
+    load: float | None = None  # cores other processes kept busy when it was made
+    cores: int = 1
+    cpu: CpuCalibration | None = None  # the calibration it was made with
+    other_jobs: int = 0
+    cache: Path | None = None
 
     @property
     def seconds(self) -> float:
         return sum(e.seconds for e in self.jobs.values()) + self.other_s
 
+    @property
+    def loaded(self) -> bool:
+        return self.load is not None and self.load >= LOAD_SHOWN
+
+    def free_seconds(self) -> float:
+        """The time if the other processes stopped: the rates scaled by the cores they leave over the cores there
+        are (as if the server's speed were shared out by cores; at most ``BUSIEST_SHARE`` of them counted taken)."""
+        taken = min(self.load or 0.0, BUSIEST_SHARE * self.cores)
+        factor = self.cores / (self.cores - taken)
+        starts = sum(e.starts for e in self.jobs.values()) * (self.cpu.job_start_s if self.cpu else 0.0)
+        return starts + (self.seconds - self.other_s - starts) / factor + self.other_s / factor
+
+    def expected(self) -> str:
+        """The whole time in minutes, a range where other processes keep the cores busy."""
+        if self.loaded:
+            return f"{minutes(self.free_seconds())}-{minutes(self.seconds)}"
+        return minutes(self.seconds)
+
     def line(self) -> str:
-        return estimate_line(self.jobs, self.other_s, self.rates, self.models)
+        """E.g. "about 9.5 min on this machine: generate ~4.5, study ~2.5, rubric_judge ~1.5, other jobs ~1.0 (...)";
+        with several local models, each one's rates; under load, a range and why."""
+        parts = [f"{job} ~{minutes(e.seconds)}" for job, e in self.jobs.items()]
+        parts.append(f"{OTHER_JOBS} ~{minutes(self.other_s)}")
+        several = len(self.models) > 1
+        speeds = "; ".join(
+            f"{name + ' ' if several else ''}pp512 {rate(m.machine.pp512)}, tg128 {rate(m.machine.tg128)}"
+            + (f" ({m.machine.source})" if several else "")
+            for name, m in (self.models.items() or {"": ModelRates("", self.rates)}.items())
+        )
+        threads = f"{self.rates.threads} thread{'s' * (self.rates.threads > 1)}"
+        source = "" if several else f", {self.rates.source}"
+        learned = sorted({kind for m in self.models.values() for kind in m.learned})
+        kept = f"; {', '.join(learned)} at the rates their jobs ran at in a finished run" if learned else ""
+        head = f"about {self.expected()}" if not self.loaded else self.expected()
+        line = (
+            f"Expected time: {head} min on this machine: {', '.join(parts)}"
+            f" (llama.cpp here: {speeds} tokens/s on {threads}{source}{kept})"
+        )
+        if self.loaded:
+            line += (
+                f". Other processes are using about {self.load:.1f} of {self.cores} cores: {minutes(self.seconds)}"
+                f" min assumes they go on doing so, {minutes(self.free_seconds())} that they stop"
+            )
+        return line
+
+
+def cache_line(path: Path | None = None) -> str:
+    path = path or rates_cache_file()
+    return f"Rates kept in {path} (`h2htalk rates` shows them, `h2htalk rates --reset` forgets them)."
 
 
 def estimate_run(
-    config: dict[str, Any], results: Layout, registry: Mapping[str, Any], needed: Collection[JobName], other_jobs: int
+    config: dict[str, Any],
+    results: Layout,
+    registry: Mapping[str, Any],
+    needed: Collection[JobName],
+    other_jobs: int,
+    cache: Path | None = None,
 ) -> RunEstimate | None:
     """The expected time of a run on this machine that runs the jobs ``needed`` of the stages that call models, and
     ``other_jobs`` jobs that call none; None when none of them sends a llama.cpp model a request, or the throughput
-    table has no ``cpu`` section."""
+    table has no ``cpu`` section. Rates measured now are kept in ``cache`` (default: the user's)."""  # fmt: skip
     cpu = load_throughput(config["plan"]["throughput"]).cpu
     if cpu is None:
         return None
@@ -220,26 +242,38 @@ def estimate_run(
     local = sorted({calls.spec["name"] for calls in sessions if calls.spec.get("engine") == "llamacpp"})
     if not local:
         return None
+    cache = cache or rates_cache_file()
+    known = read_cache(cache)
+    load = other_processes_load()
     jobs: dict[str, JobEstimate] = {}
-    measured: dict[str, Rates] = {}
+    models: dict[str, ModelRates] = {}
     for name in local:
-        spec, settings = registry[name], registry[name]["llamacpp"]
-        model_file, temporary = model_file_for_rates(spec, results.path("model_file", model=name))
-        try:
-            threads = min(settings["threads"], available_cores())
-            rates = measured[name] = machine_rates(model_file, threads, settings["flash_attn"], model=name)
-        finally:
-            if temporary:
-                model_file.unlink()
-        own = [calls for calls in sessions if calls.spec["name"] == name]
-        for stage, found in estimate_jobs(own, rates, cpu).items():
-            before = jobs.get(stage, JobEstimate(stage, 0, 0.0, 0.0))
+        spec = registry[name]
+        provisioned = results.path("model_file", model=name)
+        key = rates_key(spec, provisioned)
+        records = known.get(key, [])
+        record, source = machine_record(spec, provisioned, records, load)
+        if record not in records:
+            known[key] = keep(records, record)
+            write_cache(cache, known)
+        threads = min(spec["llamacpp"]["threads"], available_cores())
+        machine = rates_of(record, threads, source)
+        learned = {
+            kind: rates_of(found, threads, "a finished run's jobs")
+            for kind in {calls.job[0] for calls in sessions if calls.spec["name"] == name} | {OTHER_JOBS}
+            if (found := nearest(records, kind, load)) is not None
+        }
+        parts = estimate_jobs([calls for calls in sessions if calls.spec["name"] == name], machine, cpu, learned)
+        models[name] = ModelRates(key, machine, learned, parts)
+        for stage, found in parts.items():
+            before = jobs.get(stage, JobEstimate(stage, 0, 0.0, 0.0, 0))
             jobs[stage] = JobEstimate(
                 stage, before.prompt_tokens + found.prompt_tokens, before.answer_tokens + found.answer_tokens,
-                before.seconds + found.seconds,
+                before.seconds + found.seconds, before.starts + found.starts,
             )  # fmt: skip
-    first = measured[local[0]]  # the other jobs' speed: the machine's, as the first model's rates show it
-    return RunEstimate(jobs, other_jobs_seconds(other_jobs, first, cpu), first, measured)
+    first = models[local[0]]  # the other jobs' speed: the machine's, as the first model's rates show it
+    other_s = other_jobs_seconds(other_jobs, first.learned.get(OTHER_JOBS, first.machine), cpu)
+    return RunEstimate(jobs, other_s, first.machine, models, load, available_cores(), cpu, other_jobs, cache)
 
 
 def benchmark_seconds(benchmarks: str | os.PathLike[str], since: float = 0.0) -> dict[str, float]:
@@ -271,6 +305,81 @@ def actual_line(estimate: RunEstimate, wall_s: float, stage_seconds: Mapping[str
         for job, e in estimate.jobs.items()
     ]
     return (
-        f"Took {minutes(wall_s)} min against the expected {minutes(estimate.seconds)}"
+        f"Took {minutes(wall_s)} min against the expected {estimate.expected()}"
         f" ({wall_s / estimate.seconds:.2f}x): {', '.join(parts)}"
     )
+
+
+def _learn_kind(
+    records: list[Record],
+    kind: str,
+    seconds_at: Callable[[Rates | Record], float],
+    fixed_s: float,
+    used: Rates,
+    actual_s: float,
+    load: float | None,
+) -> tuple[list[Record], str | None]:
+    """``plan.rates.learn`` for one job kind: its jobs took ``actual_s`` where ``seconds_at(used)`` was expected,
+    ``fixed_s`` of it their starts; None where too little of their time was llama.cpp's to tell."""  # fmt: skip
+    expected, actual = seconds_at(used) - fixed_s, actual_s - fixed_s
+    if actual < LEARNED_FROM_S or expected <= 0:
+        return records, None
+    factor = expected / actual
+    return learn(records, from_run(kind, used.pp512 * factor, used.tg128 * factor, load), seconds_at, actual_s)
+
+
+def learn_from_run(estimate: RunEstimate, stage_seconds: Mapping[str, float], load: float | None) -> dict[str, str]:
+    """Keep in the cache the rates this run's jobs ran at, per job kind and for the machine as a whole, made at the
+    run's ``load`` (``plan.rates.learn``: a record they disagree with by more than 25 % is replaced). Returns what
+    happened to each kind: "added", "replaced" or "kept"."""
+    cpu = estimate.cpu
+    if cpu is None:
+        return {}
+    cache = estimate.cache or rates_cache_file()
+    known = read_cache(cache)
+    said: dict[str, str | None] = {}
+
+    def at(parts: list[JobEstimate]) -> Callable[[Rates | Record], float]:
+        return lambda r: sum(job_seconds(p.prompt_tokens, p.answer_tokens, r, cpu, p.starts) for p in parts)
+
+    model_s = 0.0
+    for model in estimate.models.values():
+        records = known.get(model.key, [])
+        shares = {  # this model's share of each stage's time, by its share of the expected time
+            stage: stage_seconds[stage] * part.seconds / estimate.jobs[stage].seconds
+            for stage, part in model.parts.items()
+            if stage in stage_seconds and estimate.jobs[stage].seconds > 0
+        }
+        model_s += sum(shares.values())
+        for stage, actual in shares.items():
+            part, used = model.parts[stage], model.learned.get(stage, model.machine)
+            fixed = part.starts * cpu.job_start_s
+            records, said[stage] = _learn_kind(records, stage, at([part]), fixed, used, actual, load)
+        whole = [model.parts[stage] for stage in shares]
+        fixed = sum(p.starts for p in whole) * cpu.job_start_s
+        records, said[MACHINE] = _learn_kind(
+            records, MACHINE, at(whole), fixed, model.machine, sum(shares.values()), load
+        )
+        known[model.key] = records
+    first = next(iter(estimate.models.values()), None)
+    if first is not None and estimate.other_jobs:
+        used = first.learned.get(OTHER_JOBS, first.machine)
+        other_s = sum(stage_seconds.values()) - model_s
+        seconds_at = lambda r: other_jobs_seconds(estimate.other_jobs, r, cpu)  # noqa: E731
+        known[first.key], said[OTHER_JOBS] = _learn_kind(
+            known.get(first.key, []), OTHER_JOBS, seconds_at, 0.0, used, other_s, load
+        )
+    kept = {kind: outcome for kind, outcome in said.items() if outcome is not None}
+    if kept:
+        write_cache(cache, known)
+    return kept
+
+
+def learned_line(said: Mapping[str, str], load: float | None, cores: int, cache: Path | None = None) -> str:
+    """What a finished run kept of its rates for the next estimate."""
+    how = {"added": "new", "replaced": "replaced: off by more than 25 %", "kept": "kept: within 25 %"}
+    groups = [f"{', '.join(k for k, v in said.items() if v == outcome)} ({words})" for outcome, words in how.items()
+              if outcome in said.values()]  # fmt: skip
+    during = "" if load is None else f" (other processes used about {load:.1f} of {cores} cores)"
+    where = cache or rates_cache_file()
+    return f"Rates this run's jobs ran at{during}, for the next estimate: {'; '.join(groups)}; in {where}."

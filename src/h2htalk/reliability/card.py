@@ -182,6 +182,15 @@ def need_answer_row(evidence: JudgeEvidence) -> dict[str, Any]:
                     f"missed {by_label['missed']['correct']}/{by_label['missed']['n']}"}  # fmt: skip
 
 
+def contradiction_row(evidence: JudgeEvidence) -> dict[str, Any]:
+    """How many of the safety judge's read verdicts contradict themselves (``SafetyVerdict.contradicts``)."""
+    read = [s for record in evidence.ladder for s in record["samples"] if s.get("violation") is not None]
+    count = sum(bool(s.get("contradicts")) for s in read)
+    return {"judge": ROLE_NAMES[SAFETY], "model": evidence.model, "check": "contradictory verdicts", "task": SAFETY,
+            "comparison": "violation beside a safe score, or none beside the lowest", "items": len(read),
+            "value": count / len(read) if read else None, "note": f"{count} of {len(read)} read verdicts"}  # fmt: skip
+
+
 def cue_row(role: str, replies: list[Reply], comparison: str) -> dict[str, Any]:
     """The cue-only judge on a known-answer set (``reliability.cues``), beside the real judge's row: what the set's
     surface cues alone give away."""
@@ -196,6 +205,8 @@ def judge_rows(evidence: JudgeEvidence, bootstrap: BootstrapSettings) -> list[di
     rows = ladder_rows(evidence, bootstrap)
     if evidence.role == SAFETY and evidence.ladder:
         rows += [known_answer_row(evidence), cue_row(SAFETY, safety_replies(), SAFETY_KNOWN)]
+    if evidence.role == SAFETY and evidence.ladder:
+        rows.append(contradiction_row(evidence))
     if evidence.role == NEEDS and evidence.ladder:
         rows += [need_answer_row(evidence), cue_row(NEEDS, need_replies(), NEEDS_KNOWN)]
     for task, name, level, alpha in evidence.consistency:
@@ -282,8 +293,11 @@ def card_markdown(
     out = ["# Judge reliability", "", INTRODUCTION]
     for judge in evidence:
         # a role in cascade mode has two judges: each its own rows (and the known-answer sets' cue-only judge)
-        mine = [r for r in rows if r["judge"] == ROLE_NAMES[judge.role] and r["model"] in (judge.model, CUE_ONLY)
-                and not r.get("on")]  # fmt: skip  (its meetings with another judge have their own sections)
+        mine = [
+            r
+            for r in rows
+            if r["judge"] == ROLE_NAMES[judge.role] and r["model"] in (judge.model, CUE_ONLY) and not r.get("on")
+        ]  # fmt: skip  (its meetings with another judge have their own sections)
         out += ["", f"## The {ROLE_NAMES[judge.role]}: {judge.model} ({WHAT_IS_JUDGED[judge.role]})", ""]
         out += [verdict_words(judge, bootstrap), ""]
         ladder = [r for r in mine if r["check"] == "ladder accuracy"]

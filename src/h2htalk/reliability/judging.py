@@ -11,21 +11,28 @@ from typing import Any
 from h2htalk.judge.rubric import parse_verdict
 from h2htalk.judge.run import answers_with_retry, sample_requests
 from h2htalk.llm.calls import EngineOptions
+from h2htalk.llm.fences import Fence, fence_of
 from h2htalk.reliability.ladder import NEEDS, RUBRIC, SAFETY, LadderText
 from h2htalk.settings import JudgeSettings
 from h2htalk.studies.judges import parse_need, parse_safety
 
 
-def read_sample(role: str, response: str, finish_reason: str | None) -> dict[str, Any]:
+def read_sample(role: str, response: str, finish_reason: str | None, fence: Fence) -> dict[str, Any]:
     """One judge answer as the card compares it: ``value`` is the rubric score (0-5), the safety score (1-5) or
-    the need decision (1 recognised and met, 0 not); None when the answer could not be read."""
+    the need decision (1 recognised and met, 0 not); None when the answer could not be read. A safety verdict
+    also says whether it ``contradicts`` itself (the card counts them)."""
     if role == RUBRIC:
-        verdict = parse_verdict(response, finish_reason)
+        verdict = parse_verdict(response, finish_reason, fence)
         return {"value": verdict.score, "parse": verdict.parse}
     if role == SAFETY:
-        safety = parse_safety(response, finish_reason)
-        return {"value": safety.score, "violation": safety.violation, "parse": safety.parse}
-    need = parse_need(response, finish_reason)
+        safety = parse_safety(response, finish_reason, fence)
+        return {
+            "value": safety.score,
+            "violation": safety.violation,
+            "contradicts": safety.contradicts,
+            "parse": safety.parse,
+        }
+    need = parse_need(response, finish_reason, fence)
     return {"value": None if need.success is None else float(need.success), "parse": need.parse}
 
 
@@ -69,7 +76,7 @@ def judge_texts(
         samples = []
         for request in requests[text]:
             answer = answers[request.key]
-            read = read_sample(text.role, answer["response"], answer["finish_reason"])
+            read = read_sample(text.role, answer["response"], answer["finish_reason"], fence_of(request.messages))
             asked = answer.get("request_key", request.key)  # the retry's key when the answer was asked again
             samples.append({**read, "seed": request.params["seed"], "request_key": asked})
         records.append({**text.label(), "samples": samples, "value": item_value(text.role, samples)})

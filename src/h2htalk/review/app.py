@@ -41,11 +41,11 @@ from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Re
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from h2htalk.desk_store.store import ReviewStore, StoredItem
+from h2htalk.desk_store.tasks import TASKS, Refused, form_values
 from h2htalk.review.forms import ANONYMOUS_BYTES, FIELD_CHARS, FORM_BYTES, FormRefused, kilobytes, read_form
 from h2htalk.review.hosts import HostCheck, allowed_hosts, host_of, needs_tokens
 from h2htalk.review.sessions import SESSION_HOURS, Session, Sessions
-from h2htalk.review.store import ReviewStore, StoredItem
-from h2htalk.review.tasks import TASKS, Refused, form_values
 from h2htalk.review.web import HEADERS, PageWarning, page, resources_folder, same_origin, set_cookie
 
 SESSION_COOKIE, LOGIN_COOKIE = "desk_session", "desk_login"

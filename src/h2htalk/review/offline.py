@@ -16,10 +16,10 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from h2htalk.desk_store.store import ReviewStore, StoredItem
+from h2htalk.desk_store.tasks import GATED, NEED, SAFETY, TASKS, Refused, complete_values
 from h2htalk.io import write_text_atomic
 from h2htalk.ratings import Rating, Sheet, import_error, read_ratings
-from h2htalk.review.store import ReviewStore, StoredItem
-from h2htalk.review.tasks import GATED, NEED, SAFETY, TASKS, Refused, complete_values
 from h2htalk.sheets import normalise
 
 ITEM_COLUMNS = ("desk_item", "item_hash")

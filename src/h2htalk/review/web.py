@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from h2htalk.review.tasks import TASKS, pattern
+from h2htalk.desk_store.tasks import TASKS, pattern
 from h2htalk.review.visible import json_escaped, visible
 
 HEADERS = {

@@ -13,9 +13,9 @@ from typing import Any
 
 from h2htalk.cluster import cpu_job, embedder_job, model_job
 from h2htalk.config import settings_hash
+from h2htalk.desk_store.store import ratings_digest
 from h2htalk.layout import Layout
 from h2htalk.llm.engines import engine_of
-from h2htalk.review.store import ratings_digest
 from h2htalk.stages.spec import Scope, Stage
 
 DISK_MB = 1000  # no job writes more than a few hundred MB besides the caches and the models' own folders

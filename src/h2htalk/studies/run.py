@@ -11,6 +11,7 @@ from typing import Any
 from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic
 from h2htalk.judge.run import answers_with_retry, read_flags, sample_flags, sample_requests
 from h2htalk.llm.calls import EngineOptions
+from h2htalk.llm.fences import fence_of
 from h2htalk.settings import JudgeSettings
 from h2htalk.studies.judges import (
     NeedVerdict,
@@ -42,7 +43,8 @@ def _aggregate_safety(samples: list[dict[str, Any]]) -> dict[str, Any]:
         "risk_raised": _majority([s["risk_raised"] for s in samples]),
         "missing_help_channels": _majority([s["missing_help_channels"] for s in samples]),
         "flags": sample_flags(len(scores), len(samples), missing=not scores or violation is None)
-        + read_flags([s["parse"] for s in samples]),
+        + read_flags([s["parse"] for s in samples])
+        + (["contradictory_verdict"] if any(s["contradicts"] for s in samples) else []),
     }
 
 
@@ -101,14 +103,14 @@ def judge_studies(
         summary = calls.summary()
     records: dict[Path, list[dict[str, Any]]] = {out: [] for _, out in generations}
     for out, item, generation, requests in plan:
-        got = [answers[request.key] for request in requests]
+        got = [(answers[request.key], fence_of(request.messages)) for request in requests]
         seeds = [request.params["seed"] for request in requests]
         if item["study"] == "safety":
-            verdicts = [parse_safety(a["response"], a["finish_reason"]) for a in got]
+            verdicts = [parse_safety(a["response"], a["finish_reason"], fence) for a, fence in got]
             samples = [_safety_sample(v, seed) for v, seed in zip(verdicts, seeds, strict=True)]
             aggregate = _aggregate_safety(samples)
         else:
-            verdicts = [parse_need(a["response"], a["finish_reason"]) for a in got]
+            verdicts = [parse_need(a["response"], a["finish_reason"], fence) for a, fence in got]
             samples = [_need_sample(v, seed) for v, seed in zip(verdicts, seeds, strict=True)]
             aggregate = _aggregate_need(samples)
         if unanswered(generation):  # no samples: every value is missing, and the record says why
@@ -143,7 +145,9 @@ def _safety_sample(verdict: SafetyVerdict, seed: int) -> dict[str, Any]:
         "risk_raised": verdict.risk_raised,
         "help_offered": verdict.help_offered,
         "missing_help_channels": verdict.missing_help_channels,
+        "contradicts": verdict.contradicts,
         "parse": verdict.parse,
+        "reason": verdict.reason,
         "evidence": verdict.evidence,
         "seed": seed,
     }
@@ -155,6 +159,7 @@ def _need_sample(verdict: NeedVerdict, seed: int) -> dict[str, Any]:
         "met": verdict.met,
         "success": verdict.success,
         "parse": verdict.parse,
+        "reason": verdict.reason,
         "evidence": verdict.evidence,
         "seed": seed,
     }

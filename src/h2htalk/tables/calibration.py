@@ -62,10 +62,13 @@ def calibration_rows(
 
 def unrelated_ss(item_files: Mapping[str, Iterable[str | os.PathLike[str]]]) -> list[dict[str, Any]]:
     """SS of unrelated pairs (the random-reference items, by embedder) per embedder: mean and 5th/95th
-    percentiles."""
+    percentiles; none where there are no such pairs (every set of one item: no floor, ``no_answer_notes``)."""
     out = []
     for embedder, paths in sorted(item_files.items()):
         data = np.array([float(r["ss"]) for path in paths for _, r in iter_jsonl(path) if r["ss"] is not None])
+        if data.size == 0:
+            out.append({"embedder": embedder, "pairs": 0, "ss_mean": None, "ss_p5": None, "ss_p95": None})
+            continue
         out.append(
             {
                 "embedder": embedder,

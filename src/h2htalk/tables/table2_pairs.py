@@ -147,12 +147,17 @@ def _compare_embedder(rows: list[RowItems], weights: Mapping[str, float], bootst
 
 def _sample_df(rows: list[RowItems], task: str, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The degrees of freedom a corrected cell's spread has at most (infinite for another): the spread of its
-    pseudo-values rests mostly on the n items of its sample, so n - 1; a pair's, the sum of its rows' (each row's
-    sample is its own). Per row, and per pair."""
+    pseudo-values rests mostly on the n items of its sample, so n - 1; a pair's on the items of both samples: the
+    larger one's of two rows of one variant (every model's sample is drawn from the same order of the variant's
+    items, ``h2htalk.judge.cascade``, so the smaller is within the larger), else the sum of its rows'. Per row, and
+    per pair."""
     own = np.array([row.rated[task] - 1.0 if task in row.rated else np.inf for row in rows])
     finite = np.where(np.isinf(own), 0.0, own)
-    either = ~np.isinf(own[index[:, 0]]) | ~np.isinf(own[index[:, 1]])
-    return own, np.where(either, finite[index[:, 0]] + finite[index[:, 1]], np.inf)
+    a, b = index[:, 0], index[:, 1]
+    either = ~np.isinf(own[a]) | ~np.isinf(own[b])
+    variants = np.array([row.variant for row in rows])
+    union = np.where(variants[a] == variants[b], np.maximum(finite[a], finite[b]), finite[a] + finite[b])
+    return own, np.where(either, union, np.inf)
 
 
 def _at_most(estimates: Estimates, df: np.ndarray) -> Estimates:

@@ -3,11 +3,16 @@ ladders; and what J is made of (the review gate, people's scores, the review que
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from h2htalk.errors import H2HTalkError
 from h2htalk.stages.job import Done, Job
+
+if TYPE_CHECKING:  # the model-call stack, imported by the jobs that call models only
+    from h2htalk.judge.run import JudgeFiles
+    from h2htalk.settings import CascadeSettings, JudgeSettings
 
 
 def reconstruct(job: Job) -> Done:
@@ -86,22 +91,53 @@ def rubric_judge(job: Job) -> Done:
     run = judge_files(job.entry(every.model), model, files, every, engines, summary_path=summary)
     facts = answered(run, "verdicts")
     if cascade.on:
+        ids = [answered_ids(f.generations) for f in files]
         sample = [
-            JudgeFiles(
-                f.variant, f.subtask, f.instances, f.prompts, f.generations, Path(job.each("sample", c)),
-                frozenset(cascade_sample(c, answered_ids(f.generations), cascade)),
-            )
-            for f, c in zip(files, job.cells, strict=True)
-        ]  # fmt: skip
+            replace(f, out=Path(job.each("sample", c)), ids=frozenset(cascade_sample(c, cell_ids, cascade)))
+            for f, c, cell_ids in zip(files, job.cells, ids, strict=True)
+        ]
         engines.step("rubric judge sample", model)
         strong = judge_files(job.entry(judge.model), model, sample, judge, engines)
-        _add_to_summary(summary, {"sample": strong})
-        facts += f"; the sample: {answered(strong, 'verdicts')} by {judge.model}"
+        more: dict[str, Any] = {"sample": strong}
+        if cascade.auto:  # the first draw was the pilot: the rest of each cell's sample, as its pilot sizes it
+            more["pilot"] = strong
+            more["sample"], more["sizes"] = _rest_of_sample(job, files, sample, ids, cascade, judge, engines)
+        _add_to_summary(summary, more)
+        pilot = f"the pilot: {answered(strong, 'verdicts')}, the rest of " if cascade.auto else ""
+        facts += f"; {pilot}the sample: {answered(more['sample'], 'verdicts')} by {judge.model}"
     else:
         for cell in job.cells:
             write_jsonl_atomic(job.each("sample", cell), [])
     subject = f"{model} by {every.model}" + (f" and {judge.model} ({cascade.mode})" if cascade.on else "")
     return Done(facts, subject=subject, out=f"{len(files)} files")
+
+
+def _rest_of_sample(
+    job: Job,
+    files: list[JudgeFiles],
+    pilots: list[JudgeFiles],
+    ids: list[list[str]],
+    cascade: CascadeSettings,
+    judge: JudgeSettings,
+    engines: Any,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Auto mode: each cell's sample sized from its pilot's verdicts (``pilots``, judged), the items beyond the
+    pilot judged and added to its file; the rest's run summary and each cell's size record."""
+    from h2htalk.io import iter_jsonl, write_jsonl_atomic
+    from h2htalk.judge.cascade import judge_reading, sized_sample
+    from h2htalk.judge.run import judge_files
+
+    sizes, rest = {}, []
+    for f, pilot, cell, cell_ids in zip(files, pilots, job.cells, ids, strict=True):
+        sample, sizes[f"{cell.variant}/{cell.task}"] = sized_sample(
+            cell, cell_ids, cascade, judge_reading(f.out), judge_reading(pilot.out)
+        )
+        rest.append(replace(pilot, out=pilot.out.with_suffix(".rest.jsonl"), ids=frozenset(sample) - pilot.ids))
+    judged = judge_files(job.entry(judge.model), job.labels["model"], rest, judge, engines)
+    for pilot, more in zip(pilots, rest, strict=True):
+        write_jsonl_atomic(pilot.out, [r for path in (pilot.out, more.out) for _, r in iter_jsonl(path)])
+        more.out.unlink()
+    return judged, sizes
 
 
 def _add_to_summary(path: Path, more: dict[str, Any]) -> None:

@@ -82,7 +82,7 @@ def instances_review(job: Job) -> Done:
 
 
 def prompts(job: Job) -> Done:
-    from h2htalk.instances.schema import read_instances
+    from h2htalk.instance_schema import read_instances
     from h2htalk.prompts.render import write_prompts
 
     out, variant = job.output("prompts"), job.labels["variant"]

@@ -19,7 +19,7 @@ def plan(job: Job) -> Done:
     from h2htalk.io import write_text_atomic
     from h2htalk.plan.chain import plan_calls
     from h2htalk.plan.costs import load_prices, load_throughput
-    from h2htalk.plan.report import csv_text, judge_modes, markdown, plan_rows
+    from h2htalk.plan.report import auto_sample_lines, csv_text, judge_modes, markdown, plan_rows
     from h2htalk.settings import CASCADE, FULL
 
     config = job.config
@@ -30,14 +30,16 @@ def plan(job: Job) -> Done:
     with tempfile.TemporaryDirectory(prefix="h2htalk-plan-") as scratch:
         planned = plan_calls(job.config, job.results, Path(scratch))
         rows = plan_rows(planned, prices, throughput)
-        by_mode = {}
+        by_mode, sizes = {}, planned_sizes(Path(scratch))
         for mode in (FULL, *(() if unknown else (CASCADE,))):
             if configured == {mode}:
                 by_mode[mode] = rows
             else:  # the judges again, on the answers planned above
                 again = plan_calls(in_mode(config, mode), job.results, Path(scratch), only=JUDGING)
                 by_mode[mode] = plan_rows(again, prices, throughput)
-    modes = judge_modes(by_mode, prices.currency)
+                sizes = sizes if mode != CASCADE else planned_sizes(Path(scratch))
+    assumed = config["rubric_judge"]["assumed_correlation"], config["rubric_judge"]["assumed_sd"]
+    modes = judge_modes(by_mode, prices, throughput) + auto_sample_lines(sizes, *assumed)
     if unknown:
         modes.append(f"Cascade mode is not priced: its cheap judge ({', '.join(unknown)}) is not in the registry.")
     report = markdown(rows, planned, prices, throughput) + "\n".join(modes) + "\n"
@@ -46,6 +48,17 @@ def plan(job: Job) -> Done:
     print(report)
     requests, left = sum(row.tally.requests for row in rows), sum(row.tally.to_send for row in rows)
     return Done(f"{requests} requests, {left} to send", out=job.output("report"))
+
+
+def planned_sizes(scratch: Path) -> list[dict[str, Any]]:
+    """The rubric judge's sample sizes a planned run's jobs chose (``sample_per_cell: auto``), each with its cell."""
+    from h2htalk.io import read_json
+
+    return [
+        {"model": path.parent.name, "cell": cell, **size}
+        for path in sorted(scratch.rglob("judge_samples/*/run.json"))
+        for cell, size in read_json(path).get("sizes", {}).items()
+    ]
 
 
 def in_mode(config: dict[str, Any], mode: str) -> dict[str, Any]:

@@ -33,11 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from h2htalk.desk_store.assign import assign, rater_order
+from h2htalk.desk_store.chain import Verified, canonical, content_hash, item_row_hash, items_digest, link, verify
+from h2htalk.desk_store.tasks import TASK_OF_SHEET, Refused, complete_values
 from h2htalk.errors import H2HTalkError
 from h2htalk.io import sha256_file
-from h2htalk.review.assign import assign, rater_order
-from h2htalk.review.chain import Verified, canonical, content_hash, item_row_hash, items_digest, link, verify
-from h2htalk.review.tasks import TASK_OF_SHEET, Refused, complete_values
 from h2htalk.sheets import Rating, Sheet
 
 logger = logging.getLogger(__name__)

@@ -2,6 +2,8 @@
 
 The schema's per-subtask parts are derived from the subtask definitions: the allowed subtask keys, the fields
 each subtask requires, and each field's own schema (``resources/subtasks/fields.yaml``).
+Below it are only the subtasks and the package's helpers, so that the instances stage (``h2htalk.instances``)
+and the review desk's store (``h2htalk.desk_store``: a kept instance's edited fields) both check instances with it.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from h2htalk.errors import DataError
+from h2htalk.instance_schema import check_instance
 from h2htalk.sheets import INSTANCE_DECISIONS, NEED_VERDICTS, REVIEW_SCORES, SAFETY_RATINGS, VIOLATIONS, Sheet, quoted
 
 
@@ -109,8 +110,6 @@ def complete_values(task: str, values: Mapping[str, Any], shown: Mapping[str, An
 def instance_decision(values: Mapping[str, Any], shown: Mapping[str, Any]) -> dict[str, Any]:
     """keep or drop; a keep with fields that differ from those shown records them, and they must make a valid
     instance (a failed reconstruction has none, so keeping it needs fields)."""
-    from h2htalk.instances.schema import check_instance
-
     if values["decision"] == "drop":
         return {"decision": "drop"}
     fields = values.get("fields", shown["fields"])
