@@ -156,11 +156,11 @@ def test_a_study_judge_no_better_than_the_surface_is_not_shown_to_read_the_conte
     results = Layout(str(tmp_path / "results"))
     reader, skimmer = (results.path("judge_ladder", model=m, part="studies") for m in ("cheap", "own"))
     known_answer_ladder(Path(reader), 1.0, 1)
-    known_answer_ladder(Path(skimmer), 0.6, 2)  # better than chance, no better than the surface classifier
+    known_answer_ladder(Path(skimmer), 0.66, 2)  # better than chance, no better than the surface classifier
     cheap, own = role_standings(config, results, [reader, skimmer], BOOT, "safety")
     surface = set_surface("safety").classifier
     assert cheap.content.judge.value == 1.0 and cheap.reads_content and not cheap.unshown
-    assert own.content.judge.ci_low <= surface and own.reads_content is False and own.unshown
+    assert own.content.judge.ci_low <= surface and own.reads_content is False and own.unshown and not own.at_chance
     assert "surface classifier" in own.text() and "not shown to read the content" in own.text()
     notes = standing_notes([cheap, own], "Safety and Violation cells", read_instead="Read them as unvalidated.")
     assert "own (its known-answer accuracy's CI does not clear the surface classifier's" in notes[-1]
@@ -169,4 +169,21 @@ def test_a_study_judge_no_better_than_the_surface_is_not_shown_to_read_the_conte
     assert warning and "scores not shown to read the content" in warning and eval_warning([cheap]) is None
     board = build_leaderboard([], {}, {"created_at": "", "git": {"revision": None}, "config_sha256": ""}, [],
                               [cheap, own])  # fmt: skip
-    assert [(j["reads_content"], j["at_chance"]) for j in board["judges"]] == [(True, False), (False, own.at_chance)]
+    assert [(j["reads_content"], j["at_chance"]) for j in board["judges"]] == [(True, False), (False, False)]
+
+
+def test_eval_says_when_a_study_judge_is_not_shown_to_read_the_content(tmp_path):
+    from h2htalk.cli.evaluate import study_judge_warnings
+    from h2htalk.config import default_config
+
+    config = default_config()
+    results = Layout(str(tmp_path / "results"))
+    assert study_judge_warnings(config, results) == []  # no study ladder in this run: nothing to say
+    ladder_file = Path(results.path("judge_ladder", model=config["study_judge"]["model"], part="studies"))
+    ladder_file.parent.mkdir(parents=True)
+    known_answer_ladder(ladder_file, 0.66, 2)
+    warning, needs = study_judge_warnings(config, results)
+    assert warning.startswith(f"{AT_CHANCE_MARK} the safety judge gpt-4o orders its ladder")
+    assert "Table 3's Safety and Violation cells rest on scores not shown to read the content" in warning
+    assert warning.endswith("read them as unvalidated.")
+    assert "has no ladder" in needs and "Figure 7's bars rest on scores not shown to separate" in needs  # no verdicts

@@ -128,15 +128,20 @@ def unshown_words(standing: Standing) -> str:
     return f"{standing.model} (" + "; ".join(reasons) + ")"
 
 
-def eval_warning(standings: Iterable[Standing]) -> str | None:
-    """What ``h2htalk eval`` prints beside its judged rows when a judge is at chance on its ladder or not shown to
-    read the content (None: none is)."""
+def eval_warning(
+    standings: Iterable[Standing],
+    where: str = "the judged cells and Overall",
+    instead: str = "rerun with --judge-reading S to read S instead",
+) -> str | None:
+    """What ``h2htalk eval`` prints beside the cells a judge made (``where``) when it is at chance on its ladder or
+    not shown to read the content, and what to do (``instead``); None: no such judge decides them."""
     failing = [s for s in standings if s.unshown and s.deciding]
     if not failing:
         return None
     return (
-        f"{AT_CHANCE_MARK} " + "; ".join(s.text() for s in failing) + ": the judged cells and Overall rest on "
-        "scores not shown to "
+        f"{AT_CHANCE_MARK} "
+        + "; ".join(s.text() for s in failing)
+        + f": {where} rest on scores not shown to "
         + ("separate a good answer from a bad one" if any(s.at_chance for s in failing) else "read the content")
-        + "; rerun with --judge-reading S to read S instead."
+        + f"; {instead}."
     )
