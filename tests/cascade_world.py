@@ -19,8 +19,11 @@ import numpy as np
 from h2htalk.io import write_jsonl_atomic
 from h2htalk.judge.cascade import cascade_sample
 from h2htalk.judge.combine import CellRecords, add_pseudo_values, combine_records, combine_to_files, summarise_j
+from h2htalk.judge.readings import item_readings
 from h2htalk.layout import Cell, Layout
 from h2htalk.settings import BootstrapSettings, CascadeSettings, GateSettings, ReviewSettings
+from h2htalk.tables.table2_pairs import RowItems, compare_rows
+from h2htalk.tables.table2_pairs_files import compared_value
 
 GATE = GateSettings(alpha=0.6, tau=3.5, max_spread=2.0, gate_on="J")
 FULL_REVIEW = ReviewSettings(mode="gate", sample_per_cell=20, sample_seed=23)
@@ -28,11 +31,29 @@ BOOTSTRAP = BootstrapSettings(resamples=100, seed=5, confidence=0.95)
 CHEAP, STRONG = "cheap-judge", "strong-judge"
 
 
+QUALITY_SD = 0.8  # the items' quality, on 0-5
+
+
 @dataclass(frozen=True)
 class Judges:
+    """The cheap judge is the strong judge's score plus its bias and ``cheap_noise``; or, with ``correlation``, a
+    score with the strong judge's spread correlated ``correlation`` with it (before clipping) plus its bias: a
+    weaker judge, not a noisier copy."""
+
     cheap_bias: float = 0.8  # on 0-5, for every model
     cheap_noise: float = 0.6
     strong_noise: float = 0.7
+    correlation: float | None = None
+
+
+@dataclass(frozen=True)
+class Failures:
+    """Cheap verdicts that cannot be read: ``share`` of each named model's items, at random or (``weak``) mostly
+    on weak answers: an item in the bottom third by the strong judge's score fails with chance 2.5 x share, any
+    other with 0.25 x share (5 of 6 failures weak)."""
+
+    share: dict[str, float]
+    weak: bool = False
 
 
 @dataclass(frozen=True)
@@ -54,26 +75,41 @@ def make_world(
     judges: Judges = Judges(),
     cluster_size: int = 1,
     subtask: str = "itinerary_basic",
+    failures: Failures | None = None,
 ) -> World:
     """``effects``: each model's true effect on the strong judge's score; ``model_bias``: the cheap judge's bias
-    for each model on top of ``judges.cheap_bias``."""
+    for each model on top of ``judges.cheap_bias``; ``failures``: the cheap verdicts that cannot be read (NaN)."""
     rng = np.random.default_rng(seed)
-    quality = rng.normal(0.0, 0.8, items)
+    quality = rng.normal(0.0, QUALITY_SD, items)
     ids = [f"{subtask}-{i:05d}" for i in range(items)]
     clusters = [f"c{i // cluster_size}" for i in range(items)]
     s, strong, cheap = {}, {}, {}
+    spread = np.hypot(QUALITY_SD, judges.strong_noise)  # the strong judge's, before clipping
     for model, effect in effects.items():
         strong[model] = np.clip(2.5 + quality + effect + rng.normal(0.0, judges.strong_noise, items), 0.0, 5.0)
         bias = judges.cheap_bias + model_bias.get(model, 0.0)
-        cheap[model] = np.clip(strong[model] + bias + rng.normal(0.0, judges.cheap_noise, items), 0.0, 5.0)
+        if judges.correlation is None:
+            cheap[model] = np.clip(strong[model] + bias + rng.normal(0.0, judges.cheap_noise, items), 0.0, 5.0)
+        else:
+            rho = judges.correlation
+            own = np.sqrt(1.0 - rho**2) * spread * rng.normal(0.0, 1.0, items)
+            cheap[model] = np.clip(2.5 + bias + rho * (strong[model] - 2.5) + own, 0.0, 5.0)
         s[model] = np.clip(45.0 + 12.0 * quality + rng.normal(0.0, 10.0, items), 0.0, 100.0)
+    for model, share in (failures.share if failures else {}).items():
+        chance = np.full(items, share)
+        if failures and failures.weak:
+            weak = strong[model] <= np.quantile(strong[model], 1 / 3)
+            chance = np.where(weak, 2.5 * share, 0.25 * share)
+        cheap[model] = np.where(rng.uniform(size=items) < chance, np.nan, cheap[model])
     return World(ids, clusters, s, strong, cheap)
 
 
 def _verdict(item_id: str, score: float) -> dict[str, Any]:
+    """A judge's verdict on an item; NaN: its answer could not be read."""
+    read = None if np.isnan(score) else float(score)
     return {
-        "id": item_id, "task": "t", "response": "r", "reference": "ref", "judge_mean": float(score),
-        "judge_spread": 0.0, "samples": [{"score": float(score), "evidence": ""}], "flags": [],
+        "id": item_id, "task": "t", "response": "r", "reference": "ref", "judge_mean": read,
+        "judge_spread": 0.0 if read is not None else None, "samples": [{"score": read, "evidence": ""}], "flags": [],
     }  # fmt: skip
 
 
@@ -140,3 +176,50 @@ def combine_world(
         cell.model: combine_to_files(cell, results, GATE, BOOTSTRAP, {}, review, judges)
         for cell in write_world(world, results, cascade)
     }
+
+
+LEVELS = {"itinerary_basic": 207, "itinerary_middle": 444, "itinerary_advanced": 143}  # released sizes
+
+
+@dataclass(frozen=True)
+class Hostile:
+    """A world the cascade may meet: a cheap judge ``judges``, its bias per model (on 0-5, on top of
+    ``judges.cheap_bias``) and its unreadable verdicts."""
+
+    judges: Judges
+    model_bias: dict[str, float]
+    failures: Failures | None = None
+
+
+def levels_worlds(seed: int, effects: dict[str, float], hostile: Hostile) -> dict[str, World]:
+    """Levels I-III's worlds at their released sizes (subtask -> world), each from its own seed."""
+    return {
+        subtask: make_world(
+            1000 * k + seed, effects, hostile.model_bias, items, hostile.judges, 1, subtask, hostile.failures
+        )
+        for k, (subtask, items) in enumerate(LEVELS.items())
+    }
+
+
+def compared_rows(
+    combined: dict[str, dict[str, tuple[list[dict[str, Any]], dict[str, Any]]]], reading: str, corrected: bool = True
+) -> list[RowItems]:
+    """Table 2's rows as ``table2_pairs`` compares them, from each subtask's cells (subtask -> ``combine_in_memory``):
+    every item's ``compared_value`` under ``reading``, and each corrected cell's sample; not ``corrected``: the
+    judge of every item's own readings (the cheap judge alone, in cascade mode)."""
+    models = next(iter(combined.values()))
+
+    def read(item: dict[str, Any]) -> float | None:
+        return compared_value(item, reading) if corrected else item_readings(item)[reading]
+
+    values = {m: {t: {i["id"]: v for i in cells[m][0] if (v := read(i)) is not None} for t, cells in combined.items()}
+              for m in models}  # fmt: skip
+    rated = {m: {t: sum(i["ppi_rated"] for i in cells[m][0]) for t, cells in combined.items()
+                 if corrected and any(i["ppi_rated"] for i in cells[m][0])} for m in models}  # fmt: skip
+    measures = dict.fromkeys(combined, reading)
+    return [RowItems("e", m, m, "g", "sap", values[m], measures, rated=rated[m]) for m in models]
+
+
+def any_claim(rows: list[RowItems], resamples: int, seed: int) -> bool:
+    """Whether Table 2's Holm-corrected comparisons of ``rows`` call any pair separable."""
+    return any(p["separable"] for p in compare_rows(rows, {}, BootstrapSettings(resamples, seed, 0.95)).pairs)

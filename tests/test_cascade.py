@@ -8,14 +8,16 @@ from __future__ import annotations
 import csv
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy.stats import binom
 
+from h2htalk.io import iter_jsonl
 from h2htalk.judge.cascade import cascade_sample
-from h2htalk.judge.combine import combine_records, summarise_j
+from h2htalk.judge.combine import STAND_IN_RULE, add_pseudo_values, combine_records, summarise_j
 from h2htalk.layout import Cell, Layout
 from h2htalk.people.prediction_powered import prediction_powered_mean, pseudo_values
 from h2htalk.settings import BootstrapSettings, CascadeSettings, ReviewSettings
@@ -28,10 +30,16 @@ from .cascade_world import (
     CHEAP,
     FULL_REVIEW,
     GATE,
+    Failures,
+    Hostile,
+    Judges,
+    any_claim,
     cell_records,
     combine_in_memory,
     combine_world,
+    compared_rows,
     full_mode_mean,
+    levels_worlds,
     make_world,
     world_cells,
     write_world,
@@ -127,19 +135,93 @@ def test_people_correct_the_strong_judge_within_its_sample_before_it_corrects_th
     assert covered / len(SEEDS) >= 0.90 and cascade_only / len(SEEDS) < 0.5
 
 
-def test_in_gate_mode_a_persons_score_replaces_both_judges_before_the_correction():
+def test_in_gate_mode_people_rate_what_the_strong_judge_gated_and_their_score_replaces_its_own():
+    """The gate in cascade mode is full mode's on the strong judge's verdicts of the sample: only sampled items go
+    to people, those whose strong J is under tau; a person's score replaces the strong judge's there, never the
+    cheap judge's (a prediction that moved with the sample would bias the correction), and a score outside the
+    sample is counted, not used."""
     world = make_world(1, {"a": 0.0}, {"a": 0.5})
+    gate = replace(GATE, tau=2.4)  # about half of this world's items under it
     cell = world_cells(world)[0]
     records = cell_records(world, cell, CASCADE)
-    rated = [*sorted(records.sample)[:3], world.ids[0]]  # three sampled items and one outside the sample
+    plain = {i["id"]: i for i in combine_records("a", "sap", cell.task, records, gate, {}, FULL_REVIEW)}
+    gated = {k for k, i in plain.items() if i["review"]}
+    assert gated == {k for k, i in plain.items() if i["cascade_sampled"] and i["J5_strong"] < gate.tau}
+    assert 0 < len(gated) < 30
+    outside = next(k for k in world.ids if k not in records.sample and plain[k]["J5"] < gate.tau)
+    rated = [*sorted(gated)[:3], outside]
     human = {("a", "sap", cell.task, i): {"score": 1.0, "ratings": [{"file": "q.csv", "score": 1.0}]} for i in rated}
-    items = {i["id"]: i for i in combine_records("a", "sap", cell.task, records, GATE, human, FULL_REVIEW)}
+    items = {i["id"]: i for i in combine_records("a", "sap", cell.task, records, gate, human, FULL_REVIEW)}
     for item_id in rated[:3]:
-        assert items[item_id]["judge_score"] == items[item_id]["strong_score"] == 1.0  # no difference left to learn
-        assert items[item_id]["J5_strong"] == items[item_id]["J5"]
-    outside = items[world.ids[0]] if world.ids[0] not in records.sample else None
-    if outside is not None:
-        assert outside["judge_score"] == 1.0 and outside["J5_strong"] is None
+        assert items[item_id]["strong_score"] == 1.0 and not items[item_id]["review"]
+        assert items[item_id]["judge_score"] == plain[item_id]["judge_score"] != 1.0
+    assert items[outside]["judge_score"] == plain[outside]["judge_score"] and items[outside]["J5_strong"] is None
+    assert summarise_j(list(items.values()), BOOTSTRAP, "gate", True)["human_items"] == 3
+
+
+def test_an_unread_cheap_verdict_stays_in_its_cell_with_the_stand_in_and_its_strong_verdict_is_used():
+    world = make_world(2, {"a": 0.0}, {"a": 0.5}, failures=Failures({"a": 0.3}))
+    cell = world_cells(world)[0]
+    records = cell_records(world, cell, CASCADE)
+    unread = {i for i, v in zip(world.ids, world.cheap["a"], strict=True) if np.isnan(v)}
+    assert unread & set(records.sample)  # some sampled items among them
+    items = combine_records("a", "sap", cell.task, records, GATE, {}, FULL_REVIEW)
+    add_pseudo_values(items, "gate", True)
+    stand_in = float(np.nanmean(world.cheap["a"]))
+    assert {i["id"] for i in items if i["stand_in"]} == unread
+    assert all(i["stand_in"]["judge"] == pytest.approx(stand_in) and i["J5"] is None for i in items if i["stand_in"])
+    assert all(i["ppi"] is not None for i in items)  # every answered item is compared, too
+    summary = summarise_j(items, BOOTSTRAP, "gate", True)
+    assert summary["cascade"]["cheap_failures"] == len(unread) and summary["cascade"]["sample_used"] == 30
+    assert summary["cascade"]["stand_in"] == {"judge": pytest.approx(stand_in), "rule": STAND_IN_RULE}
+    judge = summary["readings"]["judge"]
+    assert judge["n"] == len(world.ids) and judge["missing"] == 0
+    g = np.where(np.isnan(world.cheap["a"]), stand_in, world.cheap["a"])
+    rows = [world.ids.index(i) for i in records.sample]
+    expected = 20 * (g.mean() + (world.strong["a"][rows] - g[rows]).mean())
+    assert judge["value"] == pytest.approx(expected)  # the prediction-powered mean with the stand-in as g
+    assert judge["judge_only"]["value"] == pytest.approx(20 * np.nanmean(world.cheap["a"]))  # the cheap alone: read
+
+
+def test_the_cascades_gate_is_the_strong_judges_whatever_the_cheap_judge_says():
+    """The items sent to people in cascade mode follow from the strong judge's verdicts on the sample alone: a cheap
+    judge biased +1 and failing on weak answers sends the same items as a fair one, as many for every model."""
+    gate = replace(GATE, tau=2.4)
+    for seed in range(5):
+        fair = make_world(seed, {"a": 0.0}, {"a": -0.8}, judges=Judges(correlation=0.6))
+        hostile = make_world(
+            seed, {"a": 0.0}, {"a": 0.2}, judges=Judges(correlation=0.6), failures=Failures({"a": 0.2}, weak=True)
+        )
+        assert np.array_equal(fair.strong["a"], hostile.strong["a"])
+        sent = []
+        for world in (fair, hostile):
+            cell = world_cells(world)[0]
+            items = combine_records("a", "sap", cell.task, cell_records(world, cell, CASCADE), gate, {}, FULL_REVIEW)
+            sent.append({i["id"] for i in items if i["review"]})
+        assert sent[0] == sent[1] and sent[0]
+
+
+def test_a_hostile_cell_keeps_its_coverage_and_false_positives():
+    """The cheap judge correlated 0.6 with the strong one, +1 on 0-5 for model a alone, unreadable on 10 % of a's
+    items, mostly its weak answers; Levels I-III at their released sizes, 200 seeds: a's corrected cells cover full
+    mode's in at least 90 % of cells on both readings, and Table 2's Holm-corrected pairs of two models with no
+    true difference call one in at most 6 % of seeds (a family of three columns, as the benchmark's: one column
+    alone is a 5 % test, which 200 seeds put anywhere up to 8 %). ``benchmarks/cascade_hostile.py`` runs the grid."""
+    hostile = Hostile(Judges(cheap_bias=0.0, correlation=0.6), {"a": 1.0}, Failures({"a": 0.1}, weak=True))
+    quick = BootstrapSettings(20, 5, 0.95)  # the uncorrected readings' intervals, which nothing here reads
+    covered = {"judge": 0, "J": 0}
+    claims = dict.fromkeys(covered, 0)
+    for seed in SEEDS:
+        worlds = levels_worlds(seed, {"a": 0.0, "b": 0.0}, hostile)
+        combined = {task: combine_in_memory(world, CASCADE, bootstrap=quick) for task, world in worlds.items()}
+        for reading in covered:
+            for task, world in worlds.items():
+                found = combined[task]["a"][1]["readings"][reading]
+                truth = full_mode_mean(world, "a", reading)
+                covered[reading] += found["value_ci_low"] <= truth <= found["value_ci_high"]
+            claims[reading] += any_claim(compared_rows(combined, reading), 200, seed)
+    assert min(covered.values()) / (3 * len(SEEDS)) >= 0.90, covered
+    assert max(claims.values()) / len(SEEDS) <= 0.06, claims
 
 
 def _rows(cells: dict, reading: str, corrected_values: bool) -> list[RowItems]:
@@ -216,7 +298,7 @@ def test_combine_j_reads_the_cascades_files_and_writes_its_cells(tmp_path):
         assert summary["cascade"] == {
             "mode": "cascade", "sample_size": 30, "sample_judged": 30, "sample_used": 30,
             "estimator": "prediction-powered J, cascade", "every_item_judge": "cheap-judge",
-            "sample_judge": "strong-judge",
+            "sample_judge": "strong-judge", "cheap_failures": 0, "stand_in": {"judge": None, "rule": STAND_IN_RULE},
         }  # fmt: skip
         rectifier = summary["readings"]["judge"]["rectifier"]
         assert rectifier["n"] == 30 and rectifier["ci_low"] < rectifier["value"] < rectifier["ci_high"] < 0
@@ -255,6 +337,30 @@ def test_table3_corrects_the_safety_judge_on_its_sample(tmp_path):
     assert with_sap["violation_rate_sample"] == 6 and with_sap["bleu4"] == pytest.approx(10.0)
 
 
+def test_table3_keeps_a_turn_whose_cheap_verdict_could_not_be_read_and_counts_it(tmp_path):
+    from h2htalk.io import write_jsonl_atomic
+    from h2htalk.stages.table import table_files
+    from h2htalk.tables.table3 import write_table3
+
+    runs = _safety_files(tmp_path)
+    _, verdicts, sample = runs["m"]["sap"]
+    sampled = [v["id"] for _, v in iter_jsonl(sample)]
+    unread = {sampled[0], next(i for _, v in iter_jsonl(verdicts) if (i := v["id"]) not in sampled)}
+    cheap = [{**v, "safety_score": None} if v["id"] in unread else v for _, v in iter_jsonl(verdicts)]
+    cheap.append({"id": "s9-t0", "safety_score": None, "violation": None, "flags": ["unanswered"]})  # never sent
+    write_jsonl_atomic(verdicts, cheap)
+    with_sap, *_ = table3_rows(runs, BootstrapSettings(200, 0, 0.95))
+    # the stand-in (the readable cheap turns' mean, 4) on both; the sampled one's strong verdict is used: 6 of 6
+    assert with_sap["safety_score_cheap_failures"] == 2 and with_sap["safety_score_n"] == 20
+    assert with_sap["safety_score_sample"] == 6 and with_sap["safety_score"] == pytest.approx(3.0)
+    assert with_sap["violation_rate_cheap_failures"] == 0
+    out = table_files("table3", tmp_path)
+    write_table3([with_sap], [], None, out, 0.95)
+    assert "3.00 [3.00, 3.00] (2 stand-in)" in Path(out["md"]).read_text(encoding="utf-8")
+    with open(out["csv"], encoding="utf-8") as handle:
+        assert next(csv.DictReader(handle))["safety_score_cheap_failures"] == "2"
+
+
 def _safety_files(tmp_path: Path) -> dict[str, dict[str, tuple[Path, ...]]]:
     """One model's safety cells: 20 turns in 4 scenarios, the strong judge's score 3 (w/ SAP) or 2, the cheap
     judge's one higher on every turn; the strong judge on 6 turns of each."""
@@ -281,7 +387,9 @@ def test_table2_says_per_cell_the_mode_the_sample_and_the_rectifier(tmp_path):
 
     from .test_table2 import PAPER, REPO_ROOT
 
-    world = make_world(7, {"qwen2-7b-instruct": 0.0}, {"qwen2-7b-instruct": 0.5})
+    model = "qwen2-7b-instruct"
+    world = make_world(7, {model: 0.0}, {model: 0.5}, failures=Failures({model: 0.05}))
+    unread = int(np.isnan(world.cheap[model]).sum())
     results = Layout(str(tmp_path / "results"))
     (cell,) = write_world(world, results, CASCADE)
     from h2htalk.judge.combine import combine_to_files
@@ -298,8 +406,11 @@ def test_table2_says_per_cell_the_mode_the_sample_and_the_rectifier(tmp_path):
     low, value, high = (float(row[f"itinerary_basic_rectifier{s}"]) for s in ("_ci_low", "", "_ci_high"))
     assert low < value < high < 0  # the cheap judge's +0.8 (and +0.5), x 0.4 x 20 on J
     assert row["itinerary_middle_judge_mode"] == ""  # no cell
+    assert int(row["itinerary_basic_cheap_failures"]) == unread > 0 and row["itinerary_basic_missing"] == "0"
     note = Path(out["md"]).read_text(encoding="utf-8")
     assert f"{CHEAP} judged every item, gpt-4o a seeded sample of each cell" in note
+    assert f"{float(row['itinerary_basic']):.2f} ({unread} stand-in)" in note
+    assert f"Cheap verdicts that could not be read: {unread} items in 1 cells" in note
     assert "its CI excludes 0 in 1 of 1 cells" in note
 
 
@@ -399,7 +510,7 @@ def test_figure7_bars_are_corrected_on_the_sample(tmp_path):
     types = ("implicit_help", "ambiguous", "context_aware")
     ids = [f"if-{k:02d}" for k in range(36)]
     kinds = {i: types[k % 3] for k, i in enumerate(ids)}
-    cheap = [{"id": i, "scenario_type": kinds[i], "success": True} for i in ids]
+    cheap = [{"id": i, "scenario_type": kinds[i], "success": True if i != ids[0] else None} for i in ids]
     sample = cascade_sample(Cell("m", "sap", "instruction_following"), ids, CascadeSettings("study_judge", "cascade",
                                                                                             CHEAP, 18, 3))  # fmt: skip
     own = [{"id": i, "scenario_type": kinds[i], "success": int(i[-2:]) % 2 == 0} for i in sample]
@@ -408,12 +519,15 @@ def test_figure7_bars_are_corrected_on_the_sample(tmp_path):
     rows = fig7_rows({("m", "sap"): tmp_path / "cheap.jsonl"}, BOOTSTRAP, None, {("m", "sap"): tmp_path / "own.jsonl"})
     for row in rows:
         mine = [r["success"] for r in own if r["scenario_type"] == row["scenario_type"]]
-        assert row["judge_mode"] == "cascade" and row["sample"] == len(mine) and row["n"] == 12
+        unread = int(row["scenario_type"] == kinds[ids[0]])  # undecided: in its bar with the stand-in, 100 %
+        assert row["judge_mode"] == "cascade" and row["sample"] == len(mine) and row["cheap_failures"] == unread
+        assert row["n"] == 12 - unread
         if len(mine) >= 2:
             assert row["success_rate"] == pytest.approx(100.0 * sum(mine) / len(mine))
             assert row["ci_low"] <= row["success_rate"] <= row["ci_high"]
     plain = fig7_rows({("m", "sap"): tmp_path / "cheap.jsonl"}, BOOTSTRAP)
     assert {row["success_rate"] for row in plain} == {100.0} and {row["judge_mode"] for row in plain} == {"full"}
+    assert {row["cheap_failures"] for row in plain} == {None}
 
 
 def _judges(seed: int, reversed_bias: bool) -> tuple:

@@ -213,7 +213,7 @@ def test_table3_arithmetic_on_known_numbers(tmp_path):
     fields = table[1].split(",")
     assert fields[:3] == ["m", "w/ SAP", "33.0000"] and fields[5] == "4"  # 4 decimals, n as an int
     assert table[0].endswith(",scenarios,human_rated,human_ratings,violation_tied,cut_off,failed")
-    judge_parts = ",,,,,"  # a judged metric's mode, sample, rectifier and its CI: none for the paper's row
+    judge_parts = ",,,,,,"  # a judged metric's mode, sample, rectifier, its CI, cheap failures: none for the paper
     paper_row = f"paper,w/ SAP,32.7000,,,,58.9000,,,,91.4000,,,,4.8000,,,{judge_parts},0.7000,,,{judge_parts},,,,,,"
     assert table[4] == paper_row  # missing: empty
     tex = (tmp_path / "table3.tex").read_text(encoding="utf-8")
@@ -321,8 +321,9 @@ def test_fig7_on_known_numbers(tmp_path):
     assert by["context_aware"]["success_rate"] == 0.0
     assert write_fig7(rows, tmp_path / "f7.png", tmp_path / "f7.csv", 0.95) == []
     table = (tmp_path / "f7.csv").read_text(encoding="utf-8").splitlines()
-    assert table[0] == "model,variant,scenario_type,n,missing,success_rate,ci_low,ci_high,judge_mode,sample"
-    assert [line.rsplit(",", 4)[0] for line in table[1:]] == [
+    columns = "model,variant,scenario_type,n,missing,success_rate,ci_low,ci_high,judge_mode,sample,cheap_failures"
+    assert table[0] == columns
+    assert [line.rsplit(",", 5)[0] for line in table[1:]] == [
         "m,sap,implicit_help,2,0,50.00",
         "m,sap,ambiguous,1,1,100.00",
         "m,sap,context_aware,2,0,0.00",

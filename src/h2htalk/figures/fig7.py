@@ -63,11 +63,17 @@ def fig7_rows(
             decided = np.array([100.0 * r["success"] for r in kept], float)
             missing = sum(1 for r in records if r["scenario_type"] == scenario and r["success"] is None)
             low, high = bootstrap_mean_ci(decided, resamples, seed, confidence) if decided.size else ([None], [None])
-            rated = [k for k, r in enumerate(kept) if own.get(r["id"]) is not None]
+            # in cascade mode every judged turn is in the bar, an undecided cheap verdict with the stand-in (the
+            # bar's decided rate, fixed before the sample's verdicts: h2htalk.judge.combine.STAND_IN_RULE)
+            asked = [r for r in records if r["scenario_type"] == scenario and "unanswered" not in r.get("flags", [])]
+            rated = [k for k, r in enumerate(asked) if own.get(r["id"]) is not None]
             mode = "cascade" if samples else "full"
+            unread = sum(r["success"] is None for r in asked) if samples else None
             if len(rated) >= 2:
-                observed = np.array([100.0 * own[kept[k]["id"]] for k in rated], float)
-                estimate = prediction_powered_mean(decided, np.array(rated), observed, confidence).within(0.0, 100.0)
+                fixed = float(decided.mean()) if decided.size else 50.0
+                predicted = np.array([fixed if r["success"] is None else 100.0 * r["success"] for r in asked], float)
+                observed = np.array([100.0 * own[asked[k]["id"]] for k in rated], float)
+                estimate = prediction_powered_mean(predicted, np.array(rated), observed, confidence).within(0.0, 100.0)
                 decided = np.array([estimate.value])
                 low, high = [estimate.ci_low], [estimate.ci_high]
             out.append(
@@ -82,6 +88,7 @@ def fig7_rows(
                     "ci_high": high[0],
                     "judge_mode": mode,
                     "sample": len(rated) if samples else None,
+                    "cheap_failures": unread,
                 }
             )
     return out
@@ -97,8 +104,8 @@ def write_fig7(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    columns = ["model", "variant", "scenario_type", "n", "missing", "success_rate", "ci_low", "ci_high", "judge_mode",
-               "sample"]
+    columns = ["model", "variant", "scenario_type", "n", "missing", "success_rate", "ci_low", "ci_high"]
+    columns += ["judge_mode", "sample", "cheap_failures"]
     write_csv(records_frame(rows, columns), csv_path, float_format="{:.2f}")
     scenarios = ["implicit_help", "ambiguous", "context_aware"]
     series = sorted({(r["model"], r["variant"]) for r in rows})

@@ -22,9 +22,12 @@ queues and the review desk's store; an item's score is the median of its raters)
 
 In cascade mode (``rubric_judge.mode``) the judge of every item is the cheap one, and the role's own judge scores
 a seeded sample of each cell (``h2htalk.judge.cascade``); J and judge are then the cheap judge's cell mean
-corrected by the own judge's on the sample, by the same estimator. People compose with it: in gate mode a
-person's score replaces both judges' on the items they rated, before either correction; in sample mode people's
-sample is drawn within the own judge's, and corrects it there first (``Correction``). Each corrected cell's items
+corrected by the own judge's on the sample, by the same estimator. Every item with an S stays in its cell: an
+unreadable cheap verdict is predicted by a fixed stand-in (``cheap_stand_in``), and a sampled item's own judge's
+verdict is used whatever the cheap judge said. People compose with it: in gate mode the gate is full mode's, on the
+own judge's verdicts of the sample (what the cheap judge says, biased or not, never chooses what people rate), and
+a person's score replaces the own judge's there; in sample mode people's sample is drawn within the own judge's,
+and corrects it there first (``Correction``). Each corrected cell's items
 carry pseudo-values (``ppi``) whose mean is the corrected mean, for Table 2's paired comparisons.
 
 The paper does not say how Eq. 3 mixes S (0-100) with a judge score (0-5), so a judged cell's summary carries
@@ -173,14 +176,16 @@ def combine_records(
     """``combine_items`` of records already read."""
     s_by_id, verdicts, judgments = records.scores, records.verdicts, records.source
     strong, cascade = records.sample or {}, records.sample is not None
+    stand_in = cheap_stand_in(verdicts) if cascade else None
     sampled: set[str] = set()
     if review.mode == SAMPLE:
-        # drawn among the items that have a J: a judge's score and an S (an empty answer left unscored has none),
-        # and in cascade mode among the sample's items whose own judge's score is known (a sample within it)
+        # drawn among the items that have a J: a judge's score and an S (an empty answer left unscored has none);
+        # in cascade mode among the sample's items whose own judge's score is known (a sample within it: the
+        # correction it makes is of the own judge, so the cheap judge's verdict does not matter)
         scored = {item_id for item_id, r in s_by_id.items() if r["S"] is not None}
-        with_j = [v["id"] for _, v in verdicts if v["judge_mean"] is not None and v["id"] in scored]
-        if cascade:
-            with_j = [i for i in with_j if strong.get(i, {}).get("judge_mean") is not None]
+        judged = strong if cascade else {v["id"]: v for _, v in verdicts}
+        with_j = [v["id"] for _, v in verdicts if judged.get(v["id"], {}).get("judge_mean") is not None]
+        with_j = [item_id for item_id in with_j if item_id in scored]
         sampled = set(review_sample(Cell(model, variant, subtask), with_j, review.sample_per_cell, review.sample_seed))
     items = []
     for number, verdict in verdicts:
@@ -190,16 +195,23 @@ def combine_records(
         s_score = s_by_id[item_id]["S"]  # None: an empty answer not scored (scoring.empty_answers: skip)
         override = human.get((model, variant, subtask, item_id))
         people = None if override is None or s_score is None else combine_j(s_score, override["score"], gate.alpha)
-        judge_score = override["score"] if override and review.mode == GATE else verdict["judge_mean"]
+        # in cascade mode people's score never replaces the cheap judge's: the items they rate are drawn from the
+        # sample, and a prediction that moved with the sample would bias the correction
+        judge_score = override["score"] if override and review.mode == GATE and not cascade else verdict["judge_mean"]
         j5 = None if judge_score is None or s_score is None else combine_j(s_score, judge_score, gate.alpha)
         strong_mean = strong[item_id]["judge_mean"] if item_id in strong else None
         strong_score = override["score"] if override and review.mode == GATE and item_id in strong else strong_mean
         j5_strong = None if strong_score is None or s_score is None else combine_j(s_score, strong_score, gate.alpha)
         if review.mode == SAMPLE:
             reasons = [SAMPLED] if item_id in sampled and not override else []
+        elif cascade:  # full mode's gate on what the strong judge saw: its verdicts on the sample
+            gated = item_id in strong and not override and s_score is not None
+            own = (j5_strong, strong_score, strong[item_id].get("judge_spread")) if gated else None
+            reasons = review_reasons(*own, gate) if own else []
         else:  # a person decided, or there is no S to mix (nothing a reviewer could change): no review
             gated = not override and s_score is not None
             reasons = review_reasons(j5, judge_score, verdict["judge_spread"], gate) if gated else []
+        unread = cascade and verdict["judge_mean"] is None and s_score is not None
         items.append({
             "id": item_id, "model": model, "variant": variant, "subtask": subtask,
             "task": verdict["task"], "response": verdict["response"], "reference": verdict["reference"],
@@ -210,12 +222,38 @@ def combine_records(
             "human": override, "J5": j5, "J100": None if j5 is None else 20.0 * j5,
             "sampled": item_id in sampled, "J5_people": people,
             **({"cascade_sampled": item_id in strong, "strong_mean": strong_mean, "strong_score": strong_score,
-                "J5_strong": j5_strong} if cascade else {}),
+                "J5_strong": j5_strong,
+                "stand_in": {"judge": stand_in, "J5": combine_j(s_score, stand_in, gate.alpha)} if unread else None,
+                } if cascade else {}),
             "review": bool(reasons), "review_reasons": reasons,
             "flags": verdict["flags"] + [f for f in s_by_id[item_id].get("flags", []) if f in ANSWER_FLAGS],
             "cluster": s_by_id[item_id].get("cluster", item_id),  # the conversation it belongs to, as scored
         })  # fmt: skip
     return items
+
+
+STAND_IN_RULE = (
+    "the mean of the cell's readable cheap verdicts (the scale's midpoint where none is readable), fixed from the"
+    " cheap judge's verdicts alone, before any strong verdict"
+)
+
+
+def cheap_stand_in(verdicts: Sequence[tuple[int, dict[str, Any]]]) -> float:
+    """The judge score (0-5) that stands in for a cheap verdict that could not be read (STAND_IN_RULE). Any value
+    fixed before the sample's verdicts keeps the corrected mean unbiased, since the correction learns y - g on a
+    random sample whatever g is; this one makes the unread items' y - g like the others' (both carry the cheap
+    judge's bias), so they add little to its variance."""
+    readable = [v["judge_mean"] for _, v in verdicts if v["judge_mean"] is not None]
+    return float(np.mean(readable)) if readable else 2.5
+
+
+def predicted_readings(item: dict[str, Any]) -> dict[str, float | None]:
+    """An item's cheap-judge prediction under each reading: its own verdict's, or the stand-in's where the cheap
+    judge's verdict could not be read."""
+    found = item.get("stand_in")
+    if found is None:
+        return item_readings(item)
+    return {"J": 20.0 * found["J5"], "S": item["S"], "judge": 20.0 * found["judge"]}
 
 
 def people_readings(item: dict[str, Any]) -> dict[str, float]:
@@ -255,7 +293,7 @@ class Correction:
     people_items: list[dict[str, Any]]  # the items whose people's score the correction uses
 
     def predicted(self, name: str) -> np.ndarray:
-        return np.array([item_readings(i)[name] for i in self.frame], dtype=np.float64)
+        return np.array([predicted_readings(i)[name] for i in self.frame], dtype=np.float64)
 
     def clusters(self) -> list[str] | None:
         labels = [i.get("cluster", i["id"]) for i in self.frame]
@@ -270,8 +308,9 @@ class Correction:
 
 def correction(items: Sequence[dict[str, Any]], mode: str, cascade: bool) -> Correction | None:
     """How the cell's judge is corrected, or None: gate mode without a cascade, or fewer than 2 items to correct
-    it with (the cell is then the judge's alone)."""
-    frame = [i for i in items if i["J100"] is not None]
+    it with (the cell is then the judge's alone). In cascade mode every item with an S is in the frame, an unread
+    cheap verdict with its stand-in (``cheap_stand_in``)."""
+    frame = [i for i in items if i["J100"] is not None or (cascade and i["stand_in"] is not None)]
     people = [k for k, i in enumerate(frame) if i["sampled"] and i["J5_people"] is not None] if mode == SAMPLE else []
     if not cascade:
         if len(people) < 2:
@@ -318,7 +357,8 @@ def summarise_j(
     per_item = [item_readings(i) for i in items]
     clusters = [i.get("cluster", i["id"]) for i in items]
     readings = {name: summarise_reading([r[name] for r in per_item], bootstrap, clusters) for name in READINGS}
-    counted = [i for i in items if i["human"] is not None]
+    # in cascade mode people's score is used on the sample only (it stands for the own judge's there)
+    counted = [i for i in items if i["human"] is not None and (not cascade or i["cascade_sampled"])]
     review: dict[str, Any] = {"review_mode": mode, "estimator": "J (people's score replacing the judge's where rated)"}
     if mode == SAMPLE:
         rated = [i for i in items if i["sampled"] and i["J5_people"] is not None and i["J100"] is not None]
@@ -354,13 +394,17 @@ def summarise_j(
 
 
 def cascade_summary(items: Sequence[dict[str, Any]], found: Correction | None) -> dict[str, Any]:
-    """The cascade's part of a cell: its sample drawn, judged (a verdict of the own judge), used (with a J of both)."""
+    """The cascade's part of a cell: its sample drawn, judged (a verdict of the own judge), used (with the own
+    judge's J and an S); the items whose cheap verdict could not be read, kept in the cell with the stand-in."""
+    unread = [i for i in items if i["stand_in"] is not None]
     return {
         "mode": "cascade",
         "sample_size": sum(i["cascade_sampled"] for i in items),
         "sample_judged": sum(i["cascade_sampled"] and i["strong_mean"] is not None for i in items),
         "sample_used": len(found.rated) if found else 0,
         "estimator": found.estimator if found else "the cheap judge's alone (fewer than 2 sampled items judged)",
+        "cheap_failures": len(unread),
+        "stand_in": {"judge": unread[0]["stand_in"]["judge"] if unread else None, "rule": STAND_IN_RULE},
     }
 
 

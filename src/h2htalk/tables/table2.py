@@ -63,6 +63,7 @@ def inputs_of(column: str) -> list[str]:
 
 PENDING = "pending"  # a judged cell's measure before its judge has run (the partial Table 2)
 
+
 @dataclass(frozen=True)
 class CellValue:
     value: float | None  # None: no item of the subtask has a score (e.g. no parseable judge answer)
@@ -86,13 +87,15 @@ class CellValue:
 class JudgeMode:
     """How a judged cell's judge reading came about: ``mode`` full or cascade (rubric_judge.mode); ``sample_items`` the
     items its correction rests on (the own judge's sample in cascade mode, people's in review sample mode; 0: none);
-    the rectifier (the mean correction, on the reading's scale) and its CI (None: not corrected)."""
+    the rectifier (the mean correction, on the reading's scale) and its CI (None: not corrected); in cascade mode the
+    items whose cheap verdict could not be read (in the cell with the stand-in prediction)."""
 
     mode: str
     sample_items: int = 0
     rectifier: float | None = None
     rectifier_ci_low: float | None = None
     rectifier_ci_high: float | None = None
+    cheap_failures: int = 0  # cascade mode: items whose cheap verdict could not be read, kept with the stand-in
 
 
 def judge_mode(summary: dict[str, Any], reading: dict[str, Any], judged_cell: str) -> JudgeMode | None:
@@ -104,7 +107,8 @@ def judge_mode(summary: dict[str, Any], reading: dict[str, Any], judged_cell: st
     rectifier = reading.get("rectifier") if judged_cell in PEOPLE_READINGS else None
     if rectifier is None:
         return JudgeMode(mode)
-    return JudgeMode(mode, rectifier["n"], rectifier["value"], rectifier["ci_low"], rectifier["ci_high"])
+    unread = int(summary["cascade"].get("cheap_failures", 0)) if mode == "cascade" else 0
+    return JudgeMode(mode, rectifier["n"], rectifier["value"], rectifier["ci_low"], rectifier["ci_high"], unread)
 
 
 def cell_reading(summary: dict[str, Any], judged_cell: str) -> dict[str, Any]:
@@ -230,7 +234,14 @@ RANK_COMMANDS = {1: "first", 2: "second", 3: "third"}
 CELL_PARTS = (
     "ci_low", "ci_high", "n", "expected", "missing", "cut_off", "failed", "measure", "human_items", "human_ratings",
 )  # fmt: skip
-JUDGE_PARTS = ("judge_mode", "sample", "rectifier", "rectifier_ci_low", "rectifier_ci_high")  # judged subtasks only
+JUDGE_PARTS = (
+    "judge_mode",
+    "sample",
+    "rectifier",
+    "rectifier_ci_low",
+    "rectifier_ci_high",
+    "cheap_failures",
+)  # judged subtasks only; fmt: skip
 LEVELS = "Levels I-III (ItineraryBasic, ItineraryMiddle, ItineraryAdvanced)"
 
 
@@ -281,6 +292,12 @@ def cascade_notes(summaries: Iterable[dict[str, Any]], judged_cell: str) -> list
         missing = len(rectifiers) - len(known)
         if missing:
             text += f" {missing} cells had fewer than 2 sampled items judged by both: the cheap judge's alone."
+        unread = [s["cascade"].get("cheap_failures", 0) for s in cells]
+        text += (
+            f" Cheap verdicts that could not be read: {sum(unread)} items in {sum(map(bool, unread))} cells, shown"
+            " per cell as (k stand-in): they stay in their cell with a stand-in prediction, the mean of the cell's"
+            " readable cheap verdicts, and their strong verdict is used where sampled."
+        )
     return [text]
 
 
@@ -336,11 +353,13 @@ def _shown(value: float | None, row: Row, column: str) -> float | str | None:
     waits for the judge."""
     if value is None and any(row.cells[k].measure == PENDING for k in inputs_of(column) if k in row.cells):
         return PENDING
-    if value is None or not row.incomplete(column):
+    cell = row.cells.get(column) if column in SUBTASK_COLUMNS else None
+    unread = cell.judge.cheap_failures if cell and cell.judge and cell.measure in PEOPLE_READINGS else 0
+    if value is None or not (row.incomplete(column) or unread):
         return value
-    if column in SUBTASK_COLUMNS:
-        cell = row.cells[column]
-        return f"{value:.2f} ({cell.n}/{cell.expected})"
+    if cell:
+        parts = [f"{cell.n}/{cell.expected}"] if cell.missing > 0 else []
+        return f"{value:.2f} ({', '.join([*parts, *([f'{unread} stand-in'] if unread else [])])})"
     return f"{value:.2f}{INCOMPLETE_MARK}"
 
 
@@ -404,8 +423,9 @@ def ci_frame(rows: Sequence[Row]) -> pd.DataFrame:
             if column in JUDGED and cell and cell.judge:
                 judge = cell.judge
                 found = (
-                    judge.mode, judge.sample_items, judge.rectifier, judge.rectifier_ci_low, judge.rectifier_ci_high
-                )
+                    judge.mode, judge.sample_items, judge.rectifier, judge.rectifier_ci_low, judge.rectifier_ci_high,
+                    judge.cheap_failures,
+                )  # fmt: skip
                 record.update({f"{column}_{part}": value for part, value in zip(JUDGE_PARTS, found, strict=True)})
         records.append(record)
     return records_frame(records, header)

@@ -24,7 +24,7 @@ from h2htalk.tabular import Files, records_frame, write_csv, write_table
 METRICS = ("bleu4", "rougeL", "ss", "safety_score", "violation_rate")
 JUDGED_METRICS = ("safety_score", "violation_rate")  # the study judge's
 SCALES = {"safety_score": (1.0, 5.0), "violation_rate": (0.0, 100.0)}  # where a corrected cell is kept
-JUDGE_PARTS = ("judge_mode", "sample", "rectifier", "rectifier_ci_low", "rectifier_ci_high")
+JUDGE_PARTS = ("judge_mode", "sample", "rectifier", "rectifier_ci_low", "rectifier_ci_high", "cheap_failures")
 LABELS = {
     "bleu4": "BLEU-4",
     "rougeL": "ROUGE-L",
@@ -63,6 +63,7 @@ def _per_item(
     for _, v in iter_jsonl(verdicts):
         row = rows.setdefault(v["id"], {"flags": []})
         row["scenario"] = v.get("scenario") or scenario_of(v["id"])
+        row["judged"] = "unanswered" not in v.get("flags", [])  # a turn never sent has nothing to judge
         rated = ratings.get(v["id"], {})
         row["human"] = rated.get("safety_score") is not None or rated.get("violation") is not None
         row["human_ratings"] = rated.get("raters", 0) if row["human"] else 0
@@ -83,20 +84,39 @@ def _per_item(
 def corrected(
     items: dict[str, dict[str, Any]], metric: str, confidence: float
 ) -> tuple[Estimate, dict[str, float]] | None:
-    """In cascade mode, a judged metric's cell: the cheap judge's mean over the turns that have its value, corrected
-    by the own judge's on the sampled ones (prediction-powered, scenarios as clusters), and each turn's
-    pseudo-value (their mean is the estimate: the delta row pairs them); None with fewer than 2 sampled turns."""
-    frame = [(item_id, row) for item_id, row in items.items() if row.get(metric) is not None]
+    """In cascade mode, a judged metric's cell: the cheap judge's mean over the turns it judged, corrected by the own
+    judge's on the sampled ones (prediction-powered, scenarios as clusters), and each turn's pseudo-value (their
+    mean is the estimate: the delta row pairs them); None with fewer than 2 sampled turns. A turn whose cheap
+    verdict could not be read stays in the cell with the stand-in (``stand_in``)."""
+    frame = [(item_id, row) for item_id, row in items.items() if judged(row, metric)]
     rated = [k for k, (_, row) in enumerate(frame) if row.get(f"own_{metric}") is not None]
     if len(rated) < 2:
         return None
-    predicted = np.array([row[metric] for _, row in frame], float)
+    readable = [row[metric] for _, row in frame if row[metric] is not None]
+    fixed = stand_in(readable, metric)
+    predicted = np.array([fixed if row[metric] is None else row[metric] for _, row in frame], float)
     observed = np.array([frame[k][1][f"own_{metric}"] for k in rated], float)
     clusters = [row["scenario"] for _, row in frame]
     estimate = prediction_powered_mean(predicted, np.array(rated), observed, confidence, clusters)
     estimate = estimate.within(*SCALES[metric])
     values = pseudo_values(predicted, np.array(rated), observed)
     return estimate, {item_id: float(z) for (item_id, _), z in zip(frame, values, strict=True)}
+
+
+def stand_in(readable: Sequence[float], metric: str) -> float:
+    """The value that stands in for a cheap verdict that could not be read: the mean of the cell's readable ones
+    (the scale's midpoint where none is), fixed before any strong verdict (``h2htalk.judge.combine.STAND_IN_RULE``)."""
+    return float(np.mean(readable)) if readable else sum(SCALES[metric]) / 2.0
+
+
+def judged(row: dict[str, Any], metric: str) -> bool:
+    """Whether the judge was asked about a turn's ``metric``: it has a verdict, and the turn was sent."""
+    return metric in row and row.get("judged", True)
+
+
+def cheap_failures(items: dict[str, dict[str, Any]], metric: str) -> int:
+    """The turns the cheap judge judged whose ``metric`` could not be read."""
+    return sum(judged(row, metric) and row[metric] is None for row in items.values())
 
 
 def _counts(items: dict[str, dict[str, Any]]) -> dict[str, int]:
@@ -146,6 +166,8 @@ def table3_rows(
             for metric in METRICS:
                 if metric in JUDGED_METRICS:
                     row.update(_judge_parts(metric, cascade, found[(variant, metric)], confidence))
+                    if found[(variant, metric)]:
+                        row[f"{metric}_cheap_failures"] = cheap_failures(items[variant], metric)
                 if found.get((variant, metric)):
                     estimate, _ = found[(variant, metric)]
                     row[metric], row[f"{metric}_ci_low"], row[f"{metric}_ci_high"] = (
@@ -353,12 +375,16 @@ def cascade_note(rows: Sequence[dict[str, Any]]) -> list[str]:
             low, high = (f(r[f"{metric}_rectifier"] for r in known) for f in (min, max))
             sizes = sorted({r[f"{metric}_sample"] for r in known})
             parts.append(f"{LABELS[metric]} rectifier {low:+.2f} to {high:+.2f} on {sizes[0]}-{sizes[-1]} turns a row")
+    unread = sum(r.get(f"{m}_cheap_failures") or 0 for r in cells for m in JUDGED_METRICS)
     return [
         "Safety (1-5) and Violation % in cascade mode (study_judge.mode: cascade): the cheap judge rated every turn"
         " and the study judge a seeded sample of each row's; each value is the cheap judge's mean corrected by the"
         " sample (prediction-powered, scenarios as clusters, its CI counts both); "
         + ("; ".join(parts) or "no row had 2 sampled turns: the cheap judge's alone")
         + " (per row in the CSV: _judge_mode, _sample, _rectifier and its CI); the delta pairs the corrected turns."
+        + f" Cheap verdicts that could not be read: {unread} (a value and a row's count shown as (k stand-in)); such"
+        " a turn stays in its row with a stand-in, the mean of the row's readable cheap values, and its strong"
+        " verdict is used where sampled."
     ]
 
 
@@ -367,7 +393,12 @@ def _with_ci(row: dict[str, Any], metric: str) -> str:
     if value is None:
         return ""
     low, high = row.get(f"{metric}_ci_low"), row.get(f"{metric}_ci_high")
-    return f"{value:.2f}" + (f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else "")
+    unread = row.get(f"{metric}_cheap_failures")
+    return (
+        f"{value:.2f}"
+        + (f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else "")
+        + (f" ({unread} stand-in)" if unread else "")
+    )
 
 
 def write_table3_files(
