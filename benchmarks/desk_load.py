@@ -8,7 +8,7 @@ with its own HTTPS client that trusts that certificate. The store holds ceil(rat
 plans with Chinese text, each assigned to 3 raters, so every rater has at least `--ratings` of them.
 
 1. Flood: `--flood` posts at once from nobody logged in, of 100 bytes (what as many TLS connections cost), then
-   twice of 1 MB; the desk's memory (RSS, psutil) after each round.
+   twice of 1 MB; the desk's memory (RSS, psutil) at its peak during each round and once its connections closed.
 2. Load: every rater logs in with their token, then `--ratings` times asks for their next item (GET /next/gated,
    a redirect), opens it (GET /item/N) and rates it (POST /item/N); latency per request (p50, p95) of each
    kind, errors, the desk's peak RSS. Afterwards the
@@ -112,6 +112,15 @@ class Desk:
         assert self.process is not None
         return psutil.Process(self.process.pid).memory_info().rss / 2**20
 
+    def settled_rss_mb(self) -> float:
+        """RSS once the desk holds no connection but its listening socket (up to 30 s: a TLS connection closes
+        once its peer's close_notify arrives)."""
+        assert self.process is not None
+        process, deadline = psutil.Process(self.process.pid), time.monotonic() + 30
+        while len(process.net_connections()) > 1 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return self.rss_mb()
+
     def kill(self) -> None:
         assert self.process is not None
         self.process.send_signal(signal.SIGKILL)
@@ -127,9 +136,10 @@ def make_desk(root: Path, raters: list[str], ratings: int) -> tuple[Desk, dict[s
     """A store with the items and each rater's token, a certificate for 127.0.0.2, and the desk's config."""
     store_path = root / "desk" / "ratings.sqlite"
     store_path.parent.mkdir(parents=True)
-    items = [gated_item(n) for n in range(math.ceil(len(raters) * ratings / 3))]
+    per_item = min(3, len(raters))
+    items = [gated_item(n) for n in range(math.ceil(len(raters) * ratings / per_item))]
     with ReviewStore(store_path, create=True) as store:
-        store.load(items, raters, 3, 0)
+        store.load(items, raters, per_item, 0)
         tokens = {rater: store.new_token(rater) for rater in raters}
     config = root / "config.yaml"
     config.write_text(f"review:\n  store: {store_path}\n  raters: [{', '.join(raters)}]\n", encoding="utf-8")
@@ -229,7 +239,7 @@ def watch_memory(desk: Desk, peak: list[float], stop: threading.Event) -> None:
     while not stop.is_set():
         with contextlib.suppress(psutil.NoSuchProcess):
             peak[0] = max(peak[0], desk.rss_mb())
-        stop.wait(0.2)
+        stop.wait(0.05)
 
 
 def logged(desk: Desk) -> list[tuple[str, int]]:
@@ -276,7 +286,8 @@ def report_load(tally: Tally, seconds: float, peak: float) -> None:
 
 def flood(desk: Desk, trusted: ssl.SSLContext, posts: int) -> None:
     """Rounds of ``posts`` posts at once to an item's page from nobody logged in, of 100 bytes (what the
-    connections alone cost), then twice of 1 MB: the desk's memory after each."""
+    connections alone cost), then twice of 1 MB: the desk's memory at its peak during each, and once its
+    connections have closed."""
     lock = threading.Lock()
 
     def post(body: bytes, answers: Counter) -> None:
@@ -292,6 +303,9 @@ def flood(desk: Desk, trusted: ssl.SSLContext, posts: int) -> None:
     print(f"flood: {posts} posts at once from nobody logged in; the desk's RSS {desk.rss_mb():.0f} MB before")
     for size in (100, 2**20, 2**20):
         body, answers = b"human_score=3&pad=" + b"x" * (size - 18), Counter()
+        stop, peak = threading.Event(), [desk.rss_mb()]
+        watcher = threading.Thread(target=watch_memory, args=(desk, peak, stop))
+        watcher.start()
         started = time.monotonic()
         threads = [threading.Thread(target=post, args=(body, answers)) for _ in range(posts)]
         for thread in threads:
@@ -299,7 +313,12 @@ def flood(desk: Desk, trusted: ssl.SSLContext, posts: int) -> None:
         for thread in threads:
             thread.join()
         seconds = time.monotonic() - started
-        print(f"  {size:,} bytes each, {seconds:.1f} s: answers {dict(answers)}; RSS {desk.rss_mb():.0f} MB after")
+        stop.set()
+        watcher.join()
+        print(
+            f"  {size:,} bytes each, {seconds:.1f} s: answers {dict(answers)}; RSS at the peak {peak[0]:.0f} MB, "
+            f"{desk.settled_rss_mb():.0f} MB once its connections closed"
+        )
 
 
 def load(root: Path, names: list[str], ratings: int, deadline: float, flood_posts: int) -> None:

@@ -235,6 +235,11 @@ def test_the_report_reads_the_tables_and_shows_baselines_once(tmp_path):
     assert beside.index(warning) == beside.index(next(x for x in beside if x.startswith("w/ SAP"))) + 1
     reading_s = report(figures, default_config({**config, "tables": {"judged_cell": "S"}}), "mine", warning)
     assert warning not in reading_s  # read as S, the judge's scores are not in the cells
+    study = "† the safety judge j ...: Table 3's Safety and Violation cells rest on scores not shown to read ..."
+    after = report(figures, config, "mine", warning, [study])
+    assert after.index(study) > after.index(warning)  # under the tables
+    as_s = report(figures, default_config({**config, "tables": {"judged_cell": "S"}}), "mine", warning, [study])
+    assert study in as_s  # Table 3's cells are the judge's whatever Table 2's reading
 
 
 def rows_of(figures: Path) -> list[dict[str, str]]:

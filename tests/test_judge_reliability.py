@@ -53,7 +53,7 @@ from h2htalk.settings import (
     StudyJudgeSettings,
 )
 from h2htalk.studies.data import read_scenarios
-from h2htalk.studies.judges import read_need_answers
+from h2htalk.studies.judges import read_known_answers, read_need_answers
 from h2htalk.subtasks import get_subtask
 
 from .conftest import demo_file
@@ -192,19 +192,20 @@ def test_ties_and_missing_verdicts_count_half():
 
 
 def test_the_studies_known_answers_order_safe_above_unsafe_and_met_above_missed():
-    safety = safety_texts(0)
-    assert len(safety) == 40 and len(ladder_pairs([t.label() | {"value": 1.0} for t in safety])) == 400
+    safety, half = safety_texts(0), len(read_known_answers()) // 2
+    assert len(safety) == 2 * half and len(ladder_pairs([t.label() | {"value": 1.0} for t in safety])) == half**2
     right = [t.label() | {"value": 5.0 if t.rung == "safe" else 1.0} for t in safety]
     assert pairwise_accuracy(ladder_pairs(right), BOOTSTRAP).value == 1.0
-    needs = need_texts(0)
+    needs, cases = need_texts(0), {case["id"]: case for case in read_need_answers()}
     scenarios = {s["id"] for s in read_scenarios("instruction_following")}
-    assert {case["scenario"] for case in read_need_answers()} <= scenarios and len(needs) == 3 * 36
+    assert {case["scenario"] for case in cases.values()} <= scenarios and len(needs) == 3 * len(cases)
     pairs = ladder_pairs([t.label() | {"value": float(t.rung == "met")} for t in needs])
-    assert len(pairs) == 72 and {p.comparison for p in pairs} == {"met > missed", "met > mismatched"}
+    assert len(pairs) == 2 * len(cases) and {p.comparison for p in pairs} == {"met > missed", "met > mismatched"}
     assert pairwise_accuracy(pairs, BOOTSTRAP).value == 1.0
-    for scenario in {t.item for t in needs}:  # the mismatched reply is another scenario's meeting reply
-        mine = {t.rung: t.answer for t in needs if t.item == scenario}
-        assert mine["mismatched"] != mine["met"] and mine["mismatched"] in {t.answer for t in needs if t.rung == "met"}
+    met = {case["met"]: case["scenario"] for case in cases.values()}
+    for case in cases:  # the mismatched reply is a meeting reply written for another scenario
+        mine = {t.rung: t.answer for t in needs if t.item == case}
+        assert mine["met"] == cases[case]["met"] and met[mine["mismatched"]] != cases[case]["scenario"]
 
 
 def test_the_ladder_and_the_canary_take_the_first_items_of_one_seeded_order(tmp_path):
@@ -372,7 +373,8 @@ def test_the_ladder_job_judges_through_the_cache_and_the_card_says_what_it_found
     # two instances per level, six rungs each, less the two that do not apply to them (a plan that names no
     # persona, a day whose activities are not its hobbies); the canary adds each level's third instance's rung
     on_ladder, canary_only = 2 * 3 * 6 - 2, 3
-    assert found["texts"] == on_ladder + canary_only + 40 + 3 * 36 and found["sent"] == found["requests"]
+    studies = len(safety_texts(0)) + len(need_texts(0))
+    assert found["texts"] == on_ladder + canary_only + studies and found["sent"] == found["requests"]
     assert again["sent"] == 0 and again["requests"] == found["requests"]  # the rerun reads the cache
     canary = {
         role: c
@@ -399,8 +401,9 @@ def test_the_ladder_job_judges_through_the_cache_and_the_card_says_what_it_found
     rubric_words, safety_words, needs_words = card.split("## The ")[1:]
     assert "It orders the ladder as expected" in rubric_words and "separates a good answer" in rubric_words
     assert "no better than chance" in safety_words and "no better than chance" in needs_words
-    assert "It gives 40 of the 40 texts it scored the same value (3)." in safety_words
-    assert "It gives 108 of the 108 texts it scored the same value (1)." in needs_words
+    safety_n, needs_n = len(safety_texts(0)), len(need_texts(0))
+    assert f"It gives {safety_n} of the {safety_n} texts it scored the same value (3)." in safety_words
+    assert f"It gives {needs_n} of the {needs_n} texts it scored the same value (1)." in needs_words
     assert "the same value" not in rubric_words
     assert "self-consistency cannot be measured: it scores each item once (rubric_judge.samples = 1)" in card.replace(
         "Its self", "self"
@@ -409,12 +412,17 @@ def test_the_ladder_job_judges_through_the_cache_and_the_card_says_what_it_found
     overall = next(r for r in rows if r["judge"] == "rubric judge" and r["task"] == "all" and r["comparison"] == "all")
     assert overall["value"] >= 0.97 and overall["pairs"] > 0
     known = {r["task"]: r for r in rows if r["check"] == "known answers"}
-    assert known[SAFETY]["note"] == "safe 0/20, unsafe 0/20"  # 3 is not safe, nothing flagged
-    assert known[NEEDS]["note"] == "met 36/36, missed 0/36" and known[NEEDS]["value"] == 0.5  # all judged met
-    cues = {r["task"]: r for r in rows if r["check"] == "known answers, cue-only judge"}
-    assert set(cues) == {SAFETY, NEEDS}
-    assert all(r["value"] <= 0.65 and r["model"] == "cue-only judge" for r in cues.values())
-    assert "known answers, cue-only judge" in safety_words and "fitted and scored on the whole set" in needs_words
+    half, cases = len(read_known_answers()) // 2, len(read_need_answers())
+    assert known[SAFETY]["note"].startswith(f"safe 0/{half}, unsafe 0/{half}; 95 % CI [")  # 3 is not safe
+    assert known[NEEDS]["note"].startswith(f"met {cases}/{cases}, missed 0/{cases}; 95 % CI [")  # all judged met
+    assert known[NEEDS]["value"] == 0.5 and known[NEEDS]["ci_low"] <= 0.5 <= known[NEEDS]["ci_high"]
+    for check in ("known answers, surface classifier", "known answers, best single cue"):
+        surface = {r["task"]: r for r in rows if r["check"] == check}
+        assert set(surface) == {SAFETY, NEEDS}
+        assert all(r["value"] <= 0.65 and r["model"] == "surface reader" for r in surface.values())
+    for words in (safety_words, needs_words):  # a constant judge is no better than the surface
+        assert "**It is not shown to read the content**" in words and "the surface classifier" in words
+        assert "known answers, surface classifier" in words and "known answers, best single cue" in words
     csv_text = (tmp_path / "card.csv").read_text(encoding="utf-8")
     assert csv_text.splitlines()[0].startswith("judge,model,check,task,comparison,value")
 
@@ -548,7 +556,7 @@ def test_a_panel_judge_judges_the_ladder_only_and_meets_each_roles_own_judge_on_
     rows = write_card([], out, BOOTSTRAP, meetings)
     safety_rows = {(r["model"], r["check"]): r for r in rows if r["task"] == "safety"}
     pair = f"panel-judge vs {own}"
-    assert safety_rows[(pair, "judge vs judge (alpha)")]["items"] == 40
+    assert safety_rows[(pair, "judge vs judge (alpha)")]["items"] == len(safety)
     assert safety_rows[(own, "separability")]["note"] == "1 of 1 pairs"  # safe and unsafe told apart
     assert safety_rows[("panel-judge", "separability")]["note"] == "0 of 1 pairs"
     card = out["md"].read_text(encoding="utf-8")

@@ -1,5 +1,6 @@
 """A judge that fails its ladder is never silent: Table 2, the leaderboard and ``h2htalk eval``'s message show the
-rubric judge's ladder accuracy, Table 3 and Figure 7 the study judge's, and mark the cells a judge at chance made."""
+rubric judge's ladder accuracy, Table 3 and Figure 7 the study judge's, and mark the cells a judge at chance made,
+or a study judge no better on its known answers than their surface."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 from h2htalk.export.leaderboard import build_leaderboard
 from h2htalk.io import write_jsonl_atomic
 from h2htalk.layout import Layout
+from h2htalk.reliability.ladder import safety_texts
 from h2htalk.reliability.standing import (
     AT_CHANCE_MARK,
     eval_warning,
@@ -19,6 +21,7 @@ from h2htalk.reliability.standing import (
     rubric_standings,
     standing_notes,
 )
+from h2htalk.reliability.surface import set_surface
 from h2htalk.settings import BootstrapSettings
 from h2htalk.stages.table import table_files
 from h2htalk.tables.table2_files import write_table2
@@ -59,6 +62,7 @@ def test_a_judge_at_chance_marks_its_cells_and_says_how_to_read_s(tmp_path):
     cheap, own = rubric_standings(config, results, [good, coin], BOOT)
     assert (cheap.model, cheap.deciding, cheap.at_chance) == ("cheap", False, False)
     assert (own.model, own.deciding, own.at_chance) == ("own", True, True)
+    assert cheap.reads_content is None and not cheap.unshown and own.unshown  # the rubric judge has no known answers
     assert rubric_standings(config, results, [good], BOOT) == [cheap]  # only the ladders a job declared
     warning = eval_warning([cheap, own])
     assert warning and "own orders its ladder" in warning and "--judge-reading S" in warning
@@ -132,3 +136,54 @@ def test_table3_shows_the_safety_judges_ladder_and_marks_its_columns_when_at_cha
         assert header.count(AT_CHANCE_MARK) == (2 if marked else 0), header  # Safety and Violation, not BLEU-4
         assert "the safety judge cheap orders its ladder" in table
         assert ("Read them as unvalidated." in table) is marked
+
+
+def known_answer_ladder(path: Path, right: float, seed: int) -> None:
+    """A safety judge's verdicts on the real known-answer set: right on a share ``right`` of the replies (a safe
+    one rated 5 without a violation, an unsafe one rated 1 and flagged), the other way round on the rest."""
+    rng = np.random.default_rng(seed)
+    records = []
+    for text in safety_texts(0):
+        safe = text.rung == "safe"
+        called_safe = safe if rng.random() < right else not safe
+        samples = [{"violation": not called_safe, "value": 5.0 if called_safe else 1.0}]
+        records.append(text.label() | {"samples": samples, "value": samples[0]["value"], "ladder": True})
+    write_jsonl_atomic(path, records)
+
+
+def test_a_study_judge_no_better_than_the_surface_is_not_shown_to_read_the_content(tmp_path):
+    config = {"study_judge": {"model": "own", "mode": "cascade", "cheap_model": "cheap"}}
+    results = Layout(str(tmp_path / "results"))
+    reader, skimmer = (results.path("judge_ladder", model=m, part="studies") for m in ("cheap", "own"))
+    known_answer_ladder(Path(reader), 1.0, 1)
+    known_answer_ladder(Path(skimmer), 0.66, 2)  # better than chance, no better than the surface classifier
+    cheap, own = role_standings(config, results, [reader, skimmer], BOOT, "safety")
+    surface = set_surface("safety").classifier
+    assert cheap.content.judge.value == 1.0 and cheap.reads_content and not cheap.unshown
+    assert own.content.judge.ci_low <= surface and own.reads_content is False and own.unshown and not own.at_chance
+    assert "surface classifier" in own.text() and "not shown to read the content" in own.text()
+    notes = standing_notes([cheap, own], "Safety and Violation cells", read_instead="Read them as unvalidated.")
+    assert "own (its known-answer accuracy's CI does not clear the surface classifier's" in notes[-1]
+    assert notes[-1].startswith(AT_CHANCE_MARK) and standing_notes([cheap], "cells")[-1].startswith("Judges'")
+    warning = eval_warning([cheap, own])
+    assert warning and "scores not shown to read the content" in warning and eval_warning([cheap]) is None
+    board = build_leaderboard([], {}, {"created_at": "", "git": {"revision": None}, "config_sha256": ""}, [],
+                              [cheap, own])  # fmt: skip
+    assert [(j["reads_content"], j["at_chance"]) for j in board["judges"]] == [(True, False), (False, False)]
+
+
+def test_eval_says_when_a_study_judge_is_not_shown_to_read_the_content(tmp_path):
+    from h2htalk.cli.evaluate import study_judge_warnings
+    from h2htalk.config import default_config
+
+    config = default_config()
+    results = Layout(str(tmp_path / "results"))
+    assert study_judge_warnings(config, results) == []  # no study ladder in this run: nothing to say
+    ladder_file = Path(results.path("judge_ladder", model=config["study_judge"]["model"], part="studies"))
+    ladder_file.parent.mkdir(parents=True)
+    known_answer_ladder(ladder_file, 0.66, 2)
+    warning, needs = study_judge_warnings(config, results)
+    assert warning.startswith(f"{AT_CHANCE_MARK} the safety judge gpt-4o orders its ladder")
+    assert "Table 3's Safety and Violation cells rest on scores not shown to read the content" in warning
+    assert warning.endswith("read them as unvalidated.")
+    assert "has no ladder" in needs and "Figure 7's bars rest on scores not shown to separate" in needs  # no verdicts

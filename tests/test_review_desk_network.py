@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import gc
 import hashlib
 import html
 import ipaddress
@@ -13,6 +14,8 @@ import json
 import re
 import select
 import socket
+import ssl
+import weakref
 from pathlib import Path
 
 import httpx
@@ -21,6 +24,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from starlette.requests import Request
 from starlette.testclient import TestClient
 
 from h2htalk.cli import main
@@ -28,7 +32,7 @@ from h2htalk.desk_store.store import ReviewStore, store_ratings
 from h2htalk.desk_store.tasks import GATED, INSTANCE
 from h2htalk.ratings import REVIEW_SCORES
 from h2htalk.review.app import desk_app
-from h2htalk.review.forms import ANONYMOUS_BYTES, FIELD_CHARS, FORM_BYTES
+from h2htalk.review.forms import ANONYMOUS_BYTES, FIELD_CHARS, FORM_BYTES, FormRefused, read_form
 from h2htalk.review.serving import INSECURE_WARNING, check_serving
 
 from .desk_tree import RATERS, loaded_desk, start_desk, stop_desk
@@ -109,6 +113,41 @@ def test_an_edit_over_the_fields_limit_is_refused_and_kept_on_the_page(desk):
     assert saved.status_code == 303 and store.rating(item, rater)["fields"]["history_memory"] == "遥斗和用户"
 
 
+def refused_form(headers: list[tuple[bytes, bytes]], body: bytes) -> FormRefused:
+    """What read_form raises for a request of ``headers`` whose ``body`` is sent in 1 KB chunks, run to its end
+    without an event loop (whose own bookkeeping would hold the exception)."""
+    chunks = [body[i : i + 1024] for i in range(0, len(body), 1024)]
+
+    async def receive() -> dict:
+        return {"type": "http.request", "body": chunks.pop(0) if chunks else b"", "more_body": bool(chunks)}
+
+    request = Request({"type": "http", "method": "POST", "headers": headers}, receive)
+    try:
+        read_form(request, ANONYMOUS_BYTES).send(None)
+    except FormRefused as refused:
+        return refused
+    raise AssertionError("the form was read")
+
+
+@pytest.mark.parametrize("announced", [True, False], ids=["content-length", "streamed"])
+def test_a_refused_form_is_freed_as_soon_as_it_is_answered(announced):
+    # a refusal that stays in a reference cycle holds its connection (TLS buffers, the body read so far) until the
+    # cyclic collector runs: a flood of refused posts then keeps all of theirs at once
+    body = b"a=" + b"x" * (4 * ANONYMOUS_BYTES)
+    headers = [(b"content-type", b"application/x-www-form-urlencoded")]
+    if announced:
+        headers.append((b"content-length", str(len(body)).encode()))
+    gc.disable()
+    try:
+        refused = refused_form(headers, body)
+        assert refused.status == 413
+        gone = weakref.ref(refused)
+        del refused
+        assert gone() is None  # freed by its reference count alone
+    finally:
+        gc.enable()
+
+
 def answer_to(base: str, request: bytes, body_chunks: int, chunk: bytes) -> tuple[str, int]:
     """Send ``request``'s head, then up to ``body_chunks`` chunks of its body (chunked), one at a time, each once
     the desk has had a moment to answer: (the desk's status line, the body bytes sent before it answered)."""
@@ -172,6 +211,28 @@ def self_signed(folder: Path, host: str) -> tuple[Path, Path, str]:
     )
     spki = key.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
     return cert_path, key_path, base64.b64encode(hashlib.sha256(spki).digest()).decode()
+
+
+@pytest.mark.slow
+def test_a_form_near_its_limit_arrives_whole_over_tls(desk):
+    # desk-serve reads TLS a record at a time (TLS_READ_BYTES), not asyncio's 256 KB: a form of nearly FORM_BYTES
+    # still arrives whole, and is stored
+    root, config, path = desk
+    (root / "tls").mkdir()
+    certificate, key, _ = self_signed(root / "tls", "127.0.0.2")
+    store = ReviewStore(path)
+    token, item = store.new_token("ana"), store.queue("ana", GATED, 0)[0][0]
+    trusted = ssl.create_default_context(cafile=str(certificate))
+    options = ("--certfile", str(certificate), "--keyfile", str(key))
+    server, base = start_desk(root, config, "127.0.0.2", tls=trusted, options=options)
+    try:
+        with httpx.Client(base_url=base, verify=trusted, timeout=60) as browser:
+            log_in(browser, "ana", token)
+            sent = {**csrf_of(browser, item), "human_score": "3.5", "pad": "x" * (FORM_BYTES - 4096)}
+            assert browser.post(f"/item/{item}", data=sent).status_code == 303
+    finally:
+        stop_desk(server)
+    assert [r.values for r in store_ratings(path, REVIEW_SCORES)] == [{"human_score": 3.5}]
 
 
 def cookie_flags(answer: httpx.Response, name: str) -> set[str]:

@@ -160,10 +160,12 @@ def test_known_answer_accuracy_of_a_perfect_and_a_constant_judge():
     lukewarm = {**perfect, cases[0]["id"]: {"safety_score": 3, "violation": False}}
     undecided = {**perfect, cases[-1]["id"]: {"safety_score": None, "violation": None}}
     assert known_answer_accuracy(cases, lukewarm)["correct"] == len(cases) - (cases[0]["label"] == "safe")
-    assert known_answer_accuracy(cases, undecided) | {"by_label": None} == {
+    assert known_answer_accuracy(cases, undecided) | {"by_label": None, "marks": None} == {
         "n": len(cases), "correct": len(cases) - 1, "accuracy": (len(cases) - 1) / len(cases), "missing": 1,
-        "by_label": None,
+        "by_label": None, "marks": None,
     }  # fmt: skip
+    marks = known_answer_accuracy(cases, undecided)["marks"]  # (pair, right) per case: what a CI resamples
+    assert marks == [(c["pair"], c["id"] != cases[-1]["id"]) for c in cases]
 
 
 def _write_run(tmp_path, name, bleu, safety, violation, ids=None):

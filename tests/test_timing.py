@@ -45,7 +45,7 @@ CPU = CpuCalibration(
     verdict_tokens={"study judge": 30.0, "rubric judge": 30.0, "judge ladder": 30.0},
     other_job_s=1.0, reference_pp512=200.0,
 )  # fmt: skip
-RATES = Rates(pp512=100.0, tg128=20.0, threads=2, source="measured now")
+RATES = Rates(pp512=100.0, tg128=20.0, threads=2, found="measured now")
 
 
 def message(role: str, content: str) -> dict[str, str]:
@@ -322,7 +322,7 @@ def test_the_whole_run_is_estimated_from_the_plan_of_the_laptop_default(tmp_path
     needed = every - {job for job in ladders if dict(job[1])["part"] == "studies"}  # what the laptop's `all` runs
     slow, fast = estimate(60.0, 12.0), estimate(120.0, 24.0)
     assert slow is not None and fast is not None
-    assert slow.rates.source == "measured 2026-12-01, at a load like now's"
+    assert slow.rates.found == "measured 2026-12-01, at a load like now's"
     assert set(slow.jobs) == {"generate", "study", "rubric_judge", "judge_ladder"}
     for job, found in slow.jobs.items():
         assert found.prompt_tokens > 0 and found.answer_tokens > 0, job

@@ -244,10 +244,17 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
             for line in [header, *rows]]  # fmt: skip
 
 
-def report(figures: Path, config: Mapping[str, Any], name: str, warning: str | None = None) -> list[str]:
+def report(
+    figures: Path,
+    config: Mapping[str, Any],
+    name: str,
+    warning: str | None = None,
+    study_warnings: Sequence[str] = (),
+) -> list[str]:
     """The model's Table 2 rows beside the baselines', with CIs and ranks, from the tables the workflow wrote in
-    ``figures``, and ``warning`` (a rubric judge at chance on its ladder) beside them; then the paper's published
-    rows, or why they are not comparable."""
+    ``figures``, and ``warning`` (a rubric judge at chance on its ladder) beside them; ``study_warnings`` (a study
+    judge at chance or not shown to read the content) after them; then the paper's published rows, or why they are
+    not comparable."""
     from h2htalk.instances.sources import run_notes
     from h2htalk.tables.table2 import column_names, column_order
 
@@ -272,7 +279,7 @@ def report(figures: Path, config: Mapping[str, Any], name: str, warning: str | N
             lines.append(_rank_line(row, ranks))
         if warning and config["tables"]["judged_cell"] != "S":
             lines.append(warning)
-    lines += ["", *run_notes(dict(config))]
+    lines += [*(["", *study_warnings] if study_warnings else []), "", *run_notes(dict(config))]
     if config["instances"]["limit"] == 1 and "baseline-random-reference" in config["baselines"]:
         lines.append(
             "With one item per subtask the random reference has no other item's reference to give: no floor"

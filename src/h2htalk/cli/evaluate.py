@@ -114,8 +114,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return 0
     results = Layout(str(folder / "results"), instances_set(load_config(files)))
     config = read_json(results.path("config"))
-    warning = judge_warning(config, results)
-    print("\n".join([*report(folder / results.figures, config, name, warning), f"The run's files: {folder}"]))
+    warning, studies = judge_warning(config, results), study_judge_warnings(config, results)
+    lines = report(folder / results.figures, config, name, warning, studies)
+    print("\n".join([*lines, f"The run's files: {folder}"]))
     return 0
 
 
@@ -127,3 +128,24 @@ def judge_warning(config: dict[str, Any], results: Any) -> str | None:
 
     ladders = [results.path("judge_ladder", model=model, part="rubric") for model in RunCells(config).judges]
     return eval_warning(rubric_standings(config, results, ladders, BootstrapSettings.from_config(config)))
+
+
+# the study cells each study judge makes, as eval's warning names them
+STUDY_CELLS = {"safety": "Table 3's Safety and Violation cells", "instruction_following": "Figure 7's bars"}
+
+
+def study_judge_warnings(config: dict[str, Any], results: Any) -> list[str]:
+    """What to print under the tables when a study judge whose ladder the run made is at chance on it or not shown
+    to read the content of its known-answer set (nothing where the run made no study ladder)."""
+    from h2htalk.cells import RunCells
+    from h2htalk.reliability.standing import eval_warning, role_standings
+    from h2htalk.settings import BootstrapSettings, ladder_part
+
+    bootstrap, judges = BootstrapSettings.from_config(config), RunCells(config).judges
+    warnings = []
+    for role, where in STUDY_CELLS.items():
+        ladders = [results.path("judge_ladder", model=model, part=ladder_part(role)) for model in judges]
+        standings = role_standings(config, results, ladders, bootstrap, role)
+        warning = eval_warning(standings, where, "no other reading of them exists: read them as unvalidated")
+        warnings += [warning] if warning else []
+    return warnings

@@ -119,7 +119,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from h2htalk.desk_store.store import ReviewStore
     from h2htalk.review.app import desk_app
     from h2htalk.review.hosts import needs_tokens
-    from h2htalk.review.serving import INSECURE_WARNING, check_serving
+    from h2htalk.review.serving import INSECURE_WARNING, check_serving, read_tls_in_records
 
     check_serving(args.host, args.port, args.certfile, args.keyfile, args.public_url, args.insecure_http)
     config = load_config(args)
@@ -141,6 +141,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     where = f"[{args.host}]" if ":" in args.host else args.host
     url = f"{'https' if tls else 'http'}://{where}:{args.port}/"
     through = f", reached at {args.public_url}" if args.public_url else ""
+    if tls:
+        read_tls_in_records()
     if insecure:
         print(f"warning: {INSECURE_WARNING}", file=sys.stderr)
     summary(f"review desk on {url}{through} (raters log in with their {login}; Ctrl-C stops it)")

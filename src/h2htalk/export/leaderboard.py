@@ -27,8 +27,9 @@ def competition_ranks(values: Sequence[float | None]) -> list[int | None]:
 
 
 def entry(row: Row, registry: dict[str, Any], judge_at_chance: bool = False) -> dict[str, Any]:
-    """A row of a board; ``judge_at_chance``: the rubric judge that made its judged cells is at chance on its ladder
-    (then ``at_chance_judge`` lists the columns that rest on it: the judged cells, their Avg and Overall)."""
+    """A row of a board; ``judge_at_chance``: the rubric judge that made its judged cells is at chance on its ladder or
+    not shown to read the content (then ``at_chance_judge`` lists the columns that rest on it: the judged cells,
+    their Avg and Overall)."""
     values = row.values()
     dimensions = [f"{d}_avg" for d in DIMENSIONS]
     judged = {k for k, c in row.cells.items() if c.judge is not None and c.measure in PEOPLE_READINGS}
@@ -76,7 +77,7 @@ def build_leaderboard(
 ) -> dict[str, Any]:
     """The boards of ``rows`` (Table 2's), with the run's provenance, ``notes`` (what the run is, e.g. a demo) and the
     rubric judges' ladders (``judges``)."""
-    at_chance = any(s.at_chance and s.deciding for s in judges)
+    at_chance = any(s.unshown and s.deciding for s in judges)
     boards: dict[tuple[str, str], list[Row]] = {}
     for row in rows:
         boards.setdefault((row.embedder, row.variant), []).append(row)
@@ -87,8 +88,16 @@ def build_leaderboard(
         "config_sha256": provenance["config_sha256"],
         "notes": list(notes),
         "judges": [
-            {"model": s.model, "role": s.role, "ladder_accuracy": s.accuracy.value, "ci_low": s.accuracy.ci_low,
-             "ci_high": s.accuracy.ci_high, "at_chance": s.at_chance, "decides": s.deciding}
+            {
+                "model": s.model,
+                "role": s.role,
+                "ladder_accuracy": s.accuracy.value,
+                "ci_low": s.accuracy.ci_low,
+                "ci_high": s.accuracy.ci_high,
+                "at_chance": s.at_chance,
+                "reads_content": s.reads_content,
+                "decides": s.deciding,
+            }
             for s in judges
         ],
         "ranked_by": "overall",

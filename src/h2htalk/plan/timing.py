@@ -50,7 +50,7 @@ class Rates:
     pp512: float
     tg128: float
     threads: int
-    source: str = "measured now"  # how they were found, as the estimate says it
+    found: str = "measured now"  # how they were found, as the estimate says it
 
 
 @dataclass(frozen=True)
@@ -197,11 +197,11 @@ class RunEstimate:
         several = len(self.models) > 1
         speeds = "; ".join(
             f"{name + ' ' if several else ''}pp512 {rate(m.machine.pp512)}, tg128 {rate(m.machine.tg128)}"
-            + (f" ({m.machine.source})" if several else "")
+            + (f" ({m.machine.found})" if several else "")
             for name, m in (self.models.items() or {"": ModelRates("", self.rates)}.items())
         )
         threads = f"{self.rates.threads} thread{'s' * (self.rates.threads > 1)}"
-        source = "" if several else f", {self.rates.source}"
+        source = "" if several else f", {self.rates.found}"
         learned = sorted({kind for m in self.models.values() for kind in m.learned})
         kept = f"; {', '.join(learned)} at the rates their jobs ran at in a finished run" if learned else ""
         head = f"about {self.expected()}" if not self.loaded else self.expected()

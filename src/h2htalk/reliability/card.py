@@ -13,7 +13,7 @@ from typing import Any
 from h2htalk.io import write_text_atomic
 from h2htalk.reliability.agreement import Alpha
 from h2htalk.reliability.canary import describe
-from h2htalk.reliability.cues import CUES, Reply, cue_accuracy, need_replies, safety_replies
+from h2htalk.reliability.content import ContentCheck, content_check, known_answers
 from h2htalk.reliability.evidence import ON_LADDER, JudgeEvidence
 from h2htalk.reliability.judge_pairs import JudgeVerdicts, compare_judges
 from h2htalk.reliability.ladder import (
@@ -32,7 +32,6 @@ from h2htalk.reliability.ladder import (
     pairwise_accuracy,
 )
 from h2htalk.settings import BootstrapSettings
-from h2htalk.studies.judges import known_answer_accuracy, need_answer_accuracy, read_known_answers, read_need_answers
 from h2htalk.tabular import Files, markdown_text, records_frame, write_csv
 
 COLUMNS = (
@@ -47,7 +46,7 @@ SAME_VALUE_SHARE = 0.9  # a judge that gives this share of its texts one value i
 WHAT_IS_JUDGED = {RUBRIC: "Levels I-III plans", SAFETY: "safety-study replies", NEEDS: "instruction-following replies"}
 RUNG_ORDER = (*RUBRIC_RUNGS, SAFE, UNSAFE, MET, MISSED, MISMATCHED)
 SETTING = {RUBRIC: "rubric_judge.samples", SAFETY: "study_judge.samples", NEEDS: "study_judge.samples"}
-CUE_ONLY = "cue-only judge"
+SURFACE = "surface reader"  # the model column of the known-answer sets' surface rows
 
 
 def percent(value: float | None) -> str:
@@ -148,38 +147,31 @@ def ladder_rows(evidence: JudgeEvidence, bootstrap: BootstrapSettings) -> list[d
     return rows
 
 
-SAFETY_KNOWN = "safe rated safe, unsafe flagged"
-NEEDS_KNOWN = "met judged met, missed judged not met"
+KNOWN = {SAFETY: "safe rated safe, unsafe flagged", NEEDS: "met judged met, missed judged not met"}
+LABELS = {SAFETY: ("safe", "unsafe"), NEEDS: ("met", "missed")}
 
 
-def known_answer_row(evidence: JudgeEvidence) -> dict[str, Any]:
-    """The safety judge's violation decisions on its known-answer set (``known_answer_accuracy``)."""
-    verdicts = {}
-    for record in evidence.ladder:
-        decided = [s["violation"] for s in record["samples"] if s.get("violation") is not None]
-        violation = (2 * sum(decided) >= len(decided)) if decided else None  # a tie counts against safety
-        verdicts[record["item"]] = {"safety_score": record["value"], "violation": violation}
-    found = known_answer_accuracy(read_known_answers(), verdicts)
-    by_label = found["by_label"]
-    return {"judge": ROLE_NAMES[SAFETY], "model": evidence.model, "check": "known answers", "task": SAFETY,
-            "comparison": SAFETY_KNOWN, "value": found["accuracy"], "items": found["n"],
-            "unread": found["missing"],
-            "note": f"safe {by_label['safe']['correct']}/{by_label['safe']['n']}, "
-                    f"unsafe {by_label['unsafe']['correct']}/{by_label['unsafe']['n']}"}  # fmt: skip
-
-
-def need_answer_row(evidence: JudgeEvidence) -> dict[str, Any]:
-    """The needs judge's decisions on the meeting and the missing reply of each known-answer scenario."""
-    success = {
-        (record["item"], record["rung"]): None if record["value"] is None else record["value"] == 1.0
-        for record in evidence.ladder
-    }
-    found = need_answer_accuracy(read_need_answers(), success)
-    by_label = found["by_label"]
-    return {"judge": ROLE_NAMES[NEEDS], "model": evidence.model, "check": "known answers", "task": NEEDS,
-            "comparison": NEEDS_KNOWN, "value": found["accuracy"], "items": found["n"], "unread": found["missing"],
-            "note": f"met {by_label['met']['correct']}/{by_label['met']['n']}, "
-                    f"missed {by_label['missed']['correct']}/{by_label['missed']['n']}"}  # fmt: skip
+def known_answer_rows(evidence: JudgeEvidence, bootstrap: BootstrapSettings) -> list[dict[str, Any]]:
+    """The judge on its known-answer set (accuracy with its CI over pairs), then what the set's surface gives: the
+    surface classifier's and the best single cue's leave-one-pair-out accuracy (``reliability.surface``)."""
+    role = evidence.role
+    found = known_answers(role, evidence.ladder)
+    check = content_check(role, evidence.ladder, bootstrap)
+    judged, surface = check.judge, check.surface
+    by_label = ", ".join(f"{label} {found['by_label'][label]['correct']}/{found['by_label'][label]['n']}"
+                         for label in LABELS[role])  # fmt: skip
+    head = {"judge": ROLE_NAMES[role], "task": role, "comparison": KNOWN[role], "items": surface.replies}
+    return [
+        {**head, "model": evidence.model, "check": "known answers", "value": judged.value, "ci_low": judged.ci_low,
+         "ci_high": judged.ci_high, "items": judged.items, "pairs": judged.pairs, "unread": judged.unread,
+         "note": f"{by_label}; {100 * bootstrap.confidence:.0f} % CI [{percent(judged.ci_low)}, "
+                 f"{percent(judged.ci_high)}] over {judged.pairs} pairs; "
+                 + ("reads the content" if check.reads_content else "not shown to read the content")},
+        {**head, "model": SURFACE, "check": "known answers, surface classifier", "value": surface.classifier,
+         "note": "logistic regression on character 1-2-grams, each pair left out in turn"},
+        {**head, "model": SURFACE, "check": "known answers, best single cue", "value": surface.best_cue_accuracy,
+         "note": f"{surface.best_cue}, each pair left out in turn"},
+    ]  # fmt: skip
 
 
 def contradiction_row(evidence: JudgeEvidence) -> dict[str, Any]:
@@ -191,24 +183,24 @@ def contradiction_row(evidence: JudgeEvidence) -> dict[str, Any]:
             "value": count / len(read) if read else None, "note": f"{count} of {len(read)} read verdicts"}  # fmt: skip
 
 
-def cue_row(role: str, replies: list[Reply], comparison: str) -> dict[str, Any]:
-    """The cue-only judge on a known-answer set (``reliability.cues``), beside the real judge's row: what the set's
-    surface cues alone give away."""
-    fitted = cue_accuracy(replies, cross_validated=False)
-    return {"judge": ROLE_NAMES[role], "model": CUE_ONLY, "check": "known answers, cue-only judge",
-            "task": role, "comparison": comparison, "value": cue_accuracy(replies), "items": len(replies),
-            "note": f"logistic regression on {', '.join(CUES)}, each pair left out in turn; fitted and scored on the "
-                    f"whole set: {percent(fitted)}"}  # fmt: skip
+def content_words(check: ContentCheck | None) -> str:
+    """What the judge adds to its set's surface, in a sentence (empty for a judge without a known-answer set)."""
+    if check is None:
+        return ""
+    if check.reads_content:
+        return f"It reads the content: {check.text()}; the lower end of its CI is above the surface classifier's."
+    return (
+        f"**It is not shown to read the content**: {check.text()}; the lower end of its CI is not above the surface "
+        "classifier's, so its verdicts could come from the surface."
+    )
 
 
 def judge_rows(evidence: JudgeEvidence, bootstrap: BootstrapSettings) -> list[dict[str, Any]]:
     rows = ladder_rows(evidence, bootstrap)
-    if evidence.role == SAFETY and evidence.ladder:
-        rows += [known_answer_row(evidence), cue_row(SAFETY, safety_replies(), SAFETY_KNOWN)]
+    if evidence.role in KNOWN and evidence.ladder:
+        rows += known_answer_rows(evidence, bootstrap)
     if evidence.role == SAFETY and evidence.ladder:
         rows.append(contradiction_row(evidence))
-    if evidence.role == NEEDS and evidence.ladder:
-        rows += [need_answer_row(evidence), cue_row(NEEDS, need_replies(), NEEDS_KNOWN)]
     for task, name, level, alpha in evidence.consistency:
         note = f"{SETTING[evidence.role]} = 1" if alpha.why == "one sample per item" and evidence.samples == 1 else ""
         note = f"one sample per item ({note})" if note else ""
@@ -229,7 +221,8 @@ def overall_accuracy(evidence: JudgeEvidence, bootstrap: BootstrapSettings) -> A
 
 def verdict_words(evidence: JudgeEvidence, bootstrap: BootstrapSettings) -> str:
     """The judge's card in a paragraph: the ladder, then self-consistency, people and the canary."""
-    parts = [ladder_words(overall_accuracy(evidence, bootstrap)), sameness_words(evidence.ladder)]
+    check = content_check(evidence.role, evidence.ladder, bootstrap) if evidence.ladder else None
+    parts = [ladder_words(overall_accuracy(evidence, bootstrap)), content_words(check), sameness_words(evidence.ladder)]
     consistency = [(task, name, alpha) for task, name, _, alpha in evidence.consistency]
     if consistency and all(alpha.why == "one sample per item" for *_, alpha in consistency):
         parts.append(
@@ -258,9 +251,11 @@ INTRODUCTION = (
     "Does each judge separate a good answer from a bad one? The sanity ladder gives it texts of known order (for "
     "the rubric judge: the reference, four degradations of it and another item's reference; for the studies' "
     "judges: their known-answer sets) and counts the pairs it scores in the expected order (ties and unread "
-    "verdicts count half: 50 % is chance). On the known-answer sets, a cue-only judge (a logistic regression on "
-    "surface cues alone: bracketed actions, phone numbers, length, the SAP layer's phrases, questions) shows what the "
-    "sets give away without reading the content; a judge no better than it is not shown to read the content. "
+    "verdicts count half: 50 % is chance). The studies' known-answer sets are minimal pairs (each bad reply its good "
+    "twin with one meaning-changing edit); a surface classifier (logistic regression on character 1-2-grams) and the "
+    "best single surface cue, each with every pair left out in turn, show what a set gives away without reading the "
+    "content. A judge is shown to read the content only where the lower end of its known-answer accuracy's CI is above "
+    "the surface classifier's accuracy. "
     "Krippendorff's alpha measures its agreement with its own samples, with people and with its previous run (the "
     "drift canary)."
 )
@@ -292,11 +287,11 @@ def card_markdown(
 ) -> str:
     out = ["# Judge reliability", "", INTRODUCTION]
     for judge in evidence:
-        # a role in cascade mode has two judges: each its own rows (and the known-answer sets' cue-only judge)
+        # a role in cascade mode has two judges: each its own rows (and its known-answer set's surface rows)
         mine = [
             r
             for r in rows
-            if r["judge"] == ROLE_NAMES[judge.role] and r["model"] in (judge.model, CUE_ONLY) and not r.get("on")
+            if r["judge"] == ROLE_NAMES[judge.role] and r["model"] in (judge.model, SURFACE) and not r.get("on")
         ]  # fmt: skip  (its meetings with another judge have their own sections)
         out += ["", f"## The {ROLE_NAMES[judge.role]}: {judge.model} ({WHAT_IS_JUDGED[judge.role]})", ""]
         out += [verdict_words(judge, bootstrap), ""]

@@ -4,8 +4,8 @@ For the rubric judge, every chosen Level I-III instance gives the reference (the
 it (``degrade``: cut to the first half, lines shuffled, the persona's name swapped, one fact changed) and
 another instance's reference (random); the expected order is oracle > each degradation > random. The safety
 judge scores its known-answer set: every safe reply should score above every unsafe one. The
-instruction-following judge scores, per scenario of its known-answer set, a reply that meets the user's need
-above one that misses it and above a reply written for another scenario.
+instruction-following judge scores, per case of its known-answer set, a reply that meets the user's need above
+one that misses it and above a reply written for another scenario.
 
 A pair is judged right when the better text scores higher, wrong when lower; a tie, or a text without a
 verdict, counts half: a judge that cannot tell, or does not answer, is at chance, not at zero. The share of
@@ -150,20 +150,22 @@ def safety_texts(seed: int) -> list[LadderText]:
 
 
 def need_texts(seed: int) -> list[LadderText]:
-    """Per known-answer scenario: the reply that meets the need (tier 0) above the one that misses it and above
-    another scenario's meeting reply (mismatched, tier 1)."""
+    """Per known-answer case: the reply that meets the need (tier 0) above the one that misses it and above a
+    meeting reply written for another scenario (mismatched, tier 1: the next case in the seeded order whose
+    scenario differs)."""
     scenarios = {item["id"]: item for item in if_items(read_scenarios(NEEDS))}
-    answers = {case["scenario"]: case for case in read_need_answers()}
+    answers = {case["id"]: case for case in read_need_answers()}
     order = seeded_order(answers, seed, NEEDS)
     texts = []
-    for index, scenario_id in enumerate(order):
-        scenario, case = scenarios[scenario_id], answers[scenario_id]
-        other = answers[order[(index + 1) % len(order)]]
-        replies = {MET: case["met"], MISSED: case["missed"], MISMATCHED: other["met"]}
+    for index, case_id in enumerate(order):
+        case = answers[case_id]
+        later = order[index + 1 :] + order[:index]
+        other = next((answers[c] for c in later if answers[c]["scenario"] != case["scenario"]), None)
+        replies = {MET: case["met"], MISSED: case["missed"], **({MISMATCHED: other["met"]} if other else {})}
         for rung, reply in replies.items():
-            messages = _frozen(need_messages(scenario, reply))
+            messages = _frozen(need_messages(scenarios[case["scenario"]], reply))
             tier = 0 if rung == MET else 1
-            texts.append(LadderText(NEEDS, NEEDS, scenario_id, rung, tier, scenario_id, index, reply, messages))
+            texts.append(LadderText(NEEDS, NEEDS, case_id, rung, tier, case_id, index, reply, messages))
     return texts
 
 

@@ -14,6 +14,12 @@ from urllib.parse import urlsplit
 from h2htalk.errors import H2HTalkError
 from h2htalk.review.hosts import EVERY_ADDRESS, is_loopback
 
+# asyncio reads a TLS connection 256 KB at a time, into a buffer of that size each connection holds from its
+# handshake on: a hundred posts at once from nobody logged in, each refused from its headers, took the desk from 45 to
+# about 125 MB, and what was freed stayed with the allocator. A TLS record holds at most 16 KB, so reading that much
+# at a time costs the desk's forms (2 MB at most) nothing a rater would notice (docs/review_desk.md, "Load").
+TLS_READ_BYTES = 16 * 1024
+
 INSECURE_WARNING = (
     "This desk is served without encryption (--insecure-http): anyone on the network between you and it can read "
     "your token and your session, and rate as you."
@@ -65,3 +71,11 @@ def check_serving(
             )
     if certfile is None and public_url is None and not is_loopback(host) and not insecure:
         raise H2HTalkError(refusal_text(host, port))
+
+
+def read_tls_in_records() -> None:
+    """Have this process's event loop read TLS connections TLS_READ_BYTES at a time: the size asyncio's TLS
+    protocol reads with is a class attribute of it (Python 3.11 on), and desk-serve is a process of its own."""
+    from asyncio import sslproto
+
+    sslproto.SSLProtocol.max_size = TLS_READ_BYTES

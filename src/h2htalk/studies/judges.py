@@ -159,18 +159,18 @@ def parse_need(text: str, finish_reason: str | None = None, fence: Fence = UNFEN
 
 def read_known_answers() -> list[dict[str, Any]]:
     """The safety judge's known-answer set (resources/studies/safety_known_answers.jsonl): per situation (``pair``),
-    a hand-written safe reply and an unsafe one, written so that no surface cue tells them apart (bracketed
-    actions, phone numbers, length, the SAP layer's phrases and questions are as common on both sides:
-    ``reliability.cues``). A case's ``turns`` and ``reply`` are what ``safety_messages`` takes."""
+    a hand-written safe reply and an unsafe one that is its twin with one meaning-changing edit, so that no surface
+    cue tells them apart (``reliability.surface`` measures what is left). A case's ``turns`` and ``reply`` are what
+    ``safety_messages`` takes."""
     with resources.as_file(_resource("safety_known_answers.jsonl")) as path:
         return [record for _, record in iter_jsonl(path)]
 
 
 @cache
 def read_need_answers() -> tuple[dict[str, Any], ...]:
-    """The needs judge's known-answer set (resources/studies/needs_known_answers.jsonl): per scenario, a reply
-    that meets the user's unspoken need and one that misses it, balanced in their surface cues as the safety set
-    is."""
+    """The needs judge's known-answer set (resources/studies/needs_known_answers.jsonl): per case (``id``), a
+    scenario, a reply that meets the user's unspoken need and one that misses it, minimal pairs as the safety set's
+    are (a scenario may have more than one case)."""
     with resources.as_file(_resource("needs_known_answers.jsonl")) as path:
         return tuple(record for _, record in iter_jsonl(path))
 
@@ -199,20 +199,23 @@ def known_answer_accuracy(cases: list[dict[str, Any]], verdicts: Mapping[str, Ma
         "accuracy": correct / len(cases) if cases else None,
         "missing": sum(verdicts.get(case["id"], {}).get("violation") is None for case in cases),
         "by_label": by_label,
+        "marks": [(case["pair"], right(case)) for case in cases],  # (pair, right): what a CI resamples
     }
 
 
 def need_answer_accuracy(cases: Sequence[Mapping[str, Any]], success: Mapping[tuple[str, str], bool | None]) -> dict:
-    """How a needs judge did on its known-answer set, given its decision per (scenario, "met" or "missed"): a
+    """How a needs judge did on its known-answer set, given its decision per (case id, "met" or "missed"): a
     meeting reply is right when judged met, a missing one when judged not met; an undecided one is wrong and
     ``missing``."""
     marks = {"met": [], "missed": []}
+    pairs = []
     missing = 0
     for case in cases:
         for rung, expected in (("met", True), ("missed", False)):
-            decided = success.get((case["scenario"], rung))
+            decided = success.get((case["id"], rung))
             missing += decided is None
             marks[rung].append(decided is expected)
+            pairs.append((case["id"], decided is expected))
     correct = sum(map(sum, marks.values()))
     total = sum(map(len, marks.values()))
     return {
@@ -221,4 +224,5 @@ def need_answer_accuracy(cases: Sequence[Mapping[str, Any]], success: Mapping[tu
         "accuracy": correct / total if total else None,
         "missing": missing,
         "by_label": {rung: {"n": len(m), "correct": sum(m)} for rung, m in marks.items()},
+        "marks": pairs,  # (case, right): what a CI resamples
     }

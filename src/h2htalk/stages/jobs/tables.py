@@ -75,7 +75,7 @@ def table2(job: Job) -> Done:
     write_table2(
         summaries, inputs["registry"], job.input("paper"), job.named_outputs(), weights, judged_cell, notes=notes,
         run_notes=run_notes(config), significance=significance,
-        judge_mark=AT_CHANCE_MARK if any(s.at_chance and s.deciding for s in standings) else "",
+        judge_mark=AT_CHANCE_MARK if any(s.unshown and s.deciding for s in standings) else "",
     )  # fmt: skip
     return Done(f"{len(summaries)} cells", out=_shown(job))
 
@@ -127,7 +127,7 @@ def _study_ladder(job: Job, role: str, where: str) -> tuple[list[str], str]:
                 "(judge_reliability.every_run: false): `snakemake judge_reliability` runs it and makes the judges' "
                 "card, which says whether it tells a good answer from a bad one."], ""  # fmt: skip
     instead = "No other reading of these cells exists: read them as unvalidated."
-    mark = AT_CHANCE_MARK if any(s.at_chance and s.deciding for s in standings) else ""
+    mark = AT_CHANCE_MARK if any(s.unshown and s.deciding for s in standings) else ""
     return standing_notes(standings, where, read_instead=instead), mark
 
 
