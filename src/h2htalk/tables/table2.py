@@ -95,7 +95,8 @@ class JudgeMode:
     rectifier: float | None = None
     rectifier_ci_low: float | None = None
     rectifier_ci_high: float | None = None
-    cheap_failures: int = 0  # cascade mode: items whose cheap verdict could not be read, kept with the stand-in
+    cheap_failures: int | None = None  # cascade mode: items whose cheap verdict could not be read, kept with the
+    # stand-in (None in full mode: no cheap judge)
 
 
 def judge_mode(summary: dict[str, Any], reading: dict[str, Any], judged_cell: str) -> JudgeMode | None:
@@ -107,7 +108,7 @@ def judge_mode(summary: dict[str, Any], reading: dict[str, Any], judged_cell: st
     rectifier = reading.get("rectifier") if judged_cell in PEOPLE_READINGS else None
     if rectifier is None:
         return JudgeMode(mode)
-    unread = int(summary["cascade"].get("cheap_failures", 0)) if mode == "cascade" else 0
+    unread = int(summary["cascade"].get("cheap_failures", 0)) if mode == "cascade" else None
     return JudgeMode(mode, rectifier["n"], rectifier["value"], rectifier["ci_low"], rectifier["ci_high"], unread)
 
 
