@@ -240,7 +240,8 @@ def test_the_cores_other_processes_keep_busy_are_the_busy_time_less_this_process
     while time.process_time() < deadline:  # this process busy: its time is in the cores' busy time, and its own
         pass
     end = cpu_snapshot()
-    assert end.own_s - start.own_s >= 0.29
+    tick = 1 / os.sysconf("SC_CLK_TCK")  # os.times and /proc/stat count whole clock ticks: each snapshot rounds down
+    assert end.own_s - start.own_s >= 0.3 - 2 * tick
     assert end.busy_s - start.busy_s >= 0.9 * (end.own_s - start.own_s)
 
 
