@@ -7,7 +7,7 @@ object is the verdict. What the judged model wrote is never read in place of the
 - The text a judge judges is fenced (``llm.fences``), and the reply is read after the last line that holds this
   request's closer (its nonce), or from its start when it holds none, up to the first other line that could be
   read as a marker: nothing from inside the fences, nor after a marker the judged text made up.
-- What is left of the reply is compared with the fenced material after folding (``fences.fold``, spaces
+- What is left of the reply is compared with the fenced material after folding (``text_match.fold``, spaces
   removed): every run of ECHO_RUN or more characters it repeats is blanked (quotes and JSON escapes kept, so a
   judge's evidence that quotes the answer stays a valid string), but for runs the rest of the prompt holds too
   (the output format's ``{"evidence": "``, which a judge is asked to write); and a verdict object that is,
