@@ -159,6 +159,34 @@ def test_in_gate_mode_people_rate_what_the_strong_judge_gated_and_their_score_re
     assert summarise_j(list(items.values()), BOOTSTRAP, "gate", True)["human_items"] == 3
 
 
+def test_the_review_queue_shows_the_verdict_of_the_judge_that_gated_the_item(tmp_path):
+    """In cascade mode an item goes to people because of the role's own judge's verdict: the queue (and the desk)
+    shows that verdict, its scores, J and evidence, not the cheap judge's, which a person does not correct."""
+    from h2htalk.io import write_jsonl_atomic
+    from h2htalk.judge.combine import write_review_queue
+
+    world = make_world(1, {"a": 0.0}, {"a": 0.5})
+    gate = replace(GATE, tau=2.4)
+    cell = world_cells(world)[0]
+    records = cell_records(world, cell, CASCADE)
+    for _, verdict in records.verdicts:
+        verdict["samples"][0]["evidence"] = f"cheap: {verdict['id']}"
+    for verdict in records.sample.values():
+        verdict["samples"] = [{"score": verdict["judge_mean"], "evidence": f"strong: {verdict['id']}"}] * 2
+    items = combine_records("a", "sap", cell.task, records, gate, {}, FULL_REVIEW)
+    gated = {i["id"]: i for i in items if i["review"]}
+    assert gated and all(i["cascade_sampled"] and i["J5_strong"] < gate.tau for i in gated.values())
+    assert any(i["J5"] >= gate.tau for i in gated.values())  # some the cheap judge alone would not have sent
+    write_jsonl_atomic(tmp_path / "items.jsonl", items)
+    assert write_review_queue([tmp_path / "items.jsonl"], tmp_path / "queue.csv") == len(gated)
+    for row in csv.DictReader((tmp_path / "queue.csv").open(encoding="utf-8")):
+        item = gated[row["id"]]
+        assert row["judge_evidence"] == f"strong: {row['id']}"
+        assert float(row["judge_mean"]) == pytest.approx(item["strong_mean"], abs=0.005) != item["judge_mean"]
+        assert row["judge_scores"] == " ".join([f"{item['strong_mean']:g}"] * 2)
+        assert float(row["J5"]) == pytest.approx(item["J5_strong"], abs=0.005)
+
+
 def test_an_unread_cheap_verdict_stays_in_its_cell_with_the_stand_in_and_its_strong_verdict_is_used():
     world = make_world(2, {"a": 0.0}, {"a": 0.5}, failures=Failures({"a": 0.3}))
     cell = world_cells(world)[0]

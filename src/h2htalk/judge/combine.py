@@ -218,11 +218,13 @@ def combine_records(
             "S": s_score, "judge_mean": verdict["judge_mean"], "judge_spread": verdict["judge_spread"],
             "judge_score": judge_score,
             "judge_scores": [s["score"] for s in verdict["samples"]],
-            "judge_evidence": next((s["evidence"] for s in verdict["samples"] if s["score"] is not None), ""),
+            "judge_evidence": _evidence(verdict),
             "human": override, "J5": j5, "J100": None if j5 is None else 20.0 * j5,
             "sampled": item_id in sampled, "J5_people": people,
             **({"cascade_sampled": item_id in strong, "strong_mean": strong_mean, "strong_score": strong_score,
                 "J5_strong": j5_strong,
+                "strong_scores": [s["score"] for s in strong[item_id]["samples"]] if item_id in strong else None,
+                "strong_evidence": _evidence(strong[item_id]) if item_id in strong else None,
                 "stand_in": {"judge": stand_in, "J5": combine_j(s_score, stand_in, gate.alpha)} if unread else None,
                 } if cascade else {}),
             "review": bool(reasons), "review_reasons": reasons,
@@ -230,6 +232,23 @@ def combine_records(
             "cluster": s_by_id[item_id].get("cluster", item_id),  # the conversation it belongs to, as scored
         })  # fmt: skip
     return items
+
+
+def _evidence(verdict: dict[str, Any]) -> str:
+    """The evidence of a verdict's first sample that gave a score."""
+    return next((s["evidence"] for s in verdict["samples"] if s["score"] is not None), "")
+
+
+def reviewed_verdict(item: dict[str, Any]) -> dict[str, Any]:
+    """The verdict a person checks on an item sent to review: the role's own judge's on an item of the cascade's
+    sample (its verdict gated the item, and people's score replaces it), else the item's judge's: its mean, its
+    samples' scores, the J they make and its evidence."""
+    if item.get("cascade_sampled"):
+        return {
+            "judge_mean": item["strong_mean"], "judge_scores": item["strong_scores"], "J5": item["J5_strong"],
+            "judge_evidence": item["strong_evidence"],
+        }  # fmt: skip
+    return {k: item[k] for k in ("judge_mean", "judge_scores", "J5", "judge_evidence")}
 
 
 STAND_IN_RULE = (
@@ -467,14 +486,15 @@ def write_review_queue(item_files: Iterable[Path], out: Path) -> int:
         for _, item in iter_jsonl(path):
             if not item["review"]:
                 continue
+            verdict = reviewed_verdict(item)
             writer.writerow({
                 "model": item["model"], "variant": item["variant"], "subtask": item["subtask"], "id": item["id"],
                 "reason": "; ".join(item["review_reasons"]), "S": f"{item['S']:.2f}",
-                "judge_mean": "" if item["judge_mean"] is None else f"{item['judge_mean']:.2f}",
-                "judge_scores": " ".join("-" if s is None else f"{s:g}" for s in item["judge_scores"]),
-                "J5": "" if item["J5"] is None else f"{item['J5']:.2f}",
+                "judge_mean": "" if verdict["judge_mean"] is None else f"{verdict['judge_mean']:.2f}",
+                "judge_scores": " ".join("-" if s is None else f"{s:g}" for s in verdict["judge_scores"]),
+                "J5": "" if verdict["J5"] is None else f"{verdict['J5']:.2f}",
                 "task": item["task"], "response": item["response"], "reference": item["reference"],
-                "judge_evidence": item["judge_evidence"],
+                "judge_evidence": verdict["judge_evidence"],
                 "human_score": "", "reviewer": "", "notes": "",
             })  # fmt: skip
             count += 1

@@ -29,6 +29,7 @@ from h2htalk.desk_store.store import DeskItem
 from h2htalk.desk_store.tasks import GATED, INSTANCE, NEED, SAFETY
 from h2htalk.errors import DataError
 from h2htalk.io import iter_jsonl
+from h2htalk.judge.combine import reviewed_verdict
 from h2htalk.judge.rubric import system_text
 from h2htalk.layout import Cell, Layout
 from h2htalk.prompts.render import render_instance, sap_text
@@ -78,9 +79,10 @@ def gated_items(run: RunCells, results: Layout) -> list[DeskItem]:
                 "rubric": rubric, "level": rules, "system": blind_system(prompts[item["id"]]["messages"][0]["content"]),
                 "task": item["task"], "answer": item["response"], "reference": item["reference"],
             }  # fmt: skip
+            verdict = reviewed_verdict(item)  # in cascade mode the role's own judge's, which gated it
             after = {
-                "judge_scores": item["judge_scores"], "judge_mean": item["judge_mean"],
-                "judge_evidence": item["judge_evidence"], "S": item["S"], "reasons": item["review_reasons"],
+                "judge_scores": verdict["judge_scores"], "judge_mean": verdict["judge_mean"],
+                "judge_evidence": verdict["judge_evidence"], "S": item["S"], "reasons": item["review_reasons"],
             }  # fmt: skip
             items.append(DeskItem(GATED, (cell.model, cell.variant, cell.task, item["id"]), shown, after))
     return items
