@@ -2,6 +2,7 @@
 of cheap judges, through the workflow's own code.
 
     python benchmarks/cascade_hostile.py [--seeds 200] [--sample 30] [--resamples 200] [--correlations 0.4 0.6 0.8]
+        [--target-half-width 4.0]
 
 The world (``tests/cascade_world.py``): Levels I-III at their released sizes (207, 444, 143 items), two models A and
 B whose strong-judge scores (0-5) are the items' quality (SD 0.8) plus the model's effect plus noise (0.7), S from
@@ -9,7 +10,10 @@ the quality. The cheap judge has the strong judge's spread and correlation rho w
 clipping to 0-5); its bias is +1 on 0-5 for both models ("same") or for A alone ("A only"); it cannot be read on
 10 % of A's items, at random or mostly on weak answers (the bottom third by the strong judge's score fails with
 chance 25 %, the rest 2.5 %). Cells are combined by ``combine_records``, ``add_pseudo_values`` and ``summarise_j``,
-sampled by ``cascade_sample`` (``--sample`` a cell), compared by ``compare_rows`` on ``compared_value``.
+sampled by ``cascade_sample`` (``--sample`` a cell), compared by ``compare_rows`` on ``compared_value``. With
+``--target-half-width`` each cell's sample is sized as ``sample_per_cell: auto`` sizes it (``sized_sample``: a pilot
+of ``--sample`` items measures the spread, the sample grows until its 95 % half-width on the judge reading meets the
+target), and the table adds the sizes chosen and the realised half-width.
 
 Per grid cell, over ``--seeds`` seeds, on the judge reading (the judge's score x 20) and on J (0-100):
 
@@ -50,6 +54,7 @@ class Tally:
     cells: int = 0
     claims: dict[tuple[float, str], int] = field(default_factory=dict)
     half: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # (reading, subtask) -> half-widths
+    sizes: dict[str, list[int]] = field(default_factory=dict)  # subtask -> the samples drawn (both models)
 
     def claim(self, effect: float, reading: str, found: bool) -> None:
         self.claims[(effect, reading)] = self.claims.get((effect, reading), 0) + found
@@ -66,13 +71,16 @@ def main() -> None:
     parser.add_argument("--resamples", type=int, default=200, help="the paired comparisons' bootstrap")
     parser.add_argument("--correlations", type=float, nargs="+", default=[0.4, 0.6, 0.8])
     parser.add_argument("--part", choices=("both", "matrix", "gate"), default="both", help="which table to print")
+    parser.add_argument(
+        "--target-half-width", type=float, help="size each cell's sample for this half-width (0-100; --sample: pilot)"
+    )
     args = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     started = time.perf_counter()
     if args.part in ("both", "matrix"):
-        matrix(args.seeds, args.sample, args.resamples, args.correlations)
+        matrix(args.seeds, _settings("cascade", args.sample, args.target_half_width), args.resamples, args.correlations)
     if args.part in ("both", "gate"):
-        gate(args.seeds, args.sample)
+        gate(args.seeds, _settings("cascade", args.sample, args.target_half_width))
     print(f"\n{time.perf_counter() - started:.0f} s")
 
 
@@ -90,19 +98,22 @@ def grid(correlations: list[float]) -> dict[tuple[float, str, str], object]:
     }
 
 
-def _settings(mode: str, sample: int):
-    from h2htalk.settings import CascadeSettings
+def _settings(mode: str, sample: int, target: float | None = None):
+    """The rubric judge's cascade: ``sample`` a cell, or (``target``) a pilot of ``sample`` and the size that meets
+    the target half-width (the assumed correlation and spread are the schema's defaults, used by no measured cell)."""
+    from h2htalk.settings import AutoSample, CascadeSettings
 
-    return CascadeSettings("rubric_judge", mode, "cheap", sample, 31)
+    auto = AutoSample(target, sample, 0.6, 20.0) if target is not None else None
+    return CascadeSettings("rubric_judge", mode, "cheap", sample, 31, auto)
 
 
-def matrix(seeds: int, sample: int, resamples: int, correlations: list[float]) -> None:
+def matrix(seeds: int, cascade, resamples: int, correlations: list[float]) -> None:
     import numpy as np
 
     from h2htalk.settings import BootstrapSettings
     from tests.cascade_world import LEVELS, any_claim, combine_in_memory, compared_rows, full_mode_mean, levels_worlds
 
-    cascade, full = _settings("cascade", sample), _settings("full", sample)
+    full = replace(cascade, mode="full")
     worlds_of = grid(correlations)
     tallies = {key: Tally() for key in worlds_of}
     plain = Tally()
@@ -133,6 +144,9 @@ def matrix(seeds: int, sample: int, resamples: int, correlations: list[float]) -
                     alone = any_claim(compared_rows(combined, reading, corrected=False), resamples, seed)
                     tally.claim(-1.0, reading, alone)
                 for task, world in worlds.items():
+                    tally.sizes.setdefault(task, []).extend(
+                        combined[task][m][1]["cascade"]["sample_size"] for m in "ab"
+                    )
                     summary = combined[task]["a"][1]
                     tally.cells += 1
                     for reading in READINGS:
@@ -150,14 +164,35 @@ def matrix(seeds: int, sample: int, resamples: int, correlations: list[float]) -
     def share(tally: Tally, effect: float, reading: str) -> str:
         return f"{tally.claims[(effect, reading)] / seeds:.1%}"
 
+    def sizes(tally: Tally) -> str:
+        """The samples chosen, median [10th-90th percentile], by cell size from the smallest; the mean half-width."""
+        chosen = " / ".join(
+            "{:.0f} [{:.0f}-{:.0f}]".format(*np.percentile(tally.sizes[t], [50, 10, 90]))
+            for t in sorted(LEVELS, key=LEVELS.get)
+        )
+        return f" {chosen} | {np.mean([h for t in LEVELS for h in tally.half[('judge', t)]]):.2f} |"
+
+    auto = cascade.auto
+    drawn = f"sample {cascade.sample_per_cell} a cell" if auto is None else (
+        f"each cell's sample sized for a half-width of {auto.target_half_width:g} (judge reading) from a"
+        f" {cascade.sample_per_cell}-item pilot"
+    )  # fmt: skip
     print(
-        f"The cascade in a hostile world: Levels I-III at {'/'.join(map(str, LEVELS.values()))} items, sample"
-        f" {sample} a cell, {seeds} seeds, pairs with {resamples} resamples; per reading judge / J"
+        f"The cascade in a hostile world: Levels I-III at {'/'.join(map(str, LEVELS.values()))} items, {drawn},"
+        f" {seeds} seeds, pairs with {resamples} resamples; per reading judge / J"
+    )
+    sized = (
+        ("", "")
+        if auto is None
+        else (
+            " sample chosen, median [10th-90th] by cell size 143 / 207 / 444 | half-width, judge reading |",
+            "--:|--:|",
+        )
     )
     print(
         "| rho | cheap bias | A's failures | coverage | error of A (0-100) | false positives | power at 0.3 "
-        "| power at 0.5 | half-width / full mode's | false positives, the cheap judge alone |"
-        "\n|---|---|---|--:|--:|--:|--:|--:|--:|--:|"
+        f"| power at 0.5 | half-width / full mode's | false positives, the cheap judge alone |{sized[0]}"
+        f"\n|---|---|---|--:|--:|--:|--:|--:|--:|--:|{sized[1]}"
     )
     for (rho, bias, failing), tally in tallies.items():
         cover = " / ".join(f"{tally.covered[r] / tally.cells:.1%}" for r in READINGS)
@@ -165,13 +200,16 @@ def matrix(seeds: int, sample: int, resamples: int, correlations: list[float]) -
         claims = [" / ".join(share(tally, e, r) for r in READINGS) for e in EFFECTS]
         widths = " / ".join(width(tally, r) for r in READINGS)
         alone = " / ".join(share(tally, -1.0, r) for r in READINGS)
-        print(f"| {rho:g} | {bias} | {failing} | {cover} | {error} | {' | '.join(claims)} | {widths} | {alone} |")
+        chosen = sizes(tally) if auto else ""
+        print(
+            f"| {rho:g} | {bias} | {failing} | {cover} | {error} | {' | '.join(claims)} | {widths} | {alone} |{chosen}"
+        )
     claims = [" / ".join(share(plain, e, r) for r in READINGS) for e in EFFECTS]
     half = " / ".join(f"{np.mean([h for t in LEVELS for h in plain.half[(r, t)]]):.2f}" for r in READINGS)
-    print(f"| full mode | | | | | {' | '.join(claims)} | half-width {half} | |")
+    print(f"| full mode | | | | | {' | '.join(claims)} | half-width {half} | |{' all | |' if auto else ''}")
 
 
-def gate(seeds: int, sample: int) -> None:
+def gate(seeds: int, cascade) -> None:
     """review.mode gate in cascade mode: people rate the sampled items the strong judge put under tau."""
     import numpy as np
 
@@ -189,7 +227,6 @@ def gate(seeds: int, sample: int) -> None:
         world_cells,
     )
 
-    cascade = _settings("cascade", sample)
     gate_at = replace(GATE, tau=2.4)  # this world's J centres on 2.35: tau 3.5 would send nearly every item
     hostile = Hostile(Judges(cheap_bias=0.0, correlation=0.6), {"a": 1.0}, Failures({"a": 0.1}, weak=True))
     sent = {m: {"cascade": [], "full": [], "cheap": []} for m in ("a", "b")}

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from h2htalk.io import write_jsonl_atomic
-from h2htalk.judge.cascade import cascade_sample
+from h2htalk.judge.cascade import cascade_sample, sized_sample
 from h2htalk.judge.combine import CellRecords, add_pseudo_values, combine_records, combine_to_files, summarise_j
 from h2htalk.judge.readings import item_readings
 from h2htalk.layout import Cell, Layout
@@ -121,9 +121,21 @@ def cell_records(world: World, cell: Cell, cascade: CascadeSettings) -> CellReco
     scores = {i: {"id": i, "S": float(v), "cluster": c} for i, v, c in found}
     if not cascade.on:
         return CellRecords(scores, list(enumerate(map(_verdict, world.ids, world.strong[model]))), None, "full")
-    sample = set(cascade_sample(cell, world.ids, cascade))
+    sample = set(
+        cascade_sample(cell, world.ids, cascade) if cascade.auto is None else auto_sample(world, cell, cascade)
+    )
     strong = {i: _verdict(i, v) for i, v in zip(world.ids, world.strong[model], strict=True) if i in sample}
     return CellRecords(scores, list(enumerate(map(_verdict, world.ids, world.cheap[model]))), strong, "cheap")
+
+
+def auto_sample(world: World, cell: Cell, cascade: CascadeSettings) -> list[str]:
+    """The cell's sample as the rubric job sizes it with ``sample_per_cell: auto``: the cheap judge's readable
+    values of every item and the strong judge's of the pilot, on the judge reading (0-100), set its size."""
+    model, at = cell.model, {i: k for k, i in enumerate(world.ids)}
+    cheap = {i: 20.0 * float(v) for i, v in zip(world.ids, world.cheap[model], strict=True) if not np.isnan(v)}
+    pilot = cascade_sample(cell, world.ids, cascade)
+    strong = {i: 20.0 * float(world.strong[model][at[i]]) for i in pilot}
+    return sized_sample(cell, world.ids, cascade, cheap, strong)[0]
 
 
 def world_cells(world: World, variant: str = "sap") -> list[Cell]:
