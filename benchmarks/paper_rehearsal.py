@@ -626,7 +626,7 @@ def print_check(work: Path | None) -> str | None:
     """The cascade check of a finished ``--judge-mode both`` run in ``work``, printed; an error message if none."""
     if work is None or not (work / "full-mode").is_dir():
         return "--check-only needs the --workdir of a finished --judge-mode both run"
-    validated = validate_config(merge_layers([work / "config" / "config.yaml", work / "config" / "rehearsal.yaml"], []))
+    validated = validate_config(merge_layers([work / "config" / "config.yaml"], []))  # the set's name, as a run's
     tree = Layout(str(work / "results"), instances_set(validated))
     check = cascade_check(work / "full-mode", work / tree.figures, work / tree.set_root)
     print(json.dumps({k: v for k, v in check.items() if k != "cells"}, indent=2, ensure_ascii=False))
