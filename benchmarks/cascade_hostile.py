@@ -25,6 +25,11 @@ Per grid cell, over ``--seeds`` seeds, on the judge reading (the judge's score x
 - width: the mean CI half-width of a cascade cell over full mode's (the strong judge on every item, bootstrapped
   with 1,000 resamples), all sizes pooled, with the range over the three sizes.
 
+``--part shared`` says why one sample shared by the models buys little power: the correlation of the two models'
+y - g on the same items at each rho, and in one grid cell (rho 0.6, the same bias, failures at random, A better by
+0.3) the spread of the pair's difference over seeds and the share of seeds that find it, with the sample shared or
+drawn per model, and the pair's degrees of freedom counted as one sample's or two samples'.
+
 Full mode's own row does not depend on the cheap judge. A second table (``--part gate`` prints it alone) runs
 review.mode gate with people on the cheap judge of rho 0.6, biased for A alone, failing on A's weak answers: the
 share of items sent to people per model and the coverage of full mode's gated cell. Prints tables; nothing is asserted
@@ -70,7 +75,9 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=30)
     parser.add_argument("--resamples", type=int, default=200, help="the paired comparisons' bootstrap")
     parser.add_argument("--correlations", type=float, nargs="+", default=[0.4, 0.6, 0.8])
-    parser.add_argument("--part", choices=("both", "matrix", "gate"), default="both", help="which table to print")
+    parser.add_argument(
+        "--part", choices=("both", "matrix", "gate", "shared"), default="both", help="which table to print"
+    )
     parser.add_argument(
         "--target-half-width", type=float, help="size each cell's sample for this half-width (0-100; --sample: pilot)"
     )
@@ -81,6 +88,8 @@ def main() -> None:
         matrix(args.seeds, _settings("cascade", args.sample, args.target_half_width), args.resamples, args.correlations)
     if args.part in ("both", "gate"):
         gate(args.seeds, _settings("cascade", args.sample, args.target_half_width))
+    if args.part == "shared":
+        shared(args.seeds, _settings("cascade", args.sample), args.resamples, args.correlations)
     print(f"\n{time.perf_counter() - started:.0f} s")
 
 
@@ -271,6 +280,63 @@ def gate(seeds: int, cascade) -> None:
         shares = " | ".join(f"{np.mean(sent[model][k]):.1%}" for k in ("cascade", "full", "cheap"))
         cover = " / ".join(f"{covered[(model, r)] / cells:.1%}" for r in READINGS)
         print(f"| {model.upper()} | {shares} | {cover} |")
+
+
+def shared(seeds: int, cascade, resamples: int, correlations: list[float]) -> None:
+    """One sample shared by the models against a sample per model, and the pair's degrees of freedom counted as
+    one sample's (the code's) or two samples' (its count before the samples were shared)."""
+    from unittest import mock
+
+    import numpy as np
+
+    import h2htalk.tables.table2_pairs as pairs
+    from h2htalk.judge.cascade import cascade_sample
+    from h2htalk.layout import Cell
+    from h2htalk.people.prediction_powered import sample_order
+    from h2htalk.settings import BootstrapSettings
+    from tests.cascade_world import LEVELS, combine_in_memory, compared_rows, levels_worlds, make_world
+
+    print("| rho | correlation of A's and B's y - g on the same items (444 items, 0-5) |\n|--:|--:|")
+    for (rho, bias, failing), hostile in grid(correlations).items():
+        if bias == "same" and failing == "at random":
+            effects = {"a": 0.0, "b": 0.0}
+            worlds = [make_world(seed, effects, hostile.model_bias, 444, hostile.judges) for seed in range(seeds)]
+            found = [np.corrcoef(w.strong["a"] - w.cheap["a"], w.strong["b"] - w.cheap["b"])[0, 1] for w in worlds]
+            print(f"| {rho:g} | {np.mean(found):+.3f} |")
+
+    def own_sample(cell: Cell, ids: list[str], settings, size: int | None = None) -> list[str]:
+        """Each model's sample from its own order of the items (the cascade before the samples were shared)."""
+        return sample_order(cell, ids, settings.sample_seed)[: settings.sample_per_cell]
+
+    one_sample = pairs._sample_df
+
+    def two_samples(rows, task, index):
+        """A pair's degrees of freedom as the sum of its rows' samples'."""
+        own, _ = one_sample(rows, task, index)
+        finite = np.where(np.isinf(own), 0.0, own)
+        either = ~np.isinf(own[index[:, 0]]) | ~np.isinf(own[index[:, 1]])
+        return own, np.where(either, finite[index[:, 0]] + finite[index[:, 1]], np.inf)
+
+    hostile = grid([0.6])[(0.6, "same", "at random")]
+    print(
+        f"\nrho 0.6, the same bias, A's failures at random, A better by 0.3; {seeds} seeds, pairs with {resamples}"
+        " resamples, judge reading (0-100)\n| sample | the difference's spread over seeds, Levels I / II / III "
+        "| found, one sample's degrees of freedom | found, two samples' |\n|---|--:|--:|--:|"
+    )
+    for name, sampler in (("shared", cascade_sample), ("per model", own_sample)):
+        differences, found = [], {one_sample: 0, two_samples: 0}
+        for seed in range(seeds):
+            with mock.patch("tests.cascade_world.cascade_sample", sampler):
+                worlds = levels_worlds(seed, {"a": 0.3, "b": 0.0}, hostile)
+                rows = compared_rows({t: combine_in_memory(w, cascade) for t, w in worlds.items()}, "judge")
+            for df in found:
+                with mock.patch.object(pairs, "_sample_df", df):
+                    compared = pairs.compare_rows(rows, {}, BootstrapSettings(resamples, seed, 0.95)).pairs
+                found[df] += any(p["separable"] for p in compared)
+            differences.append([p["difference"] for p in compared if p["column"] in LEVELS])
+        spread = " / ".join(f"{v:.2f}" for v in np.std(differences, axis=0, ddof=1))
+        shares = " | ".join(f"{count / seeds:.1%}" for count in found.values())
+        print(f"| {name} | {spread} | {shares} |")
 
 
 if __name__ == "__main__":
