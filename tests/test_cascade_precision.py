@@ -10,11 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from h2htalk.config import default_config, settings_view
 from h2htalk.judge.cascade import cascade_sample, sized_sample
 from h2htalk.judge.precision import ASSUMED, MEASURED, Z95, Spread, assumed_spread, measured_spread
 from h2htalk.layout import Cell, Layout
 from h2htalk.people.prediction_powered import prediction_powered_mean
 from h2htalk.settings import AutoSample, CascadeSettings
+from h2htalk.stages.table import STAGES
 
 from .cascade_world import CHEAP, Judges, make_world
 
@@ -160,3 +162,15 @@ def test_a_pairs_degrees_of_freedom_count_the_items_of_both_samples_once():
     own, pairs = _sample_df(rows, "itinerary_basic", np.array([[0, 1], [0, 2]]))
     assert own.tolist() == [29, 49, 29]
     assert pairs.tolist() == [49, 58]  # one variant: a's sample is within b's; two variants: two samples
+
+
+def test_a_stage_that_reads_the_rubric_judges_cascade_gets_the_keys_an_auto_sample_takes():
+    """The settings of an auto sample come with it wherever a job reads the rubric judge's cascade (combine_j stopped
+    on a KeyError for target_half_width in a rehearsal with ``sample_per_cell: auto``)."""
+    auto = {"mode": "cascade", "sample_per_cell": "auto", "target_half_width": 4.0, "pilot_per_cell": 12}
+    config = default_config({"rubric_judge": auto})
+    readers = [stage for stage in STAGES if "rubric_judge.sample_per_cell" in stage.reads]
+    assert "combine_j" in {stage.name for stage in readers}
+    for stage in readers:
+        found = CascadeSettings.from_config(settings_view(config, stage.reads), "rubric_judge")
+        assert found.auto == AutoSample(4.0, 12, 0.6, 20.0) and found.sample_per_cell == 12, stage.name

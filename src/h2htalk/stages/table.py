@@ -24,11 +24,13 @@ RUN_NOTES = ("instances.source", "instances.limit", "subtasks")  # what every ta
 GATE = ("rubric_judge.alpha", "rubric_judge.tau", "rubric_judge.max_spread", "rubric_judge.gate_on")
 JUDGE_CALLS = ("rubric_judge", *(f"-{key}" for key in GATE), "-rubric_judge.baselines")  # what a judge call reads
 CASCADE = ("mode", "model", "cheap_model", "sample_per_cell", "sample_seed")  # who judged what: every item, a sample
+AUTO_SAMPLE = ("target_half_width", "pilot_per_cell", "assumed_correlation", "assumed_sd")  # sample_per_cell: auto's
+RUBRIC_CASCADE = tuple(f"rubric_judge.{key}" for key in (*CASCADE, *AUTO_SAMPLE))  # the rubric judge's settings
 REVIEW_MODE = ("review.mode", "review.sample_per_cell", "review.sample_seed")
 TABLE2 = (
     *CELLS, *RUN_NOTES, *REGISTRY, "paper.table2", "tables", "instances.reconstruct.generator",
     "instances.reconstruct.voters", "review.imports", "review.store", "scoring.bootstrap",
-    "judge_reliability.every_run", *(f"rubric_judge.{key}" for key in CASCADE),
+    "judge_reliability.every_run", *RUBRIC_CASCADE,
 )  # fmt: skip
 EXPORT = (*CELLS, *RUN_NOTES, *REGISTRY, "tables")
 JOBS = "h2htalk.stages.jobs"
@@ -478,7 +480,7 @@ STAGES: tuple[Stage, ...] = _plan_reads_what_it_plans((
         " sample, people's scores",
         reads=(
             *GATE, "scoring.bootstrap", "review.imports", "review.store", *REVIEW_MODE, "subtasks", "variants",
-            "models", "baselines", "rubric_judge.baselines", *(f"rubric_judge.{key}" for key in CASCADE),
+            "models", "baselines", "rubric_judge.baselines", *RUBRIC_CASCADE,
         ),
         jobs=Over(model=lambda run: run.judged_models if run.judged_subtasks else (),
                   embedder=lambda run: run.embedders),
@@ -627,7 +629,7 @@ STAGES: tuple[Stage, ...] = _plan_reads_what_it_plans((
     Stage(
         "leaderboard", f"{JOBS}.exports:leaderboard",
         "Table 2's rows ranked by Overall, per embedder and variant (and within each size group), as JSON",
-        reads=(*EXPORT, "scoring.bootstrap", *(f"rubric_judge.{key}" for key in CASCADE)), env="export",
+        reads=(*EXPORT, "scoring.bootstrap", *RUBRIC_CASCADE), env="export",
         memory_mb=1000, minutes=10,
         inputs={
             "provenance": PROVENANCE, "summaries": Paths(_export_summaries), "registry": Paths(_registry_files),
@@ -661,7 +663,7 @@ STAGES: tuple[Stage, ...] = _plan_reads_what_it_plans((
         reads=(
             "models", "baselines", "rubric_judge.baselines", "subtasks", "variants", "studies.models",
             "rubric_judge.samples", "study_judge.samples", "scoring.bootstrap", "judge_reliability.panel",
-            *(f"{section}.{key}" for section in ("rubric_judge", "study_judge") for key in CASCADE),
+            *RUBRIC_CASCADE, *(f"study_judge.{key}" for key in CASCADE),
         ),
         env="figures", memory_mb=1000, minutes=10, report=("csv",),
         inputs={
