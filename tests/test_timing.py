@@ -314,7 +314,7 @@ def test_the_whole_run_is_estimated_from_the_plan_of_the_laptop_default(tmp_path
     def estimate(pp512: float | None = None, tg128: float = 0.0):
         if pp512 is not None:  # made where the load was not known: used at any
             write_cache(cache, {key: [record(MACHINE, pp512, tg128, None)]})
-        return estimate_run(config, results, registry, needed, other_jobs=20, cache=cache)
+        return estimate_run(STAGES, config, results, registry, needed, other_jobs=20, cache=cache)
 
     run = Scope(config, results).run
     every = {job_name(stage.name, labels) for stage in STAGES if stage.planned for labels in stage.jobs(run)}
@@ -355,7 +355,8 @@ def test_the_whole_run_is_estimated_from_the_plan_of_the_laptop_default(tmp_path
     both = estimate(60.0, 12.0)
     assert both is not None and both.jobs["judge_ladder"].prompt_tokens > slow.jobs["judge_ladder"].prompt_tokens
     baselines = {job_name("generate", {"model": name}) for name in config["baselines"]}
-    assert estimate_run(config, results, registry, baselines, other_jobs=20, cache=cache) is None  # no local model
+    no_local = estimate_run(STAGES, config, results, registry, baselines, other_jobs=20, cache=cache)
+    assert no_local is None  # no local model
 
 
 def test_a_broken_cpu_calibration_is_named(tmp_path):

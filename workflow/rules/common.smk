@@ -106,7 +106,7 @@ onstart:
         )
         try:
             EXPECTED["run"] = estimate_run(
-                config, LAYOUT, RULES.registry, needed, others
+                STAGES, config, LAYOUT, RULES.registry, needed, others
             )
         except Exception as exc:  # an estimate never stops a run
             logger.warning(f"No time estimate: {exc}")
@@ -159,13 +159,15 @@ def rule_inputs(stage):
 
 
 def rule_outputs(stage):
-    """The stage's output patterns; bundles are folders, and the tables and figures go into the report."""
+    """The stage's output patterns; bundles are folders, and a product's shown files go into the report."""
     outputs = RULES.outputs(stage)
-    caption = f"../report/{stage.caption or stage.name}.rst"
-    category = "Figures" if stage.name.startswith("fig") else "Tables"
+    own = f"{stage.caption or stage.name}.rst"  # else the caption every product without its own shows
+    caption = f"../report/{own if (Path(workflow.basedir) / 'workflow' / 'report' / own).is_file() else 'product.rst'}"
+    shown = stage.product.shown if stage.product else ()
     for name, spec in stage.outputs.items():
         if getattr(spec, "directory", False):
             outputs[name] = directory(outputs[name])
-        elif name in stage.report:
+        elif name in shown:
+            category = f"{stage.product.kind.capitalize()}s"  # Tables, Figures
             outputs[name] = report(outputs[name], caption=caption, category=category)
     return outputs

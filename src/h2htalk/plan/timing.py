@@ -14,7 +14,7 @@ from __future__ import annotations
 import csv
 import os
 import tempfile
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -223,6 +223,7 @@ def cache_line(path: Path | None = None) -> str:
 
 
 def estimate_run(
+    stages: Sequence[Any],
     config: dict[str, Any],
     results: Layout,
     registry: Mapping[str, Any],
@@ -230,14 +231,14 @@ def estimate_run(
     other_jobs: int,
     cache: Path | None = None,
 ) -> RunEstimate | None:
-    """The expected time of a run on this machine that runs the jobs ``needed`` of the stages that call models, and
+    """The expected time of a run on this machine that runs the jobs ``needed`` of the ``stages`` that call models, and
     ``other_jobs`` jobs that call none; None when none of them sends a llama.cpp model a request, or the throughput
     table has no ``cpu`` section. Rates measured now are kept in ``cache`` (default: the user's)."""  # fmt: skip
     cpu = load_throughput(config["plan"]["throughput"]).cpu
     if cpu is None:
         return None
     with tempfile.TemporaryDirectory() as scratch:
-        planned = plan_calls(config, results, Path(scratch))
+        planned = plan_calls(stages, config, results, Path(scratch))
     sessions = [calls for calls in planned.sessions if calls.job in needed and calls.tally.to_send]
     local = sorted({calls.spec["name"] for calls in sessions if calls.spec.get("engine") == "llamacpp"})
     if not local:

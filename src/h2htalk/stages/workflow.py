@@ -164,6 +164,26 @@ class Rules:
         line = " ".join(words)
         return lambda wildcards: line.format(**dict(wildcards.items()))
 
+    # --- targets --------------------------------------------------------------------------------------
+
+    def default_target(self, stages: tuple[Stage, ...]) -> list[str]:
+        """``all``: every file of every job of the stages the run puts in it (its products, as they say)."""
+        return [path for stage in stages if stage.in_default_target(self.config) for _, path in self._made(stage)]
+
+    def named_targets(self, stages: tuple[Stage, ...]) -> dict[str, list[str]]:
+        """Each named target (``snakemake scores``, ``fig4``) -> the files of the jobs of the stages that name it."""
+        found: dict[str, list[str]] = {}
+        for stage in (stage for stage in stages if stage.targets):
+            targets = stage.targets
+            for labels, path in self._made(stage):
+                found.setdefault(targets if isinstance(targets, str) else targets(labels), []).append(path)
+        return found
+
+    def _made(self, stage: Stage) -> list[tuple[dict[str, str], str]]:
+        """(labels, file) of every file every job of ``stage`` in this run makes."""
+        return [(labels, path) for labels in stage.jobs(self.scope.run)
+                for paths in stage.files("outputs", self.scope, labels).values() for path in paths]  # fmt: skip
+
     def tables_of(self, jobs: Any) -> list[str]:
         """The files of the tables and figures among Snakemake's ``jobs`` (their provenance, bundles included)."""
         from h2htalk.stages.table import BY_NAME
