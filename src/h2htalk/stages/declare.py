@@ -36,7 +36,7 @@ def stage(name: str, help: str, **declared: Any) -> Callable[[Callable[..., Any]
     return declare
 
 
-# What the machinery gives a stage's function besides its files, labels and typed settings (``Job.arguments``)
+# What the machinery gives a stage's function besides its files, labels and typed settings (``Job.argument``)
 MACHINERY = frozenset({"config", "run", "cells", "results", "models", "options", "job", "each", "inputs", "outputs",
                        "stages"})  # fmt: skip
 MADE_BY_THE_MACHINERY = {"inputs": "provenance", "outputs": "meta"}  # a product's provenance: never a parameter

@@ -283,7 +283,7 @@ class Job:
     stages: tuple[Stage, ...] = ()  # the registry's (what the plan plans)
 
     def call(self) -> Done:
-        """Run the stage's function, given what its parameters name (``arguments``)."""
+        """Run the stage's function, given what its parameters name (``argument``)."""
         return self.stage.run(**{name: self.argument(name, p.annotation)
                                  for name, p in inspect.signature(self.stage.run).parameters.items()})  # fmt: skip
 
@@ -298,8 +298,9 @@ class Job:
             return self.labels[name]
         if annotation in typed_settings():
             return typed_settings()[annotation].from_config(self.config)
-        given = {"run": self.run, "each": self.each, "outputs": self.named_outputs(), "job": self}
-        return given[name] if name in given else getattr(self, name)
+        if name == "outputs":  # the one-file outputs by name (a table's csv, md, tex, ...)
+            return self.named_outputs()
+        return self if name == "job" else getattr(self, name)
 
     @property
     def run(self) -> RunCells:
