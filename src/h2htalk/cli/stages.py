@@ -41,10 +41,14 @@ class RunModels:
         return engine_options(self.args, self.config, names)
 
 
-def _judge(parser: argparse.ArgumentParser, stage: Stage) -> None:
-    role = "study_judge" if "study_judge" in stage.reads else "rubric_judge"
-    parser.add_argument("--judge", help=f"the judge model (overrides {role}.model)")
-    overrides(parser, judge=f"{role}.model")
+def _judge(role: str) -> Callable[[argparse.ArgumentParser, Stage], None]:
+    """``--judge``, the judge model of ``role`` (the config section the stage's option group names)."""
+
+    def add(parser: argparse.ArgumentParser, stage: Stage) -> None:
+        parser.add_argument("--judge", help=f"the judge model (overrides {role}.model)")
+        overrides(parser, judge=f"{role}.model")
+
+    return add
 
 
 def _scoring(parser: argparse.ArgumentParser, stage: Stage) -> None:
@@ -79,7 +83,8 @@ LABEL_CHOICES = {"subtask": SUBTASK_KEYS, "variant": VARIANTS, "study": STUDIES,
 
 OPTIONS: dict[str, Callable[[argparse.ArgumentParser, Stage], None]] = {
     "engine": lambda parser, stage: add_engine(parser),
-    "judge": _judge,
+    "rubric_judge": _judge("rubric_judge"),
+    "study_judge": _judge("study_judge"),
     "bootstrap": lambda parser, stage: add_bootstrap(parser),
     "scoring": _scoring,
     "font": _font,

@@ -192,7 +192,8 @@ class Stage:
     memory_mb: int = 500
     minutes: int = 5  # runtime
     command: str = ""  # the sub-command (default: the name with dashes)
-    options: tuple[str, ...] = ()  # option groups of its command: engine, bootstrap, scoring, font, root
+    # option groups of its command: engine, rubric_judge or study_judge (--judge), bootstrap, scoring, font, root
+    options: tuple[str, ...] = ()
     priority: int = 0  # among jobs ready at once, the higher first (Snakemake's priority)
     planned: bool = False  # the plan runs it (a stage that calls models, or one they read from)
     uses: tuple[str, ...] = ()  # folders of the package's resources its work reads (prompts, rubrics, known answers)
