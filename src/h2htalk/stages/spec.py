@@ -196,6 +196,7 @@ class Stage:
     options: tuple[str, ...] = ()
     priority: int = 0  # among jobs ready at once, the higher first (Snakemake's priority)
     planned: bool = False  # the plan runs it (a stage that calls models, or one they read from)
+    plans: bool = False  # it runs every planned stage's function, so it reads every key they read
     uses: tuple[str, ...] = ()  # folders of the package's resources its work reads (prompts, rubrics, known answers)
     product: Product | None = None  # a table, figure or export: its provenance (``meta``) is added to its outputs
     # in the run's default target (``all``) where this says so for the run's config (default: a product is)

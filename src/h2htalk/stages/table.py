@@ -37,7 +37,8 @@ def _declared(module: ModuleType) -> list[Stage]:
 
 
 def _plan_reads_what_it_plans(stages: list[Stage]) -> tuple[Stage, ...]:
-    """The plan runs every planned stage's function, so it reads every key they read (and reruns when one changes)."""
+    """A stage that plans (the plan) runs every planned stage's function, so it reads every key they read (and
+    reruns when one changes)."""
     # (a key a planned stage leaves out of a section is one another planned stage may read)
     planned = [key for stage in stages if stage.planned for key in stage.reads if not key.startswith("-")]
 
@@ -46,7 +47,7 @@ def _plan_reads_what_it_plans(stages: list[Stage]) -> tuple[Stage, ...]:
         parts = [key.split(".") for key in dict.fromkeys(keys)]
         return tuple(".".join(p) for p in parts if not any(".".join(p[:n]) in whole for n in range(1, len(p))))
 
-    return tuple(replace(stage, reads=widest([*stage.reads, *planned])) if stage.name == "plan" else stage
+    return tuple(replace(stage, reads=widest([*stage.reads, *planned])) if stage.plans else stage
                  for stage in stages)  # fmt: skip
 
 

@@ -41,7 +41,7 @@ def _plan_inputs(scope, labels):
         *REGISTRY, "models", "baselines", "subtasks", "variants", "generation", "rubric_judge", "study_judge",
         "instances", "studies", "review.store", "plan",
     ),
-    env="generation", memory_mb=4000, minutes=60,
+    env="generation", memory_mb=4000, minutes=60, plans=True,
     inputs={"sources": Paths(_plan_inputs)}, outputs={"table": One("plan"), "report": One("plan_md")},
 )  # fmt: skip
 def plan(job: Job) -> Done:
