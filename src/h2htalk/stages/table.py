@@ -23,12 +23,12 @@ CELLS = ("models", "baselines", "rubric_judge.baselines", "subtasks", "variants"
 RUN_NOTES = ("instances.source", "instances.limit", "subtasks")  # what every table says about the run
 GATE = ("rubric_judge.alpha", "rubric_judge.tau", "rubric_judge.max_spread", "rubric_judge.gate_on")
 JUDGE_CALLS = ("rubric_judge", *(f"-{key}" for key in GATE), "-rubric_judge.baselines")  # what a judge call reads
-CASCADE = ("mode", "model", "cheap_model", "sample_per_cell", "sample_seed")  # who judged what: every item, a sample
+JUDGE_MODE_KEYS = ("mode", "model", "cheap_model", "sample_per_cell", "sample_seed")  # who judged: every item, a sample
 REVIEW_MODE = ("review.mode", "review.sample_per_cell", "review.sample_seed")
 TABLE2 = (
     *CELLS, *RUN_NOTES, *REGISTRY, "paper.table2", "tables", "instances.reconstruct.generator",
     "instances.reconstruct.voters", "review.imports", "review.store", "scoring.bootstrap",
-    "judge_reliability.every_run", *(f"rubric_judge.{key}" for key in CASCADE),
+    "judge_reliability.every_run", *(f"rubric_judge.{key}" for key in JUDGE_MODE_KEYS),
 )  # fmt: skip
 EXPORT = (*CELLS, *RUN_NOTES, *REGISTRY, "tables")
 JOBS = "h2htalk.stages.jobs"
@@ -478,7 +478,7 @@ STAGES: tuple[Stage, ...] = _plan_reads_what_it_plans((
         " sample, people's scores",
         reads=(
             *GATE, "scoring.bootstrap", "review.imports", "review.store", *REVIEW_MODE, "subtasks", "variants",
-            "models", "baselines", "rubric_judge.baselines", *(f"rubric_judge.{key}" for key in CASCADE),
+            "models", "baselines", "rubric_judge.baselines", *(f"rubric_judge.{key}" for key in JUDGE_MODE_KEYS),
         ),
         jobs=Over(model=lambda run: run.judged_models if run.judged_subtasks else (),
                   embedder=lambda run: run.embedders),
@@ -552,7 +552,8 @@ STAGES: tuple[Stage, ...] = _plan_reads_what_it_plans((
     Stage(
         "table3", f"{JOBS}.tables:table3", "Table 3: the SAP ablation with paired bootstrap CIs and the paper's rows",
         reads=("scoring", "studies.models", "studies.human_ratings", "paper.table3", "models", "variants",
-               "review.store", "judge_reliability.every_run", *RUN_NOTES, *(f"study_judge.{key}" for key in CASCADE)),
+               "review.store", "judge_reliability.every_run", *RUN_NOTES,
+               *(f"study_judge.{key}" for key in JUDGE_MODE_KEYS)),
         cells=lambda run, w: [c.scored_by(run.embedder) for c in _study_cells("safety")(run, w)],
         ratings=(SAFETY_RATINGS,), env="figures", memory_mb=1000, minutes=10, options=("bootstrap",), report=("csv",),
         inputs={
@@ -603,7 +604,7 @@ STAGES: tuple[Stage, ...] = _plan_reads_what_it_plans((
     Stage(
         "fig7", f"{JOBS}.tables:fig7", "Figure 7: instruction following by scenario type",
         reads=("scoring.bootstrap", "studies.models", "models", "variants", "review.store", *RUN_NOTES,
-               "judge_reliability.every_run", *(f"study_judge.{key}" for key in CASCADE)),
+               "judge_reliability.every_run", *(f"study_judge.{key}" for key in JUDGE_MODE_KEYS)),
         cells=_study_cells("instruction_following"), ratings=(NEED_VERDICTS,), env="figures", memory_mb=1000,
         minutes=10, options=("bootstrap",), report=("png",),
         inputs={
@@ -627,7 +628,7 @@ STAGES: tuple[Stage, ...] = _plan_reads_what_it_plans((
     Stage(
         "leaderboard", f"{JOBS}.exports:leaderboard",
         "Table 2's rows ranked by Overall, per embedder and variant (and within each size group), as JSON",
-        reads=(*EXPORT, "scoring.bootstrap", *(f"rubric_judge.{key}" for key in CASCADE)), env="export",
+        reads=(*EXPORT, "scoring.bootstrap", *(f"rubric_judge.{key}" for key in JUDGE_MODE_KEYS)), env="export",
         memory_mb=1000, minutes=10,
         inputs={
             "provenance": PROVENANCE, "summaries": Paths(_export_summaries), "registry": Paths(_registry_files),
@@ -661,7 +662,7 @@ STAGES: tuple[Stage, ...] = _plan_reads_what_it_plans((
         reads=(
             "models", "baselines", "rubric_judge.baselines", "subtasks", "variants", "studies.models",
             "rubric_judge.samples", "study_judge.samples", "scoring.bootstrap", "judge_reliability.panel",
-            *(f"{section}.{key}" for section in ("rubric_judge", "study_judge") for key in CASCADE),
+            *(f"{section}.{key}" for section in ("rubric_judge", "study_judge") for key in JUDGE_MODE_KEYS),
         ),
         env="figures", memory_mb=1000, minutes=10, report=("csv",),
         inputs={

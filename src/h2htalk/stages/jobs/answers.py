@@ -62,9 +62,7 @@ def _answer(job: Job, engines: Any, responses: str, summary: str, *, for_studies
 
     model = job.labels["model"]
     cells = [c for c in job.cells if c.is_study == for_studies]
-    files = [
-        PromptFile(c.variant, c.task, Path(job.each("prompts", c)), Path(job.each(responses, c))) for c in cells
-    ]
+    files = [PromptFile(c.variant, c.task, Path(job.each("prompts", c)), Path(job.each(responses, c))) for c in cells]
     instances = {c.task: Path(job.each("instances", c)) for c in cells} if "instances" in job.stage.inputs else {}
     settings = GenerationSettings.from_config(job.config, for_studies=for_studies)
     engines.step("generate studies" if for_studies else "generate", model)
@@ -196,16 +194,16 @@ def study(job: Job) -> Done:
 
 def combine_j(job: Job) -> Done:
     from h2htalk.judge.combine import combine_to_files, read_human_scores
-    from h2htalk.settings import BootstrapSettings, CascadeSettings, GateSettings, ReviewSettings
+    from h2htalk.settings import BootstrapSettings, GateSettings, JudgeMode, ReviewSettings
 
     config, run = job.config, job.run
     gate, bootstrap = GateSettings.from_config(config), BootstrapSettings.from_config(config)
-    review, cascade = ReviewSettings.from_config(config), CascadeSettings.from_config(config, "rubric_judge")
-    judges = (cascade.cheap_model, config["rubric_judge"]["model"]) if cascade.on else None
+    review, mode = ReviewSettings.from_config(config), JudgeMode.from_config(config, "rubric_judge")
+    judges = (mode.cheap_model, mode.model) if mode.cascade else None
     human = read_human_scores(job.inputs["human"], job.cells, job.results, run.judged_models, config["review"]["store"])
     results = [combine_to_files(cell, job.results, gate, bootstrap, human, review, judges) for cell in job.cells]
     return Done(
-        f"{len(results)} cells, {sum(r['n'] for r in results)} items ({review.mode} mode, {cascade.mode} judge); "
+        f"{len(results)} cells, {sum(r['n'] for r in results)} items ({review.mode} mode, {mode.mode} judge); "
         f"{sum(r['to_review'] for r in results)} to review, {sum(r['human_items'] for r in results)} rated by "
         f"people, {sum(r['missing'] for r in results)} missing",
         subject=job.labels["model"],

@@ -132,7 +132,7 @@ def _study_ladder(job: Job, role: str, where: str) -> tuple[list[str], str]:
 
 
 def table3(job: Job) -> Done:
-    from h2htalk.settings import STUDIES, BootstrapSettings
+    from h2htalk.settings import STUDIES, BootstrapSettings, JudgeMode
     from h2htalk.tables.table3 import write_table3_files
 
     config = job.config
@@ -140,7 +140,7 @@ def table3(job: Job) -> Done:
     rows = write_table3_files(
         job.cells, job.results, job.input("paper"), job.inputs["human"], BootstrapSettings.from_config(config),
         job.named_outputs(), config["review"]["store"], run_notes(config),
-        cascade=config["study_judge"]["mode"] == "cascade", judge_notes=notes, judge_mark=mark,
+        cascade=JudgeMode.from_config(config, "study_judge").cascade, judge_notes=notes, judge_mark=mark,
     )  # fmt: skip
     return Done(f"{len(rows)} rows", out=_shown(job))
 
@@ -183,13 +183,13 @@ def figure(job: Job) -> Done:
 
 def fig7(job: Job) -> Done:
     from h2htalk.figures.fig7 import write_fig7_files
-    from h2htalk.settings import STUDIES, BootstrapSettings
+    from h2htalk.settings import STUDIES, BootstrapSettings, JudgeMode
 
     config = job.config
     notes, _ = _study_ladder(job, STUDIES[1], "Figure 7's bars")
     rows = write_fig7_files(
         job.cells, job.results, BootstrapSettings.from_config(config), job.named_outputs(), config["review"]["store"],
-        [*run_notes(config), *notes], cascade=config["study_judge"]["mode"] == "cascade",
+        [*run_notes(config), *notes], cascade=JudgeMode.from_config(config, "study_judge").cascade,
     )  # fmt: skip
     return Done(f"{len(rows)} bars", out=job.output("png"))
 
