@@ -1,0 +1,128 @@
+"""The paper's dry run on a cluster: its job list, what it submits, and how long ``snakemake -n`` takes.
+
+    python benchmarks/dry_run.py --upstream-dir /path/to/H2HTalk/data [--jobs FILE] [--repeat 3]
+
+Copies the workflow into an empty folder (no outputs, no Snakemake state) and runs
+``snakemake --profile profiles/slurm -n`` there: ``--repeat`` times to time it (wall and CPU seconds of each run,
+with the machine's load average before it), then once more in this process to read each job Snakemake plans.
+``--jobs`` writes the job list, one sorted row per job: rule, wildcards, whether it is submitted to SLURM or runs
+where Snakemake runs (a local rule), partition, GPUs, GPU type, CPUs per GPU, threads, memory (MB) and runtime
+(minutes). Two checkouts' lists compare with ``diff``. Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from table1_from_scratch import copy_checkout  # the same fresh copy of the workflow
+
+COLUMNS = (
+    "rule", "wildcards", "runs", "partition", "gpus", "gpu_model", "cpus_per_gpu", "threads", "mem_mb", "runtime",
+)  # fmt: skip
+
+
+def dry_run_args(upstream_dir: Path) -> list[str]:
+    return ["--profile", "profiles/slurm", "-n", "--config", f"upstream_dir={upstream_dir.resolve()}"]
+
+
+def timed_runs(work: Path, args: list[str], repeat: int) -> list[tuple[float, float, float]]:
+    """Each run's wall seconds, CPU seconds (user and system, its child processes included) and the 1-minute load
+    average before it."""
+    env = {**os.environ, "PYTHONPATH": str(work / "src")}
+    runs = []
+    for _ in range(repeat):
+        load = os.getloadavg()[0]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=work, env=env, check=True, capture_output=True)
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        runs.append((wall, cpu, load))
+    return runs
+
+
+def planned_jobs(work: Path, args: list[str]) -> list[dict[str, str]]:
+    """The jobs of a dry run in ``work``, as the cluster run would place them (read in this process)."""
+    from snakemake import cli
+    from snakemake.executors import dryrun
+
+    rows: list[dict[str, str]] = []
+    printjob = dryrun.Executor.printjob
+
+    def record(executor, job) -> None:  # every job the dry run plans passes here once
+        printjob(executor, job)
+        for one in job.jobs if job.is_group() else [job]:
+            rows.append(job_row(one, executor.workflow))
+
+    sys.path.insert(0, str(work / "src"))
+    dryrun.Executor.printjob = record
+    cwd = Path.cwd()
+    os.chdir(work)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+            cli.main([*args, "--quiet", "all"])
+    finally:
+        os.chdir(cwd)
+        dryrun.Executor.printjob = printjob
+    return sorted(rows, key=lambda row: [row[column] for column in COLUMNS])
+
+
+def job_row(job, workflow) -> dict[str, str]:
+    # A dry run executes locally, so Snakemake's own is_local is true for every job; this is its test for a cluster
+    # run: a job is submitted unless its rule is a local rule or runs no command.
+    local = job.rule.group is None and (job.rule.name in workflow._localrules or job.rule.norun)
+    resources = job.resources
+    wildcards = ",".join(f"{key}={value}" for key, value in sorted(job.wildcards_dict.items()))
+    row = {
+        "rule": job.rule.name,
+        "wildcards": wildcards or "-",
+        "runs": "local" if local else "submitted",
+        "partition": resources.get("slurm_partition") or "-",
+        "gpus": resources.get("gpu", 0),
+        "gpu_model": resources.get("gpu_model") or "-",
+        "cpus_per_gpu": resources.get("cpus_per_gpu", "-"),
+        "threads": job.threads,
+        "mem_mb": resources.get("mem_mb"),
+        "runtime": resources.get("runtime"),
+    }
+    return {key: str(value) for key, value in row.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--upstream-dir", type=Path, required=True, help="folder holding the 11 released files")
+    parser.add_argument("--jobs", type=Path, help="write the job list here (tab-separated, sorted)")
+    parser.add_argument("--repeat", type=int, default=3, help="timed dry runs")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        copy_checkout(work)
+        run_args = dry_run_args(args.upstream_dir)
+        timed_runs(work, run_args, 1)  # compiles the copy's modules; not counted
+        runs = timed_runs(work, run_args, args.repeat)
+        rows = planned_jobs(work, run_args)
+    for number, (wall, cpu, load) in enumerate(runs, 1):
+        print(f"dry run {number}: {wall:.2f} s wall, {cpu:.2f} s CPU (load average before: {load:.2f})")
+    submitted = Counter(row["rule"] for row in rows if row["runs"] == "submitted")
+    count = sum(submitted.values())
+    print(f"{len(rows)} jobs, {count} submitted to SLURM, {len(rows) - count} local")
+    print("submitted: " + ", ".join(f"{rule} {count}" for rule, count in sorted(submitted.items())))
+    if args.jobs:
+        lines = ["\t".join(COLUMNS)] + ["\t".join(row[column] for column in COLUMNS) for row in rows]
+        args.jobs.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        print(f"job list: {args.jobs}")
+
+
+if __name__ == "__main__":
+    main()
