@@ -4,7 +4,9 @@
 
 Copies the workflow into an empty folder (no outputs, no Snakemake state) and runs
 ``snakemake --profile profiles/slurm -n`` there: ``--repeat`` times to time it (wall and CPU seconds of each run,
-with the machine's load average before it), then once more in this process to read each job Snakemake plans.
+with the machine's load average before it), then once more in this process to read each job Snakemake plans. It
+also times ``scontrol show config``: the SLURM plugin runs it when Snakemake imports it, and where SLURM's commands
+are installed but no controller answers, it waits about 9 s for it before any snakemake command starts.
 ``--jobs`` writes the job list, one sorted row per job: rule, wildcards, whether it is submitted to SLURM or runs
 where Snakemake runs (a local rule), partition, GPUs, GPU type, CPUs per GPU, threads, memory (MB) and runtime
 (minutes). Two checkouts' lists compare with ``diff``. Nothing is asserted.
@@ -17,6 +19,7 @@ import contextlib
 import io
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -50,6 +53,16 @@ def timed_runs(work: Path, args: list[str], repeat: int) -> list[tuple[float, fl
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         runs.append((wall, cpu, load))
     return runs
+
+
+def scontrol_seconds() -> str:
+    """How long ``scontrol show config`` takes here (the SLURM plugin's wait at import), or that it is not here."""
+    if shutil.which("scontrol") is None:
+        return "scontrol: not installed (the SLURM plugin asks no controller)"
+    start = time.perf_counter()
+    answered = subprocess.run(["scontrol", "show", "config"], capture_output=True, timeout=60).returncode == 0
+    took = time.perf_counter() - start
+    return f"scontrol show config: {took:.2f} s ({'a controller answered' if answered else 'no controller answered'})"
 
 
 def planned_jobs(work: Path, args: list[str]) -> list[dict[str, str]]:
@@ -112,6 +125,7 @@ def main() -> None:
         timed_runs(work, run_args, 1)  # compiles the copy's modules; not counted
         runs = timed_runs(work, run_args, args.repeat)
         rows = planned_jobs(work, run_args)
+    print(scontrol_seconds())
     for number, (wall, cpu, load) in enumerate(runs, 1):
         print(f"dry run {number}: {wall:.2f} s wall, {cpu:.2f} s CPU (load average before: {load:.2f})")
     submitted = Counter(row["rule"] for row in rows if row["runs"] == "submitted")
