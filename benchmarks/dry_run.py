@@ -3,13 +3,13 @@
     python benchmarks/dry_run.py --upstream-dir /path/to/H2HTalk/data [--jobs FILE] [--repeat 3]
 
 Copies the workflow into an empty folder (no outputs, no Snakemake state) and runs
-``snakemake --profile profiles/slurm -n`` there: ``--repeat`` times to time it (wall and CPU seconds of each run,
-with the machine's load average before it), then once more in this process to read each job Snakemake plans. It
-also times ``scontrol show config``: the SLURM plugin runs it when Snakemake imports it, and where SLURM's commands
-are installed but no controller answers, it waits about 9 s for it before any snakemake command starts.
-``--jobs`` writes the job list, one sorted row per job: rule, wildcards, whether it is submitted to SLURM or runs
-where Snakemake runs (a local rule), partition, GPUs, GPU type, CPUs per GPU, threads, memory (MB) and runtime
-(minutes). Two checkouts' lists compare with ``diff``. Nothing is asserted.
+``snakemake --profile profiles/slurm -n`` there: ``--repeat`` times to time it (each run's wall and CPU seconds,
+the seconds its main thread waited for a core, and the machine's load average before it), then once more in this
+process to read each job Snakemake plans. It also times ``scontrol show config``: the SLURM plugin runs it when
+Snakemake imports it, and where SLURM's commands are installed but no controller answers, it waits about 9 s for it
+before any snakemake command starts. ``--jobs`` writes the job list, one sorted row per job: rule, wildcards,
+whether it is submitted to SLURM or runs where Snakemake runs (a local rule), partition, GPUs, GPU type, CPUs per
+GPU, threads, memory (MB) and runtime (minutes). Two checkouts' lists compare with ``diff``. Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 from table1_from_scratch import copy_checkout  # the same fresh copy of the workflow
@@ -38,21 +39,39 @@ def dry_run_args(upstream_dir: Path) -> list[str]:
     return ["--profile", "profiles/slurm", "-n", "--config", f"upstream_dir={upstream_dir.resolve()}"]
 
 
-def timed_runs(work: Path, args: list[str], repeat: int) -> list[tuple[float, float, float]]:
-    """Each run's wall seconds, CPU seconds (user and system, its child processes included) and the 1-minute load
-    average before it."""
+@dataclass
+class Timed:
+    wall: float  # seconds
+    cpu: float  # user and system seconds, its child processes included
+    queued: float  # seconds its main thread was ready to run but waited for a core (Linux's schedstat)
+    load: float  # the 1-minute load average before it
+
+
+def timed_runs(work: Path, args: list[str], repeat: int) -> list[Timed]:
+    """Each run's times. On a busy machine the wall time less the time queued for a core is about what it takes on
+    an idle one (the command's other waits, on subprocesses and files, stay in)."""
     env = {**os.environ, "PYTHONPATH": str(work / "src")}
-    runs = []
-    for _ in range(repeat):
-        load = os.getloadavg()[0]
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=work, env=env, check=True, capture_output=True)
+    return [timed_run([sys.executable, "-m", "snakemake", *args], work, env) for _ in range(repeat)]
+
+
+def timed_run(command: list[str], work: Path, env: dict[str, str]) -> Timed:
+    load = os.getloadavg()[0]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    with tempfile.TemporaryFile() as errors:
+        process = subprocess.Popen(command, cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=errors)
+        queued = 0.0
+        while process.poll() is None:  # read until it ends: the last reading misses at most one interval
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                queued = int(Path(f"/proc/{process.pid}/schedstat").read_text().split()[1]) / 1e9
+            time.sleep(0.02)
         wall = time.perf_counter() - start
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        runs.append((wall, cpu, load))
-    return runs
+        if process.returncode != 0:
+            errors.seek(0)
+            sys.exit(f"the dry run failed:\n{errors.read().decode()[-3000:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return Timed(wall, cpu, queued, load)
 
 
 def scontrol_seconds() -> str:
@@ -126,8 +145,11 @@ def main() -> None:
         runs = timed_runs(work, run_args, args.repeat)
         rows = planned_jobs(work, run_args)
     print(scontrol_seconds())
-    for number, (wall, cpu, load) in enumerate(runs, 1):
-        print(f"dry run {number}: {wall:.2f} s wall, {cpu:.2f} s CPU (load average before: {load:.2f})")
+    for number, run in enumerate(runs, 1):
+        print(
+            f"dry run {number}: {run.wall:.2f} s wall, {run.cpu:.2f} s CPU, {run.queued:.2f} s waiting for a core: "
+            f"{run.wall - run.queued:.2f} s without that wait (load average before: {run.load:.2f})"
+        )
     submitted = Counter(row["rule"] for row in rows if row["runs"] == "submitted")
     count = sum(submitted.values())
     print(f"{len(rows)} jobs, {count} submitted to SLURM, {len(rows) - count} local")
