@@ -60,7 +60,7 @@ class Rules:
 
     def one_per_job(self, inputs: dict[str, list[str]]) -> dict[str, list[str]]:
         """The inputs a rule lists: of the files another job of the run makes, the first only (the paper's Table 2
-        reads 1,044 files that 115 jobs make; the paper's rules, 13,900 files in all, 2,700 so). One file links two
+        reads 1,044 files that 115 jobs make; the paper's rules, 13,900 files in all, 3,100 so). One file links two
         jobs as well as all of them do, and Snakemake matches each file it is given against every rule's outputs
         (a fifth of the paper's dry run went to the files left out). A job writes its outputs together (Snakemake
         removes them before it runs it, and runs it again when one is missing); the job itself reads every file its
