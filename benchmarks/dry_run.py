@@ -1,6 +1,6 @@
 """The paper's dry run on a cluster: its job list, what it submits, and how long ``snakemake -n`` takes.
 
-    python benchmarks/dry_run.py --upstream-dir /path/to/H2HTalk/data [--jobs FILE] [--repeat 3]
+    python benchmarks/dry_run.py --upstream-dir /path/to/H2HTalk/data [--jobs FILE] [--links FILE] [--repeat 3]
 
 Copies the workflow into an empty folder (no outputs, no Snakemake state) and runs
 ``snakemake --profile profiles/slurm -n`` there: ``--repeat`` times to time it (each run's wall and CPU seconds,
@@ -9,7 +9,8 @@ process to read each job Snakemake plans. It also times ``scontrol show config``
 Snakemake imports it, and where SLURM's commands are installed but no controller answers, it waits about 9 s for it
 before any snakemake command starts. ``--jobs`` writes the job list, one sorted row per job: rule, wildcards,
 whether it is submitted to SLURM or runs where Snakemake runs (a local rule), partition, GPUs, GPU type, CPUs per
-GPU, threads, memory (MB) and runtime (minutes). Two checkouts' lists compare with ``diff``. Nothing is asserted.
+GPU, threads, memory (MB) and runtime (minutes); ``--links``, which job needs which. Two checkouts' lists compare
+with ``diff``. Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -84,18 +85,23 @@ def scontrol_seconds() -> str:
     return f"scontrol show config: {took:.2f} s ({'a controller answered' if answered else 'no controller answered'})"
 
 
-def planned_jobs(work: Path, args: list[str]) -> list[dict[str, str]]:
-    """The jobs of a dry run in ``work``, as the cluster run would place them (read in this process)."""
+def planned_jobs(work: Path, args: list[str]) -> tuple[list[dict[str, str]], list[str]]:
+    """The jobs of a dry run in ``work``, as the cluster run would place them, and the links between them: one line
+    ``job -> job that needs it`` each (read in this process)."""
     from snakemake import cli
     from snakemake.executors import dryrun
 
     rows: list[dict[str, str]] = []
+    links: list[str] = []
     printjob = dryrun.Executor.printjob
 
     def record(executor, job) -> None:  # every job the dry run plans passes here once
         printjob(executor, job)
         for one in job.jobs if job.is_group() else [job]:
             rows.append(job_row(one, executor.workflow))
+            links.extend(
+                f"{job_name(needed)} -> {job_name(one)}" for needed in executor.workflow.dag.job_dependencies(one)
+            )
 
     sys.path.insert(0, str(work / "src"))
     dryrun.Executor.printjob = record
@@ -107,7 +113,11 @@ def planned_jobs(work: Path, args: list[str]) -> list[dict[str, str]]:
     finally:
         os.chdir(cwd)
         dryrun.Executor.printjob = printjob
-    return sorted(rows, key=lambda row: [row[column] for column in COLUMNS])
+    return sorted(rows, key=lambda row: [row[column] for column in COLUMNS]), sorted(links)
+
+
+def job_name(job) -> str:
+    return " ".join([job.rule.name, *(f"{key}={value}" for key, value in sorted(job.wildcards_dict.items()))])
 
 
 def job_row(job, workflow) -> dict[str, str]:
@@ -135,6 +145,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--upstream-dir", type=Path, required=True, help="folder holding the 11 released files")
     parser.add_argument("--jobs", type=Path, help="write the job list here (tab-separated, sorted)")
+    parser.add_argument("--links", type=Path, help="write the links between the jobs here (sorted)")
     parser.add_argument("--repeat", type=int, default=3, help="timed dry runs")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -143,7 +154,7 @@ def main() -> None:
         run_args = dry_run_args(args.upstream_dir)
         timed_runs(work, run_args, 1)  # compiles the copy's modules; not counted
         runs = timed_runs(work, run_args, args.repeat)
-        rows = planned_jobs(work, run_args)
+        rows, links = planned_jobs(work, run_args)
     print(scontrol_seconds())
     for number, run in enumerate(runs, 1):
         print(
@@ -158,6 +169,9 @@ def main() -> None:
         lines = ["\t".join(COLUMNS)] + ["\t".join(row[column] for column in COLUMNS) for row in rows]
         args.jobs.write_text("\n".join(lines) + "\n", encoding="utf-8")
         print(f"job list: {args.jobs}")
+    if args.links:
+        args.links.write_text("\n".join(links) + "\n", encoding="utf-8")
+        print(f"{len(links)} links between the jobs: {args.links}")
 
 
 if __name__ == "__main__":
