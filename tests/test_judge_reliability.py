@@ -14,6 +14,7 @@ import pytest
 from h2htalk.config import default_config
 from h2htalk.instance_schema import read_instances
 from h2htalk.io import read_json, read_jsonl
+from h2htalk.judge.study import read_known_answers, read_need_answers
 from h2htalk.layout import Layout
 from h2htalk.llm.calls import EngineOptions
 from h2htalk.llm.engines import Endpoint
@@ -53,7 +54,6 @@ from h2htalk.settings import (
     StudyJudgeSettings,
 )
 from h2htalk.studies.data import read_scenarios
-from h2htalk.studies.judges import read_known_answers, read_need_answers
 from h2htalk.subtasks import get_subtask
 
 from .conftest import demo_file

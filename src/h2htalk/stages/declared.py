@@ -12,7 +12,7 @@ CELLS = ("models", "baselines", "rubric_judge.baselines", "subtasks", "variants"
 RUN_NOTES = ("instances.source", "instances.limit", "subtasks")  # what every table says about the run
 GATE = ("rubric_judge.alpha", "rubric_judge.tau", "rubric_judge.max_spread", "rubric_judge.gate_on")
 JUDGE_CALLS = ("rubric_judge", *(f"-{key}" for key in GATE), "-rubric_judge.baselines")  # what a judge call reads
-CASCADE = ("mode", "model", "cheap_model", "sample_per_cell", "sample_seed")  # who judged what: every item, a sample
+JUDGE_MODE_KEYS = ("mode", "model", "cheap_model", "sample_per_cell", "sample_seed")  # who judged: every item, a sample
 REVIEW_MODE = ("review.mode", "review.sample_per_cell", "review.sample_seed")
 # Job priorities: Table 2's answers and scores, and the tables that need no judge, before the judge and the studies
 FIRST, EARLY = 20, 10

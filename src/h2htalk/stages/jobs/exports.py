@@ -11,7 +11,7 @@ from h2htalk.instances.sources import run_notes
 from h2htalk.layout import Layout
 from h2htalk.settings import BootstrapSettings
 from h2htalk.stages.declare import stage
-from h2htalk.stages.declared import CASCADE, CELLS, REGISTRY, RUN_NOTES, registry_files, rubric_ladders
+from h2htalk.stages.declared import CELLS, JUDGE_MODE_KEYS, REGISTRY, RUN_NOTES, registry_files, rubric_ladders
 from h2htalk.stages.spec import Done, Figure, Paths, Product, bundle, figure_files
 
 EXPORT = (*CELLS, *RUN_NOTES, *REGISTRY, "tables")
@@ -67,7 +67,7 @@ def results_json(
 
 @stage(
     "leaderboard", "Table 2's rows ranked by Overall, per embedder and variant (and within each size group), as JSON",
-    reads=(*EXPORT, "scoring.bootstrap", *(f"rubric_judge.{key}" for key in CASCADE)), env="export",
+    reads=(*EXPORT, "scoring.bootstrap", *(f"rubric_judge.{key}" for key in JUDGE_MODE_KEYS)), env="export",
     memory_mb=1000, minutes=10,
     product=Product("export", "Leaderboard", "the models ranked by Overall, per embedder and variant", main="json"),
     inputs={"summaries": Paths(_export_summaries), "registry": Paths(registry_files), "ladders": Paths(rubric_ladders)},

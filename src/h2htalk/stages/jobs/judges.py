@@ -11,9 +11,9 @@ from h2htalk.errors import H2HTalkError
 from h2htalk.ratings import REVIEW_SCORES
 from h2htalk.stages.declare import stage
 from h2htalk.stages.declared import (
-    CASCADE,
     GATE,
     JUDGE_CALLS,
+    JUDGE_MODE_KEYS,
     REGISTRY,
     REVIEW_MODE,
     config_files,
@@ -170,7 +170,7 @@ def judge_ladder(job: Job) -> Done:
     " sample, people's scores",
     reads=(
         *GATE, "scoring.bootstrap", "review.imports", "review.store", *REVIEW_MODE, "subtasks", "variants",
-        "models", "baselines", "rubric_judge.baselines", *(f"rubric_judge.{key}" for key in CASCADE),
+        "models", "baselines", "rubric_judge.baselines", *(f"rubric_judge.{key}" for key in JUDGE_MODE_KEYS),
     ),
     jobs=Over(model=lambda run: run.judged_models if run.judged_subtasks else (), embedder=lambda run: run.embedders),
     cells=lambda run, w: [c.scored_by(w["embedder"]) for c in run.judged(w["model"])],
@@ -184,16 +184,16 @@ def judge_ladder(job: Job) -> Done:
 )  # fmt: skip
 def combine_j(job: Job) -> Done:
     from h2htalk.judge.combine import combine_to_files, read_human_scores
-    from h2htalk.settings import BootstrapSettings, CascadeSettings, GateSettings, ReviewSettings
+    from h2htalk.settings import BootstrapSettings, GateSettings, JudgeMode, ReviewSettings
 
     config, run = job.config, job.run
     gate, bootstrap = GateSettings.from_config(config), BootstrapSettings.from_config(config)
-    review, cascade = ReviewSettings.from_config(config), CascadeSettings.from_config(config, "rubric_judge")
-    judges = (cascade.cheap_model, config["rubric_judge"]["model"]) if cascade.on else None
+    review, mode = ReviewSettings.from_config(config), JudgeMode.from_config(config, "rubric_judge")
+    judges = (mode.cheap_model, mode.model) if mode.cascade else None
     human = read_human_scores(job.inputs["human"], job.cells, job.results, run.judged_models, config["review"]["store"])
     results = [combine_to_files(cell, job.results, gate, bootstrap, human, review, judges) for cell in job.cells]
     return Done(
-        f"{len(results)} cells, {sum(r['n'] for r in results)} items ({review.mode} mode, {cascade.mode} judge); "
+        f"{len(results)} cells, {sum(r['n'] for r in results)} items ({review.mode} mode, {mode.mode} judge); "
         f"{sum(r['to_review'] for r in results)} to review, {sum(r['human_items'] for r in results)} rated by "
         f"people, {sum(r['missing'] for r in results)} missing",
         subject=job.labels["model"],

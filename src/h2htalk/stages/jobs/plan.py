@@ -8,12 +8,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from h2htalk.settings import CASCADE_MODE, FULL_MODE, JUDGE_SECTION_NAMES, JudgeMode
 from h2htalk.stages.declare import stage
 from h2htalk.stages.declared import REGISTRY
 from h2htalk.stages.spec import Done, Job, One, Paths
 
 JUDGING = ("rubric_judge", "study", "judge_ladder")  # the stages whose judges a mode changes
-SECTIONS = ("rubric_judge", "study_judge")
 
 
 def _plan_inputs(scope, labels):
@@ -50,24 +50,24 @@ def plan(job: Job) -> Done:
     from h2htalk.plan.chain import plan_calls
     from h2htalk.plan.costs import load_prices, load_throughput
     from h2htalk.plan.report import auto_sample_lines, csv_text, judge_modes, markdown, plan_rows
-    from h2htalk.settings import CASCADE, FULL
 
     config = job.config
     prices, throughput = load_prices(config["plan"]["prices"]), load_throughput(config["plan"]["throughput"])
-    configured = {config[section]["mode"] for section in SECTIONS}
+    modes = [JudgeMode.from_config(config, section) for section in JUDGE_SECTION_NAMES]
+    configured = {mode.mode for mode in modes}
     registry = load_registry(registry_files(config))
-    unknown = sorted({config[s]["cheap_model"] for s in SECTIONS} - set(registry))
+    unknown = sorted({mode.cheap_model for mode in modes} - set(registry))
     with tempfile.TemporaryDirectory(prefix="h2htalk-plan-") as scratch:
         planned = plan_calls(job.stages, job.config, job.results, Path(scratch))
         rows = plan_rows(planned, prices, throughput)
         by_mode, sizes = {}, planned_sizes(Path(scratch))
-        for mode in (FULL, *(() if unknown else (CASCADE,))):
+        for mode in (FULL_MODE, *(() if unknown else (CASCADE_MODE,))):
             if configured == {mode}:
                 by_mode[mode] = rows
             else:  # the judges again, on the answers planned above
                 again = plan_calls(job.stages, in_mode(config, mode), job.results, Path(scratch), only=JUDGING)
                 by_mode[mode] = plan_rows(again, prices, throughput)
-                sizes = sizes if mode != CASCADE else planned_sizes(Path(scratch))
+                sizes = sizes if mode != CASCADE_MODE else planned_sizes(Path(scratch))
     assumed = config["rubric_judge"]["assumed_correlation"], config["rubric_judge"]["assumed_sd"]
     modes = judge_modes(by_mode, prices, throughput) + auto_sample_lines(sizes, *assumed)
     if unknown:
@@ -94,6 +94,6 @@ def planned_sizes(scratch: Path) -> list[dict[str, Any]]:
 def in_mode(config: dict[str, Any], mode: str) -> dict[str, Any]:
     """``config`` with both judges in ``mode``."""
     changed = copy.deepcopy(config)
-    for section in SECTIONS:
+    for section in JUDGE_SECTION_NAMES:
         changed[section]["mode"] = mode
     return changed

@@ -12,12 +12,12 @@ from h2htalk.figures import FIGURE_NAMES
 from h2htalk.instances.sources import run_notes
 from h2htalk.layout import Cell, Layout
 from h2htalk.ratings import INSTANCE_DECISIONS, NEED_VERDICTS, REVIEW_SCORES, SAFETY_RATINGS
-from h2htalk.settings import STUDIES, BootstrapSettings
+from h2htalk.settings import STUDIES, BootstrapSettings, JudgeMode
 from h2htalk.stages.declare import stage
 from h2htalk.stages.declared import (
-    CASCADE,
     CELLS,
     EARLY,
+    JUDGE_MODE_KEYS,
     REGISTRY,
     RUN_NOTES,
     config_files,
@@ -34,7 +34,7 @@ from h2htalk.stages.spec import Cells, Done, Each, Figure, One, Over, Paths, Pro
 TABLE2 = (
     *CELLS, *RUN_NOTES, *REGISTRY, "paper.table2", "tables", "instances.reconstruct.generator",
     "instances.reconstruct.voters", "review.imports", "review.store", "scoring.bootstrap",
-    "judge_reliability.every_run", *(f"rubric_judge.{key}" for key in CASCADE),
+    "judge_reliability.every_run", *(f"rubric_judge.{key}" for key in JUDGE_MODE_KEYS),
 )  # fmt: skip
 
 
@@ -229,7 +229,7 @@ def _study_ladder(
 
 
 STUDY_READS = ("models", "variants", "review.store", "judge_reliability.every_run", *RUN_NOTES,
-               *(f"study_judge.{key}" for key in CASCADE))  # fmt: skip
+               *(f"study_judge.{key}" for key in JUDGE_MODE_KEYS))  # fmt: skip
 
 
 @stage(
@@ -257,7 +257,7 @@ def table3(
     (paper_file,) = paper
     rows = write_table3_files(
         cells, results, paper_file, human, bootstrap, outputs, config["review"]["store"], run_notes(config),
-        cascade=config["study_judge"]["mode"] == "cascade", judge_notes=notes, judge_mark=mark,
+        cascade=JudgeMode.from_config(config, "study_judge").cascade, judge_notes=notes, judge_mark=mark,
     )  # fmt: skip
     return Done(f"{len(rows)} rows", out=shown(outputs))
 
@@ -365,7 +365,7 @@ def figure(
 @stage(
     "fig7", "Figure 7: instruction following by scenario type",
     reads=("scoring.bootstrap", "studies.models", "models", "variants", "review.store", *RUN_NOTES,
-           "judge_reliability.every_run", *(f"study_judge.{key}" for key in CASCADE)),
+           "judge_reliability.every_run", *(f"study_judge.{key}" for key in JUDGE_MODE_KEYS)),
     cells=study_cells("instruction_following"), ratings=(NEED_VERDICTS,), env="figures", memory_mb=1000,
     minutes=10, options=("bootstrap",),
     product=Product("figure", "Figure 7", "instruction following per scenario type", main="png", shown=("png",)),
@@ -381,7 +381,7 @@ def fig7(
     notes, _ = _study_ladder(config, results, ladders, bootstrap, STUDIES[1], "Figure 7's bars")
     rows = write_fig7_files(
         cells, results, bootstrap, outputs, config["review"]["store"], [*run_notes(config), *notes],
-        cascade=config["study_judge"]["mode"] == "cascade",
+        cascade=JudgeMode.from_config(config, "study_judge").cascade,
     )  # fmt: skip
     return Done(f"{len(rows)} bars", out=outputs["png"])
 
@@ -400,7 +400,7 @@ def _ladders(kind):
     reads=(
         "models", "baselines", "rubric_judge.baselines", "subtasks", "variants", "studies.models",
         "rubric_judge.samples", "study_judge.samples", "scoring.bootstrap", "judge_reliability.panel",
-        *(f"{section}.{key}" for section in ("rubric_judge", "study_judge") for key in CASCADE),
+        *(f"{section}.{key}" for section in ("rubric_judge", "study_judge") for key in JUDGE_MODE_KEYS),
     ),
     env="figures", memory_mb=1000, minutes=10,
     product=Product("table", "Judge card", "how reliable each judge is", main="md", shown=("csv",), first=True),
