@@ -178,11 +178,11 @@ def measured(size: str, work: Path) -> dict[str, Any]:
         cpu = load_throughput(config["plan"]["throughput"]).cpu
     tree = Layout(str(work / "results"), instances_set(config))
     results, benchmarks = work / tree.set_root, work / tree.path("benchmarks")
-    full_mode, machine = work / FULL_MODE_BENCHMARKS, work / "machine.json"
+    full_mode, machine, done = work / FULL_MODE_BENCHMARKS, work / "machine.json", work / "rehearsal.json"
     return {
         "size": size,
         "items": instance_count(results),
-        "wall_s": json.loads((work / "rehearsal.json").read_text(encoding="utf-8"))["wall_s"],
+        "wall_s": json.loads(done.read_text(encoding="utf-8"))["wall_s"] if done.is_file() else None,
         "stages": stage_costs(full_mode if full_mode.is_dir() else benchmarks),
         "cascade_stages": stage_costs(benchmarks, since=full_mode) if full_mode.is_dir() else {},
         "machine": json.loads(machine.read_text(encoding="utf-8")) if machine.is_file() else {},
@@ -198,7 +198,8 @@ def report(runs: list[dict[str, Any]]) -> None:
         seen = (f", load average {machine['load_mean']} ({machine['load_min']}-{machine['load_max']}) on"
                 f" {machine['cpus']} CPUs; the run's processes together at most {machine['tree_rss_peak_mb']} MB"
                 if machine else "")  # fmt: skip
-        print(f"size {run['size']}: {run['items']} items, {run['wall_s'] / 60:.1f} min{seen}")
+        took = "unfinished (its jobs that finished)" if run["wall_s"] is None else f"{run['wall_s'] / 60:.1f} min"
+        print(f"size {run['size']}: {run['items']} items, {took}{seen}")
     sizes = " | ".join(f"{run['size']}: jobs, wall s, CPU s, peak MB" for run in runs)
     print(f"\n| stage | mode | {sizes} | growth (CPU) | growth (wall) | last CPU / linear |\n|---|---|"
           + "---|" * (len(runs) + 3))  # fmt: skip
@@ -220,12 +221,12 @@ def report(runs: list[dict[str, Any]]) -> None:
                   f" {_shown(over)}{flag} |")  # fmt: skip
     print(f"\nAt {last['size']} ({last['items']} items), the plan's prediction beside the jobs' time:")
     print("| stage | jobs | predicted | CPU s | wall s |\n|---|--:|---|--:|--:|")
-    for stage in others:
-        cost = last["stages"].get(stage, {"jobs": 0, "wall_s": 0.0, "cpu_s": 0.0})
+    for stage in (stage for stage in others if stage in last["stages"]):  # an unfinished run: the jobs it ran
+        cost = last["stages"][stage]
         predicted = f"{cost['jobs'] * last['other_job_s']:.0f} s (other_job_s each)"
         print(f"| {stage} | {cost['jobs']:.0f} | {predicted} | {cost['cpu_s']:.1f} | {cost['wall_s']:.1f} |")
-    for stage in last["model_stages"]:
-        cost = last["stages"].get(stage, {"jobs": 0, "wall_s": 0.0, "cpu_s": 0.0})
+    for stage in (stage for stage in last["model_stages"] if stage in last["stages"]):
+        cost = last["stages"][stage]
         print(f"| {stage} (starts models: stand-ins) | {cost['jobs']:.0f} | see below | {cost['cpu_s']:.1f} |"
               f" {cost['wall_s']:.1f} |")  # fmt: skip
     print("\n| the plan's stage | GPU-hours from nothing (A100, config/throughput.yaml) |\n|---|--:|")
