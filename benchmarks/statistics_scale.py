@@ -7,7 +7,9 @@ The two statistical stages of the paper run whose work grows with the items (``t
 rows compared by the paired cluster bootstrap, each row's rank interval; ``combine_j``: a judged cell's J, its
 prediction-powered correction in cascade mode, its pseudo-values and its bootstrap CIs), measured on made-up
 values at the item counts of each size: per subtask the released references (``--upstream-dir``), at most
-``size`` of them. Rows: 3 models x 2 variants, items in conversations of 3 (the cluster bootstrap), seeded.
+``size`` of them; rows: 3 models x 2 variants, items in conversations of 3 (the cluster bootstrap), seeded.
+Beside them, the clusters the bootstrap resamples by, found in those references (``score`` and ``table2_pairs``
+find them: ``h2htalk.data.conversations``).
 Per stage and size: CPU seconds of this process (``time.process_time``: what the load of other processes does
 not change) and the peak of the memory Python allocated (tracemalloc); then the growth exponent from each size to
 the next (log CPU ratio over log items ratio: 1 is linear). What reads and writes the files around them is not
@@ -28,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from h2htalk.data.conversations import bootstrap_groups
 from h2htalk.judge.combine import CellRecords, add_pseudo_values, combine_records, summarise_j
 from h2htalk.settings import GATE, BootstrapSettings, GateSettings, ReviewSettings
 from h2htalk.subtasks import SUBTASKS
@@ -36,11 +39,18 @@ from h2htalk.tables.table2_pairs import RowItems, compare_rows
 MODELS, VARIANTS, CONVERSATION = 3, ("sap", "nosap"), 3
 
 
-def released(upstream: Path) -> dict[str, int]:
-    """References per subtask in the release: its file's non-empty lines."""
+def released(upstream: Path) -> dict[str, list[str]]:
+    """The references of each subtask in the release, in its order."""
     return {
-        s.key: sum(1 for line in (upstream / s.upstream_file).open(encoding="utf-8") if line.strip()) for s in SUBTASKS
-    }
+        s.key: [json.loads(line)["response"] for line in (upstream / s.upstream_file).open(encoding="utf-8")
+                if line.strip()]
+        for s in SUBTASKS
+    }  # fmt: skip
+
+
+def cluster_all(ids: dict[str, list[str]], texts: dict[str, list[str]]) -> None:
+    for task, task_ids in ids.items():
+        bootstrap_groups(task_ids, texts[task][: len(task_ids)])
 
 
 def item_ids(counts: dict[str, int]) -> dict[str, list[str]]:
@@ -124,12 +134,13 @@ def main() -> None:
     every = released(args.upstream_dir)
     runs = []
     for size in args.sizes:
-        counts = {task: n if size == "all" else min(n, int(size)) for task, n in every.items()}
+        counts = {task: len(refs) if size == "all" else min(len(refs), int(size)) for task, refs in every.items()}
         ids, rng = item_ids(counts), np.random.default_rng(0)
         rows = table2_rows(ids, rng)
         full = {task: judged_cell(task_ids, None, rng) for task, task_ids in ids.items()}
         cascade = {task: judged_cell(task_ids, args.cascade_sample, rng) for task, task_ids in ids.items()}
         stages = {
+            "conversation clusters (score, table2_pairs)": measured(cluster_all, ids, every),
             "table2_pairs (compare_rows)": measured(compare_rows, rows, weights, bootstrap),
             "combine_j, full mode (11 cells)": measured(combine_cells, full, False, bootstrap),
             "combine_j, cascade (11 cells)": measured(combine_cells, cascade, True, bootstrap),
