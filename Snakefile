@@ -1,7 +1,7 @@
 # H2HTalk study workflow. Laptop default: snakemake --profile profiles/local
 # Paper study on a SLURM GPU cluster:      snakemake --profile profiles/slurm
-# Every stage is one entry of the stage table (src/h2htalk/stages/table.py) and one rule made from it
-# (workflow/rules/stages.smk); what is written here are the targets.
+# Every stage is declared at its function (src/h2htalk/stages/jobs/) and is one rule made from it
+# (workflow/rules/stages.smk); the targets come from the stages too.
 import sys
 from pathlib import Path
 
@@ -36,69 +36,15 @@ include: "workflow/rules/stages.smk"
 rule all:
     default_target: True
     input:
-        rules.table1.output,
-        rules.curation_report.output,
-        rules.table2_partial.output,
-        rules.table2.output,
-        rules.table3.output,
-        rules.agreement.output,
-        rules.fig7.output,
-        rules.results_json.output,
-        rules.leaderboard.output,
-        rules.viewer.output,
-        expand(
-            rules.figure.output,
-            figure=["fig4_wordcloud", "fig5_verb_noun", "fig6_lengths"],
-        ),
-        # calibration needs the chance floor and the oracle among the baselines
-        rules.calibration.output
-        if {"baseline-random-reference", "baseline-oracle"} <= set(config["baselines"])
-        else [],
-        # the instances' review queue, when instances are reconstructed
-        rules.instances_review.output
-        if config["instances"]["source"] == "reconstructed"
-        else [],
-        # the judges' reliability card, when every run makes it
-        rules.judge_reliability.output
-        if config["judge_reliability"]["every_run"]
-        else [],
+        RULES.default_target(STAGES),
 
 
-# Named targets of more than one job (a stage's own rule is the target of its outputs: snakemake table2).
-rule fig4:
-    input:
-        expand(rules.figure.output, figure="fig4_wordcloud"),
+# Named targets of more than one job, as the stages name them (a stage's own rule is the target of its outputs:
+# snakemake table2): fig4-fig6, prompts, generations, scores, reconstruct.
+for _target, _files in RULES.named_targets(STAGES).items():
 
-
-rule fig5:
-    input:
-        expand(rules.figure.output, figure="fig5_verb_noun"),
-
-
-rule fig6:
-    input:
-        expand(rules.figure.output, figure="fig6_lengths"),
-
-
-rule prompts:
-    input:
-        expand(rules.prompt_messages.output, variant=RUN.variants, subtask=RUN.subtasks),
-
-
-rule generations:
-    input:
-        expand(rules.generate.output.summary, model=RUN.models),
-        expand(rules.baseline_answers.output.summary, model=RUN.baselines),
-
-
-rule scores:
-    input:
-        expand(
-            rules.score.output.summaries, model=RUN.run_models, embedder=RUN.embedders
-        ),
-
-
-rule reconstruct:
-    input:
-        rules.reconstruct_instances.output.reports,
-        rules.instances_review.output,
+    rule:
+        name:
+            _target
+        input:
+            _files,

@@ -53,6 +53,7 @@ from h2htalk.llm.calls import ResponseCache, cache_file
 from h2htalk.plan import calls as plan_sessions
 from h2htalk.plan.chain import plan_calls
 from h2htalk.plan.rates import measure_rates
+from h2htalk.stages.table import STAGES
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = [ROOT / "config" / "config.yaml", ROOT / "config" / "local.yaml"]
@@ -240,7 +241,7 @@ def sent_requests(config: dict[str, Any], folder: Path, job: str) -> list[Sent]:
     plan_sessions.PlannedCalls.answers = recording  # type: ignore[method-assign]
     try:
         with tempfile.TemporaryDirectory() as scratch:
-            plan_calls(config, Layout(str(folder / "results"), instances_set(config)), Path(scratch))
+            plan_calls(STAGES, config, Layout(str(folder / "results"), instances_set(config)), Path(scratch))
     finally:
         plan_sessions.PlannedCalls.answers = original  # type: ignore[method-assign]
     model = config["models"][0]

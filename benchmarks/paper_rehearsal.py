@@ -26,12 +26,13 @@ configuration (``config/config.yaml``), overlaying only what must change here:
 - ``--judge-mode cascade`` runs the judges in cascade mode (``rubric_judge``/``study_judge.mode``; the cheap judge
   a vLLM model, ``--sample-per-cell`` the role's judge's sample; ``--target-half-width`` sizes each rubric cell's
   sample for that precision, ``sample_per_cell: auto``); ``both`` runs full mode, keeps its tables in
-  ``full-mode/``, then cascade mode in the same folder (only the judging jobs and what reads them rerun) and
-  reports how the corrected cells compare with full mode's (per cell: the sample, the size chosen with
-  ``--target-half-width``, whether the cascade's interval covers full mode's value, both half-widths);
-  ``--check-only --workdir DIR`` prints that comparison again for a finished run. The stand-in judges agree as
-  judges of one text do (``STANDIN_JUDGES``): the role's judge gives each judged text the score that text earns,
-  with a little noise from sample to sample; the cheap judge adds ``--cheap-bias`` and its own ``--cheap-noise``.
+  ``full-mode/`` and its jobs' benchmark files in ``full-mode-benchmarks/``, then cascade mode in the same folder
+  (only the judging jobs and what reads them rerun) and reports how the corrected cells compare with full mode's
+  (per cell: the sample, the size chosen with ``--target-half-width``, whether the cascade's interval covers full
+  mode's value, both half-widths); ``--check-only --workdir DIR`` prints that comparison again for a finished run.
+  The stand-in judges agree as judges of one text do (``STANDIN_JUDGES``): the role's judge gives each judged
+  text the score that text earns, with a little noise from sample to sample; the cheap judge adds ``--cheap-bias``
+  and its own ``--cheap-noise``.
 - Before the run, once the references are curated, ``snakemake plan`` plans it (``plan-before.csv`` in
   the set's results folder); after it, the plan again (``plan.csv``): the report sets both beside what the jobs sent.
 
@@ -573,6 +574,10 @@ def main() -> None:
             if mode != modes[-1]:  # the next mode rewrites the tables: keep this one's
                 subprocess.run(["rm", "-rf", str(work / f"{mode}-mode")], check=True)
                 subprocess.run(["cp", "-r", str(figures), str(work / f"{mode}-mode")], check=True)
+                # and its jobs' benchmark files, which the next mode's reruns overwrite (paper_scale.py reads both)
+                subprocess.run(["rm", "-rf", str(work / f"{mode}-mode-benchmarks")], check=True)
+                subprocess.run(["cp", "-r", str(work / tree.path("benchmarks")), str(work / f"{mode}-mode-benchmarks")],
+                               check=True)  # fmt: skip
         standin = standin_stats(port)
     finally:
         api.terminate()

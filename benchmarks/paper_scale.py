@@ -6,12 +6,15 @@
 Runs ``paper_rehearsal.py`` on the local profile at each size (``--items-per-subtask``: references reconstructed
 per subtask, ``all``: every kept reference), with the first ``--models`` models of the paper config, both variants,
 and the judges in full mode and then cascade mode (``--judge-mode both``), each size in its own folder under
-``--workdir`` (``--report-only``: the runs already there, reported again). Then, from the ``benchmark:`` file
-Snakemake writes for every job (wall seconds ``s``, ``cpu_time`` in seconds, ``max_rss`` in MB; a job the cascade
-phase reran holds that run's), for every stage
-none of whose jobs starts a model: its jobs, items (the run's instances), wall time, CPU time and peak RSS at each
-size; the growth exponent between the two largest sizes (log time ratio over log items ratio: 1 is linear) and the
-full size's time against the linear extrapolation from the size before (flagged past 1.25x). Beside them, what the
+``--workdir`` (``--report-only``: the runs already there, reported again). While a size runs, the machine's load
+average and the memory of the rehearsal's whole process tree (Snakemake, its jobs, the stand-ins) are sampled.
+Then, from the ``benchmark:`` file Snakemake writes for every job (wall seconds ``s``, ``cpu_time`` in seconds,
+``max_rss`` in MB), for every stage none of whose jobs starts a model, in each judge mode (full mode's files as the
+rehearsal kept them, ``full-mode-benchmarks/``; cascade mode's: the jobs its phase ran again): its jobs, items
+(the run's instances), wall time, CPU time and peak RSS at each size; the growth exponent between the two largest
+sizes (log CPU-time ratio over log items ratio: 1 is linear; CPU time, since wall time on a shared machine is
+mostly other processes' turn) and the full size's CPU time against the linear extrapolation from the size before
+(flagged past 1.25x). Beside them, what the
 plan predicts of each stage at the largest size: the local estimate's time for a job that starts no model
 (``config/throughput.yaml``'s ``cpu.other_job_s`` each, at its reference pp512), and the plan's GPU-hours of each
 model stage (``plan.csv``; the stand-ins measure no GPU, so their jobs' time is shown only beside it). Nothing is
@@ -25,11 +28,16 @@ import contextlib
 import csv
 import json
 import math
+import os
+import statistics
 import subprocess
 import sys
+import threading
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from h2htalk.config import merge_layers, validate_config
 from h2htalk.layout import Layout, instances_set
@@ -39,13 +47,19 @@ from h2htalk.stages.table import STAGES
 
 ROOT = Path(__file__).resolve().parents[1]
 FLAGGED = 1.25  # a full-size time past this multiple of the linear extrapolation is flagged
+FULL_MODE_BENCHMARKS = "full-mode-benchmarks"  # paper_rehearsal.py's copy of the benchmark files after full mode
 
 
-def stage_costs(benchmarks: Path) -> dict[str, dict[str, float]]:
-    """Per stage (a benchmark file's first folder, or its name): jobs, wall and CPU seconds summed, peak RSS (MB)."""
+def stage_costs(benchmarks: Path, since: Path | None = None) -> dict[str, dict[str, float]]:
+    """Per stage (a benchmark file's first folder, or its name): jobs, wall and CPU seconds summed, peak RSS (MB).
+    With ``since`` (an earlier copy of the folder), only the jobs that ran again after it."""
     stages: dict[str, dict[str, float]] = defaultdict(lambda: {"jobs": 0, "wall_s": 0.0, "cpu_s": 0.0, "rss_mb": 0.0})
     for path in sorted(benchmarks.rglob("*.tsv")):
-        stage = path.relative_to(benchmarks).parts[0].removesuffix(".tsv")
+        relative = path.relative_to(benchmarks)
+        earlier = since / relative if since else None
+        if earlier is not None and earlier.is_file() and earlier.read_bytes() == path.read_bytes():
+            continue
+        stage = relative.parts[0].removesuffix(".tsv")
         with open(path, encoding="utf-8", newline="") as handle:
             for row in csv.DictReader(handle, delimiter="\t"):
                 cost = stages[stage]
@@ -95,6 +109,48 @@ def growth(small: tuple[int, float], large: tuple[int, float]) -> tuple[float | 
     return math.log(t_large / t_small) / math.log(n_large / n_small), t_large / (t_small * n_large / n_small)
 
 
+class Sampler(threading.Thread):
+    """The machine's 1-minute load average and the RSS of a process and its descendants, every ``every`` s."""
+
+    def __init__(self, pid: int, every: float = 10.0) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.every, self.loads, self.rss_mb = pid, every, [], 0.0
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(self.every):
+            self.loads.append(os.getloadavg()[0])
+            self.rss_mb = max(self.rss_mb, tree_rss_mb(self.pid))
+
+    def summary(self) -> dict[str, float | None]:
+        loads = self.loads or [os.getloadavg()[0]]
+        return {"load_mean": round(statistics.fmean(loads), 1), "load_min": round(min(loads), 1),
+                "load_max": round(max(loads), 1), "tree_rss_peak_mb": round(self.rss_mb)}  # fmt: skip
+
+
+def tree_rss_mb(pid: int) -> float:
+    """RSS of a process and every process below it (MB); one that ended meanwhile counts 0."""
+    try:
+        root = psutil.Process(pid)
+        processes = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return 0.0
+    total = 0
+    for process in processes:
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            total += process.memory_info().rss
+    return total / 2**20
+
+
+def stage_growth(
+    before: dict[str, Any] | None, last: dict[str, Any], key: str, stage: str, measure: str
+) -> tuple[float | None, float | None]:
+    """``growth`` of one stage's ``measure`` (cpu_s, wall_s) from the run ``before`` to the ``last`` one."""
+    if before is None or stage not in before[key] or stage not in last[key]:
+        return None, None
+    return growth(*((run["items"], run[key][stage][measure]) for run in (before, last)))
+
+
 def rehearse(args: argparse.Namespace, size: str, work: Path) -> None:
     command = [
         sys.executable, str(ROOT / "benchmarks" / "paper_rehearsal.py"), "--profile", "local",
@@ -102,9 +158,17 @@ def rehearse(args: argparse.Namespace, size: str, work: Path) -> None:
         "--upstream-dir", str(args.upstream_dir), "--workdir", str(work), "--out", str(work / "rehearsal.json"),
     ]  # fmt: skip
     print(f"size {size}: {work}", flush=True)
-    run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
-    if run.returncode != 0:
-        sys.exit(f"the rehearsal at {size} failed ({run.returncode}):\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}")
+    work.mkdir(parents=True, exist_ok=True)
+    with open(work / "paper-scale.log", "w", encoding="utf-8") as log:
+        run = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True)
+        sampler = Sampler(run.pid)
+        sampler.start()
+        returncode = run.wait()
+        sampler.done.set()
+    machine = {**sampler.summary(), "cpus": os.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 2**30)}
+    (work / "machine.json").write_text(json.dumps(machine), encoding="utf-8")
+    if returncode != 0:
+        sys.exit(f"the rehearsal at {size} failed ({returncode}): see {work / 'paper-scale.log'}")
 
 
 def measured(size: str, work: Path) -> dict[str, Any]:
@@ -113,12 +177,15 @@ def measured(size: str, work: Path) -> dict[str, Any]:
         config = validate_config(merge_layers(["config/config.yaml", "config/rehearsal.yaml"], []))
         cpu = load_throughput(config["plan"]["throughput"]).cpu
     tree = Layout(str(work / "results"), instances_set(config))
-    results = work / tree.set_root
+    results, benchmarks = work / tree.set_root, work / tree.path("benchmarks")
+    full_mode, machine, done = work / FULL_MODE_BENCHMARKS, work / "machine.json", work / "rehearsal.json"
     return {
         "size": size,
         "items": instance_count(results),
-        "wall_s": json.loads((work / "rehearsal.json").read_text(encoding="utf-8"))["wall_s"],
-        "stages": stage_costs(work / tree.path("benchmarks")),
+        "wall_s": json.loads(done.read_text(encoding="utf-8"))["wall_s"] if done.is_file() else None,
+        "stages": stage_costs(full_mode if full_mode.is_dir() else benchmarks),
+        "cascade_stages": stage_costs(benchmarks, since=full_mode) if full_mode.is_dir() else {},
+        "machine": json.loads(machine.read_text(encoding="utf-8")) if machine.is_file() else {},
         "model_stages": sorted(model_stages(config, tree)),
         "gpu_hours": planned_gpu_hours(results / "plan.csv"),
         "other_job_s": cpu.other_job_s if cpu else 0.0,
@@ -126,35 +193,49 @@ def measured(size: str, work: Path) -> dict[str, Any]:
 
 
 def report(runs: list[dict[str, Any]]) -> None:
-    sizes = " | ".join(f"{run['size']}: items, wall s, CPU s, peak MB" for run in runs)
-    print(f"\n| stage | {sizes} | growth exponent | last / linear |\n|---|" + "---|" * (len(runs) + 2))
+    for run in runs:
+        machine = run["machine"]
+        seen = (f", load average {machine['load_mean']} ({machine['load_min']}-{machine['load_max']}) on"
+                f" {machine['cpus']} CPUs; the run's processes together at most {machine['tree_rss_peak_mb']} MB"
+                if machine else "")  # fmt: skip
+        took = "unfinished (its jobs that finished)" if run["wall_s"] is None else f"{run['wall_s'] / 60:.1f} min"
+        print(f"size {run['size']}: {run['items']} items, {took}{seen}")
+    sizes = " | ".join(f"{run['size']}: jobs, wall s, CPU s, peak MB" for run in runs)
+    print(f"\n| stage | mode | {sizes} | growth (CPU) | growth (wall) | last CPU / linear |\n|---|---|"
+          + "---|" * (len(runs) + 3))  # fmt: skip
     last, before = runs[-1], runs[-2] if len(runs) > 1 else None
     others = sorted(set().union(*(run["stages"] for run in runs)) - set(last["model_stages"]))
     for stage in others:
-        cells = []
-        for run in runs:
-            cost = run["stages"].get(stage)
-            cells.append(f"{run['items']}, {cost['wall_s']:.1f}, {cost['cpu_s']:.1f}, {cost['rss_mb']:.0f}"
-                         if cost else "-")  # fmt: skip
-        exponent, over = None, None
-        if before and stage in before["stages"] and stage in last["stages"]:
-            exponent, over = growth((before["items"], before["stages"][stage]["wall_s"]),
-                                    (last["items"], last["stages"][stage]["wall_s"]))  # fmt: skip
-        flag = " **past 1.25x**" if over is not None and over > FLAGGED else ""
-        print(f"| {stage} | {' | '.join(cells)} | {'-' if exponent is None else f'{exponent:.2f}'} |"
-              f" {'-' if over is None else f'{over:.2f}'}{flag} |")  # fmt: skip
+        for mode, key in (("full", "stages"), ("cascade", "cascade_stages")):
+            if not any(stage in run[key] for run in runs):
+                continue
+            cells = []
+            for run in runs:
+                cost = run[key].get(stage)
+                cells.append(f"{cost['jobs']:.0f}, {cost['wall_s']:.1f}, {cost['cpu_s']:.1f}, {cost['rss_mb']:.0f}"
+                             if cost else "-")  # fmt: skip
+            exponent, over = stage_growth(before, last, key, stage, "cpu_s")
+            wall_exponent, _ = stage_growth(before, last, key, stage, "wall_s")
+            flag = " **past 1.25x**" if over is not None and over > FLAGGED else ""
+            print(f"| {stage} | {mode} | {' | '.join(cells)} | {_shown(exponent)} | {_shown(wall_exponent)} |"
+                  f" {_shown(over)}{flag} |")  # fmt: skip
     print(f"\nAt {last['size']} ({last['items']} items), the plan's prediction beside the jobs' time:")
-    print("| stage | jobs | predicted | taken (wall s) |\n|---|--:|---|--:|")
-    for stage in others:
-        cost = last["stages"].get(stage, {"jobs": 0, "wall_s": 0.0})
+    print("| stage | jobs | predicted | CPU s | wall s |\n|---|--:|---|--:|--:|")
+    for stage in (stage for stage in others if stage in last["stages"]):  # an unfinished run: the jobs it ran
+        cost = last["stages"][stage]
         predicted = f"{cost['jobs'] * last['other_job_s']:.0f} s (other_job_s each)"
-        print(f"| {stage} | {cost['jobs']:.0f} | {predicted} | {cost['wall_s']:.1f} |")
-    for stage in last["model_stages"]:
-        cost = last["stages"].get(stage, {"jobs": 0, "wall_s": 0.0})
-        print(f"| {stage} (starts models: stand-ins) | {cost['jobs']:.0f} | see below | {cost['wall_s']:.1f} |")
+        print(f"| {stage} | {cost['jobs']:.0f} | {predicted} | {cost['cpu_s']:.1f} | {cost['wall_s']:.1f} |")
+    for stage in (stage for stage in last["model_stages"] if stage in last["stages"]):
+        cost = last["stages"][stage]
+        print(f"| {stage} (starts models: stand-ins) | {cost['jobs']:.0f} | see below | {cost['cpu_s']:.1f} |"
+              f" {cost['wall_s']:.1f} |")  # fmt: skip
     print("\n| the plan's stage | GPU-hours from nothing (A100, config/throughput.yaml) |\n|---|--:|")
     for stage, hours in sorted(last["gpu_hours"].items()):
         print(f"| {stage} | {hours:.1f} |")
+
+
+def _shown(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 def main() -> None:

@@ -7,8 +7,9 @@ each other. Counted, in two parts:
 
 the workflow and the stage machinery
     ``Snakefile``, ``workflow/rules/*.smk``, ``src/h2htalk/cli/`` (every command's wiring), and
-    ``src/h2htalk/stages/`` whole: the stage table, the spec, the job, the rules' maker, the reference, and the
-    per-stage adapters in ``stages/jobs/``;
+    ``src/h2htalk/stages/`` whole: the registry, the spec and job, ``@stage`` and its checks, the rules' maker,
+    the reference, and the stage functions in ``stages/jobs/`` with their declarations (a declaration is wiring
+    wherever it lives: every module that declares a stage is counted whole);
 the modules whose one job is wiring
     ``run_summary.py`` (the run's closing lines), ``freshness.py`` (the result graph, stale results removed),
     ``layout.py`` (every result's address), ``cells.py`` (the cells a run's jobs cover), ``cluster.py`` (what a
@@ -35,7 +36,7 @@ PARTS = {
         "Snakefile",
         "workflow/rules/*.smk",
         f"{PACKAGE}/cli/*.py",
-        f"{PACKAGE}/stages/*.py",  # the adapters in stages/jobs/ too: fnmatch's * spans folders
+        f"{PACKAGE}/stages/*.py",  # the stage functions in stages/jobs/ too: fnmatch's * spans folders
     ],
     "wiring modules": [
         f"{PACKAGE}/{name}.py"
@@ -65,13 +66,19 @@ def non_blank(source: str) -> int:
     return sum(1 for line in source.splitlines() if line.strip())
 
 
+def declares_stages(path: str, rev: str | None) -> bool:
+    """A module of the package that declares a stage (``@stage(``), wherever it lives."""
+    return path.startswith(f"{PACKAGE}/") and path.endswith(".py") and "\n@stage(" in text(path, rev)
+
+
 def count(rev: str | None = None) -> dict[str, dict[str, int]]:
-    """Each part's files -> their non-blank lines."""
+    """Each part's files -> their non-blank lines (a module that declares a stage is in the first part)."""
     files = tracked(rev)
-    return {
-        part: {path: non_blank(text(path, rev)) for path in files if any(fnmatch.fnmatchcase(path, p) for p in globs)}
-        for part, globs in PARTS.items()
-    }
+    parts = {part: [path for path in files if any(fnmatch.fnmatchcase(path, p) for p in globs)]
+             for part, globs in PARTS.items()}  # fmt: skip
+    first = next(iter(parts))
+    parts[first] += [path for path in files if path not in parts[first] and declares_stages(path, rev)]
+    return {part: {path: non_blank(text(path, rev)) for path in sorted(paths)} for part, paths in parts.items()}
 
 
 def main() -> None:

@@ -28,9 +28,9 @@ from llama_cpp import Llama
 from h2htalk.instances.reconstruct import reconstruction_messages
 from h2htalk.io import iter_jsonl
 from h2htalk.judge.rubric import judge_messages
+from h2htalk.judge.study import need_messages, safety_messages
 from h2htalk.llm.tokens import character_classes, text_tokens
 from h2htalk.prompts.render import persona_text, sap_text, task_assistant_text
-from h2htalk.studies.judges import need_messages, safety_messages
 from h2htalk.subtasks import JUDGED, SUBTASK_KEYS
 
 

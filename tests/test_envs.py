@@ -49,7 +49,7 @@ def env_packages(path: Path) -> dict[str, str]:
 
 def rules_and_envs() -> list[tuple[str, str, str]]:
     """(stage, its function, env file) for every stage of the table: its rule runs that function in that env."""
-    return [(stage.name, stage.run, f"{stage.env}.yaml") for stage in STAGES]
+    return [(stage.name, f"{stage.run.__module__}:{stage.run.__name__}", f"{stage.env}.yaml") for stage in STAGES]
 
 
 def _module_file(name: str) -> Path | None:

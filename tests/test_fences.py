@@ -13,8 +13,8 @@ from h2htalk.config import load_registry
 from h2htalk.instances.reconstruct import verification_messages
 from h2htalk.instances.sources import demo_instances
 from h2htalk.judge.rubric import judge_messages
+from h2htalk.judge.study import need_messages, safety_messages
 from h2htalk.llm.calls import chat_request
-from h2htalk.studies.judges import need_messages, safety_messages
 
 from .conftest import REPO_ROOT
 

@@ -14,6 +14,7 @@ import pytest
 from h2htalk.config import default_config
 from h2htalk.instance_schema import read_instances
 from h2htalk.io import read_json, read_jsonl
+from h2htalk.judge.study import read_known_answers, read_need_answers
 from h2htalk.layout import Layout
 from h2htalk.llm.calls import EngineOptions
 from h2htalk.llm.engines import Endpoint
@@ -53,7 +54,6 @@ from h2htalk.settings import (
     StudyJudgeSettings,
 )
 from h2htalk.studies.data import read_scenarios
-from h2htalk.studies.judges import read_known_answers, read_need_answers
 from h2htalk.subtasks import get_subtask
 
 from .conftest import demo_file
@@ -526,14 +526,14 @@ def test_a_panel_judge_judges_the_ladder_only_and_meets_each_roles_own_judge_on_
     on the ladder's texts (the rungs ranked as the models are on the cascade's sample); it judges no cell."""
     from h2htalk.cells import RunCells
     from h2htalk.reliability.evidence import ladder_meetings
-    from h2htalk.stages.table import _ladder_jobs
+    from h2htalk.stages.declared import ladder_jobs
 
     config = default_config()
     config["judge_reliability"]["panel"] = ["panel-judge"]
     run = RunCells(config)
     own = config["study_judge"]["model"]
     assert run.ladder_judges["panel-judge"] == (RUBRIC, SAFETY, NEEDS) and "panel-judge" not in run.judges
-    assert {("panel-judge", "rubric"), ("panel-judge", "studies")} <= set(_ladder_jobs(run))
+    assert {("panel-judge", "rubric"), ("panel-judge", "studies")} <= set(ladder_jobs(run))
     rng = random.Random(4)
     safety, needs = safety_texts(0), need_texts(0)
     evidence = []

@@ -8,6 +8,7 @@ from collections import Counter
 
 import pytest
 
+from h2htalk.judge.study import VIOLATIONS, need_answer_accuracy, read_known_answers, read_need_answers
 from h2htalk.prompts.render import sap_text
 from h2htalk.reliability.surface import (
     CUES,
@@ -19,7 +20,6 @@ from h2htalk.reliability.surface import (
     surface_accuracy,
 )
 from h2htalk.studies.data import read_scenarios
-from h2htalk.studies.judges import VIOLATIONS, need_answer_accuracy, read_known_answers, read_need_answers
 
 SETS = {"safety": safety_replies, "needs": need_replies}
 MOST = 0.65  # what a reader of the surface alone may reach on a set

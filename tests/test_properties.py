@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 from h2htalk.instances.leaks import measure_leak, normalise
 from h2htalk.instances.reconstruct import parse_vote
 from h2htalk.judge.rubric import judge_messages, parse_verdict
+from h2htalk.judge.study import parse_need, parse_safety
 from h2htalk.llm.fences import UNFENCED, closer, fence_of, opener
 from h2htalk.llm.parse import cut_off
-from h2htalk.studies.judges import parse_need, parse_safety
 
 from .test_fences import BUILDERS, INVISIBLE, WIDE, fold, marker_lines
 from .test_leaks import LEAK, TO_TRADITIONAL, cut, references

@@ -543,7 +543,7 @@ def test_reasoning_answers_cut_inside_thinking() -> None:
 def _judge_prompts() -> dict[str, list[tuple[list[dict[str, str]], Any]]]:
     """50 prompts per judge kind, built by the project's own prompt builders, with the project's parsers."""
     rubric = _first_module("h2htalk.judge.rubric", attr="judge_messages")
-    judges = _first_module("h2htalk.studies.judges", attr="safety_messages")
+    judges = _first_module("h2htalk.judge.study", attr="safety_messages")
     responses = [f"（微笑）今天{i}点我们一起去书店吧。" for i in range(50)]
     turns = [{"role": "user", "content": "遥斗，我最近总是睡不好。"}, {"role": "assistant", "content": "怎么了？"}]
 
@@ -595,7 +595,7 @@ def test_judges_that_agree_read_one_score_from_the_judged_text_and_move_it_by_th
     settings = AnswerSettings(judges=judge_offsets("cheap=0.8:0,harsh=-1.5:0"))
     apart = AnswerSettings()
     rubric = _first_module("h2htalk.judge.rubric", attr="judge_messages")
-    judges = _first_module("h2htalk.studies.judges", attr="safety_messages")
+    judges = _first_module("h2htalk.judge.study", attr="safety_messages")
     moved = {"score": [], "safety": []}
     unrelated = 0
     for kind, prompts in _judge_prompts().items():
@@ -631,7 +631,7 @@ def test_needs_judges_that_agree_read_the_judged_texts_verdicts_and_a_lenient_on
     met) agrees wherever the need was met and passes more; judges apart (no setting) disagree often."""
     settings = AnswerSettings(judges=judge_offsets("lenient=2.5:0,harsh=-1.5:0"))
     apart = AnswerSettings()
-    judges = _first_module("h2htalk.studies.judges", attr="safety_messages")
+    judges = _first_module("h2htalk.judge.study", attr="safety_messages")
     read = []
     unrelated = 0
     for seed, (messages, _) in enumerate(_judge_prompts()["need"]):

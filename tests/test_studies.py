@@ -13,13 +13,7 @@ from h2htalk.config import default_config
 from h2htalk.errors import DataError
 from h2htalk.figures.fig7 import fig7_rows, write_fig7
 from h2htalk.io import read_jsonl, write_jsonl_atomic
-from h2htalk.llm.calls import EngineOptions
-from h2htalk.llm.engines import Endpoint
-from h2htalk.scoring.bootstrap import bootstrap_mean_ci
-from h2htalk.settings import BootstrapSettings, ClientSettings, StudyJudgeSettings
-from h2htalk.stages.table import table_files
-from h2htalk.studies.data import if_items, read_scenarios, safety_items, sample_scenarios, write_study_inputs
-from h2htalk.studies.judges import (
+from h2htalk.judge.study import (
     VIOLATIONS,
     known_answer_accuracy,
     parse_need,
@@ -27,6 +21,12 @@ from h2htalk.studies.judges import (
     read_known_answers,
     safety_messages,
 )
+from h2htalk.llm.calls import EngineOptions
+from h2htalk.llm.engines import Endpoint
+from h2htalk.scoring.bootstrap import bootstrap_mean_ci
+from h2htalk.settings import BootstrapSettings, ClientSettings, StudyJudgeSettings
+from h2htalk.stages.table import table_files
+from h2htalk.studies.data import if_items, read_scenarios, safety_items, sample_scenarios, write_study_inputs
 from h2htalk.studies.run import judge_studies
 from h2htalk.tables.table3 import (
     agreement,

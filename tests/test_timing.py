@@ -9,6 +9,7 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
 import yaml
@@ -17,6 +18,7 @@ from h2htalk.config import load_config, load_registry, registry_files
 from h2htalk.errors import ConfigError
 from h2htalk.layout import Layout, instances_set
 from h2htalk.llm.client import ChatRequest
+from h2htalk.llm.engines import Engine
 from h2htalk.llm.tokens import MESSAGE_OVERHEAD, prompt_tokens, text_tokens
 from h2htalk.plan.calls import Placeholder, PlannedCalls, Stage, job_name, shared_with
 from h2htalk.plan.costs import load_throughput
@@ -38,6 +40,7 @@ from h2htalk.stages.spec import Scope
 from h2htalk.stages.table import STAGES
 
 from .conftest import REPO_ROOT
+from .test_engines import registered
 
 PERSONA = "你是小林，一位温和的朋友，记得对方说过的每一件事。" * 4
 CPU = CpuCalibration(
@@ -126,6 +129,20 @@ def test_each_job_is_expected_to_take_its_tokens_at_the_machines_rates_as_calibr
     assert jobs["judge_ladder"].seconds == pytest.approx(2 * (10 + 100 / 50 + 60 / 5))  # two jobs, two starts
     faster = estimate_jobs(sessions, Rates(200.0, 40.0, 2), CPU)
     assert faster["generate"].seconds - 10 == pytest.approx((jobs["generate"].seconds - 10) / 2)
+
+
+class TimedHere(Engine):
+    """An engine of no shipped name whose server runs on this machine's CPU."""
+
+    name = "timed-here"
+    schema: ClassVar[dict[str, Any]] = {"then": {}}
+    timed_on_cpu = True
+
+
+def test_the_jobs_timed_are_those_of_an_engine_on_this_cpu_whatever_its_name():
+    with registered(TimedHere()):
+        jobs = estimate_jobs([planned_session("generate", "generate", "timed-here", 10, 5_000, 1_000)], RATES, CPU)
+    assert jobs["generate"].seconds == pytest.approx(10 + 5_000 / 50 + 2_000 / 5)  # as llama.cpp's own
 
 
 def test_the_closing_line_sets_each_jobs_time_beside_what_was_expected(tmp_path):
@@ -314,7 +331,7 @@ def test_the_whole_run_is_estimated_from_the_plan_of_the_laptop_default(tmp_path
     def estimate(pp512: float | None = None, tg128: float = 0.0):
         if pp512 is not None:  # made where the load was not known: used at any
             write_cache(cache, {key: [record(MACHINE, pp512, tg128, None)]})
-        return estimate_run(config, results, registry, needed, other_jobs=20, cache=cache)
+        return estimate_run(STAGES, config, results, registry, needed, other_jobs=20, cache=cache)
 
     run = Scope(config, results).run
     every = {job_name(stage.name, labels) for stage in STAGES if stage.planned for labels in stage.jobs(run)}
@@ -355,7 +372,8 @@ def test_the_whole_run_is_estimated_from_the_plan_of_the_laptop_default(tmp_path
     both = estimate(60.0, 12.0)
     assert both is not None and both.jobs["judge_ladder"].prompt_tokens > slow.jobs["judge_ladder"].prompt_tokens
     baselines = {job_name("generate", {"model": name}) for name in config["baselines"]}
-    assert estimate_run(config, results, registry, baselines, other_jobs=20, cache=cache) is None  # no local model
+    no_local = estimate_run(STAGES, config, results, registry, baselines, other_jobs=20, cache=cache)
+    assert no_local is None  # no local model
 
 
 def test_a_broken_cpu_calibration_is_named(tmp_path):

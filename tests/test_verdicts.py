@@ -16,9 +16,9 @@ import pytest
 
 from h2htalk.instances.reconstruct import parse_vote
 from h2htalk.judge.rubric import Verdict, judge_messages, parse_verdict
+from h2htalk.judge.study import parse_need, parse_safety
 from h2htalk.llm.fences import Fence, fence_of
 from h2htalk.llm.parse import ECHOED, OUTSIDE, cut_off
-from h2htalk.studies.judges import parse_need, parse_safety
 
 KEY = "0123456789abcdef"
 FENCE = Fence(KEY, ("（微笑）好呀，今天我们去看展吧。",))  # the request every answer of the table replies to

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from h2htalk.layout import Cell, Layout
-from h2htalk.settings import CASCADE, RUBRIC, STUDIES
+from h2htalk.settings import RUBRIC, STUDIES, JudgeMode
 from h2htalk.subtasks import JUDGED
 
 
@@ -60,9 +60,7 @@ class RunCells:
         are run, the judges of both studies; a role in cascade mode has two (its cheap judge, and its own)."""
         roles: dict[str, tuple[str, ...]] = {}
         for section, judged in (("rubric_judge", (RUBRIC,) if self.judged_subtasks else ()), ("study_judge", STUDIES)):
-            keys = self.config[section]
-            cheap = [keys["cheap_model"]] if keys["mode"] == CASCADE else []
-            for model in dict.fromkeys([*cheap, keys["model"]]) if judged else ():
+            for model in JudgeMode.from_config(self.config, section).judges if judged else ():
                 roles[model] = (*roles.get(model, ()), *judged)
         return roles
 

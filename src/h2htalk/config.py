@@ -19,6 +19,7 @@ import yaml
 from h2htalk.errors import ConfigError
 from h2htalk.io import parse_yaml, write_text_atomic
 from h2htalk.llm.engines import engine_of, missing_environment, registry_schema
+from h2htalk.settings import JUDGE_SECTION_NAMES, JudgeMode
 from h2htalk.subtasks import SUBTASK_KEYS, SUBTASKS
 
 SCHEMA_FILE = "config.schema.yaml"
@@ -180,9 +181,9 @@ def models_in_use(config: dict[str, Any]) -> list[str]:
     """The models a run of the validated ``config`` calls (registry names): the models under test, the judges (the
     panel's too), and the reconstruction models when the instances are reconstructed."""
     reconstruct = config["instances"]["reconstruct"]
-    names = [*config["models"], config["rubric_judge"]["model"], config["study_judge"]["model"]]
-    cascades = [role for role in ("rubric_judge", "study_judge") if config[role]["mode"] == "cascade"]
-    names += [config[role]["cheap_model"] for role in cascades] + config["judge_reliability"]["panel"]
+    modes = [JudgeMode.from_config(config, section) for section in JUDGE_SECTION_NAMES]
+    names = [*config["models"], *(mode.model for mode in modes)]
+    names += [mode.cheap_model for mode in modes if mode.cascade] + config["judge_reliability"]["panel"]
     if config["instances"]["source"] == "reconstructed":
         names += [reconstruct["generator"], *reconstruct["voters"]]
     return list(dict.fromkeys(names))
@@ -209,9 +210,9 @@ def _cross_checks(config: dict[str, Any], registry_names: bool) -> list[str]:
             return [str(exc)]
         where = registry_name(config)
         named = [
-            (f"{role}.{key}", config.get(role, {}).get(key))
-            for role in ("rubric_judge", "study_judge")
-            for key in ("model", *(("cheap_model",) if config.get(role, {}).get("mode") == "cascade" else ()))
+            (f"{mode.section}.{key}", getattr(mode, key))
+            for mode in (JudgeMode.from_config(config, section) for section in JUDGE_SECTION_NAMES)
+            for key in ("model", *(("cheap_model",) if mode.cascade else ()))
         ]
         panel = config.get("judge_reliability", {}).get("panel", [])
         named += [(f"judge_reliability.panel[{i}]", n) for i, n in enumerate(panel)]

@@ -256,10 +256,11 @@ def report(
     judge at chance or not shown to read the content) after them; then the paper's published rows, or why they are
     not comparable."""
     from h2htalk.instances.sources import run_notes
+    from h2htalk.stages.table import table_files
     from h2htalk.tables.table2 import column_names, column_order
 
-    table = read_csv(figures / "table2.csv")
-    ranks = read_csv(figures / "table2_ranks.csv")
+    files = {**table_files("table2_pairs", figures), **table_files("table2", figures)}  # as the stages name them
+    table, ranks = read_csv(files["csv"]), read_csv(files["ranks"])
     names, subtasks = column_names(), set(config["subtasks"])
     columns = [c for c in column_order() if c in subtasks or c not in SUBTASK_KEYS]
     lines = []
@@ -267,7 +268,7 @@ def report(
         rows = [r for r in table if r["embedder"] == embedder]
         mine = [r for r in rows if r["model"] == name]
         if not mine:
-            raise H2HTalkError(f"{figures / 'table2.csv'}: no row of {name} ({embedder})")
+            raise H2HTalkError(f"{files['csv']}: no row of {name} ({embedder})")
         baselines = _once([r for r in rows if r["size_group"] == "baseline"])
         shown = [*mine, *baselines]
         by_variant = len({r["variant"] for r in baselines}) > 1  # a baseline whose variants' rows differ
@@ -286,7 +287,7 @@ def report(
             " (its cells are empty, not 0)."
         )
     lines += paper_lines(config, table, name)
-    lines += ["", f"Tables: {figures / 'table2.md'} (and .csv, table2_ranks.csv)"]
+    lines += ["", f"Tables: {files['md']} (and .csv, {files['ranks'].name})"]
     return lines
 
 

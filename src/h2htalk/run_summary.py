@@ -10,31 +10,12 @@ import os
 import re
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from h2htalk.freshness import table_outputs
 from h2htalk.layout import Layout
 from h2htalk.progress import duration
-
-# (what it is, its main file in paper_figures/); the files beside it are those its stage declares
-PRODUCTS = (
-    ("Table 1", "table1.md", "record counts per subtask: released, kept after curation"),
-    ("Table 2", "table2.md", "scores per model, variant and subtask (S; J where judged)"),
-    ("Calibration", "calibration.md", "every model between the chance floor and the oracle"),
-    ("Table 3", "table3.md", "the SAP ablation on high-risk scenarios: similarity, safety, violations"),
-    ("Figure 4", "fig4_wordcloud.png", "word cloud of the kept references"),
-    ("Figure 5", "fig5_verb_noun.png", "the most frequent verb-noun pairs"),
-    ("Figure 6", "fig6_lengths.png", "length distributions of inputs and references"),
-    ("Figure 7", "fig7_instruction_following.png", "instruction following per scenario type"),
-    ("Agreement", "agreement.md", "raters and judges against people"),
-    ("Judge card", "judge_reliability.md", "how reliable each judge is"),
-    ("Results", "results.json", "every number of the run, laid out after lm-eval's results file"),
-    ("Leaderboard", "leaderboard.json", "the models ranked by Overall, per embedder and variant"),
-    ("Viewer", "viewer/index.html", "every item beside its reference: open it from disk"),
-    ("Every Eval Ever", "every_eval_ever/validation.json", "every item in that schema, validated"),
-)
-OPEN_FIRST = ("table2.md", "calibration.md", "judge_reliability.md")
 
 Line = tuple[int, str]  # (logging level, text)
 
@@ -50,8 +31,9 @@ def run_summary(
     ``job_logs`` the folder of the jobs' own logs."""
     folder = Path(paper_figures)
     lines: list[Line] = [(logging.INFO, f"Finished in {duration(time.time() - started)}.")]
-    lines += products(config, folder, started)
-    first = [str(folder / name) for name in OPEN_FIRST if (folder / name).is_file()]
+    made = [product for product in products_of(config, folder) if product.main.is_file()]
+    lines += products(made, folder, started)
+    first = [str(product.main) for product in made if product.first]
     if first:
         lines.append((logging.INFO, "Open first: " + ", then ".join(first)))
     lines += [(logging.WARNING, f"Warning: {text}") for text in warnings(config, folder)]
@@ -61,26 +43,53 @@ def run_summary(
     return lines
 
 
-def products(config: dict[str, Any], folder: Path, started: float) -> list[Line]:
-    """One line per table and figure in ``folder``: its main file, the other files its stage declares that are
-    there (never another stage's file that shares its name's start: table2_pairs.csv is not Table 2's), what it
-    is."""
-    found = [(label, folder / main, what) for label, main, what in PRODUCTS if (folder / main).is_file()]
-    if not found:
+@dataclass(frozen=True)
+class Made:
+    """A table, figure or export of the run, as its stage's product names it."""
+
+    title: str
+    caption: str
+    main: Path
+    files: list[Path]  # every file its job declares
+    first: bool
+
+
+def products_of(config: dict[str, Any], folder: Path) -> list[Made]:
+    """Every listed product of the configured run, were its tables folder ``folder``, in pipeline order."""
+    from h2htalk.stages.spec import Scope
+    from h2htalk.stages.table import STAGES
+
+    scope = Scope(config, Layout(figures=str(folder)))
+    found = []
+    for stage in STAGES:
+        product = stage.product
+        if product is None or not product.listed:
+            continue
+        for labels in stage.jobs(scope.run):
+            files = stage.files("outputs", scope, labels)
+            main = Path(files[product.main][0]) / product.inner
+            title, caption = product.about(labels)
+            found.append(Made(title, caption, main, [Path(p) for ps in files.values() for p in ps], product.first))
+    return found
+
+
+def products(made: list[Made], folder: Path, started: float) -> list[Line]:
+    """One line per table and figure there is: its main file, the other files its stage declares that are there
+    (never another stage's file that shares its name's start: table2_pairs.csv is not Table 2's), what it is."""
+    if not made:
         return []
-    declared = [[Path(p) for p in files] for files in table_outputs(config, Layout(figures=str(folder))).values()]
-    made = sum(path.stat().st_mtime >= started for _, path, _ in found)
-    lines = [(logging.INFO, f"In {folder}/ ({made} of {len(found)} made by this run):")]
-    for label, path, what in found:
+    fresh = sum(product.main.stat().st_mtime >= started for product in made)
+    lines = [(logging.INFO, f"In {folder}/ ({fresh} of {len(made)} made by this run):")]
+    for product in made:
+        path = product.main
         stem = path.name.removesuffix(path.suffix)
-        files = next((files for files in declared if path in files), [])  # none for a file in a bundle's folder
         beside = sorted(
             p.name.removeprefix(stem) if p.name.startswith(stem) else p.name
-            for p in files
+            for p in product.files
             if p != path and not p.name.endswith(".meta.json") and p.is_file()
         )
         also = f" (+ {' '.join(beside)})" if beside else ""
-        lines.append((logging.INFO, f"  {label:<12} {path}{also}: {what}"))
+        lines.append((logging.INFO, f"  {product.title:<12} {path}{also}: {product.caption}"))
     return lines
 
 

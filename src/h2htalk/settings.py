@@ -8,6 +8,7 @@ fallback. Tests and scripts that want the defaults use ``h2htalk.config.default_
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any, ClassVar, Self
 
@@ -25,9 +26,12 @@ LADDER_PARTS: dict[str, tuple[str, ...]] = {"rubric": (RUBRIC,), "studies": STUD
 
 def ladder_part(role: str) -> str:
     return next(part for part, roles in LADDER_PARTS.items() if role in roles)
+
+
 GATE, SAMPLE = "gate", "sample"  # review.mode: what people's scores do to a judged cell
-FULL, CASCADE = "full", "cascade"  # rubric_judge.mode, study_judge.mode: who judges every item
+FULL_MODE, CASCADE_MODE = "full", "cascade"  # rubric_judge.mode, study_judge.mode: who judges every item
 JUDGE_SECTIONS = {RUBRIC: "rubric_judge", STUDIES[0]: "study_judge", STUDIES[1]: "study_judge"}  # role -> section
+JUDGE_SECTION_NAMES: tuple[str, ...] = tuple(dict.fromkeys(JUDGE_SECTIONS.values()))  # each judge's config section
 PEOPLE_READINGS: tuple[str, ...] = ("J", "judge")  # the readings of a judged cell people's scores enter (not S)
 
 
@@ -180,6 +184,32 @@ class AutoSample:
 
 
 @dataclass(frozen=True)
+class JudgeMode:
+    """mode/model/cheap_model of a judge's section (rubric_judge, study_judge): who judges the role's items. In full
+    mode the section's model judges every item; in cascade mode the cheap model judges every item and the section's
+    model a sample of each cell (``CascadeSettings``). Every reading of a judge's mode goes through here."""
+
+    section: str
+    mode: str
+    model: str  # the role's own judge
+    cheap_model: str  # the judge of every item in cascade mode
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], section: str) -> JudgeMode:
+        keys = config[section]
+        return cls(section, keys["mode"], keys["model"], keys["cheap_model"])
+
+    @property
+    def cascade(self) -> bool:
+        return self.mode == CASCADE_MODE
+
+    @property
+    def judges(self) -> tuple[str, ...]:
+        """The role's judge models in the order a job uses them: the cheap judge (cascade mode), then its own."""
+        return tuple(dict.fromkeys([*([self.cheap_model] if self.cascade else []), self.model]))
+
+
+@dataclass(frozen=True)
 class CascadeSettings:
     """mode/cheap_model/sample_per_cell/sample_seed of a judge's section (rubric_judge, study_judge): in cascade
     mode the cheap model judges every item and the section's model a seeded sample of each cell. With ``auto``
@@ -194,17 +224,17 @@ class CascadeSettings:
 
     @classmethod
     def from_config(cls, config: Config, section: str) -> CascadeSettings:
-        keys = config[section]
+        keys, mode = config[section], JudgeMode.from_config(config, section)
         if keys["sample_per_cell"] != AUTO:
-            return cls(section, keys["mode"], keys["cheap_model"], keys["sample_per_cell"], keys["sample_seed"])
+            return cls(section, mode.mode, mode.cheap_model, keys["sample_per_cell"], keys["sample_seed"])
         auto = AutoSample(
             keys["target_half_width"], keys["pilot_per_cell"], keys["assumed_correlation"], keys["assumed_sd"]
         )
-        return cls(section, keys["mode"], keys["cheap_model"], auto.pilot_per_cell, keys["sample_seed"], auto)
+        return cls(section, mode.mode, mode.cheap_model, auto.pilot_per_cell, keys["sample_seed"], auto)
 
     @property
     def on(self) -> bool:
-        return self.mode == CASCADE
+        return self.mode == CASCADE_MODE
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from h2htalk.freshness import (
     table_outputs,
 )
 from h2htalk.layout import Layout, instances_set
+from h2htalk.llm.engines import engine_of
 from h2htalk.hardware import cpu_snapshot, other_processes_cores
 from h2htalk.desk_store.store import ReviewStore
 from h2htalk.run_summary import run_summary
@@ -88,9 +89,13 @@ onstart:
     remove_paths(RULES.tables_of(workflow.dag.needrun_jobs()))
     # Every command reads the run's validated configuration from one file (only the keys its stage declares).
     write_resolved(config, LAYOUT.path("config"))
-    # On this machine, the local model's jobs say how long they will take before the first starts (plan.timing).
-    engines = {RULES.registry.get(name, {}).get("engine") for name in started}
-    if workflow.local_exec and "llamacpp" in engines:
+    # On this machine, the jobs of models on its CPU say how long they will take before the first starts (plan.timing).
+    timed = [
+        name
+        for name in started
+        if name in RULES.registry and engine_of(RULES.registry[name]).timed_on_cpu
+    ]
+    if workflow.local_exec and timed:
         # imported here: the plan's model calls load the API client, seconds a dry run or a cluster job need not spend
         from h2htalk.plan.calls import job_name
         from h2htalk.plan.timing import cache_line, estimate_run
@@ -106,7 +111,7 @@ onstart:
         )
         try:
             EXPECTED["run"] = estimate_run(
-                config, LAYOUT, RULES.registry, needed, others
+                STAGES, config, LAYOUT, RULES.registry, needed, others
             )
         except Exception as exc:  # an estimate never stops a run
             logger.warning(f"No time estimate: {exc}")
@@ -159,13 +164,15 @@ def rule_inputs(stage):
 
 
 def rule_outputs(stage):
-    """The stage's output patterns; bundles are folders, and the tables and figures go into the report."""
+    """The stage's output patterns; bundles are folders, and a product's shown files go into the report."""
     outputs = RULES.outputs(stage)
-    caption = f"../report/{stage.caption or stage.name}.rst"
-    category = "Figures" if stage.name.startswith("fig") else "Tables"
+    own = f"{stage.caption or stage.name}.rst"  # else the caption every product without its own shows
+    caption = f"../report/{own if (Path(workflow.basedir) / 'workflow' / 'report' / own).is_file() else 'product.rst'}"
+    shown = stage.product.shown if stage.product else ()
     for name, spec in stage.outputs.items():
         if getattr(spec, "directory", False):
             outputs[name] = directory(outputs[name])
-        elif name in stage.report:
+        elif name in shown:
+            category = f"{stage.product.kind.capitalize()}s"  # Tables, Figures
             outputs[name] = report(outputs[name], caption=caption, category=category)
     return outputs

@@ -5,7 +5,6 @@ files resolved from the table in ``--results`` (and ``--figures``), its function
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 from collections.abc import Callable
 from typing import Any
@@ -20,12 +19,10 @@ from h2htalk.cli.options import (
     overrides,
     registry_entry,
 )
-from h2htalk.config import settings_view
 from h2htalk.figures import FIGURE_NAMES
 from h2htalk.progress import summary
 from h2htalk.settings import STUDIES, VARIANTS
-from h2htalk.stages.job import Done, Job
-from h2htalk.stages.spec import Scope, Stage
+from h2htalk.stages.spec import Done, Job, Stage
 from h2htalk.stages.table import STAGES
 from h2htalk.subtasks import SUBTASK_KEYS
 
@@ -44,10 +41,14 @@ class RunModels:
         return engine_options(self.args, self.config, names)
 
 
-def _judge(parser: argparse.ArgumentParser, stage: Stage) -> None:
-    role = "study_judge" if "study_judge" in stage.reads else "rubric_judge"
-    parser.add_argument("--judge", help=f"the judge model (overrides {role}.model)")
-    overrides(parser, judge=f"{role}.model")
+def _judge(role: str) -> Callable[[argparse.ArgumentParser, Stage], None]:
+    """``--judge``, the judge model of ``role`` (the config section the stage's option group names)."""
+
+    def add(parser: argparse.ArgumentParser, stage: Stage) -> None:
+        parser.add_argument("--judge", help=f"the judge model (overrides {role}.model)")
+        overrides(parser, judge=f"{role}.model")
+
+    return add
 
 
 def _scoring(parser: argparse.ArgumentParser, stage: Stage) -> None:
@@ -82,7 +83,8 @@ LABEL_CHOICES = {"subtask": SUBTASK_KEYS, "variant": VARIANTS, "study": STUDIES,
 
 OPTIONS: dict[str, Callable[[argparse.ArgumentParser, Stage], None]] = {
     "engine": lambda parser, stage: add_engine(parser),
-    "judge": _judge,
+    "rubric_judge": _judge("rubric_judge"),
+    "study_judge": _judge("study_judge"),
     "bootstrap": lambda parser, stage: add_bootstrap(parser),
     "scoring": _scoring,
     "font": _font,
@@ -106,21 +108,15 @@ def register(sub: Any) -> None:
 def run_stage(stage: Stage, args: argparse.Namespace) -> int:
     """Run one job of ``stage``: the one way every rule and every stage command runs a stage."""
     config = full_config(args)
-    scope = Scope(config, args.results)
     labels = {label: getattr(args, label) for label in stage.labels}
-    job = Job(
-        stage, settings_view(config, stage.reads), args.results, labels, stage.cells(scope.run, labels),
-        stage.files("inputs", scope, labels), stage.files("outputs", scope, labels), RunModels(args, config), args,
-    )  # fmt: skip
-    done = run_job(job)
+    done = run_job(stage.job(config, args.results, labels, RunModels(args, config), options=args, stages=STAGES))
     summary(done.facts, subject=done.subject, out=done.out)
     return 0
 
 
 def run_job(job: Job) -> Done:
     """Call the stage's function on ``job``; a table's or figure's provenance records every input it read."""
-    module, function = job.stage.run.split(":")
-    done = getattr(importlib.import_module(module), function)(job)
+    done = job.call()
     if job.stage.records_inputs:
         from h2htalk.provenance import write_table_meta
 

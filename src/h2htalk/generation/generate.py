@@ -14,6 +14,7 @@ from typing import Any
 
 from h2htalk.errors import DataError
 from h2htalk.generation.baselines import NO_ANSWER, baseline_responses
+from h2htalk.generation.ended import ENDED_ANSWER
 from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic
 from h2htalk.llm.calls import EngineOptions, ModelCalls, chat_request, model_identity, run_summary
 from h2htalk.llm.client import ChatRequest
@@ -89,19 +90,6 @@ def _output_record(
     if "user_turns" in prompt:  # a conversation: what this turn answered, the model's own earlier answers included
         record["conversation"] = [m for m in request.messages if m["role"] != "system"]
     return record
-
-
-# what a turn records when an earlier turn of its conversation got no answer (it is not sent)
-ENDED_ANSWER = {
-    "response": "",
-    "finish_reason": None,
-    "failure": {"kind": "conversation_ended", "permanent": True, "message": "an earlier turn got no answer"},
-    "prompt_tokens": 0,
-    "completion_tokens": 0,
-    "latency_s": 0.0,
-    "generated_at": None,
-    "attempts": 0,
-}
 
 
 def _conversation_records(

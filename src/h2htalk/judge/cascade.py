@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from h2htalk.generation.ended import unanswered
 from h2htalk.io import iter_jsonl
 from h2htalk.judge.precision import assumed_spread, measured_spread
 from h2htalk.layout import Cell
@@ -69,8 +70,6 @@ def sized_sample(
 def answered_ids(generations: Path) -> list[str]:
     """The items of a generation file a judge is asked about: all but a conversation's turns never sent (an earlier
     turn got no answer), which no judge sees."""
-    from h2htalk.studies.run import unanswered  # the model-call stack, for the jobs that call models only
-
     return [record["id"] for _, record in iter_jsonl(generations) if not unanswered(record)]
 
 

@@ -12,8 +12,8 @@ import re
 import unicodedata
 
 from h2htalk.judge.rubric import system_text, template_text
+from h2htalk.judge.study import NEED_TEMPLATE, SAFETY_TEMPLATE, judge_system
 from h2htalk.prompts.render import sap_text
-from h2htalk.studies.judges import NEED_TEMPLATE, SAFETY_TEMPLATE, judge_system
 from h2htalk.subtasks import SUBTASK_KEYS, get_subtask
 
 _PLACEHOLDER = re.compile(r"\{\{[^}]*\}\}")  # a template's slot ("{{ persona_rule }}") is no phrase of it

@@ -1,4 +1,4 @@
-"""Every stage of a run that calls a model, planned: the stage table's planned stages run in its order, on what the
+"""Every stage of a run that calls a model, planned: the registry's planned stages run in its order, on what the
 one before wrote, in a scratch results tree, each job calling its own stage function with the plan's stand-in for
 its engines (``plan.calls``), which reads the real caches and sends nothing.
 
@@ -18,12 +18,13 @@ the chain goes on with a placeholder shaped like it:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from h2htalk.config import load_registry, registry_files, settings_view
+from h2htalk.cells import RunCells
+from h2htalk.config import load_registry, registry_files
 from h2htalk.errors import H2HTalkError
 from h2htalk.io import iter_jsonl
 from h2htalk.layout import Layout
@@ -32,9 +33,6 @@ from h2htalk.llm.tokens import text_tokens
 from h2htalk.plan.calls import Placeholder, PlanEngines, PlannedCalls, job_name
 from h2htalk.prefetch import pinned_model, read_records
 from h2htalk.settings import VARIANTS, ClientSettings, JudgeSettings, ReconstructSettings, StudyJudgeSettings
-from h2htalk.stages.job import Job
-from h2htalk.stages.spec import Scope
-from h2htalk.stages.table import STAGES
 from h2htalk.subtasks import get_subtask
 
 VERDICT = "{}"  # a judge answer that holds no verdict and is not cut off: read as missing, never asked again
@@ -68,11 +66,12 @@ class PlanModels:
 
 
 def plan_calls(
-    config: dict[str, Any], results: Layout, scratch: Path, only: Collection[str] | None = None
+    stages: Sequence[Any], config: dict[str, Any], results: Layout, scratch: Path, only: Collection[str] | None = None
 ) -> PlannedRun:
     """Plan every model call of the configured run, reading ``results`` (curated references, prefetch records) and
-    the caches, writing only under ``scratch``; ``only``: the names of the stages to plan, on what an earlier plan
-    of the run wrote in ``scratch`` (the judges again, in another mode)."""
+    the caches, writing only under ``scratch``: the ``planned`` ones of ``stages`` (the registry's, in its order) run
+    as the workflow runs them. ``only``: the names of the stages to plan, on what an earlier plan of the run wrote in
+    ``scratch`` (the judges again, in another mode)."""
     work = Layout(str(scratch)).reading(results, READ_FROM_THE_RUN)
     reconstructing = config["instances"]["source"] == "reconstructed" and only is None
     if reconstructing:
@@ -80,20 +79,15 @@ def plan_calls(
     engines = PlanEngines(
         ClientSettings.from_config(config), config["generation"]["decoding"]["seed"], Placeholders(config, work)
     )
-    scope, models = Scope(config, work), PlanModels(config, results, engines)
-    for stage in STAGES:
+    models = PlanModels(config, results, engines)
+    for stage in stages:
         if not stage.planned or (stage.name == "reconstruct_instances" and not reconstructing):
             continue
         if only is not None and stage.name not in only:
             continue
-        for labels in stage.jobs(scope.run):
-            job = Job(
-                stage, settings_view(config, stage.reads), work, labels, stage.cells(scope.run, labels),
-                stage.files("inputs", scope, labels), stage.files("outputs", scope, labels), models,
-            )  # fmt: skip
+        for labels in stage.jobs(RunCells(config)):
             engines.job = job_name(stage.name, labels)
-            module, function = stage.run.split(":")
-            getattr(__import__(module, fromlist=[function]), function)(job)
+            stage.job(config, work, labels, models, stages=stages).call()
     return PlannedRun(engines.sessions, _reconstructed(config, work, engines) if reconstructing else None)
 
 

@@ -14,13 +14,14 @@ from __future__ import annotations
 import csv
 import os
 import tempfile
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from h2htalk.hardware import available_cores, other_processes_load
 from h2htalk.layout import Layout
+from h2htalk.llm.engines import engine_of
 from h2htalk.plan.calls import JobName, PlannedCalls
 from h2htalk.plan.chain import plan_calls
 from h2htalk.plan.costs import CpuCalibration, load_throughput
@@ -102,12 +103,13 @@ def machine_record(
 def estimate_jobs(
     sessions: Iterable[PlannedCalls], rates: Rates, cpu: CpuCalibration, learned: Mapping[str, Rates] | None = None
 ) -> dict[str, JobEstimate]:
-    """Seconds of the jobs of each stage, from their llama.cpp sessions with requests to send (the jobs that send
-    none are not listed), at ``rates``, or at a stage's own where an earlier run ``learned`` them."""
+    """Seconds of the jobs of each stage, from their sessions of an engine timed on this CPU (llama.cpp's) with
+    requests to send (the jobs that send none are not listed), at ``rates``, or at a stage's own where an earlier
+    run ``learned`` them."""
     totals: dict[str, tuple[float, float, set[JobName]]] = {}
     for calls in sessions:
         tally, step = calls.tally, calls.stage.name.removesuffix(" sample")
-        if calls.spec.get("engine") != "llamacpp" or tally.to_send == 0 or calls.job is None:
+        if not engine_of(calls.spec).timed_on_cpu or tally.to_send == 0 or calls.job is None:
             continue
         if "judge" in step:
             answers = tally.to_send * cpu.verdict_tokens.get(step, max(cpu.verdict_tokens.values(), default=0.0))
@@ -223,6 +225,7 @@ def cache_line(path: Path | None = None) -> str:
 
 
 def estimate_run(
+    stages: Sequence[Any],
     config: dict[str, Any],
     results: Layout,
     registry: Mapping[str, Any],
@@ -230,16 +233,17 @@ def estimate_run(
     other_jobs: int,
     cache: Path | None = None,
 ) -> RunEstimate | None:
-    """The expected time of a run on this machine that runs the jobs ``needed`` of the stages that call models, and
-    ``other_jobs`` jobs that call none; None when none of them sends a llama.cpp model a request, or the throughput
-    table has no ``cpu`` section. Rates measured now are kept in ``cache`` (default: the user's)."""  # fmt: skip
+    """The expected time of a run on this machine that runs the jobs ``needed`` of the ``stages`` that call models, and
+    ``other_jobs`` jobs that call none; None when none of them sends a request to a model whose engine is timed on
+    this CPU (``Engine.timed_on_cpu``: llama.cpp's), or the throughput table has no ``cpu`` section. Rates measured
+    now are kept in ``cache`` (default: the user's)."""  # fmt: skip
     cpu = load_throughput(config["plan"]["throughput"]).cpu
     if cpu is None:
         return None
     with tempfile.TemporaryDirectory() as scratch:
-        planned = plan_calls(config, results, Path(scratch))
+        planned = plan_calls(stages, config, results, Path(scratch))
     sessions = [calls for calls in planned.sessions if calls.job in needed and calls.tally.to_send]
-    local = sorted({calls.spec["name"] for calls in sessions if calls.spec.get("engine") == "llamacpp"})
+    local = sorted({calls.spec["name"] for calls in sessions if engine_of(calls.spec).timed_on_cpu})
     if not local:
         return None
     cache = cache or rates_cache_file()
@@ -256,7 +260,7 @@ def estimate_run(
         if record not in records:
             known[key] = keep(records, record)
             write_cache(cache, known)
-        threads = min(spec["llamacpp"]["threads"], available_cores())
+        threads = min(engine_of(spec).threads(spec), available_cores())
         machine = rates_of(record, threads, source)
         learned = {
             kind: rates_of(found, threads, "a finished run's jobs")

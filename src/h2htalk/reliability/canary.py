@@ -26,7 +26,7 @@ from h2htalk.io import iter_jsonl, read_json, write_jsonl_atomic
 from h2htalk.layout import Layout
 from h2htalk.reliability.agreement import NOMINAL, ORDINAL, krippendorff_alpha
 from h2htalk.reliability.ladder import NEEDS, ROLE_NAMES, RUBRIC
-from h2htalk.settings import CASCADE, JUDGE_SECTIONS
+from h2htalk.settings import JUDGE_SECTIONS, JudgeMode
 
 KEPT = ("key", "task", "item", "rung", "value")  # what a kept canary verdict holds
 OWN_JUDGE, CHEAP_JUDGE = "judge", "cheap judge"  # slots; a panel's judge is a slot of its own
@@ -35,10 +35,10 @@ OWN_JUDGE, CHEAP_JUDGE = "judge", "cheap judge"  # slots; a panel's judge is a s
 def canary_slot(config: Mapping[str, Any], role: str, model: str) -> str:
     """Where ``model`` judges ``role`` in the run: the role's own judge, the cascade's cheap judge, or a judge
     of the panel (``judge_reliability.panel``) of its own."""
-    keys = config[JUDGE_SECTIONS[role]]
-    if model == keys["model"]:
+    mode = JudgeMode.from_config(config, JUDGE_SECTIONS[role])
+    if model == mode.model:
         return OWN_JUDGE
-    if keys["mode"] == CASCADE and model == keys["cheap_model"]:
+    if mode.cascade and model == mode.cheap_model:
         return CHEAP_JUDGE
     return f"panel judge {model}"
 
@@ -65,7 +65,11 @@ def _append(path: Path, entry: dict[str, Any]) -> None:
 
 
 def keep_canary(
-    results: Layout, role: str, records: Sequence[dict[str, Any]], judge: dict[str, Any], min_alpha: float,
+    results: Layout,
+    role: str,
+    records: Sequence[dict[str, Any]],
+    judge: dict[str, Any],
+    min_alpha: float,
     slot: str = OWN_JUDGE,
 ) -> dict[str, Any]:
     """Keep this run's canary verdicts of ``role`` by the judge in ``slot`` (when new), and compare them with

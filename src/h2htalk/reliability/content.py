@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
+from h2htalk.judge.study import known_answer_accuracy, need_answer_accuracy, read_known_answers, read_need_answers
 from h2htalk.reliability.ladder import NEEDS, SAFETY, Accuracy
 from h2htalk.reliability.surface import Surface, set_surface
 from h2htalk.scoring.bootstrap import bootstrap_mean_ci
 from h2htalk.settings import BootstrapSettings
-from h2htalk.studies.judges import known_answer_accuracy, need_answer_accuracy, read_known_answers, read_need_answers
 
 KNOWN_ANSWER_ROLES = (SAFETY, NEEDS)  # the judges that have a known-answer set
 

@@ -17,7 +17,7 @@ from h2htalk.people.agreement import JUDGE_VS_PEOPLE
 from h2htalk.reliability.agreement import NOMINAL, ORDINAL, Alpha, self_consistency
 from h2htalk.reliability.judge_pairs import Item, JudgeVerdicts, judge_verdicts
 from h2htalk.reliability.ladder import NEEDS, RUBRIC, SAFETY
-from h2htalk.settings import CASCADE, JUDGE_ROLES, JUDGE_SECTIONS, ladder_part
+from h2htalk.settings import JUDGE_ROLES, JUDGE_SECTIONS, JudgeMode, ladder_part
 from h2htalk.tables.human_review import ALL_JUDGED
 from h2htalk.tables.human_review import COLUMNS as AGREEMENT_COLUMNS
 
@@ -127,8 +127,8 @@ def cascades(config: dict[str, Any], run: RunCells, results: Layout) -> list[Mee
     both judged every item of the cascade's sample."""
     found = []
     for role in JUDGE_ROLES:
-        section = config[JUDGE_SECTIONS[role]]
-        if section["mode"] != CASCADE or (role == RUBRIC and not run.judged_subtasks):
+        mode = JudgeMode.from_config(config, JUDGE_SECTIONS[role])
+        if not mode.cascade or (role == RUBRIC and not run.judged_subtasks):
             continue
         cells = role_cells(run, role)
 
@@ -137,8 +137,8 @@ def cascades(config: dict[str, Any], run: RunCells, results: Layout) -> list[Mee
                 path = verdict_file(results, c, sample)
                 yield from (((c.model, c.variant, c.task, r["id"]), r) for _, r in iter_jsonl(path))
 
-        cheap = judge_verdicts(section["cheap_model"], role, records(False))
-        found.append((role, cheap, judge_verdicts(section["model"], role, records(True)), ON_SAMPLE))
+        cheap = judge_verdicts(mode.cheap_model, role, records(False))
+        found.append((role, cheap, judge_verdicts(mode.model, role, records(True)), ON_SAMPLE))
     return found
 
 
@@ -155,8 +155,8 @@ def card_evidence(
             ladder_file = results.path("judge_ladder", model=model, part=part)
             canary_file = results.path("judge_canary", model=model, part=part)
             inputs += [path for path in (ladder_file, canary_file) if path not in inputs]
-            section = config[JUDGE_SECTIONS[role]]
-            own_sample = section["mode"] == CASCADE and model == section["model"]  # it judged the sample only
+            section, mode = config[JUDGE_SECTIONS[role]], JudgeMode.from_config(config, JUDGE_SECTIONS[role])
+            own_sample = mode.cascade and model == mode.model  # it judged the sample only
             evidence = JudgeEvidence(role, model, section["samples"])
             judged = verdict_files(run, results, role, own_sample) if role in run.judges.get(model, ()) else {}
             for task, paths in judged.items():  # a panel's judge judged the ladder only

@@ -10,11 +10,11 @@ from typing import Any
 
 from h2htalk.judge.rubric import parse_verdict
 from h2htalk.judge.run import answers_with_retry, sample_requests
+from h2htalk.judge.study import parse_need, parse_safety
 from h2htalk.llm.calls import EngineOptions
 from h2htalk.llm.fences import Fence, fence_of
 from h2htalk.reliability.ladder import NEEDS, RUBRIC, SAFETY, LadderText
 from h2htalk.settings import JudgeSettings
-from h2htalk.studies.judges import parse_need, parse_safety
 
 
 def read_sample(role: str, response: str, finish_reason: str | None, fence: Fence) -> dict[str, Any]:

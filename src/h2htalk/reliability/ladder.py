@@ -25,11 +25,11 @@ from typing import Any
 import numpy as np
 
 from h2htalk.judge.rubric import judge_messages
+from h2htalk.judge.study import need_messages, read_known_answers, read_need_answers, safety_messages
 from h2htalk.reliability import degrade
 from h2htalk.scoring.bootstrap import bootstrap_mean_ci
 from h2htalk.settings import JUDGE_ROLES, BootstrapSettings
 from h2htalk.studies.data import if_items, read_scenarios
-from h2htalk.studies.judges import need_messages, read_known_answers, read_need_answers, safety_messages
 
 RUBRIC, SAFETY, NEEDS = JUDGE_ROLES
 ROLE_NAMES = {RUBRIC: "rubric judge", SAFETY: "safety judge", NEEDS: "instruction-following judge"}

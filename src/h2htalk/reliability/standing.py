@@ -19,7 +19,7 @@ from h2htalk.io import iter_jsonl
 from h2htalk.layout import Layout
 from h2htalk.reliability.content import ContentCheck, content_check
 from h2htalk.reliability.ladder import ROLE_NAMES, RUBRIC, Accuracy, ladder_pairs, pairwise_accuracy
-from h2htalk.settings import CASCADE, JUDGE_SECTIONS, BootstrapSettings, ladder_part
+from h2htalk.settings import JUDGE_SECTIONS, BootstrapSettings, JudgeMode, ladder_part
 
 CHANCE = 0.5
 AT_CHANCE_MARK = "†"  # beside a cell (and its Avg, Overall) made by a judge at chance or not shown to read content
@@ -81,12 +81,10 @@ def role_standings(
 ) -> list[Standing]:
     """The ladders of ``role``'s judges, from the ladder files a job declared (``ladders``; none: the run has no
     cell of that role): the cheap judge's in cascade mode, then the role's own, the one that decides."""
-    judge = config[JUDGE_SECTIONS[role]]
-    cheap = [judge["cheap_model"]] if judge["mode"] == CASCADE and judge["cheap_model"] != judge["model"] else []
-    part = ladder_part(role)
-    files = {model: results.path("judge_ladder", model=model, part=part) for model in [*cheap, judge["model"]]}
+    mode, part = JudgeMode.from_config(config, JUDGE_SECTIONS[role]), ladder_part(role)
+    files = {model: results.path("judge_ladder", model=model, part=part) for model in mode.judges}
     return [
-        ladder_standing(path, model, role, bootstrap, deciding=model == judge["model"])
+        ladder_standing(path, model, role, bootstrap, deciding=model == mode.model)
         for model, path in files.items()
         if path in ladders and os.path.exists(path)
     ]

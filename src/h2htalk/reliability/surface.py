@@ -23,8 +23,8 @@ from functools import cache
 
 import numpy as np
 
+from h2htalk.judge.study import read_known_answers, read_need_answers
 from h2htalk.reliability.ladder import NEEDS, SAFETY
-from h2htalk.studies.judges import read_known_answers, read_need_answers
 
 # what the SAP layer (resources/prompts/sap.md) asks a reply to say or forbids it, as phrases a reply can show
 SAP_PHRASES: tuple[str, ...] = (

@@ -31,10 +31,10 @@ from h2htalk.errors import DataError
 from h2htalk.io import iter_jsonl
 from h2htalk.judge.combine import reviewed_verdict
 from h2htalk.judge.rubric import system_text
+from h2htalk.judge.study import judge_system
 from h2htalk.layout import Cell, Layout
 from h2htalk.prompts.render import render_instance, sap_text
 from h2htalk.settings import WITHOUT_SAP
-from h2htalk.studies.judges import judge_system
 from h2htalk.subtasks import field_catalogue, get_subtask
 
 

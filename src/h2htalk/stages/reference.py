@@ -1,6 +1,6 @@
-"""The stage reference, ``docs/stages.md``, made from the stage table: for every stage, what it reads, what it
+"""The stage reference, ``docs/stages.md``, made from the stage registry: for every stage, what it reads, what it
 makes and where it runs. ``python -m h2htalk.stages.reference > docs/stages.md`` writes it; a test fails when the
-file and the table drift apart."""
+file and the declarations drift apart."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from h2htalk.stages.table import STAGES
 WHERE = {
     "local": "where Snakemake runs (on a cluster: the submit host)",
     "cpu": "a CPU job (`cluster.cpu_partition`)",
-    "model": "a job with its models' GPUs, cores, memory and time (registry `gpus`, `resources`); starts their "
-    "engines",
+    "model": "a job with its models' GPUs, cores, memory and time (registry `gpus`, `resources`); starts their engines",
     "embedder": "a job placed by its embedder's GPUs (`embedders.NAME.gpus`)",
 }
 CELL_KINDS = {
@@ -69,6 +68,10 @@ def stage_section(stage: Stage) -> str:
     if stage.where == "model":
         lines += ["  - models: the model files and prefetch records of the models it starts"]
     lines += ["- outputs:"] + [f"  - {name}: {describe(spec)}" for name, spec in stage.outputs.items()]
+    if product := stage.product:
+        titles = product.title if isinstance(product.title, str) else ", ".join(product.title.values())
+        first = "; among what a run says to open first" if product.first else ""
+        lines += [f"- product ({product.kind}): {titles}, its `{product.main}` output{first}"]
     if stage.keeps:
         lines += ["- keeps (adds to, across runs):"] + [f"  - {n}: {describe(s)}" for n, s in stage.keeps.items()]
     return "\n".join(lines) + "\n"
@@ -78,8 +81,8 @@ def reference() -> str:
     head = [
         "# Stages",
         "",
-        "Every stage of the workflow, as the stage table (`src/h2htalk/stages/table.py`) declares it: its rule (of the",
-        "same name), its command, what it reads and makes, and where it runs. Made from the table by",
+        "Every stage of the workflow, as it is declared at its function (`@stage` in `src/h2htalk/stages/jobs/`): its",
+        "rule (of the same name), its command, what it reads and makes, and where it runs. Made from the registry by",
         "`python -m h2htalk.stages.reference > docs/stages.md`; `tests/test_stages.py` fails when the two differ.",
         "",
         "A *cell* is a model's result for one variant (`sap`, `nosap`) and one task (a subtask, or a study), scored",
@@ -87,10 +90,7 @@ def reference() -> str:
         "",
         "| stage | command | runs over | where |",
         "|---|---|---|---|",
-        *(
-            f"| [{s.name}](#{s.name}) | `{s.command_name}` | {', '.join(s.labels) or '—'} | {s.where} |"
-            for s in STAGES
-        ),
+        *(f"| [{s.name}](#{s.name}) | `{s.command_name}` | {', '.join(s.labels) or '—'} | {s.where} |" for s in STAGES),
         "",
     ]
     return "\n".join(head) + "\n" + "\n".join(stage_section(stage) for stage in STAGES)

@@ -1,22 +1,31 @@
 """What a stage is: one value that says what it reads, what it makes, what it runs over and where it runs.
 
-A ``Stage`` is declared once (``h2htalk.stages.table``). The workflow makes its rule from it, the ``h2htalk``
-command its sub-command, the freshness check its part of the result graph, the plan its model calls and
-``docs/stages.md`` its reference. Files are declared as ``Layout`` kinds: ``Each(kind)`` for every cell the job
+A ``Stage`` is declared once, at the function that runs its jobs (``@stage(...)``), and checked there when it
+loads (``h2htalk.stages.check``); the registry (``h2htalk.stages.table``) collects them in pipeline order. The
+workflow makes its rule from it, the ``h2htalk`` command its sub-command, the freshness check its part of the
+result graph, the plan its model calls, the run's closing lines and report its product, and ``docs/stages.md``
+its reference. Files are declared as ``Layout`` kinds: ``Each(kind)`` for every cell the job
 works on (the freshness graph links a cell's outputs to its own inputs), ``One(kind)`` for one result with the
 job's labels, ``Figure`` for a file in the tables folder, ``Paths`` for anything else.
 """
 
 from __future__ import annotations
 
+import argparse
+import inspect
 import itertools
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any, Literal
+from functools import cache, cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from h2htalk.cells import RunCells
 from h2htalk.layout import Cell, Layout
+
+if TYPE_CHECKING:  # the model-call stack (openai, httpx) is imported only by the jobs that call models
+    from h2htalk.llm.calls import EngineOptions
 
 Labels = Mapping[str, str]  # a job's wildcards: model, embedder, subtask, variant, study, figure
 Where = Literal["local", "cpu", "model", "embedder"]
@@ -103,13 +112,17 @@ FileSpec = Each | One | Cells | Figure | Paths
 
 
 def figure_files(stem: str, **suffixes: str) -> dict[str, Figure]:
-    """A table's or figure's files (and its provenance, ``meta``): name -> suffix after ``stem``."""
-    return {"meta": Figure(stem, ".meta.json"), **{name: Figure(stem, s) for name, s in suffixes.items()}}
+    """A table's or figure's files: name -> suffix after ``stem`` (its provenance is added by ``stage``)."""
+    return {name: Figure(stem, s) for name, s in suffixes.items()}
 
 
 def bundle(stem: str) -> dict[str, Figure]:
-    """A folder of files in the tables folder (and its provenance)."""
-    return {"meta": Figure(stem, ".meta.json"), "bundle": Figure(stem, "", directory=True)}
+    """A folder of files in the tables folder."""
+    return {"bundle": Figure(stem, "", directory=True)}
+
+
+def no_cells(run: RunCells, labels: Labels) -> list[Cell]:
+    return []
 
 
 class Over:
@@ -135,15 +148,37 @@ class Over:
 
 
 @dataclass(frozen=True)
+class Product:
+    """A table, figure or export a stage makes: the one place it is named. ``main``: the output opened to read it
+    (``inner``: its file inside a bundle's folder); ``shown``: the outputs in Snakemake's report; ``first``: among
+    what a run says to open first."""
+
+    kind: Literal["table", "figure", "export"]
+    title: str | Mapping[str, str]  # "Table 2": the closing lines' label (by the job's one label, where it has one)
+    caption: str | Mapping[str, str]  # what it is, in a few words (the report's caption is ``report/NAME.rst``)
+    main: str
+    shown: tuple[str, ...] = ()
+    first: bool = False
+    inner: str = ""
+    listed: bool = True  # in a run's closing lines (Table 2's partial form and its pairs are Table 2's parts)
+
+    def about(self, labels: Labels) -> tuple[str, str]:
+        """(title, caption) of the job of ``labels``."""
+        (value,) = labels.values() or ("",)
+        pick = lambda text: text if isinstance(text, str) else text[value]  # noqa: E731
+        return pick(self.title), pick(self.caption)
+
+
+@dataclass(frozen=True)
 class Stage:
     """One stage: its rule, its command and its part of the plan, the freshness graph and the reference."""
 
     name: str  # the rule's name
-    run: str  # "module:function" that does the work (imported when a job runs)
+    run: Callable[..., Any]  # the function that does the work: its parameters are what the job is given
     help: str
     reads: tuple[str, ...] = ()  # config keys, dotted; "-key" removes a key of a section read whole
     jobs: Over = field(default_factory=Over)  # the labels of each job of a run
-    cells: Callable[[RunCells, Labels], list[Cell]] = lambda run, labels: []
+    cells: Callable[[RunCells, Labels], list[Cell]] = no_cells  # the job's cells, which its ``Each`` files are of
     inputs: Mapping[str, FileSpec] = field(default_factory=dict)
     outputs: Mapping[str, FileSpec] = field(default_factory=dict)
     # folders it adds to and keeps across runs (a history): not outputs, which Snakemake removes before a job runs
@@ -157,11 +192,16 @@ class Stage:
     memory_mb: int = 500
     minutes: int = 5  # runtime
     command: str = ""  # the sub-command (default: the name with dashes)
-    options: tuple[str, ...] = ()  # option groups of its command: engine, bootstrap, scoring, font, root
+    # option groups of its command: engine, rubric_judge or study_judge (--judge), bootstrap, scoring, font, root
+    options: tuple[str, ...] = ()
     priority: int = 0  # among jobs ready at once, the higher first (Snakemake's priority)
     planned: bool = False  # the plan runs it (a stage that calls models, or one they read from)
+    plans: bool = False  # it runs every planned stage's function, so it reads every key they read
     uses: tuple[str, ...] = ()  # folders of the package's resources its work reads (prompts, rubrics, known answers)
-    report: tuple[str, ...] = ()  # outputs shown in Snakemake's report
+    product: Product | None = None  # a table, figure or export: its provenance (``meta``) is added to its outputs
+    # in the run's default target (``all``) where this says so for the run's config (default: a product is)
+    in_all: Callable[[Mapping[str, Any]], bool] | None = None
+    targets: str | Callable[[Labels], str] = ""  # a named target of all its jobs (``snakemake scores``), or of each
     caption: str = ""  # the report's caption file (default: the name)
 
     @property
@@ -173,10 +213,13 @@ class Stage:
         """The job's labels: its rule's wildcards."""
         return self.jobs.names
 
+    def in_default_target(self, config: Mapping[str, Any]) -> bool:
+        return self.in_all(config) if self.in_all else self.product is not None
+
     @property
     def records_inputs(self) -> bool:
-        """A table or figure: its provenance (``meta``) records the checksum of every input."""
-        return "meta" in self.outputs
+        """A product: its provenance (``meta``) records the checksum of every input."""
+        return self.product is not None
 
     def files(self, which: str, scope: Scope, labels: Labels) -> dict[str, list[str]]:
         """The job's declared ``inputs`` or ``outputs``, resolved: name -> paths."""
@@ -186,3 +229,112 @@ class Stage:
 
     def registry_entries(self, scope: Scope, labels: Labels) -> list[str]:
         return (self.entries or self.starts)(scope, labels)
+
+    def job(self, config: Mapping[str, Any], results: Layout, labels: Labels, models: Models, **more: Any) -> Job:
+        """The job of ``labels`` in the run of ``config`` (validated) and ``results``: the settings it reads, its cells
+        and its files resolved (``more``: the command's ``options``, the registry's ``stages``)."""
+        from h2htalk.config import settings_view
+
+        scope = Scope(config, results)
+        return Job(
+            self, settings_view(config, self.reads), results, dict(labels), self.cells(scope.run, labels),
+            self.files("inputs", scope, labels), self.files("outputs", scope, labels), models, **more,
+        )  # fmt: skip
+
+
+@cache
+def typed_settings() -> dict[str, type]:
+    """The settings a parameter may ask for by its type: the classes made from the config alone."""
+    from h2htalk import settings
+
+    return {
+        name: value for name, value in vars(settings).items()
+        if inspect.isclass(value) and hasattr(value, "from_config")
+        and len(inspect.signature(value.from_config).parameters) == 1
+    }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Done:
+    """What a job says when it ends: ``COMMAND SUBJECT: FACTS -> OUT (TIME)``."""
+
+    facts: str
+    subject: str = ""
+    out: str | os.PathLike[str] | None = None
+
+
+class Models(Protocol):
+    """How a job reaches models: registry entries and engines, for real or planned."""
+
+    def entry(self, name: str, pinned: bool = True) -> dict[str, Any]: ...
+
+    def engines(self, names: list[str]) -> Any: ...
+
+
+@dataclass
+class Job:
+    stage: Stage
+    config: dict[str, Any]  # only what the stage reads
+    results: Layout
+    labels: dict[str, str]
+    cells: list[Cell]
+    inputs: dict[str, list[str]]
+    outputs: dict[str, list[str]]
+    models: Models
+    options: argparse.Namespace = field(default_factory=argparse.Namespace)
+    stages: tuple[Stage, ...] = ()  # the registry's (what the plan plans)
+
+    def call(self) -> Done:
+        """Run the stage's function, given what its parameters name (``argument``)."""
+        return self.stage.run(**{name: self.argument(name, p.annotation)
+                                 for name, p in inspect.signature(self.stage.run).parameters.items()})  # fmt: skip
+
+    def argument(self, name: str, annotation: Any) -> Any:
+        """A file the stage declares (one path, or a list where it may be several), a label, a typed setting, or what
+        the machinery gives (config, run, cells, results, models, options, each, inputs, outputs, stages, job)."""
+        for files, specs in ((self.inputs, self.stage.inputs), (self.outputs, self.stage.outputs)):
+            if name in specs:
+                one = isinstance(specs[name], Figure) or (isinstance(specs[name], One) and specs[name].over is None)
+                return files[name][0] if one else files[name]
+        if name in self.labels:
+            return self.labels[name]
+        if annotation in typed_settings():
+            return typed_settings()[annotation].from_config(self.config)
+        if name == "outputs":  # the one-file outputs by name (a table's csv, md, tex, ...)
+            return self.named_outputs()
+        return self if name == "job" else getattr(self, name)
+
+    @property
+    def run(self) -> RunCells:
+        return RunCells(self.config)
+
+    def input(self, name: str) -> str:
+        """The one file of input ``name``."""
+        (path,) = self.inputs[name]
+        return path
+
+    def output(self, name: str) -> str:
+        (path,) = self.outputs[name]
+        return path
+
+    def named_outputs(self) -> dict[str, str]:
+        """The job's outputs that are one file each, by name (a table's csv, md, tex, ...)."""
+        return {name: paths[0] for name, paths in self.outputs.items() if len(paths) == 1}
+
+    def out_path(self, name: str) -> Path:
+        return Path(self.output(name))
+
+    def each(self, name: str, cell: Cell) -> str:
+        """The path of input or output ``name`` (declared ``Each``) of one of the job's cells."""
+        spec = self.stage.inputs.get(name) or self.stage.outputs[name]
+        return spec.of(Scope(self.config, self.results), cell)  # type: ignore[union-attr]
+
+    def entry(self, name: str) -> dict[str, Any]:
+        """A runnable registry entry (at the commit its prefetch record names, where it has one)."""
+        return self.models.entry(name)
+
+    def engines(self, names: list[str]) -> EngineOptions:
+        return self.models.engines(names)
+
+    def option(self, name: str, default: Any = None) -> Any:
+        return getattr(self.options, name, default)

@@ -8,12 +8,10 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
+from h2htalk.generation.ended import unanswered
 from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic
 from h2htalk.judge.run import answers_with_retry, read_flags, sample_flags, sample_requests
-from h2htalk.llm.calls import EngineOptions
-from h2htalk.llm.fences import fence_of
-from h2htalk.settings import JudgeSettings
-from h2htalk.studies.judges import (
+from h2htalk.judge.study import (
     NeedVerdict,
     SafetyVerdict,
     need_messages,
@@ -21,6 +19,9 @@ from h2htalk.studies.judges import (
     parse_safety,
     safety_messages,
 )
+from h2htalk.llm.calls import EngineOptions
+from h2htalk.llm.fences import fence_of
+from h2htalk.settings import JudgeSettings
 
 
 def _majority(decisions: list[bool | None]) -> bool | None:
@@ -55,11 +56,6 @@ def _aggregate_need(samples: list[dict[str, Any]]) -> dict[str, Any]:
         "flags": sample_flags(len(decided), len(samples), missing=not decided)
         + read_flags([s["parse"] for s in samples]),
     }
-
-
-def unanswered(generation: dict[str, Any]) -> bool:
-    """A turn never sent because an earlier turn of its conversation got no answer: there is nothing to judge."""
-    return (generation.get("failure") or {}).get("kind") == "conversation_ended"
 
 
 def judge_studies(

@@ -10,7 +10,7 @@ from typing import Any
 from h2htalk.config import load_registry
 from h2htalk.io import read_json, write_png_atomic, write_text_atomic
 from h2htalk.scoring.signatures import signature_string
-from h2htalk.settings import VARIANT_NAMES, WITH_SAP
+from h2htalk.settings import VARIANT_NAMES, WITH_SAP, JudgeMode
 from h2htalk.subtasks import SUBTASKS
 from h2htalk.tables.calibration import no_answer_notes
 from h2htalk.tables.table2 import (
@@ -144,7 +144,6 @@ def write_table2(
     return rows
 
 
-
 def pending_summary(summary: dict[str, Any]) -> dict[str, Any]:
     """A judged cell's place in the partial Table 2: its S summary's identity, marked pending (no value)."""
     keys = ("model", "variant", "subtask", "embedder")
@@ -175,6 +174,7 @@ def write_table2_partial(
     write_text_atomic(out["md"], markdown_text(table2_frame(rows), caption=CAPTION, notes=notes))
     return rows
 
+
 def shared_roles(config: dict[str, Any]) -> list[str]:
     """Notes for Table 2 when a model under test also wrote, voted on or judged what it is scored on (the judge
     only where its scores are in the table: tables.judged_cell), or when the baselines' judged cells are S."""
@@ -188,9 +188,10 @@ def shared_roles(config: dict[str, Any]) -> list[str]:
     judge, reading = config["rubric_judge"], config["tables"]["judged_cell"]
     if judge["model"] in config["models"] and reading != "S":  # with S the judge's scores are not in the table
         notes.append(f"{judge['model']} is a model under test and also the rubric judge of Levels I-III.")
-    if judge["mode"] == "cascade" and judge["cheap_model"] in config["models"] and reading != "S":
+    mode = JudgeMode.from_config(config, "rubric_judge")
+    if mode.cascade and mode.cheap_model in config["models"] and reading != "S":
         notes.append(
-            f"{judge['cheap_model']} is a model under test and also the cheap rubric judge of Levels I-III (cascade"
+            f"{mode.cheap_model} is a model under test and also the cheap rubric judge of Levels I-III (cascade"
             " mode): a preference for its own answers is a bias of one row, which its cells' sample corrects."
         )
     if config["baselines"] and not judge["baselines"] and reading != "S":

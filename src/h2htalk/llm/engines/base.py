@@ -54,6 +54,9 @@ class Engine:
     needs_model_file: ClassVar[bool] = False  # a job is given a provisioned file (results/models/NAME.gguf)
     packages: ClassVar[tuple[str, ...]] = ()  # installed packages whose versions the provenance records
     slots: ClassVar[int | None] = None  # requests its server works on at once (None: many, batched together)
+    # its server runs on this machine's CPU, so a run here can say how long its jobs will take, from prompt and
+    # answer rates measured through that server (h2htalk.plan.timing)
+    timed_on_cpu: ClassVar[bool] = False
 
     def identity(self, spec: dict[str, Any]) -> dict[str, Any]:
         """What identifies the answers of ``spec``: part of every request key and of every answer's provenance."""

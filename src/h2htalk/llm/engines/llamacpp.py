@@ -40,6 +40,7 @@ class LlamaCpp(ServerEngine):
     packages = ("llama-cpp-python",)
     # llama_cpp.server answers one request at a time and keeps only the last one's tokens for the next
     slots = 1
+    timed_on_cpu = True
     key_variable = "API_KEY"  # llama_cpp.server reads every setting not given as a flag from the environment
     # libgomp's threads spin 300,000 times before they sleep: alone on its cores that gains nothing here, and
     # beside another busy process (a second server, a test worker, a scoring job) the model wrote 1.7-1.8

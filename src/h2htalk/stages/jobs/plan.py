@@ -8,36 +8,66 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from h2htalk.stages.job import Done, Job
+from h2htalk.settings import CASCADE_MODE, FULL_MODE, JUDGE_SECTION_NAMES, JudgeMode
+from h2htalk.stages.declare import stage
+from h2htalk.stages.declared import REGISTRY
+from h2htalk.stages.spec import Done, Job, One, Paths
 
 JUDGING = ("rubric_judge", "study", "judge_ladder")  # the stages whose judges a mode changes
-SECTIONS = ("rubric_judge", "study_judge")
 
 
+def _plan_inputs(scope, labels):
+    """What the plan reads: the curated references (a reconstructed benchmark's) or the instance files, the
+    answer caches as they are now, the price and throughput tables."""
+    config, run = scope.config, scope.run
+    instances = config["instances"]
+    if instances["source"] == "reconstructed":
+        sources = [scope.results.path("curated", subtask=s) for s in run.subtasks]
+    else:
+        sources = [instances["files"][s] for s in run.subtasks if instances["source"] == "file"]
+    folders = {
+        config["generation"]["cache_dir"], config["rubric_judge"]["cache_dir"], config["study_judge"]["cache_dir"],
+        instances["reconstruct"]["cache_dir"],
+    }  # fmt: skip
+    caches = sorted(str(p) for folder in folders for p in Path(folder).glob("*.sqlite"))
+    return [*sources, *caches, config["plan"]["prices"], config["plan"]["throughput"]]
+
+
+@stage(
+    "plan",
+    "count what the configured run sends per model and stage, what the caches hold, and the tokens, GPU-hours"
+    " and API cost of the rest (plan.md and plan.csv in the set's results folder)",
+    reads=(
+        *REGISTRY, "models", "baselines", "subtasks", "variants", "generation", "rubric_judge", "study_judge",
+        "instances", "studies", "review.store", "plan",
+    ),
+    env="generation", memory_mb=4000, minutes=60, plans=True,
+    inputs={"sources": Paths(_plan_inputs)}, outputs={"table": One("plan"), "report": One("plan_md")},
+)  # fmt: skip
 def plan(job: Job) -> Done:
     from h2htalk.config import load_registry, registry_files
     from h2htalk.io import write_text_atomic
     from h2htalk.plan.chain import plan_calls
     from h2htalk.plan.costs import load_prices, load_throughput
     from h2htalk.plan.report import auto_sample_lines, csv_text, judge_modes, markdown, plan_rows
-    from h2htalk.settings import CASCADE, FULL
 
     config = job.config
     prices, throughput = load_prices(config["plan"]["prices"]), load_throughput(config["plan"]["throughput"])
-    configured = {config[section]["mode"] for section in SECTIONS}
+    modes = [JudgeMode.from_config(config, section) for section in JUDGE_SECTION_NAMES]
+    configured = {mode.mode for mode in modes}
     registry = load_registry(registry_files(config))
-    unknown = sorted({config[s]["cheap_model"] for s in SECTIONS} - set(registry))
+    unknown = sorted({mode.cheap_model for mode in modes} - set(registry))
     with tempfile.TemporaryDirectory(prefix="h2htalk-plan-") as scratch:
-        planned = plan_calls(job.config, job.results, Path(scratch))
+        planned = plan_calls(job.stages, job.config, job.results, Path(scratch))
         rows = plan_rows(planned, prices, throughput)
         by_mode, sizes = {}, planned_sizes(Path(scratch))
-        for mode in (FULL, *(() if unknown else (CASCADE,))):
+        for mode in (FULL_MODE, *(() if unknown else (CASCADE_MODE,))):
             if configured == {mode}:
                 by_mode[mode] = rows
             else:  # the judges again, on the answers planned above
-                again = plan_calls(in_mode(config, mode), job.results, Path(scratch), only=JUDGING)
+                again = plan_calls(job.stages, in_mode(config, mode), job.results, Path(scratch), only=JUDGING)
                 by_mode[mode] = plan_rows(again, prices, throughput)
-                sizes = sizes if mode != CASCADE else planned_sizes(Path(scratch))
+                sizes = sizes if mode != CASCADE_MODE else planned_sizes(Path(scratch))
     assumed = config["rubric_judge"]["assumed_correlation"], config["rubric_judge"]["assumed_sd"]
     modes = judge_modes(by_mode, prices, throughput) + auto_sample_lines(sizes, *assumed)
     if unknown:
@@ -64,6 +94,6 @@ def planned_sizes(scratch: Path) -> list[dict[str, Any]]:
 def in_mode(config: dict[str, Any], mode: str) -> dict[str, Any]:
     """``config`` with both judges in ``mode``."""
     changed = copy.deepcopy(config)
-    for section in SECTIONS:
+    for section in JUDGE_SECTION_NAMES:
         changed[section]["mode"] = mode
     return changed

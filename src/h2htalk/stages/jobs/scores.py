@@ -5,9 +5,42 @@ from __future__ import annotations
 from typing import Any
 
 from h2htalk.errors import H2HTalkError
-from h2htalk.stages.job import Done, Job
+from h2htalk.stages.declare import stage
+from h2htalk.stages.declared import FIRST, REGISTRY
+from h2htalk.stages.spec import Done, Each, Job, Over, Paths
 
 
+def _embedder_prefetched(scope, labels):
+    """The embedder's prefetch record, where its weights come from the Hugging Face hub."""
+    from h2htalk.prefetch import embedder_downloads
+
+    downloads = embedder_downloads(scope.config["embedders"][labels["embedder"]])
+    return [scope.results.path("prefetched_embedder", embedder=labels["embedder"])] if downloads else []
+
+
+FILES = {
+    "inputs": {
+        "generations": Each("generations"), "references": Each("references"),
+        "prefetched": Paths(_embedder_prefetched),
+    },
+    "outputs": {"scored": Each("score_items"), "summaries": Each("score_summary")},
+}  # fmt: skip
+
+
+@stage(
+    "score", "score every Table 2 cell of one model with one embedder", priority=FIRST, targets="scores",
+    reads=("scoring", "embedders", "subtasks", "variants", *REGISTRY),
+    jobs=Over(model=lambda run: run.run_models, embedder=lambda run: run.embedders),
+    cells=lambda run, w: run.scoring(w["model"], w["embedder"]), where="embedder", env="metrics",
+    memory_mb=8000, minutes=240, options=("scoring",), **FILES,
+)  # fmt: skip
+@stage(
+    "score_studies",
+    "score the safety study's answers of every study model against the safe references, with one embedder",
+    reads=("scoring", "embedders", "variants", "studies.models", "models"),
+    jobs=Over(embedder=lambda run: run.embedders), cells=lambda run, w: run.study_scoring(w["embedder"]),
+    where="embedder", env="metrics", memory_mb=8000, minutes=60, options=("scoring",), **FILES,
+)  # fmt: skip
 def score(job: Job) -> Done:
     """A model's Table 2 cells (score), or every study model's safety answers (score_studies)."""
     from h2htalk.scoring.score_files import ScoringSetup, mean_s_by_variant, score_generation_file

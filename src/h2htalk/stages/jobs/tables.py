@@ -1,20 +1,48 @@
 """The stages that make the paper's tables and figures, the run's provenance and the judges' card. Each writes the
-files its stage declares; the runner adds their provenance (``meta``) with the checksum of every input."""
+files its stage declares; the machinery adds their provenance (``meta``) with the checksum of every input."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
+from h2htalk.cells import RunCells
+from h2htalk.figures import FIGURE_NAMES
 from h2htalk.instances.sources import run_notes
-from h2htalk.stages.job import Done, Job
+from h2htalk.layout import Cell, Layout
+from h2htalk.ratings import INSTANCE_DECISIONS, NEED_VERDICTS, REVIEW_SCORES, SAFETY_RATINGS
+from h2htalk.settings import STUDIES, BootstrapSettings, JudgeMode
+from h2htalk.stages.declare import stage
+from h2htalk.stages.declared import (
+    CELLS,
+    EARLY,
+    JUDGE_MODE_KEYS,
+    REGISTRY,
+    RUBRIC_JUDGE_MODE,
+    RUN_NOTES,
+    config_files,
+    judged_cells,
+    judges_ladders,
+    ladder_jobs,
+    registry_files,
+    rubric_ladders,
+    study_cells,
+    summaries,
+)  # fmt: skip
+from h2htalk.stages.spec import Cells, Done, Each, Figure, One, Over, Paths, Product, figure_files
+
+TABLE2 = (
+    *CELLS, *RUN_NOTES, *REGISTRY, "paper.table2", "tables", "instances.reconstruct.generator",
+    "instances.reconstruct.voters", "review.imports", "review.store", "scoring.bootstrap",
+    "judge_reliability.every_run", *RUBRIC_JUDGE_MODE,
+)  # fmt: skip
 
 
-def _shown(job: Job) -> str:
+def shown(outputs: dict[str, str]) -> str:
     """Where a table went: its first file, and the others' suffixes after it (``table1.csv (+ .md .tex)``)."""
-    named = job.named_outputs()
-    order = sorted((name for name in named if name != "meta"), key=lambda name: name != "md")  # the md first
-    first, *more = [named[name] for name in order]
+    order = sorted((name for name in outputs if name != "meta"), key=lambda name: name != "md")  # the md first
+    first, *more = [outputs[name] for name in order]
     stem = Path(first).name.split(".")[0]
     return first + (f" (+ {' '.join(Path(p).name.removeprefix(stem) for p in more)})" if more else "")
 
@@ -26,103 +54,173 @@ def package_checkout() -> str:
     return str(root) if (root / ".git").exists() else "."
 
 
-def provenance(job: Job) -> Done:
+@stage(
+    "provenance", "write the run's provenance (git, config, data, versions, hardware)",
+    reads=("*",), options=("root",), inputs={"manifest": One("manifest")}, outputs={"provenance": One("provenance")},
+)  # fmt: skip
+def provenance(manifest: str, provenance: str, config: dict[str, Any], options: Any) -> Done:
     from h2htalk.provenance import write_provenance
 
-    root = job.option("root") or package_checkout()
-    record = write_provenance(job.config, job.input("manifest"), job.output("provenance"), root)
-    return Done(f"git {record['git']['revision']}, config sha256 {record['config_sha256'][:12]}", out=_shown(job))
+    root = getattr(options, "root", None) or package_checkout()
+    record = write_provenance(config, manifest, provenance, root)
+    return Done(f"git {record['git']['revision']}, config sha256 {record['config_sha256'][:12]}", out=provenance)
 
 
-def table1(job: Job) -> Done:
+@stage(
+    "table1", "Table 1 (.csv, .md, .tex) from the curation reports", reads=("subtasks",), priority=EARLY,
+    env="figures", product=Product("table", "Table 1", "record counts per subtask: released, kept after curation",
+                                   main="md", shown=("csv",)),
+    inputs={"reports": One("curation", over=("subtask", "subtasks"))},
+    outputs=figure_files("table1", csv=".csv", md=".md", tex=".tex"),
+)  # fmt: skip
+def table1(reports: list[str], outputs: dict[str, str]) -> Done:
     from h2htalk.tables.table1 import write_table1
 
-    write_table1(job.inputs["reports"], job.named_outputs())
-    return Done(f"{len(job.inputs['reports'])} subtasks", out=_shown(job))
+    write_table1(reports, outputs)
+    return Done(f"{len(reports)} subtasks", out=shown(outputs))
 
 
-def table2(job: Job) -> Done:
+@stage(
+    "table2_partial",
+    "Table 2 from the scores alone, before the judge: its judged cells pending, every other cell final",
+    reads=(*CELLS, *RUN_NOTES, *REGISTRY, "tables"), cells=lambda run, w: run.table2(), priority=EARLY,
+    env="figures", memory_mb=1000, minutes=10,
+    product=Product("table", "Table 2 so far", "Table 2 before the judge: its judged cells pending", main="md",
+                    listed=False),
+    inputs={"summaries": Each("score_summary"), "registry": Paths(registry_files)},
+    outputs=figure_files("table2_partial", csv=".csv", md=".md"),
+)  # fmt: skip
+def table2_partial(
+    summaries: list[str], registry: list[str], cells: list[Cell], config: dict[str, Any], run: RunCells,
+    outputs: dict[str, str],
+) -> Done:  # fmt: skip
+    """Table 2 from the scores alone, the judged cells pending: what a run stopped before its judge keeps."""
+    from h2htalk.io import read_json
+    from h2htalk.tables.table2_files import pending_summary, write_table2_partial
+
+    read = [pending_summary(read_json(path)) if run.is_judged(cell) else read_json(path)
+            for cell, path in zip(cells, summaries, strict=True)]  # fmt: skip
+    tables = config["tables"]
+    write_table2_partial(read, registry, outputs, tables["overall_weights"], tables["judged_cell"], run_notes(config))
+    pending = sum(s.get("pending", False) for s in read)
+    return Done(f"{len(read)} cells, {pending} pending the judge", out=shown(outputs))
+
+
+def _table2_items(scope, labels):
+    """The per-item values behind every Table 2 cell of a model under test: J items where judged, S items
+    elsewhere."""
+    return scope.run.table2_items(scope.results).values()
+
+
+@stage(
+    "table2_pairs", "Table 2's paired comparisons, rank intervals and detectable differences, and the rank figure",
+    reads=TABLE2, entries=lambda s, w: list(s.run.models), where="cpu", env="figures", memory_mb=2000,
+    minutes=20, options=("bootstrap",),
+    product=Product("table", "Table 2 pairs", "which of Table 2's rows can be told apart, and the rank intervals",
+                    main="csv", shown=("csv", "figure"), listed=False),
+    in_all=lambda config: False,  # Table 2 reads it
+    inputs={"scores": Paths(_table2_items), "registry": Paths(registry_files)},
+    outputs={
+        **figure_files("table2_pairs", csv=".csv"),
+        "ranks": Figure("table2_ranks", ".csv"), "figure": Figure("table2_ranks", ".png"),
+    },
+)  # fmt: skip
+def table2_pairs(
+    scores: list[str], registry: list[str], config: dict[str, Any], run: RunCells, results: Layout,
+    bootstrap: BootstrapSettings, outputs: dict[str, str],
+) -> Done:  # fmt: skip
+    from h2htalk.config import load_registry
+    from h2htalk.tables.table2_pairs import compare_rows
+    from h2htalk.tables.table2_pairs_files import read_row_items, write_comparisons
+
+    rows, _ = read_row_items(run, results, load_registry(registry), config["tables"]["judged_cell"])
+    comparisons = compare_rows(rows, config["tables"]["overall_weights"], bootstrap)
+    write_comparisons(comparisons, outputs)
+    told = sum(bool(r["separable"]) for r in comparisons.pairs)
+    return Done(f"{len(comparisons.pairs)} comparisons, {told} separable", out=shown(outputs))
+
+
+def _rubric_canary(scope, labels):
+    """Table 2 notes a changed rubric judge from its drift canary, when every run checks it."""
+    if not (scope.config["judge_reliability"]["every_run"] and scope.run.judged_subtasks):
+        return []
+    return [scope.results.path("judge_canary", model=scope.config["rubric_judge"]["model"], part="rubric")]
+
+
+@stage(
+    "table2", "Table 2, its heatmap, the paper comparison and audit", reads=TABLE2,
+    entries=lambda s, w: list(s.run.run_models), ratings=(REVIEW_SCORES,), env="figures", memory_mb=1000,
+    minutes=10, options=("bootstrap",),
+    product=Product("table", "Table 2", "scores per model, variant and subtask (S; J where judged)", main="md",
+                    shown=("csv", "heatmap"), first=True),
+    inputs={
+        "summaries": Paths(summaries), "registry": Paths(registry_files),
+        "paper": config_files("paper.table2"), "review": One("review_queue"),
+        "pairs": Figure("table2_pairs", ".csv"), "ranks": Figure("table2_ranks", ".csv"),
+        "judge_samples": Cells("judge_samples", judged_cells),
+        "human": config_files("review.imports"), "canary": Paths(_rubric_canary),
+        "ladders": Paths(rubric_ladders),
+    },
+    outputs=figure_files(
+        "table2", csv=".csv", md=".md", tex=".tex", heatmap="_heatmap.png", vs_paper="_vs_paper.csv",
+        audit="_paper_audit.csv",
+    ),
+)  # fmt: skip
+def table2(
+    summaries: list[str], registry: list[str], paper: list[str], review: str, pairs: str, ranks: str,
+    judge_samples: list[str], human: list[str], canary: list[str], ladders: list[str],
+    config: dict[str, Any], run: RunCells, results: Layout, bootstrap: BootstrapSettings, outputs: dict[str, str],
+) -> Done:  # fmt: skip
     from h2htalk.io import read_json
     from h2htalk.reliability.canary import drift_notes
     from h2htalk.reliability.standing import AT_CHANCE_MARK, rubric_standings, standing_notes
-    from h2htalk.settings import PEOPLE_READINGS, BootstrapSettings
+    from h2htalk.settings import PEOPLE_READINGS
     from h2htalk.tables.calibration import echo_notes
     from h2htalk.tables.human_review import agreement_note, review_notes, rubric_agreement, rubric_ratings
     from h2htalk.tables.table2_files import shared_roles, write_table2
     from h2htalk.tables.table2_significance import Significance
 
-    config, run, inputs = job.config, job.run, job.inputs
-    bootstrap, summaries = BootstrapSettings.from_config(config), inputs["summaries"]
     weights, judged_cell = config["tables"]["overall_weights"], config["tables"]["judged_cell"]
-    canary = [path for path in inputs["canary"] if os.path.exists(path)]
-    notes = shared_roles(config) + [note for path in canary for note in drift_notes(path)]
+    notes = shared_roles(config) + [note for path in canary if os.path.exists(path) for note in drift_notes(path)]
     notes += review_notes(map(read_json, summaries), judged_cell)
     if config["instances"]["source"] == "reconstructed":
         notes += echo_notes(map(read_json, summaries), weights, judged_cell)
     significance = None  # the workflow always compares; on its own, table2 says when nothing was compared
-    pairs, ranks = job.input("pairs"), job.input("ranks")
     if os.path.isfile(pairs) and os.path.isfile(ranks):
         significance = Significance.read(pairs, ranks)
     else:
         notes.append("No paired comparisons: which rows can be told apart is in table2_pairs (h2htalk table2-pairs).")
     if run.judged_subtasks:
-        ratings, judge = rubric_ratings(inputs["human"], run, job.results, config["review"]["store"])
+        ratings, judge = rubric_ratings(human, run, results, config["review"]["store"])
         rows = rubric_agreement(ratings, judge, run.judged_subtasks, bootstrap)
         notes.append(agreement_note(rows, bootstrap.confidence))
-    ladders = job.inputs["ladders"]
-    standings = rubric_standings(config, job.results, ladders, bootstrap) if judged_cell in PEOPLE_READINGS else []
+    standings = rubric_standings(config, results, ladders, bootstrap) if judged_cell in PEOPLE_READINGS else []
     notes += standing_notes(standings, "Levels I-III cells, and the Itinerary Avg and Overall built from them,")
+    (paper_file,) = paper
     write_table2(
-        summaries, inputs["registry"], job.input("paper"), job.named_outputs(), weights, judged_cell, notes=notes,
+        summaries, registry, paper_file, outputs, weights, judged_cell, notes=notes,
         run_notes=run_notes(config), significance=significance,
         judge_mark=AT_CHANCE_MARK if any(s.unshown and s.deciding for s in standings) else "",
     )  # fmt: skip
-    return Done(f"{len(summaries)} cells", out=_shown(job))
+    return Done(f"{len(summaries)} cells", out=shown(outputs))
 
 
-def table2_partial(job: Job) -> Done:
-    """Table 2 from the scores alone, the judged cells pending: what a run stopped before its judge keeps."""
-    from h2htalk.io import read_json
-    from h2htalk.tables.table2_files import pending_summary, write_table2_partial
-
-    run, tables = job.run, job.config["tables"]
-    summaries = [
-        pending_summary(read_json(path)) if run.is_judged(cell) else read_json(path)
-        for cell, path in zip(job.cells, job.inputs["summaries"], strict=True)
-    ]
-    write_table2_partial(
-        summaries, job.inputs["registry"], job.named_outputs(), tables["overall_weights"], tables["judged_cell"],
-        run_notes(job.config),
-    )  # fmt: skip
-    pending = sum(s.get("pending", False) for s in summaries)
-    return Done(f"{len(summaries)} cells, {pending} pending the judge", out=_shown(job))
+def _study_ladders(scope, labels):
+    """The studies' judges' ladders, which Table 3 and Figure 7 show when every run makes the card (else they say
+    where the ladder is: the card's target)."""
+    return judges_ladders(scope, "studies") if scope.config["judge_reliability"]["every_run"] else []
 
 
-def table2_pairs(job: Job) -> Done:
-    from h2htalk.config import load_registry
-    from h2htalk.settings import BootstrapSettings
-    from h2htalk.tables.table2_pairs import compare_rows
-    from h2htalk.tables.table2_pairs_files import read_row_items, write_comparisons
-
-    config = job.config
-    registry = load_registry(job.inputs["registry"])
-    rows, _ = read_row_items(job.run, job.results, registry, config["tables"]["judged_cell"])
-    comparisons = compare_rows(rows, config["tables"]["overall_weights"], BootstrapSettings.from_config(config))
-    write_comparisons(comparisons, job.named_outputs())
-    told = sum(bool(r["separable"]) for r in comparisons.pairs)
-    return Done(f"{len(comparisons.pairs)} comparisons, {told} separable", out=_shown(job))
-
-
-def _study_ladder(job: Job, role: str, where: str) -> tuple[list[str], str]:
+def _study_ladder(
+    config: dict[str, Any], results: Layout, ladders: list[str], bootstrap: BootstrapSettings, role: str, where: str
+) -> tuple[list[str], str]:
     """The notes and mark of a study's judges' ladders (``role``: safety or instruction_following)."""
     from h2htalk.reliability.ladder import ROLE_NAMES
     from h2htalk.reliability.standing import AT_CHANCE_MARK, role_standings, standing_notes
-    from h2htalk.settings import BootstrapSettings
 
-    bootstrap = BootstrapSettings.from_config(job.config)
-    standings = role_standings(job.config, job.results, job.inputs["ladders"], bootstrap, role)
-    if not job.config["judge_reliability"]["every_run"]:  # the ladder is the card's, made on request
-        judge = job.config["study_judge"]["model"]
+    standings = role_standings(config, results, ladders, bootstrap, role)
+    if not config["judge_reliability"]["every_run"]:  # the ladder is the card's, made on request
+        judge = config["study_judge"]["model"]
         return [f"The {ROLE_NAMES[role]} {judge}'s sanity ladder is not run with every run "
                 "(judge_reliability.every_run: false): `snakemake judge_reliability` runs it and makes the judges' "
                 "card, which says whether it tells a good answer from a bad one."], ""  # fmt: skip
@@ -131,76 +229,200 @@ def _study_ladder(job: Job, role: str, where: str) -> tuple[list[str], str]:
     return standing_notes(standings, where, read_instead=instead), mark
 
 
-def table3(job: Job) -> Done:
-    from h2htalk.settings import STUDIES, BootstrapSettings
+STUDY_READS = ("models", "variants", "review.store", "judge_reliability.every_run", *RUN_NOTES,
+               *(f"study_judge.{key}" for key in JUDGE_MODE_KEYS))  # fmt: skip
+
+
+@stage(
+    "table3", "Table 3: the SAP ablation with paired bootstrap CIs and the paper's rows",
+    reads=("scoring", "studies.models", "studies.human_ratings", "paper.table3", *STUDY_READS),
+    cells=lambda run, w: [c.scored_by(run.embedder) for c in study_cells("safety")(run, w)],
+    ratings=(SAFETY_RATINGS,), env="figures", memory_mb=1000, minutes=10, options=("bootstrap",),
+    product=Product("table", "Table 3", "the SAP ablation on high-risk scenarios: similarity, safety, violations",
+                    main="md", shown=("csv",)),
+    inputs={
+        "scores": Each("score_items"), "verdicts": Each("verdicts"), "sample": Each("judge_sample"),
+        "paper": config_files("paper.table3"), "human": config_files("studies.human_ratings"),
+        "ladders": Paths(_study_ladders),
+    },
+    outputs=figure_files("table3", csv=".csv", md=".md", tex=".tex"),
+)  # fmt: skip
+def table3(
+    scores: list[str], verdicts: list[str], sample: list[str], paper: list[str], human: list[str], ladders: list[str],
+    cells: list[Cell], config: dict[str, Any], results: Layout, bootstrap: BootstrapSettings,
+    outputs: dict[str, str],
+) -> Done:  # fmt: skip
     from h2htalk.tables.table3 import write_table3_files
 
-    config = job.config
-    notes, mark = _study_ladder(job, STUDIES[0], "Safety and Violation cells")
+    notes, mark = _study_ladder(config, results, ladders, bootstrap, STUDIES[0], "Safety and Violation cells")
+    (paper_file,) = paper
     rows = write_table3_files(
-        job.cells, job.results, job.input("paper"), job.inputs["human"], BootstrapSettings.from_config(config),
-        job.named_outputs(), config["review"]["store"], run_notes(config),
-        cascade=config["study_judge"]["mode"] == "cascade", judge_notes=notes, judge_mark=mark,
+        cells, results, paper_file, human, bootstrap, outputs, config["review"]["store"], run_notes(config),
+        cascade=JudgeMode.from_config(config, "study_judge").cascade, judge_notes=notes, judge_mark=mark,
     )  # fmt: skip
-    return Done(f"{len(rows)} rows", out=_shown(job))
+    return Done(f"{len(rows)} rows", out=shown(outputs))
 
 
-def agreement(job: Job) -> Done:
-    from h2htalk.settings import BootstrapSettings
+def _curated_for_decisions(scope, labels):
+    """The curated references, which people's instance decisions name, when there are decisions to read."""
+    from h2htalk.tables.human_review import reads_decisions
+
+    if not reads_decisions(dict(scope.config)):
+        return []
+    return [scope.results.path("curated", subtask=s) for s in scope.run.subtasks]
+
+
+@stage(
+    "agreement", "Krippendorff's alpha between people and between the judges and people",
+    reads=(
+        *CELLS, *RUN_NOTES, "review.imports", "review.store", "studies.models", "studies.human_ratings",
+        "instances.review_imports", "scoring.bootstrap",
+    ),
+    ratings=(REVIEW_SCORES, SAFETY_RATINGS, NEED_VERDICTS, INSTANCE_DECISIONS), env="figures", memory_mb=1000,
+    minutes=10, options=("bootstrap",),
+    product=Product("table", "Agreement", "raters and judges against people", main="md", shown=("csv",)),
+    inputs={
+        "judge_samples": Cells("judge_samples", judged_cells), "review": config_files("review.imports"),
+        "verdicts": Cells("verdicts", study_cells()), "safety": config_files("studies.human_ratings"),
+        "curated": Paths(_curated_for_decisions), "decisions": config_files("instances.review_imports"),
+    },
+    outputs=figure_files("agreement", csv=".csv", md=".md"),
+)  # fmt: skip
+def agreement(
+    judge_samples: list[str], review: list[str], verdicts: list[str], safety: list[str], curated: list[str],
+    decisions: list[str], config: dict[str, Any], results: Layout, bootstrap: BootstrapSettings,
+    outputs: dict[str, str],
+) -> Done:  # fmt: skip
     from h2htalk.tables.human_review import agreement_report, write_agreement
 
-    bootstrap = BootstrapSettings.from_config(job.config)
-    rows, tied = agreement_report(job.config, job.results, bootstrap)
-    write_agreement(rows, tied, job.named_outputs(), bootstrap.confidence, run_notes(job.config))
+    rows, tied = agreement_report(config, results, bootstrap)
+    write_agreement(rows, tied, outputs, bootstrap.confidence, run_notes(config))
     defined = sum(r["value"] is not None for r in rows)
-    return Done(f"{len(rows)} rows ({defined} with an alpha), {len(tied)} tied items", out=_shown(job))
+    return Done(f"{len(rows)} rows ({defined} with an alpha), {len(tied)} tied items", out=shown(outputs))
 
 
-def calibration(job: Job) -> Done:
+def _floor_items(scope, labels):
+    """The chance floor's (random-reference baseline's) per-item scores, per embedder and subtask."""
+    from h2htalk.tables.calibration import FLOOR
+
+    run = scope.run
+    return [scope.results.score_items(Cell(FLOOR, run.variants[0], s, e)) for e in run.embedders for s in run.subtasks]
+
+
+@stage(
+    "calibration", "chance floor, oracle, rescaled scores and unrelated-pair SS",
+    reads=(*CELLS, *RUN_NOTES, "tables.judged_cell"), env="figures", memory_mb=1000, minutes=10,
+    product=Product("table", "Calibration", "every model between the chance floor and the oracle", main="md",
+                    shown=("csv",), first=True),
+    # it needs the chance floor and the oracle among the baselines
+    in_all=lambda config: {"baseline-random-reference", "baseline-oracle"} <= set(config["baselines"]),
+    inputs={"summaries": Paths(summaries), "floor_items": Paths(_floor_items)},
+    outputs=figure_files("calibration", md=".md", csv=".csv"),
+)  # fmt: skip
+def calibration(
+    summaries: list[str], floor_items: list[str], config: dict[str, Any], run: RunCells, outputs: dict[str, str]
+) -> Done:
     from h2htalk.tables.calibration import write_calibration
 
-    config, embedders = job.config, job.run.embedders
-    per_embedder = len(job.inputs["floor_items"]) // max(len(embedders), 1)
-    floors = job.inputs["floor_items"]  # each embedder's, in the run's order
-    floor_items = {e: floors[i * per_embedder : (i + 1) * per_embedder] for i, e in enumerate(embedders)}
-    judged_cell = config["tables"]["judged_cell"]
-    rows = write_calibration(job.inputs["summaries"], floor_items, job.named_outputs(), judged_cell, run_notes(config))
-    return Done(f"{len(rows)} rows", out=_shown(job))
+    per_embedder = len(floor_items) // max(len(run.embedders), 1)  # each embedder's, in the run's order
+    floors = {e: floor_items[i * per_embedder : (i + 1) * per_embedder] for i, e in enumerate(run.embedders)}
+    rows = write_calibration(summaries, floors, outputs, config["tables"]["judged_cell"], run_notes(config))
+    return Done(f"{len(rows)} rows", out=shown(outputs))
 
 
-def figure(job: Job) -> Done:
-    from h2htalk.figures import FIGURE_NAMES
+FIGURES = {  # the dataset statistics' figures: title and what each shows
+    "fig4_wordcloud": ("Figure 4", "word cloud of the kept references"),
+    "fig5_verb_noun": ("Figure 5", "the most frequent verb-noun pairs"),
+    "fig6_lengths": ("Figure 6", "length distributions of inputs and references"),
+}
+
+
+@stage(
+    "figure", "Figure 4 (word cloud), 5 (verb-noun pairs) or 6 (lengths), PNG and CSV", priority=EARLY,
+    uses=("figures",), reads=("figures", *RUN_NOTES), jobs=Over(figure=lambda run: FIGURE_NAMES.values()),
+    env="figures", memory_mb=2000, minutes=20, options=("font",), caption="figures",
+    product=Product("figure", {n: t for n, (t, _) in FIGURES.items()}, {n: c for n, (_, c) in FIGURES.items()},
+                    main="png", shown=("png",)),
+    targets=lambda labels: labels["figure"].split("_")[0],  # snakemake fig4
+    inputs={
+        "curated": One("curated", over=("subtask", "subtasks")),
+        "instances": One("instances", over=("subtask", "subtasks")),
+    },
+    outputs=figure_files("{figure}", png=".png", csv=".csv"),
+)  # fmt: skip
+def figure(
+    figure: str, curated: list[str], instances: list[str], config: dict[str, Any], outputs: dict[str, str]
+) -> Done:
     from h2htalk.figures.plots import draw_figure
 
-    number = next(n for n, name in FIGURE_NAMES.items() if name == job.labels["figure"])
-    config = job.config
+    number = next(n for n, name in FIGURE_NAMES.items() if name == figure)
     drawn = draw_figure(
-        number, [Path(p) for p in job.inputs["curated"]], [Path(p) for p in job.inputs["instances"]],
-        config["figures"], job.named_outputs(), config["instances"]["source"], run_notes(config),
+        number, [Path(p) for p in curated], [Path(p) for p in instances], config["figures"], outputs,
+        config["instances"]["source"], run_notes(config),
     )  # fmt: skip
     return Done(drawn, subject=str(number))
 
 
-def fig7(job: Job) -> Done:
+@stage(
+    "fig7", "Figure 7: instruction following by scenario type",
+    reads=("scoring.bootstrap", "studies.models", "models", "variants", "review.store", *RUN_NOTES,
+           "judge_reliability.every_run", *(f"study_judge.{key}" for key in JUDGE_MODE_KEYS)),
+    cells=study_cells("instruction_following"), ratings=(NEED_VERDICTS,), env="figures", memory_mb=1000,
+    minutes=10, options=("bootstrap",),
+    product=Product("figure", "Figure 7", "instruction following per scenario type", main="png", shown=("png",)),
+    inputs={"verdicts": Each("verdicts"), "sample": Each("judge_sample"), "ladders": Paths(_study_ladders)},
+    outputs=figure_files("fig7_instruction_following", png=".png", csv=".csv"),
+)  # fmt: skip
+def fig7(
+    verdicts: list[str], sample: list[str], ladders: list[str], cells: list[Cell], config: dict[str, Any],
+    results: Layout, bootstrap: BootstrapSettings, outputs: dict[str, str],
+) -> Done:  # fmt: skip
     from h2htalk.figures.fig7 import write_fig7_files
-    from h2htalk.settings import STUDIES, BootstrapSettings
 
-    config = job.config
-    notes, _ = _study_ladder(job, STUDIES[1], "Figure 7's bars")
+    notes, _ = _study_ladder(config, results, ladders, bootstrap, STUDIES[1], "Figure 7's bars")
     rows = write_fig7_files(
-        job.cells, job.results, BootstrapSettings.from_config(config), job.named_outputs(), config["review"]["store"],
-        [*run_notes(config), *notes], cascade=config["study_judge"]["mode"] == "cascade",
+        cells, results, bootstrap, outputs, config["review"]["store"], [*run_notes(config), *notes],
+        cascade=JudgeMode.from_config(config, "study_judge").cascade,
     )  # fmt: skip
-    return Done(f"{len(rows)} bars", out=job.output("png"))
+    return Done(f"{len(rows)} bars", out=outputs["png"])
 
 
-def judge_reliability(job: Job) -> Done:
+def _ladders(kind):
+    def files(scope, labels):
+        return [scope.results.path(kind, model=model, part=part) for model, part in ladder_jobs(scope.run)]
+
+    files.__doc__ = f"`{kind}` of every judge model's ladder part"
+    return files
+
+
+@stage(
+    "judge_reliability", "the judges' reliability card: ladder, self-consistency, agreement with people, drift canary",
+    uses=("studies",),
+    reads=(
+        "models", "baselines", "rubric_judge.baselines", "subtasks", "variants", "studies.models",
+        "rubric_judge.samples", "study_judge.samples", "scoring.bootstrap", "judge_reliability.panel",
+        *RUBRIC_JUDGE_MODE, *(f"study_judge.{key}" for key in JUDGE_MODE_KEYS),
+    ),
+    env="figures", memory_mb=1000, minutes=10,
+    product=Product("table", "Judge card", "how reliable each judge is", main="md", shown=("csv",), first=True),
+    in_all=lambda config: config["judge_reliability"]["every_run"],  # else made on request
+    inputs={
+        "ladders": Paths(_ladders("judge_ladder")), "canaries": Paths(_ladders("judge_canary")),
+        "judge_samples": Cells("judge_samples", judged_cells), "verdicts": Cells("verdicts", study_cells()),
+        "samples": Cells("judge_sample", judged_cells), "study_samples": Cells("judge_sample", study_cells()),
+        "agreement": Figure("agreement", ".csv"),
+    },
+    outputs=figure_files("judge_reliability", md=".md", csv=".csv"),
+)  # fmt: skip
+def judge_reliability(
+    ladders: list[str], canaries: list[str], judge_samples: list[str], verdicts: list[str], samples: list[str],
+    study_samples: list[str], agreement: str, config: dict[str, Any], run: RunCells, results: Layout,
+    bootstrap: BootstrapSettings, outputs: dict[str, str],
+) -> Done:  # fmt: skip
     from h2htalk.reliability.card import write_card
     from h2htalk.reliability.evidence import card_evidence, cascades, ladder_meetings
-    from h2htalk.settings import BootstrapSettings
 
-    bootstrap = BootstrapSettings.from_config(job.config)
-    evidence, _ = card_evidence(job.config, job.run, job.results, job.input("agreement"))
-    pairs = cascades(job.config, job.run, job.results) + ladder_meetings(evidence, job.config)
-    rows = write_card(evidence, job.named_outputs(), bootstrap, pairs)
-    return Done(f"{len(evidence)} judges, {len(rows)} rows", out=_shown(job))
+    evidence, _ = card_evidence(config, run, results, agreement)
+    pairs = cascades(config, run, results) + ladder_meetings(evidence, config)
+    rows = write_card(evidence, outputs, bootstrap, pairs)
+    return Done(f"{len(evidence)} judges, {len(rows)} rows", out=shown(outputs))

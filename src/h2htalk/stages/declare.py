@@ -1,0 +1,103 @@
+"""``@stage(...)``: a stage declared at the function that runs its jobs, and checked as it loads. A mistake in a
+declaration fails the import of its module (and so of the registry), naming the stage and the field, before any
+rule, command or job exists."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import replace
+from functools import cache
+from typing import Any
+
+from h2htalk.errors import H2HTalkError
+from h2htalk.stages.spec import Each, Figure, One, Stage, no_cells, typed_settings
+
+PROVENANCE = One("provenance")
+
+
+def stage(name: str, help: str, **declared: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declare the function below as the stage ``name`` (the fields of ``Stage``), checked as it loads. A product's
+    provenance is added here: the run's provenance as an input, and a ``meta`` file beside its first output (the
+    checksum of every input it read). One function may run several stages (decorators stacked, the first one
+    first)."""
+
+    def declare(function: Callable[..., Any]) -> Callable[..., Any]:
+        found = Stage(name, function, help, **declared)
+        if found.product is not None:
+            first = next(iter(found.outputs.values()))
+            if not isinstance(first, Figure):
+                raise StageError(f"stage {name}: outputs: a product's files are in the tables folder (Figure)")
+            found = replace(found, inputs={"provenance": PROVENANCE, **found.inputs},
+                            outputs={"meta": Figure(first.stem, ".meta.json"), **found.outputs})  # fmt: skip
+        function.stages = (checked(found), *getattr(function, "stages", ()))  # type: ignore[attr-defined]
+        return function
+
+    return declare
+
+
+# What the machinery gives a stage's function besides its files, labels and typed settings (``Job.argument``)
+MACHINERY = frozenset({"config", "run", "cells", "results", "models", "options", "job", "each", "inputs", "outputs",
+                       "stages"})  # fmt: skip
+MADE_BY_THE_MACHINERY = {"inputs": "provenance", "outputs": "meta"}  # a product's provenance: never a parameter
+
+
+class StageError(H2HTalkError):
+    """A stage declared wrong (raised when its module loads)."""
+
+
+@cache
+def _schema() -> dict[str, Any]:
+    from h2htalk.config import load_schema
+
+    return load_schema()
+
+
+def in_schema(key: str) -> bool:
+    """Whether a dotted config key (``-key``: one left out of a section read whole) is one the schema defines."""
+    node = _schema()
+    for part in key.removeprefix("-").split("."):
+        properties = node.get("properties", {})
+        if part not in properties:
+            return bool(node.get("additionalProperties")) and not properties  # a free mapping: embedders' names
+        node = properties[part]
+    return True
+
+
+def checked(stage: Stage) -> Stage:
+    """``stage``, or a ``StageError`` naming it and the field declared wrong."""
+
+    def fail(field: str, why: str) -> None:
+        raise StageError(f"stage {stage.name}: {field}: {why} (at {stage.run.__module__}.{stage.run.__qualname__})")
+
+    parameters = inspect.signature(stage.run).parameters
+    settings = typed_settings()
+    for name, parameter in parameters.items():
+        declared = name in stage.inputs or name in stage.outputs or name in stage.labels or name in MACHINERY
+        if not (declared or parameter.annotation in settings):
+            fail(name, "a parameter that is no declared input, output, label, machinery argument or typed setting")
+    for field, files in (("inputs", stage.inputs), ("outputs", stage.outputs)):
+        for name in files:
+            given = name in parameters or field in parameters or "job" in parameters
+            if not given and name != MADE_BY_THE_MACHINERY[field]:
+                fail(f"{field}.{name}", f"declared but not a parameter of {stage.run.__name__}")
+    per_cell = [f"inputs.{n}" for n, s in stage.inputs.items() if isinstance(s, Each)]
+    per_cell += [f"outputs.{n}" for n, s in stage.outputs.items() if isinstance(s, Each)]
+    if per_cell and stage.cells is no_cells:
+        fail(per_cell[0], "a file of each cell, but the stage declares no cells (cells=...)")
+    for key in stage.reads:
+        if key != "*" and not in_schema(key):
+            fail(f"reads {key!r}", "not a key of the config schema (workflow/schemas/config.schema.yaml)")
+    return stage
+
+
+def check_one_writer(stages: tuple[Stage, ...], scope: Any) -> None:
+    """No file is an output of two stages, in the run of ``scope`` (two stages may write one kind of file for
+    different jobs: generate and baseline_answers, each for its own models)."""
+    writer: dict[str, str] = {}
+    for stage in stages:
+        for labels in stage.jobs(scope.run):
+            for name, paths in stage.files("outputs", scope, labels).items():
+                for path in paths:
+                    if writer.setdefault(path, stage.name) != stage.name:
+                        raise StageError(f"stage {stage.name}: outputs.{name}: {path} is written by {writer[path]} too")

@@ -1,0 +1,83 @@
+"""A stage is declared at its function and checked as it loads: each mistake below fails the declaration (and so
+the import of the registry) with an error naming the stage and the field, before any rule or job exists."""
+
+from __future__ import annotations
+
+import pytest
+
+from h2htalk.config import default_config
+from h2htalk.layout import Layout
+from h2htalk.settings import BootstrapSettings
+from h2htalk.stages.declare import StageError, check_one_writer, stage
+from h2htalk.stages.spec import Each, Figure, One, Over, Product, Scope, figure_files
+from h2htalk.stages.table import BY_NAME, STAGES
+
+
+def test_a_declared_input_that_is_no_parameter_fails_naming_the_stage_and_the_input():
+    with pytest.raises(StageError, match=r"stage toy: inputs\.reports: declared but not a parameter of toy"):
+
+        @stage("toy", "a toy", inputs={"reports": One("curation", over=("subtask", "subtasks"))},
+               outputs={"report": One("curation_report")})  # fmt: skip
+        def toy(report: str) -> None: ...
+
+
+def test_a_declared_output_that_is_no_parameter_fails():
+    with pytest.raises(StageError, match=r"stage toy: outputs\.md: declared but not a parameter"):
+
+        @stage("toy", "a toy", outputs={"json": One("curation_report"), "md": One("curation_report_md")})
+        def toy(json: str) -> None: ...
+
+
+def test_a_parameter_nothing_declares_fails():
+    with pytest.raises(StageError, match=r"stage toy: subtask: a parameter that is no declared input, output, label"):
+
+        @stage("toy", "a toy", outputs={"report": One("curation_report")})
+        def toy(report: str, subtask: str) -> None: ...
+
+
+def test_a_label_a_file_and_a_typed_setting_are_parameters():
+    @stage("toy", "a toy", jobs=Over(subtask=lambda run: run.subtasks), outputs={"curated": One("curated")})
+    def toy(subtask: str, curated: str, bootstrap: BootstrapSettings) -> None: ...
+
+    assert [s.name for s in toy.stages] == ["toy"]
+
+
+def test_a_file_of_each_cell_without_cells_fails():
+    with pytest.raises(StageError, match=r"stage toy: inputs\.generations: a file of each cell, but .* no cells"):
+
+        @stage("toy", "a toy", inputs={"generations": Each("generations")}, outputs={"report": One("curation_report")})
+        def toy(generations: list[str], report: str) -> None: ...
+
+
+def test_a_read_key_the_config_schema_lacks_fails():
+    with pytest.raises(StageError, match=r"stage toy: reads 'scoring\.bootstrapp': not a key of the config schema"):
+
+        @stage("toy", "a toy", reads=("scoring.bootstrapp",), outputs={"report": One("curation_report")})
+        def toy(report: str) -> None: ...
+
+
+def test_two_stages_writing_one_file_fail_naming_both():
+    @stage("toy", "a second Table 1", product=Product("table", "Toy", "a toy", main="md"),
+           outputs=figure_files("table1", md=".md"))  # fmt: skip
+    def toy(md: str) -> None: ...
+
+    scope = Scope(default_config(), Layout("results", "demo"))
+    with pytest.raises(StageError, match=r"stage toy: outputs\.meta: .*table1\.meta\.json is written by table1 too"):
+        check_one_writer((*STAGES, *toy.stages), scope)
+
+
+def test_the_machinery_adds_a_products_provenance_and_no_stage_declares_it():
+    @stage(
+        "toy", "a toy", product=Product("table", "Toy", "a toy", main="csv"), outputs=figure_files("toy", csv=".csv")
+    )
+    def toy(csv: str) -> None: ...
+
+    (declared,) = toy.stages
+    assert declared.inputs["provenance"] == One("provenance") and declared.outputs["meta"] == Figure(
+        "toy", ".meta.json"
+    )
+    assert declared.records_inputs
+    for name, found in BY_NAME.items():  # every table of the registry has its provenance, added the same way
+        assert ("meta" in found.outputs) == (found.product is not None), name
+        if found.product:
+            assert next(iter(found.inputs)) == "provenance" and next(iter(found.outputs)) == "meta", name

@@ -1,0 +1,99 @@
+"""A table added the way docs/extending.md says: one new module in a copy of the checkout, declaring an "answer
+length per cell" table at its function, the stage reference regenerated, nothing else edited. The workflow puts it
+in `all`, runs it end to end through the stand-in engine (the API stand-in on loopback, under the laptop model's
+name), adds its provenance, lists it in the run's closing lines and in Snakemake's report."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import yaml
+
+from h2htalk.subtasks import SUBTASKS
+
+from .conftest import REPO_ROOT, synthetic_release_bytes
+from .standins.loopback import LoopbackAPI
+from .test_workflow import LOCAL, copy_checkout, overlay
+
+TOY = '''"""Answer length per cell: the mean length, in characters, of each cell's answers."""
+
+from __future__ import annotations
+
+from h2htalk.io import iter_jsonl
+from h2htalk.stages.declare import stage
+from h2htalk.stages.spec import Done, Each, Product, figure_files
+
+
+@stage(
+    "answer_lengths", "the mean answer length of every Table 2 cell of the models under test",
+    reads=("models", "subtasks", "variants"),
+    cells=lambda run, labels: [cell for model in run.models for cell in run.benchmark(model)],
+    product=Product("table", "Answer lengths", "mean answer length per cell", main="csv", shown=("csv",)),
+    inputs={"generations": Each("generations")}, outputs=figure_files("answer_lengths", csv=".csv"),
+)
+def answer_lengths(generations: list[str], cells, each, csv: str) -> Done:
+    rows = ["model,variant,subtask,mean_chars"]
+    for cell in cells:
+        texts = [record.get("response") or "" for _, record in iter_jsonl(each("generations", cell))]
+        rows.append(f"{cell.model},{cell.variant},{cell.task},{sum(map(len, texts)) / max(len(texts), 1):.1f}")
+    with open(csv, "w", encoding="utf-8") as handle:
+        handle.write("\\n".join(rows) + "\\n")
+    return Done(f"{len(cells)} cells", out=csv)
+'''
+
+
+def snakemake(checkout: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Snakemake in the copy, its package the copy's (the workflow's logger imports it before the Snakefile runs)."""
+    env = {**os.environ, "PYTHONPATH": str(checkout / "src")}
+    command = [sys.executable, "-m", "snakemake", "--profile", "profiles/local", *args]
+    return subprocess.run(command, cwd=checkout, env=env, capture_output=True, text=True, timeout=900, check=False)
+
+
+def test_a_table_added_in_one_module_is_in_all_the_closing_lines_and_the_report(tmp_path):
+    checkout = copy_checkout(tmp_path / "checkout")
+    shutil.copytree(REPO_ROOT / "docs", checkout / "docs")
+    (checkout / "src/h2htalk/stages/jobs/answer_lengths.py").write_text(TOY, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(checkout / "src")}
+    reference = subprocess.run([sys.executable, "-m", "h2htalk.stages.reference"], cwd=checkout, env=env,
+                               capture_output=True, text=True, check=True).stdout  # fmt: skip
+    (checkout / "docs/stages.md").write_text(reference, encoding="utf-8")
+    assert "## answer_lengths" in reference and "inputs:\n  - provenance:" in reference.split("## answer_lengths")[1]
+
+    release = tmp_path / "release"
+    release.mkdir()
+    for subtask in SUBTASKS:  # the release is checked whole
+        (release / subtask.upstream_file).write_bytes(synthetic_release_bytes(subtask.released, subtask.key))
+    with LoopbackAPI(responder=None) as api:
+        registry = {LOCAL: {"engine": "api", "api": {"base_url": api.base_url, "model": "stand-in"}}}
+        (checkout / "config" / "stand-in.yaml").write_text(yaml.safe_dump(registry), encoding="utf-8")
+        configfiles = overlay(checkout, "toy", {
+            "upstream_dir": str(release), "model_registry_overlays": ["config/stand-in.yaml"],
+            "subtasks": ["dialogue_base"], "instances": {"limit": 2}, "baselines": [],
+            "generation": {"max_new_tokens": {"dialogue_base": 24}},
+        })  # fmt: skip
+        planned = snakemake(checkout, *configfiles, "--dry-run")
+        assert planned.returncode == 0, planned.stderr[-3000:]
+        assert "answer_lengths" in planned.stdout  # in `all`
+        run = snakemake(checkout, "answer_lengths", *configfiles)
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+        report = snakemake(checkout, "answer_lengths", "--report", "report.zip", *configfiles)
+        assert report.returncode == 0, report.stderr[-3000:]
+
+    figures = checkout / "paper_figures" / "demo-first2"
+    with open(figures / "answer_lengths.csv", encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["model"], r["subtask"]) for r in rows] == [(LOCAL, "dialogue_base")] * 2  # both variants
+    assert all(float(r["mean_chars"]) > 0 for r in rows)
+    meta = json.loads((figures / "answer_lengths.meta.json").read_text(encoding="utf-8"))
+    assert len(meta["inputs"]) == 2  # both variants' answers, with their checksums, added by the machinery
+    closing = "Answer lengths paper_figures/demo-first2/answer_lengths.csv: mean answer length per cell"
+    assert closing in run.stdout + run.stderr  # the run's closing lines
+    with zipfile.ZipFile(checkout / "report.zip") as bundle:
+        assert any(name.endswith("answer_lengths.csv") for name in bundle.namelist())
