@@ -209,6 +209,23 @@ def test_a_finished_run_replaces_a_record_that_puts_its_time_more_than_a_quarter
     assert learn([], found, seconds_at, 100.0) == ([found], "added")
 
 
+def test_a_record_measured_at_a_moments_load_the_run_did_not_keep_to_is_replaced_by_what_the_run_achieved():
+    """Measured while four busy processes held both cores, which stopped once the estimate was said: the run's own
+    load (1.0) is not that record's (2.0), yet it is the record the estimate used and the run shows it wrong."""
+    from h2htalk.plan.rates import learn
+
+    heavy, quiet = record(MACHINE, 30.0, 2.5, 2.0), record(MACHINE, 170.0, 48.0, 0.1)
+    found = record(MACHINE, 95.0, 21.0, 1.0, made="2026-12-02T00:00:00+00:00")
+    seconds_at = lambda r: 9_500 / r.pp512  # noqa: E731
+    assert learn([quiet, heavy], found, seconds_at, actual_s=100.0, used=heavy) == ([quiet, found], "replaced")
+    assert learn([quiet, heavy], found, seconds_at, 100.0) == ([quiet, heavy, found], "added")  # nearest in load
+    near = record(MACHINE, 100.0, 22.0, 2.0)  # within a quarter of the run's time: it stays, as it was
+    assert learn([near], found, seconds_at, 100.0, used=near) == ([near], "kept")
+    # a record of another kind, or one no longer in the cache, is not the one to judge
+    assert learn([heavy], record("generate", 95.0, 21.0, 1.0), seconds_at, 100.0, used=heavy)[1] == "added"
+    assert learn([quiet], found, seconds_at, 100.0, used=heavy) == ([quiet, found], "added")
+
+
 def test_the_rates_are_the_best_of_a_few_trials_within_a_time_budget():
     from h2htalk.plan.rates import best_of_trials
 

@@ -51,6 +51,7 @@ class Rates:
     tg128: float
     threads: int
     found: str = "measured now"  # how they were found, as the estimate says it
+    record: Record | None = None  # the cache's record they are, where they are one
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ class JobEstimate:
 
 
 def rates_of(record: Record, threads: int, source: str) -> Rates:
-    return Rates(record.pp512, record.tg128, threads, source)
+    return Rates(record.pp512, record.tg128, threads, source, record)
 
 
 def model_file_for_rates(spec: dict[str, Any], provisioned: str | os.PathLike[str]) -> tuple[Path, bool]:
@@ -325,7 +326,8 @@ def _learn_kind(
     if actual < LEARNED_FROM_S or expected <= 0:
         return records, None
     factor = expected / actual
-    return learn(records, from_run(kind, used.pp512 * factor, used.tg128 * factor, load), seconds_at, actual_s)
+    found = from_run(kind, used.pp512 * factor, used.tg128 * factor, load)
+    return learn(records, found, seconds_at, actual_s, used.record)
 
 
 def learn_from_run(estimate: RunEstimate, stage_seconds: Mapping[str, float], load: float | None) -> dict[str, str]:
