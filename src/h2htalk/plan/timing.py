@@ -167,6 +167,7 @@ class RunEstimate:
     cpu: CpuCalibration | None = None  # the calibration it was made with
     other_jobs: int = 0
     cache: Path | None = None
+    quiet_s: float | None = None  # the time at the rates kept from a quiet machine, where every model has them
 
     @property
     def seconds(self) -> float:
@@ -177,8 +178,11 @@ class RunEstimate:
         return self.load is not None and self.load >= LOAD_SHOWN
 
     def free_seconds(self) -> float:
-        """The time if the other processes stopped: the rates scaled by the cores they leave over the cores there
-        are (as if the server's speed were shared out by cores; at most ``BUSIEST_SHARE`` of them counted taken)."""
+        """The time if the other processes stopped: at the rates kept from a quiet machine where the cache has them,
+        else the rates scaled by the cores they leave over the cores there are (as if the server's speed were shared
+        out by cores; at most ``BUSIEST_SHARE`` of them counted taken)."""
+        if self.quiet_s is not None:
+            return self.quiet_s
         taken = min(self.load or 0.0, BUSIEST_SHARE * self.cores)
         factor = self.cores / (self.cores - taken)
         starts = sum(e.starts for e in self.jobs.values()) * (self.cpu.job_start_s if self.cpu else 0.0)
@@ -215,12 +219,28 @@ class RunEstimate:
                 f". Other processes are using about {self.load:.1f} of {self.cores} cores: {minutes(self.seconds)}"
                 f" min assumes they go on doing so, {minutes(self.free_seconds())} that they stop"
             )
+            if self.quiet_s is not None:
+                line += " (at the rates kept from a run or measurement on the quiet machine)"
         return line
 
 
 def cache_line(path: Path | None = None) -> str:
     path = path or rates_cache_file()
     return f"Rates kept in {path} (`h2htalk rates` shows them, `h2htalk rates --reset` forgets them)."
+
+
+def quiet_records(records: Iterable[Record]) -> list[Record]:
+    """The records made while other processes kept under ``LOAD_SHOWN`` cores busy: the machine when they stop."""
+    return [r for r in records if r.load is not None and r.load < LOAD_SHOWN]
+
+
+def kinds_rates(records: list[Record], kinds: Iterable[str], load: float | None, threads: int) -> dict[str, Rates]:
+    """The rates each job kind ran at in a finished run at about ``load``, where the cache has them."""
+    return {
+        kind: rates_of(found, threads, "a finished run's jobs")
+        for kind in kinds
+        if (found := nearest(records, kind, load)) is not None
+    }
 
 
 def estimate_run(
@@ -248,6 +268,7 @@ def estimate_run(
     load = other_processes_load()
     jobs: dict[str, JobEstimate] = {}
     models: dict[str, ModelRates] = {}
+    quiet_s: float | None = 0.0
     for name in local:
         spec = registry[name]
         provisioned = results.path("model_file", model=name)
@@ -259,13 +280,20 @@ def estimate_run(
             write_cache(cache, known)
         threads = min(spec["llamacpp"]["threads"], available_cores())
         machine = rates_of(record, threads, source)
-        learned = {
-            kind: rates_of(found, threads, "a finished run's jobs")
-            for kind in {calls.job[0] for calls in sessions if calls.spec["name"] == name} | {OTHER_JOBS}
-            if (found := nearest(records, kind, load)) is not None
-        }
-        parts = estimate_jobs([calls for calls in sessions if calls.spec["name"] == name], machine, cpu, learned)
+        own = [calls for calls in sessions if calls.spec["name"] == name]
+        kinds = {calls.job[0] for calls in own} | {OTHER_JOBS}
+        learned = kinds_rates(records, kinds, load, threads)
+        parts = estimate_jobs(own, machine, cpu, learned)
         models[name] = ModelRates(key, machine, learned, parts)
+        quiet = quiet_records(records)
+        if quiet_s is not None and load is not None and load >= LOAD_SHOWN and (calm := nearest(quiet, MACHINE, 0.0)):
+            calm_learned = kinds_rates(quiet, kinds, 0.0, threads)
+            calm_rates = rates_of(calm, threads, "kept from a quiet machine")
+            quiet_s += sum(e.seconds for e in estimate_jobs(own, calm_rates, cpu, calm_learned).values())
+            if name == local[0]:
+                quiet_s += other_jobs_seconds(other_jobs, calm_learned.get(OTHER_JOBS, calm_rates), cpu)
+        else:
+            quiet_s = None
         for stage, found in parts.items():
             before = jobs.get(stage, JobEstimate(stage, 0, 0.0, 0.0, 0))
             jobs[stage] = JobEstimate(
@@ -274,7 +302,7 @@ def estimate_run(
             )  # fmt: skip
     first = models[local[0]]  # the other jobs' speed: the machine's, as the first model's rates show it
     other_s = other_jobs_seconds(other_jobs, first.learned.get(OTHER_JOBS, first.machine), cpu)
-    return RunEstimate(jobs, other_s, first.machine, models, load, available_cores(), cpu, other_jobs, cache)
+    return RunEstimate(jobs, other_s, first.machine, models, load, available_cores(), cpu, other_jobs, cache, quiet_s)
 
 
 def benchmark_seconds(benchmarks: str | os.PathLike[str], since: float = 0.0) -> dict[str, float]:
