@@ -14,7 +14,8 @@ Three states of the machine, each in a fresh copy of the workflow with an empty 
 
 For each run: the estimate as the run printed it (a range where other processes held the cores), and, per job kind
 and in all, expected minutes, minutes taken (the jobs' benchmark files; in all, the wall time from the estimate to
-the run's end, as the run's closing line counts it) and their ratio.
+the run's end, as the run's closing line counts it) and their ratio, beside the machine's 1-minute load average read
+every 30 s during the run.
 ``--limit`` (``instances.limit``), ``--subtasks``, ``--variants`` and ``--until`` (Snakemake's) make a small run to
 try the script on. Nothing is
 asserted: the machine's load is what is measured, so say which machine and what else ran on it.
@@ -31,6 +32,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -62,6 +64,30 @@ def busy_processes(count: int, nice: int = 0) -> Iterator[list[subprocess.Popen[
         stop(started)
 
 
+@contextlib.contextmanager
+def load_samples(every_s: float = 30.0) -> Iterator[list[float]]:
+    """The machine's 1-minute load average, read every ``every_s`` seconds while the block runs (the world it ran in:
+    the benchmark's own busy processes and everyone else's work, not only this run's)."""
+    samples: list[float] = [os.getloadavg()[0]]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(every_s):
+            samples.append(os.getloadavg()[0])
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        yield samples
+    finally:
+        done.set()
+        sampler.join()
+
+
+def load_summary(samples: list[float]) -> str:
+    return f"{sum(samples) / len(samples):.1f} ({min(samples):.1f}-{max(samples):.1f}, {len(samples)} samples)"
+
+
 def stop(processes: list[subprocess.Popen[bytes]]) -> None:
     for process in processes:
         if process.poll() is None:
@@ -88,9 +114,12 @@ def run_once(
     env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
     started, lines, said = time.time(), [], []
     said_at = started
-    with subprocess.Popen(
-        command, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    ) as process:
+    with (
+        load_samples() as loads,
+        subprocess.Popen(
+            command, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        ) as process,
+    ):
         assert process.stdout is not None
         for line in process.stdout:
             lines.append(line)
@@ -112,18 +141,19 @@ def run_once(
     parts = {m["job"].strip(): float(m["minutes"]) for m in PART.finditer(expected["parts"])}
     taken = {job: stages.get(job, 0.0) / 60 for job in parts if job != OTHER_JOBS}
     taken[OTHER_JOBS] = sum(s for job, s in stages.items() if job not in parts) / 60
-    return {"said": said, "whole": expected["whole"], "expected": parts, "taken": taken, "wall_min": wall / 60}
+    return {"said": said, "whole": expected["whole"], "expected": parts, "taken": taken, "wall_min": wall / 60,
+            "load_average": loads}  # fmt: skip
 
 
 def table(state: str, result: dict) -> list[str]:
     rows = []
     for job, expected in result["expected"].items():
         taken = result["taken"].get(job, 0.0)
-        rows.append(f"| {state} | {job} | {expected:.1f} | {taken:.1f} | {taken / expected:.2f} |" if expected else
-                    f"| {state} | {job} | {expected:.1f} | {taken:.1f} | - |")  # fmt: skip
+        rows.append(f"| {state} | {job} | {expected:.1f} | {taken:.1f} | {taken / expected:.2f} | |" if expected else
+                    f"| {state} | {job} | {expected:.1f} | {taken:.1f} | - | |")  # fmt: skip
     point = float(result["whole"].split("-")[-1])  # a range's upper end: the estimate as the load was
     rows.append(f"| {state} | **all** ({result['whole']}) | {point:.1f} | {result['wall_min']:.1f} |"
-                f" {result['wall_min'] / point:.2f} |")  # fmt: skip
+                f" {result['wall_min'] / point:.2f} | {load_summary(result['load_average'])} |")  # fmt: skip
     return rows
 
 
@@ -155,7 +185,10 @@ def main() -> None:
                     results["learning, first run"] = run_once(Path(tmp) / "first", cache, args, heavy)
                 print("  second run:", flush=True)
                 results["learning, second run"] = run_once(Path(tmp) / "second", cache, args)
-    print("\n| state | job | expected (min) | taken (min) | taken / expected |\n|---|---|--:|--:|--:|")
+    print(
+        "\n| state | job | expected (min) | taken (min) | taken / expected | load average: mean (range) |"
+        "\n|---|---|--:|--:|--:|---|"
+    )
     for state, result in results.items():
         print("\n".join(table(state, result)))
     if args.out:

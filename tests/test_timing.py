@@ -35,6 +35,7 @@ from h2htalk.plan.timing import (
     job_seconds_since,
     learn_from_run,
     learned_line,
+    minutes,
 )
 from h2htalk.stages.spec import Scope
 from h2htalk.stages.table import STAGES
@@ -226,6 +227,23 @@ def test_a_finished_run_replaces_a_record_that_puts_its_time_more_than_a_quarter
     assert learn([], found, seconds_at, 100.0) == ([found], "added")
 
 
+def test_a_record_measured_at_a_moments_load_the_run_did_not_keep_to_is_replaced_by_what_the_run_achieved():
+    """Measured while four busy processes held both cores, which stopped once the estimate was said: the run's own
+    load (1.0) is not that record's (2.0), yet it is the record the estimate used and the run shows it wrong."""
+    from h2htalk.plan.rates import learn
+
+    heavy, quiet = record(MACHINE, 30.0, 2.5, 2.0), record(MACHINE, 170.0, 48.0, 0.1)
+    found = record(MACHINE, 95.0, 21.0, 1.0, made="2026-12-02T00:00:00+00:00")
+    seconds_at = lambda r: 9_500 / r.pp512  # noqa: E731
+    assert learn([quiet, heavy], found, seconds_at, actual_s=100.0, used=heavy) == ([quiet, found], "replaced")
+    assert learn([quiet, heavy], found, seconds_at, 100.0) == ([quiet, heavy, found], "added")  # nearest in load
+    near = record(MACHINE, 100.0, 22.0, 2.0)  # within a quarter of the run's time: it stays, as it was
+    assert learn([near], found, seconds_at, 100.0, used=near) == ([near], "kept")
+    # a record of another kind, or one no longer in the cache, is not the one to judge
+    assert learn([heavy], record("generate", 95.0, 21.0, 1.0), seconds_at, 100.0, used=heavy)[1] == "added"
+    assert learn([quiet], found, seconds_at, 100.0, used=heavy) == ([quiet, found], "added")
+
+
 def test_the_rates_are_the_best_of_a_few_trials_within_a_time_budget():
     from h2htalk.plan.rates import best_of_trials
 
@@ -309,10 +327,9 @@ def test_a_cache_of_the_earlier_layout_is_read_as_empty(tmp_path):
     assert read_cache(path) == {}
 
 
-def test_the_whole_run_is_estimated_from_the_plan_of_the_laptop_default(tmp_path, monkeypatch):
-    """The demo plan, cold (nothing cached), with rates from the cache: every local-model job has its time, and a
-    machine twice as fast halves the time spent in llama.cpp. A finished run whose jobs ran at half the rates keeps
-    them, and the next estimate is twice as long; a run that agrees with it within a quarter changes nothing."""
+def laptop_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The laptop default's configuration in ``tmp_path`` (its model file a stand-in), its layout, registry, every
+    planned job and the rates cache's key of its local model."""
     pytest.importorskip("llama_cpp")
     shutil.copytree(REPO_ROOT / "config", tmp_path / "config")
     monkeypatch.chdir(tmp_path)
@@ -323,18 +340,57 @@ def test_the_whole_run_is_estimated_from_the_plan_of_the_laptop_default(tmp_path
     model_file = Path(results.path("model_file", model=local))
     model_file.parent.mkdir(parents=True)
     model_file.write_bytes(b"gguf")
+    run = Scope(config, results).run
+    every = {job_name(stage.name, labels) for stage in STAGES if stage.planned for labels in stage.jobs(run)}
+    return config, results, registry, every, rates_key(registry[local], model_file)
+
+
+def test_if_the_other_processes_stop_the_run_takes_what_the_cache_says_of_the_quiet_machine(tmp_path, monkeypatch):
+    """Two cores held by others slowed llama.cpp here by five times or more, more than the cores they took say: the
+    range's shorter end is the time at the rates kept from a quiet machine where the cache has them."""
+    config, results, registry, every, key = laptop_plan(tmp_path, monkeypatch)
+    cache = tmp_path / "rates.json"
+    busy, quiet = record(MACHINE, 27.0, 15.0, 2.0), record(MACHINE, 163.0, 47.0, 0.0)
+    learned = record("generate", 120.0, 40.0, 0.1)  # a finished run's generate, on the quiet machine
+
+    def estimate(load: float, *records: Record):
+        write_cache(cache, {key: list(records)})
+        monkeypatch.setattr("h2htalk.plan.timing.other_processes_load", lambda: load)
+        found = estimate_run(config, results, registry, every, other_jobs=20, cache=cache)
+        assert found is not None
+        return found
+
+    shared = estimate(2.0, busy)  # no quiet record: the cores' share, at most 3/4 of them taken, so 4x the rates
+    assert shared.quiet_s is None and "quiet machine" not in shared.line()
+    starts = sum(e.starts for e in shared.jobs.values()) * shared.cpu.job_start_s
+    assert shared.free_seconds() == pytest.approx(starts + (shared.seconds - starts) / 4)
+    loaded = estimate(2.0, busy, quiet, learned)
+    calm = estimate(0.0, busy, quiet, learned)
+    assert loaded.seconds == pytest.approx(shared.seconds)  # as they are: the busy record, as before
+    assert calm.rates.pp512 == 163.0 and "generate" in calm.models[config["models"][0]].learned
+    assert loaded.free_seconds() == pytest.approx(calm.seconds)
+    assert loaded.free_seconds() < shared.free_seconds()
+    assert loaded.line().endswith(
+        f"{minutes(calm.seconds)} that they stop (at the rates kept from a run or measurement on the quiet machine)"
+    )
+    assert estimate(2.0, busy, record(MACHINE, 163.0, 47.0, 0.3)).quiet_s is None  # 0.3 cores busy: not quiet
+
+
+def test_the_whole_run_is_estimated_from_the_plan_of_the_laptop_default(tmp_path, monkeypatch):
+    """The demo plan, cold (nothing cached), with rates from the cache: every local-model job has its time, and a
+    machine twice as fast halves the time spent in llama.cpp. A finished run whose jobs ran at half the rates keeps
+    them, and the next estimate is twice as long; a run that agrees with it within a quarter changes nothing."""
+    config, results, registry, every, key = laptop_plan(tmp_path, monkeypatch)
+    local = config["models"][0]
     cpu = load_throughput("config/throughput.yaml").cpu
     assert cpu is not None
     cache = tmp_path / "rates.json"
-    key = rates_key(registry[local], model_file)
 
     def estimate(pp512: float | None = None, tg128: float = 0.0):
         if pp512 is not None:  # made where the load was not known: used at any
             write_cache(cache, {key: [record(MACHINE, pp512, tg128, None)]})
         return estimate_run(STAGES, config, results, registry, needed, other_jobs=20, cache=cache)
 
-    run = Scope(config, results).run
-    every = {job_name(stage.name, labels) for stage in STAGES if stage.planned for labels in stage.jobs(run)}
     ladders = {job for job in every if job[0] == "judge_ladder"}
     assert {dict(labels)["part"] for _, labels in ladders} == {"rubric", "studies"}
     needed = every - {job for job in ladders if dict(job[1])["part"] == "studies"}  # what the laptop's `all` runs

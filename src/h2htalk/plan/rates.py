@@ -172,18 +172,24 @@ def keep(records: list[Record], new: Record) -> list[Record]:
 
 
 def learn(
-    records: list[Record], found: Record, predicted_s: Callable[[Record], float], actual_s: float
+    records: list[Record],
+    found: Record,
+    predicted_s: Callable[[Record], float],
+    actual_s: float,
+    used: Record | None = None,
 ) -> tuple[list[Record], str]:
-    """Keep what a finished run's jobs of one kind achieved (``found``, made at the run's load): the record of that
-    kind nearest in load stays where its rates put the run's time (``predicted_s``) within ``DISAGREEMENT`` of
-    ``actual_s``; one further off is replaced; where there is none, ``found`` is added. Returns the records and what
-    happened: "kept", "replaced" or "added"."""
-    before = nearest(records, found.kind, found.load)
+    """Keep what a finished run's jobs of one kind achieved (``found``, made at the run's load): the record the run's
+    estimate used for that kind (``used``, where it is one of ``records``), else the one of that kind nearest in load,
+    stays where its rates put the run's time (``predicted_s``) within ``DISAGREEMENT`` of ``actual_s``; one further
+    off is replaced, though it was made at another load (a moment's load the run did not keep to); where there is
+    none, ``found`` is added. Returns the records and what happened: "kept", "replaced" or "added"."""
+    before = used if used is not None and used.kind == found.kind and used in records else None
+    before = before or nearest(records, found.kind, found.load)
     if before is None:
         return keep(records, found), "added"
     if abs(predicted_s(before) / actual_s - 1) <= DISAGREEMENT:
         return records, "kept"
-    return keep(records, found), "replaced"
+    return keep([r for r in records if r != before], found), "replaced"
 
 
 def best_of_trials(

@@ -52,6 +52,7 @@ class Rates:
     tg128: float
     threads: int
     found: str = "measured now"  # how they were found, as the estimate says it
+    record: Record | None = None  # the cache's record they are, where they are one
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ class JobEstimate:
 
 
 def rates_of(record: Record, threads: int, source: str) -> Rates:
-    return Rates(record.pp512, record.tg128, threads, source)
+    return Rates(record.pp512, record.tg128, threads, source, record)
 
 
 def model_file_for_rates(spec: dict[str, Any], provisioned: str | os.PathLike[str]) -> tuple[Path, bool]:
@@ -168,6 +169,7 @@ class RunEstimate:
     cpu: CpuCalibration | None = None  # the calibration it was made with
     other_jobs: int = 0
     cache: Path | None = None
+    quiet_s: float | None = None  # the time at the rates kept from a quiet machine, where every model has them
 
     @property
     def seconds(self) -> float:
@@ -178,8 +180,11 @@ class RunEstimate:
         return self.load is not None and self.load >= LOAD_SHOWN
 
     def free_seconds(self) -> float:
-        """The time if the other processes stopped: the rates scaled by the cores they leave over the cores there
-        are (as if the server's speed were shared out by cores; at most ``BUSIEST_SHARE`` of them counted taken)."""
+        """The time if the other processes stopped: at the rates kept from a quiet machine where the cache has them,
+        else the rates scaled by the cores they leave over the cores there are (as if the server's speed were shared
+        out by cores; at most ``BUSIEST_SHARE`` of them counted taken)."""
+        if self.quiet_s is not None:
+            return self.quiet_s
         taken = min(self.load or 0.0, BUSIEST_SHARE * self.cores)
         factor = self.cores / (self.cores - taken)
         starts = sum(e.starts for e in self.jobs.values()) * (self.cpu.job_start_s if self.cpu else 0.0)
@@ -216,12 +221,28 @@ class RunEstimate:
                 f". Other processes are using about {self.load:.1f} of {self.cores} cores: {minutes(self.seconds)}"
                 f" min assumes they go on doing so, {minutes(self.free_seconds())} that they stop"
             )
+            if self.quiet_s is not None:
+                line += " (at the rates kept from a run or measurement on the quiet machine)"
         return line
 
 
 def cache_line(path: Path | None = None) -> str:
     path = path or rates_cache_file()
     return f"Rates kept in {path} (`h2htalk rates` shows them, `h2htalk rates --reset` forgets them)."
+
+
+def quiet_records(records: Iterable[Record]) -> list[Record]:
+    """The records made while other processes kept under ``LOAD_SHOWN`` cores busy: the machine when they stop."""
+    return [r for r in records if r.load is not None and r.load < LOAD_SHOWN]
+
+
+def kinds_rates(records: list[Record], kinds: Iterable[str], load: float | None, threads: int) -> dict[str, Rates]:
+    """The rates each job kind ran at in a finished run at about ``load``, where the cache has them."""
+    return {
+        kind: rates_of(found, threads, "a finished run's jobs")
+        for kind in kinds
+        if (found := nearest(records, kind, load)) is not None
+    }
 
 
 def estimate_run(
@@ -251,6 +272,7 @@ def estimate_run(
     load = other_processes_load()
     jobs: dict[str, JobEstimate] = {}
     models: dict[str, ModelRates] = {}
+    quiet_s: float | None = 0.0
     for name in local:
         spec = registry[name]
         provisioned = results.path("model_file", model=name)
@@ -262,13 +284,20 @@ def estimate_run(
             write_cache(cache, known)
         threads = min(engine_of(spec).threads(spec), available_cores())
         machine = rates_of(record, threads, source)
-        learned = {
-            kind: rates_of(found, threads, "a finished run's jobs")
-            for kind in {calls.job[0] for calls in sessions if calls.spec["name"] == name} | {OTHER_JOBS}
-            if (found := nearest(records, kind, load)) is not None
-        }
-        parts = estimate_jobs([calls for calls in sessions if calls.spec["name"] == name], machine, cpu, learned)
+        own = [calls for calls in sessions if calls.spec["name"] == name]
+        kinds = {calls.job[0] for calls in own} | {OTHER_JOBS}
+        learned = kinds_rates(records, kinds, load, threads)
+        parts = estimate_jobs(own, machine, cpu, learned)
         models[name] = ModelRates(key, machine, learned, parts)
+        quiet = quiet_records(records)
+        if quiet_s is not None and load is not None and load >= LOAD_SHOWN and (calm := nearest(quiet, MACHINE, 0.0)):
+            calm_learned = kinds_rates(quiet, kinds, 0.0, threads)
+            calm_rates = rates_of(calm, threads, "kept from a quiet machine")
+            quiet_s += sum(e.seconds for e in estimate_jobs(own, calm_rates, cpu, calm_learned).values())
+            if name == local[0]:
+                quiet_s += other_jobs_seconds(other_jobs, calm_learned.get(OTHER_JOBS, calm_rates), cpu)
+        else:
+            quiet_s = None
         for stage, found in parts.items():
             before = jobs.get(stage, JobEstimate(stage, 0, 0.0, 0.0, 0))
             jobs[stage] = JobEstimate(
@@ -277,7 +306,7 @@ def estimate_run(
             )  # fmt: skip
     first = models[local[0]]  # the other jobs' speed: the machine's, as the first model's rates show it
     other_s = other_jobs_seconds(other_jobs, first.learned.get(OTHER_JOBS, first.machine), cpu)
-    return RunEstimate(jobs, other_s, first.machine, models, load, available_cores(), cpu, other_jobs, cache)
+    return RunEstimate(jobs, other_s, first.machine, models, load, available_cores(), cpu, other_jobs, cache, quiet_s)
 
 
 def benchmark_seconds(benchmarks: str | os.PathLike[str], since: float = 0.0) -> dict[str, float]:
@@ -329,7 +358,8 @@ def _learn_kind(
     if actual < LEARNED_FROM_S or expected <= 0:
         return records, None
     factor = expected / actual
-    return learn(records, from_run(kind, used.pp512 * factor, used.tg128 * factor, load), seconds_at, actual_s)
+    found = from_run(kind, used.pp512 * factor, used.tg128 * factor, load)
+    return learn(records, found, seconds_at, actual_s, used.record)
 
 
 def learn_from_run(estimate: RunEstimate, stage_seconds: Mapping[str, float], load: float | None) -> dict[str, str]:
