@@ -356,7 +356,7 @@ def test_if_the_other_processes_stop_the_run_takes_what_the_cache_says_of_the_qu
     def estimate(load: float, *records: Record):
         write_cache(cache, {key: list(records)})
         monkeypatch.setattr("h2htalk.plan.timing.other_processes_load", lambda: load)
-        found = estimate_run(config, results, registry, every, other_jobs=20, cache=cache)
+        found = estimate_run(STAGES, config, results, registry, every, other_jobs=20, cache=cache)
         assert found is not None
         return found
 
