@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Mapping
-from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -51,45 +50,12 @@ class Rules:
 
         def files(wildcards: Any) -> dict[str, list[str]]:
             labels = dict(wildcards.items())
-            found = self.one_per_job(stage.files("inputs", self.scope, labels))
+            found = stage.files("inputs", self.scope, labels)
             if started := stage.starts(self.scope, labels):
                 found["models"] = self.model_files(started)
             return found
 
         return files
-
-    def one_per_job(self, inputs: dict[str, list[str]]) -> dict[str, list[str]]:
-        """The inputs a rule lists: of the files another job of the run makes, the first only (the paper's Table 2
-        reads 1,044 files that 115 jobs make; the paper's rules, 13,900 files in all, 3,100 so). One file links two
-        jobs as well as all of them do, and Snakemake matches each file it is given against every rule's outputs
-        (a fifth of the paper's dry run went to the files left out). A job writes its outputs together (Snakemake
-        removes them before it runs it, and runs it again when one is missing); the job itself reads every file its
-        stage declares, and a table's provenance records each one's checksum, which the freshness check compares
-        (h2htalk.freshness)."""
-        listed: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
-        kept: dict[str, list[str]] = {}
-        for name, paths in inputs.items():
-            kept[name] = []
-            for path in paths:
-                job = self.producers.get(path)
-                if job not in listed:
-                    kept[name].append(path)
-                    if job is not None:
-                        listed.add(job)
-        return kept
-
-    @cached_property
-    def producers(self) -> dict[str, tuple[str, tuple[tuple[str, str], ...]]]:
-        """Every file the run's jobs make -> the job that makes it: its stage and labels."""
-        from h2htalk.stages.table import STAGES
-
-        made = {}
-        for stage in STAGES:
-            for labels in stage.jobs(self.scope.run):
-                job = (stage.name, tuple(labels.items()))
-                for paths in stage.files("outputs", self.scope, labels).values():
-                    made.update(dict.fromkeys(paths, job))
-        return made
 
     def model_files(self, names: list[str]) -> list[str]:
         """What a job that starts the models ``names`` needs besides its data: their provisioned GGUF files and the
