@@ -59,7 +59,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = [ROOT / "config" / "config.yaml", ROOT / "config" / "local.yaml"]
 DEPTHS = (0, 1024, 2048, 4096)
 # the rules of the main job that run the local model, and the plan's stages whose requests each sends
-JOBS = {"generate": ("generate",), "rubric_judge": ("rubric judge",), "study": ("generate studies", "study judge")}
+JOBS = {"generate": ("generate",), "rubric_judge": ("rubric_judge",), "study": ("study.answers", "study.judge")}
 JOB_TARGETS = {"generate": "generation_run", "rubric_judge": "judge_run", "study": "study_judge_run"}
 SUBCOMMANDS = {"generate": "generate", "rubric_judge": "rubric-judge", "study": "study"}
 CACHES = {"generate": ("generation",), "rubric_judge": ("rubric_judge",), "study": ("generation", "study_judge")}
@@ -245,8 +245,8 @@ def sent_requests(config: dict[str, Any], folder: Path, job: str) -> list[Sent]:
     finally:
         plan_sessions.PlannedCalls.answers = original  # type: ignore[method-assign]
     model = config["models"][0]
-    sections = {"generate": "generation", "generate studies": "generation", "rubric judge": "rubric_judge",
-                "study judge": "study_judge"}  # fmt: skip
+    sections = {"generate": "generation", "study.answers": "generation", "rubric_judge": "rubric_judge",
+                "study.judge": "study_judge"}  # fmt: skip
     pairs = []
     for stage in JOBS[job]:
         requests = by_stage.get(stage, {})

@@ -222,8 +222,8 @@ PLAN_COLUMNS = (
     "recorded_completion_tokens",
 )  # fmt: skip
 PLAN_STAGES = {
-    "generate": "generations", "generate studies": "study generations", "rubric judge": "judge_samples",
-    "study judge": "studies", "judge ladder": "judge_reliability",
+    "generate": "generations", "study.answers": "study generations", "rubric_judge": "judge_samples",
+    "study.judge": "studies", "judge_ladder": "judge_reliability",
 }  # fmt: skip
 
 

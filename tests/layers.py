@@ -45,9 +45,10 @@ LAYERS: tuple[Layer, ...] = (
     Layer(
         "foundations",
         ("__init__", "errors", "io", "store", "settings", "hardware", "progress", "resources", "schemas", "sheets",
-         "text_match", "versions", "cluster", "tabular"),
+         "text_match", "versions", "cluster", "tabular", "stages.steps"),
         "what everything may use: errors, atomic files, the answer cache, typed settings, the machine, progress"
-        " lines, the package's resources and schemas, text folding, versions, cluster resources, the table writer",
+        " lines, the package's resources and schemas, text folding, versions, cluster resources, the table writer,"
+        " the names of the stages' steps",
     ),
 )  # fmt: skip
 

@@ -463,13 +463,13 @@ def test_the_plan_counts_the_cascade_and_the_jobs_judge_exactly_the_sample(tmp_p
         after = plan(config, results)
     layout = Layout(str(results))
     # 3 demo items of the judged subtask, 2 variants, 2 models; 2 samples each; the own judge on 2 of each cell's 3
-    assert int(before[("rubric judge", "stub-model")]["requests"]) == 3 * 2 * 2 * 2
-    assert int(before[("rubric judge sample", "stub-judge")]["requests"]) == 2 * 2 * 2 * 2
-    for stage in ("rubric judge sample", "study judge sample"):
+    assert int(before[("rubric_judge", "stub-model")]["requests"]) == 3 * 2 * 2 * 2
+    assert int(before[("rubric_judge.sample", "stub-judge")]["requests"]) == 2 * 2 * 2 * 2
+    for stage in ("rubric_judge.sample", "study.judge.sample"):
         assert int(after[(stage, "stub-judge")]["to_send"]) == 0  # every one cached
     assert (
-        after[("rubric judge sample", "stub-judge")]["requests"]
-        == before[("rubric judge sample", "stub-judge")]["requests"]
+        after[("rubric_judge.sample", "stub-judge")]["requests"]
+        == before[("rubric_judge.sample", "stub-judge")]["requests"]
     )  # exact; the studies' is an upper bound (the stand-in answers both variants' turns alike: one request)
     settings = CascadeSettings("rubric_judge", "cascade", "stub-model", 2, 4)
     for model in ("stub-model", "baseline-oracle"):
@@ -499,7 +499,7 @@ def test_the_plan_prices_the_judges_in_both_modes(tmp_path):
         tmp_path, "http://127.0.0.1:9/v1", rubric_judge={**judge, "samples": 2}, study_judge={**judge, "samples": 1}
     )
     rows = plan(config, tmp_path / "results")
-    assert ("rubric judge sample", "stub-judge") not in rows  # the configured run is in full mode
+    assert ("rubric_judge.sample", "stub-judge") not in rows  # the configured run is in full mode
     report = (tmp_path / "results" / "plan.md").read_text(encoding="utf-8")
     section = report.split("## The judges in full and cascade mode")[1]
     lines = {tuple(cell.strip() for cell in line.split("|")[1:4]): line.split("|") for line in section.splitlines()

@@ -126,8 +126,8 @@ def test_the_plan_sizes_auto_samples_by_the_assumption_and_the_run_by_its_pilot(
         run_stages(config, results, api.base_url)
         after = plan(config, results)
     # 3 demo items of the judged subtask, 2 variants, 2 models, 2 samples: the assumption asks for all 3
-    assert int(before[("rubric judge sample", "stub-judge")]["requests"]) == 3 * 2 * 2 * 2
-    assert int(after[("rubric judge sample", "stub-judge")]["to_send"]) == 0
+    assert int(before[("rubric_judge.sample", "stub-judge")]["requests"]) == 3 * 2 * 2 * 2
+    assert int(after[("rubric_judge.sample", "stub-judge")]["to_send"]) == 0
     layout, judged = Layout(str(results)), 0
     for model in ("stub-model", "baseline-oracle"):
         summary = json.loads(Path(layout.path("judge_run", model=model)).read_text())
@@ -139,7 +139,7 @@ def test_the_plan_sizes_auto_samples_by_the_assumption_and_the_run_by_its_pilot(
             assert size["pilot"] == 2 and sorted(sampled) == sorted(cascade_sample(cell, everyone, AUTO, size["size"]))
             judged += 2 * len(sampled)
         assert not list(Path(layout.judge_sample(cell)).parent.glob("*.rest.jsonl"))
-    assert int(after[("rubric judge sample", "stub-judge")]["requests"]) == judged
+    assert int(after[("rubric_judge.sample", "stub-judge")]["requests"]) == judged
     # plan.md says how it sized the samples: now from the run's cached pilots wherever they measured a spread
     measured = sum(
         size["spread"] == MEASURED

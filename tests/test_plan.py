@@ -105,17 +105,17 @@ def run_stages(config: Path, results: Path, base_url: str) -> dict[str, int]:
     assert main(["study", *common, "--model", "stub-model", *served]) == 0
     runs = {
         "generate": results / "generations" / "stub-model" / "run.json",
-        "generate studies": results / "generations" / "stub-model" / "studies.run.json",
-        "rubric judge": results / "judge_samples",
-        "study judge": results / "studies" / "verdicts" / "stub-model.run.json",
+        "study.answers": results / "generations" / "stub-model" / "studies.run.json",
+        "rubric_judge": results / "judge_samples",
+        "study.judge": results / "studies" / "verdicts" / "stub-model.run.json",
     }
-    judged = sum(json.loads((runs["rubric judge"] / m / "run.json").read_text())["requests"]
+    judged = sum(json.loads((runs["rubric_judge"] / m / "run.json").read_text())["requests"]
                  for m in ("stub-model", "baseline-oracle"))  # fmt: skip
     return {
         "generate": json.loads(runs["generate"].read_text())["requests"],
-        "generate studies": json.loads(runs["generate studies"].read_text())["requests"],
-        "rubric judge": judged,
-        "study judge": json.loads(runs["study judge"].read_text())["requests"],
+        "study.answers": json.loads(runs["study.answers"].read_text())["requests"],
+        "rubric_judge": judged,
+        "study.judge": json.loads(runs["study.judge"].read_text())["requests"],
     }
 
 
@@ -130,8 +130,8 @@ def test_the_plan_counts_the_requests_a_run_sends_and_finds_them_cached_after(tm
         after = plan(config, results)
     # the stand-in answers a study turn alike in both variants, and the study judge (shown no system prompt) then
     # asks once for both; the plan cannot know the answers and counts one request per variant: an upper bound
-    planned = sent | {"study judge": 2 * sent["study judge"]}
-    stages = ("generate", "generate studies", "rubric judge", "study judge")
+    planned = sent | {"study.judge": 2 * sent["study.judge"]}
+    stages = ("generate", "study.answers", "rubric_judge", "study.judge")
     assert sent["generate"] == len(SUBTASKS) * 3 * 2  # Table 2's answers alone: the demo sets, both variants
     for stage, model in zip(stages, ("stub-model", "stub-model", "stub-judge", "stub-judge"), strict=True):
         assert int(before[(stage, model)]["requests"]) == planned[stage], stage  # exact, before the run
@@ -139,7 +139,7 @@ def test_the_plan_counts_the_requests_a_run_sends_and_finds_them_cached_after(tm
         assert int(after[(stage, model)]["requests"]) == sent[stage]  # exact after it, every one cached
         assert int(after[(stage, model)]["cached"]) == sent[stage] and int(after[(stage, model)]["to_send"]) == 0
     # 3 demo items of the judged subtask, 2 variants, 2 samples, for the model and the oracle
-    assert sent["rubric judge"] == 3 * 2 * 2 * 2
+    assert sent["rubric_judge"] == 3 * 2 * 2 * 2
     generated = after[("generate", "stub-model")]
     estimated, recorded = int(generated["prompt_tokens"]), int(generated["recorded_prompt_tokens"])
     assert abs(estimated / recorded - 1) < 0.25  # the stand-in counts 1.5 CJK characters a token, a little fewer
@@ -152,14 +152,14 @@ def test_the_batch_api_halves_the_judges_cost_where_the_endpoint_has_one(tmp_pat
     judge = {"model": "stub-judge", "samples": 2, "cache_dir": str(tmp_path / "j"), "batch": True}
     rows = plan(write_config(tmp_path, "http://127.0.0.1:9/v1", rubric_judge=judge, models=["stub-model", "vllm-7b"]),
                 results)  # fmt: skip
-    judge, model, local = (rows[key] for key in (("rubric judge", "stub-judge"), ("generate", "stub-model"),
+    judge, model, local = (rows[key] for key in (("rubric_judge", "stub-judge"), ("generate", "stub-model"),
                                                  ("generate", "vllm-7b")))  # fmt: skip
     assert judge["batch"] == "on" and model["batch"] == ""  # generation has no batch key
     assert float(judge["cost_batch"]) == pytest.approx(float(judge["cost_direct"]) / 2, abs=1e-4)  # 4 places
     assert float(model["cost_batch"]) == float(model["cost_direct"]) > 0
     assert float(local["gpu_hours"]) > 0 and float(local["cost_direct"]) == 0  # GPUs, no bill
     assert float(model["gpu_hours"] or 0) == 0
-    assert "through the Batch API: rubric judge" in (results / "plan.md").read_text(encoding="utf-8")
+    assert "through the Batch API: rubric_judge" in (results / "plan.md").read_text(encoding="utf-8")
 
 
 def test_a_benchmark_not_yet_reconstructed_is_planned_from_its_curated_references(tmp_path):
@@ -176,14 +176,14 @@ def test_a_benchmark_not_yet_reconstructed_is_planned_from_its_curated_reference
     config = write_config(tmp_path, "http://127.0.0.1:9/v1", instances={"source": "reconstructed",
                                                                          "reconstruct": reconstruct})  # fmt: skip
     rows = plan(config, results)
-    assert int(rows[("reconstruct", "stub-judge")]["requests"]) == 10 + 10 * 2  # a try and 2 of 3 votes each
-    assert int(rows[("reconstruct", "stub-model")]["requests"]) == 10
+    assert int(rows[("reconstruct_instances", "stub-judge")]["requests"]) == 10 + 10 * 2  # a try and 2 of 3 votes each
+    assert int(rows[("reconstruct_instances", "stub-model")]["requests"]) == 10
     assert "10 of 10 references are not reconstructed yet" in (results / "plan.md").read_text(encoding="utf-8")
     demo = plan(write_config(tmp_path, "http://127.0.0.1:9/v1"), tmp_path / "demo")
     # every planned instance makes its own prompts: 10 references in 2 variants, where the demo set has 2 x 3 x 2
     assert int(demo[("generate", "stub-model")]["requests"]) == 2 * 3 * 2
     assert int(rows[("generate", "stub-model")]["requests"]) == 10 * 2  # the studies' answers are a job of their own
-    assert rows[("generate studies", "stub-model")]["requests"] == demo[("generate studies", "stub-model")]["requests"]
+    assert rows[("study.answers", "stub-model")]["requests"] == demo[("study.answers", "stub-model")]["requests"]
 
 
 def test_prices_and_gpu_hours_come_from_their_tables(tmp_path):

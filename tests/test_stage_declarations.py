@@ -10,6 +10,7 @@ from h2htalk.layout import Layout
 from h2htalk.settings import BootstrapSettings
 from h2htalk.stages.declare import StageError, check_one_writer, stage
 from h2htalk.stages.spec import Each, Figure, One, Over, Product, Scope, figure_files
+from h2htalk.stages.steps import PARTS, STEPS, step
 from h2htalk.stages.table import BY_NAME, STAGES
 
 
@@ -81,3 +82,13 @@ def test_the_machinery_adds_a_products_provenance_and_no_stage_declares_it():
         assert ("meta" in found.outputs) == (found.product is not None), name
         if found.product:
             assert next(iter(found.inputs)) == "provenance" and next(iter(found.outputs)) == "meta", name
+
+
+def test_every_step_the_plan_names_is_a_declared_stage_or_one_of_its_declared_parts():
+    for name in STEPS:
+        stage_name, _, part = name.partition(".")
+        assert stage_name in BY_NAME and (not part or part in PARTS[stage_name]), name
+    assert set(PARTS) <= set(BY_NAME)
+    assert step("study", "judge.sample") == "study.judge.sample" and step("generate") == "generate"
+    with pytest.raises(ValueError, match="stage 'study' declares no part 'verdicts'"):
+        step("study", "verdicts")

@@ -46,7 +46,7 @@ from .test_engines import registered
 PERSONA = "你是小林，一位温和的朋友，记得对方说过的每一件事。" * 4
 CPU = CpuCalibration(
     prefill_share=0.5, decode_share=0.25, job_start_s=10.0, answer_length={"generate": 2.0},
-    verdict_tokens={"study judge": 30.0, "rubric judge": 30.0, "judge ladder": 30.0},
+    verdict_tokens={"study.judge": 30.0, "rubric_judge": 30.0, "judge_ladder": 30.0},
     other_job_s=1.0, reference_pp512=200.0,
 )  # fmt: skip
 RATES = Rates(pp512=100.0, tg128=20.0, threads=2, found="measured now")
@@ -111,12 +111,12 @@ def planned_session(
 def test_each_job_is_expected_to_take_its_tokens_at_the_machines_rates_as_calibrated():
     sessions = [
         planned_session("generate", "generate", "llamacpp", 10, 5_000, 1_000),
-        planned_session("study", "generate studies", "llamacpp", 4, 1_000, 200),
-        planned_session("study", "study judge", "llamacpp", 4, 2_000, 1_024),  # the same job: one start
-        planned_session("rubric_judge", "rubric judge sample", "llamacpp", 3, 500, 768),
-        planned_session("rubric_judge", "rubric judge", "llamacpp", 0, 0, 0),  # all cached: nothing to send
-        planned_session("judge_ladder", "judge ladder", "llamacpp", 2, 100, 512),
-        planned_session("judge_ladder", "judge ladder", "llamacpp", 2, 100, 512, model="n"),  # another job
+        planned_session("study", "study.answers", "llamacpp", 4, 1_000, 200),
+        planned_session("study", "study.judge", "llamacpp", 4, 2_000, 1_024),  # the same job: one start
+        planned_session("rubric_judge", "rubric_judge.sample", "llamacpp", 3, 500, 768),
+        planned_session("rubric_judge", "rubric_judge", "llamacpp", 0, 0, 0),  # all cached: nothing to send
+        planned_session("judge_ladder", "judge_ladder", "llamacpp", 2, 100, 512),
+        planned_session("judge_ladder", "judge_ladder", "llamacpp", 2, 100, 512, model="n"),  # another job
         planned_session("generate", "generate", "api", 10, 5_000, 1_000),  # not on this machine
     ]
     jobs = estimate_jobs(sessions, RATES, CPU)
@@ -438,4 +438,15 @@ def test_a_broken_cpu_calibration_is_named(tmp_path):
     path = tmp_path / "throughput.yaml"
     path.write_text(yaml.safe_dump(table), encoding="utf-8")
     with pytest.raises(ConfigError, match=r"throughput.yaml: cpu: 'decode_share' is a required property"):
+        load_throughput(path)
+
+
+@pytest.mark.parametrize(("key", "old", "new"), [("verdict_tokens", "rubric judge", "rubric_judge"),
+                                                 ("answer_length", "generate studies", "study.answers")])  # fmt: skip
+def test_a_step_the_cpu_calibration_names_by_an_old_name_is_named(tmp_path, key, old, new):
+    table = yaml.safe_load((REPO_ROOT / "config" / "throughput.yaml").read_text(encoding="utf-8"))
+    table["cpu"][key][old] = table["cpu"][key].pop(new)
+    path = tmp_path / "throughput.yaml"
+    path.write_text(yaml.safe_dump(table), encoding="utf-8")
+    with pytest.raises(ConfigError, match=rf"throughput.yaml: cpu.{key}: '{old}' is not one of \[.*'{new}'"):
         load_throughput(path)

@@ -35,8 +35,8 @@ class Placeholder:
 
 @dataclass(frozen=True)
 class Stage:
-    """The work a session belongs to: ``name`` (reconstruct, generate, generate studies, rubric judge, study
-    judge), whose answers it makes or judges, whether the stage's ``batch`` key is on, and what a missing answer is
+    """The work a session belongs to: ``name`` (a step of ``h2htalk.stages.steps``: a stage's name, or its name and
+    part), whose answers it makes or judges, whether the stage's ``batch`` key is on, and what a missing answer is
     planned as."""
 
     name: str

@@ -33,6 +33,7 @@ from h2htalk.llm.tokens import text_tokens
 from h2htalk.plan.calls import Placeholder, PlanEngines, PlannedCalls, job_name
 from h2htalk.prefetch import pinned_model, read_records
 from h2htalk.settings import VARIANTS, ClientSettings, JudgeSettings, ReconstructSettings, StudyJudgeSettings
+from h2htalk.stages.steps import unsampled
 from h2htalk.subtasks import get_subtask
 
 VERDICT = "{}"  # a judge answer that holds no verdict and is not cut off: read as missing, never asked again
@@ -104,7 +105,8 @@ def _check_curated(config: dict[str, Any], results: Layout) -> None:
 def _reconstructed(config: dict[str, Any], work: Layout, engines: PlanEngines) -> tuple[int, int]:
     """(references the generator's cache holds a try of, references sampled)."""
     generator = config["instances"]["reconstruct"]["generator"]
-    session = next(s for s in engines.sessions if s.stage.name == "reconstruct" and s.spec["name"] == generator)
+    sessions = (s for s in engines.sessions if s.stage.name == "reconstruct_instances")
+    session = next(s for s in sessions if s.spec["name"] == generator)
     reports = [json.loads(Path(work.path("reconstruction_report", subtask=s)).read_text()) for s in config["subtasks"]]
     tried = {item for item in session.cached_items if not item.startswith("vote/")}
     return len(tried), sum(r["sampled"] for r in reports)
@@ -119,13 +121,13 @@ class Placeholders:
         self._references: dict[str, str] | None = None
 
     def __call__(self, step: str) -> Callable[[dict[str, Any], ChatRequest], Placeholder]:
-        if step == "reconstruct":
+        if step == "reconstruct_instances":
             return reconstruction_like_a_demo(ReconstructSettings.from_config(self.config))
-        if step == "judge ladder":  # each role's verdicts at that role's limit
+        if step == "judge_ladder":  # each role's verdicts at that role's limit
             return lambda spec, request: Placeholder(VERDICT, request.params["max_tokens"])
-        if step in ("rubric judge", "rubric judge sample"):
+        if unsampled(step) == "rubric_judge":
             return unread_verdict(JudgeSettings.from_config(self.config).max_new_tokens)
-        if step in ("study judge", "study judge sample"):
+        if unsampled(step) == "study.judge":
             return unread_verdict(StudyJudgeSettings.from_config(self.config).max_new_tokens)
         if self._references is None:
             self._references = _references(self.config["subtasks"], self.work)

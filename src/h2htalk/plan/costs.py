@@ -17,6 +17,7 @@ import jsonschema
 import yaml
 
 from h2htalk.errors import ConfigError
+from h2htalk.stages.steps import ANSWERS, VERDICTS
 
 PRICES_SCHEMA = yaml.safe_load(
     """
@@ -82,6 +83,10 @@ THROUGHPUT_SCHEMA = yaml.safe_load(
           reference_pp512: {type: number, exclusiveMinimum: 0}
     """
 )
+
+_CPU = THROUGHPUT_SCHEMA["properties"]["cpu"]["properties"]
+_CPU["answer_length"]["propertyNames"] = {"enum": list(ANSWERS)}  # steps by their one name (stages.steps)
+_CPU["verdict_tokens"]["propertyNames"] = {"enum": list(VERDICTS)}
 
 
 def _read(path: str | os.PathLike[str], schema: dict[str, Any], what: str) -> dict[str, Any]:

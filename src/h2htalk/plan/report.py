@@ -14,14 +14,9 @@ from h2htalk.llm.engines import engine_of
 from h2htalk.plan.calls import PlannedCalls, Tally
 from h2htalk.plan.chain import PlannedRun
 from h2htalk.plan.costs import PriceTable, Throughput
+from h2htalk.stages.steps import STEPS, VERDICTS, unsampled
 
-STAGES = (
-    "reconstruct", "generate", "generate studies", "rubric judge", "rubric judge sample", "study judge",
-    "study judge sample", "judge ladder",
-)  # fmt: skip
-BATCHABLE = (  # a batch key
-    "reconstruct", "rubric judge", "rubric judge sample", "study judge", "study judge sample", "judge ladder",
-)  # fmt: skip
+BATCHABLE = ("reconstruct_instances", *VERDICTS)  # a batch key (a cascade's sample too)
 
 
 @dataclass(frozen=True)
@@ -65,7 +60,7 @@ def plan_rows(planned: PlannedRun, prices: PriceTable, throughput: Throughput) -
 def _row(calls: PlannedCalls, prices: PriceTable, throughput: Throughput) -> Row:
     spec, stage, tally = calls.spec, calls.stage, calls.tally
     engine = engine_of(spec)
-    can_batch = stage.name in BATCHABLE and engine.batch_limits(spec) is not None
+    can_batch = unsampled(stage.name) in BATCHABLE and engine.batch_limits(spec) is not None
     price = prices.models.get(spec["name"])
     priced = engine.provider(spec) is not None  # a paid API (an unknown price: None); else no money, maybe GPUs
 
@@ -115,7 +110,7 @@ def merged(rows: list[Row], stage: str, model: str) -> Row:
 
 
 def by_stage_and_model(rows: list[Row]) -> list[Row]:
-    keys = dict.fromkeys((r.stage, r.model) for r in sorted(rows, key=lambda r: STAGES.index(r.stage)))
+    keys = dict.fromkeys((r.stage, r.model) for r in sorted(rows, key=lambda r: STEPS.index(r.stage)))
     return [merged(rows, stage, model) for stage, model in keys]
 
 
@@ -176,7 +171,7 @@ def markdown(rows: list[Row], planned: PlannedRun, prices: PriceTable, throughpu
             f"| {_millions(t.prompt_tokens_to_send)} | {_millions(t.completion_tokens_to_send)} "
             f"| {_hours(row.left.gpu_hours)} | {_money(row.left.cost_direct)} | {_money(row.left.cost_batch)} |"
         )
-    batched = ", ".join(stage for stage in STAGES if any(r.stage == stage and r.batch == "on" for r in rows))
+    batched = ", ".join(stage for stage in STEPS if any(r.stage == stage and r.batch == "on" for r in rows))
     whole, configured = total.whole, _sum(r.cost_configured for r in rows)
     lines += [
         "",
@@ -194,11 +189,11 @@ def markdown(rows: list[Row], planned: PlannedRun, prices: PriceTable, throughpu
     return "\n".join(lines) + "\n"
 
 
-JUDGES = {
-    "rubric judge": "rubric judge (Levels I-III)", "rubric judge sample": "rubric judge (Levels I-III)",
-    "study judge": "study judge (Table 3, Figure 7)", "study judge sample": "study judge (Table 3, Figure 7)",
-    "judge ladder": "the judges' ladders",
-}  # fmt: skip
+JUDGES = {  # a cascade's sample is its step's judge's
+    "rubric_judge": "rubric judge (Levels I-III)",
+    "study.judge": "study judge (Table 3, Figure 7)",
+    "judge_ladder": "the judges' ladders",
+}
 
 
 def _gpu_rate(prices: PriceTable, throughput: Throughput) -> str:
@@ -227,10 +222,10 @@ def judge_modes(by_mode: dict[str, list[Row]], prices: PriceTable, throughput: T
     ]
     totals = {}
     for mode, rows in by_mode.items():
-        judging = [r for r in rows if r.stage in JUDGES]
-        keys = dict.fromkeys((JUDGES[r.stage], r.model) for r in judging)
+        judging = [r for r in rows if unsampled(r.stage) in JUDGES]
+        keys = dict.fromkeys((JUDGES[unsampled(r.stage)], r.model) for r in judging)
         for role, model in keys:
-            group = merged([r for r in judging if JUDGES[r.stage] == role and r.model == model], "total", "")
+            group = merged([r for r in judging if JUDGES[unsampled(r.stage)] == role and r.model == model], "total", "")
             lines.append(_judge_line(role, mode, model, group))
         totals[mode] = merged(judging, "total", "") if judging else None
         if totals[mode] is not None:

@@ -39,6 +39,7 @@ from h2htalk.plan.rates import (
     server_rates,
     write_cache,
 )
+from h2htalk.stages.steps import VERDICTS, unsampled
 
 OTHER_JOBS = "other jobs"  # the job kind of the jobs that start no model
 LOAD_SHOWN = 0.25  # cores other processes keep busy from which the estimate says so and gives a range
@@ -109,10 +110,10 @@ def estimate_jobs(
     run ``learned`` them."""
     totals: dict[str, tuple[float, float, set[JobName]]] = {}
     for calls in sessions:
-        tally, step = calls.tally, calls.stage.name.removesuffix(" sample")
+        tally, step = calls.tally, unsampled(calls.stage.name)
         if not engine_of(calls.spec).timed_on_cpu or tally.to_send == 0 or calls.job is None:
             continue
-        if "judge" in step:
+        if step in VERDICTS:
             answers = tally.to_send * cpu.verdict_tokens.get(step, max(cpu.verdict_tokens.values(), default=0.0))
         else:
             answers = tally.completion_tokens_to_send * cpu.answer_length.get(step, 1.0)

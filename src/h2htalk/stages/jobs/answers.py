@@ -11,6 +11,7 @@ from h2htalk.settings import VARIANTS
 from h2htalk.stages.declare import stage
 from h2htalk.stages.declared import FIRST, REGISTRY, judge_models
 from h2htalk.stages.spec import Done, Each, Job, One, Over, Paths
+from h2htalk.stages.steps import step
 
 
 def _study_items(scope, labels):
@@ -62,7 +63,7 @@ def answer(job: Job, engines: Any, responses: str, summary: str, *, for_studies:
     files = [PromptFile(c.variant, c.task, Path(job.each("prompts", c)), Path(job.each(responses, c))) for c in cells]
     instances = {c.task: Path(job.each("instances", c)) for c in cells} if "instances" in job.stage.inputs else {}
     settings = GenerationSettings.from_config(job.config, for_studies=for_studies)
-    engines.step("generate studies" if for_studies else "generate", model)
+    engines.step(step(job.stage.name, "answers") if for_studies else job.stage.name, model)
     spec = job.entry(model)
     return generate_model(spec, files, settings, engines, instances=instances, summary_path=job.output(summary))
 
@@ -107,7 +108,7 @@ def study(job: Job) -> Done:
     shared = [job.entry(model)] if model in judges else []
     with engines.sharing(shared) as shared_engines:
         answers = answer(job, shared_engines, "responses", "summary", for_studies=True)
-        shared_engines.step("study judge", model)
+        shared_engines.step(step(job.stage.name, "judge"), model)
         items = [Path(p) for p in job.inputs["study_items"]]
         pairs = [(Path(job.each("responses", c)), Path(job.each("verdicts", c))) for c in job.cells]
         summary = job.out_path("judge_summary")
@@ -121,7 +122,7 @@ def study(job: Job) -> Done:
                 responses: cascade_sample(c, answered_ids(responses), cascade)
                 for (responses, _), c in zip(sample, job.cells, strict=True)
             }
-            shared_engines.step("study judge sample", model)
+            shared_engines.step(step(job.stage.name, "judge.sample"), model)
             strong = judge_studies(job.entry(judge.model), model, items, sample, judge, shared_engines, only=only)
             add_to_summary(summary, {"sample": strong})
             facts += f"; the sample: {answered(strong, 'verdicts')} by {judge.model}"

@@ -49,7 +49,7 @@ def reconstruct(
         for key, *paths in zip(config["subtasks"], curated, instances, reports, review, strict=True)
     ]
     engines = models.engines(names)
-    engines.step("reconstruct", "instances")
+    engines.step("reconstruct_instances", "instances")
     entries = {n: models.entry(n) for n in names}
     made = reconstruct_to_files(files, entries, settings, engines, decisions, config["review"]["store"])
     totals = {key: sum(r[key] for r in made) for key in ("sampled", "kept_after_review", "flagged", "leaked", "failed")}

@@ -23,6 +23,7 @@ from h2htalk.stages.declared import (
 )  # fmt: skip
 from h2htalk.stages.jobs.answers import add_to_summary, answered
 from h2htalk.stages.spec import Done, Each, Job, One, Over, Paths
+from h2htalk.stages.steps import SAMPLE, step
 
 if TYPE_CHECKING:  # the model-call stack, imported by the jobs that call models only
     from h2htalk.judge.run import JudgeFiles
@@ -55,7 +56,7 @@ def rubric_judge(job: Job) -> Done:
     kinds = ("instances", "prompts", "generations", "verdicts")
     files = [JudgeFiles(c.variant, c.task, *(Path(job.each(kind, c)) for kind in kinds)) for c in job.cells]
     engines = job.engines(judge_models(judge, cascade))
-    engines.step("rubric judge", model)
+    engines.step(job.stage.name, model)
     summary = job.out_path("summary")
     run = judge_files(job.entry(every.model), model, files, every, engines, summary_path=summary)
     facts = answered(run, "verdicts")
@@ -65,7 +66,7 @@ def rubric_judge(job: Job) -> Done:
             replace(f, out=Path(job.each("sample", c)), ids=frozenset(cascade_sample(c, cell_ids, cascade)))
             for f, c, cell_ids in zip(files, job.cells, ids, strict=True)
         ]
-        engines.step("rubric judge sample", model)
+        engines.step(step(job.stage.name, SAMPLE), model)
         strong = judge_files(job.entry(judge.model), model, sample, judge, engines)
         more: dict[str, Any] = {"sample": strong}
         if cascade.auto:  # the first draw was the pilot: the rest of each cell's sample, as its pilot sizes it
@@ -158,7 +159,7 @@ def judge_ladder(job: Job) -> Done:
     rubric, study_judge = JudgeSettings.from_config(config), StudyJudgeSettings.from_config(config)
     judges = {role: rubric if role == JUDGE_ROLES[0] else study_judge for role in roles}
     engines = job.engines([model])
-    engines.step("judge ladder", model)
+    engines.step(job.stage.name, model)
     slots = {role: canary_slot(config, role, model) for role in roles}
     found = run_ladder(job.entry(model), roles, texts, judges, reliability, engines, job.results, part, slots)
     return Done(answered(found, "verdicts"), subject=f"{model} ({', '.join(roles)})")
