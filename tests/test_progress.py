@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
+from collections.abc import Iterator
 
 from h2htalk import progress
 from h2htalk.cli import main
@@ -32,40 +34,78 @@ def test_long_work_reports_to_the_log_every_15_s_and_to_the_terminal_every_minut
     assert len(logged) == 11  # and every 15 s besides in the log
 
 
-def test_a_conversation_turn_sent_alone_stays_in_the_log(tmp_path):
-    """A one-slot server gets a conversation's turns one request at a time: those calls are in the job's log, not
-    on the terminal, where a call that sends several requests still shows."""
-    from h2htalk.config import default_config
-    from h2htalk.llm.calls import EngineOptions, ModelCalls, chat_request
-    from h2htalk.llm.engines import Endpoint
-    from h2htalk.settings import ClientSettings
+SPEC = {"name": "m", "engine": "api", "api": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}}
 
-    from .standins.loopback import LoopbackAPI
 
-    spec = {"name": "m", "engine": "api", "api": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}}
-    client = ClientSettings.from_config(default_config({}))
-    asks = [chat_request(spec, f"i{n}", [{"role": "system", "content": "s"}, {"role": "user", "content": f"问{n}"}],
-                         {"max_tokens": 8}) for n in range(3)]  # fmt: skip
+def asks(n: int) -> list:
+    from h2htalk.llm.calls import chat_request
+
+    messages = [[{"role": "system", "content": "s"}, {"role": "user", "content": f"问{i}"}] for i in range(n)]
+    return [chat_request(SPEC, f"i{i}", m, {"max_tokens": 8}) for i, m in enumerate(messages)]
+
+
+@contextlib.contextmanager
+def progress_records() -> Iterator[list[logging.LogRecord]]:
+    """The progress logger's records while inside, whatever a command did to the logger's handlers."""
     records: list[logging.LogRecord] = []
     handler = logging.Handler(logging.INFO)
-    handler.emit = records.append  # type: ignore[method-assign]  # whatever a command did to the logger's handlers
+    handler.emit = records.append  # type: ignore[method-assign]
     progress.log.addHandler(handler)
     level = progress.log.level
     progress.log.setLevel(logging.INFO)
     try:
-        with LoopbackAPI() as api:
-            engines = EngineOptions(client, 1, endpoint=Endpoint(api.base_url, "m"))
-            with ModelCalls(spec, engines, tmp_path, "generate m", batch=False) as calls:
-                calls.answers(asks[:1])
-                alone = [getattr(r, "terminal", True) for r in records]
-                records.clear()
-                calls.answers(asks[1:])
-                together = [getattr(r, "terminal", True) for r in records]
+        yield records
     finally:
         progress.log.removeHandler(handler)
         progress.log.setLevel(level)
+
+
+def engine_options(api):
+    from h2htalk.config import default_config
+    from h2htalk.llm.calls import EngineOptions
+    from h2htalk.llm.engines import Endpoint
+    from h2htalk.settings import ClientSettings
+
+    return EngineOptions(ClientSettings.from_config(default_config({})), 1, endpoint=Endpoint(api.base_url, "m"))
+
+
+def test_a_conversation_turn_sent_alone_stays_in_the_log(tmp_path):
+    """A one-slot server gets a conversation's turns one request at a time: those calls are in the job's log, not
+    on the terminal, where a call that sends several requests still shows."""
+    from h2htalk.llm.calls import ModelCalls
+
+    from .standins.loopback import LoopbackAPI
+
+    with (
+        progress_records() as records,
+        LoopbackAPI() as api,
+        ModelCalls(SPEC, engine_options(api), tmp_path, "generate m", batch=False) as calls,
+    ):
+        calls.answers(asks(3)[:1])
+        alone = [getattr(r, "terminal", True) for r in records]
+        records.clear()
+        calls.answers(asks(3)[1:])
+        together = [getattr(r, "terminal", True) for r in records]
     assert alone and not any(alone)
     assert together[0] and together[-1]  # "2 requests, 0 cached, 2 to send" and "2/2 requests (100%)"
+
+
+def test_progress_lines_name_the_work_as_the_plan_does(tmp_path):
+    """A session is named by the step its job named last (the plan's stage column) and its model, and the model
+    whose answers it judges where that is another; without a step, by its model."""
+    from .standins.loopback import LoopbackAPI
+
+    said = []
+    with progress_records() as records, LoopbackAPI() as api:
+        engines = engine_options(api)
+        for step, for_model in ((None, None), ("study.judge", "qwen"), ("generate", "m")):
+            if step is not None:
+                engines.step(step, for_model)
+            with engines.session(SPEC, tmp_path / str(step), batch=False) as calls:
+                calls.answers(asks(2))
+            said.append(records[0].getMessage())
+            records.clear()
+    assert said == [f"{name}: 2 requests, 0 cached, 2 to send" for name in ("m", "study.judge m on qwen", "generate m")]
 
 
 def test_the_terminal_of_a_command_with_a_log_file_shows_its_summary(tmp_path, capsys):

@@ -169,7 +169,7 @@ def generate_model(
         summary = _baseline_outputs(spec, files, instances or {}, settings)
     else:
         jobs = load_jobs(spec, files, settings)
-        with engines.session(spec, settings.cache_dir, f"generate {spec['name']}", batch=False) as calls:
+        with engines.session(spec, settings.cache_dir, batch=False) as calls:
             for job in jobs:
                 job.requests = first_requests(spec, job)
             answers = calls.answers([r for job in jobs for r in job.requests])

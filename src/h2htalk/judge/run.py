@@ -141,7 +141,7 @@ def judge_files(
         ]
         for job in jobs
     }
-    with engines.session(judge_spec, judge.cache_dir, f"judge {model}", batch=judge.batch) as calls:
+    with engines.session(judge_spec, judge.cache_dir, batch=judge.batch) as calls:
         answers = answers_with_retry(calls, [r for job in jobs for samples in requests[id(job)] for r in samples])
         summary = calls.summary()
     identity = model_identity(judge_spec)

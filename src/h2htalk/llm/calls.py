@@ -171,11 +171,11 @@ async def _send(
         await chat.close()
 
 
-@dataclass(frozen=True)
+@dataclass
 class EngineOptions:
     """How a job reaches its models: client settings, the engine seed, the GGUF files of local models
     (registry name -> path), one server log for every engine the job starts, or an already running
-    ``endpoint`` to use instead of starting one."""
+    ``endpoint`` to use instead of starting one; the step the job named last (``step``)."""
 
     client: ClientSettings
     seed: int
@@ -183,19 +183,25 @@ class EngineOptions:
     server_log: Path | None = None
     endpoint: Endpoint | None = None
     kept: Mapping[str, LazyEndpoint] = field(default_factory=dict)  # engines shared by this job's sessions
+    step_name: tuple[str, str] | None = None
 
-    def session(
-        self, spec: dict[str, Any], cache_dir: str | os.PathLike[str], label: str = "", *, batch: bool
-    ) -> ModelCalls:
-        """Calls to the model of ``spec``; ``label`` names the work in progress lines (default: the model);
+    def session(self, spec: dict[str, Any], cache_dir: str | os.PathLike[str], *, batch: bool) -> ModelCalls:
+        """Calls to the model of ``spec``, named in progress lines and logs by the step the job named (the plan's
+        name for it) and the model, and whose answers it judges where that is another (default: the model);
         ``batch``: through the model's Batch API, where it has one."""
+        label = ""
+        if self.step_name is not None:
+            name, for_model = self.step_name
+            label = f"{name} {spec['name']}" + (f" on {for_model}" if for_model != spec["name"] else "")
         return ModelCalls(spec, self, cache_dir, label, batch=batch)
 
     def serve_options(self, spec: dict[str, Any]) -> ServeOptions:
         return ServeOptions(self.model_files.get(spec["name"]), self.server_log, self.seed)
 
     def step(self, name: str, for_model: str) -> None:
-        """Which of a job's pieces of work the next sessions belong to (only a plan tells them apart)."""
+        """Which of a job's pieces of work (a step of ``h2htalk.stages.steps``) the next sessions belong to, and
+        whose answers they make or judge."""
+        self.step_name = (name, for_model)
 
     @contextlib.contextmanager
     def sharing(self, specs: Sequence[dict[str, Any]]) -> Iterator[EngineOptions]:

@@ -208,9 +208,7 @@ class PlanEngines:
     def sharing(self, specs: Sequence[dict[str, Any]]) -> Iterator[PlanEngines]:
         yield self  # a plan starts no engine, so there is none to share
 
-    def session(
-        self, spec: dict[str, Any], cache_dir: str | os.PathLike[str], label: str = "", *, batch: bool
-    ) -> PlannedCalls:
+    def session(self, spec: dict[str, Any], cache_dir: str | os.PathLike[str], *, batch: bool) -> PlannedCalls:
         assert self.step_name is not None, "a job names its step before it opens a session"
         name, for_model = self.step_name
         calls = PlannedCalls(spec, cache_dir, Stage(name, for_model, batch, self.placeholders(name)), self.client)

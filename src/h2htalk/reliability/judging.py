@@ -68,7 +68,7 @@ def judge_texts(
         asked = [r for text in texts if text.role in roles for r in requests[text]]
         # through the Batch API when a role sharing the cache asks its verdicts that way
         batch = any(settings[role].batch for role in roles)
-        with engines.session(spec, folder, f"judge ladder {spec['name']}", batch=batch) as calls:
+        with engines.session(spec, folder, batch=batch) as calls:
             answers.update(answers_with_retry(calls, asked))
             summaries.append(calls.summary())
     records = []

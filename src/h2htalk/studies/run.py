@@ -94,7 +94,7 @@ def judge_studies(
                 )
             )
             plan.append((out, item, generation, requests))
-    with engines.session(judge_spec, judge.cache_dir, f"study judge {model}", batch=judge.batch) as calls:
+    with engines.session(judge_spec, judge.cache_dir, batch=judge.batch) as calls:
         answers = answers_with_retry(calls, [r for *_, rs in plan for r in rs])
         summary = calls.summary()
     records: dict[Path, list[dict[str, Any]]] = {out: [] for _, out in generations}
