@@ -33,6 +33,7 @@ from h2htalk.plan.timing import (
     estimate_jobs,
     estimate_run,
     job_seconds_since,
+    kinds_rates,
     learn_from_run,
     learned_line,
     minutes,
@@ -130,6 +131,18 @@ def test_each_job_is_expected_to_take_its_tokens_at_the_machines_rates_as_calibr
     assert jobs["judge_ladder"].seconds == pytest.approx(2 * (10 + 100 / 50 + 60 / 5))  # two jobs, two starts
     faster = estimate_jobs(sessions, Rates(200.0, 40.0, 2), CPU)
     assert faster["generate"].seconds - 10 == pytest.approx((jobs["generate"].seconds - 10) / 2)
+
+
+def test_a_kept_record_of_a_stage_times_every_step_of_its_jobs(tmp_path):
+    """The cache keeps rates per job kind, the stage's name, which every step of its jobs shares: a user's records
+    read as they were when the steps inside a stage were named by its parts."""
+    path = tmp_path / "llamacpp_rates.json"
+    write_cache(path, {"AMD EPYC | 2 threads": [record("study", 50.0, 10.0, 0.1)]})
+    learned = kinds_rates(read_cache(path)["AMD EPYC | 2 threads"], {"study"}, 0.1, 2)
+    sessions = [planned_session("study", "study.answers", "llamacpp", 4, 1_000, 200),
+                planned_session("study", "study.judge", "llamacpp", 4, 2_000, 1_024)]  # fmt: skip
+    at_machine, at_kept = estimate_jobs(sessions, RATES, CPU), estimate_jobs(sessions, RATES, CPU, learned)
+    assert at_kept["study"].seconds - 10 == pytest.approx(2 * (at_machine["study"].seconds - 10))
 
 
 class TimedHere(Engine):
