@@ -216,6 +216,25 @@ def test_a_record_is_used_at_about_the_load_it_was_made_at_and_replaced_by_one_m
     assert len([r for r in many if r.kind == MACHINE]) == 4 and records[2] in many
 
 
+def test_past_the_cores_there_are_a_record_is_used_where_about_as_many_threads_wait_to_run_as_when_it_was_made():
+    """Both cores read busy under a load of 4 and of 38; the threads waiting to run tell the two apart."""
+    from dataclasses import replace
+
+    from h2htalk.plan.rates import from_run, keep, nearest
+
+    four = replace(record(MACHINE, 40.0, 8.0, 2.0), runnable=4.0)
+    many = replace(record(MACHINE, 5.0, 1.0, 2.0, "2026-12-01T01:00:00+00:00"), runnable=38.0)
+    records = [four, many]
+    assert nearest(records, MACHINE, 2.0, 4.5) == four and nearest(records, MACHINE, 2.0, 30.0) == many
+    assert nearest(records, MACHINE, 2.0, 12.0) is None  # a share of a core over 1.5x off both: not seen
+    assert nearest(records, MACHINE, 2.0) == many  # not known now: by load, the newest
+    quiet = replace(record(MACHINE, 170.0, 48.0, 0.1), runnable=0.0)
+    assert quiet.near(0.3, 1.0)  # one thread beside it on two cores: a core each, as with none
+    assert keep(records, replace(many, pp512=6.0, made="2026-12-02T00:00:00+00:00"))[0] == four  # the load-38 one goes
+    assert from_run("generate", 50.0, 9.0, 2.0, runnable=3.964).runnable == 3.96  # kept with the record
+    assert "2.0 of 2 cores, 38.0 threads of theirs ready to run)" in many.describe()
+
+
 def test_a_finished_run_replaces_a_record_that_puts_its_time_more_than_a_quarter_off():
     from h2htalk.plan.rates import learn
 
@@ -475,6 +494,7 @@ def test_the_other_jobs_take_the_share_of_a_core_the_threads_waiting_for_one_lea
 
     # 20 other jobs took 6 s where the estimate said 60 and more: below the model jobs' 20 s, and kept
     assert learn_from_run(crowded, {"score": 6.0}, load=None) == {OTHER_JOBS: "added"}
+    assert [r.runnable for r in read_cache(cache)[key] if r.kind == OTHER_JOBS] == [4.0]  # as crowded as it was
     assert estimate(4.0).other_s == pytest.approx(6.0, rel=0.01)
     assert estimate(0.0).other_s == pytest.approx(6.0 * share, rel=0.01)  # as fast against a whole core
     assert learn_from_run(estimate(4.0), {"score": 6.5}, load=None) == {OTHER_JOBS: "kept"}

@@ -88,11 +88,15 @@ def model_file_for_rates(spec: dict[str, Any], provisioned: str | os.PathLike[st
 
 
 def machine_record(
-    spec: dict[str, Any], provisioned: str | os.PathLike[str], records: list[Record], load: float | None
+    spec: dict[str, Any],
+    provisioned: str | os.PathLike[str],
+    records: list[Record],
+    load: float | None,
+    runnable: float | None = None,
 ) -> tuple[Record, str]:
-    """The machine's rates for ``spec`` at ``load``: the cache's record nearest in load, else measured now on the
-    run's server; and where they come from, in words."""
-    known = nearest(records, MACHINE, load)
+    """The machine's rates for ``spec`` at ``load`` (and ``runnable`` threads of others waiting to run): the cache's
+    record nearest in load, else measured now on the run's server; and where they come from, in words."""
+    known = nearest(records, MACHINE, load, runnable)
     if known is not None:
         how = "measured" if known.source == "measured" else "from a finished run"
         return known, f"{how} {known.made[:10]}, at a load like now's"
@@ -103,7 +107,7 @@ def machine_record(
     finally:
         if temporary:
             model_file.unlink()
-    return measured(pp512, tg128, load), f"measured now on the run's server, best of {trials} trials"
+    return measured(pp512, tg128, load, runnable), f"measured now on the run's server, best of {trials} trials"
 
 
 def estimate_jobs(
@@ -185,6 +189,7 @@ class RunEstimate:
     cache: Path | None = None
     quiet_s: float | None = None  # the time at the rates kept from a quiet machine, where every model has them
     share: float = 1.0  # of one core, a one-thread job's (the other jobs') when it was made
+    runnable: float | None = None  # threads of other processes waiting to run when it was made
 
     @property
     def seconds(self) -> float:
@@ -254,12 +259,15 @@ def quiet_records(records: Iterable[Record]) -> list[Record]:
     return [r for r in records if r.load is not None and r.load < LOAD_SHOWN]
 
 
-def kinds_rates(records: list[Record], kinds: Iterable[str], load: float | None, threads: int) -> dict[str, Rates]:
-    """The rates each job kind ran at in a finished run at about ``load``, where the cache has them."""
+def kinds_rates(
+    records: list[Record], kinds: Iterable[str], load: float | None, threads: int, runnable: float | None = None
+) -> dict[str, Rates]:
+    """The rates each job kind ran at in a finished run at about ``load`` (and ``runnable``), where the cache has
+    them."""
     return {
         kind: rates_of(found, threads, "a finished run's jobs")
         for kind in kinds
-        if (found := nearest(records, kind, load)) is not None
+        if (found := nearest(records, kind, load, runnable)) is not None
     }
 
 
@@ -288,7 +296,8 @@ def estimate_run(
     cache = cache or rates_cache_file()
     known = read_cache(cache)
     load = other_processes_load()
-    share = one_core_share(runnable_others(), load, available_cores())
+    runnable = runnable_others()
+    share = one_core_share(runnable, load, available_cores())
     jobs: dict[str, JobEstimate] = {}
     models: dict[str, ModelRates] = {}
     quiet_s: float | None = 0.0
@@ -297,7 +306,7 @@ def estimate_run(
         provisioned = results.path("model_file", model=name)
         key = rates_key(spec, provisioned)
         records = known.get(key, [])
-        record, source = machine_record(spec, provisioned, records, load)
+        record, source = machine_record(spec, provisioned, records, load, runnable)
         if record not in records:
             known[key] = keep(records, record)
             write_cache(cache, known)
@@ -305,7 +314,9 @@ def estimate_run(
         machine = rates_of(record, threads, source)
         own = [calls for calls in sessions if calls.spec["name"] == name]
         kinds = {calls.job[0] for calls in own} | {OTHER_JOBS}
-        learned = kinds_rates(records, kinds, load, threads)
+        learned = kinds_rates(records, kinds - {OTHER_JOBS}, load, threads, runnable)
+        # the other jobs' speed is kept against the share of a core they had: it holds however many threads wait
+        learned |= kinds_rates(records, {OTHER_JOBS}, load, threads)
         parts = estimate_jobs(own, machine, cpu, learned)
         models[name] = ModelRates(key, machine, learned, parts)
         quiet = quiet_records(records)
@@ -326,7 +337,7 @@ def estimate_run(
     first = models[local[0]]  # the cache the other jobs' learned speed is kept in: the first model's
     other_s = other_jobs_seconds(other_jobs, share, cpu, first.learned.get(OTHER_JOBS))
     return RunEstimate(
-        jobs, other_s, first.machine, models, load, available_cores(), cpu, other_jobs, cache, quiet_s, share
+        jobs, other_s, first.machine, models, load, available_cores(), cpu, other_jobs, cache, quiet_s, share, runnable
     )
 
 
@@ -372,6 +383,7 @@ def _learn_kind(
     used: Rates,
     actual_s: float,
     load: float | None,
+    runnable: float | None,
     least_s: float = LEARNED_FROM_S,
 ) -> tuple[list[Record], str | None]:
     """``plan.rates.learn`` for one job kind: its jobs took ``actual_s`` where ``seconds_at(used)`` was expected,
@@ -380,13 +392,14 @@ def _learn_kind(
     if actual < least_s or actual <= 0 or expected <= 0:
         return records, None
     factor = expected / actual
-    found = from_run(kind, used.pp512 * factor, used.tg128 * factor, load)
+    found = from_run(kind, used.pp512 * factor, used.tg128 * factor, load, runnable)
     return learn(records, found, seconds_at, actual_s, used.record)
 
 
 def learn_from_run(estimate: RunEstimate, stage_seconds: Mapping[str, float], load: float | None) -> dict[str, str]:
     """Keep in the cache the rates this run's jobs ran at, per job kind and for the machine as a whole, made at the
-    run's ``load`` (``plan.rates.learn``: a record they disagree with by more than 25 % is replaced). Returns what
+    run's ``load`` and the threads waiting to run at its start (``plan.rates.learn``: a record they disagree with by
+    more than 25 % is replaced). Returns what
     happened to each kind: "added", "replaced" or "kept"."""
     cpu = estimate.cpu
     if cpu is None:
@@ -394,6 +407,7 @@ def learn_from_run(estimate: RunEstimate, stage_seconds: Mapping[str, float], lo
     cache = estimate.cache or rates_cache_file()
     known = read_cache(cache)
     said: dict[str, str | None] = {}
+    waiting = estimate.runnable
 
     def at(parts: list[JobEstimate]) -> Callable[[Rates | Record], float]:
         return lambda r: sum(job_seconds(p.prompt_tokens, p.answer_tokens, r, cpu, p.starts) for p in parts)
@@ -410,11 +424,11 @@ def learn_from_run(estimate: RunEstimate, stage_seconds: Mapping[str, float], lo
         for stage, actual in shares.items():
             part, used = model.parts[stage], model.learned.get(stage, model.machine)
             fixed = part.starts * cpu.job_start_s
-            records, said[stage] = _learn_kind(records, stage, at([part]), fixed, used, actual, load)
+            records, said[stage] = _learn_kind(records, stage, at([part]), fixed, used, actual, load, waiting)
         whole = [model.parts[stage] for stage in shares]
         fixed = sum(p.starts for p in whole) * cpu.job_start_s
         records, said[MACHINE] = _learn_kind(
-            records, MACHINE, at(whole), fixed, model.machine, sum(shares.values()), load
+            records, MACHINE, at(whole), fixed, model.machine, sum(shares.values()), load, waiting
         )
         known[model.key] = records
     first = next(iter(estimate.models.values()), None)
@@ -423,7 +437,7 @@ def learn_from_run(estimate: RunEstimate, stage_seconds: Mapping[str, float], lo
         other_s = sum(stage_seconds.values()) - model_s
         seconds_at = lambda r: other_jobs_seconds(estimate.other_jobs, estimate.share, cpu, r)  # noqa: E731
         known[first.key], said[OTHER_JOBS] = _learn_kind(
-            known.get(first.key, []), OTHER_JOBS, seconds_at, 0.0, used, other_s, load, least_s=0.0
+            known.get(first.key, []), OTHER_JOBS, seconds_at, 0.0, used, other_s, load, waiting, least_s=0.0
         )
     kept = {kind: outcome for kind, outcome in said.items() if outcome is not None}
     if kept:
