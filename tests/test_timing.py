@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import time
 from pathlib import Path
 from typing import Any, ClassVar
@@ -228,6 +229,25 @@ def test_a_record_is_used_at_about_the_load_it_was_made_at_and_replaced_by_one_m
     assert len([r for r in many if r.kind == MACHINE]) == 4 and records[2] in many
 
 
+def test_past_the_cores_there_are_a_record_is_used_where_about_as_many_threads_wait_to_run_as_when_it_was_made():
+    """Both cores read busy under a load of 4 and of 38; the threads waiting to run tell the two apart."""
+    from dataclasses import replace
+
+    from h2htalk.plan.rates import from_run, keep, nearest
+
+    four = replace(record(MACHINE, 40.0, 8.0, 2.0), runnable=4.0)
+    many = replace(record(MACHINE, 5.0, 1.0, 2.0, "2026-12-01T01:00:00+00:00"), runnable=38.0)
+    records = [four, many]
+    assert nearest(records, MACHINE, 2.0, 4.5) == four and nearest(records, MACHINE, 2.0, 30.0) == many
+    assert nearest(records, MACHINE, 2.0, 12.0) is None  # a share of a core over 1.5x off both: not seen
+    assert nearest(records, MACHINE, 2.0) == many  # not known now: by load, the newest
+    quiet = replace(record(MACHINE, 170.0, 48.0, 0.1), runnable=0.0)
+    assert quiet.near(0.3, 1.0)  # one thread beside it on two cores: a core each, as with none
+    assert keep(records, replace(many, pp512=6.0, made="2026-12-02T00:00:00+00:00"))[0] == four  # the load-38 one goes
+    assert from_run("generate", 50.0, 9.0, 2.0, runnable=3.964).runnable == 3.96  # kept with the record
+    assert "2.0 of 2 cores, 38.0 threads of theirs ready to run)" in many.describe()
+
+
 def test_a_finished_run_replaces_a_record_that_puts_its_time_more_than_a_quarter_off():
     from h2htalk.plan.rates import learn
 
@@ -298,16 +318,18 @@ def test_where_other_processes_hold_the_cores_the_estimate_says_so_and_gives_a_r
     quiet = RunEstimate(jobs, 60.0, RATES, load=0.1, cores=2, cpu=CPU)
     assert quiet.line().startswith("Expected time: about 9.5 min on this machine")
     assert "other processes" not in quiet.line().lower()
-    busy = RunEstimate(jobs, 60.0, RATES, load=1.6, cores=2, cpu=CPU)
+    busy = RunEstimate(jobs, 60.0, RATES, load=1.6, cores=2, cpu=CPU, share=0.25)
     # as they are: 570 s; if they stop, llama.cpp's share of the cores is all of them: 1.5 of 2 counted taken (the
-    # most that is), so 4x the rates: 10 s to start + 500 / 4 + 60 / 4
+    # most that is), so 4x the rates: 10 s to start + 500 / 4; the other jobs, at a quarter of a core, get a whole one
     assert busy.free_seconds() == pytest.approx(10 + 125 + 15)
     assert busy.line().startswith("Expected time: 2.5-9.5 min on this machine: generate ~8.5, other jobs ~1.0")
     assert busy.line().endswith(
-        "Other processes are using about 1.6 of 2 cores: 9.5 min assumes they go on doing so, 2.5 that they stop"
+        "Other processes are using about 1.6 of 2 cores: 9.5 min assumes they go on doing so, 2.5 that they stop;"
+        " more threads wait to run than there are cores: a job that starts no model gets about 0.25 of one"
     )
     assert "(llama.cpp here: pp512 37, tg128 2.3 tokens/s" in RunEstimate(jobs, 60.0, Rates(37.4, 2.3, 2)).line()
-    half = RunEstimate(jobs, 60.0, RATES, load=1.0, cores=2, cpu=CPU)
+    half = RunEstimate(jobs, 60.0, RATES, load=1.0, cores=2, cpu=CPU, share=0.5)
+    assert "a job that starts no model" not in RunEstimate(jobs, 60.0, RATES, load=1.6, cores=2, cpu=CPU).line()
     assert half.free_seconds() == pytest.approx(10 + 250 + 30)
     assert actual_line(half, 300.0, {"generate": 240.0}).startswith("Took 5.0 min against the expected 4.8-9.5 (0.53x)")
 
@@ -350,6 +372,7 @@ def laptop_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     results = Layout("results", instances_set(config))
     registry = load_registry(registry_files(config))
     local = config["models"][0]
+    monkeypatch.setattr("h2htalk.plan.timing.runnable_others", lambda: 0.0)  # no other thread waits for a core
     model_file = Path(results.path("model_file", model=local))
     model_file.parent.mkdir(parents=True)
     model_file.write_bytes(b"gguf")
@@ -376,7 +399,8 @@ def test_if_the_other_processes_stop_the_run_takes_what_the_cache_says_of_the_qu
     shared = estimate(2.0, busy)  # no quiet record: the cores' share, at most 3/4 of them taken, so 4x the rates
     assert shared.quiet_s is None and "quiet machine" not in shared.line()
     starts = sum(e.starts for e in shared.jobs.values()) * shared.cpu.job_start_s
-    assert shared.free_seconds() == pytest.approx(starts + (shared.seconds - starts) / 4)
+    llama_cpp_s = shared.seconds - shared.other_s - starts  # the other jobs had a core each already (none waiting)
+    assert shared.free_seconds() == pytest.approx(starts + llama_cpp_s / 4 + shared.other_s)
     loaded = estimate(2.0, busy, quiet, learned)
     calm = estimate(0.0, busy, quiet, learned)
     assert loaded.seconds == pytest.approx(shared.seconds)  # as they are: the busy record, as before
@@ -414,7 +438,7 @@ def test_the_whole_run_is_estimated_from_the_plan_of_the_laptop_default(tmp_path
     for job, found in slow.jobs.items():
         assert found.prompt_tokens > 0 and found.answer_tokens > 0, job
         assert found.seconds - cpu.job_start_s == pytest.approx(2 * (fast.jobs[job].seconds - cpu.job_start_s))
-    assert slow.other_s == pytest.approx(20 * cpu.other_job_s * cpu.reference_pp512 / 60.0)
+    assert slow.other_s == fast.other_s == pytest.approx(20 * cpu.other_job_s)  # not at llama.cpp's rates
 
     # the run's jobs took twice the llama.cpp time expected, the other jobs three times theirs
     taken = {job: 2 * found.seconds - cpu.job_start_s for job, found in fast.jobs.items()}
@@ -463,3 +487,62 @@ def test_a_step_the_cpu_calibration_names_by_an_old_name_is_named(tmp_path, key,
     path.write_text(yaml.safe_dump(table), encoding="utf-8")
     with pytest.raises(ConfigError, match=rf"throughput.yaml: cpu.{key}: '{old}' is not one of \[.*'{new}'"):
         load_throughput(path)
+
+
+def test_the_other_jobs_take_the_share_of_a_core_the_threads_waiting_for_one_leave_them_and_learn_from_a_few_seconds(
+    tmp_path, monkeypatch
+):
+    """On a busy 2-core machine llama.cpp's rates fell 4.6x where a one-thread job slowed far less, and under a load
+    of 28 far more: the other jobs take the cores shared out among the threads ready to run. A finished run keeps how
+    fast they went against that, though they took a few seconds, and the next estimate uses it at its own share."""
+    from h2htalk.hardware import one_core_share
+
+    config, results, registry, every, key = laptop_plan(tmp_path, monkeypatch)
+    cpu = load_throughput("config/throughput.yaml").cpu
+    assert cpu is not None
+    cache = tmp_path / "rates.json"
+    write_cache(cache, {key: [record(MACHINE, 37.6, 2.3, None)]})  # rates measured under four busy processes
+    monkeypatch.setattr("h2htalk.plan.timing.other_processes_load", lambda: None)
+
+    def estimate(runnable: float, other_jobs: int = 20):
+        monkeypatch.setattr("h2htalk.plan.timing.runnable_others", lambda: runnable)
+        found = estimate_run(STAGES, config, results, registry, every, other_jobs=other_jobs, cache=cache)
+        assert found is not None
+        return found
+
+    quiet, crowded = estimate(0.0), estimate(4.0)
+    share = one_core_share(4.0, None, crowded.cores)
+    assert quiet.share == 1.0 and quiet.other_s == pytest.approx(20 * cpu.other_job_s)
+    assert crowded.share == share and crowded.other_s == pytest.approx(20 * cpu.other_job_s / share)
+    assert crowded.seconds - crowded.other_s == pytest.approx(quiet.seconds - quiet.other_s)  # llama.cpp's as before
+
+    # 20 other jobs took 6 s where the estimate said 60 and more: below the model jobs' 20 s, and kept
+    assert learn_from_run(crowded, {"score": 6.0}, load=None) == {OTHER_JOBS: "added"}
+    assert [r.runnable for r in read_cache(cache)[key] if r.kind == OTHER_JOBS] == [4.0]  # as crowded as it was
+    assert estimate(4.0).other_s == pytest.approx(6.0, rel=0.01)
+    assert estimate(0.0).other_s == pytest.approx(6.0 * share, rel=0.01)  # as fast against a whole core
+    assert learn_from_run(estimate(4.0), {"score": 6.5}, load=None) == {OTHER_JOBS: "kept"}
+    few = estimate(4.0, other_jobs=3)  # too few jobs to tell what their seconds say
+    assert learn_from_run(few, {"score": 60.0}, load=None) == {}
+
+
+def test_the_threads_waiting_for_a_core_are_counted_past_the_cores_there_are():
+    """The busy cores read "2.0 of 2" at a load of 4 and of 38; the run queue tells them apart."""
+    from h2htalk.hardware import available_cores, one_core_share, runnable_others
+
+    assert one_core_share(None, None, 2) == 1.0
+    assert one_core_share(1.0, 2.0, 2) == 1.0  # one busy thread beside it on two cores: a core of its own
+    assert one_core_share(4.0, 2.0, 2) == pytest.approx(0.4)
+    assert one_core_share(38.0, 2.0, 2) == pytest.approx(2 / 39)
+    assert one_core_share(None, 1.6, 2) == pytest.approx(2 / 2.6)  # no run queue: the busy cores stand for it
+    if not Path("/proc/stat").is_file():
+        return
+    spinners = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(3)]
+    try:
+        time.sleep(0.1)
+        waiting = runnable_others(seconds=0.2, samples=4)
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+    assert waiting is not None and waiting >= 3 * available_cores() / (os.cpu_count() or 1) - 1e-9

@@ -67,6 +67,30 @@ def other_processes_load(seconds: float = 1.0) -> float | None:
     return other_processes_cores(before, cpu_snapshot())
 
 
+def runnable_others(seconds: float = 0.5, samples: int = 10) -> float | None:
+    """Threads of other processes ready to run on this process's cores, on average over ``seconds``: ``/proc/stat``'s
+    procs_running less the one reading it, by this process's share of the machine's cores. Unlike the busy cores it is
+    not capped at the cores there are: it tells a load of 4 from one of 38. None where unknown."""
+    counts: list[int] = []
+    for _ in range(samples):
+        try:
+            with open("/proc/stat", encoding="ascii") as handle:
+                counts += [int(line.split()[1]) for line in handle if line.startswith("procs_running")]
+        except OSError:
+            return None
+        time.sleep(seconds / samples)
+    if not counts:
+        return None
+    return max(sum(counts) / len(counts) - 1, 0.0) * available_cores() / (os.cpu_count() or 1)
+
+
+def one_core_share(runnable: float | None, load: float | None, cores: int) -> float:
+    """The share of one core a one-thread job can expect: the cores shared out among the threads ready to run, its own
+    included; where the run queue is not known, the cores other processes keep busy stand for it."""
+    others = runnable if runnable is not None else (load or 0.0)
+    return min(1.0, cores / (others + 1.0))
+
+
 def cpu_name() -> str:
     """The CPU's model name (``/proc/cpuinfo``), else what ``platform`` says of it."""
     try:

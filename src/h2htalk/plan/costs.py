@@ -155,7 +155,7 @@ class CpuCalibration:
     job_start_s: float  # a job's server start and its work outside llama.cpp
     answer_length: Mapping[str, float]  # the local model's answers / the plan's placeholders, by step
     verdict_tokens: Mapping[str, float]  # a judge's answer, in tokens, by step
-    other_job_s: float  # a job that starts no model, at pp512 = reference_pp512
+    other_job_s: float  # a job that starts no model, on a core of its own
     reference_pp512: float
 
 

@@ -7,7 +7,8 @@ threads, flash attention, context and environment, ``GOMP_SPINCOUNT`` included),
 with the cores other processes keep busy read just before. The cache (``rates_cache_file``) holds records per
 setting (``rates_key``): the machine's rates, measured or learned from a whole run, and those each kind of job ran at
 in a finished run, each with when it was made and under what load. A record is used where the load now is within
-``LOAD_TOLERANCE`` cores of its own; a finished run replaces one whose rates put its jobs' time more than
+``LOAD_TOLERANCE`` cores of its own (and, where the threads waiting to run are known, past the cores there are, about
+as many wait as then: ``CROWD_TOLERANCE``); a finished run replaces one whose rates put its jobs' time more than
 ``DISAGREEMENT`` off.
 """
 
@@ -24,13 +25,16 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.errors import H2HTalkError
-from h2htalk.hardware import available_cores, cpu_name
+from h2htalk.hardware import available_cores, cpu_name, one_core_share
 from h2htalk.io import write_json_atomic
 
 MACHINE = "machine"  # a record of the machine's rates, for any job kind without its own
 LOAD_TOLERANCE = 0.5  # cores: records made at loads this close are of the same state of the machine
 DISAGREEMENT = 0.25  # a record whose rates put a finished run's time further off than this is replaced
 KEPT_PER_KIND = 4  # records of one kind at different loads; the oldest go first
+# where the threads waiting to run are known, records whose share of a core for a one-thread job differs by more than
+# this factor are of different states of the machine, though the busy cores read the same ("2.0 of 2" at 4 and at 38)
+CROWD_TOLERANCE = 1.5
 
 PROMPT_PROBE = "周末的计划：早上去博物馆，下午在湖边野餐，晚上回家做饭。"
 CONTEXT_TEXT = "我们今天去公园散步，然后喝一杯咖啡，聊聊最近读的书和想去的地方。"
@@ -47,15 +51,21 @@ class Record:
     cores: int  # the cores the jobs could use
     made: str  # ISO 8601, UTC
     source: str  # "measured" (on the run's server, best of its trials) or "run" (a finished run's jobs)
+    runnable: float | None = None  # threads of other processes waiting to run when it was made (None: not known)
 
-    def near(self, load: float | None) -> bool:
+    def near(self, load: float | None, runnable: float | None = None) -> bool:
+        if self.runnable is not None and runnable is not None:
+            shares = one_core_share(self.runnable, None, self.cores), one_core_share(runnable, None, self.cores)
+            if max(shares) > CROWD_TOLERANCE * min(shares):
+                return False
         return self.load is None or load is None or abs(self.load - load) <= LOAD_TOLERANCE
 
     def describe(self) -> str:
         when = self.made[:16].replace("T", " ")
         load = "load unknown" if self.load is None else f"other processes using {self.load:.1f} of {self.cores} cores"
         how = "measured" if self.source == "measured" else "a finished run's jobs"
-        return f"{self.kind}: pp512 {self.pp512:.0f}, tg128 {self.tg128:.1f} ({how}, {when} UTC, {load})"
+        waiting = "" if self.runnable is None else f", {self.runnable:.1f} threads of theirs ready to run"
+        return f"{self.kind}: pp512 {self.pp512:.0f}, tg128 {self.tg128:.1f} ({how}, {when} UTC, {load}{waiting})"
 
 
 def now_iso() -> str:
@@ -154,9 +164,10 @@ def reset_cache(path: Path) -> bool:
     return True
 
 
-def nearest(records: Iterable[Record], kind: str, load: float | None) -> Record | None:
-    """The record of ``kind`` made at the load closest to ``load``, within ``LOAD_TOLERANCE``; the newest of equals."""
-    near = [r for r in records if r.kind == kind and r.near(load)]
+def nearest(records: Iterable[Record], kind: str, load: float | None, runnable: float | None = None) -> Record | None:
+    """The record of ``kind`` made at the load closest to ``load``, within ``LOAD_TOLERANCE`` (and as crowded as
+    ``runnable`` threads waiting to run make it, within ``CROWD_TOLERANCE``); the newest of equals."""
+    near = [r for r in records if r.kind == kind and r.near(load, runnable)]
     distance = lambda r: 0.0 if r.load is None or load is None else abs(r.load - load)  # noqa: E731
     return min(near, key=lambda r: (distance(r), -datetime.fromisoformat(r.made).timestamp()), default=None)
 
@@ -164,7 +175,7 @@ def nearest(records: Iterable[Record], kind: str, load: float | None) -> Record 
 def keep(records: list[Record], new: Record) -> list[Record]:
     """``new`` in place of the record of its kind it is nearest to in load (if any is near), the oldest of its kind
     dropped beyond ``KEPT_PER_KIND``."""
-    replaced = nearest(records, new.kind, new.load)
+    replaced = nearest(records, new.kind, new.load, new.runnable)
     kept = [r for r in records if r is not replaced] + [new]
     same = sorted((r for r in kept if r.kind == new.kind), key=lambda r: r.made)
     too_old = set(map(id, same[: max(len(same) - KEPT_PER_KIND, 0)]))
@@ -184,7 +195,7 @@ def learn(
     off is replaced, though it was made at another load (a moment's load the run did not keep to); where there is
     none, ``found`` is added. Returns the records and what happened: "kept", "replaced" or "added"."""
     before = used if used is not None and used.kind == found.kind and used in records else None
-    before = before or nearest(records, found.kind, found.load)
+    before = before or nearest(records, found.kind, found.load, found.runnable)
     if before is None:
         return keep(records, found), "added"
     if abs(predicted_s(before) / actual_s - 1) <= DISAGREEMENT:
@@ -251,16 +262,27 @@ def _completion(base_url: str, key: str, prompt: str, tokens: int) -> tuple[floa
     return time.perf_counter() - start, int(usage["prompt_tokens"]), int(usage["completion_tokens"])
 
 
-def measured(pp512: float, tg128: float, load: float | None) -> Record:
-    return Record(MACHINE, round(pp512, 1), round(tg128, 1), _round(load), available_cores(), now_iso(), "measured")
+def measured(pp512: float, tg128: float, load: float | None, runnable: float | None = None) -> Record:
+    return Record(
+        MACHINE,
+        round(pp512, 1),
+        round(tg128, 1),
+        _round(load),
+        available_cores(),
+        now_iso(),
+        "measured",
+        _round(runnable),
+    )
 
 
 def _round(load: float | None) -> float | None:
     return None if load is None else round(load, 2)
 
 
-def from_run(kind: str, pp512: float, tg128: float, load: float | None) -> Record:
-    return Record(kind, round(pp512, 1), round(tg128, 2), _round(load), available_cores(), now_iso(), "run")
+def from_run(kind: str, pp512: float, tg128: float, load: float | None, runnable: float | None = None) -> Record:
+    return Record(
+        kind, round(pp512, 1), round(tg128, 2), _round(load), available_cores(), now_iso(), "run", _round(runnable)
+    )
 
 
 def scaled(record: Record, factor: float) -> Record:

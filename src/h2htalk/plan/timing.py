@@ -6,7 +6,9 @@ job (``plan.chain``; the prompt tokens a one-slot server evaluates, the answer t
 calibration in ``plan.throughput``'s ``cpu`` section: the share of those rates a job keeps (its requests run at
 depth, in small evaluations), the answers' length against the plan's placeholders for the local model, and each
 job's start. Where other processes keep the cores busy the estimate is a range: as they are, and if they stop. A
-finished run keeps the rates its jobs ran at (``learn_from_run``), which the next estimate uses.
+finished run keeps the rates its jobs ran at (``learn_from_run``), which the next estimate uses. The jobs that start
+no model run one Python thread each: they take the share of one core the threads ready to run leave them
+(``hardware.one_core_share``), not llama.cpp's rates.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from h2htalk.hardware import available_cores, other_processes_load
+from h2htalk.hardware import available_cores, one_core_share, other_processes_load, runnable_others
 from h2htalk.layout import Layout
 from h2htalk.llm.engines import engine_of
 from h2htalk.plan.calls import JobName, PlannedCalls
@@ -45,6 +47,9 @@ OTHER_JOBS = "other jobs"  # the job kind of the jobs that start no model
 LOAD_SHOWN = 0.25  # cores other processes keep busy from which the estimate says so and gives a range
 BUSIEST_SHARE = 0.75  # the range's "if they stop" end assumes at most this share of the cores was taken
 LEARNED_FROM_S = 20.0  # a job kind's llama.cpp seconds in a run below which its rates are too noisy to keep
+# the other jobs' seconds are all theirs (no server start taken off), so their sum is kept from this many jobs on,
+# however few seconds it is
+OTHER_JOBS_LEARNED_FROM = 5
 
 
 @dataclass(frozen=True)
@@ -84,11 +89,15 @@ def model_file_for_rates(spec: dict[str, Any], provisioned: str | os.PathLike[st
 
 
 def machine_record(
-    spec: dict[str, Any], provisioned: str | os.PathLike[str], records: list[Record], load: float | None
+    spec: dict[str, Any],
+    provisioned: str | os.PathLike[str],
+    records: list[Record],
+    load: float | None,
+    runnable: float | None = None,
 ) -> tuple[Record, str]:
-    """The machine's rates for ``spec`` at ``load``: the cache's record nearest in load, else measured now on the
-    run's server; and where they come from, in words."""
-    known = nearest(records, MACHINE, load)
+    """The machine's rates for ``spec`` at ``load`` (and ``runnable`` threads of others waiting to run): the cache's
+    record nearest in load, else measured now on the run's server; and where they come from, in words."""
+    known = nearest(records, MACHINE, load, runnable)
     if known is not None:
         how = "measured" if known.source == "measured" else "from a finished run"
         return known, f"{how} {known.made[:10]}, at a load like now's"
@@ -99,7 +108,7 @@ def machine_record(
     finally:
         if temporary:
             model_file.unlink()
-    return measured(pp512, tg128, load), f"measured now on the run's server, best of {trials} trials"
+    return measured(pp512, tg128, load, runnable), f"measured now on the run's server, best of {trials} trials"
 
 
 def estimate_jobs(
@@ -136,9 +145,18 @@ def job_seconds(
     return starts * cpu.job_start_s + prompt_s + answer_tokens / (cpu.decode_share * rates.tg128)
 
 
-def other_jobs_seconds(jobs: int, rates: Rates | Record, cpu: CpuCalibration) -> float:
-    """The jobs that start no model (data, scores, tables), scaled by the machine's speed (its pp512)."""
-    return jobs * cpu.other_job_s * cpu.reference_pp512 / rates.pp512
+def other_jobs_seconds(jobs: int, share: float, cpu: CpuCalibration, learned: Rates | Record | None = None) -> float:
+    """The jobs that start no model (data, scores, tables): one Python thread each, ``other_job_s`` on a core of its
+    own, at the ``share`` of one core it can expect; not at llama.cpp's rates, which other processes cut far more
+    (a multi-threaded server waits for its slowest thread). Where a finished run ``learned`` how fast they went
+    against that, its pp512 over ``reference_pp512`` says it."""
+    speed = learned.pp512 / cpu.reference_pp512 if learned is not None else 1.0
+    return jobs * cpu.other_job_s / (share * speed)
+
+
+def other_jobs_rates(cpu: CpuCalibration) -> Rates:
+    """The other jobs' speed as the calibration has it, in the rates a finished run's are kept as (no tg128)."""
+    return Rates(cpu.reference_pp512, 0.0, 1, "the calibration")
 
 
 def rate(tokens_per_s: float) -> str:
@@ -171,6 +189,8 @@ class RunEstimate:
     other_jobs: int = 0
     cache: Path | None = None
     quiet_s: float | None = None  # the time at the rates kept from a quiet machine, where every model has them
+    share: float = 1.0  # of one core, a one-thread job's (the other jobs') when it was made
+    runnable: float | None = None  # threads of other processes waiting to run when it was made
 
     @property
     def seconds(self) -> float:
@@ -183,13 +203,13 @@ class RunEstimate:
     def free_seconds(self) -> float:
         """The time if the other processes stopped: at the rates kept from a quiet machine where the cache has them,
         else the rates scaled by the cores they leave over the cores there are (as if the server's speed were shared
-        out by cores; at most ``BUSIEST_SHARE`` of them counted taken)."""
+        out by cores; at most ``BUSIEST_SHARE`` of them counted taken); the jobs that start no model a core each."""
         if self.quiet_s is not None:
             return self.quiet_s
         taken = min(self.load or 0.0, BUSIEST_SHARE * self.cores)
         factor = self.cores / (self.cores - taken)
         starts = sum(e.starts for e in self.jobs.values()) * (self.cpu.job_start_s if self.cpu else 0.0)
-        return starts + (self.seconds - self.other_s - starts) / factor + self.other_s / factor
+        return starts + (self.seconds - self.other_s - starts) / factor + self.other_s * self.share
 
     def expected(self) -> str:
         """The whole time in minutes, a range where other processes keep the cores busy."""
@@ -224,6 +244,9 @@ class RunEstimate:
             )
             if self.quiet_s is not None:
                 line += " (at the rates kept from a run or measurement on the quiet machine)"
+            if self.share < 1:
+                line += "; more threads wait to run than there are cores: a job that starts no model gets about"
+                line += f" {self.share:.2f} of one"
         return line
 
 
@@ -237,12 +260,15 @@ def quiet_records(records: Iterable[Record]) -> list[Record]:
     return [r for r in records if r.load is not None and r.load < LOAD_SHOWN]
 
 
-def kinds_rates(records: list[Record], kinds: Iterable[str], load: float | None, threads: int) -> dict[str, Rates]:
-    """The rates each job kind ran at in a finished run at about ``load``, where the cache has them."""
+def kinds_rates(
+    records: list[Record], kinds: Iterable[str], load: float | None, threads: int, runnable: float | None = None
+) -> dict[str, Rates]:
+    """The rates each job kind ran at in a finished run at about ``load`` (and ``runnable``), where the cache has
+    them."""
     return {
         kind: rates_of(found, threads, "a finished run's jobs")
         for kind in kinds
-        if (found := nearest(records, kind, load)) is not None
+        if (found := nearest(records, kind, load, runnable)) is not None
     }
 
 
@@ -271,6 +297,8 @@ def estimate_run(
     cache = cache or rates_cache_file()
     known = read_cache(cache)
     load = other_processes_load()
+    runnable = runnable_others()
+    share = one_core_share(runnable, load, available_cores())
     jobs: dict[str, JobEstimate] = {}
     models: dict[str, ModelRates] = {}
     quiet_s: float | None = 0.0
@@ -279,7 +307,7 @@ def estimate_run(
         provisioned = results.path("model_file", model=name)
         key = rates_key(spec, provisioned)
         records = known.get(key, [])
-        record, source = machine_record(spec, provisioned, records, load)
+        record, source = machine_record(spec, provisioned, records, load, runnable)
         if record not in records:
             known[key] = keep(records, record)
             write_cache(cache, known)
@@ -287,7 +315,9 @@ def estimate_run(
         machine = rates_of(record, threads, source)
         own = [calls for calls in sessions if calls.spec["name"] == name]
         kinds = {calls.job[0] for calls in own} | {OTHER_JOBS}
-        learned = kinds_rates(records, kinds, load, threads)
+        learned = kinds_rates(records, kinds - {OTHER_JOBS}, load, threads, runnable)
+        # the other jobs' speed is kept against the share of a core they had: it holds however many threads wait
+        learned |= kinds_rates(records, {OTHER_JOBS}, load, threads)
         parts = estimate_jobs(own, machine, cpu, learned)
         models[name] = ModelRates(key, machine, learned, parts)
         quiet = quiet_records(records)
@@ -296,7 +326,7 @@ def estimate_run(
             calm_rates = rates_of(calm, threads, "kept from a quiet machine")
             quiet_s += sum(e.seconds for e in estimate_jobs(own, calm_rates, cpu, calm_learned).values())
             if name == local[0]:
-                quiet_s += other_jobs_seconds(other_jobs, calm_learned.get(OTHER_JOBS, calm_rates), cpu)
+                quiet_s += other_jobs_seconds(other_jobs, 1.0, cpu, calm_learned.get(OTHER_JOBS))
         else:
             quiet_s = None
         for stage, found in parts.items():
@@ -305,9 +335,11 @@ def estimate_run(
                 stage, before.prompt_tokens + found.prompt_tokens, before.answer_tokens + found.answer_tokens,
                 before.seconds + found.seconds, before.starts + found.starts,
             )  # fmt: skip
-    first = models[local[0]]  # the other jobs' speed: the machine's, as the first model's rates show it
-    other_s = other_jobs_seconds(other_jobs, first.learned.get(OTHER_JOBS, first.machine), cpu)
-    return RunEstimate(jobs, other_s, first.machine, models, load, available_cores(), cpu, other_jobs, cache, quiet_s)
+    first = models[local[0]]  # the cache the other jobs' learned speed is kept in: the first model's
+    other_s = other_jobs_seconds(other_jobs, share, cpu, first.learned.get(OTHER_JOBS))
+    return RunEstimate(
+        jobs, other_s, first.machine, models, load, available_cores(), cpu, other_jobs, cache, quiet_s, share, runnable
+    )
 
 
 def benchmark_seconds(benchmarks: str | os.PathLike[str], since: float = 0.0) -> dict[str, float]:
@@ -352,20 +384,23 @@ def _learn_kind(
     used: Rates,
     actual_s: float,
     load: float | None,
+    runnable: float | None,
+    least_s: float = LEARNED_FROM_S,
 ) -> tuple[list[Record], str | None]:
     """``plan.rates.learn`` for one job kind: its jobs took ``actual_s`` where ``seconds_at(used)`` was expected,
-    ``fixed_s`` of it their starts; None where too little of their time was llama.cpp's to tell."""  # fmt: skip
+    ``fixed_s`` of it their starts; None where less than ``least_s`` of their time was theirs to tell."""  # fmt: skip
     expected, actual = seconds_at(used) - fixed_s, actual_s - fixed_s
-    if actual < LEARNED_FROM_S or expected <= 0:
+    if actual < least_s or actual <= 0 or expected <= 0:
         return records, None
     factor = expected / actual
-    found = from_run(kind, used.pp512 * factor, used.tg128 * factor, load)
+    found = from_run(kind, used.pp512 * factor, used.tg128 * factor, load, runnable)
     return learn(records, found, seconds_at, actual_s, used.record)
 
 
 def learn_from_run(estimate: RunEstimate, stage_seconds: Mapping[str, float], load: float | None) -> dict[str, str]:
     """Keep in the cache the rates this run's jobs ran at, per job kind and for the machine as a whole, made at the
-    run's ``load`` (``plan.rates.learn``: a record they disagree with by more than 25 % is replaced). Returns what
+    run's ``load`` and the threads waiting to run at its start (``plan.rates.learn``: a record they disagree with by
+    more than 25 % is replaced). Returns what
     happened to each kind: "added", "replaced" or "kept"."""
     cpu = estimate.cpu
     if cpu is None:
@@ -373,6 +408,7 @@ def learn_from_run(estimate: RunEstimate, stage_seconds: Mapping[str, float], lo
     cache = estimate.cache or rates_cache_file()
     known = read_cache(cache)
     said: dict[str, str | None] = {}
+    waiting = estimate.runnable
 
     def at(parts: list[JobEstimate]) -> Callable[[Rates | Record], float]:
         return lambda r: sum(job_seconds(p.prompt_tokens, p.answer_tokens, r, cpu, p.starts) for p in parts)
@@ -389,20 +425,20 @@ def learn_from_run(estimate: RunEstimate, stage_seconds: Mapping[str, float], lo
         for stage, actual in shares.items():
             part, used = model.parts[stage], model.learned.get(stage, model.machine)
             fixed = part.starts * cpu.job_start_s
-            records, said[stage] = _learn_kind(records, stage, at([part]), fixed, used, actual, load)
+            records, said[stage] = _learn_kind(records, stage, at([part]), fixed, used, actual, load, waiting)
         whole = [model.parts[stage] for stage in shares]
         fixed = sum(p.starts for p in whole) * cpu.job_start_s
         records, said[MACHINE] = _learn_kind(
-            records, MACHINE, at(whole), fixed, model.machine, sum(shares.values()), load
+            records, MACHINE, at(whole), fixed, model.machine, sum(shares.values()), load, waiting
         )
         known[model.key] = records
     first = next(iter(estimate.models.values()), None)
-    if first is not None and estimate.other_jobs:
-        used = first.learned.get(OTHER_JOBS, first.machine)
+    if first is not None and estimate.other_jobs >= OTHER_JOBS_LEARNED_FROM:
+        used = first.learned.get(OTHER_JOBS, other_jobs_rates(cpu))
         other_s = sum(stage_seconds.values()) - model_s
-        seconds_at = lambda r: other_jobs_seconds(estimate.other_jobs, r, cpu)  # noqa: E731
+        seconds_at = lambda r: other_jobs_seconds(estimate.other_jobs, estimate.share, cpu, r)  # noqa: E731
         known[first.key], said[OTHER_JOBS] = _learn_kind(
-            known.get(first.key, []), OTHER_JOBS, seconds_at, 0.0, used, other_s, load
+            known.get(first.key, []), OTHER_JOBS, seconds_at, 0.0, used, other_s, load, waiting, least_s=0.0
         )
     kept = {kind: outcome for kind, outcome in said.items() if outcome is not None}
     if kept:
