@@ -540,7 +540,7 @@ def test_the_threads_waiting_for_a_core_are_counted_past_the_cores_there_are():
     spinners = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(3)]
     try:
         time.sleep(0.1)
-        waiting = runnable_others(seconds=0.2, samples=4)
+        waiting = runnable_others(seconds=0.2, readings=4)
     finally:
         for spinner in spinners:
             spinner.kill()

@@ -67,18 +67,18 @@ def other_processes_load(seconds: float = 1.0) -> float | None:
     return other_processes_cores(before, cpu_snapshot())
 
 
-def runnable_others(seconds: float = 0.5, samples: int = 10) -> float | None:
+def runnable_others(seconds: float = 0.5, readings: int = 10) -> float | None:
     """Threads of other processes ready to run on this process's cores, on average over ``seconds``: ``/proc/stat``'s
     procs_running less the one reading it, by this process's share of the machine's cores. Unlike the busy cores it is
     not capped at the cores there are: it tells a load of 4 from one of 38. None where unknown."""
     counts: list[int] = []
-    for _ in range(samples):
+    for _ in range(readings):
         try:
             with open("/proc/stat", encoding="ascii") as handle:
                 counts += [int(line.split()[1]) for line in handle if line.startswith("procs_running")]
         except OSError:
             return None
-        time.sleep(seconds / samples)
+        time.sleep(seconds / readings)
     if not counts:
         return None
     return max(sum(counts) / len(counts) - 1, 0.0) * available_cores() / (os.cpu_count() or 1)
