@@ -8,8 +8,9 @@ each other. Counted, in two parts:
 the workflow and the stage machinery
     ``Snakefile``, ``workflow/rules/*.smk``, ``src/h2htalk/cli/`` (every command's wiring), and
     ``src/h2htalk/stages/`` whole: the registry, the spec and job, ``@stage`` and its checks, the rules' maker,
-    the reference, and the stage functions in ``stages/jobs/`` with their declarations (a declaration is wiring
-    wherever it lives: every module that declares a stage is counted whole);
+    the reference, and the stage functions in ``stages/jobs/`` with their declarations; and a declaration is
+    wiring wherever it lives: in a module outside ``stages/`` whose function is a stage (``@stage(...)`` at the
+    function that does the work), the decorator's lines;
 the modules whose one job is wiring
     ``run_summary.py`` (the run's closing lines), ``freshness.py`` (the result graph, stale results removed),
     ``layout.py`` (every result's address), ``cells.py`` (the cells a run's jobs cover), ``cluster.py`` (what a
@@ -24,6 +25,7 @@ each part's and the total.
 from __future__ import annotations
 
 import argparse
+import ast
 import fnmatch
 import subprocess
 from pathlib import Path
@@ -66,19 +68,30 @@ def non_blank(source: str) -> int:
     return sum(1 for line in source.splitlines() if line.strip())
 
 
-def declares_stages(path: str, rev: str | None) -> bool:
-    """A module of the package that declares a stage (``@stage(``), wherever it lives."""
-    return path.startswith(f"{PACKAGE}/") and path.endswith(".py") and "\n@stage(" in text(path, rev)
+def declaration_lines(source: str) -> int:
+    """The non-blank lines of a module's ``@stage(...)`` decorators (its stages' declarations)."""
+    lines = source.splitlines()
+    spans = [(d.lineno, d.end_lineno or d.lineno) for node in ast.walk(ast.parse(source))
+             if isinstance(node, ast.FunctionDef) for d in node.decorator_list
+             if isinstance(d, ast.Call) and getattr(d.func, "id", None) == "stage"]  # fmt: skip
+    return sum(non_blank("\n".join(lines[first - 1 : last])) for first, last in spans)
 
 
 def count(rev: str | None = None) -> dict[str, dict[str, int]]:
-    """Each part's files -> their non-blank lines (a module that declares a stage is in the first part)."""
+    """Each part's files -> their non-blank lines; a module outside them that declares a stage is in the first part
+    with its declarations' lines."""
     files = tracked(rev)
     parts = {part: [path for path in files if any(fnmatch.fnmatchcase(path, p) for p in globs)]
              for part, globs in PARTS.items()}  # fmt: skip
-    first = next(iter(parts))
-    parts[first] += [path for path in files if path not in parts[first] and declares_stages(path, rev)]
-    return {part: {path: non_blank(text(path, rev)) for path in sorted(paths)} for part, paths in parts.items()}
+    counts = {part: {path: non_blank(text(path, rev)) for path in sorted(paths)} for part, paths in parts.items()}
+    listed = {path for paths in parts.values() for path in paths}
+    first = counts[next(iter(counts))]
+    for path in files:
+        if path.startswith(f"{PACKAGE}/") and path.endswith(".py") and path not in listed:
+            declared = declaration_lines(text(path, rev)) if "@stage(" in text(path, rev) else 0
+            if declared:
+                first[f"{path} (its @stage declarations)"] = declared
+    return counts
 
 
 def main() -> None:

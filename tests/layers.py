@@ -24,7 +24,7 @@ LAYERS: tuple[Layer, ...] = (
         "what a person or the workflow runs: the `h2htalk` command, `h2htalk eval`, the run's closing summary, the"
         " terminal's log, the check of stale results",
     ),
-    Layer("stages", ("stages",), "the stages, each declared at the function that runs its jobs, and their registry"),
+    Layer("stages", ("stages",), "the stage registry, the rules and commands made from it, and the stage reference"),
     Layer("plan", ("plan",), "the plan of a run: what its stages, given to it, will send and cost"),
     Layer(
         "products", ("export", "reliability", "review", "tables", "figures"),
@@ -35,6 +35,11 @@ LAYERS: tuple[Layer, ...] = (
     Layer(
         "people and scores", ("people", "ratings", "desk_store", "scoring", "stats"),
         "people's ratings and their agreement, the scores and the statistics over them",
+    ),
+    Layer(
+        "stage declarations", ("stages.spec", "stages.declare", "stages.declared"),
+        "what `@stage` declares a stage with (its files, jobs, product), its load-time checks, and what several"
+        " stages declare alike: below every module whose functions are stages",
     ),
     Layer(
         "a run's inputs",

@@ -92,3 +92,18 @@ def test_every_step_the_plan_names_is_a_declared_stage_or_one_of_its_declared_pa
     assert step("study", "judge.sample") == "study.judge.sample" and step("generate") == "generate"
     with pytest.raises(ValueError, match="stage 'study' declares no part 'verdicts'"):
         step("study", "verdicts")
+
+
+def test_loading_the_registry_imports_no_heavy_library():
+    """Every job and dry run loads the registry, and so every module that declares a stage: the numerical, language
+    and model libraries wait until a stage's function runs."""
+    import subprocess
+    import sys
+
+    heavy = ("numpy", "scipy", "nltk", "jieba", "torch", "sentence_transformers", "sklearn", "pandas", "matplotlib",
+             "openai", "httpx", "rouge_score", "llama_cpp")  # fmt: skip
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, h2htalk.stages.table; print(' '.join(sys.modules))"],
+        check=True, capture_output=True, text=True,
+    ).stdout.split()  # fmt: skip
+    assert sorted({name.split(".")[0] for name in loaded} & set(heavy)) == []

@@ -9,7 +9,7 @@ fallback. Tests and scripts that want the defaults use ``h2htalk.config.default_
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, ClassVar, Self
 
 Config = dict[str, Any]
@@ -235,6 +235,14 @@ class CascadeSettings:
     @property
     def on(self) -> bool:
         return self.mode == CASCADE_MODE
+
+    def every_item_judge(self, judge: JudgeSettings) -> JudgeSettings:
+        """The judge of every item: the cheap one in cascade mode (with the role's sampling), else the role's own."""
+        return replace(judge, model=self.cheap_model) if self.on else judge
+
+    def judge_models(self, judge: JudgeSettings) -> list[str]:
+        """The models a judging job starts, in the order it uses them: the cheap judge, then the role's own."""
+        return list(dict.fromkeys([self.every_item_judge(judge).model, judge.model]))
 
 
 @dataclass(frozen=True)

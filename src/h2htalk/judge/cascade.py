@@ -14,7 +14,6 @@ cell's mean is then the cheap judge's corrected by the sample (``h2htalk.judge.c
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,17 +22,7 @@ from h2htalk.io import iter_jsonl
 from h2htalk.judge.precision import assumed_spread, measured_spread
 from h2htalk.layout import Cell
 from h2htalk.people.prediction_powered import sample_order
-from h2htalk.settings import CascadeSettings, JudgeSettings
-
-
-def every_item_judge(judge: JudgeSettings, cascade: CascadeSettings) -> JudgeSettings:
-    """The judge of every item: the cheap one in cascade mode (with the role's sampling), else the role's own."""
-    return replace(judge, model=cascade.cheap_model) if cascade.on else judge
-
-
-def judge_models(judge: JudgeSettings, cascade: CascadeSettings) -> list[str]:
-    """The models a judging job starts, in the order it uses them: the cheap judge, then the role's own."""
-    return list(dict.fromkeys([every_item_judge(judge, cascade).model, judge.model]))
+from h2htalk.settings import CascadeSettings
 
 
 def cascade_sample(cell: Cell, ids: Iterable[str], cascade: CascadeSettings, size: int | None = None) -> list[str]:

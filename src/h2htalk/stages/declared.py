@@ -50,11 +50,10 @@ def models_in_use(run):
 
 def judge_models(scope, section):
     """The judges a judging job starts: the role's model, and in cascade mode the cheap judge first."""
-    from h2htalk.judge.cascade import judge_models
     from h2htalk.settings import CascadeSettings, JudgeSettings, StudyJudgeSettings
 
     judge = (JudgeSettings if section == "rubric_judge" else StudyJudgeSettings).from_config(scope.config)
-    return judge_models(judge, CascadeSettings.from_config(scope.config, section))
+    return CascadeSettings.from_config(scope.config, section).judge_models(judge)
 
 
 def judged_cells(run, labels):

@@ -1,8 +1,8 @@
 """The stage registry: every stage of the workflow, collected from the modules that declare them (``@stage`` at
-the function that runs its jobs, in ``h2htalk.stages.jobs``), in pipeline order.
+the function that runs its jobs), in pipeline order.
 
-The order is the modules' in ``PIPELINE``, then any other module of ``h2htalk.stages.jobs`` (a stage you add),
-each module's stages in the order it declares them: the plan runs the stages that call models in it, and the
+The order is the modules' in ``PIPELINE``, then any module of ``h2htalk.stages.jobs`` (a stage you add), each
+module's stages in the order it declares them: the plan runs the stages that call models in it, and the
 reference in ``docs/stages.md`` lists them in it. Importing the registry checks every stage (``h2htalk.stages.declare``)
 and that no two stages write one file.
 """
@@ -22,13 +22,23 @@ from h2htalk.stages import jobs
 from h2htalk.stages.declare import check_one_writer
 from h2htalk.stages.spec import Figure, Scope, Stage
 
-PIPELINE = ("data", "instances", "answers", "scores", "judges", "tables", "exports", "plan")
+# The modules that declare the workflow's stages, in pipeline order. Importing them must stay cheap (every job and
+# dry run does): their heavy libraries (numpy, scipy, nltk, torch, ...) are imported inside the functions.
+PIPELINE = (
+    "h2htalk.stages.jobs.data",
+    "h2htalk.stages.jobs.instances",
+    "h2htalk.stages.jobs.answers",
+    "h2htalk.stages.jobs.scores",
+    "h2htalk.stages.jobs.judges",
+    "h2htalk.stages.jobs.tables",
+    "h2htalk.stages.jobs.exports",
+    "h2htalk.stages.jobs.plan",
+)
 
 
 def _modules() -> list[ModuleType]:
-    found = sorted(info.name for info in pkgutil.iter_modules(jobs.__path__))
-    names = [*PIPELINE, *(name for name in found if name not in PIPELINE)]
-    return [importlib.import_module(f"{jobs.__name__}.{name}") for name in names]
+    added = sorted(f"{jobs.__name__}.{info.name}" for info in pkgutil.iter_modules(jobs.__path__))
+    return [importlib.import_module(name) for name in dict.fromkeys([*PIPELINE, *added])]
 
 
 def _declared(module: ModuleType) -> list[Stage]:

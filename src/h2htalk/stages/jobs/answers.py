@@ -90,20 +90,20 @@ def study(job: Job) -> Done:
     itself (the laptop), one engine serves both; a judge of its own starts after the model's engine has stopped, so
     that two engines never hold a job's GPUs at once."""
     from h2htalk.io import write_jsonl_atomic
-    from h2htalk.judge.cascade import answered_ids, cascade_sample, every_item_judge, judge_models
+    from h2htalk.judge.cascade import answered_ids, cascade_sample
     from h2htalk.llm.engines import engine_of
     from h2htalk.settings import CascadeSettings, StudyJudgeSettings
     from h2htalk.studies.run import judge_studies
 
     model, judge = job.labels["model"], StudyJudgeSettings.from_config(job.config)
     cascade = CascadeSettings.from_config(job.config, "study_judge")
-    every = every_item_judge(judge, cascade)
+    every = cascade.every_item_judge(judge)
     study_models = job.run.study_models
     if model not in study_models:
         raise H2HTalkError(f"model {model!r} answers no study (studies.models: {', '.join(study_models)})")
     if engine_of(job.entry(model)).answers_without_model:
         raise H2HTalkError(f"model {model!r} is a baseline: baselines answer no study")
-    judges = judge_models(judge, cascade)
+    judges = cascade.judge_models(judge)
     engines = job.engines(list(dict.fromkeys([model, *judges])))
     shared = [job.entry(model)] if model in judges else []
     with engines.sharing(shared) as shared_engines:

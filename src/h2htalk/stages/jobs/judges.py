@@ -46,16 +46,16 @@ def rubric_judge(job: Job) -> Done:
     """One model's judged cells: every item by the judge of every item (the cheap one in cascade mode), then, in
     cascade mode, each cell's sample by the role's own judge (its file is empty in full mode)."""
     from h2htalk.io import write_jsonl_atomic
-    from h2htalk.judge.cascade import answered_ids, cascade_sample, every_item_judge, judge_models
+    from h2htalk.judge.cascade import answered_ids, cascade_sample
     from h2htalk.judge.run import JudgeFiles, judge_files
     from h2htalk.settings import CascadeSettings, JudgeSettings
 
     judge, model = JudgeSettings.from_config(job.config), job.labels["model"]
     cascade = CascadeSettings.from_config(job.config, "rubric_judge")
-    every = every_item_judge(judge, cascade)
+    every = cascade.every_item_judge(judge)
     kinds = ("instances", "prompts", "generations", "verdicts")
     files = [JudgeFiles(c.variant, c.task, *(Path(job.each(kind, c)) for kind in kinds)) for c in job.cells]
-    engines = job.engines(judge_models(judge, cascade))
+    engines = job.engines(cascade.judge_models(judge))
     engines.step(job.stage.name, model)
     summary = job.out_path("summary")
     run = judge_files(job.entry(every.model), model, files, every, engines, summary_path=summary)
