@@ -4,6 +4,7 @@ finished run's jobs ran at) and the closing line."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -528,7 +529,7 @@ def test_the_other_jobs_take_the_share_of_a_core_the_threads_waiting_for_one_lea
 
 def test_the_threads_waiting_for_a_core_are_counted_past_the_cores_there_are():
     """The busy cores read "2.0 of 2" at a load of 4 and of 38; the run queue tells them apart."""
-    from h2htalk.hardware import available_cores, one_core_share, runnable_others
+    from h2htalk.hardware import nice_weight, one_core_share, runnable_others
 
     assert one_core_share(None, None, 2) == 1.0
     assert one_core_share(1.0, 2.0, 2) == 1.0  # one busy thread beside it on two cores: a core of its own
@@ -537,12 +538,50 @@ def test_the_threads_waiting_for_a_core_are_counted_past_the_cores_there_are():
     assert one_core_share(None, 1.6, 2) == pytest.approx(2 / 2.6)  # no run queue: the busy cores stand for it
     if not Path("/proc/stat").is_file():
         return
-    spinners = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(3)]
+    spinners = [busy_process(0) for _ in range(3)]
     try:
         time.sleep(0.1)
+        weight = sum(nice_weight(os.getpriority(os.PRIO_PROCESS, p.pid)) for p in spinners)  # 3 at nice 0
         waiting = runnable_others(seconds=0.2, readings=4)
     finally:
-        for spinner in spinners:
-            spinner.kill()
-            spinner.wait()
-    assert waiting is not None and waiting >= 3 * available_cores() / (os.cpu_count() or 1) - 1e-9
+        stop(spinners)
+    assert waiting is not None and waiting >= weight - 1e-9
+
+
+def busy_process(nice: int) -> subprocess.Popen[bytes]:
+    """A process that keeps a core busy, at ``nice`` (where this process may not go below its own nice, at its own)."""
+    spinner = subprocess.Popen(["sh", "-c", "while :; do :; done"])
+    with contextlib.suppress(PermissionError):
+        os.setpriority(os.PRIO_PROCESS, spinner.pid, nice)
+    return spinner
+
+
+def stop(processes: list[subprocess.Popen[bytes]]) -> None:
+    for process in processes:
+        process.kill()
+        process.wait()
+
+
+def test_a_thread_ready_to_run_counts_by_its_claim_on_a_core_against_a_job_at_nice_0():
+    """A busy process at nice 19 (a laptop's indexer) takes almost no time from the jobs at nice 0: it counts 15/1024
+    of a waiting thread, one at nice 0 a whole one, one below nice 0 no more than one (it can take one core)."""
+    from h2htalk.hardware import nice_weight, runnable_weight
+
+    assert nice_weight(0) == 1.0 and nice_weight(19) == 15 / 1024 and nice_weight(-20) == 88761 / 1024
+    assert nice_weight(5) == 335 / 1024 and nice_weight(40) == nice_weight(19)  # past the range: its end
+    if not Path("/proc/stat").is_file():
+        return
+    at_0, at_19 = [busy_process(0) for _ in range(3)], [busy_process(19) for _ in range(3)]
+    try:
+        time.sleep(0.2)  # each has started its loop
+        nices = [os.getpriority(os.PRIO_PROCESS, p.pid) for p in at_0 + at_19]
+        weight_0 = runnable_weight(p.pid for p in at_0)
+        weight_19 = runnable_weight(p.pid for p in at_19)
+        everyone = runnable_weight()
+    finally:
+        stop(at_0 + at_19)
+    assert nices[3:] == [19, 19, 19]
+    assert weight_0 == pytest.approx(sum(min(nice_weight(n), 1.0) for n in nices[:3]))  # 3.0 where nice 0 was allowed
+    assert weight_19 == pytest.approx(3 * 15 / 1024)
+    assert everyone >= weight_0 + weight_19 - 1e-9  # and whatever else waits to run on the machine
+    assert runnable_weight([os.getpid()]) == 0.0  # the process reading is not another's

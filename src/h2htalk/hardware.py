@@ -7,6 +7,7 @@ import platform
 import shutil
 import subprocess
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,21 +68,73 @@ def other_processes_load(seconds: float = 1.0) -> float | None:
     return other_processes_cores(before, cpu_snapshot())
 
 
-def runnable_others(seconds: float = 0.5, readings: int = 10) -> float | None:
-    """Threads of other processes ready to run on this process's cores, on average over ``seconds``: ``/proc/stat``'s
-    procs_running less the one reading it, by this process's share of the machine's cores. Unlike the busy cores it is
-    not capped at the cores there are: it tells a load of 4 from one of 38. None where unknown."""
-    counts: list[int] = []
-    for _ in range(readings):
+# the kernel's CFS weight of a thread by its nice value, -20 to 19 (kernel/sched/core.c, sched_prio_to_weight): the
+# time a busy core gives each thread ready to run is in proportion to it
+NICE_WEIGHTS = (
+    88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916,
+    9548, 7620, 6100, 4904, 3906, 3121, 2501, 1991, 1586, 1277,
+    1024, 820, 655, 526, 423, 335, 272, 215, 172, 137,
+    110, 87, 70, 56, 45, 36, 29, 23, 18, 15,
+)  # fmt: skip
+
+
+def nice_weight(nice: int) -> float:
+    """A thread's claim on a core against a thread at nice 0 (the jobs'): 1 at nice 0, 15/1024 at 19."""
+    return NICE_WEIGHTS[min(max(nice, -20), 19) + 20] / NICE_WEIGHTS[20]
+
+
+def procs_running() -> int:
+    with open("/proc/stat", encoding="ascii") as handle:
+        return next(int(line.split()[1]) for line in handle if line.startswith("procs_running"))
+
+
+def runnable_weight(pids: Iterable[int] | None = None) -> float:
+    """The threads ready to run now (state R in ``/proc/[pid]/task/[tid]/stat``) on this process's cores, of the
+    processes ``pids`` (default: every one but this), each counted by its nice's weight against nice 0's: a thread
+    at nice 19 takes almost nothing from a job at nice 0, so it counts 15/1024 of one; one below nice 0 (a kernel
+    worker at -20) counts as one, as it can take no more than a core. Raises OSError where ``/proc`` cannot be
+    read."""
+    cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    own = os.getpid()
+    if pids is None:
+        if procs_running() <= 1:  # only the thread reading: nothing to look for, a quiet machine reads in microseconds
+            return 0.0
+        pids = (int(entry.name) for entry in os.scandir("/proc") if entry.name.isdigit())
+    weight = 0.0
+    for pid in pids:
+        if pid == own:
+            continue
         try:
-            with open("/proc/stat", encoding="ascii") as handle:
-                counts += [int(line.split()[1]) for line in handle if line.startswith("procs_running")]
-        except OSError:
+            tasks = [entry.name for entry in os.scandir(f"/proc/{pid}/task")]
+        except OSError:  # the process ended
+            continue
+        for tid in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat", "rb") as handle:
+                    fields = handle.read().rsplit(b")", 1)[1].split()  # the name before ")" may hold spaces
+            except (OSError, IndexError):
+                continue
+            # fields from the state on: state (3rd of the file), nice (19th), the CPU it is queued on (39th)
+            if fields[0] == b"R" and (cores is None or int(fields[36]) in cores):
+                weight += min(nice_weight(int(fields[16])), 1.0)
+    return weight
+
+
+def runnable_others(seconds: float = 0.5, readings: int = 10) -> float | None:
+    """Threads of other processes ready to run on this process's cores, on average over ``seconds`` (``readings``
+    of them, fewer where reading takes longer: a reader at nice 19 beside busy processes waits for a core), each
+    counted by its claim on a core against a job at nice 0 (``runnable_weight``: a laptop's indexer at nice 19 counts
+    15/1024 of one). Unlike the busy cores it is not capped at the cores there are: it tells a load of 4 from one of
+    38. None where unknown."""
+    weights: list[float] = []
+    end = time.monotonic() + seconds
+    while len(weights) < readings and (not weights or time.monotonic() < end):
+        try:
+            weights.append(runnable_weight())
+        except (OSError, StopIteration):
             return None
-        time.sleep(seconds / readings)
-    if not counts:
-        return None
-    return max(sum(counts) / len(counts) - 1, 0.0) * available_cores() / (os.cpu_count() or 1)
+        time.sleep(max(0.0, min(seconds / readings, end - time.monotonic())))
+    return sum(weights) / len(weights)
 
 
 def one_core_share(runnable: float | None, load: float | None, cores: int) -> float:
