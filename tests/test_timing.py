@@ -22,7 +22,7 @@ from h2htalk.layout import Layout, instances_set
 from h2htalk.llm.client import ChatRequest
 from h2htalk.llm.engines import Engine
 from h2htalk.llm.tokens import MESSAGE_OVERHEAD, prompt_tokens, text_tokens
-from h2htalk.plan.calls import Placeholder, PlannedCalls, Stage, job_name, shared_with
+from h2htalk.plan.calls import JobName, Placeholder, PlannedCalls, Stage, job_name, shared_with
 from h2htalk.plan.costs import load_throughput
 from h2htalk.plan.rates import MACHINE, Record, rates_key, read_cache, write_cache
 from h2htalk.plan.timing import (
@@ -40,6 +40,7 @@ from h2htalk.plan.timing import (
     learned_line,
     minutes,
 )
+from h2htalk.plan.work import work_seconds
 from h2htalk.stages.spec import Scope
 from h2htalk.stages.table import STAGES
 
@@ -363,6 +364,11 @@ def test_a_cache_of_the_earlier_layout_is_read_as_empty(tmp_path):
     assert read_cache(path) == {}
 
 
+def flat_jobs(count: int) -> list[JobName]:
+    """Jobs that start no model and whose work does not grow with the run's: ``other_job_s`` each."""
+    return [job_name("instances", {"subtask": f"subtask{n}"}) for n in range(count)]
+
+
 def laptop_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """The laptop default's configuration in ``tmp_path`` (its model file a stand-in), its layout, registry, every
     planned job and the rates cache's key of its local model."""
@@ -393,7 +399,7 @@ def test_if_the_other_processes_stop_the_run_takes_what_the_cache_says_of_the_qu
     def estimate(load: float, *records: Record):
         write_cache(cache, {key: list(records)})
         monkeypatch.setattr("h2htalk.plan.timing.other_processes_load", lambda: load)
-        found = estimate_run(STAGES, config, results, registry, every, other_jobs=20, cache=cache)
+        found = estimate_run(STAGES, config, results, registry, every, other_jobs=flat_jobs(20), cache=cache)
         assert found is not None
         return found
 
@@ -427,7 +433,7 @@ def test_the_whole_run_is_estimated_from_the_plan_of_the_laptop_default(tmp_path
     def estimate(pp512: float | None = None, tg128: float = 0.0):
         if pp512 is not None:  # made where the load was not known: used at any
             write_cache(cache, {key: [record(MACHINE, pp512, tg128, None)]})
-        return estimate_run(STAGES, config, results, registry, needed, other_jobs=20, cache=cache)
+        return estimate_run(STAGES, config, results, registry, needed, other_jobs=flat_jobs(20), cache=cache)
 
     ladders = {job for job in every if job[0] == "judge_ladder"}
     assert {dict(labels)["part"] for _, labels in ladders} == {"rubric", "studies"}
@@ -466,8 +472,59 @@ def test_the_whole_run_is_estimated_from_the_plan_of_the_laptop_default(tmp_path
     both = estimate(60.0, 12.0)
     assert both is not None and both.jobs["judge_ladder"].prompt_tokens > slow.jobs["judge_ladder"].prompt_tokens
     baselines = {job_name("generate", {"model": name}) for name in config["baselines"]}
-    no_local = estimate_run(STAGES, config, results, registry, baselines, other_jobs=20, cache=cache)
+    no_local = estimate_run(STAGES, config, results, registry, baselines, other_jobs=flat_jobs(20), cache=cache)
     assert no_local is None  # no local model
+
+
+def test_the_work_of_a_job_that_starts_no_model_grows_with_the_runs_requests_and_answers():
+    """At the full reconstructed set the plan job took 106 CPU s and a score job 53 s for 1,542 answers, where the
+    estimate said ``other_job_s`` each: the plan's requests, a score job's answers and the studies' answers now
+    count, each at its rate; a job whose work does not grow (curation, prompts, tables) counts none."""
+    cpu = load_throughput(REPO_ROOT / "config" / "throughput.yaml").cpu
+    assert cpu is not None
+    run = {
+        ("generate", "m1"): 1000,
+        ("generate", "m2"): 2000,
+        ("study.answers", "m1"): 300,
+        ("rubric_judge", "j"): 4000,
+    }
+    twice = {key: 2 * count for key, count in run.items()}
+    plan, studies = job_name("plan", {}), job_name("score_studies", {"embedder": "e"})
+    scores = {model: job_name("score", {"model": model, "embedder": "e"}) for model in ("m1", "m2", "baseline-oracle")}
+    assert work_seconds(plan, run, cpu) == pytest.approx(7300 * cpu.request_planned_s)
+    assert work_seconds(scores["m1"], run, cpu) == pytest.approx(1000 * cpu.answer_scored_s)
+    assert work_seconds(scores["baseline-oracle"], run, cpu) == pytest.approx(2000 * cpu.answer_scored_s)  # as m2
+    assert work_seconds(studies, run, cpu) == pytest.approx(300 * cpu.study_answer_scored_s)
+    for job in (plan, studies, *scores.values()):
+        assert work_seconds(job, twice, cpu) == pytest.approx(2 * work_seconds(job, run, cpu))
+    assert work_seconds(job_name("figure", {"figure": "fig4_wordcloud"}), twice, cpu) == 0.0
+    # the measured plan job at every reference (82,658 requests; CPU s, a busy machine) against the calibration
+    assert cpu.other_job_s + work_seconds(plan, {("generate", "m"): 82_658}, cpu) == pytest.approx(105.7, rel=0.1)
+
+
+def test_the_laptop_defaults_other_jobs_take_what_the_readme_says_their_scores_a_share_of_it(tmp_path, monkeypatch):
+    """The README's formula gives the jobs that start no model 90 s on the laptop default from an empty folder; the
+    scores' and the plan's work is a small part of it there, and the rest ``other_job_s`` each."""
+    config, results, registry, every, key = laptop_plan(tmp_path, monkeypatch)
+    cpu = load_throughput("config/throughput.yaml").cpu
+    assert cpu is not None
+    scope = Scope(config, results)
+    others = [job_name(s.name, labels) for s in STAGES for labels in s.jobs(scope.run) if not s.starts(scope, labels)]
+    write_cache(tmp_path / "rates.json", {key: [record(MACHINE, 100.0, 30.0, None)]})
+    monkeypatch.setattr("h2htalk.plan.timing.other_processes_load", lambda: None)
+
+    def estimate(other_jobs: list[JobName]):
+        found = estimate_run(STAGES, config, results, registry, every, other_jobs, cache=tmp_path / "rates.json")
+        assert found is not None
+        return found
+
+    laptop, flat = estimate(others), estimate(flat_jobs(len(others)))
+    assert flat.other_s == pytest.approx(len(others) * cpu.other_job_s) and flat.other_work_s == 0.0
+    assert laptop.other_s == pytest.approx(flat.other_s + laptop.other_work_s)
+    assert 0 < laptop.other_work_s < 0.2 * laptop.other_s
+    assert laptop.other_s == pytest.approx(90.0, abs=10.0)  # README: "the 90 s of jobs that start no model"
+    without_scores = estimate([job for job in others if job[0] not in ("score", "score_studies", "plan")])
+    assert without_scores.other_work_s == 0.0
 
 
 def test_a_broken_cpu_calibration_is_named(tmp_path):
@@ -507,7 +564,7 @@ def test_the_other_jobs_take_the_share_of_a_core_the_threads_waiting_for_one_lea
 
     def estimate(runnable: float, other_jobs: int = 20):
         monkeypatch.setattr("h2htalk.plan.timing.runnable_others", lambda: runnable)
-        found = estimate_run(STAGES, config, results, registry, every, other_jobs=other_jobs, cache=cache)
+        found = estimate_run(STAGES, config, results, registry, every, other_jobs=flat_jobs(other_jobs), cache=cache)
         assert found is not None
         return found
 

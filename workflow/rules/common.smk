@@ -106,9 +106,11 @@ onstart:
         needed = {
             job_name(job.rule.name, dict(job.wildcards.items())) for job in jobs
         }
-        others = sum(
-            not RULES.started(job.rule.name, job.wildcards) for job in jobs
-        )
+        others = [
+            job_name(job.rule.name, dict(job.wildcards.items()))
+            for job in jobs
+            if not RULES.started(job.rule.name, job.wildcards)
+        ]
         try:
             EXPECTED["run"] = estimate_run(
                 STAGES, config, LAYOUT, RULES.registry, needed, others

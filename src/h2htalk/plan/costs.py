@@ -81,6 +81,9 @@ THROUGHPUT_SCHEMA = yaml.safe_load(
           verdict_tokens: {type: object, additionalProperties: {type: number, minimum: 0}}
           other_job_s: {type: number, minimum: 0}
           reference_pp512: {type: number, exclusiveMinimum: 0}
+          request_planned_s: {type: number, minimum: 0}
+          answer_scored_s: {type: number, minimum: 0}
+          study_answer_scored_s: {type: number, minimum: 0}
     """
 )
 
@@ -157,6 +160,12 @@ class CpuCalibration:
     verdict_tokens: Mapping[str, float]  # a judge's answer, in tokens, by step
     other_job_s: float  # a job that starts no model, on a core of its own
     reference_pp512: float
+    # what a job that starts no model spends on each unit of work that grows with the run, on a core of its own (0:
+    # none counted): the plan job on each request of the run, a score job on each answer, score_studies on each of
+    # the studies' answers (plan.timing.work_seconds)
+    request_planned_s: float = 0.0
+    answer_scored_s: float = 0.0
+    study_answer_scored_s: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ depth, in small evaluations), the answers' length against the plan's placeholder
 job's start. Where other processes keep the cores busy the estimate is a range: as they are, and if they stop. A
 finished run keeps the rates its jobs ran at (``learn_from_run``), which the next estimate uses. The jobs that start
 no model run one Python thread each: they take the share of one core the threads ready to run leave them
-(``hardware.one_core_share``), not llama.cpp's rates.
+(``hardware.one_core_share``), not llama.cpp's rates: ``other_job_s`` each, and the plan's and the scores' work
+that grows with the run's requests and answers (``plan.work``).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from h2htalk.plan.rates import (
     server_rates,
     write_cache,
 )
+from h2htalk.plan.work import planned_requests, work_seconds
 from h2htalk.stages.steps import VERDICTS, unsampled
 
 OTHER_JOBS = "other jobs"  # the job kind of the jobs that start no model
@@ -145,13 +147,15 @@ def job_seconds(
     return starts * cpu.job_start_s + prompt_s + answer_tokens / (cpu.decode_share * rates.tg128)
 
 
-def other_jobs_seconds(jobs: int, share: float, cpu: CpuCalibration, learned: Rates | Record | None = None) -> float:
+def other_jobs_seconds(
+    jobs: int, share: float, cpu: CpuCalibration, learned: Rates | Record | None = None, work_s: float = 0.0
+) -> float:
     """The jobs that start no model (data, scores, tables): one Python thread each, ``other_job_s`` on a core of its
-    own, at the ``share`` of one core it can expect; not at llama.cpp's rates, which other processes cut far more
-    (a multi-threaded server waits for its slowest thread). Where a finished run ``learned`` how fast they went
-    against that, its pp512 over ``reference_pp512`` says it."""
+    own and their ``work_s`` that grows with the run (``plan.work``), at the ``share`` of one core it can expect; not
+    at llama.cpp's rates, which other processes cut far more (a multi-threaded server waits for its slowest thread).
+    Where a finished run ``learned`` how fast they went against that, its pp512 over ``reference_pp512`` says it."""
     speed = learned.pp512 / cpu.reference_pp512 if learned is not None else 1.0
-    return jobs * cpu.other_job_s / (share * speed)
+    return (jobs * cpu.other_job_s + work_s) / (share * speed)
 
 
 def other_jobs_rates(cpu: CpuCalibration) -> Rates:
@@ -191,6 +195,7 @@ class RunEstimate:
     quiet_s: float | None = None  # the time at the rates kept from a quiet machine, where every model has them
     share: float = 1.0  # of one core, a one-thread job's (the other jobs') when it was made
     runnable: float | None = None  # threads of other processes waiting to run when it was made
+    other_work_s: float = 0.0  # the other jobs' work that grows with the run, on a core of its own (plan.work)
 
     @property
     def seconds(self) -> float:
@@ -278,11 +283,12 @@ def estimate_run(
     results: Layout,
     registry: Mapping[str, Any],
     needed: Collection[JobName],
-    other_jobs: int,
+    other_jobs: Collection[JobName],
     cache: Path | None = None,
 ) -> RunEstimate | None:
     """The expected time of a run on this machine that runs the jobs ``needed`` of the ``stages`` that call models, and
-    ``other_jobs`` jobs that call none; None when none of them sends a request to a model whose engine is timed on
+    the ``other_jobs`` that call none (``other_job_s`` each, and the work of theirs that grows with the run's
+    requests, ``plan.work``); None when none of them sends a request to a model whose engine is timed on
     this CPU (``Engine.timed_on_cpu``: llama.cpp's), or the throughput table has no ``cpu`` section. Rates measured
     now are kept in ``cache`` (default: the user's)."""  # fmt: skip
     cpu = load_throughput(config["plan"]["throughput"]).cpu
@@ -291,6 +297,8 @@ def estimate_run(
     with tempfile.TemporaryDirectory() as scratch:
         planned = plan_calls(stages, config, results, Path(scratch))
     sessions = [calls for calls in planned.sessions if calls.job in needed and calls.tally.to_send]
+    requests = planned_requests(planned.sessions)
+    work_s = sum(work_seconds(job, requests, cpu) for job in other_jobs)
     local = sorted({calls.spec["name"] for calls in sessions if engine_of(calls.spec).timed_on_cpu})
     if not local:
         return None
@@ -326,7 +334,7 @@ def estimate_run(
             calm_rates = rates_of(calm, threads, "kept from a quiet machine")
             quiet_s += sum(e.seconds for e in estimate_jobs(own, calm_rates, cpu, calm_learned).values())
             if name == local[0]:
-                quiet_s += other_jobs_seconds(other_jobs, 1.0, cpu, calm_learned.get(OTHER_JOBS))
+                quiet_s += other_jobs_seconds(len(other_jobs), 1.0, cpu, calm_learned.get(OTHER_JOBS), work_s)
         else:
             quiet_s = None
         for stage, found in parts.items():
@@ -336,10 +344,11 @@ def estimate_run(
                 before.seconds + found.seconds, before.starts + found.starts,
             )  # fmt: skip
     first = models[local[0]]  # the cache the other jobs' learned speed is kept in: the first model's
-    other_s = other_jobs_seconds(other_jobs, share, cpu, first.learned.get(OTHER_JOBS))
+    other_s = other_jobs_seconds(len(other_jobs), share, cpu, first.learned.get(OTHER_JOBS), work_s)
     return RunEstimate(
-        jobs, other_s, first.machine, models, load, available_cores(), cpu, other_jobs, cache, quiet_s, share, runnable
-    )
+        jobs, other_s, first.machine, models, load, available_cores(), cpu, len(other_jobs), cache, quiet_s, share,
+        runnable, work_s,
+    )  # fmt: skip
 
 
 def benchmark_seconds(benchmarks: str | os.PathLike[str], since: float = 0.0) -> dict[str, float]:
@@ -436,7 +445,9 @@ def learn_from_run(estimate: RunEstimate, stage_seconds: Mapping[str, float], lo
     if first is not None and estimate.other_jobs >= OTHER_JOBS_LEARNED_FROM:
         used = first.learned.get(OTHER_JOBS, other_jobs_rates(cpu))
         other_s = sum(stage_seconds.values()) - model_s
-        seconds_at = lambda r: other_jobs_seconds(estimate.other_jobs, estimate.share, cpu, r)  # noqa: E731
+        seconds_at = lambda r: other_jobs_seconds(  # noqa: E731
+            estimate.other_jobs, estimate.share, cpu, r, estimate.other_work_s
+        )
         known[first.key], said[OTHER_JOBS] = _learn_kind(
             known.get(first.key, []), OTHER_JOBS, seconds_at, 0.0, used, other_s, load, waiting, least_s=0.0
         )
