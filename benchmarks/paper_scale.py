@@ -14,11 +14,12 @@ rehearsal kept them, ``full-mode-benchmarks/``; cascade mode's: the jobs its pha
 (the run's instances), wall time, CPU time and peak RSS at each size; the growth exponent between the two largest
 sizes (log CPU-time ratio over log items ratio: 1 is linear; CPU time, since wall time on a shared machine is
 mostly other processes' turn) and the full size's CPU time against the linear extrapolation from the size before
-(flagged past 1.25x). Beside them, what the
-plan predicts of each stage at the largest size: the local estimate's time for a job that starts no model
-(``config/throughput.yaml``'s ``cpu.other_job_s`` each, at its reference pp512), and the plan's GPU-hours of each
-model stage (``plan.csv``; the stand-ins measure no GPU, so their jobs' time is shown only beside it). Nothing is
-asserted: say what machine ran it and what else ran there.
+(flagged past 1.25x). Beside them, what the plan predicts of each stage at the largest size: the local estimate's
+time for its jobs that start no model on a core of their own (this checkout's ``config/throughput.yaml``:
+``cpu.other_job_s`` each, and the work that grows with the run's requests, ``h2htalk.plan.work``, counted from the
+run's plan), against their CPU time, and the plan's GPU-hours of each model stage (``plan.csv``; the stand-ins
+measure no GPU, so their jobs' time is shown only beside it). Nothing is asserted: say what machine ran it and what
+else ran there.
 """
 
 from __future__ import annotations
@@ -41,13 +42,20 @@ import psutil
 
 from h2htalk.config import merge_layers, validate_config
 from h2htalk.layout import Layout, instances_set
-from h2htalk.plan.costs import load_throughput
+from h2htalk.plan.calls import JobName, job_name
+from h2htalk.plan.costs import CpuCalibration, load_throughput
+from h2htalk.plan.work import work_seconds
 from h2htalk.stages.spec import Scope
 from h2htalk.stages.table import STAGES
 
 ROOT = Path(__file__).resolve().parents[1]
 FLAGGED = 1.25  # a full-size time past this multiple of the linear extrapolation is flagged
 FULL_MODE_BENCHMARKS = "full-mode-benchmarks"  # paper_rehearsal.py's copy of the benchmark files after full mode
+# the plan report's names of the steps before it named them as h2htalk.stages.steps does (a rehearsal's older plan)
+EARLIER_STEP_NAMES = {
+    "generate studies": "study.answers", "reconstruct": "reconstruct_instances", "rubric judge": "rubric_judge",
+    "study judge": "study.judge", "judge ladder": "judge_ladder",
+}  # fmt: skip
 
 
 def stage_costs(benchmarks: Path, since: Path | None = None) -> dict[str, dict[str, float]]:
@@ -89,6 +97,37 @@ def instance_count(results: Path) -> int:
     return sum(
         sum(1 for line in path.open(encoding="utf-8") if line.strip()) for path in results.glob("instances/*.jsonl")
     )
+
+
+def plan_file(results: Path) -> Path:
+    """The run's plan: ``plan.csv``, else the one the rehearsal made before the run (``plan-before.csv``)."""
+    latest = results / "plan.csv"
+    return latest if latest.is_file() else results / "plan-before.csv"
+
+
+def planned_requests(plan_csv: Path) -> dict[tuple[str, str], int]:
+    """The run's requests by step and model, cached or not, as its plan counted them."""
+    requests: dict[tuple[str, str], int] = defaultdict(int)
+    if plan_csv.is_file():
+        for row in csv.DictReader(plan_csv.open(encoding="utf-8")):
+            requests[EARLIER_STEP_NAMES.get(row["stage"], row["stage"]), row["model"]] += int(row["requests"])
+    return dict(requests)
+
+
+def benchmarked_jobs(benchmarks: Path) -> dict[str, list[JobName]]:
+    """Each stage's jobs that wrote a benchmark file (``{stage}/{label values, in the stage's order}.tsv``)."""
+    declared = {stage.name: stage for stage in STAGES}
+    jobs: dict[str, list[JobName]] = defaultdict(list)
+    for path in sorted(benchmarks.rglob("*.tsv")):
+        stage, *values = path.relative_to(benchmarks).with_suffix("").parts
+        if stage in declared:
+            jobs[stage].append(job_name(stage, dict(zip(declared[stage].labels, values, strict=False))))
+    return dict(jobs)
+
+
+def predicted_seconds(jobs: list[JobName], requests: dict[tuple[str, str], int], cpu: CpuCalibration) -> float:
+    """The local estimate's seconds of ``jobs`` (of a stage that starts no model) on a core of their own."""
+    return sum(cpu.other_job_s + work_seconds(job, requests, cpu) for job in jobs)
 
 
 def planned_gpu_hours(plan_csv: Path) -> dict[str, float]:
@@ -175,10 +214,12 @@ def measured(size: str, work: Path) -> dict[str, Any]:
     """What the rehearsal in ``work`` cost, stage by stage."""
     with contextlib.chdir(work):  # the configuration names its files relative to the run's folder
         config = validate_config(merge_layers(["config/config.yaml", "config/rehearsal.yaml"], []))
-        cpu = load_throughput(config["plan"]["throughput"]).cpu
+    cpu = load_throughput(ROOT / "config" / "throughput.yaml").cpu  # this checkout's calibration, on an older run too
     tree = Layout(str(work / "results"), instances_set(config))
     results, benchmarks = work / tree.set_root, work / tree.path("benchmarks")
     full_mode, machine, done = work / FULL_MODE_BENCHMARKS, work / "machine.json", work / "rehearsal.json"
+    requests = planned_requests(plan_file(results))
+    jobs = benchmarked_jobs(full_mode if full_mode.is_dir() else benchmarks)
     return {
         "size": size,
         "items": instance_count(results),
@@ -187,8 +228,8 @@ def measured(size: str, work: Path) -> dict[str, Any]:
         "cascade_stages": stage_costs(benchmarks, since=full_mode) if full_mode.is_dir() else {},
         "machine": json.loads(machine.read_text(encoding="utf-8")) if machine.is_file() else {},
         "model_stages": sorted(model_stages(config, tree)),
-        "gpu_hours": planned_gpu_hours(results / "plan.csv"),
-        "other_job_s": cpu.other_job_s if cpu else 0.0,
+        "gpu_hours": planned_gpu_hours(plan_file(results)),
+        "predicted_s": {stage: predicted_seconds(found, requests, cpu) for stage, found in jobs.items()} if cpu else {},
     }
 
 
@@ -220,22 +261,24 @@ def report(runs: list[dict[str, Any]]) -> None:
             print(f"| {stage} | {mode} | {' | '.join(cells)} | {_shown(exponent)} | {_shown(wall_exponent)} |"
                   f" {_shown(over)}{flag} |")  # fmt: skip
     print(f"\nAt {last['size']} ({last['items']} items), the plan's prediction beside the jobs' time:")
-    print("| stage | jobs | predicted | CPU s | wall s |\n|---|--:|---|--:|--:|")
+    print("| stage | jobs | predicted s, a core of its own | CPU s | CPU / predicted | wall s |")
+    print("|---|--:|--:|--:|--:|--:|")
     for stage in (stage for stage in others if stage in last["stages"]):  # an unfinished run: the jobs it ran
-        cost = last["stages"][stage]
-        predicted = f"{cost['jobs'] * last['other_job_s']:.0f} s (other_job_s each)"
-        print(f"| {stage} | {cost['jobs']:.0f} | {predicted} | {cost['cpu_s']:.1f} | {cost['wall_s']:.1f} |")
+        cost, predicted = last["stages"][stage], last["predicted_s"].get(stage)
+        ratio = cost["cpu_s"] / predicted if predicted else None
+        print(f"| {stage} | {cost['jobs']:.0f} | {_shown(predicted, 1)} | {cost['cpu_s']:.1f} | {_shown(ratio)} |"
+              f" {cost['wall_s']:.1f} |")  # fmt: skip
     for stage in (stage for stage in last["model_stages"] if stage in last["stages"]):
         cost = last["stages"][stage]
-        print(f"| {stage} (starts models: stand-ins) | {cost['jobs']:.0f} | see below | {cost['cpu_s']:.1f} |"
+        print(f"| {stage} (starts models: stand-ins) | {cost['jobs']:.0f} | see below | {cost['cpu_s']:.1f} | - |"
               f" {cost['wall_s']:.1f} |")  # fmt: skip
     print("\n| the plan's stage | GPU-hours from nothing (A100, config/throughput.yaml) |\n|---|--:|")
     for stage, hours in sorted(last["gpu_hours"].items()):
         print(f"| {stage} | {hours:.1f} |")
 
 
-def _shown(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
+def _shown(value: float | None, places: int = 2) -> str:
+    return "-" if value is None else f"{value:.{places}f}"
 
 
 def main() -> None:
