@@ -315,16 +315,6 @@ def test_the_cores_other_processes_keep_busy_are_the_busy_time_less_this_process
     assert end.busy_s - start.busy_s >= 0.9 * (end.own_s - start.own_s)
 
 
-def test_niced_processes_count_as_busy_cores_only_for_a_niced_run():
-    from h2htalk.hardware import busy_ticks
-
-    # user nice system idle iowait irq softirq steal: cpu0 spent 100 ticks on a process at nice 19, cpu1 on one at 0
-    rows = [["cpu0", "0", "100", "0", "0", "0", "0", "0", "0"], ["cpu1", "100", "0", "0", "0", "0", "0", "0", "0"]]
-    assert busy_ticks(rows, None, niced=False) == 100  # a job at nice 0 takes the niced one's core back
-    assert busy_ticks(rows, None, niced=True) == 200
-    assert busy_ticks(rows, {"cpu0"}, niced=True) == 100  # only this process's cores
-
-
 def test_where_other_processes_hold_the_cores_the_estimate_says_so_and_gives_a_range():
     jobs = estimate_jobs([planned_session("generate", "generate", "llamacpp", 10, 5_000, 1_000)], RATES, CPU)
     quiet = RunEstimate(jobs, 60.0, RATES, load=0.1, cores=2, cpu=CPU)

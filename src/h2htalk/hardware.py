@@ -29,24 +29,14 @@ class CpuSnapshot:
 
 
 # /proc/stat's columns after the CPU's name: user nice system idle iowait irq softirq steal (guest time is in user);
-# steal is time a virtual machine's neighbours took from this CPU, so it counts as another's. ``nice`` is the time
-# of processes above nice 0 (a laptop's indexer, a background build): a job at nice 0 takes that core back almost
-# whole, so it counts as busy only for a run that is niced itself.
-BUSY_COLUMNS = (0, 2, 5, 6, 7)
-NICE_COLUMN = 1
+# steal is time a virtual machine's neighbours took from this CPU, so it counts as another's
+BUSY_COLUMNS = (0, 1, 2, 5, 6, 7)
 
 
 def cpu_snapshot() -> CpuSnapshot:
     times = os.times()
     own = times.user + times.system + times.children_user + times.children_system
     return CpuSnapshot(time.monotonic(), _busy_seconds(), own)
-
-
-def busy_ticks(rows: list[list[str]], cores: set[str] | None, niced: bool) -> int:
-    """The busy ticks of ``/proc/stat``'s per-CPU ``rows`` on ``cores`` (None: all), the niced processes' among them
-    only for a reader that is ``niced`` itself."""
-    columns = (*BUSY_COLUMNS, NICE_COLUMN) if niced else BUSY_COLUMNS
-    return sum(int(row[1 + i]) for row in rows if cores is None or row[0] in cores for i in columns)
 
 
 def _busy_seconds() -> float | None:
@@ -57,7 +47,8 @@ def _busy_seconds() -> float | None:
             rows = [line.split() for line in handle if line.startswith("cpu") and not line.startswith("cpu ")]
     except OSError:
         return None
-    return busy_ticks(rows, cores, niced=os.nice(0) > 0) / os.sysconf("SC_CLK_TCK")
+    ticks = sum(int(row[1 + i]) for row in rows if cores is None or row[0] in cores for i in BUSY_COLUMNS)
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def other_processes_cores(before: CpuSnapshot, after: CpuSnapshot, own_running_s: float = 0.0) -> float | None:
