@@ -28,7 +28,7 @@ PIPELINE = (
     "h2htalk.stages.jobs.data",
     "h2htalk.stages.jobs.instances",
     "h2htalk.stages.jobs.answers",
-    "h2htalk.stages.jobs.scores",
+    "h2htalk.scoring.cells",
     "h2htalk.stages.jobs.judges",
     "h2htalk.stages.jobs.tables",
     "h2htalk.stages.jobs.exports",
