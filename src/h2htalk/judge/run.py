@@ -10,9 +10,6 @@ from typing import TYPE_CHECKING, Any
 from h2htalk.errors import DataError
 from h2htalk.generation.generate import answered
 from h2htalk.io import iter_jsonl, read_json, write_json_atomic, write_jsonl_atomic
-from h2htalk.judge.rubric import judge_messages, parse_verdict
-from h2htalk.llm.fences import fence_of
-from h2htalk.llm.parse import cut_off
 from h2htalk.settings import CascadeSettings, JudgeSettings
 from h2htalk.stages.declare import stage
 from h2htalk.stages.declared import JUDGE_CALLS, REGISTRY, judge_models
@@ -93,6 +90,8 @@ def answers_with_retry(calls: ModelCalls, requests: list[ChatRequest]) -> dict[s
     """Every judge answer; one cut off at its token limit (or leaving its JSON open) is asked again once with
     twice the budget, and that answer (marked ``retried``, with its own ``request_key``) replaces it."""
     from h2htalk.llm.calls import chat_request
+    from h2htalk.llm.fences import fence_of
+    from h2htalk.llm.parse import cut_off
 
     answers = calls.answers(requests)
     retries = {
@@ -138,7 +137,9 @@ def judge_files(
 ) -> dict[str, Any]:
     """Judge every item of ``model``'s files (engine started once), write one verdict file each; return a
     summary."""
+    from h2htalk.judge.rubric import judge_messages, parse_verdict
     from h2htalk.llm.calls import model_identity
+    from h2htalk.llm.fences import fence_of
 
     jobs = [load_judge_job(f) for f in files]
     requests = {

@@ -13,23 +13,15 @@ from h2htalk.generation.ended import unanswered
 from h2htalk.generation.generate import answer_cells, answered
 from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic
 from h2htalk.judge.run import add_to_summary, answers_with_retry, read_flags, sample_flags, sample_requests
-from h2htalk.judge.study import (
-    NeedVerdict,
-    SafetyVerdict,
-    need_messages,
-    parse_need,
-    parse_safety,
-    safety_messages,
-)
 from h2htalk.llm.engines import engine_of
-from h2htalk.llm.fences import fence_of
 from h2htalk.settings import STUDIES, VARIANTS, CascadeSettings, JudgeSettings, StudyJudgeSettings
 from h2htalk.stages.declare import stage
 from h2htalk.stages.declared import REGISTRY, judge_models
 from h2htalk.stages.spec import Done, Each, Job, One, Over, Paths
 from h2htalk.stages.steps import step
 
-if TYPE_CHECKING:  # the model-call stack (openai, httpx), imported when a job runs, not when the registry loads
+if TYPE_CHECKING:  # the model-call stack (openai, httpx) and the judges' prompts, imported when a job runs
+    from h2htalk.judge.study import NeedVerdict, SafetyVerdict
     from h2htalk.llm.calls import EngineOptions
 
 
@@ -81,6 +73,9 @@ def judge_studies(
     """Judge ``model``'s study answers with one judge session: ``item_files`` hold the items of the studies (their
     records say which study), ``generations`` pairs each generation file (one study and variant) with the
     verdict file it gets; ``only``: per generation file, the items to judge (a cascade's sample; default all)."""
+    from h2htalk.judge.study import need_messages, parse_need, parse_safety, safety_messages
+    from h2htalk.llm.fences import fence_of
+
     items = {(r["study"], r["id"]): r for path in item_files for _, r in iter_jsonl(path)}
     plan: list[tuple[Path, dict[str, Any], dict[str, Any], list[Any]]] = []
     for path, out in generations:
