@@ -163,7 +163,7 @@ def test_the_review_queue_shows_the_verdict_of_the_judge_that_gated_the_item(tmp
     """In cascade mode an item goes to people because of the role's own judge's verdict: the queue (and the desk)
     shows that verdict, its scores, J and evidence, not the cheap judge's, which a person does not correct."""
     from h2htalk.io import write_jsonl_atomic
-    from h2htalk.judge.combine import write_review_queue
+    from h2htalk.review.queue import write_review_queue
 
     world = make_world(1, {"a": 0.0}, {"a": 0.5})
     gate = replace(GATE, tau=2.4)
@@ -178,7 +178,9 @@ def test_the_review_queue_shows_the_verdict_of_the_judge_that_gated_the_item(tmp
     assert gated and all(i["cascade_sampled"] and i["J5_strong"] < gate.tau for i in gated.values())
     assert any(i["J5"] >= gate.tau for i in gated.values())  # some the cheap judge alone would not have sent
     write_jsonl_atomic(tmp_path / "items.jsonl", items)
-    assert write_review_queue([tmp_path / "items.jsonl"], tmp_path / "queue.csv") == len(gated)
+    assert (
+        write_review_queue([tmp_path / "items.jsonl"], tmp_path / "queue.csv").facts == f"{len(gated)} items to review"
+    )
     for row in csv.DictReader((tmp_path / "queue.csv").open(encoding="utf-8")):
         item = gated[row["id"]]
         assert row["judge_evidence"] == f"strong: {row['id']}"

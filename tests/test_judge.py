@@ -20,7 +20,6 @@ from h2htalk.judge.combine import (
     read_human_scores,
     review_reasons,
     summarise_j,
-    write_review_queue,
 )
 from h2htalk.judge.rubric import Verdict, judge_messages, parse_verdict
 from h2htalk.judge.run import JudgeFiles, judge_files, load_judge_job, read_flags, sample_requests
@@ -30,6 +29,7 @@ from h2htalk.llm.engines import Endpoint
 from h2htalk.llm.fences import fence_of
 from h2htalk.llm.parse import cut_off
 from h2htalk.prompts.render import write_prompts
+from h2htalk.review.queue import write_review_queue
 from h2htalk.settings import BootstrapSettings, ClientSettings, GateSettings, JudgeSettings, ReviewSettings
 
 from .conftest import demo_file
@@ -203,7 +203,7 @@ def test_review_round_trip(tmp_path):
     item_file = tmp_path / "items.jsonl"
     write_jsonl_atomic(item_file, items)
     queue = tmp_path / "queue.csv"
-    assert write_review_queue([item_file], queue) == 2
+    assert write_review_queue([item_file], queue).facts == "2 items to review"
     rows = list(csv.DictReader(queue.open(encoding="utf-8")))
     assert [r["id"] for r in rows] == ["b", "c"]
     assert rows[0]["task"] == "任务b" and rows[0]["response"] == "回答b" and rows[0]["reference"] == "参考b"

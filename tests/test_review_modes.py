@@ -13,9 +13,10 @@ import yaml
 from h2htalk.cli import main
 from h2htalk.config import default_config
 from h2htalk.io import write_json_atomic, write_jsonl_atomic
-from h2htalk.judge.combine import SAMPLED, combine_items, human_scores, summarise_j, write_review_queue
+from h2htalk.judge.combine import SAMPLED, combine_items, human_scores, summarise_j
 from h2htalk.layout import Cell, Layout
 from h2htalk.ratings import Rating
+from h2htalk.review.queue import write_review_queue
 from h2htalk.settings import BootstrapSettings, GateSettings, ReviewSettings
 from h2htalk.tables.human_review import review_notes
 
@@ -68,7 +69,7 @@ def test_sample_mode_sends_a_seeded_sample_to_people_and_corrects_the_judge_with
     queue = tmp_path / "queue.csv"
     items_file = tmp_path / "items.jsonl"
     write_jsonl_atomic(items_file, items)
-    assert write_review_queue([items_file], queue) == 20
+    assert write_review_queue([items_file], queue).facts == "20 items to review"
     assert sorted(r["id"] for r in csv.DictReader(queue.open(encoding="utf-8"))) == sorted(sampled)
     alone = summarise_j(items, BOOT, "sample")
     assert alone["estimator"].startswith("the judge's J alone") and alone["human_items"] == 0

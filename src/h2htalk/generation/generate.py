@@ -10,16 +10,21 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from h2htalk.errors import DataError
-from h2htalk.generation.baselines import NO_ANSWER, baseline_responses
+from h2htalk.errors import DataError, H2HTalkError
 from h2htalk.generation.ended import ENDED_ANSWER
 from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic
-from h2htalk.llm.calls import EngineOptions, ModelCalls, chat_request, model_identity, run_summary
-from h2htalk.llm.client import ChatRequest
-from h2htalk.llm.engines import engine_of
+from h2htalk.llm.engines import ENGINES, engine_of
 from h2htalk.settings import GenerationSettings
+from h2htalk.stages.declare import stage
+from h2htalk.stages.declared import FIRST, REGISTRY
+from h2htalk.stages.spec import Done, Each, Job, One, Over
+from h2htalk.stages.steps import step
+
+if TYPE_CHECKING:  # the model-call stack (openai, httpx), imported when a job runs, not when the registry loads
+    from h2htalk.llm.calls import EngineOptions, ModelCalls
+    from h2htalk.llm.client import ChatRequest
 
 
 @dataclass(frozen=True)
@@ -37,7 +42,7 @@ TASK_KEYS = ("variant", "subtask", "study")  # what a generation record copies f
 
 
 @dataclass
-class Job:
+class FileJob:
     file: PromptFile
     prompts: list[dict[str, Any]]
     requests: list[ChatRequest]  # the first requests (single-turn prompts, first turns of conversations)
@@ -52,18 +57,20 @@ def request_params(spec: dict[str, Any], settings: GenerationSettings, name: str
     return params
 
 
-def load_jobs(spec: dict[str, Any], files: Sequence[PromptFile], settings: GenerationSettings) -> list[Job]:
+def load_jobs(spec: dict[str, Any], files: Sequence[PromptFile], settings: GenerationSettings) -> list[FileJob]:
     jobs = []
     for file in files:
         prompts = [record for _, record in iter_jsonl(file.prompts)]
         params = request_params(spec, settings, file.name) if prompts else {}
-        jobs.append(Job(file, prompts, [], params))
+        jobs.append(FileJob(file, prompts, [], params))
     return jobs
 
 
 def _output_record(
     spec: dict[str, Any], item_id: str, prompt: dict[str, Any], request: ChatRequest, answer: dict[str, Any]
 ) -> dict[str, Any]:
+    from h2htalk.llm.calls import model_identity
+
     flags = [flag for flag in ("truncated_in_reasoning", "no_final_answer") if answer.get(flag)]
     record = {
         "id": item_id,
@@ -93,7 +100,7 @@ def _output_record(
 
 
 def _conversation_records(
-    spec: dict[str, Any], calls: ModelCalls, job: Job, answered: dict[str, dict[str, Any]]
+    spec: dict[str, Any], calls: ModelCalls, job: FileJob, answered: dict[str, dict[str, Any]]
 ) -> dict[str, list[dict[str, Any]]]:
     """Every turn of every conversation of ``job``, each continuing from the model's own earlier answers: one
     round of requests per turn, over as many conversations at once as the engine's server works on (all of them
@@ -113,13 +120,15 @@ def _conversation_records(
 def _converse(
     spec: dict[str, Any],
     calls: ModelCalls,
-    job: Job,
+    job: FileJob,
     conversations: list[dict[str, Any]],
     answered: dict[str, dict[str, Any]],
     records: dict[str, list[dict[str, Any]]],
     histories: dict[str, list[dict[str, str]]],
 ) -> None:
     """The turns of ``conversations``, a round of requests per turn (their first turns are ``answered``)."""
+    from h2htalk.llm.calls import chat_request
+
     for turn in range(max((len(p["user_turns"]) for p in conversations), default=0)):
         batch = []
         for prompt in conversations:
@@ -137,8 +146,10 @@ def _converse(
             histories[prompt["id"]] = [*request.messages, {"role": "assistant", "content": answer["response"]}]
 
 
-def first_requests(spec: dict[str, Any], job: Job) -> list[ChatRequest]:
+def first_requests(spec: dict[str, Any], job: FileJob) -> list[ChatRequest]:
     """The requests a job can send at once: every single-turn prompt, and every conversation's first turn."""
+    from h2htalk.llm.calls import chat_request
+
     requests = []
     for prompt in job.prompts:
         if "user_turns" in prompt:
@@ -197,6 +208,9 @@ def _baseline_outputs(
 ) -> dict[str, Any]:
     """Answers of a baseline (no language model): same records, same path through scoring and tables. An item the
     baseline has no answer for carries ``no_answer`` (why), and scoring leaves it missing."""
+    from h2htalk.generation.baselines import NO_ANSWER, baseline_responses
+    from h2htalk.llm.calls import model_identity, run_summary
+
     kind, seed = spec["baseline"]["kind"], spec["baseline"]["seed"]
     count = 0
     for file in files:
@@ -227,3 +241,53 @@ def _baseline_outputs(
         write_jsonl_atomic(file.out, records)
         count += len(records)
     return run_summary(spec, count, 0, 0.0, settings.as_dict())
+
+
+@stage(
+    "generate", "answer every Table 2 cell of one model (its engine started once)", priority=FIRST, planned=True,
+    targets="generations",
+    reads=(*REGISTRY, "generation", "subtasks", "variants"), jobs=Over(model=lambda run: run.models),
+    cells=lambda run, w: run.benchmark(w["model"]), starts=lambda s, w: [w["model"]], where="model",
+    env="generation", options=("engine",),
+    inputs={"prompts": Each("prompts")},
+    outputs={"responses": Each("generations"), "summary": One("generation_run")},
+)  # fmt: skip
+@stage(
+    "baseline_answers", "answer every Table 2 cell of one baseline from the instances (no model)", priority=FIRST,
+    planned=True, targets="generations",
+    reads=(*REGISTRY, "generation", "subtasks", "variants"), jobs=Over(model=lambda run: run.baselines),
+    cells=lambda run, w: run.benchmark(w["model"]), entries=lambda s, w: [w["model"]], env="generation",
+    memory_mb=1000, minutes=10,
+    inputs={"prompts": Each("prompts"), "instances": Each("references")},
+    outputs={"responses": Each("generations"), "summary": One("generation_run")},
+)  # fmt: skip
+def generate(job: Job, model: str) -> Done:
+    """``model``'s (or a baseline's) answers to every Table 2 cell of the job."""
+    baseline = engine_of(job.entry(model)).answers_without_model
+    if baseline != (job.stage.where != "model"):
+        other = "baseline-answers" if baseline else "generate"
+        raise H2HTalkError(f"{model} is {'a baseline' if baseline else 'a model'}: its answers are h2htalk {other}'s")
+    engines = job.engines([model] if job.stage.where == "model" else [])  # a baseline starts no engine
+    run = answer_cells(job, engines, for_studies=False)
+    return Done(answered(run), subject=model, out=f"{len(job.cells)} files")
+
+
+def answer_cells(job: Job, engines: Any, *, for_studies: bool) -> dict[str, Any]:
+    """Answer the job's cells (its studies' or its Table 2 cells) with its model (its engine started once), into
+    its outputs ``responses`` (each cell's) and ``summary``; the run summary."""
+    model = job.labels["model"]
+    cells = [c for c in job.cells if c.is_study == for_studies]
+    files = [PromptFile(c.variant, c.task, Path(job.each("prompts", c)), Path(job.each("responses", c))) for c in cells]
+    instances = {c.task: Path(job.each("instances", c)) for c in cells} if "instances" in job.stage.inputs else {}
+    settings = GenerationSettings.from_config(job.config, for_studies=for_studies)
+    engines.step(step(job.stage.name, "answers") if for_studies else job.stage.name, model)
+    spec = job.entry(model)
+    return generate_model(spec, files, settings, engines, instances=instances, summary_path=job.output("summary"))
+
+
+def answered(run: dict[str, Any], noun: str = "answers") -> str:
+    """``66 answers (12 cached, 0 failed)``, from a run summary of the model-call seam."""
+    if ENGINES[run["engine"]].answers_without_model:
+        return f"{run['requests']} {noun} (a baseline: no model)"
+    cached = run["requests"] - run["sent"]
+    return f"{run['requests']} {noun} ({cached} cached, {run.get('failed', 0)} failed)"

@@ -39,34 +39,29 @@ sample mode J moves by (1 - alpha) * 20 * mean(people - judge) and judge by 20 *
 
 from __future__ import annotations
 
-import csv
-import io
 import os
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from h2htalk.errors import DataError
-from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic, write_text_atomic
+from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic
 from h2htalk.judge.readings import READINGS, item_readings
 from h2htalk.layout import Cell, Layout
 from h2htalk.people.consensus import consensus, median_score
-from h2htalk.people.prediction_powered import Estimate, prediction_powered_mean, pseudo_values, review_sample
 from h2htalk.ratings import REVIEW_SCORES, Rating, read_ratings
-from h2htalk.scoring.bootstrap import bootstrap_mean_ci
-from h2htalk.scoring.metrics import cell_value
-from h2htalk.scoring.score_files import ANSWER_FLAGS
-from h2htalk.settings import GATE, PEOPLE_READINGS, SAMPLE, BootstrapSettings, GateSettings, ReviewSettings
+from h2htalk.settings import GATE, PEOPLE_READINGS, SAMPLE, BootstrapSettings, GateSettings, JudgeMode, ReviewSettings
+from h2htalk.stages import declared
+from h2htalk.stages.declare import stage
+from h2htalk.stages.spec import Done, Each, Job, Over
+
+if TYPE_CHECKING:  # numpy, scipy and the metric libraries, imported when a job runs, not when the registry loads
+    import numpy as np
+
+    from h2htalk.people.prediction_powered import Estimate
 
 SAMPLED = "sampled for review (review.mode sample)"
-
-QUEUE_COLUMNS: tuple[str, ...] = (
-    "model", "variant", "subtask", "id", "reason", "S", "judge_mean", "judge_scores", "J5", "task", "response",
-    "reference", "judge_evidence", "human_score", "reviewer", "notes",
-)  # fmt: skip
 
 
 def combine_j(s_score: float, judge_score: float, alpha: float) -> float:
@@ -174,6 +169,9 @@ def combine_records(
     review: ReviewSettings,
 ) -> list[dict[str, Any]]:
     """``combine_items`` of records already read."""
+    from h2htalk.people.prediction_powered import review_sample
+    from h2htalk.scoring.score_files import ANSWER_FLAGS
+
     s_by_id, verdicts, judgments = records.scores, records.verdicts, records.source
     strong, cascade = records.sample or {}, records.sample is not None
     stand_in = cheap_stand_in(verdicts) if cascade else None
@@ -262,6 +260,8 @@ def cheap_stand_in(verdicts: Sequence[tuple[int, dict[str, Any]]]) -> float:
     fixed before the sample's verdicts keeps the corrected mean unbiased, since the correction learns y - g on a
     random sample whatever g is; this one makes the unread items' y - g like the others' (both carry the cheap
     judge's bias), so they add little to its variance."""
+    import numpy as np
+
     readable = [v["judge_mean"] for _, v in verdicts if v["judge_mean"] is not None]
     return float(np.mean(readable)) if readable else 2.5
 
@@ -285,6 +285,11 @@ def summarise_reading(
 ) -> dict[str, Any]:
     """Mean of the items' values with a bootstrap CI, resampling whole ``clusters`` (one label an item) where items
     share one; items without a value are counted as missing, not zeroed."""
+    import numpy as np
+
+    from h2htalk.scoring.bootstrap import bootstrap_mean_ci
+    from h2htalk.scoring.metrics import cell_value
+
     present = np.array([v for v in values if v is not None], dtype=np.float64)
     kept = [c for v, c in zip(values, clusters, strict=True) if v is not None] if clusters else None
     groups = kept if kept and len(set(kept)) < len(kept) else None
@@ -312,6 +317,8 @@ class Correction:
     people_items: list[dict[str, Any]]  # the items whose people's score the correction uses
 
     def predicted(self, name: str) -> np.ndarray:
+        import numpy as np
+
         return np.array([predicted_readings(i)[name] for i in self.frame], dtype=np.float64)
 
     def clusters(self) -> list[str] | None:
@@ -320,6 +327,10 @@ class Correction:
 
     def estimate(self, name: str, confidence: float) -> Estimate:
         """The cell's reading ``name`` corrected, kept to its 0-100 scale."""
+        import numpy as np
+
+        from h2htalk.people.prediction_powered import prediction_powered_mean
+
         return prediction_powered_mean(
             self.predicted(name), np.array(self.rated), self.observed[name], confidence, self.clusters()
         ).within(0.0, 100.0)
@@ -329,6 +340,10 @@ def correction(items: Sequence[dict[str, Any]], mode: str, cascade: bool) -> Cor
     """How the cell's judge is corrected, or None: gate mode without a cascade, or fewer than 2 items to correct
     it with (the cell is then the judge's alone). In cascade mode every item with an S is in the frame, an unread
     cheap verdict with its stand-in (``cheap_stand_in``)."""
+    import numpy as np
+
+    from h2htalk.people.prediction_powered import pseudo_values
+
     frame = [i for i in items if i["J100"] is not None or (cascade and i["stand_in"] is not None)]
     people = [k for k, i in enumerate(frame) if i["sampled"] and i["J5_people"] is not None] if mode == SAMPLE else []
     if not cascade:
@@ -355,6 +370,8 @@ def corrected_reading(
 ) -> dict[str, Any]:
     """The reading ``name`` of a corrected cell: prediction-powered over the frame, with the rectifier (the mean
     correction) and its interval."""
+    from h2htalk.scoring.metrics import cell_value
+
     estimate = found.estimate(name, confidence)
     low, high = estimate.correction_ci(confidence)
     return {
@@ -373,6 +390,8 @@ def summarise_j(
     rated sample), or the judge's alone while fewer than two sampled items are rated. In cascade mode J and judge
     are the cheap judge's corrected on the own judge's sample (itself corrected by people in sample mode). The
     summary's own value is J's."""
+    from h2htalk.scoring.score_files import ANSWER_FLAGS
+
     per_item = [item_readings(i) for i in items]
     clusters = [i.get("cluster", i["id"]) for i in items]
     readings = {name: summarise_reading([r[name] for r in per_item], bootstrap, clusters) for name in READINGS}
@@ -462,6 +481,10 @@ def add_pseudo_values(items: Sequence[dict[str, Any]], mode: str, cascade: bool)
     """Give each item of a corrected cell its pseudo-values (``ppi``: per reading people's score enters), whose mean
     is the cell's corrected mean: what Table 2's paired comparisons compare, so that a judge's bias that differs
     between two rows is corrected in their difference too."""
+    import numpy as np
+
+    from h2htalk.people.prediction_powered import pseudo_values
+
     found = correction(items, mode, cascade)
     for item in items:
         item["ppi"], item["ppi_rated"] = None, False
@@ -475,28 +498,37 @@ def add_pseudo_values(items: Sequence[dict[str, Any]], mode: str, cascade: bool)
         found.frame[position]["ppi_rated"] = True
 
 
-def write_review_queue(item_files: Iterable[Path], out: Path) -> int:
-    """Every item sent to review (gated, or sampled in sample mode), with what a reviewer needs, as CSV (fill
-    in human_score, 0-5)."""
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(QUEUE_COLUMNS), lineterminator="\n")
-    writer.writeheader()
-    count = 0
-    for path in item_files:
-        for _, item in iter_jsonl(path):
-            if not item["review"]:
-                continue
-            verdict = reviewed_verdict(item)
-            writer.writerow({
-                "model": item["model"], "variant": item["variant"], "subtask": item["subtask"], "id": item["id"],
-                "reason": "; ".join(item["review_reasons"]), "S": f"{item['S']:.2f}",
-                "judge_mean": "" if verdict["judge_mean"] is None else f"{verdict['judge_mean']:.2f}",
-                "judge_scores": " ".join("-" if s is None else f"{s:g}" for s in verdict["judge_scores"]),
-                "J5": "" if verdict["J5"] is None else f"{verdict['J5']:.2f}",
-                "task": item["task"], "response": item["response"], "reference": item["reference"],
-                "judge_evidence": verdict["judge_evidence"],
-                "human_score": "", "reviewer": "", "notes": "",
-            })  # fmt: skip
-            count += 1
-    write_text_atomic(out, buffer.getvalue())
-    return count
+@stage(
+    "combine_j",
+    "J from S and the judge (corrected on the role's own judge's sample in cascade mode), the review gate or"
+    " sample, people's scores",
+    reads=(
+        *declared.GATE, "scoring.bootstrap", "review.imports", "review.store", *declared.REVIEW_MODE, "subtasks",
+        "variants", "models", "baselines", "rubric_judge.baselines", *declared.RUBRIC_JUDGE_MODE,
+    ),
+    jobs=Over(model=lambda run: run.judged_models if run.judged_subtasks else (), embedder=lambda run: run.embedders),
+    cells=lambda run, w: [c.scored_by(w["embedder"]) for c in run.judged(w["model"])],
+    ratings=(REVIEW_SCORES,), ratings_of_model=True, env="metrics", memory_mb=1000, minutes=10,
+    options=("bootstrap",),
+    inputs={
+        "scores": Each("score_items"), "judgments": Each("judge_samples"), "sample": Each("judge_sample"),
+        "human": declared.config_files("review.imports"),
+    },
+    outputs={"scored": Each("j_items"), "summaries": Each("j_summary")},
+)  # fmt: skip
+def combine_model(
+    job: Job, model: str, human: list[str], gate: GateSettings, bootstrap: BootstrapSettings, review: ReviewSettings
+) -> Done:
+    """J of every judged cell of ``model`` (``combine_to_files``), with people's scores from the review imports
+    (``human``) and the desk."""
+    mode = JudgeMode.from_config(job.config, "rubric_judge")
+    judges = (mode.cheap_model, mode.model) if mode.cascade else None
+    store = job.config["review"]["store"]
+    scores = read_human_scores(human, job.cells, job.results, job.run.judged_models, store)
+    results = [combine_to_files(cell, job.results, gate, bootstrap, scores, review, judges) for cell in job.cells]
+    return Done(
+        f"{len(results)} cells, {sum(r['n'] for r in results)} items ({review.mode} mode, {mode.mode} judge); "
+        f"{sum(r['to_review'] for r in results)} to review, {sum(r['human_items'] for r in results)} rated by "
+        f"people, {sum(r['missing'] for r in results)} missing",
+        subject=model,
+    )

@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from h2htalk.errors import DataError
-from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic
-from h2htalk.judge.rubric import judge_messages, parse_verdict
-from h2htalk.llm.calls import EngineOptions, ModelCalls, chat_request, model_identity
-from h2htalk.llm.client import ChatRequest
-from h2htalk.llm.fences import fence_of
-from h2htalk.llm.parse import cut_off
-from h2htalk.settings import JudgeSettings
+from h2htalk.generation.generate import answered
+from h2htalk.io import iter_jsonl, read_json, write_json_atomic, write_jsonl_atomic
+from h2htalk.settings import CascadeSettings, JudgeSettings
+from h2htalk.stages.declare import stage
+from h2htalk.stages.declared import JUDGE_CALLS, REGISTRY, judge_models
+from h2htalk.stages.spec import Done, Each, Job, One, Over
+from h2htalk.stages.steps import SAMPLE, step
+
+if TYPE_CHECKING:  # the model-call stack (openai, httpx), imported when a job runs, not when the registry loads
+    from h2htalk.llm.calls import EngineOptions, ModelCalls
+    from h2htalk.llm.client import ChatRequest
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,10 @@ def read_flags(parses: list[str]) -> list[str]:
 def answers_with_retry(calls: ModelCalls, requests: list[ChatRequest]) -> dict[str, dict[str, Any]]:
     """Every judge answer; one cut off at its token limit (or leaving its JSON open) is asked again once with
     twice the budget, and that answer (marked ``retried``, with its own ``request_key``) replaces it."""
+    from h2htalk.llm.calls import chat_request
+    from h2htalk.llm.fences import fence_of
+    from h2htalk.llm.parse import cut_off
+
     answers = calls.answers(requests)
     retries = {
         r.key: chat_request(
@@ -105,6 +113,8 @@ def sample_requests(
     spec: dict[str, Any], item_id: str, messages: list[dict[str, str]], seed: int, judge: JudgeSettings
 ) -> list[ChatRequest]:
     """``judge.samples`` requests for one item, seeds seed, seed+1, ... (distinct cache keys)."""
+    from h2htalk.llm.calls import chat_request
+
     return [
         chat_request(
             spec,
@@ -127,6 +137,10 @@ def judge_files(
 ) -> dict[str, Any]:
     """Judge every item of ``model``'s files (engine started once), write one verdict file each; return a
     summary."""
+    from h2htalk.judge.rubric import judge_messages, parse_verdict
+    from h2htalk.llm.calls import model_identity
+    from h2htalk.llm.fences import fence_of
+
     jobs = [load_judge_job(f) for f in files]
     requests = {
         id(job): [
@@ -186,3 +200,82 @@ def judge_files(
     if summary_path:
         write_json_atomic(summary_path, summary)
     return summary
+
+
+@stage(
+    "rubric_judge",
+    "rubric-judge one model's itinerary plans (the judge's engine started once; in cascade mode the cheap judge's"
+    " on every item, then the role's own judge's on each cell's sample)",
+    uses=("judge", "subtasks"), planned=True,
+    reads=(*REGISTRY, "generation", *JUDGE_CALLS, "subtasks", "variants"),
+    jobs=Over(model=lambda run: run.judged_models if run.judged_subtasks else ()),
+    cells=lambda run, w: run.judged(w["model"]), starts=lambda s, w: judge_models(s, "rubric_judge"),
+    where="model", env="generation", options=("engine", "rubric_judge"),
+    inputs={"instances": Each("references"), "prompts": Each("prompts"), "generations": Each("generations")},
+    outputs={"verdicts": Each("judge_samples"), "sample": Each("judge_sample"), "summary": One("judge_run")},
+)  # fmt: skip
+def rubric_judge(job: Job, model: str, judge: JudgeSettings) -> Done:
+    """One model's judged cells: every item by the judge of every item (the cheap one in cascade mode), then, in
+    cascade mode, each cell's sample by the role's own judge (its file is empty in full mode)."""
+    from h2htalk.judge.cascade import answered_ids, cascade_sample
+
+    cascade = CascadeSettings.from_config(job.config, "rubric_judge")
+    every = cascade.every_item_judge(judge)
+    kinds = ("instances", "prompts", "generations", "verdicts")
+    files = [JudgeFiles(c.variant, c.task, *(Path(job.each(kind, c)) for kind in kinds)) for c in job.cells]
+    engines = job.engines(cascade.judge_models(judge))
+    engines.step(job.stage.name, model)
+    summary = job.out_path("summary")
+    run = judge_files(job.entry(every.model), model, files, every, engines, summary_path=summary)
+    facts = answered(run, "verdicts")
+    if cascade.on:
+        ids = [answered_ids(f.generations) for f in files]
+        sample = [
+            replace(f, out=Path(job.each("sample", c)), ids=frozenset(cascade_sample(c, cell_ids, cascade)))
+            for f, c, cell_ids in zip(files, job.cells, ids, strict=True)
+        ]
+        engines.step(step(job.stage.name, SAMPLE), model)
+        strong = judge_files(job.entry(judge.model), model, sample, judge, engines)
+        more: dict[str, Any] = {"sample": strong}
+        if cascade.auto:  # the first draw was the pilot: the rest of each cell's sample, as its pilot sizes it
+            more["pilot"] = strong
+            more["sample"], more["sizes"] = _rest_of_sample(job, files, sample, ids, cascade, judge, engines)
+        add_to_summary(summary, more)
+        pilot = f"the pilot: {answered(strong, 'verdicts')}, the rest of " if cascade.auto else ""
+        facts += f"; {pilot}the sample: {answered(more['sample'], 'verdicts')} by {judge.model}"
+    else:
+        for cell in job.cells:
+            write_jsonl_atomic(job.each("sample", cell), [])
+    subject = f"{model} by {every.model}" + (f" and {judge.model} ({cascade.mode})" if cascade.on else "")
+    return Done(facts, subject=subject, out=f"{len(files)} files")
+
+
+def _rest_of_sample(
+    job: Job,
+    files: list[JudgeFiles],
+    pilots: list[JudgeFiles],
+    ids: list[list[str]],
+    cascade: CascadeSettings,
+    judge: JudgeSettings,
+    engines: EngineOptions,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Auto mode: each cell's sample sized from its pilot's verdicts (``pilots``, judged), the items beyond the
+    pilot judged and added to its file; the rest's run summary and each cell's size record."""
+    from h2htalk.judge.cascade import judge_reading, sized_sample
+
+    sizes, rest = {}, []
+    for f, pilot, cell, cell_ids in zip(files, pilots, job.cells, ids, strict=True):
+        sample, sizes[f"{cell.variant}/{cell.task}"] = sized_sample(
+            cell, cell_ids, cascade, judge_reading(f.out), judge_reading(pilot.out)
+        )
+        rest.append(replace(pilot, out=pilot.out.with_suffix(".rest.jsonl"), ids=frozenset(sample) - pilot.ids))
+    judged = judge_files(job.entry(judge.model), job.labels["model"], rest, judge, engines)
+    for pilot, more in zip(pilots, rest, strict=True):
+        write_jsonl_atomic(pilot.out, [r for path in (pilot.out, more.out) for _, r in iter_jsonl(path)])
+        more.out.unlink()
+    return judged, sizes
+
+
+def add_to_summary(path: Path, more: dict[str, Any]) -> None:
+    """Add ``more`` to the run summary at ``path`` (a cascade's sample, beside the verdicts of every item)."""
+    write_json_atomic(path, {**read_json(path), **more})

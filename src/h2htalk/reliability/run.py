@@ -4,25 +4,20 @@ verdicts, its canary kept and compared with the previous run."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from h2htalk.errors import H2HTalkError
 from h2htalk.io import read_jsonl, write_json_atomic, write_jsonl_atomic
 from h2htalk.layout import Layout
-from h2htalk.llm.calls import EngineOptions, model_identity
-from h2htalk.reliability.canary import OWN_JUDGE, keep_canary
-from h2htalk.reliability.judging import judge_texts
-from h2htalk.reliability.ladder import (
-    NEEDS,
-    RUBRIC,
-    SAFETY,
-    LadderText,
-    canary_texts,
-    first_items,
-    need_texts,
-    rubric_texts,
-    safety_texts,
-)
-from h2htalk.settings import JudgeSettings, ReliabilitySettings
+from h2htalk.settings import JUDGE_ROLES, LADDER_PARTS, JudgeSettings, ReliabilitySettings, StudyJudgeSettings
+from h2htalk.stages.declare import stage
+from h2htalk.stages.declared import JUDGE_CALLS, REGISTRY, ladder_jobs
+from h2htalk.stages.spec import Done, Job, One, Over, Paths
+
+if TYPE_CHECKING:  # the model-call stack and numpy, imported when a job runs, not when the registry loads
+    from h2htalk.llm.calls import EngineOptions
+    from h2htalk.reliability.ladder import LadderText
 
 
 def role_texts(
@@ -30,6 +25,8 @@ def role_texts(
 ) -> list[LadderText]:
     """Every text the judges ``roles`` could be given: the rubric judge's ladder of every instance of the judged
     ``subtasks`` (with ``variant``'s prompts), the studies' judges' known-answer sets."""
+    from h2htalk.reliability.ladder import NEEDS, RUBRIC, SAFETY, need_texts, rubric_texts, safety_texts
+
     texts = []
     if RUBRIC in roles:
         for subtask in subtasks:
@@ -57,6 +54,11 @@ def run_ladder(
     """Judge the ladder (the rubric judge's first ``ladder_items`` instances, the whole known-answer sets) and the
     canary; write the verdicts, each role's canary comparison (with the judge's earlier runs in its slot of that
     role, ``slots``: the role's own judge where not given) and the calls' summary; return the summary."""
+    from h2htalk.llm.calls import model_identity
+    from h2htalk.reliability.canary import OWN_JUDGE, keep_canary
+    from h2htalk.reliability.judging import judge_texts
+    from h2htalk.reliability.ladder import RUBRIC, canary_texts, first_items
+
     model = spec["name"]
     on_ladder = set(first_items([t for t in texts if t.role == RUBRIC], reliability.ladder_items))
     on_ladder |= {t for t in texts if t.role != RUBRIC}
@@ -85,3 +87,59 @@ def run_ladder(
     }
     write_json_atomic(results.path("judge_ladder_run", model=model, part=part), summary)
     return summary
+
+
+def _canary_histories(scope, labels):
+    """The drift canary's history of every judge role (what each run's judge said), kept across runs."""
+    return [str(Path(scope.results.path("canary_history", role="-")).parent.parent)]
+
+
+def _ladder_inputs(scope, labels):
+    """What the rubric judge's ladder is made of: the judged subtasks' instances and one variant's prompts."""
+    run = scope.run
+    rubric = labels["part"] == "rubric" and "rubric" in run.ladder_judges.get(labels["model"], ())
+    if not (rubric and run.judged_subtasks):
+        return []
+    return [
+        *(scope.results.path("instances", subtask=s) for s in run.judged_subtasks),
+        *(scope.results.prompts(run.variants[0], s) for s in run.judged_subtasks),
+    ]
+
+
+@stage(
+    "judge_ladder",
+    "one judge model's sanity ladder and drift canary, as the rubric judge or as the studies' judges (one part a"
+    " job: Table 2 shows the rubric part in every run, the judges' card reads both)",
+    uses=("judge", "studies", "subtasks"), planned=True,
+    reads=(
+        *REGISTRY, "generation", *JUDGE_CALLS, "study_judge", "subtasks", "variants", "data.curate.persona_names",
+        "judge_reliability.seed", "judge_reliability.ladder", "judge_reliability.canary", "judge_reliability.panel",
+    ),
+    jobs=Over(ladder_jobs, model=str, part=str), starts=lambda s, w: [w["model"]], where="model",
+    env="generation", options=("engine",),
+    inputs={"rubric": Paths(_ladder_inputs)},
+    outputs={"ladder": One("judge_ladder"), "canary": One("judge_canary"), "summary": One("judge_ladder_run")},
+    keeps={"canary_history": Paths(_canary_histories)},
+)  # fmt: skip
+def judge_ladder(
+    job: Job, model: str, part: str, reliability: ReliabilitySettings, rubric_judge: JudgeSettings,
+    study_judge: StudyJudgeSettings,
+) -> Done:  # fmt: skip
+    """Judge ``model``'s ladder and canary as every judge of ``part`` it is in the job's run (one engine start)."""
+    from h2htalk.generation.generate import answered
+    from h2htalk.reliability.canary import canary_slot
+
+    run = job.run
+    roles = tuple(role for role in run.ladder_judges.get(model, ()) if role in LADDER_PARTS[part])
+    if not roles:
+        raise H2HTalkError(
+            f"{model!r} is no {part} judge in this run (rubric_judge.model, study_judge.model, judge_reliability.panel)"
+        )
+    names = job.config["data"]["curate"]["persona_names"]
+    texts = role_texts(roles, run.judged_subtasks, run.variants[0], job.results, names, reliability.seed)
+    judges = {role: rubric_judge if role == JUDGE_ROLES[0] else study_judge for role in roles}
+    engines = job.engines([model])
+    engines.step(job.stage.name, model)
+    slots = {role: canary_slot(job.config, role, model) for role in roles}
+    found = run_ladder(job.entry(model), roles, texts, judges, reliability, engines, job.results, part, slots)
+    return Done(answered(found, "verdicts"), subject=f"{model} ({', '.join(roles)})")

@@ -6,22 +6,23 @@ import statistics
 from collections import Counter
 from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from h2htalk.errors import H2HTalkError
 from h2htalk.generation.ended import unanswered
+from h2htalk.generation.generate import answer_cells, answered
 from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic
-from h2htalk.judge.run import answers_with_retry, read_flags, sample_flags, sample_requests
-from h2htalk.judge.study import (
-    NeedVerdict,
-    SafetyVerdict,
-    need_messages,
-    parse_need,
-    parse_safety,
-    safety_messages,
-)
-from h2htalk.llm.calls import EngineOptions
-from h2htalk.llm.fences import fence_of
-from h2htalk.settings import JudgeSettings
+from h2htalk.judge.run import add_to_summary, answers_with_retry, read_flags, sample_flags, sample_requests
+from h2htalk.llm.engines import engine_of
+from h2htalk.settings import STUDIES, VARIANTS, CascadeSettings, JudgeSettings, StudyJudgeSettings
+from h2htalk.stages.declare import stage
+from h2htalk.stages.declared import REGISTRY, judge_models
+from h2htalk.stages.spec import Done, Each, Job, One, Over, Paths
+from h2htalk.stages.steps import step
+
+if TYPE_CHECKING:  # the model-call stack (openai, httpx) and the judges' prompts, imported when a job runs
+    from h2htalk.judge.study import NeedVerdict, SafetyVerdict
+    from h2htalk.llm.calls import EngineOptions
 
 
 def _majority(decisions: list[bool | None]) -> bool | None:
@@ -72,6 +73,9 @@ def judge_studies(
     """Judge ``model``'s study answers with one judge session: ``item_files`` hold the items of the studies (their
     records say which study), ``generations`` pairs each generation file (one study and variant) with the
     verdict file it gets; ``only``: per generation file, the items to judge (a cascade's sample; default all)."""
+    from h2htalk.judge.study import need_messages, parse_need, parse_safety, safety_messages
+    from h2htalk.llm.fences import fence_of
+
     items = {(r["study"], r["id"]): r for path in item_files for _, r in iter_jsonl(path)}
     plan: list[tuple[Path, dict[str, Any], dict[str, Any], list[Any]]] = []
     for path, out in generations:
@@ -159,3 +163,67 @@ def _need_sample(verdict: NeedVerdict, seed: int) -> dict[str, Any]:
         "evidence": verdict.evidence,
         "seed": seed,
     }
+
+
+def _study_items(scope, labels):
+    """Both studies' items of the first variant (what the study judge reads, whatever the run's variants)."""
+    return [scope.results.references(VARIANTS[0], study) for study in STUDIES]
+
+
+@stage(
+    "study", "answer both studies' conversations with one model, then judge them (an engine used by both starts once)",
+    uses=("studies",), planned=True,
+    reads=(
+        *REGISTRY, "generation", "-generation.max_new_tokens", "studies.max_new_tokens", "studies.models",
+        "models", "variants", "study_judge",
+    ),
+    jobs=Over(model=lambda run: run.study_models), cells=lambda run, w: run.studies(w["model"]),
+    starts=lambda s, w: list(dict.fromkeys([w["model"], *judge_models(s, "study_judge")])),
+    where="model", env="generation", options=("engine", "study_judge"),
+    inputs={"prompts": Each("prompts"), "study_items": Paths(_study_items)},
+    outputs={
+        "responses": Each("generations"), "summary": One("study_generation_run"),
+        "verdicts": Each("verdicts"), "judge_summary": One("study_judge_run"), "sample": Each("judge_sample"),
+    },
+)  # fmt: skip
+def study(job: Job, model: str, judge: StudyJudgeSettings, study_items: list[str]) -> Done:
+    """The studies' answers of the job's model, then the study judge's verdicts on them, in one job (in cascade mode
+    the cheap judge's on every turn, then the role's own judge's on each cell's sample). Where a judge is the model
+    itself (the laptop), one engine serves both; a judge of its own starts after the model's engine has stopped, so
+    that two engines never hold a job's GPUs at once."""
+    from h2htalk.judge.cascade import answered_ids, cascade_sample
+
+    cascade = CascadeSettings.from_config(job.config, "study_judge")
+    every = cascade.every_item_judge(judge)
+    study_models = job.run.study_models
+    if model not in study_models:
+        raise H2HTalkError(f"model {model!r} answers no study (studies.models: {', '.join(study_models)})")
+    if engine_of(job.entry(model)).answers_without_model:
+        raise H2HTalkError(f"model {model!r} is a baseline: baselines answer no study")
+    judges = cascade.judge_models(judge)
+    engines = job.engines(list(dict.fromkeys([model, *judges])))
+    shared = [job.entry(model)] if model in judges else []
+    with engines.sharing(shared) as shared_engines:
+        answers = answer_cells(job, shared_engines, for_studies=True)
+        shared_engines.step(step(job.stage.name, "judge"), model)
+        items = [Path(p) for p in study_items]
+        pairs = [(Path(job.each("responses", c)), Path(job.each("verdicts", c))) for c in job.cells]
+        summary = job.out_path("judge_summary")
+        verdicts = judge_studies(
+            job.entry(every.model), model, items, pairs, every, shared_engines, summary_path=summary
+        )  # fmt: skip
+        facts = f"{answered(answers)}; {answered(verdicts, 'verdicts')}"
+        if cascade.on:
+            sample = [(Path(job.each("responses", c)), Path(job.each("sample", c))) for c in job.cells]
+            only = {
+                responses: cascade_sample(c, answered_ids(responses), cascade)
+                for (responses, _), c in zip(sample, job.cells, strict=True)
+            }
+            shared_engines.step(step(job.stage.name, "judge.sample"), model)
+            strong = judge_studies(job.entry(judge.model), model, items, sample, judge, shared_engines, only=only)
+            add_to_summary(summary, {"sample": strong})
+            facts += f"; the sample: {answered(strong, 'verdicts')} by {judge.model}"
+        else:
+            for cell in job.cells:
+                write_jsonl_atomic(job.each("sample", cell), [])
+    return Done(facts, subject=f"{model} judged by {' and '.join(judges)}", out=f"{3 * len(job.cells)} files")

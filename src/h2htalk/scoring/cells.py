@@ -1,4 +1,5 @@
-"""The scoring stages: BLEU-1..4, ROUGE-1/L, SS and S of the job's cells, with one embedder loaded once."""
+"""The scoring stages: BLEU-1..4, ROUGE-1/L, SS and S of a job's cells, with one embedder loaded once (the metric
+libraries are imported when a job runs, not when the registry loads)."""
 
 from __future__ import annotations
 
@@ -41,12 +42,13 @@ FILES = {
     jobs=Over(embedder=lambda run: run.embedders), cells=lambda run, w: run.study_scoring(w["embedder"]),
     where="embedder", env="metrics", memory_mb=8000, minutes=60, options=("scoring",), **FILES,
 )  # fmt: skip
-def score(job: Job) -> Done:
-    """A model's Table 2 cells (score), or every study model's safety answers (score_studies)."""
+def score_cells(job: Job, embedder: str, prefetched: list[str]) -> Done:
+    """A model's Table 2 cells (score), or every study model's safety answers (score_studies), scored with
+    ``embedder``: each cell's generations against its references, its items and summary written."""
     from h2htalk.scoring.score_files import ScoringSetup, mean_s_by_variant, score_generation_file
 
-    name = job.labels["embedder"]
-    setup = ScoringSetup.from_config(job.config, name, embedder(job, name), cache=not job.option("no_cache", False))
+    definition = embedder_definition(job.config["embedders"], embedder, prefetched)
+    setup = ScoringSetup.from_config(job.config, embedder, definition, cache=not job.option("no_cache", False))
     setup.embedder.check()
     summaries = [
         score_generation_file(
@@ -56,20 +58,19 @@ def score(job: Job) -> Done:
         for cell in job.cells
     ]  # fmt: skip
     model = job.labels.get("model")
-    subject = f"{model} with {name}" if model else f"safety study with {name}"
+    subject = f"{model} with {embedder}" if model else f"safety study with {embedder}"
     items = sum(s["n"] for s in summaries)
     return Done(f"{len(summaries)} cells, {items} items; {mean_s_by_variant(summaries)}", subject=subject)
 
 
-def embedder(job: Job, name: str) -> dict[str, Any]:
-    """An embedder's definition, at the commit its prefetch record names (then the job runs offline)."""
+def embedder_definition(embedders: dict[str, Any], name: str, prefetched: list[str]) -> dict[str, Any]:
+    """Embedder ``name``'s definition, at the commit its prefetch record (``prefetched``) names (then the job runs
+    offline)."""
     from h2htalk.prefetch import embedder_downloads, pinned_embedder, read_records
 
-    embedders = job.config["embedders"]
     if name not in embedders:
         raise H2HTalkError(f"embedder {name!r} is not defined under 'embedders' (defined: {', '.join(embedders)})")
     settings = embedders[name]
     if not embedder_downloads(settings):
         return settings
-    record = read_records(job.inputs["prefetched"])
-    return pinned_embedder(settings, record[("embedders", name)])
+    return pinned_embedder(settings, read_records(prefetched)[("embedders", name)])
