@@ -546,3 +546,14 @@ def test_the_threads_waiting_for_a_core_are_counted_past_the_cores_there_are():
             spinner.kill()
             spinner.wait()
     assert waiting is not None and waiting >= 3 * available_cores() / (os.cpu_count() or 1) - 1e-9
+
+
+def test_the_kept_rates_are_listed_by_setting_then_kind(tmp_path):
+    from h2htalk.plan.rates import kept_rates
+
+    path = tmp_path / "rates.json"
+    write_cache(path, {"AMD EPYC | 2 threads": [record("study", 90, 20, 0.2), record(MACHINE, 171.5, 48.2, 0.1)]})
+    first, setting, machine, study = kept_rates(path)
+    assert (first, setting) == (f"{path}: rates of 1 settings", "\nAMD EPYC | 2 threads")
+    assert machine.startswith("  machine: pp512 172") and study.startswith("  study: pp512 90")
+    assert kept_rates(path, reset=True) == [f"{path}: removed"] and kept_rates(path) == [f"{path}: no rates kept"]
