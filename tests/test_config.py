@@ -9,6 +9,7 @@ import json
 import pytest
 import yaml
 
+import h2htalk.config
 from h2htalk.cli import main, options
 from h2htalk.cli.options import add_bootstrap, add_command
 from h2htalk.cli.options import load_config as load_command_config
@@ -120,7 +121,7 @@ def test_a_workflow_job_reads_the_configuration_the_snakefile_validated(tmp_path
     path = tmp_path / "config.json"
     write_resolved(config, path)
     validated = []
-    monkeypatch.setattr(options, "validate_config", lambda raw: validated.append(raw) or validate_config(raw))
+    monkeypatch.setattr(h2htalk.config, "validate_config", lambda raw: validated.append(raw) or validate_config(raw))
     parser = _command(("scoring",))
     job = parser.parse_args(["--config", str(path)])
     monkeypatch.setenv(VALIDATED_DIGEST, resolved_digest(config))

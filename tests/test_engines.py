@@ -196,3 +196,22 @@ def test_the_llamacpp_server_spins_briefly_unless_the_user_says_otherwise(monkey
     assert "GOMP_SPINCOUNT" not in ENGINES["vllm"].server_environment("job-key")
     monkeypatch.setenv("GOMP_SPINCOUNT", "300000")
     assert ENGINES["llamacpp"].server_environment("job-key")["GOMP_SPINCOUNT"] == "300000"
+
+
+def test_a_job_reaches_its_models_by_their_files_a_running_server_or_not_without_their_keys(tmp_path, monkeypatch):
+    config = default_config()
+    registry = load_registry(config["model_registry"])
+    local, api = "qwen2.5-coder-0.5b-instruct-q4km", config["rubric_judge"]["model"]
+    specs = {local: registry[local], api: registry[api]}
+    variable = registry[api]["api"]["api_key_env"]
+    monkeypatch.delenv(variable, raising=False)
+    with pytest.raises(ConfigError, match=f"environment variable {variable} .* is not set"):
+        EngineOptions.reaching(specs, config, lambda name: f"{tmp_path}/{name}.gguf")
+    with pytest.raises(ConfigError, match="--base-url serves every model of this job"):
+        EngineOptions.reaching(specs, config, str, base_url="http://127.0.0.1:9/v1")
+    served = EngineOptions.reaching(specs, config, str, base_url="http://127.0.0.1:9/v1", served_model="x")
+    assert served.endpoint == Endpoint("http://127.0.0.1:9/v1", "x") and served.model_files == {local: local}
+    monkeypatch.setenv(variable, "sk-test")
+    options = EngineOptions.reaching(specs, config, lambda name: f"{tmp_path}/{name}.gguf")
+    assert options.endpoint is None and options.model_files == {local: f"{tmp_path}/{local}.gguf"}  # a file: llama.cpp
+    assert options.seed == config["generation"]["decoding"]["seed"] and options.client.concurrency > 0

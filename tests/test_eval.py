@@ -9,13 +9,25 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 import yaml
 
 from h2htalk.config import default_config
-from h2htalk.evaluation import _rank_line, comparability, configfiles, paper_lines, read_csv, registry_name, report
+from h2htalk.errors import H2HTalkError
+from h2htalk.evaluation import (
+    Evaluation,
+    _rank_line,
+    comparability,
+    configfiles,
+    paper_lines,
+    read_csv,
+    registry_name,
+    report,
+    requested,
+)
 from h2htalk.subtasks import SUBTASK_KEYS
 
 from .conftest import REPO_ROOT
@@ -252,3 +264,18 @@ def test_the_config_files_are_the_laptops_the_users_and_the_evaluations(tmp_path
     assert files == [str(REPO_ROOT / "config" / "config.yaml"), str(REPO_ROOT / "config" / "local.yaml"), str(mine),
                      str(tmp_path / "eval" / "config.yaml")]  # fmt: skip
     assert len(SUBTASK_KEYS) == 11
+
+
+def test_what_the_command_line_leaves_out_is_filled_in(tmp_path):
+    asked = {field.name: None for field in fields(Evaluation)}
+    asked.update(base_url="http://127.0.0.1:9/v1/", model="Mine-7B", size_group="local", subtasks=["dialogue_base"])
+    request = requested(asked, tmp_path, {"mine-7b"})
+    assert request.base_url == "http://127.0.0.1:9/v1"  # the slash left out, as the overlay writes it
+    assert (request.name, request.display_name) == ("mine-7b-eval", "Mine-7B")  # the shipped name is taken
+    assert request.subtasks == ("dialogue_base",) and request.variants is None and request.upstream_dir is None
+    fetched = tmp_path / "results" / "data" / "upstream"
+    fetched.mkdir(parents=True)
+    (fetched.parent / "manifest.json").write_text("{}", encoding="utf-8")  # the checkout's run fetched the release
+    assert requested({**asked, "name": "mine"}, tmp_path, set()).upstream_dir == str(fetched)
+    with pytest.raises(H2HTalkError, match="--limit 0: at least 1 item per subtask"):
+        requested({**asked, "limit": 0}, tmp_path, set())

@@ -173,8 +173,8 @@ def test_a_study_judge_no_better_than_the_surface_is_not_shown_to_read_the_conte
 
 
 def test_eval_says_when_a_study_judge_is_not_shown_to_read_the_content(tmp_path):
-    from h2htalk.cli.evaluate import study_judge_warnings
     from h2htalk.config import default_config
+    from h2htalk.evaluation import study_judge_warnings
 
     config = default_config()
     results = Layout(str(tmp_path / "results"))

@@ -7,6 +7,7 @@ import pytest
 from h2htalk.cli import build_parser, main
 from h2htalk.cli.options import resolve_instance_set
 from h2htalk.config import default_config
+from h2htalk.errors import H2HTalkError
 from h2htalk.layout import SHARED_KINDS, Cell, Layout, instances_set
 
 
@@ -62,3 +63,15 @@ def test_a_tree_of_two_sets_needs_the_set_named(tmp_path, capsys):
     assert main(["table1", "--results", str(results)]) == 2
     error = capsys.readouterr().err
     assert "holds the results of 2 instance sets (demo, reconstructed): name one with --instance-set" in error
+
+
+def test_a_tree_finds_its_one_set_and_takes_a_tables_folder(tmp_path):
+    results = Layout(str(tmp_path / "results"))
+    assert results.the_set(None).instance_set is None and results.the_set("demo").instance_set == "demo"
+    (tmp_path / "results" / "sets" / "demo").mkdir(parents=True)
+    found = results.the_set(None, "elsewhere")
+    assert found.instance_set == "demo" and found.figure("table1.csv") == "elsewhere/table1.csv"
+    (tmp_path / "results" / "sets" / "reconstructed").mkdir()
+    with pytest.raises(H2HTalkError, match=r"2 instance sets \(demo, reconstructed\): name one with --instance-set"):
+        results.the_set(None)
+    assert results.the_set("reconstructed").instance_set == "reconstructed"

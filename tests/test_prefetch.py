@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from h2htalk.cli import build_parser
-from h2htalk.cli.options import embedder_settings, load_config, registry_entry
+from h2htalk.cli.options import load_config
+from h2htalk.config import embedder_settings, registry_entry
 
 from .conftest import REPO_ROOT
 from .standins.hf_hub import HubServer, Repo

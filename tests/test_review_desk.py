@@ -923,3 +923,29 @@ def test_a_rater_in_a_file_and_at_the_desk_rates_once(desk):
         cells = [Cell(MODEL, v, SUBTASK, "usem3") for v in ("sap", "nosap")]
         read_human_scores([twice], cells, Layout(str(root / "results")), [MODEL], path)
     assert json.loads(canonical(store_ratings(path, INSTANCE_DECISIONS)[0].values)) == {"decision": "drop"}
+
+
+def test_tokens_are_issued_to_the_configured_raters_only_and_a_new_store_has_nothing_to_rate(tmp_path):
+    from h2htalk.review.desk import new_tokens, progress_lines, verified_lines
+
+    review = {"store": str(tmp_path / "desk.sqlite"), "raters": ["ana", "ben"]}
+    with pytest.raises(H2HTalkError, match=r"not among review\.raters: eve"):
+        new_tokens(review, ["ana", "eve"])
+    [(rater, token)] = new_tokens(review, ["ana"])
+    with ReviewStore(review["store"]) as store:
+        assert rater == "ana" and store.token_matches("ana", token) and not store.has_token("ben")
+    assert progress_lines(review["store"]) == []
+    assert verified_lines(review["store"])[0] == f"{review['store']}: 0 ratings and 0 items match their hashes"
+
+
+def test_desk_status_says_each_tasks_progress_per_rater(desk, capsys):
+    _, config, path = desk
+    capsys.readouterr()
+    assert main(["desk-status", "--config", str(config)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    with ReviewStore(path) as store:
+        progress = store.progress()
+    assert [line.split(": ")[0] for line in lines] == list(progress) and progress
+    for line, raters in zip(lines, progress.values(), strict=True):
+        each = ", ".join(f"{rater} 0/{counts['assigned']}" for rater, counts in sorted(raters.items()))
+        assert line.endswith(f": 0/{sum(c['assigned'] for c in raters.values())} rated ({each})")

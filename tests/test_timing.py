@@ -642,3 +642,14 @@ def test_a_thread_ready_to_run_counts_by_its_claim_on_a_core_against_a_job_at_ni
     assert weight_19 == pytest.approx(3 * 15 / 1024)
     assert everyone >= weight_0 + weight_19 - 1e-9  # and whatever else waits to run on the machine
     assert runnable_weight([os.getpid()]) == 0.0  # the process reading is not another's
+
+
+def test_the_kept_rates_are_listed_by_setting_then_kind(tmp_path):
+    from h2htalk.plan.rates import kept_rates
+
+    path = tmp_path / "rates.json"
+    write_cache(path, {"AMD EPYC | 2 threads": [record("study", 90, 20, 0.2), record(MACHINE, 171.5, 48.2, 0.1)]})
+    first, setting, machine, study = kept_rates(path)
+    assert (first, setting) == (f"{path}: rates of 1 settings", "\nAMD EPYC | 2 threads")
+    assert machine.startswith("  machine: pp512 172") and study.startswith("  study: pp512 90")
+    assert kept_rates(path, reset=True) == [f"{path}: removed"] and kept_rates(path) == [f"{path}: no rates kept"]

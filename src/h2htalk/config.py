@@ -11,16 +11,20 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema
 import yaml
 
 from h2htalk.errors import ConfigError
 from h2htalk.io import parse_yaml, write_text_atomic
-from h2htalk.llm.engines import engine_of, missing_environment, registry_schema
+from h2htalk.llm.engines import engine_of, registry_schema, require_environment
+from h2htalk.prefetch import embedder_downloads, pinned_embedder, pinned_model, read_records
 from h2htalk.settings import JUDGE_SECTION_NAMES, JudgeMode
 from h2htalk.subtasks import SUBTASK_KEYS, SUBTASKS
+
+if TYPE_CHECKING:
+    from h2htalk.layout import Layout
 
 SCHEMA_FILE = "config.schema.yaml"
 REGISTRY_SCHEMA_FILE = "models.schema.yaml"
@@ -194,10 +198,34 @@ def check_environment(config: dict[str, Any], names: Iterable[str] | None = None
     at once. ``names``: the models to check (registry names; default: every model ``config`` uses)."""
     registry = load_registry(registry_files(config))
     wanted = models_in_use(config) if names is None else names
-    problems = missing_environment(registry[name] for name in wanted)
-    if problems:
-        lines = "\n".join(f"  - {p}" for p in problems)
-        raise ConfigError(f"the environment lacks what the models in use need:\n{lines}")
+    require_environment(registry[name] for name in wanted)
+
+
+def registry_entry(config: Mapping[str, Any], name: str, results: Layout | None = None) -> dict[str, Any]:
+    """A runnable registry entry, or an error naming the model and what is missing; with ``results``, at the
+    commit its prefetch record (in the results tree) names, and this process then works offline."""
+    registry = load_registry(registry_files(config))
+    if name not in registry:
+        raise ConfigError(f"model {name!r} is not in the registry {registry_name(config)}")
+    spec = registry[name]
+    if problem := runnable_problem(spec):
+        raise ConfigError(problem)
+    if results is None or not engine_of(spec).downloads(spec):
+        return spec
+    record = read_records([results.path("prefetched_model", model=name)])
+    return pinned_model(spec, record[("models", name)])
+
+
+def embedder_settings(config: Mapping[str, Any], name: str, results: Layout | None = None) -> dict[str, Any]:
+    """An embedder definition; with ``results``, at the commit its prefetch record names (then offline)."""
+    if name not in config["embedders"]:
+        defined = ", ".join(config["embedders"])
+        raise ConfigError(f"embedder {name!r} is not defined under 'embedders' (defined: {defined})")
+    settings = config["embedders"][name]
+    if results is None or not embedder_downloads(settings):
+        return settings
+    record = read_records([results.path("prefetched_embedder", embedder=name)])
+    return pinned_embedder(settings, record[("embedders", name)])
 
 
 def _cross_checks(config: dict[str, Any], registry_names: bool) -> list[str]:
@@ -358,6 +386,22 @@ def load_config(
         return validate_config(raw)
     except ConfigError as exc:
         raise ConfigError(f"{', '.join(map(str, paths)) or 'configuration'}: {exc}") from None
+
+
+def command_config(files: Sequence[str | os.PathLike[str]], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """A command's validated configuration: its config ``files``, then ``overrides`` (dotted key -> value; None:
+    not given); a workflow job's (its one file, the run's resolved configuration), as the workflow validated it."""
+    flagged: dict[str, Any] = {}
+    for key, value in overrides.items():
+        if value is not None:
+            node = flagged
+            *parents, leaf = key.split(".")
+            for part in parents:
+                node = node.setdefault(part, {})
+            node[leaf] = value
+    if not flagged and len(files) == 1 and (validated := read_validated(files[0])) is not None:
+        return validated  # a workflow job: the Snakefile validated the run's configuration before any job
+    return validate_config(merge_layers(files, [flagged]))
 
 
 def default_config(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -17,17 +17,21 @@ from __future__ import annotations
 import csv
 import os
 import re
+import subprocess
 import sys
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from h2htalk.errors import H2HTalkError
 from h2htalk.settings import VARIANT_NAMES, WITH_SAP
 from h2htalk.subtasks import SUBTASK_KEYS
+
+if TYPE_CHECKING:
+    from h2htalk.layout import Layout
 
 REGISTRY_FILE, CONFIG_FILE = "models.yaml", "config.yaml"  # the overlays, in the evaluation's folder
 JUDGMENTS = "results/cache/judgments"  # the checkout's judge cache (rubric_judge.cache_dir's default)
@@ -181,6 +185,86 @@ def check_request(request: Evaluation, registry: Mapping[str, Any]) -> None:
         raise H2HTalkError(f"--judge {request.judge!r} is not in config/models.yaml (or 'self': your model judges)")
     if request.api_key_env and not os.environ.get(request.api_key_env):
         raise H2HTalkError(f"--api-key-env {request.api_key_env}: that environment variable is not set")
+
+
+def requested(asked: Mapping[str, Any], checkout: Path, shipped: Collection[str]) -> Evaluation:
+    """The evaluation the command line asks for (``asked``: a value, or None, of each field of ``Evaluation``), with
+    its defaults: the registry name from the served name, not one of ``shipped``; the rows named as the endpoint
+    names the model; the checkout's copy of the release where its own run fetched and checked it."""
+    name = asked["name"] or registry_name(asked["model"], shipped)
+    if asked["limit"] is not None and asked["limit"] < 1:
+        raise H2HTalkError(f"--limit {asked['limit']}: at least 1 item per subtask")
+    upstream, fetched = asked["upstream_dir"], checkout / "results" / "data" / "upstream"
+    if upstream is None and (checkout / "results" / "data" / "manifest.json").is_file() and fetched.is_dir():
+        upstream = str(fetched)
+    given = {field.name: asked[field.name] for field in fields(Evaluation)}
+    return Evaluation(**{
+        **given, "base_url": asked["base_url"].rstrip("/"), "name": name, "upstream_dir": upstream,
+        "display_name": asked["display_name"] or asked["model"],
+        "subtasks": tuple(asked["subtasks"]) if asked["subtasks"] else None,
+        "variants": tuple(asked["variants"]) if asked["variants"] else None,
+    })  # fmt: skip
+
+
+def evaluate(
+    asked: Mapping[str, Any], folder: Path | None = None, user_configs: Sequence[str] = (),
+    targets: Sequence[str] = (), *, dry_run: bool = False, cores: int | None = None,
+) -> None:  # fmt: skip
+    """Evaluate the model ``asked`` for (``requested``): its overlays in ``folder`` (default: evals/NAME), the
+    workflow's table2 target (and ``targets``) run there, and its report printed; with ``dry_run``, the jobs."""
+    from h2htalk.config import load_config, load_registry
+    from h2htalk.io import read_json
+    from h2htalk.layout import Layout, instances_set
+
+    checkout = find_checkout()
+    shipped = load_registry(checkout / "config" / "models.yaml")
+    request = requested(asked, checkout, shipped)
+    check_request(request, shipped)
+    folder = (folder or Path("evals") / request.name).resolve()
+    write_overlays(request, checkout, folder)
+    files = configfiles(checkout, folder, user_configs)
+    print(f"h2htalk eval: {request.model} at {request.base_url} as {request.name!r}; its files in {folder}", flush=True)
+    command = snakemake_command(checkout, folder, files, targets, dry_run=dry_run, cores=cores)
+    if subprocess.run(command, check=False).returncode != 0:
+        raise H2HTalkError(f"the workflow failed (above); its full log is under {folder / '.snakemake' / 'log'}")
+    if dry_run:
+        return
+    results = Layout(str(folder / "results"), instances_set(load_config(files)))
+    config = read_json(results.path("config"))
+    warning, studies = judge_warning(config, results), study_judge_warnings(config, results)
+    lines = report(folder / results.figures, config, request.name, warning, studies)
+    print("\n".join([*lines, f"The run's files: {folder}"]))
+
+
+def judge_warning(config: dict[str, Any], results: Layout) -> str | None:
+    """What to print beside the judged rows when the rubric judge is at chance on its ladder."""
+    from h2htalk.cells import RunCells
+    from h2htalk.reliability.standing import eval_warning, rubric_standings
+    from h2htalk.settings import BootstrapSettings
+
+    ladders = [results.path("judge_ladder", model=model, part="rubric") for model in RunCells(config).judges]
+    return eval_warning(rubric_standings(config, results, ladders, BootstrapSettings.from_config(config)))
+
+
+# the study cells each study judge makes, as eval's warning names them
+STUDY_CELLS = {"safety": "Table 3's Safety and Violation cells", "instruction_following": "Figure 7's bars"}
+
+
+def study_judge_warnings(config: dict[str, Any], results: Layout) -> list[str]:
+    """What to print under the tables when a study judge whose ladder the run made is at chance on it or not shown
+    to read the content of its known-answer set (nothing where the run made no study ladder)."""
+    from h2htalk.cells import RunCells
+    from h2htalk.reliability.standing import eval_warning, role_standings
+    from h2htalk.settings import BootstrapSettings, ladder_part
+
+    bootstrap, judges = BootstrapSettings.from_config(config), RunCells(config).judges
+    warnings = []
+    for role, where in STUDY_CELLS.items():
+        ladders = [results.path("judge_ladder", model=model, part=ladder_part(role)) for model in judges]
+        standings = role_standings(config, results, ladders, bootstrap, role)
+        warning = eval_warning(standings, where, "no other reading of them exists: read them as unvalidated")
+        warnings += [warning] if warning else []
+    return warnings
 
 
 # --- the report ------------------------------------------------------------------------------------------------

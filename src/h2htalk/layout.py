@@ -19,10 +19,11 @@ import json
 import re
 from dataclasses import dataclass, replace
 from functools import cached_property
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from string import Formatter
 from typing import Any
 
+from h2htalk.errors import H2HTalkError
 from h2htalk.settings import LADDER_PARTS, STUDIES, VARIANTS
 from h2htalk.subtasks import SUBTASK_KEYS
 
@@ -139,6 +140,18 @@ class Layout:
 
     def with_figures(self, figures: str | None) -> Layout:
         return Layout(str(self.root), self.instance_set, figures)
+
+    def the_set(self, instance_set: str | None, figures: str | None = None) -> Layout:
+        """This tree in the instance set ``instance_set`` (by default the one set it holds, or none), with its tables
+        in ``figures`` where given; an error where the tree holds several sets and none is named."""
+        if not instance_set:
+            sets = Path(str(self.root), "sets")
+            found = sorted(p.name for p in sets.iterdir() if p.is_dir()) if sets.is_dir() else []
+            if len(found) > 1:
+                raise H2HTalkError(f"{sets} holds the results of {len(found)} instance sets ({', '.join(found)}): "
+                                   "name one with --instance-set")  # fmt: skip
+            instance_set = found[0] if found else None
+        return self.for_set(instance_set).with_figures(figures)
 
     def reading(self, other: Layout, kinds: frozenset[str]) -> Layout:
         """This tree, with the results of ``kinds`` at their paths in ``other`` (a plan's scratch tree reads the

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
+from pathlib import Path
 
 log = logging.getLogger("h2htalk.progress")
 
@@ -77,3 +79,26 @@ def summary(facts: str, *, subject: str = "", out: str | os.PathLike[str] | None
         line += f" -> {out}"
     log.info("%s (%s)", line, duration(time.monotonic() - _job["started"]))
 
+
+def log_to(log_file: Path | None, verbose: bool = False) -> None:
+    """Everything to the log file when there is one, and to the terminal only progress lines, the job's summary,
+    warnings and errors; without a log file, everything to the terminal (records marked ``terminal=False`` never)."""
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if getattr(h, "h2htalk", False)]:  # a command run again in-process
+        root.removeHandler(handler)
+        handler.close()
+    root.setLevel(logging.DEBUG if verbose else logging.INFO)
+    detailed = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    terminal = logging.StreamHandler(sys.stderr)
+    terminal.setFormatter(detailed)
+    terminal.addFilter(lambda r: getattr(r, "terminal", True))
+    handlers: list[logging.Handler] = [terminal]
+    if log_file is not None:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        handlers.append(logging.FileHandler(log_file, mode="w", encoding="utf-8"))
+        handlers[-1].setFormatter(detailed)
+        terminal.setFormatter(logging.Formatter("%(message)s"))
+        terminal.addFilter(lambda r: r.name == log.name or r.levelno >= logging.WARNING)
+    for handler in handlers:
+        handler.h2htalk = True  # type: ignore[attr-defined]
+        root.addHandler(handler)

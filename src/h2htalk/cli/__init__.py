@@ -43,30 +43,6 @@ def _stop_on_signal(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-def _configure_logging(verbose: bool, log_file: Path | None) -> None:
-    """Everything to the log file when there is one, and to the terminal only progress lines, the job's
-    summary, warnings and errors; without a log file, everything to the terminal."""
-    root = logging.getLogger()
-    for handler in [h for h in root.handlers if getattr(h, "h2htalk", False)]:  # main() run again in-process
-        root.removeHandler(handler)
-        handler.close()
-    root.setLevel(logging.DEBUG if verbose else logging.INFO)
-    detailed = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
-    terminal = logging.StreamHandler(sys.stderr)
-    terminal.setFormatter(detailed)
-    terminal.addFilter(lambda r: getattr(r, "terminal", True))
-    handlers: list[logging.Handler] = [terminal]
-    if log_file is not None:
-        log_file.parent.mkdir(parents=True, exist_ok=True)
-        handlers.append(logging.FileHandler(log_file, mode="w", encoding="utf-8"))
-        handlers[-1].setFormatter(detailed)
-        terminal.setFormatter(logging.Formatter("%(message)s"))
-        terminal.addFilter(lambda r: r.name == progress.log.name or r.levelno >= logging.WARNING)
-    for handler in handlers:
-        handler.h2htalk = True  # type: ignore[attr-defined]
-        root.addHandler(handler)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     stops = (signal.SIGTERM, signal.SIGINT)
     before = {stop: signal.signal(stop, _stop_on_signal) for stop in stops}
@@ -79,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
-    _configure_logging(args.verbose, args.log)
+    progress.log_to(args.log, args.verbose)
     progress.start_job(args.command)
     try:
         resolve_instance_set(args)

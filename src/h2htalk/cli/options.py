@@ -14,28 +14,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from h2htalk.config import (
-    check_environment,
-    deep_update,
-    load_registry,
-    merge_layers,
-    read_validated,
-    registry_files,
-    registry_name,
-    runnable_problem,
-    settings_view,
-    validate_config,
-)
-from h2htalk.errors import H2HTalkError
+from h2htalk.config import command_config, settings_view
 from h2htalk.layout import Layout
-from h2htalk.llm.engines import engine_of
-from h2htalk.prefetch import embedder_downloads, pinned_embedder, pinned_model, read_records
-from h2htalk.settings import ClientSettings
-
-if TYPE_CHECKING:  # the model-call stack (openai, httpx) is imported only by the commands that call models
-    from h2htalk.llm.calls import EngineOptions
 
 OVERRIDES = "_config_overrides"  # argparse default: {dest: dotted config key} of a command's override flags
 Handler = Callable[[argparse.Namespace], int]
@@ -69,28 +51,25 @@ def add_results(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--figures", metavar="DIR", help="the tables folder (default: paper_figures/[SET/])")
 
 
-def _only_set(results: Layout) -> str | None:
-    sets = Path(str(results.root), "sets")
-    found = sorted(p.name for p in sets.iterdir() if p.is_dir()) if sets.is_dir() else []
-    if len(found) > 1:
-        raise H2HTalkError(f"{sets} holds the results of {len(found)} instance sets ({', '.join(found)}): name one "
-                           "with --instance-set")  # fmt: skip
-    return found[0] if found else None
-
-
 def resolve_instance_set(args: argparse.Namespace) -> None:
     """Put ``--results`` in the instance set ``--instance-set`` names (by default the one set the tree holds), with
     its tables in ``--figures`` where given."""
-    results = getattr(args, "results", None)
-    if isinstance(results, Layout):
-        args.results = results.for_set(args.instance_set or _only_set(results)).with_figures(args.figures)
+    if isinstance(getattr(args, "results", None), Layout):
+        args.results = args.results.the_set(args.instance_set, args.figures)
 
 
-def overrides(parser: argparse.ArgumentParser, **keys: str) -> None:
-    """Declare flags of ``parser`` (by dest) that override config keys (dotted paths)."""
+def overrides(parser: argparse.ArgumentParser | Any, **keys: str) -> None:
+    """Declare flags of ``parser`` (or of its group; by dest) that override config keys (dotted paths)."""
     known = dict(parser.get_default(OVERRIDES) or {})
     known.update(keys)
     parser.set_defaults(**{OVERRIDES: known})
+
+
+def add_flag(parser: argparse.ArgumentParser | Any, flag: str, help: str, key: str = "", **more: Any) -> None:
+    """Option ``flag`` of ``parser`` (or of its group); with ``key``, it overrides that config key, and says so."""
+    action = parser.add_argument(flag, help=f"{help} (overrides {key})" if key else help, **more)
+    if key:
+        overrides(parser, **{action.dest: key})
 
 
 def load_config(args: argparse.Namespace) -> dict[str, Any]:
@@ -101,48 +80,8 @@ def load_config(args: argparse.Namespace) -> dict[str, Any]:
 def full_config(args: argparse.Namespace) -> dict[str, Any]:
     """The command's validated configuration: its ``--config`` files, then its override flags; a workflow job's, as
     the workflow validated it."""
-    flagged: dict[str, Any] = {}
-    for dest, key in (getattr(args, OVERRIDES, None) or {}).items():
-        value = getattr(args, dest, None)
-        if value is not None:
-            node = flagged
-            *parents, leaf = key.split(".")
-            for part in parents:
-                node = node.setdefault(part, {})
-            node[leaf] = value
-    files = getattr(args, "config", [])
-    if not flagged and len(files) == 1 and (validated := read_validated(files[0])) is not None:
-        return validated  # a workflow job: the Snakefile validated the run's configuration before any job
-    raw = merge_layers(files)
-    deep_update(raw, flagged)
-    return validate_config(raw)
-
-
-def registry_entry(config: dict[str, Any], name: str, results: Layout | None = None) -> dict[str, Any]:
-    """A runnable registry entry, or an error naming the model and what is missing; with ``results``, at the
-    commit its prefetch record (in the results tree) names, and this process then works offline."""
-    registry = load_registry(registry_files(config))
-    if name not in registry:
-        raise H2HTalkError(f"model {name!r} is not in the registry {registry_name(config)}")
-    spec = registry[name]
-    if problem := runnable_problem(spec):
-        raise H2HTalkError(problem)
-    if results is None or not engine_of(spec).downloads(spec):
-        return spec
-    record = read_records([results.path("prefetched_model", model=name)])
-    return pinned_model(spec, record[("models", name)])
-
-
-def embedder_settings(config: dict[str, Any], name: str, results: Layout | None = None) -> dict[str, Any]:
-    """An embedder definition; with ``results``, at the commit its prefetch record names (then offline)."""
-    if name not in config["embedders"]:
-        defined = ", ".join(config["embedders"])
-        raise H2HTalkError(f"embedder {name!r} is not defined under 'embedders' (defined: {defined})")
-    settings = config["embedders"][name]
-    if results is None or not embedder_downloads(settings):
-        return settings
-    record = read_records([results.path("prefetched_embedder", embedder=name)])
-    return pinned_embedder(settings, record[("embedders", name)])
+    flags = getattr(args, OVERRIDES, None) or {}
+    return command_config(getattr(args, "config", []), {key: getattr(args, dest, None) for dest, key in flags.items()})
 
 
 def add_engine(parser: argparse.ArgumentParser) -> None:
@@ -150,38 +89,9 @@ def add_engine(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--server-log", type=Path, help="append the output of every engine server started here")
     group.add_argument("--base-url", help="use this running OpenAI-compatible server instead of starting the engine")
     group.add_argument("--served-model", help="model name to send with --base-url (default: the registry name)")
-    group.add_argument("--concurrency", type=int, help="requests in flight (overrides generation.concurrency)")
-    group.add_argument(
-        "--retry-failed", action="store_const", const=True,
-        help="send again the cached content refusals (overrides generation.retry_failed)",
-    )  # fmt: skip
-    overrides(parser, concurrency="generation.concurrency", retry_failed="generation.retry_failed")
-
-
-def engine_options(args: argparse.Namespace, config: dict[str, Any], models: list[str]) -> EngineOptions:
-    """How this command reaches ``models`` (registry names): their model files in the results tree (engines that
-    need one), the server log, or a running server. Fails, before anything starts, when the environment lacks what
-    the models need (an API key)."""
-    from h2htalk.llm.calls import EngineOptions
-    from h2htalk.llm.engines import Endpoint
-
-    registry = load_registry(registry_files(config))
-    files = {m: args.results.path("model_file", model=m) for m in models if engine_of(registry[m]).needs_model_file}
-    endpoint = None
-    if getattr(args, "base_url", None):
-        if len(models) != 1 and not getattr(args, "served_model", None):
-            raise H2HTalkError(f"--base-url serves every model of this job ({', '.join(models)}): name the one model "
-                               "its requests carry with --served-model")  # fmt: skip
-        endpoint = Endpoint(getattr(args, "base_url", None), getattr(args, "served_model", None) or models[0])
-    else:
-        check_environment(config, models)
-    return EngineOptions(
-        client=ClientSettings.from_config(config),
-        seed=config["generation"]["decoding"]["seed"],
-        model_files=files,
-        server_log=getattr(args, "server_log", None),
-        endpoint=endpoint,
-    )
+    add_flag(group, "--concurrency", "requests in flight", "generation.concurrency", type=int)
+    add_flag(group, "--retry-failed", "send again the cached content refusals", "generation.retry_failed",
+             action="store_const", const=True)  # fmt: skip
 
 
 def add_bootstrap(parser: argparse.ArgumentParser) -> None:
@@ -195,3 +105,10 @@ def add_bootstrap(parser: argparse.ArgumentParser) -> None:
         bootstrap_seed="scoring.bootstrap.seed",
         confidence="scoring.bootstrap.confidence",
     )
+
+
+def add_scoring(parser: argparse.ArgumentParser) -> None:
+    add_bootstrap(parser)
+    add_flag(parser, "--tokenizer", "lexical tokens", "scoring.tokenizer", choices=["jieba", "char"])
+    add_flag(parser, "--cache-dir", "the embedding cache's folder", "scoring.cache_dir")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")

@@ -5,14 +5,11 @@ hash chain)."""
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
 from h2htalk.cli.options import add_command, add_results, load_config
 from h2htalk.desk_store.tasks import TASKS
-from h2htalk.errors import DataError, H2HTalkError
-from h2htalk.progress import summary
 
 LOAD_READS = (
     "models", "baselines", "rubric_judge.baselines", "subtasks", "variants", "scoring.embedders", "studies.models",
@@ -81,123 +78,52 @@ def register(sub: Any) -> None:
 
 
 def cmd_load(args: argparse.Namespace) -> int:
-    from h2htalk.desk_store.store import ReviewStore
-    from h2htalk.review.collect import desk_items
+    from h2htalk.review.desk import load_items
 
-    config = load_config(args)
-    review = config["review"]
-    found = desk_items(config, args.results, args.task or list(TASKS))
-    items = [item for task_items in found.values() for item in task_items]
-    with ReviewStore(review["store"], create=True) as store:
-        report = store.load(items, review["raters"], review["raters_per_item"], review["seed"])
-    counts = ", ".join(f"{task} {len(task_items)}" for task, task_items in found.items())
-    summary(
-        f"{len(items)} items ({counts}): {report.new} new, {report.changed} changed, {report.unchanged} unchanged; "
-        f"{report.assignments} assignments to {len(review['raters'])} raters",
-        out=review["store"],
-    )
+    load_items(load_config(args), args.results, args.task or list(TASKS))
     return 0
 
 
 def cmd_token(args: argparse.Namespace) -> int:
-    from h2htalk.desk_store.store import ReviewStore
+    from h2htalk.review.desk import new_tokens
 
-    config = load_config(args)
-    unknown = [r for r in args.raters if r not in config["review"]["raters"]]
-    if unknown:
-        raise H2HTalkError(f"not among review.raters: {', '.join(unknown)}")
-    with ReviewStore(config["review"]["store"], create=True) as store:
-        store.add_raters(args.raters)
-        for rater in args.raters:
-            print(f"{rater}\t{store.new_token(rater)}")
+    for rater, token in new_tokens(load_config(args)["review"], args.raters):
+        print(f"{rater}\t{token}")
     return 0
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import uvicorn
+    from h2htalk.review.desk import serve
 
-    from h2htalk.desk_store.store import ReviewStore
-    from h2htalk.review.app import desk_app
-    from h2htalk.review.hosts import needs_tokens
-    from h2htalk.review.serving import INSECURE_WARNING, check_serving, read_tls_in_records
-
-    check_serving(args.host, args.port, args.certfile, args.keyfile, args.public_url, args.insecure_http)
-    config = load_config(args)
-    path, tokens = config["review"]["store"], needs_tokens(args.host) or bool(args.public_url)
-    with ReviewStore(path) as store:
-        with_token = [r for r in store.raters() if store.has_token(r)]
-    if tokens and not with_token:
-        raise H2HTalkError(
-            f"--host {args.host}: on any address but 127.0.0.1 raters log in with a token: give them tokens first "
-            "(h2htalk desk-token)"
-        )
-    tls = args.certfile is not None
-    insecure = args.insecure_http and not tls
-    app = desk_app(
-        path, config["review"]["seed"], host=args.host, tls=tls, public_url=args.public_url,
-        warning=INSECURE_WARNING if insecure else "",
-    )  # fmt: skip
-    login = "name and token" if tokens else "name"
-    where = f"[{args.host}]" if ":" in args.host else args.host
-    url = f"{'https' if tls else 'http'}://{where}:{args.port}/"
-    through = f", reached at {args.public_url}" if args.public_url else ""
-    if tls:
-        read_tls_in_records()
-    if insecure:
-        print(f"warning: {INSECURE_WARNING}", file=sys.stderr)
-    summary(f"review desk on {url}{through} (raters log in with their {login}; Ctrl-C stops it)")
-    uvicorn.run(
-        app, host=args.host, port=args.port, log_level="warning",
-        ssl_certfile=args.certfile and str(args.certfile), ssl_keyfile=args.keyfile and str(args.keyfile),
-    )  # fmt: skip
+    serve(load_config(args)["review"], args.host, args.port, args.certfile, args.keyfile, args.public_url,
+          args.insecure_http)  # fmt: skip
     return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from h2htalk.desk_store.store import ReviewStore
+    from h2htalk.review.desk import progress_lines
 
-    with ReviewStore(load_config(args)["review"]["store"]) as store:
-        progress = store.progress()
-    for task, raters in progress.items():
-        rated, assigned = sum(c["rated"] for c in raters.values()), sum(c["assigned"] for c in raters.values())
-        each = ", ".join(f"{r} {c['rated']}/{c['assigned']}" for r, c in sorted(raters.items()))
-        print(f"{task}: {rated}/{assigned} rated ({each})")
+    for line in progress_lines(load_config(args)["review"]["store"]):
+        print(line)
     return 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from h2htalk.desk_store.store import ReviewStore
-    from h2htalk.review.offline import export_open_items
+    from h2htalk.review.desk import export_items
 
-    config = load_config(args)
-    with ReviewStore(config["review"]["store"]) as store:
-        count = export_open_items(store, args.rater, args.task, config["review"]["seed"], args.out)
-    summary(f"{count} open {args.task} items of {args.rater}", out=args.out)
+    export_items(load_config(args)["review"], args.rater, args.task, args.out)
     return 0
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from h2htalk.desk_store.store import ReviewStore
-    from h2htalk.review.offline import import_ratings
+    from h2htalk.review.desk import import_files
 
-    with ReviewStore(load_config(args)["review"]["store"]) as store:
-        stored, already = import_ratings(store, args.task, args.files)
-    summary(f"{stored} ratings stored, {already} already in the store")
+    import_files(load_config(args)["review"]["store"], args.task, args.files)
     return 0
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from h2htalk.desk_store.store import ReviewStore
+    from h2htalk.review.desk import verified_lines
 
-    path = load_config(args)["review"]["store"]
-    with ReviewStore(path) as store:
-        found = store.verify(args.head)
-    if found.problems:
-        raise DataError(f"{path} does not match its hashes:\n" + "\n".join(f"  - {p}" for p in found.problems))
-    if found.head_row == 0:
-        raise DataError(f"{path}: no row of its log has the head {args.head}: the log it names is not this one")
-    print(f"{path}: {found.ratings} ratings and {found.items} items match their hashes")
-    print(f"log head {found.head or '(no rating yet)'}\nitems {found.items_digest}")
-    if found.head_row:
-        print(f"{args.head} is the link of log row {found.head_row}: this log holds the log it names")
+    print("\n".join(verified_lines(load_config(args)["review"]["store"], args.head)))
     return 0

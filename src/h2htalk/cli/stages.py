@@ -9,16 +9,8 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from h2htalk.cli.options import (
-    add_bootstrap,
-    add_command,
-    add_engine,
-    add_results,
-    engine_options,
-    full_config,
-    overrides,
-    registry_entry,
-)
+from h2htalk.cli.options import add_bootstrap, add_command, add_engine, add_flag, add_results, add_scoring, full_config
+from h2htalk.config import load_registry, registry_entry, registry_files
 from h2htalk.figures import FIGURE_NAMES
 from h2htalk.progress import summary
 from h2htalk.settings import STUDIES, VARIANTS
@@ -38,39 +30,13 @@ class RunModels:
         return registry_entry(self.config, name, self.args.results if pinned else None)
 
     def engines(self, names: list[str]) -> Any:
-        return engine_options(self.args, self.config, names)
+        from h2htalk.llm.calls import EngineOptions
 
-
-def _judge(role: str) -> Callable[[argparse.ArgumentParser, Stage], None]:
-    """``--judge``, the judge model of ``role`` (the config section the stage's option group names)."""
-
-    def add(parser: argparse.ArgumentParser, stage: Stage) -> None:
-        parser.add_argument("--judge", help=f"the judge model (overrides {role}.model)")
-        overrides(parser, judge=f"{role}.model")
-
-    return add
-
-
-def _scoring(parser: argparse.ArgumentParser, stage: Stage) -> None:
-    add_bootstrap(parser)
-    parser.add_argument("--tokenizer", choices=["jieba", "char"], help="lexical tokens (overrides scoring.tokenizer)")
-    parser.add_argument("--cache-dir", help="the embedding cache's folder (overrides scoring.cache_dir)")
-    parser.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
-    overrides(parser, tokenizer="scoring.tokenizer", cache_dir="scoring.cache_dir")
-
-
-def _font(parser: argparse.ArgumentParser, stage: Stage) -> None:
-    parser.add_argument("--font", help="a font file with Chinese glyphs, or auto (overrides figures.cjk_font)")
-    overrides(parser, font="figures.cjk_font")
-
-
-def _root(parser: argparse.ArgumentParser, stage: Stage) -> None:
-    parser.add_argument("--root", help="the checkout, for its git revision (default: the one this package runs from)")
-
-
-def _upstream(parser: argparse.ArgumentParser, stage: Stage) -> None:
-    parser.add_argument("--upstream-dir", help="copy from this folder instead of downloading (overrides upstream_dir)")
-    overrides(parser, upstream_dir="upstream_dir")
+        registry, args = load_registry(registry_files(self.config)), self.args
+        return EngineOptions.reaching(
+            {name: registry[name] for name in names}, self.config, lambda m: args.results.path("model_file", model=m),
+            getattr(args, "server_log", None), getattr(args, "base_url", None), getattr(args, "served_model", None),
+        )  # fmt: skip
 
 
 def _figure_name(value: str) -> str:
@@ -81,15 +47,19 @@ def _figure_name(value: str) -> str:
 LABEL_TYPES: dict[str, Callable[[str], str]] = {"figure": _figure_name}
 LABEL_CHOICES = {"subtask": SUBTASK_KEYS, "variant": VARIANTS, "study": STUDIES, "figure": tuple(FIGURE_NAMES.values())}
 
-OPTIONS: dict[str, Callable[[argparse.ArgumentParser, Stage], None]] = {
-    "engine": lambda parser, stage: add_engine(parser),
-    "rubric_judge": _judge("rubric_judge"),
-    "study_judge": _judge("study_judge"),
-    "bootstrap": lambda parser, stage: add_bootstrap(parser),
-    "scoring": _scoring,
-    "font": _font,
-    "root": _root,
-    "upstream": _upstream,
+OPTIONS: dict[str, Callable[[argparse.ArgumentParser], Any]] = {  # a stage's option groups
+    "engine": add_engine,
+    "rubric_judge": lambda parser: add_flag(parser, "--judge", "the judge model", "rubric_judge.model"),
+    "study_judge": lambda parser: add_flag(parser, "--judge", "the judge model", "study_judge.model"),
+    "bootstrap": add_bootstrap,
+    "scoring": add_scoring,
+    "font": lambda parser: add_flag(parser, "--font", "a font file with Chinese glyphs, or auto", "figures.cjk_font"),
+    "root": lambda parser: add_flag(
+        parser, "--root", "the checkout, for its git revision (default: the one this package runs from)"
+    ),
+    "upstream": lambda parser: add_flag(
+        parser, "--upstream-dir", "copy from this folder instead of downloading", "upstream_dir"
+    ),
 }
 
 
@@ -102,7 +72,7 @@ def register(sub: Any) -> None:
             kind, choices = LABEL_TYPES.get(label, str), LABEL_CHOICES.get(label)
             parser.add_argument(f"--{label}", required=True, type=kind, choices=choices, help=f"the job's {label}")
         for group in stage.options:
-            OPTIONS[group](parser, stage)
+            OPTIONS[group](parser)
 
 
 def run_stage(stage: Stage, args: argparse.Namespace) -> int:

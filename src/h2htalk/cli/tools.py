@@ -7,9 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from h2htalk.cli.options import add_bootstrap, add_command, embedder_settings, load_config, overrides
-from h2htalk.progress import summary
-from h2htalk.subtasks import SUBTASK_KEYS, SUBTASKS
+from h2htalk.cli.options import add_command, add_scoring, load_config
+from h2htalk.subtasks import SUBTASK_KEYS
 
 
 def register(sub: Any) -> None:
@@ -27,11 +26,7 @@ def register(sub: Any) -> None:
         "score outputs in the upstream layout, matched by line order, against the references curation keeps",
         reads=("scoring", "embedders", "data.curate"),
     )  # fmt: skip
-    add_bootstrap(p)
-    p.add_argument("--tokenizer", choices=["jieba", "char"], help="lexical tokens (overrides scoring.tokenizer)")
-    p.add_argument("--cache-dir", help="the embedding cache's folder (overrides scoring.cache_dir)")
-    p.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
-    overrides(p, tokenizer="scoring.tokenizer", cache_dir="scoring.cache_dir")
+    add_scoring(p)
     p.add_argument(
         "outputs_dir", type=Path,
         help='folder with one {"response": ...} JSONL per upstream file name; the subtasks whose file is there are '
@@ -69,54 +64,17 @@ def cmd_validate_instances(args: argparse.Namespace) -> int:
 
 
 def cmd_score_upstream(args: argparse.Namespace) -> int:
-    from h2htalk.scoring.score_files import ScoringSetup, item_mean_s, score_upstream, upstream_outputs
-    from h2htalk.scoring.signatures import signature_string
-    from h2htalk.settings import CurateOptions
+    from h2htalk.scoring.upstream import score_outputs
 
-    config = load_config(args)
-    name = args.embedder or config["scoring"]["embedders"][0]
-    setup = ScoringSetup.from_config(config, name, embedder_settings(config, name), cache=not args.no_cache)
-    setup.embedder.check()  # before anything is read: an embedder that cannot load fails in a second
-    subtasks = upstream_outputs(args.outputs_dir, args.subtasks or ())
-    absent = [s for s in SUBTASKS if s not in subtasks]
-    print(f"scoring {len(subtasks)} of {len(SUBTASKS)} subtasks" + (
-        f"; not scored: {', '.join(f'{s.key} ({s.upstream_file})' for s in absent)}" if absent else ""))  # fmt: skip
-    print(ss_line(setup.embedder.describe()))
-    print(f"signature: {signature_string(setup.signature())}")
-    cache = setup.cache_file()
-    print(f"embedding cache: {cache.resolve() if cache else 'none (--no-cache)'}")
-    curation = CurateOptions.from_config(config)
-    rows = score_upstream(
-        args.outputs_dir, args.references, args.out, setup, curation, subtasks=subtasks, out_items=args.items
-    )
-    for row in rows:
-        print(f"{row['subtask']:<28} n={row['n']:>5} of {row['released']:>5} released  S={row['S']:6.2f}")
-    items = sum(row["n"] for row in rows)
-    mean = item_mean_s(rows)
-    facts = f"{len(rows)} subtasks, {items} items; " + (f"mean S {mean:.1f}" if mean is not None else "no item scored")
-    summary(facts, subject=f"with {setup.embedder.name}", out=args.out)
+    score_outputs(
+        load_config(args), args.outputs_dir, args.references, args.out, embedder=args.embedder,
+        subtasks=args.subtasks or (), out_items=args.items, cache=not args.no_cache,
+    )  # fmt: skip
     return 0
 
 
-def ss_line(embedder: dict[str, Any]) -> str:
-    """Which embedder this run's SS uses, beside the paper's (BGE-M3)."""
-    used = f"SS embedder: {embedder['name']} ({embedder['revision']})"
-    if embedder["kind"] == "bge-m3":
-        return f"{used}: BGE-M3, as the paper's SS"
-    return f"{used}; the paper's SS uses BGE-M3 (--embedder bge-m3): this SS, and S, differ from the paper's"
-
-
 def cmd_rates(args: argparse.Namespace) -> int:
-    from h2htalk.plan.rates import rates_cache_file, read_cache, reset_cache
+    from h2htalk.plan.rates import kept_rates, rates_cache_file
 
-    path = rates_cache_file()
-    if args.reset:
-        print(f"{path}: removed" if reset_cache(path) else f"{path}: no rates kept")
-        return 0
-    cache = read_cache(path)
-    print(f"{path}: " + (f"rates of {len(cache)} settings" if cache else "no rates kept"))
-    for key, records in cache.items():
-        print(f"\n{key}")
-        for record in sorted(records, key=lambda r: (r.kind, r.made)):
-            print(f"  {record.describe()}")
+    print("\n".join(kept_rates(rates_cache_file(), args.reset)))
     return 0

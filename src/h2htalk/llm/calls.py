@@ -32,9 +32,10 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from h2htalk.errors import ConfigError
 from h2htalk.llm.batch import BatchLimits, BatchRunner, BatchState
 from h2htalk.llm.client import ChatClient, ChatRequest, ChatResult, EndpointError, GenerationError, RetryPolicy
-from h2htalk.llm.engines import Endpoint, LazyEndpoint, ServeOptions, engine_of
+from h2htalk.llm.engines import Endpoint, LazyEndpoint, ServeOptions, engine_of, require_environment
 from h2htalk.llm.ratelimit import RateLimiter, limiter_for
 from h2htalk.llm.reasoning import final_answer
 from h2htalk.progress import Progress
@@ -184,6 +185,31 @@ class EngineOptions:
     endpoint: Endpoint | None = None
     kept: Mapping[str, LazyEndpoint] = field(default_factory=dict)  # engines shared by this job's sessions
     step_name: tuple[str, str] | None = None
+
+    @classmethod
+    def reaching(
+        cls, specs: Mapping[str, dict[str, Any]], config: Mapping[str, Any], model_file: Callable[[str], str],
+        server_log: Path | None = None, base_url: str | None = None, served_model: str | None = None,
+    ) -> EngineOptions:  # fmt: skip
+        """How a job of the run of ``config`` (validated) reaches the models of ``specs`` (registry name -> entry):
+        the model file of each whose engine needs one (``model_file`` of its name), the server log, or the running
+        server at ``base_url``, with the model its requests carry. Fails, before anything starts, when the
+        environment lacks what the models need (an API key)."""
+        endpoint = None
+        if base_url:
+            if len(specs) != 1 and not served_model:
+                raise ConfigError(f"--base-url serves every model of this job ({', '.join(specs)}): name the one "
+                                  "model its requests carry with --served-model")  # fmt: skip
+            endpoint = Endpoint(base_url, served_model or next(iter(specs)))
+        else:
+            require_environment(specs.values())
+        return cls(
+            client=ClientSettings.from_config(config),
+            seed=config["generation"]["decoding"]["seed"],
+            model_files={name: model_file(name) for name, spec in specs.items() if engine_of(spec).needs_model_file},
+            server_log=server_log,
+            endpoint=endpoint,
+        )
 
     def session(self, spec: dict[str, Any], cache_dir: str | os.PathLike[str], *, batch: bool) -> ModelCalls:
         """Calls to the model of ``spec``, named in progress lines and logs by the step the job named (the plan's

@@ -164,6 +164,18 @@ def reset_cache(path: Path) -> bool:
     return True
 
 
+def kept_rates(path: Path, reset: bool = False) -> list[str]:
+    """What the cache at ``path`` keeps, each setting's records by kind (``h2htalk rates``); with ``reset``, it
+    forgets them all, and says so."""
+    if reset:
+        return [f"{path}: removed" if reset_cache(path) else f"{path}: no rates kept"]
+    cache = read_cache(path)
+    lines = [f"{path}: " + (f"rates of {len(cache)} settings" if cache else "no rates kept")]
+    for key, records in cache.items():
+        lines += [f"\n{key}", *(f"  {r.describe()}" for r in sorted(records, key=lambda r: (r.kind, r.made)))]
+    return lines
+
+
 def nearest(records: Iterable[Record], kind: str, load: float | None, runnable: float | None = None) -> Record | None:
     """The record of ``kind`` made at the load closest to ``load``, within ``LOAD_TOLERANCE`` (and as crowded as
     ``runnable`` threads waiting to run make it, within ``CROWD_TOLERANCE``); the newest of equals."""

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from h2htalk.errors import ConfigError
 from h2htalk.llm.engines.api import Api
 from h2htalk.llm.engines.base import Endpoint, Engine, EngineError, ServeOptions
 from h2htalk.llm.engines.baseline import Baseline
@@ -22,7 +23,7 @@ from h2htalk.llm.engines.vllm import Vllm
 
 __all__ = [
     "ENGINES", "Endpoint", "Engine", "EngineError", "LazyEndpoint", "ServeOptions", "engine_of", "missing_environment",
-    "open_endpoint", "register", "registry_schema",
+    "open_endpoint", "register", "registry_schema", "require_environment",
 ]  # fmt: skip
 
 ENGINES: dict[str, Engine] = {}
@@ -66,6 +67,14 @@ def registry_schema(base: dict[str, Any]) -> dict[str, Any]:
 def missing_environment(specs: Iterable[dict[str, Any]]) -> list[str]:
     """What the environment lacks to run ``specs`` (registry entries), one line each."""
     return sorted({problem for spec in specs if (problem := engine_of(spec).missing_environment(spec))})
+
+
+def require_environment(specs: Iterable[dict[str, Any]]) -> None:
+    """Fail, before anything starts, when the environment lacks what ``specs`` need (an API key): every problem
+    at once."""
+    if problems := missing_environment(specs):
+        lines = "\n".join(f"  - {p}" for p in problems)
+        raise ConfigError(f"the environment lacks what the models in use need:\n{lines}")
 
 
 @contextlib.contextmanager
