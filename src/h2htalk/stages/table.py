@@ -26,6 +26,8 @@ from h2htalk.stages.spec import Figure, Scope, Stage
 # dry run does): their heavy libraries (numpy, scipy, nltk, torch, ...) are imported inside the functions.
 PIPELINE = (
     "h2htalk.stages.jobs.data",
+    "h2htalk.instances.reconstruct",
+    "h2htalk.instances.sources",
     "h2htalk.stages.jobs.instances",
     "h2htalk.stages.jobs.answers",
     "h2htalk.stages.jobs.scores",

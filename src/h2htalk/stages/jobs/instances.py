@@ -1,97 +1,16 @@
-"""The stages that make what models are asked: the instances (reconstructed, or read), their prompts, the studies'
-inputs, and the model files."""
+"""The stages that make what models are asked: the instances' prompts, the studies' inputs, and the model files
+(the instances themselves are ``h2htalk.instances``')."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from h2htalk.errors import H2HTalkError
 from h2htalk.layout import Cell
-from h2htalk.ratings import INSTANCE_DECISIONS
-from h2htalk.settings import STUDIES, VARIANTS, ReconstructSettings, StudySample
+from h2htalk.settings import STUDIES, VARIANTS, StudySample
 from h2htalk.stages.declare import stage
-from h2htalk.stages.declared import REGISTRY, config_files, models_in_use
+from h2htalk.stages.declared import REGISTRY, models_in_use
 from h2htalk.stages.spec import Done, Each, Models, One, Over, Paths
-
-
-def _reconstructors(scope, labels):
-    """The reconstruction's generator and voters."""
-    reconstruct = scope.config["instances"]["reconstruct"]
-    return list(dict.fromkeys([reconstruct["generator"], *reconstruct["voters"]]))
-
-
-@stage(
-    "reconstruct_instances", "rebuild the subtasks' inputs from their references, verified by vote",
-    uses=("subtasks",), planned=True,
-    reads=(*REGISTRY, "generation", "instances.reconstruct", "instances.review_imports", "subtasks", "review.store"),
-    command="reconstruct", targets="reconstruct", starts=_reconstructors, ratings=(INSTANCE_DECISIONS,),
-    where="model", env="generation", options=("engine",),
-    inputs={
-        "curated": One("curated", over=("subtask", "subtasks")),
-        "decisions": config_files("instances.review_imports"),
-    },
-    outputs={
-        "instances": One("reconstructed", over=("subtask", "subtasks")),
-        "reports": One("reconstruction_report", over=("subtask", "subtasks")),
-        "review": One("instance_review", over=("subtask", "subtasks")),
-    },
-)  # fmt: skip
-def reconstruct(
-    curated: list[str], decisions: list[str], instances: list[str], reports: list[str], review: list[str],
-    settings: ReconstructSettings, config: dict[str, Any], models: Models,
-) -> Done:  # fmt: skip
-    from h2htalk.instances.reconstruct import ReconstructFiles, reconstruct_to_files
-
-    names = list(dict.fromkeys([settings.generator, *settings.voters]))
-    files = [
-        ReconstructFiles(key, *map(Path, paths))
-        for key, *paths in zip(config["subtasks"], curated, instances, reports, review, strict=True)
-    ]
-    engines = models.engines(names)
-    engines.step("reconstruct_instances", "instances")
-    entries = {n: models.entry(n) for n in names}
-    made = reconstruct_to_files(files, entries, settings, engines, decisions, config["review"]["store"])
-    totals = {key: sum(r[key] for r in made) for key in ("sampled", "kept_after_review", "flagged", "leaked", "failed")}
-    return Done(
-        f"{len(made)} subtasks; {totals['sampled']} sampled, {totals['kept_after_review']} kept, "
-        f"{totals['flagged']} flagged, {totals['leaked']} leaked, {totals['failed']} failed"
-    )
-
-
-def _instance_source(scope, labels):
-    """The file the subtask's instances come from (`instances.source`): yours, or the reconstructed ones; none
-    for the demo set."""
-    from h2htalk.instances.sources import source_file
-
-    file = source_file(scope.config["instances"], labels["subtask"], scope.results)
-    return [file] if file else []  # none: the demo set, from the subtask's definition
-
-
-@stage(
-    "instances", "write one subtask's validated instance set (instances.source)",
-    uses=("subtasks",), planned=True, reads=("instances",), jobs=Over(subtask=lambda run: run.subtasks),
-    inputs={"source": Paths(_instance_source)}, outputs={"instances": One("instances")},
-)  # fmt: skip
-def instances(subtask: str, source: list[str], instances: str, config: dict[str, Any]) -> Done:
-    from h2htalk.instances.sources import write_instances
-
-    limit, file = config["instances"]["limit"], source[0] if source else None
-    count = write_instances(subtask, instances, file=file, limit=limit)
-    limited = f", the first {limit}" if limit is not None else ""
-    return Done(f"{count} instances ({file or 'demo set'}{limited})", subtask, instances)
-
-
-@stage(
-    "instances_review", "the reconstruction's review queues in one CSV", targets="reconstruct",
-    in_all=lambda config: config["instances"]["source"] == "reconstructed",
-    inputs={"queues": One("instance_review", over=("subtask", "subtasks"))},
-    outputs={"review": One("instance_review_all")},
-)  # fmt: skip
-def instances_review(queues: list[str], review: str) -> Done:
-    from h2htalk.io import join_csv
-
-    return Done(f"{join_csv(queues, review)} rows", out=review)
 
 
 @stage(
