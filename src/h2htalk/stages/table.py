@@ -36,7 +36,7 @@ PIPELINE = (
     "h2htalk.stages.jobs.judges",
     "h2htalk.stages.jobs.tables",
     "h2htalk.stages.jobs.exports",
-    "h2htalk.stages.jobs.plan",
+    "h2htalk.plan",
 )
 
 
