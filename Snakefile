@@ -1,6 +1,6 @@
 # H2HTalk study workflow. Laptop default: snakemake --profile profiles/local
 # Paper study on a SLURM GPU cluster:      snakemake --profile profiles/slurm
-# Every stage is declared at its function (src/h2htalk/stages/jobs/) and is one rule made from it
+# Every stage is declared at its function (@stage, see docs/extending.md) and is one rule made from it
 # (workflow/rules/stages.smk); the targets come from the stages too.
 import sys
 from pathlib import Path

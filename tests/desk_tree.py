@@ -26,6 +26,7 @@ from h2htalk.instances.sources import demo_instances
 from h2htalk.io import read_jsonl, write_json_atomic, write_jsonl_atomic
 from h2htalk.layout import Cell, Layout
 from h2htalk.prompts.render import write_prompts
+from h2htalk.settings import STUDIES, StudySample
 from h2htalk.studies.data import write_study_inputs
 
 from .conftest import REPO_ROOT
@@ -99,7 +100,7 @@ def _judged_cell(results: Layout, cell: Cell, prompts: list[dict[str, Any]]) -> 
 
 def _study_inputs(results: Layout, study: str, variant: str, sample: int) -> list[dict[str, Any]]:
     prompts, items = results.prompts(variant, study), results.references(variant, study)
-    write_study_inputs(study, variant, Path(prompts), Path(items), None, sample, 7)
+    write_study_inputs(study, variant, [], prompts, items, StudySample(**{s: sample for s in STUDIES}, seed=7))
     return read_jsonl(items)
 
 

@@ -18,7 +18,7 @@ from h2htalk.io import read_jsonl
 from h2htalk.llm.calls import EngineOptions, model_identity
 from h2htalk.llm.engines import ENGINES, Endpoint, Engine, ServeOptions, engine_of, register
 from h2htalk.prompts.render import write_prompts
-from h2htalk.settings import VARIANTS, GenerationSettings
+from h2htalk.settings import VARIANTS, GenerationSettings, StudySample
 
 from .standins.answers import echo_answer
 from .standins.loopback import LoopbackAPI
@@ -164,7 +164,7 @@ def test_a_one_slot_engine_takes_each_conversation_to_its_end_before_the_next(tm
     scenarios = tmp_path / "scenarios.jsonl"
     scenarios.write_text("".join(json.dumps(s, ensure_ascii=False) + "\n" for s in chosen), encoding="utf-8")
     prompts, items = tmp_path / "sap.prompts.jsonl", tmp_path / "sap.items.jsonl"
-    write_study_inputs("safety", "sap", prompts, items, scenarios, sample=None, seed=7)
+    write_study_inputs("safety", "sap", [scenarios], prompts, items, StudySample(None, None, seed=7))
     runs = {}
     for engine in (Loopback(), OneSlot()):
         with registered(engine):

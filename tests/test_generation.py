@@ -31,7 +31,7 @@ from h2htalk.llm.engines.llamacpp import llamacpp_command
 from h2htalk.llm.engines.server import free_port
 from h2htalk.llm.engines.vllm import vllm_command
 from h2htalk.prompts.render import write_prompts
-from h2htalk.settings import VARIANTS, GenerationSettings
+from h2htalk.settings import VARIANTS, GenerationSettings, StudySample
 from h2htalk.subtasks import SUBTASK_KEYS
 
 from .conftest import REPO_ROOT
@@ -311,7 +311,7 @@ def test_safety_conversations_continue_from_the_models_own_answers(stub, registr
     files = []
     for variant in VARIANTS:
         prompts, items = tmp_path / f"{variant}.prompts.jsonl", tmp_path / f"{variant}.items.jsonl"
-        write_study_inputs("safety", variant, prompts, items, scenarios, sample=None, seed=7)
+        write_study_inputs("safety", variant, [scenarios], prompts, items, StudySample(None, None, seed=7))
         files.append(PromptFile(variant, "safety", prompts, tmp_path / "out" / f"{variant}.jsonl"))
     stub.faults.scripted = {scenario["turns"][1]["user"]: ["400"]}  # one variant's second turn is refused
     settings = settings_for(tmp_path, for_studies=True, max_failure_rate=0.5)

@@ -11,7 +11,7 @@ import pytest
 
 from h2htalk.errors import DataError
 from h2htalk.instance_schema import check_instance, read_instances
-from h2htalk.instances.sources import demo_instances, write_instances
+from h2htalk.instances.sources import demo_instances, instance_set, write_instances
 from h2htalk.prompts.render import persona_text, render_instance, sap_text, task_assistant_text
 from h2htalk.settings import VARIANTS
 from h2htalk.subtasks import SUBTASK_KEYS, get_subtask
@@ -156,10 +156,11 @@ def test_invalid_instance_file_names_file_line_and_field(tmp_path, demo):
 def test_instances_from_a_file_must_match_the_subtask(tmp_path, demo):
     path = tmp_path / "mine.jsonl"
     path.write_text(json.dumps(demo["dialogue_base"][0], ensure_ascii=False) + "\n", encoding="utf-8")
-    assert write_instances("dialogue_base", tmp_path / "out.jsonl", file=path) == 1
+    assert instance_set("dialogue_base", path) == demo["dialogue_base"][:1]
     with pytest.raises(DataError, match="belong to another subtask"):
-        write_instances("dialogue_emotion", tmp_path / "out2.jsonl", file=path)
-    assert write_instances("dialogue_emotion", tmp_path / "demo.jsonl") == len(demo["dialogue_emotion"])
+        instance_set("dialogue_emotion", path)
+    done = write_instances("dialogue_emotion", [], str(tmp_path / "demo.jsonl"), {"instances": {"limit": None}})
+    assert done.facts == f"{len(demo['dialogue_emotion'])} instances (demo set)"
     assert read_instances(tmp_path / "demo.jsonl") == demo["dialogue_emotion"]
 
 
@@ -228,8 +229,8 @@ def test_a_subtask_is_defined_in_one_file(tmp_path):
 def test_the_limit_keeps_the_first_instances_of_a_set_in_its_order(tmp_path, demo):
     path = tmp_path / "mine.jsonl"
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in demo["dialogue_base"]), encoding="utf-8")
-    assert write_instances("dialogue_base", tmp_path / "two.jsonl", file=path, limit=2) == 2
+    done = write_instances("dialogue_base", [str(path)], str(tmp_path / "two.jsonl"), {"instances": {"limit": 2}})
+    assert done.facts == f"2 instances ({path}, the first 2)"
     assert read_instances(tmp_path / "two.jsonl") == demo["dialogue_base"][:2]
-    assert write_instances("dialogue_base", tmp_path / "demo.jsonl", limit=1) == 1
-    assert read_instances(tmp_path / "demo.jsonl") == demo["dialogue_base"][:1]
-    assert write_instances("dialogue_base", tmp_path / "all.jsonl", limit=50) == len(demo["dialogue_base"])
+    assert instance_set("dialogue_base", limit=1) == demo["dialogue_base"][:1]
+    assert instance_set("dialogue_base", limit=50) == demo["dialogue_base"]

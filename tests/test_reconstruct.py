@@ -326,4 +326,5 @@ def test_a_subtask_with_no_kept_instances_is_an_empty_cell_not_an_error(tmp_path
     empty.parent.mkdir()
     empty.write_text("", encoding="utf-8")
     out = tmp_path / "results" / "instances" / "itinerary_middle.jsonl"
-    assert write_instances("itinerary_middle", out, empty) == 0 and out.read_text(encoding="utf-8") == ""
+    done = write_instances("itinerary_middle", [str(empty)], str(out), {"instances": {"limit": None}})
+    assert done.facts.startswith("0 instances") and out.read_text(encoding="utf-8") == ""

@@ -24,7 +24,7 @@ from h2htalk.judge.study import (
 from h2htalk.llm.calls import EngineOptions
 from h2htalk.llm.engines import Endpoint
 from h2htalk.scoring.bootstrap import bootstrap_mean_ci
-from h2htalk.settings import BootstrapSettings, ClientSettings, StudyJudgeSettings
+from h2htalk.settings import BootstrapSettings, ClientSettings, StudyJudgeSettings, StudySample
 from h2htalk.stages.table import table_files
 from h2htalk.studies.data import if_items, read_scenarios, safety_items, sample_scenarios, write_study_inputs
 from h2htalk.studies.run import judge_studies
@@ -337,10 +337,9 @@ def test_fig7_on_known_numbers(tmp_path):
 
 
 def test_judging_both_studies_in_one_session(tmp_path):
-    write_study_inputs("safety", "sap", tmp_path / "p.jsonl", tmp_path / "items.jsonl", None, sample=2, seed=7)
-    write_study_inputs(
-        "instruction_following", "sap", tmp_path / "p2.jsonl", tmp_path / "items2.jsonl", None, sample=3, seed=7
-    )
+    sample = StudySample(safety=2, instruction_following=3, seed=7)
+    write_study_inputs("safety", "sap", [], tmp_path / "p.jsonl", tmp_path / "items.jsonl", sample)
+    write_study_inputs("instruction_following", "sap", [], tmp_path / "p2.jsonl", tmp_path / "items2.jsonl", sample)
     items, needs = read_jsonl(tmp_path / "items.jsonl"), read_jsonl(tmp_path / "items2.jsonl")
     answer = {"variant": "sap", "response": "别想太多了。", "provenance": {"name": "m"}}
     # the conversation of the last scenario ended at its first turn: its later turns were never answered

@@ -20,6 +20,9 @@ from typing import Any
 
 from h2htalk.errors import H2HTalkError
 from h2htalk.io import atomic_writer, write_json_atomic
+from h2htalk.stages.declare import stage
+from h2htalk.stages.declared import REGISTRY, models_in_use
+from h2htalk.stages.spec import Done, Models, One, Over
 
 _BLOCK = 1 << 22
 
@@ -90,3 +93,20 @@ def provision_gguf(spec: dict[str, Any], dest: str | os.PathLike[str]) -> dict[s
     record = {"file": str(dest), "sha256": digest.hexdigest(), "size": size, "source": kind, "origin": origin}
     write_json_atomic(dest.with_name(dest.name + ".json"), record)
     return record
+
+
+@stage(
+    "provision_model", "assemble or download a GGUF model file and check its SHA-256", reads=REGISTRY,
+    jobs=Over(model=models_in_use), entries=lambda s, w: [w["model"]], env="generation", memory_mb=1000,
+    minutes=60, outputs={"gguf": One("model_file")},
+)  # fmt: skip
+def provision_model(model: str, gguf: str, models: Models) -> Done:
+    """Write the model file of registry entry ``model`` to ``gguf`` (``provision_gguf``); an entry whose engine
+    needs no model file is an error."""
+    from h2htalk.llm.engines import engine_of
+
+    spec = models.entry(model, pinned=False)
+    if not engine_of(spec).needs_model_file:
+        raise H2HTalkError(f"model {model!r}: engine {spec['engine']} needs no model file")
+    record = provision_gguf(spec["gguf"], gguf)
+    return Done(f"{record['size']} bytes, sha256 {record['sha256'][:12]}", subject=model, out=gguf)

@@ -26,14 +26,11 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from h2htalk.errors import DataError
 from h2htalk.instance_schema import check_instance
-from h2htalk.instances.leaks import leak_report, measure_leak, overlap_note
-from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic, write_text_atomic
-from h2htalk.llm.calls import EngineOptions, ModelPool, chat_request, model_identity
-from h2htalk.llm.client import ChatRequest
+from h2htalk.io import iter_jsonl, join_csv, write_json_atomic, write_jsonl_atomic, write_text_atomic
 from h2htalk.llm.fences import UNFENCED, Fence, fence_of, fence_parts
 from h2htalk.llm.parse import first_json_value
 from h2htalk.llm.verdict import read_fields, yes_no
@@ -41,7 +38,14 @@ from h2htalk.people.consensus import majority
 from h2htalk.prompts.render import persona_text, render_instance, sha256_text
 from h2htalk.ratings import INSTANCE_DECISIONS, Rating, known_items, read_ratings
 from h2htalk.settings import WITHOUT_SAP, ReconstructSettings
+from h2htalk.stages.declare import stage
+from h2htalk.stages.declared import REGISTRY, config_files
+from h2htalk.stages.spec import Done, Labels, Models, One, Scope
 from h2htalk.subtasks import field_catalogue, get_subtask
+
+if TYPE_CHECKING:  # the model-call stack (openai, httpx) and numpy load when a reconstruction runs
+    from h2htalk.llm.calls import ModelPool
+    from h2htalk.llm.client import ChatRequest
 
 REVIEW_COLUMNS = ("id", "subtask", "status", "votes", "reasons", "fields", "reference", "decision", "reviewer")
 
@@ -147,6 +151,9 @@ def reconstruct_subtask(
     pool: ModelPool,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
     """Return (kept instances, review rows, report) for one subtask."""
+    from h2htalk.instances.leaks import leak_report, measure_leak, overlap_note
+    from h2htalk.llm.calls import chat_request
+
     records = [r for _, r in iter_jsonl(curated)]
     candidates = [
         Candidate(r, errors=[]) for r in sample_references(records, options.sample_per_subtask, options.seed, subtask)
@@ -217,46 +224,72 @@ def reconstruct_subtask(
     return kept, review, report
 
 
-@dataclass(frozen=True)
-class ReconstructFiles:
-    """One subtask's curated references and the three files its reconstruction writes."""
-
-    subtask: str
-    curated: Path
-    instances: Path
-    report: Path
-    review: Path
+def _reconstructors(scope: Scope, labels: Labels) -> list[str]:
+    """The reconstruction's generator and voters."""
+    reconstruct = scope.config["instances"]["reconstruct"]
+    return list(dict.fromkeys([reconstruct["generator"], *reconstruct["voters"]]))
 
 
-def reconstruct_to_files(
-    files: list[ReconstructFiles],
-    registry: dict[str, dict[str, Any]],
-    options: ReconstructSettings,
-    engines: EngineOptions,
-    decision_files: list[str | os.PathLike[str]],
-    store: str | os.PathLike[str] | None = None,
-) -> list[dict[str, Any]]:
-    """Reconstruct each subtask, apply people's review decisions (files, and the review desk's ``store``), and
-    write the instances, report and review CSV; the generator and the voters start their engines once for all
-    subtasks."""
-    generator = registry[options.generator]
-    voters = [registry[name] for name in options.voters]
-    curated = [r["id"] for f in files for _, r in iter_jsonl(f.curated)]
-    decisions = read_review_decisions(decision_files, curated, store)
-    reports = []
-    with ModelPool(engines, options.cache_dir, batch=options.batch) as pool:
-        for subtask_files in files:
-            kept, review, report = reconstruct_subtask(
-                subtask_files.subtask, subtask_files.curated, generator, voters, options, pool
-            )
-            kept = apply_decisions(kept, review, decisions)
+@stage(
+    "reconstruct_instances", "rebuild the subtasks' inputs from their references, verified by vote",
+    uses=("subtasks",), planned=True,
+    reads=(*REGISTRY, "generation", "instances.reconstruct", "instances.review_imports", "subtasks", "review.store"),
+    command="reconstruct", targets="reconstruct", starts=_reconstructors, ratings=(INSTANCE_DECISIONS,),
+    where="model", env="generation", options=("engine",),
+    inputs={
+        "curated": One("curated", over=("subtask", "subtasks")),
+        "decisions": config_files("instances.review_imports"),
+    },
+    outputs={
+        "instances": One("reconstructed", over=("subtask", "subtasks")),
+        "reports": One("reconstruction_report", over=("subtask", "subtasks")),
+        "review": One("instance_review", over=("subtask", "subtasks")),
+    },
+)  # fmt: skip
+def reconstruct(
+    curated: list[str], decisions: list[str], instances: list[str], reports: list[str], review: list[str],
+    settings: ReconstructSettings, config: dict[str, Any], models: Models,
+) -> Done:  # fmt: skip
+    """Reconstruct each subtask (of ``config["subtasks"]``, its files at the same place in each list), apply
+    people's review ``decisions`` (files, and the review desk's store), and write the instances, report and review
+    CSV; the generator and the voters start their engines once for all subtasks."""
+    from h2htalk.llm.calls import ModelPool
+
+    names = list(dict.fromkeys([settings.generator, *settings.voters]))
+    engines = models.engines(names)
+    engines.step("reconstruct_instances", "instances")
+    entries = {name: models.entry(name) for name in names}
+    generator, voters = entries[settings.generator], [entries[name] for name in settings.voters]
+    ids = [r["id"] for file in curated for _, r in iter_jsonl(file)]
+    decided = read_review_decisions(decisions, ids, config["review"]["store"])
+    made = []
+    with ModelPool(engines, settings.cache_dir, batch=settings.batch) as pool:
+        for subtask, *paths in zip(config["subtasks"], curated, instances, reports, review, strict=True):
+            source, kept_file, report_file, review_file = map(Path, paths)
+            kept, to_review, report = reconstruct_subtask(subtask, source, generator, voters, settings, pool)
+            kept = apply_decisions(kept, to_review, decided)
             report["kept_after_review"] = len(kept)
-            report["review_imports"] = sorted({r["file"] for d in decisions.values() for r in d["reviews"]})
-            write_jsonl_atomic(subtask_files.instances, kept)
-            write_review_csv(review, subtask_files.review)
-            write_json_atomic(subtask_files.report, report)
-            reports.append(report)
-    return reports
+            report["review_imports"] = sorted({r["file"] for d in decided.values() for r in d["reviews"]})
+            write_jsonl_atomic(kept_file, kept)
+            write_review_csv(to_review, review_file)
+            write_json_atomic(report_file, report)
+            made.append(report)
+    totals = {key: sum(r[key] for r in made) for key in ("sampled", "kept_after_review", "flagged", "leaked", "failed")}
+    return Done(
+        f"{len(made)} subtasks; {totals['sampled']} sampled, {totals['kept_after_review']} kept, "
+        f"{totals['flagged']} flagged, {totals['leaked']} leaked, {totals['failed']} failed"
+    )
+
+
+@stage(
+    "instances_review", "the reconstruction's review queues in one CSV", targets="reconstruct",
+    in_all=lambda config: config["instances"]["source"] == "reconstructed",
+    inputs={"queues": One("instance_review", over=("subtask", "subtasks"))},
+    outputs={"review": One("instance_review_all")},
+)  # fmt: skip
+def join_review_queues(queues: list[str], review: str) -> Done:
+    """The subtasks' review queues in one CSV, ``review``."""
+    return Done(f"{join_csv(queues, review)} rows", out=review)
 
 
 def _instance(
@@ -267,6 +300,8 @@ def _instance(
     request: ChatRequest,
     attempts: int,
 ) -> dict[str, Any]:
+    from h2htalk.llm.calls import model_identity
+
     return {
         "id": record["id"],
         "subtask": subtask,
@@ -291,6 +326,8 @@ def _votes(
     made: list[Candidate], voters: list[dict[str, Any]], options: ReconstructSettings, pool: ModelPool
 ) -> dict[str, list[dict[str, Any]]]:
     """``options.votes`` ballots per instance, spread round-robin over the voters."""
+    from h2htalk.llm.calls import chat_request
+
     ballots: dict[str, list[dict[str, Any]]] = {c.record["id"]: [] for c in made}
     plan: dict[str, list[tuple[Candidate, int]]] = {}
     for candidate in made:

@@ -12,6 +12,8 @@ from h2htalk.errors import DataError
 from h2htalk.instance_schema import check_instance, read_instances
 from h2htalk.io import write_jsonl_atomic
 from h2htalk.layout import Layout
+from h2htalk.stages.declare import stage
+from h2htalk.stages.spec import Done, Labels, One, Over, Paths, Scope
 from h2htalk.subtasks import get_subtask
 
 DEMO_PROVENANCE = {"method": "hand-written for the h2htalk demo set", "language": "zh"}
@@ -65,10 +67,8 @@ def limit_note(limit: int | None) -> str | None:
     )
 
 
-def write_instances(
-    subtask: str, out: str | os.PathLike[str], file: str | os.PathLike[str] | None = None, limit: int | None = None
-) -> int:
-    """Write one subtask's instance set, validated: the demo set, or the records of ``file``; with ``limit``
+def instance_set(subtask: str, file: str | os.PathLike[str] | None = None, limit: int | None = None) -> list[dict]:
+    """One subtask's instance set, validated: the demo set, or the records of ``file``; with ``limit``
     (instances.limit), its first ``limit`` records only."""
     if file is None:
         records = demo_instances(subtask)
@@ -81,7 +81,28 @@ def write_instances(
         records = records[:limit]
     if not records:  # e.g. every reconstructed item still waits for review: the subtask's cells stay empty
         log.warning("%s: no instances for %s; its cells will have no items (n = 0) until some are kept", file, subtask)
-    return write_jsonl_atomic(Path(out), records)
+    return records
+
+
+def _instance_source(scope: Scope, labels: Labels) -> list[str]:
+    """The file the subtask's instances come from (`instances.source`): yours, or the reconstructed ones; none
+    for the demo set."""
+    file = source_file(scope.config["instances"], labels["subtask"], scope.results)
+    return [file] if file else []  # none: the demo set, from the subtask's definition
+
+
+@stage(
+    "instances", "write one subtask's validated instance set (instances.source)",
+    uses=("subtasks",), planned=True, reads=("instances",), jobs=Over(subtask=lambda run: run.subtasks),
+    inputs={"source": Paths(_instance_source)}, outputs={"instances": One("instances")},
+)  # fmt: skip
+def write_instances(subtask: str, source: list[str], instances: str, config: Mapping[str, Any]) -> Done:
+    """Write ``instance_set`` of ``source`` (none: the demo set) to ``instances``, limited as ``instances.limit``
+    says."""
+    limit, file = config["instances"]["limit"], source[0] if source else None
+    count = write_jsonl_atomic(Path(instances), instance_set(subtask, file, limit))
+    limited = f", the first {limit}" if limit is not None else ""
+    return Done(f"{count} instances ({file or 'demo set'}{limited})", subtask, instances)
 
 
 def run_notes(config: Mapping[str, Any]) -> list[str]:

@@ -26,7 +26,11 @@ from h2htalk.stages.spec import Figure, Scope, Stage
 # dry run does): their heavy libraries (numpy, scipy, nltk, torch, ...) are imported inside the functions.
 PIPELINE = (
     "h2htalk.stages.jobs.data",
-    "h2htalk.stages.jobs.instances",
+    "h2htalk.instances.reconstruct",
+    "h2htalk.instances.sources",
+    "h2htalk.stages.jobs.prompts",
+    "h2htalk.studies.data",
+    "h2htalk.generation.provision",
     "h2htalk.generation.generate",
     "h2htalk.studies.run",
     "h2htalk.scoring.cells",
@@ -36,7 +40,7 @@ PIPELINE = (
     "h2htalk.review.queue",
     "h2htalk.stages.jobs.tables",
     "h2htalk.stages.jobs.exports",
-    "h2htalk.stages.jobs.plan",
+    "h2htalk.plan",
 )
 
 

@@ -16,6 +16,9 @@ import yaml
 from h2htalk.errors import DataError
 from h2htalk.io import iter_jsonl, write_jsonl_atomic
 from h2htalk.prompts.render import sha256_text, system_prompt
+from h2htalk.settings import VARIANTS, StudySample
+from h2htalk.stages.declare import stage
+from h2htalk.stages.spec import Done, Labels, One, Over, Paths, Scope
 
 # study -> its scenario file's name in resources/studies, which is also its config key under ``studies``
 STUDIES = {"safety": "safety_scenarios", "instruction_following": "instruction_following"}
@@ -139,24 +142,40 @@ def sample_scenarios(scenarios: list[dict[str, Any]], size: int | None, seed: in
     return sorted(chosen, key=lambda s: order[s["id"]])
 
 
+def _scenarios(scope: Scope, labels: Labels) -> list[str]:
+    """The study's scenario file, where the config names one (the shipped set otherwise)."""
+    file = scenario_file(scope.config["studies"], labels["study"])
+    return [file] if file else []
+
+
+@stage(
+    "study_inputs", "prompts and items of a study (safety or instruction_following)",
+    uses=("studies",), planned=True,
+    reads=("studies.sample", "studies.safety_scenarios", "studies.instruction_following"),
+    # the study judge reads the first variant's items, whatever the run's variants
+    jobs=Over(study=lambda run: tuple(STUDIES), variant=lambda run: (*run.variants, VARIANTS[0])),
+    inputs={"scenarios": Paths(_scenarios)},
+    outputs={"prompts": One("study_prompts"), "study_items": One("study_items")},
+)  # fmt: skip
 def write_study_inputs(
     study: str,
     variant: str,
-    out_prompts: Path,
-    out_items: Path,
-    path: str | os.PathLike[str] | None,
-    sample: int | None,
-    seed: int,
-) -> int:
-    """Write the prompts a model sees and the items (with references / needs) the scorers and judges use."""
+    scenarios: list[str | os.PathLike[str]],
+    prompts: str | os.PathLike[str],
+    study_items: str | os.PathLike[str],
+    sample: StudySample,
+) -> Done:
+    """Write the prompts a model sees and the items (with references / needs) the scorers and judges use, from
+    ``scenarios`` (none: the set shipped with the project), sampled as ``sample`` says."""
     key = "category" if study == "safety" else "scenario_type"
-    scenarios = sample_scenarios(read_scenarios(study, path), sample, seed, key)
+    chosen = sample_scenarios(read_scenarios(study, scenarios[0] if scenarios else None), sample.size(study),
+                              sample.seed, key)  # fmt: skip
     if study == "safety":
-        items = [{"study": study, **item} for item in safety_items(scenarios)]
-        prompts = safety_prompts(scenarios, variant)
+        items = [{"study": study, **item} for item in safety_items(chosen)]
+        messages = safety_prompts(chosen, variant)
     else:
-        items = [{"study": study, **item} for item in if_items(scenarios)]
-        prompts = [_prompt(i["id"], study, variant, i["turns"]) for i in items]
-    write_jsonl_atomic(out_prompts, prompts)
-    write_jsonl_atomic(out_items, items)
-    return len(items)
+        items = [{"study": study, **item} for item in if_items(chosen)]
+        messages = [_prompt(i["id"], study, variant, i["turns"]) for i in items]
+    write_jsonl_atomic(Path(prompts), messages)
+    write_jsonl_atomic(Path(study_items), items)
+    return Done(f"{len(items)} items", subject=f"{study} ({variant})", out=Path(prompts))
