@@ -31,6 +31,8 @@ PIPELINE = (
     "h2htalk.stages.jobs.scores",
     "h2htalk.stages.jobs.judges",
     "h2htalk.stages.jobs.tables",
+    "h2htalk.tables.table1",
+    "h2htalk.figures.plots",
     "h2htalk.stages.jobs.exports",
     "h2htalk.stages.jobs.plan",
 )

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.cells import RunCells
-from h2htalk.figures import FIGURE_NAMES
 from h2htalk.instances.sources import run_notes
 from h2htalk.layout import Cell, Layout
 from h2htalk.ratings import INSTANCE_DECISIONS, NEED_VERDICTS, REVIEW_SCORES, SAFETY_RATINGS
@@ -27,24 +26,17 @@ from h2htalk.stages.declared import (
     ladder_jobs,
     registry_files,
     rubric_ladders,
+    shown,
     study_cells,
     summaries,
 )  # fmt: skip
-from h2htalk.stages.spec import Cells, Done, Each, Figure, One, Over, Paths, Product, figure_files
+from h2htalk.stages.spec import Cells, Done, Each, Figure, One, Paths, Product, figure_files
 
 TABLE2 = (
     *CELLS, *RUN_NOTES, *REGISTRY, "paper.table2", "tables", "instances.reconstruct.generator",
     "instances.reconstruct.voters", "review.imports", "review.store", "scoring.bootstrap",
     "judge_reliability.every_run", *RUBRIC_JUDGE_MODE,
 )  # fmt: skip
-
-
-def shown(outputs: dict[str, str]) -> str:
-    """Where a table went: its first file, and the others' suffixes after it (``table1.csv (+ .md .tex)``)."""
-    order = sorted((name for name in outputs if name != "meta"), key=lambda name: name != "md")  # the md first
-    first, *more = [outputs[name] for name in order]
-    stem = Path(first).name.split(".")[0]
-    return first + (f" (+ {' '.join(Path(p).name.removeprefix(stem) for p in more)})" if more else "")
 
 
 def package_checkout() -> str:
@@ -64,20 +56,6 @@ def provenance(manifest: str, provenance: str, config: dict[str, Any], options: 
     root = getattr(options, "root", None) or package_checkout()
     record = write_provenance(config, manifest, provenance, root)
     return Done(f"git {record['git']['revision']}, config sha256 {record['config_sha256'][:12]}", out=provenance)
-
-
-@stage(
-    "table1", "Table 1 (.csv, .md, .tex) from the curation reports", reads=("subtasks",), priority=EARLY,
-    env="figures", product=Product("table", "Table 1", "record counts per subtask: released, kept after curation",
-                                   main="md", shown=("csv",)),
-    inputs={"reports": One("curation", over=("subtask", "subtasks"))},
-    outputs=figure_files("table1", csv=".csv", md=".md", tex=".tex"),
-)  # fmt: skip
-def table1(reports: list[str], outputs: dict[str, str]) -> Done:
-    from h2htalk.tables.table1 import write_table1
-
-    write_table1(reports, outputs)
-    return Done(f"{len(reports)} subtasks", out=shown(outputs))
 
 
 @stage(
@@ -328,39 +306,6 @@ def calibration(
     floors = {e: floor_items[i * per_embedder : (i + 1) * per_embedder] for i, e in enumerate(run.embedders)}
     rows = write_calibration(summaries, floors, outputs, config["tables"]["judged_cell"], run_notes(config))
     return Done(f"{len(rows)} rows", out=shown(outputs))
-
-
-FIGURES = {  # the dataset statistics' figures: title and what each shows
-    "fig4_wordcloud": ("Figure 4", "word cloud of the kept references"),
-    "fig5_verb_noun": ("Figure 5", "the most frequent verb-noun pairs"),
-    "fig6_lengths": ("Figure 6", "length distributions of inputs and references"),
-}
-
-
-@stage(
-    "figure", "Figure 4 (word cloud), 5 (verb-noun pairs) or 6 (lengths), PNG and CSV", priority=EARLY,
-    uses=("figures",), reads=("figures", *RUN_NOTES), jobs=Over(figure=lambda run: FIGURE_NAMES.values()),
-    env="figures", memory_mb=2000, minutes=20, options=("font",), caption="figures",
-    product=Product("figure", {n: t for n, (t, _) in FIGURES.items()}, {n: c for n, (_, c) in FIGURES.items()},
-                    main="png", shown=("png",)),
-    targets=lambda labels: labels["figure"].split("_")[0],  # snakemake fig4
-    inputs={
-        "curated": One("curated", over=("subtask", "subtasks")),
-        "instances": One("instances", over=("subtask", "subtasks")),
-    },
-    outputs=figure_files("{figure}", png=".png", csv=".csv"),
-)  # fmt: skip
-def figure(
-    figure: str, curated: list[str], instances: list[str], config: dict[str, Any], outputs: dict[str, str]
-) -> Done:
-    from h2htalk.figures.plots import draw_figure
-
-    number = next(n for n, name in FIGURE_NAMES.items() if name == figure)
-    drawn = draw_figure(
-        number, [Path(p) for p in curated], [Path(p) for p in instances], config["figures"], outputs,
-        config["instances"]["source"], run_notes(config),
-    )  # fmt: skip
-    return Done(drawn, subject=str(number))
 
 
 @stage(
