@@ -33,7 +33,10 @@ PIPELINE = (
     "h2htalk.stages.jobs.tables",
     "h2htalk.tables.table1",
     "h2htalk.figures.plots",
-    "h2htalk.stages.jobs.exports",
+    "h2htalk.export.run_results",
+    "h2htalk.export.leaderboard",
+    "h2htalk.export.every_eval_ever",
+    "h2htalk.export.viewer",
     "h2htalk.stages.jobs.plan",
 )
 
