@@ -139,6 +139,11 @@ def judge_vs_people(
 
 
 BETWEEN_RATERS, JUDGE_VS_PEOPLE = "between raters", "judge vs people"
+ALL_JUDGED = "judged subtasks"  # the scope of the rows over every judged subtask
+COLUMNS = (  # a report row's (``compare``): the agreement table's columns
+    "scope", "field", "level", "comparison", "value", "value_ci_low", "value_ci_high", "measure", "items", "ratings",
+    "coders",
+)  # fmt: skip
 
 
 def compare(

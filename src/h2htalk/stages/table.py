@@ -32,6 +32,8 @@ PIPELINE = (
     "h2htalk.stages.jobs.judges",
     "h2htalk.stages.jobs.tables",
     "h2htalk.tables.table1",
+    "h2htalk.tables.table2_pairs_files",  # Table 2 reads its pairs
+    "h2htalk.tables.table2_files",
     "h2htalk.figures.plots",
     "h2htalk.export.run_results",
     "h2htalk.export.leaderboard",

@@ -19,7 +19,7 @@ from h2htalk.cells import RunCells
 from h2htalk.figures.fig7 import read_need_ratings
 from h2htalk.io import iter_jsonl, write_text_atomic
 from h2htalk.layout import Cell, Layout
-from h2htalk.people.agreement import BETWEEN_RATERS, NOMINAL, ORDINAL, compare, note
+from h2htalk.people.agreement import ALL_JUDGED, BETWEEN_RATERS, COLUMNS, NOMINAL, ORDINAL, compare, note
 from h2htalk.people.consensus import Item, consensus, majority, tied
 from h2htalk.ratings import INSTANCE_DECISIONS, REVIEW_SCORES, Rating, known_items, read_ratings
 from h2htalk.settings import GATE, PEOPLE_READINGS, BootstrapSettings
@@ -27,11 +27,6 @@ from h2htalk.tables.table3 import agreement as safety_agreement
 from h2htalk.tables.table3 import read_safety_ratings
 from h2htalk.tabular import Files, markdown_text, records_frame, write_csv
 
-ALL_JUDGED = "judged subtasks"  # the scope of the rows over every judged subtask
-COLUMNS = (
-    "scope", "field", "level", "comparison", "value", "value_ci_low", "value_ci_high", "measure", "items", "ratings",
-    "coders",
-)  # fmt: skip
 TIE_COLUMNS = ("sheet", "item", "field", "ratings", "values")
 NEED_FIELDS = ("recognized", "met")  # what people and the need judge say of an instruction-following answer
 

@@ -3,7 +3,6 @@ files its stage declares; the machinery adds their provenance (``meta``) with th
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -15,28 +14,18 @@ from h2htalk.settings import STUDIES, BootstrapSettings, JudgeMode
 from h2htalk.stages.declare import stage
 from h2htalk.stages.declared import (
     CELLS,
-    EARLY,
     JUDGE_MODE_KEYS,
-    REGISTRY,
     RUBRIC_JUDGE_MODE,
     RUN_NOTES,
     config_files,
     judged_cells,
     judges_ladders,
     ladder_jobs,
-    registry_files,
-    rubric_ladders,
     shown,
     study_cells,
     summaries,
 )  # fmt: skip
 from h2htalk.stages.spec import Cells, Done, Each, Figure, One, Paths, Product, figure_files
-
-TABLE2 = (
-    *CELLS, *RUN_NOTES, *REGISTRY, "paper.table2", "tables", "instances.reconstruct.generator",
-    "instances.reconstruct.voters", "review.imports", "review.store", "scoring.bootstrap",
-    "judge_reliability.every_run", *RUBRIC_JUDGE_MODE,
-)  # fmt: skip
 
 
 def package_checkout() -> str:
@@ -56,131 +45,6 @@ def provenance(manifest: str, provenance: str, config: dict[str, Any], options: 
     root = getattr(options, "root", None) or package_checkout()
     record = write_provenance(config, manifest, provenance, root)
     return Done(f"git {record['git']['revision']}, config sha256 {record['config_sha256'][:12]}", out=provenance)
-
-
-@stage(
-    "table2_partial",
-    "Table 2 from the scores alone, before the judge: its judged cells pending, every other cell final",
-    reads=(*CELLS, *RUN_NOTES, *REGISTRY, "tables"), cells=lambda run, w: run.table2(), priority=EARLY,
-    env="figures", memory_mb=1000, minutes=10,
-    product=Product("table", "Table 2 so far", "Table 2 before the judge: its judged cells pending", main="md",
-                    listed=False),
-    inputs={"summaries": Each("score_summary"), "registry": Paths(registry_files)},
-    outputs=figure_files("table2_partial", csv=".csv", md=".md"),
-)  # fmt: skip
-def table2_partial(
-    summaries: list[str], registry: list[str], cells: list[Cell], config: dict[str, Any], run: RunCells,
-    outputs: dict[str, str],
-) -> Done:  # fmt: skip
-    """Table 2 from the scores alone, the judged cells pending: what a run stopped before its judge keeps."""
-    from h2htalk.io import read_json
-    from h2htalk.tables.table2_files import pending_summary, write_table2_partial
-
-    read = [pending_summary(read_json(path)) if run.is_judged(cell) else read_json(path)
-            for cell, path in zip(cells, summaries, strict=True)]  # fmt: skip
-    tables = config["tables"]
-    write_table2_partial(read, registry, outputs, tables["overall_weights"], tables["judged_cell"], run_notes(config))
-    pending = sum(s.get("pending", False) for s in read)
-    return Done(f"{len(read)} cells, {pending} pending the judge", out=shown(outputs))
-
-
-def _table2_items(scope, labels):
-    """The per-item values behind every Table 2 cell of a model under test: J items where judged, S items
-    elsewhere."""
-    return scope.run.table2_items(scope.results).values()
-
-
-@stage(
-    "table2_pairs", "Table 2's paired comparisons, rank intervals and detectable differences, and the rank figure",
-    reads=TABLE2, entries=lambda s, w: list(s.run.models), where="cpu", env="figures", memory_mb=2000,
-    minutes=20, options=("bootstrap",),
-    product=Product("table", "Table 2 pairs", "which of Table 2's rows can be told apart, and the rank intervals",
-                    main="csv", shown=("csv", "figure"), listed=False),
-    in_all=lambda config: False,  # Table 2 reads it
-    inputs={"scores": Paths(_table2_items), "registry": Paths(registry_files)},
-    outputs={
-        **figure_files("table2_pairs", csv=".csv"),
-        "ranks": Figure("table2_ranks", ".csv"), "figure": Figure("table2_ranks", ".png"),
-    },
-)  # fmt: skip
-def table2_pairs(
-    scores: list[str], registry: list[str], config: dict[str, Any], run: RunCells, results: Layout,
-    bootstrap: BootstrapSettings, outputs: dict[str, str],
-) -> Done:  # fmt: skip
-    from h2htalk.config import load_registry
-    from h2htalk.tables.table2_pairs import compare_rows
-    from h2htalk.tables.table2_pairs_files import read_row_items, write_comparisons
-
-    rows, _ = read_row_items(run, results, load_registry(registry), config["tables"]["judged_cell"])
-    comparisons = compare_rows(rows, config["tables"]["overall_weights"], bootstrap)
-    write_comparisons(comparisons, outputs)
-    told = sum(bool(r["separable"]) for r in comparisons.pairs)
-    return Done(f"{len(comparisons.pairs)} comparisons, {told} separable", out=shown(outputs))
-
-
-def _rubric_canary(scope, labels):
-    """Table 2 notes a changed rubric judge from its drift canary, when every run checks it."""
-    if not (scope.config["judge_reliability"]["every_run"] and scope.run.judged_subtasks):
-        return []
-    return [scope.results.path("judge_canary", model=scope.config["rubric_judge"]["model"], part="rubric")]
-
-
-@stage(
-    "table2", "Table 2, its heatmap, the paper comparison and audit", reads=TABLE2,
-    entries=lambda s, w: list(s.run.run_models), ratings=(REVIEW_SCORES,), env="figures", memory_mb=1000,
-    minutes=10, options=("bootstrap",),
-    product=Product("table", "Table 2", "scores per model, variant and subtask (S; J where judged)", main="md",
-                    shown=("csv", "heatmap"), first=True),
-    inputs={
-        "summaries": Paths(summaries), "registry": Paths(registry_files),
-        "paper": config_files("paper.table2"), "review": One("review_queue"),
-        "pairs": Figure("table2_pairs", ".csv"), "ranks": Figure("table2_ranks", ".csv"),
-        "judge_samples": Cells("judge_samples", judged_cells),
-        "human": config_files("review.imports"), "canary": Paths(_rubric_canary),
-        "ladders": Paths(rubric_ladders),
-    },
-    outputs=figure_files(
-        "table2", csv=".csv", md=".md", tex=".tex", heatmap="_heatmap.png", vs_paper="_vs_paper.csv",
-        audit="_paper_audit.csv",
-    ),
-)  # fmt: skip
-def table2(
-    summaries: list[str], registry: list[str], paper: list[str], review: str, pairs: str, ranks: str,
-    judge_samples: list[str], human: list[str], canary: list[str], ladders: list[str],
-    config: dict[str, Any], run: RunCells, results: Layout, bootstrap: BootstrapSettings, outputs: dict[str, str],
-) -> Done:  # fmt: skip
-    from h2htalk.io import read_json
-    from h2htalk.reliability.canary import drift_notes
-    from h2htalk.reliability.standing import AT_CHANCE_MARK, rubric_standings, standing_notes
-    from h2htalk.settings import PEOPLE_READINGS
-    from h2htalk.tables.calibration import echo_notes
-    from h2htalk.tables.human_review import agreement_note, review_notes, rubric_agreement, rubric_ratings
-    from h2htalk.tables.table2_files import shared_roles, write_table2
-    from h2htalk.tables.table2_significance import Significance
-
-    weights, judged_cell = config["tables"]["overall_weights"], config["tables"]["judged_cell"]
-    notes = shared_roles(config) + [note for path in canary if os.path.exists(path) for note in drift_notes(path)]
-    notes += review_notes(map(read_json, summaries), judged_cell)
-    if config["instances"]["source"] == "reconstructed":
-        notes += echo_notes(map(read_json, summaries), weights, judged_cell)
-    significance = None  # the workflow always compares; on its own, table2 says when nothing was compared
-    if os.path.isfile(pairs) and os.path.isfile(ranks):
-        significance = Significance.read(pairs, ranks)
-    else:
-        notes.append("No paired comparisons: which rows can be told apart is in table2_pairs (h2htalk table2-pairs).")
-    if run.judged_subtasks:
-        ratings, judge = rubric_ratings(human, run, results, config["review"]["store"])
-        rows = rubric_agreement(ratings, judge, run.judged_subtasks, bootstrap)
-        notes.append(agreement_note(rows, bootstrap.confidence))
-    standings = rubric_standings(config, results, ladders, bootstrap) if judged_cell in PEOPLE_READINGS else []
-    notes += standing_notes(standings, "Levels I-III cells, and the Itinerary Avg and Overall built from them,")
-    (paper_file,) = paper
-    write_table2(
-        summaries, registry, paper_file, outputs, weights, judged_cell, notes=notes,
-        run_notes=run_notes(config), significance=significance,
-        judge_mark=AT_CHANCE_MARK if any(s.unshown and s.deciding for s in standings) else "",
-    )  # fmt: skip
-    return Done(f"{len(summaries)} cells", out=shown(outputs))
 
 
 def _study_ladders(scope, labels):
