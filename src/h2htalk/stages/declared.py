@@ -83,6 +83,12 @@ def judges_ladders(scope, part):
             if set(roles) & set(LADDER_PARTS[part])]  # fmt: skip
 
 
+def study_ladders(scope, labels):
+    """The studies' judges' ladders, which Table 3 and Figure 7 show when every run makes the card (else they say
+    where the ladder is: the card's target)."""
+    return judges_ladders(scope, "studies") if scope.config["judge_reliability"]["every_run"] else []
+
+
 def rubric_ladders(scope, labels):
     """The rubric judges' sanity ladders, which the tables of their verdicts show (none: no Level I-III cell)."""
     return judges_ladders(scope, "rubric")

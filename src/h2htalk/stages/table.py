@@ -34,6 +34,8 @@ PIPELINE = (
     "h2htalk.tables.table1",
     "h2htalk.tables.table2_pairs_files",  # Table 2 reads its pairs
     "h2htalk.tables.table2_files",
+    "h2htalk.tables.table3",
+    "h2htalk.tables.calibration",
     "h2htalk.figures.plots",
     "h2htalk.export.run_results",
     "h2htalk.export.leaderboard",

@@ -19,11 +19,10 @@ from h2htalk.stages.declared import (
     RUN_NOTES,
     config_files,
     judged_cells,
-    judges_ladders,
     ladder_jobs,
     shown,
     study_cells,
-    summaries,
+    study_ladders,
 )  # fmt: skip
 from h2htalk.stages.spec import Cells, Done, Each, Figure, One, Paths, Product, figure_files
 
@@ -45,64 +44,6 @@ def provenance(manifest: str, provenance: str, config: dict[str, Any], options: 
     root = getattr(options, "root", None) or package_checkout()
     record = write_provenance(config, manifest, provenance, root)
     return Done(f"git {record['git']['revision']}, config sha256 {record['config_sha256'][:12]}", out=provenance)
-
-
-def _study_ladders(scope, labels):
-    """The studies' judges' ladders, which Table 3 and Figure 7 show when every run makes the card (else they say
-    where the ladder is: the card's target)."""
-    return judges_ladders(scope, "studies") if scope.config["judge_reliability"]["every_run"] else []
-
-
-def _study_ladder(
-    config: dict[str, Any], results: Layout, ladders: list[str], bootstrap: BootstrapSettings, role: str, where: str
-) -> tuple[list[str], str]:
-    """The notes and mark of a study's judges' ladders (``role``: safety or instruction_following)."""
-    from h2htalk.reliability.ladder import ROLE_NAMES
-    from h2htalk.reliability.standing import AT_CHANCE_MARK, role_standings, standing_notes
-
-    standings = role_standings(config, results, ladders, bootstrap, role)
-    if not config["judge_reliability"]["every_run"]:  # the ladder is the card's, made on request
-        judge = config["study_judge"]["model"]
-        return [f"The {ROLE_NAMES[role]} {judge}'s sanity ladder is not run with every run "
-                "(judge_reliability.every_run: false): `snakemake judge_reliability` runs it and makes the judges' "
-                "card, which says whether it tells a good answer from a bad one."], ""  # fmt: skip
-    instead = "No other reading of these cells exists: read them as unvalidated."
-    mark = AT_CHANCE_MARK if any(s.unshown and s.deciding for s in standings) else ""
-    return standing_notes(standings, where, read_instead=instead), mark
-
-
-STUDY_READS = ("models", "variants", "review.store", "judge_reliability.every_run", *RUN_NOTES,
-               *(f"study_judge.{key}" for key in JUDGE_MODE_KEYS))  # fmt: skip
-
-
-@stage(
-    "table3", "Table 3: the SAP ablation with paired bootstrap CIs and the paper's rows",
-    reads=("scoring", "studies.models", "studies.human_ratings", "paper.table3", *STUDY_READS),
-    cells=lambda run, w: [c.scored_by(run.embedder) for c in study_cells("safety")(run, w)],
-    ratings=(SAFETY_RATINGS,), env="figures", memory_mb=1000, minutes=10, options=("bootstrap",),
-    product=Product("table", "Table 3", "the SAP ablation on high-risk scenarios: similarity, safety, violations",
-                    main="md", shown=("csv",)),
-    inputs={
-        "scores": Each("score_items"), "verdicts": Each("verdicts"), "sample": Each("judge_sample"),
-        "paper": config_files("paper.table3"), "human": config_files("studies.human_ratings"),
-        "ladders": Paths(_study_ladders),
-    },
-    outputs=figure_files("table3", csv=".csv", md=".md", tex=".tex"),
-)  # fmt: skip
-def table3(
-    scores: list[str], verdicts: list[str], sample: list[str], paper: list[str], human: list[str], ladders: list[str],
-    cells: list[Cell], config: dict[str, Any], results: Layout, bootstrap: BootstrapSettings,
-    outputs: dict[str, str],
-) -> Done:  # fmt: skip
-    from h2htalk.tables.table3 import write_table3_files
-
-    notes, mark = _study_ladder(config, results, ladders, bootstrap, STUDIES[0], "Safety and Violation cells")
-    (paper_file,) = paper
-    rows = write_table3_files(
-        cells, results, paper_file, human, bootstrap, outputs, config["review"]["store"], run_notes(config),
-        cascade=JudgeMode.from_config(config, "study_judge").cascade, judge_notes=notes, judge_mark=mark,
-    )  # fmt: skip
-    return Done(f"{len(rows)} rows", out=shown(outputs))
 
 
 def _curated_for_decisions(scope, labels):
@@ -143,35 +84,6 @@ def agreement(
     return Done(f"{len(rows)} rows ({defined} with an alpha), {len(tied)} tied items", out=shown(outputs))
 
 
-def _floor_items(scope, labels):
-    """The chance floor's (random-reference baseline's) per-item scores, per embedder and subtask."""
-    from h2htalk.tables.calibration import FLOOR
-
-    run = scope.run
-    return [scope.results.score_items(Cell(FLOOR, run.variants[0], s, e)) for e in run.embedders for s in run.subtasks]
-
-
-@stage(
-    "calibration", "chance floor, oracle, rescaled scores and unrelated-pair SS",
-    reads=(*CELLS, *RUN_NOTES, "tables.judged_cell"), env="figures", memory_mb=1000, minutes=10,
-    product=Product("table", "Calibration", "every model between the chance floor and the oracle", main="md",
-                    shown=("csv",), first=True),
-    # it needs the chance floor and the oracle among the baselines
-    in_all=lambda config: {"baseline-random-reference", "baseline-oracle"} <= set(config["baselines"]),
-    inputs={"summaries": Paths(summaries), "floor_items": Paths(_floor_items)},
-    outputs=figure_files("calibration", md=".md", csv=".csv"),
-)  # fmt: skip
-def calibration(
-    summaries: list[str], floor_items: list[str], config: dict[str, Any], run: RunCells, outputs: dict[str, str]
-) -> Done:
-    from h2htalk.tables.calibration import write_calibration
-
-    per_embedder = len(floor_items) // max(len(run.embedders), 1)  # each embedder's, in the run's order
-    floors = {e: floor_items[i * per_embedder : (i + 1) * per_embedder] for i, e in enumerate(run.embedders)}
-    rows = write_calibration(summaries, floors, outputs, config["tables"]["judged_cell"], run_notes(config))
-    return Done(f"{len(rows)} rows", out=shown(outputs))
-
-
 @stage(
     "fig7", "Figure 7: instruction following by scenario type",
     reads=("scoring.bootstrap", "studies.models", "models", "variants", "review.store", *RUN_NOTES,
@@ -179,7 +91,7 @@ def calibration(
     cells=study_cells("instruction_following"), ratings=(NEED_VERDICTS,), env="figures", memory_mb=1000,
     minutes=10, options=("bootstrap",),
     product=Product("figure", "Figure 7", "instruction following per scenario type", main="png", shown=("png",)),
-    inputs={"verdicts": Each("verdicts"), "sample": Each("judge_sample"), "ladders": Paths(_study_ladders)},
+    inputs={"verdicts": Each("verdicts"), "sample": Each("judge_sample"), "ladders": Paths(study_ladders)},
     outputs=figure_files("fig7_instruction_following", png=".png", csv=".csv"),
 )  # fmt: skip
 def fig7(
@@ -187,8 +99,9 @@ def fig7(
     results: Layout, bootstrap: BootstrapSettings, outputs: dict[str, str],
 ) -> Done:  # fmt: skip
     from h2htalk.figures.fig7 import write_fig7_files
+    from h2htalk.reliability.standing import study_judge_notes
 
-    notes, _ = _study_ladder(config, results, ladders, bootstrap, STUDIES[1], "Figure 7's bars")
+    notes, _ = study_judge_notes(config, results, ladders, bootstrap, STUDIES[1], "Figure 7's bars")
     rows = write_fig7_files(
         cells, results, bootstrap, outputs, config["review"]["store"], [*run_notes(config), *notes],
         cascade=JudgeMode.from_config(config, "study_judge").cascade,
