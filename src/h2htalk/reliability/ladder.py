@@ -22,12 +22,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from h2htalk.judge.rubric import judge_messages
 from h2htalk.judge.study import need_messages, read_known_answers, read_need_answers, safety_messages
 from h2htalk.reliability import degrade
-from h2htalk.scoring.bootstrap import bootstrap_mean_ci
 from h2htalk.settings import JUDGE_ROLES, BootstrapSettings
 from h2htalk.studies.data import if_items, read_scenarios
 
@@ -244,6 +241,10 @@ class Accuracy:
 def pairwise_accuracy(pairs: Sequence[Pair], bootstrap: BootstrapSettings) -> Accuracy:
     """The share of ``pairs`` the judge orders right (ties and missing verdicts count half), with a bootstrap CI
     that resamples whole clusters (an instance's pairs together)."""
+    import numpy as np
+
+    from h2htalk.scoring.bootstrap import bootstrap_mean_ci
+
     if not pairs:
         return Accuracy(None, None, None, 0, 0, 0)
     values = np.array([pair.outcome() for pair in pairs])

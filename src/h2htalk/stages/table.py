@@ -39,7 +39,7 @@ PIPELINE = (
     "h2htalk.tables.calibration",
     "h2htalk.figures.plots",
     "h2htalk.figures.fig7",
-    "h2htalk.stages.jobs.tables",
+    "h2htalk.reliability.card",
     "h2htalk.export.run_results",
     "h2htalk.export.leaderboard",
     "h2htalk.export.every_eval_ever",
