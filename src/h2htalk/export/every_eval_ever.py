@@ -33,8 +33,8 @@ from h2htalk.export.items import COMPONENTS, answer_items, read_prompts, read_re
 from h2htalk.export.models import ModelName, model_name
 from h2htalk.export.summaries import (
     EXPORT,
+    ITEM_INPUTS,
     CellSummaries,
-    cell_files,
     components,
     read_summaries,
     shown_value,
@@ -46,8 +46,7 @@ from h2htalk.llm.engines import engine_of
 from h2htalk.scoring.signatures import signature_string
 from h2htalk.settings import VARIANT_NAMES
 from h2htalk.stages.declare import stage
-from h2htalk.stages.declared import registry_files
-from h2htalk.stages.spec import Done, Paths, Product, bundle
+from h2htalk.stages.spec import Done, Product, bundle
 from h2htalk.subtasks import get_subtask
 from h2htalk.tables.table2 import Row
 from h2htalk.versions import package_version
@@ -454,7 +453,7 @@ def write_every_eval_ever(
     product=Product("export", "Every Eval Ever", "every item in that schema, validated", main="bundle",
                     inner="validation.json"),
     in_all=lambda config: False,  # made on request: snakemake every_eval_ever
-    inputs={"per_item": Paths(cell_files), "registry": Paths(registry_files)},
+    inputs=ITEM_INPUTS,
     outputs=bundle("every_eval_ever"),
 )  # fmt: skip
 def write_validated_export(

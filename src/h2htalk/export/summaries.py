@@ -11,8 +11,8 @@ from h2htalk.cells import RunCells
 from h2htalk.export.items import COLUMNS, item_files
 from h2htalk.io import read_json
 from h2htalk.layout import Cell, Layout
-from h2htalk.stages.declared import CELLS, REGISTRY, RUN_NOTES
-from h2htalk.stages.spec import Labels, Scope
+from h2htalk.stages.declared import CELLS, REGISTRY, RUN_NOTES, registry_files
+from h2htalk.stages.spec import Labels, Paths, Scope
 from h2htalk.tables.table2 import Row, build_rows, cell_reading
 
 EXPORT = (*CELLS, *RUN_NOTES, *REGISTRY, "tables")  # what the exports of a run's cells read
@@ -48,6 +48,9 @@ def summary_files(scope: Scope, labels: Labels) -> list[str]:
 def cell_files(scope: Scope, labels: Labels) -> list[str]:
     """Every cell's summary and per-item file (scores, J, the studies' verdicts)."""
     return [*summary_paths(scope.run, scope.results), *item_files(scope.run, scope.results)]
+
+
+ITEM_INPUTS = {"per_item": Paths(cell_files), "registry": Paths(registry_files)}  # what the per-item exports read
 
 
 def read_summaries(run: RunCells, results: Layout) -> list[CellSummaries]:

@@ -24,14 +24,14 @@ from h2htalk.config import load_registry
 from h2htalk.errors import H2HTalkError
 from h2htalk.export.font_subset import subset_font
 from h2htalk.export.items import answer_items, read_prompts, read_references
-from h2htalk.export.summaries import CellSummaries, cell_files, read_summaries, shown_value
+from h2htalk.export.summaries import ITEM_INPUTS, CellSummaries, read_summaries, shown_value
 from h2htalk.instances.sources import run_notes
 from h2htalk.io import read_json, write_text_atomic
 from h2htalk.layout import Cell, Layout
 from h2htalk.settings import VARIANT_NAMES
 from h2htalk.stages.declare import stage
-from h2htalk.stages.declared import CELLS, REGISTRY, RUN_NOTES, registry_files
-from h2htalk.stages.spec import Done, Paths, Product, bundle
+from h2htalk.stages.declared import CELLS, REGISTRY, RUN_NOTES
+from h2htalk.stages.spec import Done, Product, bundle
 from h2htalk.subtasks import get_subtask
 
 FORMAT = "h2htalk-viewer/1"
@@ -125,7 +125,7 @@ def copy_assets(root: Path) -> list[str]:
     minutes=60,
     product=Product("export", "Viewer", "every item beside its reference: open it from disk", main="bundle",
                     inner="index.html"),
-    inputs={"per_item": Paths(cell_files), "registry": Paths(registry_files)},
+    inputs=ITEM_INPUTS,
     outputs=bundle("viewer"),
 )  # fmt: skip
 def write_viewer(
