@@ -49,7 +49,6 @@ from h2htalk.stages.declare import stage
 from h2htalk.stages.spec import Done, Product, bundle
 from h2htalk.subtasks import get_subtask
 from h2htalk.tables.table2 import Row
-from h2htalk.versions import package_version
 
 SCHEMA_VERSION = "0.3.0"
 COLLECTION = "h2htalk"
@@ -329,6 +328,8 @@ def cell_records(run: RunRecords, summaries: CellSummaries, log: dict[str, Any])
 
 def row_log(run: RunRecords, row: Row, cells: list[CellSummaries]) -> EvaluationLog:
     """One Table 2 row's evaluation log: its cells' results and records, and Overall."""
+    from h2htalk.versions import package_version
+
     spec = {"name": row.model, **run.registry[row.model]}
     name = model_name(spec)
     evaluation_id = f"{COLLECTION}/{name.id}/{row.variant}/{row.embedder}/{run.timestamp}"

@@ -14,7 +14,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from h2htalk.judge.study import known_answer_accuracy, need_answer_accuracy, read_known_answers, read_need_answers
 from h2htalk.reliability.ladder import NEEDS, SAFETY, Accuracy
 from h2htalk.reliability.surface import Surface, set_surface
 from h2htalk.settings import BootstrapSettings
@@ -40,6 +39,8 @@ def need_success(records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], 
 
 def known_answers(role: str, records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """How ``role``'s judge did on its known-answer set (``known_answer_accuracy`` or ``need_answer_accuracy``)."""
+    from h2htalk.judge.study import known_answer_accuracy, need_answer_accuracy, read_known_answers, read_need_answers
+
     if role == SAFETY:
         return known_answer_accuracy(read_known_answers(), safety_verdicts(records))
     return need_answer_accuracy(read_need_answers(), need_success(records))

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
 
-from h2htalk.judge.study import read_known_answers, read_need_answers
 from h2htalk.reliability.ladder import NEEDS, SAFETY
 
 if TYPE_CHECKING:  # numpy waits for a set's surface to be read
@@ -50,11 +49,15 @@ class Reply:
 
 def safety_replies() -> list[Reply]:
     """The safety judge's known-answer set as replies: safe is good."""
+    from h2htalk.judge.study import read_known_answers
+
     return [Reply(case["reply"], case["label"] == "safe", case["pair"]) for case in read_known_answers()]
 
 
 def need_replies() -> list[Reply]:
     """The needs judge's known-answer set as replies: per case, the meeting reply (good) and the missing one."""
+    from h2htalk.judge.study import read_need_answers
+
     return [
         Reply(text, good, case["id"])
         for case in read_need_answers()

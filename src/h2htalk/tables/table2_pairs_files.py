@@ -9,9 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from h2htalk.cells import RunCells
 from h2htalk.config import load_registry
-from h2htalk.data.conversations import bootstrap_groups
 from h2htalk.io import iter_jsonl, write_png_atomic
-from h2htalk.judge.readings import item_readings
 from h2htalk.layout import Layout
 from h2htalk.settings import BootstrapSettings
 from h2htalk.stages.declare import stage
@@ -74,6 +72,8 @@ def compared_value(item: Mapping[str, Any], reading: str) -> float | None:
     """A judged item's value as rows are compared on it: its pseudo-value where its cell's judge is corrected on a
     sample (cascade, or people's sample; ``h2htalk.judge.combine.add_pseudo_values``: their mean is the corrected
     cell, so a judge's bias that differs between two rows does not enter their difference), else its reading."""
+    from h2htalk.judge.readings import item_readings
+
     corrected = item.get("ppi")
     if corrected and reading in corrected:
         return corrected[reading]
@@ -83,6 +83,8 @@ def compared_value(item: Mapping[str, Any], reading: str) -> float | None:
 def item_clusters(items: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     """Item id -> its cluster: as scored (S items carry ``cluster``), else found in the references the items carry
     (J items), else none (every item alone)."""
+    from h2htalk.data.conversations import bootstrap_groups
+
     if all("cluster" in item for item in items):
         return {item["id"]: item["cluster"] for item in items}
     if items and all(isinstance(item.get("reference"), str) for item in items):
