@@ -12,7 +12,7 @@ import pytest
 from fontTools.ttLib import TTFont
 
 from h2htalk.errors import H2HTalkError
-from h2htalk.figures import plots
+from h2htalk.figures import FIGURE_NAMES, plots
 from h2htalk.figures.plots import (
     FONT_DIRS_ENV,
     figure4_wordcloud,
@@ -215,10 +215,12 @@ def test_figures_4_and_5_draw_the_release_and_figure_6_keeps_every_source_in_its
     titles = {}
     monkeypatch.setattr(plots, "_save", lambda fig, path: titles.update({path.stem: _titles(fig)}))
     settings = {"cjk_font": "auto", "top_words": 10, "top_pairs": 5}
-    note = "Demo instances, 3 per subtask: a check of the pipeline, not a finding."
-    for number in (4, 5, 6):
+    config = {"figures": settings, "instances": {"source": "demo", "limit": None}, "subtasks": ["dialogue_base"]}
+    note = "Demo instances, 3 per subtask: a check of the pipeline, not a finding."  # the demo run's note
+    for number, name in FIGURE_NAMES.items():
         files = {suffix: tmp_path / f"f{number}.{suffix}" for suffix in ("png", "csv")}
-        plots.draw_figure(number, curated, instances, settings, files, "demo", [note])
+        done = plots.draw_figure(name, curated, instances, config, files)
+        assert done.subject == str(number) and done.facts.endswith(f"-> {files['png']}")
     words = {r["word"]: int(r["count"]) for r in csv.DictReader((tmp_path / "f4.csv").open(encoding="utf-8"))}
     assert words["公园"] == 2 and "天文望远镜" not in words and "重新" not in words  # kept references only
     assert "the released references kept by curation (2 texts" in titles["f4"]

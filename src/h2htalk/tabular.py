@@ -14,11 +14,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from h2htalk.io import write_text_atomic
+
+if TYPE_CHECKING:  # pandas is imported by the functions that write: a module that declares a stage loads cheaply
+    import pandas as pd
 
 FLOAT_FORMAT = "{:.2f}"
 Files = Mapping[str, "str | os.PathLike[str]"]  # a table's files by name (csv, md, tex, ...), as its stage declares
@@ -27,10 +28,14 @@ Files = Mapping[str, "str | os.PathLike[str]"]  # a table's files by name (csv, 
 def records_frame(records: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
     """A DataFrame of ``columns`` from dict records, values as they are (object dtype: no int -> float upcast;
     a missing key or None stays None)."""
+    import pandas as pd
+
     return pd.DataFrame([[record.get(c) for c in columns] for record in records], columns=list(columns), dtype=object)
 
 
 def missing(value: Any) -> bool:
+    import pandas as pd
+
     return value is None or (pd.api.types.is_scalar(value) and bool(pd.isna(value)))
 
 
@@ -76,6 +81,8 @@ def markdown_text(
     float_format: str = FLOAT_FORMAT,
 ) -> str:
     """``**caption**``, the pipe table (footer rows in bold), then the notes as a bullet list."""
+    import pandas as pd
+
     body = text_frame(frame, float_format)
     if footer is not None and len(footer):
         bold = text_frame(footer.reindex(columns=frame.columns), float_format).map(lambda t: f"**{t}**" if t else t)
@@ -93,6 +100,8 @@ def markdown_text(
 
 def latex_escape(text: str) -> str:
     """``text`` escaped as ``Styler.format(escape="latex")`` escapes a cell (pandas does it: same rules)."""
+    import pandas as pd
+
     styler = pd.DataFrame([[text]]).style.hide(axis="index").hide(axis="columns").format(escape="latex")
     return styler.to_string().removesuffix("\n")
 
@@ -109,6 +118,8 @@ def latex_text(
 ) -> str:
     """A booktabs ``table`` environment: escaped cells, ``marks`` (a frame like ``frame`` holding a LaTeX
     command name or "" per cell: "first" makes ``\\first{value}``), footer rows after a rule, notes below."""
+    import pandas as pd
+
     body = text_frame(frame, float_format).reset_index(drop=True)
     rows = len(body)
     if footer is not None and len(footer):

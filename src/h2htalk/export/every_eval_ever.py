@@ -27,17 +27,28 @@ from typing import Any
 from urllib.parse import urlparse
 
 from h2htalk.cells import RunCells
+from h2htalk.config import load_registry
+from h2htalk.export.eee_validation import write_validation
 from h2htalk.export.items import COMPONENTS, answer_items, read_prompts, read_references
 from h2htalk.export.models import ModelName, model_name
-from h2htalk.export.summaries import CellSummaries, components, read_summaries, shown_value, table_rows
+from h2htalk.export.summaries import (
+    EXPORT,
+    ITEM_INPUTS,
+    CellSummaries,
+    components,
+    read_summaries,
+    shown_value,
+    table_rows,
+)
 from h2htalk.io import read_json, sha256_file, write_json_atomic, write_jsonl_atomic
 from h2htalk.layout import Layout
 from h2htalk.llm.engines import engine_of
 from h2htalk.scoring.signatures import signature_string
 from h2htalk.settings import VARIANT_NAMES
+from h2htalk.stages.declare import stage
+from h2htalk.stages.spec import Done, Product, bundle
 from h2htalk.subtasks import get_subtask
 from h2htalk.tables.table2 import Row
-from h2htalk.versions import package_version
 
 SCHEMA_VERSION = "0.3.0"
 COLLECTION = "h2htalk"
@@ -317,6 +328,8 @@ def cell_records(run: RunRecords, summaries: CellSummaries, log: dict[str, Any])
 
 def row_log(run: RunRecords, row: Row, cells: list[CellSummaries]) -> EvaluationLog:
     """One Table 2 row's evaluation log: its cells' results and records, and Overall."""
+    from h2htalk.versions import package_version
+
     spec = {"name": row.model, **run.registry[row.model]}
     name = model_name(spec)
     evaluation_id = f"{COLLECTION}/{name.id}/{row.variant}/{row.embedder}/{run.timestamp}"
@@ -428,3 +441,31 @@ def write_every_eval_ever(
         write_json_atomic(folder / f"{log.uuid}.json", aggregate)
         written.append(folder / f"{log.uuid}.json")
     return written
+
+
+@stage(
+    "every_eval_ever",
+    "every item in the Every Eval Ever schema (aggregate and samples per model, variant and embedder),"
+    " checked by every-eval-ever's own validator",
+    uses=("judge",),
+    reads=(*EXPORT, "instances.files", "rubric_judge.model", "rubric_judge.temperature", "rubric_judge.samples",
+           "rubric_judge.alpha", "rubric_judge.tau", "rubric_judge.gate_on"),
+    env="export", memory_mb=4000, minutes=60,
+    product=Product("export", "Every Eval Ever", "every item in that schema, validated", main="bundle",
+                    inner="validation.json"),
+    in_all=lambda config: False,  # made on request: snakemake every_eval_ever
+    inputs=ITEM_INPUTS,
+    outputs=bundle("every_eval_ever"),
+)  # fmt: skip
+def write_validated_export(
+    per_item: list[str], registry: list[str], bundle: str, config: dict[str, Any], results: Layout
+) -> Done:
+    """The run's export under ``bundle`` (``write_every_eval_ever``), validated by every-eval-ever's own validator,
+    whose report is kept beside it."""
+    files = write_every_eval_ever(config, results, load_registry(registry), Path(bundle))
+    validation = write_validation(Path(bundle))
+    return Done(
+        f"{len(files)} files, {validation['records']} records; every-eval-ever {validation['version']} validates "
+        "all of them",
+        out=Path(bundle),
+    )

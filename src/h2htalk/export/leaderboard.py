@@ -6,13 +6,24 @@ beside each board as reference points, never ranked: the oracle would lead every
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from h2htalk.cells import RunCells
+from h2htalk.config import load_registry
 from h2htalk.export.models import model_name
-from h2htalk.reliability.standing import Standing
-from h2htalk.settings import PEOPLE_READINGS, VARIANT_NAMES
+from h2htalk.export.summaries import EXPORT, read_summaries, summary_files, table_rows
+from h2htalk.instances.sources import run_notes
+from h2htalk.io import read_json, write_json_atomic
+from h2htalk.layout import Layout
+from h2htalk.settings import PEOPLE_READINGS, VARIANT_NAMES, BootstrapSettings
+from h2htalk.stages.declare import stage
+from h2htalk.stages.declared import RUBRIC_JUDGE_MODE, registry_files, rubric_ladders
+from h2htalk.stages.spec import Done, Paths, Product, figure_files
 from h2htalk.subtasks import DIMENSIONS
 from h2htalk.tables.table2 import GROUP_TITLES, Row, column_names, column_order, inputs_of
+
+if TYPE_CHECKING:  # the judges' standing (numpy, scipy) waits for the leaderboard's job
+    from h2htalk.reliability.standing import Standing
 
 FORMAT = "h2htalk-leaderboard/1"
 BASELINE_GROUP = "baseline"
@@ -105,3 +116,27 @@ def build_leaderboard(
         "size_groups": GROUP_TITLES,
         "boards": [board(members, registry, at_chance) for members in boards.values()],
     }
+
+
+@stage(
+    "leaderboard", "Table 2's rows ranked by Overall, per embedder and variant (and within each size group), as JSON",
+    reads=(*EXPORT, "scoring.bootstrap", *RUBRIC_JUDGE_MODE), env="export",
+    memory_mb=1000, minutes=10,
+    product=Product("export", "Leaderboard", "the models ranked by Overall, per embedder and variant", main="json"),
+    inputs={"summaries": Paths(summary_files), "registry": Paths(registry_files), "ladders": Paths(rubric_ladders)},
+    outputs=figure_files("leaderboard", json=".json"),
+)  # fmt: skip
+def write_leaderboard(
+    summaries: list[str], registry: list[str], ladders: list[str], provenance: str, json: str,
+    config: dict[str, Any], run: RunCells, results: Layout, bootstrap: BootstrapSettings,
+) -> Done:  # fmt: skip
+    """The leaderboard of the run's Table 2 rows (``json``), with the rubric judges' standing on their ``ladders``."""
+    from h2htalk.reliability.standing import rubric_standings, standing_notes
+
+    tables, entries = config["tables"], load_registry(registry)
+    rows = table_rows(read_summaries(run, results), entries, tables["overall_weights"], tables["judged_cell"])
+    judges = rubric_standings(config, results, ladders, bootstrap)
+    notes = [*run_notes(config), *standing_notes(judges, "Cells")]
+    board = build_leaderboard(rows, entries, read_json(provenance), notes, judges)
+    write_json_atomic(json, board)
+    return Done(f"{len(board['boards'])} boards of {len(rows)} rows", out=json)

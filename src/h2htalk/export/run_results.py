@@ -19,11 +19,24 @@ from collections.abc import Mapping
 from typing import Any
 
 from h2htalk.cells import RunCells
+from h2htalk.config import load_registry
 from h2htalk.export.models import model_name
-from h2htalk.export.summaries import CellSummaries, components, read_summaries, shown_value, table_rows
-from h2htalk.io import read_json, sha256_file
+from h2htalk.export.summaries import (
+    EXPORT,
+    CellSummaries,
+    components,
+    read_summaries,
+    shown_value,
+    summary_files,
+    table_rows,
+)
+from h2htalk.instances.sources import run_notes
+from h2htalk.io import read_json, sha256_file, write_json_atomic
 from h2htalk.layout import Layout
 from h2htalk.scoring.signatures import signature_string
+from h2htalk.stages.declare import stage
+from h2htalk.stages.declared import registry_files
+from h2htalk.stages.spec import Done, Figure, Paths, Product, figure_files
 from h2htalk.subtasks import get_subtask
 from h2htalk.tables.table2 import Row, column_order, inputs_of
 
@@ -187,3 +200,29 @@ def build_run_results(
         ],
         "studies": {study: {"table": str(path), "rows": read_table_rows(path)} for study, path in study_tables.items()},
     }
+
+
+@stage(
+    "results_json",
+    "the run's results in one JSON file, after lm-eval's results_*.json: config and its hash, versions, every"
+    " cell with n, value, CI and measure, the studies' table rows, provenance",
+    reads=EXPORT, env="export", memory_mb=1000, minutes=10,
+    product=Product("export", "Results", "every number of the run, laid out after lm-eval's results file", main="json"),
+    inputs={
+        "summaries": Paths(summary_files), "registry": Paths(registry_files),
+        "safety": Figure("table3", ".csv"), "instruction_following": Figure("fig7_instruction_following", ".csv"),
+    },
+    outputs=figure_files("results", json=".json"),
+)  # fmt: skip
+def write_run_results(
+    summaries: list[str], registry: list[str], safety: str, instruction_following: str, json: str,
+    config: dict[str, Any], results: Layout,
+) -> Done:  # fmt: skip
+    """The run's results file (``json``), with the rows of the studies' tables that exist (``safety``: Table 3's CSV,
+    ``instruction_following``: Figure 7's)."""
+    tables = {"safety": safety, "instruction_following": instruction_following}
+    present = {study: path for study, path in tables.items() if os.path.isfile(path)}
+    record = build_run_results(config, results, load_registry(registry), present, run_notes(config))
+    write_json_atomic(json, record)
+    cells = sum(len(row["tasks"]) for row in record["results"])
+    return Done(f"{len(record['results'])} rows, {cells} cells, studies: {', '.join(present) or 'none'}", out=json)

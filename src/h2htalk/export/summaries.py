@@ -8,10 +8,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from h2htalk.cells import RunCells
-from h2htalk.export.items import COLUMNS
+from h2htalk.export.items import COLUMNS, item_files
 from h2htalk.io import read_json
 from h2htalk.layout import Cell, Layout
+from h2htalk.stages.declared import CELLS, REGISTRY, RUN_NOTES, registry_files
+from h2htalk.stages.spec import Labels, Paths, Scope
 from h2htalk.tables.table2 import Row, build_rows, cell_reading
+
+EXPORT = (*CELLS, *RUN_NOTES, *REGISTRY, "tables")  # what the exports of a run's cells read
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,19 @@ def summary_paths(run: RunCells, results: Layout) -> list[str]:
         if run.is_judged(cell):
             paths.append(results.j_summary(cell))
     return paths
+
+
+def summary_files(scope: Scope, labels: Labels) -> list[str]:
+    """Every cell's summary (Table 2's, and the studies')."""
+    return summary_paths(scope.run, scope.results)
+
+
+def cell_files(scope: Scope, labels: Labels) -> list[str]:
+    """Every cell's summary and per-item file (scores, J, the studies' verdicts)."""
+    return [*summary_paths(scope.run, scope.results), *item_files(scope.run, scope.results)]
+
+
+ITEM_INPUTS = {"per_item": Paths(cell_files), "registry": Paths(registry_files)}  # what the per-item exports read
 
 
 def read_summaries(run: RunCells, results: Layout) -> list[CellSummaries]:

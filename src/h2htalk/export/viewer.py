@@ -14,20 +14,24 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from h2htalk.cells import RunCells
+from h2htalk.config import load_registry
 from h2htalk.errors import H2HTalkError
 from h2htalk.export.font_subset import subset_font
 from h2htalk.export.items import answer_items, read_prompts, read_references
-from h2htalk.export.summaries import CellSummaries, read_summaries, shown_value
+from h2htalk.export.summaries import ITEM_INPUTS, CellSummaries, read_summaries, shown_value
+from h2htalk.instances.sources import run_notes
 from h2htalk.io import read_json, write_text_atomic
 from h2htalk.layout import Cell, Layout
 from h2htalk.settings import VARIANT_NAMES
+from h2htalk.stages.declare import stage
+from h2htalk.stages.declared import CELLS, REGISTRY, RUN_NOTES
+from h2htalk.stages.spec import Done, Product, bundle
 from h2htalk.subtasks import get_subtask
 
 FORMAT = "h2htalk-viewer/1"
@@ -115,10 +119,19 @@ def copy_assets(root: Path) -> list[str]:
     return texts
 
 
+@stage(
+    "viewer", "a static HTML bundle that shows every item (prompt, answer, reference, scores, judge, flags) from disk",
+    uses=("viewer",), reads=(*CELLS, *RUN_NOTES, *REGISTRY, "tables.judged_cell"), env="export", memory_mb=4000,
+    minutes=60,
+    product=Product("export", "Viewer", "every item beside its reference: open it from disk", main="bundle",
+                    inner="index.html"),
+    inputs=ITEM_INPUTS,
+    outputs=bundle("viewer"),
+)  # fmt: skip
 def write_viewer(
-    config: dict[str, Any], results: Layout, registry: dict[str, Any], out: str | Path, notes: Iterable[str] = ()
-) -> Bundle:
-    """The bundle of every Table 2 cell of the run under ``out`` (replacing what was there): every item with its
+    per_item: list[str], registry: list[str], bundle: str, config: dict[str, Any], results: Layout
+) -> Done:
+    """The bundle of every Table 2 cell of the run under ``bundle`` (replacing what was there): every item with its
     prompt, answer, reference, components, S, the judge's part and flags, per model, variant and subtask."""
     from h2htalk.figures.plots import packaged_cjk_font
 
@@ -127,20 +140,20 @@ def write_viewer(
         raise H2HTalkError("the viewer's font (Noto Sans SC, from pylopdf-fonts-zh-cn) is not installed")
     run = RunCells(config)
     provenance = read_json(results.path("provenance"))
-    root = Path(out)
+    root, entries, notes = Path(bundle), load_registry(registry), run_notes(config)
     if root.exists() and any(root.iterdir()):
         if not (root / "data" / "run.js").is_file():  # replace an earlier bundle, never another folder
             raise H2HTalkError(f"{root} is a folder but not a viewer bundle: choose another --out")
         shutil.rmtree(root)
-    bundle = Bundle(root)
+    made = Bundle(root)
     for text in copy_assets(root):
-        bundle.characters.update(text)
+        made.characters.update(text)
 
     for variant in run.variants:
         for subtask in run.subtasks:
             prompts = read_prompts(results.prompts(variant, subtask))
             references = read_references(results.references(variant, subtask))
-            bundle.write_data(f"prompts/{variant}/{subtask}", prompt_payload(prompts, references))
+            made.write_data(f"prompts/{variant}/{subtask}", prompt_payload(prompts, references))
 
     judged_cell = config["tables"]["judged_cell"]
     by_cell: dict[tuple[str, str, str], dict[str, Any]] = {}
@@ -155,7 +168,7 @@ def write_viewer(
             for embedder in per_embedder
         }
         key = f"answers/{model}/{variant}/{subtask}"
-        bundle.write_data(key, answers_payload(answers))
+        made.write_data(key, answers_payload(answers))
         cells[f"{model}/{variant}/{subtask}"] = {
             "answers": key,
             "prompts": f"prompts/{variant}/{subtask}",
@@ -171,12 +184,13 @@ def write_viewer(
         "config_sha256": provenance.get("config_sha256", ""),
         "judged_cell": judged_cell,
         "notes": list(notes),
-        "models": [{"name": m, "display_name": registry.get(m, {}).get("display_name", m)} for m in run.run_models],
+        "models": [{"name": m, "display_name": entries.get(m, {}).get("display_name", m)} for m in run.run_models],
         "variants": [{"key": v, "name": VARIANT_NAMES.get(v, v)} for v in run.variants],
         "subtasks": [{"key": s, "name": get_subtask(s).paper_name} for s in run.subtasks],
         "embedders": list(run.embedders),
         "cells": cells,
     }
-    bundle.write_data("run", index, call="run")
-    subset_font(font, bundle.characters, root / FONT)
-    return bundle
+    made.write_data("run", index, call="run")
+    subset_font(font, made.characters, root / FONT)
+    files, size = made.weight()
+    return Done(f"{files} files, {size / 1e6:.1f} MB", out=f"{bundle}/index.html")

@@ -9,16 +9,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from h2htalk.instances.sources import run_notes
 from h2htalk.io import iter_jsonl, write_png_atomic
 from h2htalk.layout import Cell, Layout
 from h2htalk.people.consensus import majority
-from h2htalk.people.prediction_powered import prediction_powered_mean
 from h2htalk.ratings import NEED_VERDICTS, Rating, known_items, read_ratings
-from h2htalk.scoring.bootstrap import bootstrap_mean_ci
-from h2htalk.settings import BootstrapSettings
-from h2htalk.tabular import Files, records_frame, write_csv
+from h2htalk.settings import STUDIES, BootstrapSettings, JudgeMode
+from h2htalk.stages.declare import stage
+from h2htalk.stages.declared import JUDGE_MODE_KEYS, RUN_NOTES, study_cells, study_ladders
+from h2htalk.stages.spec import Done, Each, Paths, Product, figure_files
+from h2htalk.tabular import records_frame, write_csv
 
 
 def read_need_ratings(store: str | os.PathLike[str] | None, verdicts: dict[tuple[str, str], Path]) -> list[Rating]:
@@ -49,6 +49,11 @@ def fig7_rows(
     (model, variant, id) -> people's decision replaces the judge's. In cascade mode (``samples``: the own judge's
     verdicts on each cell's sample) a bar with 2 sampled items is the cheap judge's rate corrected by them
     (prediction-powered: the sample is random within the cell, so within each scenario type too)."""
+    import numpy as np
+
+    from h2htalk.people.prediction_powered import prediction_powered_mean
+    from h2htalk.scoring.bootstrap import bootstrap_mean_ci
+
     resamples, seed, confidence = bootstrap.resamples, bootstrap.seed, bootstrap.confidence
     human = human or {}
     out = []
@@ -100,6 +105,7 @@ def write_fig7(
     """Figure 7 and its CSV, ``run_notes`` (e.g. the demo note) under its title; returns the (model, variant,
     scenario type) cells drawn as labelled gaps."""
     import matplotlib
+    import numpy as np
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -142,20 +148,29 @@ def write_fig7(
     return gaps
 
 
+@stage(
+    "fig7", "Figure 7: instruction following by scenario type",
+    reads=("scoring.bootstrap", "studies.models", "models", "variants", "review.store", *RUN_NOTES,
+           "judge_reliability.every_run", *(f"study_judge.{key}" for key in JUDGE_MODE_KEYS)),
+    cells=study_cells("instruction_following"), ratings=(NEED_VERDICTS,), env="figures", memory_mb=1000,
+    minutes=10, options=("bootstrap",),
+    product=Product("figure", "Figure 7", "instruction following per scenario type", main="png", shown=("png",)),
+    inputs={"verdicts": Each("verdicts"), "sample": Each("judge_sample"), "ladders": Paths(study_ladders)},
+    outputs=figure_files("fig7_instruction_following", png=".png", csv=".csv"),
+)  # fmt: skip
 def write_fig7_files(
-    cells: Sequence[Cell],
-    results: Layout,
-    bootstrap: BootstrapSettings,
-    out: Files,
-    store: str | os.PathLike[str] | None = None,
-    run_notes: Sequence[str] = (),
-    cascade: bool = False,
-) -> list[dict]:
-    """Figure 7 (``png``) and its ``csv`` from the instruction-following cells (one per model and
-    variant) and people's verdicts in the review desk's ``store``; ``run_notes`` under its title; ``cascade``: the
-    study judge's cascade mode (each cell's sample corrects its bars)."""
-    verdicts = {(cell.model, cell.variant): Path(results.verdicts(cell)) for cell in cells}
+    verdicts: list[str], sample: list[str], ladders: list[str], cells: list[Cell], config: dict[str, Any],
+    results: Layout, bootstrap: BootstrapSettings, outputs: dict[str, str],
+) -> Done:  # fmt: skip
+    """Figure 7 (``png``) and its ``csv`` from the instruction-following cells (one per model and variant) and
+    people's verdicts in the review desk's store; the run's notes and the need judge's ladder (``ladders``) under
+    its title. In the study judge's cascade mode each cell's ``sample`` corrects its bars."""
+    from h2htalk.reliability.standing import study_judge_notes
+
+    notes, _ = study_judge_notes(config, results, ladders, bootstrap, STUDIES[1], "Figure 7's bars")
+    cascade = JudgeMode.from_config(config, "study_judge").cascade
+    verdict_files = {(cell.model, cell.variant): Path(results.verdicts(cell)) for cell in cells}
     samples = {(cell.model, cell.variant): Path(results.judge_sample(cell)) for cell in cells} if cascade else None
-    rows = fig7_rows(verdicts, bootstrap, read_need_verdicts(store, verdicts), samples)
-    write_fig7(rows, Path(out["png"]), Path(out["csv"]), bootstrap.confidence, run_notes)
-    return rows
+    rows = fig7_rows(verdict_files, bootstrap, read_need_verdicts(config["review"]["store"], verdict_files), samples)
+    write_fig7(rows, Path(outputs["png"]), Path(outputs["csv"]), bootstrap.confidence, [*run_notes(config), *notes])
+    return Done(f"{len(rows)} bars", out=outputs["png"])

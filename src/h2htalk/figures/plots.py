@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from h2htalk.errors import H2HTalkError
+from h2htalk.figures import FIGURE_NAMES
 from h2htalk.figures.stats import describe_lengths, token_lengths, verb_noun_pairs, word_frequencies
+from h2htalk.instances.sources import run_notes
 from h2htalk.io import iter_jsonl, write_png_atomic
+from h2htalk.stages.declare import stage
+from h2htalk.stages.declared import EARLY, RUN_NOTES
+from h2htalk.stages.spec import Done, One, Over, Product, figure_files
 from h2htalk.tabular import Files, records_frame, write_csv
 
 FONT_CANDIDATES = (
@@ -263,32 +268,50 @@ def figure6_lengths(
     return stats
 
 
+FIGURES = {  # the dataset statistics' figures: title and what each shows
+    "fig4_wordcloud": ("Figure 4", "word cloud of the kept references"),
+    "fig5_verb_noun": ("Figure 5", "the most frequent verb-noun pairs"),
+    "fig6_lengths": ("Figure 6", "length distributions of inputs and references"),
+}
+
+
+@stage(
+    "figure", "Figure 4 (word cloud), 5 (verb-noun pairs) or 6 (lengths), PNG and CSV", priority=EARLY,
+    uses=("figures",), reads=("figures", *RUN_NOTES), jobs=Over(figure=lambda run: FIGURE_NAMES.values()),
+    env="figures", memory_mb=2000, minutes=20, options=("font",), caption="figures",
+    product=Product("figure", {n: t for n, (t, _) in FIGURES.items()}, {n: c for n, (_, c) in FIGURES.items()},
+                    main="png", shown=("png",)),
+    targets=lambda labels: labels["figure"].split("_")[0],  # snakemake fig4
+    inputs={
+        "curated": One("curated", over=("subtask", "subtasks")),
+        "instances": One("instances", over=("subtask", "subtasks")),
+    },
+    outputs=figure_files("{figure}", png=".png", csv=".csv"),
+)  # fmt: skip
 def draw_figure(
-    number: int,
-    curated: list[Path],
-    instances: list[Path],
-    figures: dict[str, Any],
-    out: Files,
-    instances_source: str,
-    run_notes: Sequence[str] = (),
-) -> str:
-    """Figure 4, 5 or 6 (``png``, and the ``csv`` of what it draws); ``figures`` is the config section,
-    ``instances_source`` what the instances are (instances.source), ``run_notes`` go on Figure 6, the one built
-    from the run's instances (Figures 4 and 5 draw the release alone)."""
+    figure: str, curated: list[str], instances: list[str], config: Mapping[str, Any], outputs: Files
+) -> Done:
+    """Figure 4, 5 or 6 (``figure``: its name in ``FIGURE_NAMES``): its ``png``, and the ``csv`` of what it draws.
+    The config's ``figures`` section says how; the run's notes (``run_notes``) go on Figure 6, the one built from
+    the run's instances (Figures 4 and 5 draw the release alone)."""
+    number = next(n for n, name in FIGURE_NAMES.items() if name == figure)
+    figures = config["figures"]
     font = find_cjk_font(figures["cjk_font"])
     released = reference_texts(curated)
-    png, csv_path = Path(out["png"]), Path(out["csv"])
+    png, csv_path = Path(outputs["png"]), Path(outputs["csv"])
     if number == 4:
         counts = figure4_wordcloud(released, font, png, csv_path, top=figures["top_words"])
-        return f"{len(counts)} distinct words of {len(released)} released references -> {png}"
-    if number == 5:
+        drawn = f"{len(counts)} distinct words of {len(released)} released references -> {png}"
+    elif number == 5:
         pairs, method = figure5_verb_noun(released, font, png, csv_path, top=figures["top_pairs"])
-        return f"{len(pairs)} distinct verb-noun pairs ({method}) of {len(released)} released references -> {png}"
-    source = INSTANCE_SOURCES[instances_source]
-    panels = {
-        "inputs": (f"Inputs: {source}", input_texts(instances)),
-        "outputs": (f"Outputs: the references of the same {source}", instance_references(instances)),
-        "released": (f"Outputs: {RELEASED}", released),
-    }
-    stats = figure6_lengths(panels, font, png, csv_path, run_notes)
-    return ", ".join(f"{key} {value}" for key, value in stats.items()) + f" -> {png}"
+        drawn = f"{len(pairs)} distinct verb-noun pairs ({method}) of {len(released)} released references -> {png}"
+    else:
+        source = INSTANCE_SOURCES[config["instances"]["source"]]
+        panels = {
+            "inputs": (f"Inputs: {source}", input_texts(instances)),
+            "outputs": (f"Outputs: the references of the same {source}", instance_references(instances)),
+            "released": (f"Outputs: {RELEASED}", released),
+        }
+        stats = figure6_lengths(panels, font, png, csv_path, run_notes(config))
+        drawn = ", ".join(f"{key} {value}" for key, value in stats.items()) + f" -> {png}"
+    return Done(drawn, subject=str(number))

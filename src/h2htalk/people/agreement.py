@@ -16,14 +16,14 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import krippendorff
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from h2htalk.people.consensus import Consensus, Item, by_item, consensus, majority, median_score
 from h2htalk.ratings import Rating
 from h2htalk.settings import BootstrapSettings
+
+if TYPE_CHECKING:  # numpy and krippendorff wait for an alpha: the tables that declare stages import this module
+    import numpy as np
 
 ORDINAL, NOMINAL = "ordinal", "nominal"
 MEASURE = "krippendorff_alpha"
@@ -68,6 +68,8 @@ def alpha(
 ) -> Alpha:
     """Alpha over ``units`` (per item, the values its coders gave; items with fewer than two are left out) at
     ``level``, with a bootstrap CI resampling items, or whole ``groups`` (one label per unit)."""
+    import numpy as np
+
     kept = [(list(values), groups[i] if groups is not None else i) for i, values in enumerate(units) if len(values) > 1]
     if not kept:
         return Alpha(None, None, None, 0, ratings, coders)
@@ -96,6 +98,9 @@ def alpha(
 
 def _alpha(counts: np.ndarray, level: str) -> float | None:
     """Alpha from an items x values table of counts; None where it is undefined (no variation at all)."""
+    import krippendorff
+    import numpy as np
+
     if np.count_nonzero(counts.sum(axis=0)) < 2:
         return None
     with warnings.catch_warnings():
@@ -139,6 +144,11 @@ def judge_vs_people(
 
 
 BETWEEN_RATERS, JUDGE_VS_PEOPLE = "between raters", "judge vs people"
+ALL_JUDGED = "judged subtasks"  # the scope of the rows over every judged subtask
+COLUMNS = (  # a report row's (``compare``): the agreement table's columns
+    "scope", "field", "level", "comparison", "value", "value_ci_low", "value_ci_high", "measure", "items", "ratings",
+    "coders",
+)  # fmt: skip
 
 
 def compare(

@@ -12,9 +12,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import krippendorff
-import numpy as np
-
 ORDINAL, NOMINAL = "ordinal", "nominal"
 
 
@@ -30,6 +27,9 @@ class Alpha:
 
 def krippendorff_alpha(units: Iterable[Sequence[float | None]], level: str) -> Alpha:
     """Alpha over ``units`` (per item, the values its coders gave; None: that coder gave none)."""
+    import krippendorff
+    import numpy as np
+
     kept = [[float(v) for v in values if v is not None] for values in units]
     kept = [values for values in kept if len(values) > 1]
     if not kept:

@@ -7,14 +7,16 @@ itself, with people and with its previous run.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from h2htalk.cells import RunCells
 from h2htalk.io import write_text_atomic
+from h2htalk.layout import Layout
 from h2htalk.reliability.agreement import Alpha
 from h2htalk.reliability.canary import describe
 from h2htalk.reliability.content import ContentCheck, content_check, known_answers
-from h2htalk.reliability.evidence import ON_LADDER, JudgeEvidence
+from h2htalk.reliability.evidence import ON_LADDER, JudgeEvidence, card_evidence, cascades, ladder_meetings
 from h2htalk.reliability.judge_pairs import JudgeVerdicts, compare_judges
 from h2htalk.reliability.ladder import (
     MET,
@@ -32,6 +34,9 @@ from h2htalk.reliability.ladder import (
     pairwise_accuracy,
 )
 from h2htalk.settings import BootstrapSettings
+from h2htalk.stages.declare import stage
+from h2htalk.stages.declared import JUDGE_MODE_KEYS, RUBRIC_JUDGE_MODE, judged_cells, ladder_jobs, shown, study_cells
+from h2htalk.stages.spec import Cells, Done, Figure, Labels, Paths, Product, Scope, figure_files
 from h2htalk.tabular import Files, markdown_text, records_frame, write_csv
 
 COLUMNS = (
@@ -346,3 +351,45 @@ def write_card(
     write_csv(records_frame(rows, COLUMNS), out["csv"], float_format="{:.4f}")
     write_text_atomic(out["md"], card_markdown(evidence, rows, bootstrap))
     return rows
+
+
+def ladder_files(kind: str) -> Callable[[Scope, Labels], list[str]]:
+    """``kind`` (judge_ladder, judge_canary) of every judge model's ladder part, as a stage's file list."""
+
+    def files(scope: Scope, labels: Labels) -> list[str]:
+        return [scope.results.path(kind, model=model, part=part) for model, part in ladder_jobs(scope.run)]
+
+    files.__doc__ = f"`{kind}` of every judge model's ladder part"
+    return files
+
+
+@stage(
+    "judge_reliability", "the judges' reliability card: ladder, self-consistency, agreement with people, drift canary",
+    uses=("studies",),
+    reads=(
+        "models", "baselines", "rubric_judge.baselines", "subtasks", "variants", "studies.models",
+        "rubric_judge.samples", "study_judge.samples", "scoring.bootstrap", "judge_reliability.panel",
+        *RUBRIC_JUDGE_MODE, *(f"study_judge.{key}" for key in JUDGE_MODE_KEYS),
+    ),
+    env="figures", memory_mb=1000, minutes=10,
+    product=Product("table", "Judge card", "how reliable each judge is", main="md", shown=("csv",), first=True),
+    in_all=lambda config: config["judge_reliability"]["every_run"],  # else made on request
+    inputs={
+        "ladders": Paths(ladder_files("judge_ladder")), "canaries": Paths(ladder_files("judge_canary")),
+        "judge_samples": Cells("judge_samples", judged_cells), "verdicts": Cells("verdicts", study_cells()),
+        "samples": Cells("judge_sample", judged_cells), "study_samples": Cells("judge_sample", study_cells()),
+        "agreement": Figure("agreement", ".csv"),
+    },
+    outputs=figure_files("judge_reliability", md=".md", csv=".csv"),
+)  # fmt: skip
+def write_run_card(
+    ladders: list[str], canaries: list[str], judge_samples: list[str], verdicts: list[str], samples: list[str],
+    study_samples: list[str], agreement: str, config: dict[str, Any], run: RunCells, results: Layout,
+    bootstrap: BootstrapSettings, outputs: dict[str, str],
+) -> Done:  # fmt: skip
+    """The run's card (``write_card``): every judge's evidence, the cascades' judges met on their samples and every
+    other judge met on the ladders; ``agreement``: the agreement report's CSV."""
+    evidence, _ = card_evidence(config, run, results, agreement)
+    pairs = cascades(config, run, results) + ladder_meetings(evidence, config)
+    rows = write_card(evidence, outputs, bootstrap, pairs)
+    return Done(f"{len(evidence)} judges, {len(rows)} rows", out=shown(outputs))

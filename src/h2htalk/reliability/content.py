@@ -14,12 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from h2htalk.judge.study import known_answer_accuracy, need_answer_accuracy, read_known_answers, read_need_answers
 from h2htalk.reliability.ladder import NEEDS, SAFETY, Accuracy
 from h2htalk.reliability.surface import Surface, set_surface
-from h2htalk.scoring.bootstrap import bootstrap_mean_ci
 from h2htalk.settings import BootstrapSettings
 
 KNOWN_ANSWER_ROLES = (SAFETY, NEEDS)  # the judges that have a known-answer set
@@ -43,6 +39,8 @@ def need_success(records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], 
 
 def known_answers(role: str, records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """How ``role``'s judge did on its known-answer set (``known_answer_accuracy`` or ``need_answer_accuracy``)."""
+    from h2htalk.judge.study import known_answer_accuracy, need_answer_accuracy, read_known_answers, read_need_answers
+
     if role == SAFETY:
         return known_answer_accuracy(read_known_answers(), safety_verdicts(records))
     return need_answer_accuracy(read_need_answers(), need_success(records))
@@ -50,6 +48,10 @@ def known_answers(role: str, records: Iterable[Mapping[str, Any]]) -> dict[str, 
 
 def known_answer_accuracy_ci(found: Mapping[str, Any], bootstrap: BootstrapSettings) -> Accuracy:
     """The share of known answers labelled right, with a bootstrap CI over whole pairs."""
+    import numpy as np
+
+    from h2htalk.scoring.bootstrap import bootstrap_mean_ci
+
     marks = found["marks"]
     if not marks:
         return Accuracy(None, None, None, 0, 0, 0)

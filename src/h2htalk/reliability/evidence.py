@@ -13,13 +13,12 @@ from typing import Any
 from h2htalk.cells import RunCells
 from h2htalk.io import iter_jsonl, read_json
 from h2htalk.layout import Cell, Layout
-from h2htalk.people.agreement import JUDGE_VS_PEOPLE
+from h2htalk.people.agreement import ALL_JUDGED, JUDGE_VS_PEOPLE
+from h2htalk.people.agreement import COLUMNS as AGREEMENT_COLUMNS
 from h2htalk.reliability.agreement import NOMINAL, ORDINAL, Alpha, self_consistency
 from h2htalk.reliability.judge_pairs import Item, JudgeVerdicts, judge_verdicts
 from h2htalk.reliability.ladder import NEEDS, RUBRIC, SAFETY
 from h2htalk.settings import JUDGE_ROLES, JUDGE_SECTIONS, JudgeMode, ladder_part
-from h2htalk.tables.human_review import ALL_JUDGED
-from h2htalk.tables.human_review import COLUMNS as AGREEMENT_COLUMNS
 
 # The agreement report's scopes of each judge's rows (the rubric judge's: its judged subtasks and all of them).
 PEOPLE_SCOPES = {SAFETY: ("safety",), NEEDS: ("instruction following",)}

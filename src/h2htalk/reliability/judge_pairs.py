@@ -18,9 +18,6 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
-import numpy as np
-from scipy.stats import kendalltau
-
 from h2htalk.reliability.agreement import Alpha, krippendorff_alpha
 from h2htalk.reliability.ladder import NEEDS, RUBRIC, SAFETY
 from h2htalk.settings import BootstrapSettings
@@ -71,6 +68,8 @@ def model_means(values: Mapping[Item, float | None], items: Iterable[Item]) -> d
 
 def ranking_tau(a: JudgeVerdicts, b: JudgeVerdicts, bootstrap: BootstrapSettings) -> Tau:
     """Kendall's tau between the two judges' model rankings over the items both judged, with a bootstrap CI."""
+    import numpy as np
+
     shared = [i for i in a.values if a.values[i] is not None and b.values.get(i) is not None]
     by_model: dict[str, list[Item]] = {}
     for item in shared:
@@ -97,6 +96,9 @@ def ranking_tau(a: JudgeVerdicts, b: JudgeVerdicts, bootstrap: BootstrapSettings
 
 
 def _tau(x: Sequence[float], y: Sequence[float]) -> float | None:
+    import numpy as np
+    from scipy.stats import kendalltau
+
     value = kendalltau(x, y).statistic
     return None if value is None or np.isnan(value) else float(value)
 
@@ -104,6 +106,8 @@ def _tau(x: Sequence[float], y: Sequence[float]) -> float | None:
 def separable_pairs(values: Mapping[Item, float | None], items: Iterable[Item], confidence: float) -> tuple[int, int]:
     """(pairs of models told apart, pairs compared): two models' means over ``items`` whose difference has a normal
     interval at ``confidence`` that excludes 0."""
+    import numpy as np
+
     means = {m: np.array(v, float) for m, v in model_means(values, items).items() if len(v) >= 2}
     z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
     told = compared = 0
@@ -118,6 +122,8 @@ def separable_pairs(values: Mapping[Item, float | None], items: Iterable[Item], 
 def stability(judge: JudgeVerdicts) -> float | None:
     """The mean Kendall's tau between the model rankings of the judge's k-th samples (k = 1, 2, ...): None when it
     samples each item once or ranks fewer than two models."""
+    import numpy as np
+
     depth = max((len(s) for s in judge.samples.values()), default=0)
     rankings = []
     for k in range(depth):

@@ -22,14 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from h2htalk.judge.rubric import judge_messages
-from h2htalk.judge.study import need_messages, read_known_answers, read_need_answers, safety_messages
 from h2htalk.reliability import degrade
-from h2htalk.scoring.bootstrap import bootstrap_mean_ci
 from h2htalk.settings import JUDGE_ROLES, BootstrapSettings
-from h2htalk.studies.data import if_items, read_scenarios
 
 RUBRIC, SAFETY, NEEDS = JUDGE_ROLES
 ROLE_NAMES = {RUBRIC: "rubric judge", SAFETY: "safety judge", NEEDS: "instruction-following judge"}
@@ -118,6 +112,8 @@ def rubric_texts(
     """The ladder of every instance, in the subtask's seeded order, each text judged as the rubric judge judges
     a model's answer: with the model's system prompt and task (``prompts``: id -> messages) and the reference.
     Each instance's random rung is the next instance's reference in that order."""
+    from h2htalk.judge.rubric import judge_messages
+
     by_id = {instance["id"]: instance for instance in instances if instance["id"] in prompts}
     order = seeded_order(by_id, seed, subtask)
     texts = []
@@ -138,6 +134,8 @@ def rubric_texts(
 
 def safety_texts(seed: int) -> list[LadderText]:
     """The safety judge's known-answer set: safe replies (tier 0) above unsafe ones (tier 1), all compared."""
+    from h2htalk.judge.study import read_known_answers, safety_messages
+
     cases = {case["id"]: case for case in read_known_answers()}
     texts = []
     for rank, case_id in enumerate(seeded_order(cases, seed, SAFETY)):
@@ -153,6 +151,9 @@ def need_texts(seed: int) -> list[LadderText]:
     """Per known-answer case: the reply that meets the need (tier 0) above the one that misses it and above a
     meeting reply written for another scenario (mismatched, tier 1: the next case in the seeded order whose
     scenario differs)."""
+    from h2htalk.judge.study import need_messages, read_need_answers
+    from h2htalk.studies.data import if_items, read_scenarios
+
     scenarios = {item["id"]: item for item in if_items(read_scenarios(NEEDS))}
     answers = {case["id"]: case for case in read_need_answers()}
     order = seeded_order(answers, seed, NEEDS)
@@ -244,6 +245,10 @@ class Accuracy:
 def pairwise_accuracy(pairs: Sequence[Pair], bootstrap: BootstrapSettings) -> Accuracy:
     """The share of ``pairs`` the judge orders right (ties and missing verdicts count half), with a bootstrap CI
     that resamples whole clusters (an instance's pairs together)."""
+    import numpy as np
+
+    from h2htalk.scoring.bootstrap import bootstrap_mean_ci
+
     if not pairs:
         return Accuracy(None, None, None, 0, 0, 0)
     values = np.array([pair.outcome() for pair in pairs])

@@ -143,3 +143,19 @@ def eval_warning(
         + ("separate a good answer from a bad one" if any(s.at_chance for s in failing) else "read the content")
         + f"; {instead}."
     )
+
+
+def study_judge_notes(
+    config: Mapping[str, Any], results: Layout, ladders: list[str], bootstrap: BootstrapSettings, role: str, where: str
+) -> tuple[list[str], str]:
+    """The notes and mark of a study's judges' ladders (``role``: safety or instruction_following) for the cells
+    ``where`` names."""
+    standings = role_standings(config, results, ladders, bootstrap, role)
+    if not config["judge_reliability"]["every_run"]:  # the ladder is the card's, made on request
+        judge = config["study_judge"]["model"]
+        return [f"The {ROLE_NAMES[role]} {judge}'s sanity ladder is not run with every run "
+                "(judge_reliability.every_run: false): `snakemake judge_reliability` runs it and makes the judges' "
+                "card, which says whether it tells a good answer from a bad one."], ""  # fmt: skip
+    instead = "No other reading of these cells exists: read them as unvalidated."
+    mark = AT_CHANCE_MARK if any(s.unshown and s.deciding for s in standings) else ""
+    return standing_notes(standings, where, read_instead=instead), mark

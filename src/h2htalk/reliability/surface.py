@@ -20,11 +20,12 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from h2htalk.judge.study import read_known_answers, read_need_answers
 from h2htalk.reliability.ladder import NEEDS, SAFETY
+
+if TYPE_CHECKING:  # numpy waits for a set's surface to be read
+    import numpy as np
 
 # what the SAP layer (resources/prompts/sap.md) asks a reply to say or forbids it, as phrases a reply can show
 SAP_PHRASES: tuple[str, ...] = (
@@ -48,11 +49,15 @@ class Reply:
 
 def safety_replies() -> list[Reply]:
     """The safety judge's known-answer set as replies: safe is good."""
+    from h2htalk.judge.study import read_known_answers
+
     return [Reply(case["reply"], case["label"] == "safe", case["pair"]) for case in read_known_answers()]
 
 
 def need_replies() -> list[Reply]:
     """The needs judge's known-answer set as replies: per case, the meeting reply (good) and the missing one."""
+    from h2htalk.judge.study import read_need_answers
+
     return [
         Reply(text, good, case["id"])
         for case in read_need_answers()
@@ -69,6 +74,8 @@ def _flag(test: Callable[[str], bool]) -> Cue:
 
 
 def _long(replies: Sequence[Reply]) -> list[object]:
+    import numpy as np
+
     median = float(np.median([len(r.text) for r in replies]))
     return [len(r.text) > median for r in replies]
 
@@ -84,12 +91,15 @@ CUES: dict[str, Cue] = {
 
 
 def _labels_and_pairs(replies: Sequence[Reply]) -> tuple[np.ndarray, np.ndarray]:
+    import numpy as np
+
     return np.array([int(r.good) for r in replies]), np.array([r.pair for r in replies])
 
 
 def _left_out_predictions(replies: Sequence[Reply], features: Callable[[np.ndarray, np.ndarray], tuple]) -> np.ndarray:
     """Each reply's predicted label from a logistic regression fitted on every other pair; ``features(train, test)``
     (boolean masks) gives the two feature matrices, so a vocabulary is learned from the training pairs alone."""
+    import numpy as np
     from sklearn.linear_model import LogisticRegression
 
     labels, pairs = _labels_and_pairs(replies)
@@ -102,6 +112,8 @@ def _left_out_predictions(replies: Sequence[Reply], features: Callable[[np.ndarr
 
 
 def _accuracy(replies: Sequence[Reply], predicted: np.ndarray) -> float:
+    import numpy as np
+
     labels, _ = _labels_and_pairs(replies)
     return float(np.mean(predicted == labels))
 
@@ -123,6 +135,8 @@ def surface_accuracy(replies: Sequence[Reply]) -> float:
 def cue_accuracy(replies: Sequence[Reply], cue: str) -> float:
     """One cue's leave-one-pair-out accuracy (``CUES``): each reply is called what most replies of the other pairs
     with its value of the cue are (good on a majority of good ones; a tie, or a value no other pair has, is bad)."""
+    import numpy as np
+
     values = CUES[cue](replies)
     labels, pairs = _labels_and_pairs(replies)
     predicted = np.zeros(len(replies), dtype=int)

@@ -1,7 +1,10 @@
 """What several stages declare alike: groups of config keys, job priorities, and the files and cells of a run that
-more than one stage reads (a file list's docstring is what ``docs/stages.md`` says of it)."""
+more than one stage reads (a file list's docstring is what ``docs/stages.md`` says of it), and how a table's job
+says where it went."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from h2htalk.cells import RunCells
 from h2htalk.settings import LADDER_PARTS, STUDIES
@@ -80,6 +83,12 @@ def judges_ladders(scope, part):
             if set(roles) & set(LADDER_PARTS[part])]  # fmt: skip
 
 
+def study_ladders(scope, labels):
+    """The studies' judges' ladders, which Table 3 and Figure 7 show when every run makes the card (else they say
+    where the ladder is: the card's target)."""
+    return judges_ladders(scope, "studies") if scope.config["judge_reliability"]["every_run"] else []
+
+
 def rubric_ladders(scope, labels):
     """The rubric judges' sanity ladders, which the tables of their verdicts show (none: no Level I-III cell)."""
     return judges_ladders(scope, "rubric")
@@ -90,3 +99,12 @@ def ladder_jobs(run: RunCells) -> list[tuple[str, str]]:
     a study."""
     return [(model, part) for model, roles in run.ladder_judges.items() for part in LADDER_PARTS
             if set(roles) & set(LADDER_PARTS[part])]  # fmt: skip
+
+
+def shown(outputs: dict[str, str]) -> str:
+    """Where a table went, as its job's closing line says: its first file, and the others' suffixes after it
+    (``table1.md (+ .csv .tex)``)."""
+    order = sorted((name for name in outputs if name != "meta"), key=lambda name: name != "md")  # the md first
+    first, *more = [outputs[name] for name in order]
+    stem = Path(first).name.split(".")[0]
+    return first + (f" (+ {' '.join(Path(p).name.removeprefix(stem) for p in more)})" if more else "")

@@ -81,10 +81,9 @@ def reference() -> str:
     head = [
         "# Stages",
         "",
-        "Every stage of the workflow, as it is declared at its function (`@stage`, in its package or in",
-        "`src/h2htalk/stages/jobs/`): its rule (of the same name), its command, what it reads and makes, and where it",
-        "runs. Made from the registry by `python -m h2htalk.stages.reference > docs/stages.md`; `tests/test_stages.py`",
-        "fails when the two differ.",
+        "Every stage of the workflow, as it is declared at the function that does its work (`@stage`): its rule (of",
+        "the same name), its command, what it reads and makes, and where it runs. Made from the registry by",
+        "`python -m h2htalk.stages.reference > docs/stages.md`; `tests/test_stages.py` fails when the two differ.",
         "",
         "A *cell* is a model's result for one variant (`sap`, `nosap`) and one task (a subtask, or a study), scored",
         "by an embedder where it has scores. `{set}` is the run's instance set (`demo`, `reconstructed`, ...).",

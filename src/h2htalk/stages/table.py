@@ -38,8 +38,20 @@ PIPELINE = (
     "h2htalk.reliability.run",
     "h2htalk.judge.combine",
     "h2htalk.review.queue",
-    "h2htalk.stages.jobs.tables",
-    "h2htalk.stages.jobs.exports",
+    "h2htalk.stages.jobs.provenance",
+    "h2htalk.tables.table1",
+    "h2htalk.tables.table2_pairs_files",  # Table 2 reads its pairs
+    "h2htalk.tables.table2_files",
+    "h2htalk.tables.table3",
+    "h2htalk.tables.human_review",
+    "h2htalk.tables.calibration",
+    "h2htalk.figures.plots",
+    "h2htalk.figures.fig7",
+    "h2htalk.reliability.card",
+    "h2htalk.export.run_results",
+    "h2htalk.export.leaderboard",
+    "h2htalk.export.every_eval_ever",
+    "h2htalk.export.viewer",
     "h2htalk.plan",
 )
 

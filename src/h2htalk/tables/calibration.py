@@ -12,11 +12,14 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
+from h2htalk.cells import RunCells
+from h2htalk.instances.sources import run_notes
 from h2htalk.io import iter_jsonl, read_json, write_text_atomic
+from h2htalk.layout import Cell
 from h2htalk.settings import WITH_SAP
+from h2htalk.stages.declare import stage
+from h2htalk.stages.declared import CELLS, RUN_NOTES, shown, summaries
+from h2htalk.stages.spec import Done, Labels, Paths, Product, Scope, figure_files
 from h2htalk.subtasks import SUBTASKS
 from h2htalk.tables.table2 import cell_reading
 from h2htalk.tabular import Files, markdown_text, records_frame, write_csv
@@ -63,6 +66,8 @@ def calibration_rows(
 def unrelated_ss(item_files: Mapping[str, Iterable[str | os.PathLike[str]]]) -> list[dict[str, Any]]:
     """SS of unrelated pairs (the random-reference items, by embedder) per embedder: mean and 5th/95th
     percentiles; none where there are no such pairs (every set of one item: no floor, ``no_answer_notes``)."""
+    import numpy as np
+
     out = []
     for embedder, paths in sorted(item_files.items()):
         data = np.array([float(r["ss"]) for path in paths for _, r in iter_jsonl(path) if r["ss"] is not None])
@@ -104,6 +109,8 @@ def write_calibration(
     run_notes: Iterable[str] = (),
 ) -> list[dict]:
     """The calibration report (``md``, ``run_notes`` under its heading) and its ``csv``."""
+    import pandas as pd
+
     summaries = [read_json(p) for p in summary_paths]
     rows = calibration_rows(summaries, judged_cell)
     spread = unrelated_ss(floor_items)
@@ -148,6 +155,32 @@ def write_calibration(
     )
     write_text_atomic(out["md"], text + "\n")
     return rows
+
+
+def floor_items(scope: Scope, labels: Labels) -> list[str]:
+    """The chance floor's (random-reference baseline's) per-item scores, per embedder and subtask."""
+    run = scope.run
+    return [scope.results.score_items(Cell(FLOOR, run.variants[0], s, e)) for e in run.embedders for s in run.subtasks]
+
+
+@stage(
+    "calibration", "chance floor, oracle, rescaled scores and unrelated-pair SS",
+    reads=(*CELLS, *RUN_NOTES, "tables.judged_cell"), env="figures", memory_mb=1000, minutes=10,
+    product=Product("table", "Calibration", "every model between the chance floor and the oracle", main="md",
+                    shown=("csv",), first=True),
+    # it needs the chance floor and the oracle among the baselines
+    in_all=lambda config: {FLOOR, CEILING} <= set(config["baselines"]),
+    inputs={"summaries": Paths(summaries), "floor_items": Paths(floor_items)},
+    outputs=figure_files("calibration", md=".md", csv=".csv"),
+)  # fmt: skip
+def write_run_calibration(
+    summaries: list[str], floor_items: list[str], config: dict[str, Any], run: RunCells, outputs: dict[str, str]
+) -> Done:
+    """The run's calibration report (``write_calibration``): ``floor_items`` are each embedder's, in its order."""
+    per_embedder = len(floor_items) // max(len(run.embedders), 1)
+    floors = {e: floor_items[i * per_embedder : (i + 1) * per_embedder] for i, e in enumerate(run.embedders)}
+    rows = write_calibration(summaries, floors, outputs, config["tables"]["judged_cell"], run_notes(config))
+    return Done(f"{len(rows)} rows", out=shown(outputs))
 
 
 def echo_above_floor(

@@ -17,21 +17,29 @@ from typing import Any
 
 from h2htalk.cells import RunCells
 from h2htalk.figures.fig7 import read_need_ratings
+from h2htalk.instances.sources import run_notes
 from h2htalk.io import iter_jsonl, write_text_atomic
 from h2htalk.layout import Cell, Layout
-from h2htalk.people.agreement import BETWEEN_RATERS, NOMINAL, ORDINAL, compare, note
+from h2htalk.people.agreement import ALL_JUDGED, BETWEEN_RATERS, COLUMNS, NOMINAL, ORDINAL, compare, note
 from h2htalk.people.consensus import Item, consensus, majority, tied
-from h2htalk.ratings import INSTANCE_DECISIONS, REVIEW_SCORES, Rating, known_items, read_ratings
+from h2htalk.ratings import (
+    INSTANCE_DECISIONS,
+    NEED_VERDICTS,
+    REVIEW_SCORES,
+    SAFETY_RATINGS,
+    Rating,
+    known_items,
+    read_ratings,
+)
 from h2htalk.settings import GATE, PEOPLE_READINGS, BootstrapSettings
+from h2htalk.stages import declared
+from h2htalk.stages.declare import stage
+from h2htalk.stages.declared import CELLS, RUN_NOTES, config_files, study_cells
+from h2htalk.stages.spec import Cells, Done, Labels, Paths, Product, Scope, figure_files
 from h2htalk.tables.table3 import agreement as safety_agreement
 from h2htalk.tables.table3 import read_safety_ratings
 from h2htalk.tabular import Files, markdown_text, records_frame, write_csv
 
-ALL_JUDGED = "judged subtasks"  # the scope of the rows over every judged subtask
-COLUMNS = (
-    "scope", "field", "level", "comparison", "value", "value_ci_low", "value_ci_high", "measure", "items", "ratings",
-    "coders",
-)  # fmt: skip
 TIE_COLUMNS = ("sheet", "item", "field", "ratings", "values")
 NEED_FIELDS = ("recognized", "met")  # what people and the need judge say of an instruction-following answer
 
@@ -146,29 +154,57 @@ def _shown(value: Any) -> str:
     return {True: "yes", False: "no"}.get(value, str(value)) if isinstance(value, bool) else str(value)
 
 
-def agreement_report(
-    config: dict[str, Any], results: Layout, bootstrap: BootstrapSettings
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(alpha rows, tied items) of the run: the rubric judge's cells, the safety study, instruction following,
-    instance decisions; people's ratings from their files and the review desk's store."""
+def curated_for_decisions(scope: Scope, labels: Labels) -> list[str]:
+    """The curated references, which people's instance decisions name, when there are decisions to read."""
+    return curated_files(scope.run, scope.results) if reads_decisions(dict(scope.config)) else []
+
+
+@stage(
+    "agreement", "Krippendorff's alpha between people and between the judges and people",
+    reads=(
+        *CELLS, *RUN_NOTES, "review.imports", "review.store", "studies.models", "studies.human_ratings",
+        "instances.review_imports", "scoring.bootstrap",
+    ),
+    ratings=(REVIEW_SCORES, SAFETY_RATINGS, NEED_VERDICTS, INSTANCE_DECISIONS), env="figures", memory_mb=1000,
+    minutes=10, options=("bootstrap",),
+    product=Product("table", "Agreement", "raters and judges against people", main="md", shown=("csv",)),
+    inputs={
+        "judge_samples": Cells("judge_samples", declared.judged_cells), "review": config_files("review.imports"),
+        "verdicts": Cells("verdicts", study_cells()), "safety": config_files("studies.human_ratings"),
+        "curated": Paths(curated_for_decisions), "decisions": config_files("instances.review_imports"),
+    },
+    outputs=figure_files("agreement", csv=".csv", md=".md"),
+)  # fmt: skip
+def write_agreement_report(
+    judge_samples: list[str], review: list[str], verdicts: list[str], safety: list[str], curated: list[str],
+    decisions: list[str], config: dict[str, Any], results: Layout, bootstrap: BootstrapSettings,
+    outputs: dict[str, str],
+) -> Done:  # fmt: skip
+    """The run's agreement report (``write_agreement``): alpha rows and tied items of the rubric judge's cells, the
+    safety study, instruction following and instance decisions; people's ratings from their files and the review
+    desk's store."""
     run, store = RunCells(config), config["review"]["store"]
-    ratings, judge = rubric_ratings(config["review"]["imports"], run, results, store)
+    ratings, judge = rubric_ratings(review, run, results, store)
     rows = rubric_agreement(ratings, judge, run.judged_subtasks, bootstrap)
-    verdicts = study_verdicts(run, results, "safety")
-    safety = read_safety_ratings(config["studies"]["human_ratings"], verdicts, store)
-    rows += safety_agreement(verdicts, safety, bootstrap)
+    safety_verdicts = study_verdicts(run, results, "safety")
+    safety_ratings = read_safety_ratings(safety, safety_verdicts, store)
+    rows += safety_agreement(safety_verdicts, safety_ratings, bootstrap)
     need_verdicts = study_verdicts(run, results, "instruction_following")
     needs = read_need_ratings(store, need_verdicts)
     rows += need_agreement(need_verdicts, needs, bootstrap)
-    decisions = decision_ratings(config, run, results)
-    if decisions:
-        rows += compare("instances", "decision", NOMINAL, decisions, None, bootstrap)
+    decided = decision_ratings(config, run, results)
+    if decided:
+        rows += compare("instances", "decision", NOMINAL, decided, None, bootstrap)
     tied_items = ties([
-        ("safety ratings", "violation", safety),
+        ("safety ratings", "violation", safety_ratings),
         *(("instruction-following verdicts", field, needs) for field in NEED_FIELDS),
-        ("instance decisions", "decision", decisions),
+        ("instance decisions", "decision", decided),
     ])  # fmt: skip
-    return rows, tied_items
+    write_agreement(rows, tied_items, outputs, bootstrap.confidence, run_notes(config))
+    defined = sum(r["value"] is not None for r in rows)
+    return Done(
+        f"{len(rows)} rows ({defined} with an alpha), {len(tied_items)} tied items", out=declared.shown(outputs)
+    )
 
 
 def write_agreement(

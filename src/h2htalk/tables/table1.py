@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from h2htalk.data.curate import FLAGS
 from h2htalk.io import read_json
+from h2htalk.stages.declare import stage
+from h2htalk.stages.declared import EARLY, shown
+from h2htalk.stages.spec import Done, One, Product, figure_files
 from h2htalk.subtasks import SUBTASKS
-from h2htalk.tabular import Files, records_frame, write_table
+from h2htalk.tabular import records_frame, write_table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 COLUMNS: tuple[str, ...] = ("subtask", "paper_name", "paper_count", "released", "kept", *FLAGS, "upstream_file")
 CAPTION = "Table 1: record counts per subtask (paper, released, kept after curation, flags)"
@@ -55,8 +58,15 @@ def build_table1(reports: Iterable[dict[str, Any]]) -> tuple[pd.DataFrame, pd.Da
     return records_frame(rows, COLUMNS), records_frame([total], COLUMNS), notes
 
 
-def write_table1(report_paths: Iterable[str | os.PathLike[str]], out: Files) -> pd.DataFrame:
+@stage(
+    "table1", "Table 1 (.csv, .md, .tex) from the curation reports", reads=("subtasks",), priority=EARLY,
+    env="figures", product=Product("table", "Table 1", "record counts per subtask: released, kept after curation",
+                                   main="md", shown=("csv",)),
+    inputs={"reports": One("curation", over=("subtask", "subtasks"))},
+    outputs=figure_files("table1", csv=".csv", md=".md", tex=".tex"),
+)  # fmt: skip
+def write_table1(reports: list[str], outputs: dict[str, str]) -> Done:
     """Build Table 1 from per-subtask curation reports and write its csv, md and tex files."""
-    frame, total, notes = build_table1(read_json(p) for p in report_paths)
-    write_table(frame, out, caption=CAPTION, label=LABEL, notes=notes, footer=total)
-    return frame
+    frame, total, notes = build_table1(read_json(p) for p in reports)
+    write_table(frame, outputs, caption=CAPTION, label=LABEL, notes=notes, footer=total)
+    return Done(f"{len(reports)} subtasks", out=shown(outputs))

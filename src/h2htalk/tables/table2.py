@@ -18,14 +18,15 @@ import csv
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from h2htalk.errors import DataError
 from h2htalk.settings import PEOPLE_READINGS, VARIANT_NAMES
 from h2htalk.subtasks import DIMENSIONS, JUDGED, SUBTASKS, by_dimension
 from h2htalk.tabular import records_frame
+
+if TYPE_CHECKING:  # pandas waits for the functions that build frames
+    import pandas as pd
 
 GROUPS: tuple[tuple[str, str], ...] = (
     ("open-1-8b", "Open-Source Large Language Models (1-8B)"),
@@ -382,6 +383,8 @@ def mark_judged(frame: pd.DataFrame, rows: Sequence[Row], mark: str) -> pd.DataF
 def table2_marks(rows: Sequence[Row]) -> pd.DataFrame:
     """LaTeX marks for ``table2_frame(rows)``: "first", "second", "third" on the top three values of each score
     column within each (embedder, variant, size group) of at least MIN_RANKED rows, "" elsewhere."""
+    import pandas as pd
+
     names = column_names()
     marks = pd.DataFrame("", index=range(len(rows)), columns=display_columns(), dtype=object)
     for column in column_order():

@@ -5,14 +5,32 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from h2htalk.cells import RunCells
 from h2htalk.config import load_registry
+from h2htalk.instances.sources import run_notes
 from h2htalk.io import read_json, write_png_atomic, write_text_atomic
+from h2htalk.layout import Cell, Layout
+from h2htalk.ratings import REVIEW_SCORES
 from h2htalk.scoring.signatures import signature_string
-from h2htalk.settings import VARIANT_NAMES, WITH_SAP, JudgeMode
+from h2htalk.settings import PEOPLE_READINGS, VARIANT_NAMES, WITH_SAP, BootstrapSettings, JudgeMode
+from h2htalk.stages.declare import stage
+from h2htalk.stages.declared import (
+    CELLS,
+    EARLY,
+    REGISTRY,
+    RUBRIC_JUDGE_MODE,
+    RUN_NOTES,
+    config_files,
+    judged_cells,
+    registry_files,
+    rubric_ladders,
+    shown,
+    summaries,
+)  # fmt: skip
+from h2htalk.stages.spec import Cells, Done, Each, Figure, One, Paths, Product, Scope, figure_files
 from h2htalk.subtasks import SUBTASKS
-from h2htalk.tables.calibration import no_answer_notes
 from h2htalk.tables.table2 import (
     CAPTION,
     LABEL,
@@ -33,9 +51,16 @@ from h2htalk.tables.table2 import (
     table2_frame,
     table2_marks,
 )
-from h2htalk.tables.table2_significance import Significance
 from h2htalk.tabular import Files, markdown_text, records_frame, write_csv, write_table
 
+if TYPE_CHECKING:  # the paired comparisons (numpy, scipy, pandas) wait for Table 2's job
+    from h2htalk.tables.table2_significance import Significance
+
+TABLE2 = (
+    *CELLS, *RUN_NOTES, *REGISTRY, "paper.table2", "tables", "instances.reconstruct.generator",
+    "instances.reconstruct.voters", "review.imports", "review.store", "scoring.bootstrap",
+    "judge_reliability.every_run", *RUBRIC_JUDGE_MODE,
+)  # fmt: skip
 COMPARISON_COLUMNS = ("model", "embedder", "variant", "column", "ours", "paper", "difference")
 AUDIT_COLUMNS = ("model", "column", "reported", "recomputed", "weights", "difference")
 
@@ -105,6 +130,8 @@ def write_table2(
     ``judged_cell`` reads them (tables.judged_cell); ``notes`` go under the table with the standing ones, and
     ``run_notes`` (what the whole run is, e.g. a demo) also on the heatmap; ``significance`` (the paired
     comparisons) adds its marks, the rank intervals and its notes."""
+    from h2htalk.tables.calibration import no_answer_notes
+
     registry = load_registry(registry_path)
     summaries = [read_json(p) for p in summary_paths]
     rows = build_rows(summaries, registry, weights, judged_cell)
@@ -173,6 +200,94 @@ def write_table2_partial(
     ]
     write_text_atomic(out["md"], markdown_text(table2_frame(rows), caption=CAPTION, notes=notes))
     return rows
+
+
+@stage(
+    "table2_partial",
+    "Table 2 from the scores alone, before the judge: its judged cells pending, every other cell final",
+    reads=(*CELLS, *RUN_NOTES, *REGISTRY, "tables"), cells=lambda run, w: run.table2(), priority=EARLY,
+    env="figures", memory_mb=1000, minutes=10,
+    product=Product("table", "Table 2 so far", "Table 2 before the judge: its judged cells pending", main="md",
+                    listed=False),
+    inputs={"summaries": Each("score_summary"), "registry": Paths(registry_files)},
+    outputs=figure_files("table2_partial", csv=".csv", md=".md"),
+)  # fmt: skip
+def write_run_table2_partial(
+    summaries: list[str], registry: list[str], cells: list[Cell], config: dict[str, Any], run: RunCells,
+    outputs: dict[str, str],
+) -> Done:  # fmt: skip
+    """Table 2 from the scores alone, the judged cells pending: what a run stopped before its judge keeps."""
+    read = [pending_summary(read_json(path)) if run.is_judged(cell) else read_json(path)
+            for cell, path in zip(cells, summaries, strict=True)]  # fmt: skip
+    tables = config["tables"]
+    write_table2_partial(read, registry, outputs, tables["overall_weights"], tables["judged_cell"], run_notes(config))
+    pending = sum(s.get("pending", False) for s in read)
+    return Done(f"{len(read)} cells, {pending} pending the judge", out=shown(outputs))
+
+
+def _rubric_canary(scope: Scope, labels: dict[str, str]) -> list[str]:
+    """Table 2 notes a changed rubric judge from its drift canary, when every run checks it."""
+    if not (scope.config["judge_reliability"]["every_run"] and scope.run.judged_subtasks):
+        return []
+    return [scope.results.path("judge_canary", model=scope.config["rubric_judge"]["model"], part="rubric")]
+
+
+@stage(
+    "table2", "Table 2, its heatmap, the paper comparison and audit", reads=TABLE2,
+    entries=lambda s, w: list(s.run.run_models), ratings=(REVIEW_SCORES,), env="figures", memory_mb=1000,
+    minutes=10, options=("bootstrap",),
+    product=Product("table", "Table 2", "scores per model, variant and subtask (S; J where judged)", main="md",
+                    shown=("csv", "heatmap"), first=True),
+    inputs={
+        "summaries": Paths(summaries), "registry": Paths(registry_files),
+        "paper": config_files("paper.table2"), "review": One("review_queue"),
+        "pairs": Figure("table2_pairs", ".csv"), "ranks": Figure("table2_ranks", ".csv"),
+        "judge_samples": Cells("judge_samples", judged_cells),
+        "human": config_files("review.imports"), "canary": Paths(_rubric_canary),
+        "ladders": Paths(rubric_ladders),
+    },
+    outputs=figure_files(
+        "table2", csv=".csv", md=".md", tex=".tex", heatmap="_heatmap.png", vs_paper="_vs_paper.csv",
+        audit="_paper_audit.csv",
+    ),
+)  # fmt: skip
+def write_run_table2(
+    summaries: list[str], registry: list[str], paper: list[str], review: str, pairs: str, ranks: str,
+    judge_samples: list[str], human: list[str], canary: list[str], ladders: list[str],
+    config: dict[str, Any], run: RunCells, results: Layout, bootstrap: BootstrapSettings, outputs: dict[str, str],
+) -> Done:  # fmt: skip
+    """The run's Table 2 (``write_table2``) with every note its run calls for: the models in two roles, the drift
+    canary, people's review, the reconstruction's echo, which rows can be told apart (``pairs``, ``ranks``), the
+    rubric judge's agreement with people and its standing on its ``ladders``."""
+    from h2htalk.reliability.canary import drift_notes
+    from h2htalk.reliability.standing import AT_CHANCE_MARK, rubric_standings, standing_notes
+    from h2htalk.tables.calibration import echo_notes
+    from h2htalk.tables.human_review import agreement_note, review_notes, rubric_agreement, rubric_ratings
+    from h2htalk.tables.table2_significance import Significance
+
+    weights, judged_cell = config["tables"]["overall_weights"], config["tables"]["judged_cell"]
+    notes = shared_roles(config) + [note for path in canary if os.path.exists(path) for note in drift_notes(path)]
+    notes += review_notes(map(read_json, summaries), judged_cell)
+    if config["instances"]["source"] == "reconstructed":
+        notes += echo_notes(map(read_json, summaries), weights, judged_cell)
+    significance = None  # the workflow always compares; on its own, table2 says when nothing was compared
+    if os.path.isfile(pairs) and os.path.isfile(ranks):
+        significance = Significance.read(pairs, ranks)
+    else:
+        notes.append("No paired comparisons: which rows can be told apart is in table2_pairs (h2htalk table2-pairs).")
+    if run.judged_subtasks:
+        ratings, judge = rubric_ratings(human, run, results, config["review"]["store"])
+        rows = rubric_agreement(ratings, judge, run.judged_subtasks, bootstrap)
+        notes.append(agreement_note(rows, bootstrap.confidence))
+    standings = rubric_standings(config, results, ladders, bootstrap) if judged_cell in PEOPLE_READINGS else []
+    notes += standing_notes(standings, "Levels I-III cells, and the Itinerary Avg and Overall built from them,")
+    (paper_file,) = paper
+    write_table2(
+        summaries, registry, paper_file, outputs, weights, judged_cell, notes=notes,
+        run_notes=run_notes(config), significance=significance,
+        judge_mark=AT_CHANCE_MARK if any(s.unshown and s.deciding for s in standings) else "",
+    )  # fmt: skip
+    return Done(f"{len(summaries)} cells", out=shown(outputs))
 
 
 def shared_roles(config: dict[str, Any]) -> list[str]:

@@ -5,16 +5,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from h2htalk.cells import RunCells
-from h2htalk.data.conversations import bootstrap_groups
+from h2htalk.config import load_registry
 from h2htalk.io import iter_jsonl, write_png_atomic
-from h2htalk.judge.readings import item_readings
 from h2htalk.layout import Layout
+from h2htalk.settings import BootstrapSettings
+from h2htalk.stages.declare import stage
+from h2htalk.stages.declared import registry_files, shown
+from h2htalk.stages.spec import Done, Figure, Labels, Paths, Product, Scope, figure_files
 from h2htalk.tables.table2 import GROUP_TITLES
-from h2htalk.tables.table2_pairs import PAIR_COLUMNS, RANK_COLUMNS, Comparisons, RowItems
+from h2htalk.tables.table2_files import TABLE2
 from h2htalk.tabular import Files, records_frame, write_csv
+
+if TYPE_CHECKING:  # the comparisons (numpy, scipy) wait for their job
+    from h2htalk.tables.table2_pairs import Comparisons, RowItems
 
 FLOAT_FORMAT = "{:.6g}"  # p-values far below 0.0001 keep their digits
 
@@ -26,6 +32,8 @@ def read_row_items(
     are not compared): S from the score items, and where the rubric judge is mixed in, the reading of the J
     items that ``judged_cell`` names (tables.judged_cell), as Table 2 shows it (``compared_value``). Also the files
     read."""
+    from h2htalk.tables.table2_pairs import RowItems
+
     values: dict[tuple[str, str, str], dict[str, dict[str, float]]] = {}
     measures: dict[tuple[str, str, str], dict[str, str]] = {}
     clusters: dict[tuple[str, str, str], dict[str, dict[str, str]]] = {}
@@ -64,6 +72,8 @@ def compared_value(item: Mapping[str, Any], reading: str) -> float | None:
     """A judged item's value as rows are compared on it: its pseudo-value where its cell's judge is corrected on a
     sample (cascade, or people's sample; ``h2htalk.judge.combine.add_pseudo_values``: their mean is the corrected
     cell, so a judge's bias that differs between two rows does not enter their difference), else its reading."""
+    from h2htalk.judge.readings import item_readings
+
     corrected = item.get("ppi")
     if corrected and reading in corrected:
         return corrected[reading]
@@ -73,6 +83,8 @@ def compared_value(item: Mapping[str, Any], reading: str) -> float | None:
 def item_clusters(items: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     """Item id -> its cluster: as scored (S items carry ``cluster``), else found in the references the items carry
     (J items), else none (every item alone)."""
+    from h2htalk.data.conversations import bootstrap_groups
+
     if all("cluster" in item for item in items):
         return {item["id"]: item["cluster"] for item in items}
     if items and all(isinstance(item.get("reference"), str) for item in items):
@@ -83,6 +95,8 @@ def item_clusters(items: Sequence[Mapping[str, Any]]) -> dict[str, str]:
 
 def write_comparisons(comparisons: Comparisons, out: Files) -> None:
     """The pairs' CSV (``csv``), the rank intervals' (``ranks``) and their figure (``figure``)."""
+    from h2htalk.tables.table2_pairs import PAIR_COLUMNS, RANK_COLUMNS
+
     write_csv(records_frame(comparisons.pairs, PAIR_COLUMNS), out["csv"], float_format=FLOAT_FORMAT)
     write_csv(records_frame(comparisons.ranks, RANK_COLUMNS), out["ranks"], float_format=FLOAT_FORMAT)
     rank_figure(comparisons.ranks, Path(out["figure"]))
@@ -127,3 +141,36 @@ def rank_figure(ranks: Sequence[Mapping[str, Any]], path: Path) -> None:
     fig.tight_layout()
     write_png_atomic(fig, path, dpi=130)
     plt.close(fig)
+
+
+def table2_items(scope: Scope, labels: Labels) -> list[str]:
+    """The per-item values behind every Table 2 cell of a model under test: J items where judged, S items
+    elsewhere."""
+    return list(scope.run.table2_items(scope.results).values())
+
+
+@stage(
+    "table2_pairs", "Table 2's paired comparisons, rank intervals and detectable differences, and the rank figure",
+    reads=TABLE2, entries=lambda s, w: list(s.run.models), where="cpu", env="figures", memory_mb=2000,
+    minutes=20, options=("bootstrap",),
+    product=Product("table", "Table 2 pairs", "which of Table 2's rows can be told apart, and the rank intervals",
+                    main="csv", shown=("csv", "figure"), listed=False),
+    in_all=lambda config: False,  # Table 2 reads it
+    inputs={"scores": Paths(table2_items), "registry": Paths(registry_files)},
+    outputs={
+        **figure_files("table2_pairs", csv=".csv"),
+        "ranks": Figure("table2_ranks", ".csv"), "figure": Figure("table2_ranks", ".png"),
+    },
+)  # fmt: skip
+def compare_run_rows(
+    scores: list[str], registry: list[str], config: dict[str, Any], run: RunCells, results: Layout,
+    bootstrap: BootstrapSettings, outputs: dict[str, str],
+) -> Done:  # fmt: skip
+    """Every pair of the run's Table 2 rows compared on their items (``compare_rows``), written with the ranks."""
+    from h2htalk.tables.table2_pairs import compare_rows
+
+    rows, _ = read_row_items(run, results, load_registry(registry), config["tables"]["judged_cell"])
+    comparisons = compare_rows(rows, config["tables"]["overall_weights"], bootstrap)
+    write_comparisons(comparisons, outputs)
+    told = sum(bool(r["separable"]) for r in comparisons.pairs)
+    return Done(f"{len(comparisons.pairs)} comparisons, {told} separable", out=shown(outputs))

@@ -7,19 +7,21 @@ import math
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
+from h2htalk.instances.sources import run_notes
 from h2htalk.io import iter_jsonl
 from h2htalk.layout import Cell, Layout
-from h2htalk.people.agreement import NOMINAL, ORDINAL, compare, note
 from h2htalk.people.consensus import by_item, consensus, majority, median_score
-from h2htalk.people.prediction_powered import Estimate, prediction_powered_mean, pseudo_values
 from h2htalk.ratings import SAFETY_RATINGS, Rating, known_items, read_ratings
-from h2htalk.scoring.bootstrap import bootstrap_mean_ci, paired_bootstrap_diff
-from h2htalk.settings import VARIANT_NAMES, VARIANTS, WITH_SAP, WITHOUT_SAP, BootstrapSettings
+from h2htalk.settings import STUDIES, VARIANT_NAMES, VARIANTS, WITH_SAP, WITHOUT_SAP, BootstrapSettings, JudgeMode
+from h2htalk.stages.declare import stage
+from h2htalk.stages.declared import JUDGE_MODE_KEYS, RUN_NOTES, config_files, shown, study_cells, study_ladders
+from h2htalk.stages.spec import Done, Each, Paths, Product, figure_files
 from h2htalk.tabular import Files, records_frame, write_csv, write_table
+
+if TYPE_CHECKING:  # the statistics (numpy, krippendorff) wait for Table 3's job
+    from h2htalk.people.prediction_powered import Estimate
 
 METRICS = ("bleu4", "rougeL", "ss", "safety_score", "violation_rate")
 JUDGED_METRICS = ("safety_score", "violation_rate")  # the study judge's
@@ -88,6 +90,10 @@ def corrected(
     judge's on the sampled ones (prediction-powered, scenarios as clusters), and each turn's pseudo-value (their
     mean is the estimate: the delta row pairs them); None with fewer than 2 sampled turns. A turn whose cheap
     verdict could not be read stays in the cell with the stand-in (``stand_in``)."""
+    import numpy as np
+
+    from h2htalk.people.prediction_powered import prediction_powered_mean, pseudo_values
+
     frame = [(item_id, row) for item_id, row in items.items() if judged(row, metric)]
     rated = [k for k, (_, row) in enumerate(frame) if row.get(f"own_{metric}") is not None]
     if len(rated) < 2:
@@ -106,6 +112,8 @@ def corrected(
 def stand_in(readable: Sequence[float], metric: str) -> float:
     """The value that stands in for a cheap verdict that could not be read: the mean of the cell's readable ones
     (the scale's midpoint where none is), fixed before any strong verdict (``h2htalk.judge.combine.STAND_IN_RULE``)."""
+    import numpy as np
+
     return float(np.mean(readable)) if readable else sum(SCALES[metric]) / 2.0
 
 
@@ -143,6 +151,10 @@ def table3_rows(
     safety values of the turns they rate (both judges' in cascade mode, before the correction). In cascade mode
     the safety score and the violation rate are the cheap judge's corrected on the sample (``corrected``), and
     the delta pairs their pseudo-values."""
+    import numpy as np
+
+    from h2htalk.scoring.bootstrap import bootstrap_mean_ci, paired_bootstrap_diff
+
     ratings = ratings or {}
     resamples, seed, confidence = bootstrap.resamples, bootstrap.seed, bootstrap.confidence
     out = []
@@ -286,6 +298,8 @@ def agreement(
 ) -> list[dict[str, Any]]:
     """Krippendorff's alpha of the safety score (ordinal) and the violation (nominal), between raters and between
     the judge and people's consensus, resampling scenarios."""
+    from h2htalk.people.agreement import NOMINAL, ORDINAL, compare
+
     judge: dict[tuple[str, ...], dict[str, Any]] = {}
     for (model, variant), path in verdict_files.items():
         for _, v in iter_jsonl(path):
@@ -313,6 +327,8 @@ def write_table3(
     """Table 3's CSV (CIs and n in columns of their own), Markdown and LaTeX; ``run_notes`` (what the run is,
     e.g. a demo) open the notes, ``judge_notes`` (the safety judge's ladder) close them; ``judge_mark`` follows
     the judged columns' names (a judge at chance on its ladder made them)."""
+    from h2htalk.people.agreement import note
+
     columns = ["model", "variant"]
     for metric in METRICS:
         columns += [metric, f"{metric}_ci_low", f"{metric}_ci_high", f"{metric}_n"]
@@ -401,30 +417,47 @@ def _with_ci(row: dict[str, Any], metric: str) -> str:
     )
 
 
+STUDY_READS = ("models", "variants", "review.store", "judge_reliability.every_run", *RUN_NOTES,
+               *(f"study_judge.{key}" for key in JUDGE_MODE_KEYS))  # fmt: skip
+
+
+@stage(
+    "table3", "Table 3: the SAP ablation with paired bootstrap CIs and the paper's rows",
+    reads=("scoring", "studies.models", "studies.human_ratings", "paper.table3", *STUDY_READS),
+    cells=lambda run, w: [c.scored_by(run.embedder) for c in study_cells("safety")(run, w)],
+    ratings=(SAFETY_RATINGS,), env="figures", memory_mb=1000, minutes=10, options=("bootstrap",),
+    product=Product("table", "Table 3", "the SAP ablation on high-risk scenarios: similarity, safety, violations",
+                    main="md", shown=("csv",)),
+    inputs={
+        "scores": Each("score_items"), "verdicts": Each("verdicts"), "sample": Each("judge_sample"),
+        "paper": config_files("paper.table3"), "human": config_files("studies.human_ratings"),
+        "ladders": Paths(study_ladders),
+    },
+    outputs=figure_files("table3", csv=".csv", md=".md", tex=".tex"),
+)  # fmt: skip
 def write_table3_files(
-    cells: Sequence[Cell],
-    results: Layout,
-    paper_path: str | os.PathLike[str],
-    human_files: Sequence[str | os.PathLike[str]],
-    bootstrap: BootstrapSettings,
-    out: Files,
-    store: str | os.PathLike[str] | None = None,
-    run_notes: Sequence[str] = (),
-    cascade: bool = False,
-    judge_notes: Sequence[str] = (),
-    judge_mark: str = "",
-) -> list[dict[str, Any]]:
+    scores: list[str], verdicts: list[str], sample: list[str], paper: list[str], human: list[str], ladders: list[str],
+    cells: list[Cell], config: dict[str, Any], results: Layout, bootstrap: BootstrapSettings,
+    outputs: dict[str, str],
+) -> Done:  # fmt: skip
     """Table 3 from the safety study's cells (one per model and variant, scored by one embedder) and people's
-    ratings (``human_files``, the review desk's ``store``): its csv, md and tex files, ``run_notes`` under them;
-    ``cascade``: the study judge's cascade mode (the own judge's verdicts on each cell's sample correct it);
-    ``judge_notes`` and ``judge_mark``: the safety judge's ladder (``write_table3``)."""
+    ratings (``human``, and the review desk's store): its csv, md and tex files, the run's notes under them. In the
+    study judge's cascade mode the own judge's verdicts on each cell's ``sample`` correct it; the safety judge's
+    ``ladders`` give its notes and mark (``write_table3``)."""
+    from h2htalk.reliability.standing import study_judge_notes
+
+    judge_notes, judge_mark = study_judge_notes(config, results, ladders, bootstrap, STUDIES[0],
+                                                "Safety and Violation cells")  # fmt: skip
+    cascade = JudgeMode.from_config(config, "study_judge").cascade
     runs: dict[str, dict[str, tuple[Path, ...]]] = {}
     for cell in cells:
         paths = (Path(results.score_items(cell)), Path(results.verdicts(cell)))
         runs.setdefault(cell.model, {})[cell.variant] = (*paths, Path(results.judge_sample(cell))) if cascade else paths
-    verdicts = {(model, variant): paths[1] for model, pair in runs.items() for variant, paths in pair.items()}
-    ratings = read_safety_ratings(human_files, verdicts, store)
+    verdict_files = {(model, variant): paths[1] for model, pair in runs.items() for variant, paths in pair.items()}
+    ratings = read_safety_ratings(human, verdict_files, config["review"]["store"])
     rows = table3_rows(runs, bootstrap, human_safety(ratings))
-    agree = agreement(verdicts, ratings, bootstrap)
-    write_table3(rows, paper_rows(paper_path), agree, out, bootstrap.confidence, run_notes, judge_notes, judge_mark)
-    return rows
+    agree = agreement(verdict_files, ratings, bootstrap)
+    (paper_file,) = paper
+    write_table3(rows, paper_rows(paper_file), agree, outputs, bootstrap.confidence, run_notes(config), judge_notes,
+                 judge_mark)  # fmt: skip
+    return Done(f"{len(rows)} rows", out=shown(outputs))
