@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from h2htalk.cells import RunCells
 from h2htalk.config import default_config, load_registry
 from h2htalk.generation.baselines import NO_ANSWER, baseline_responses, echo_text
 from h2htalk.generation.generate import PromptFile, generate_model
@@ -231,8 +232,9 @@ def test_the_random_reference_of_a_one_item_set_is_missing_not_zero(tmp_path):
     assert rows[("baseline-oracle", "dialogue_base")]["rescaled"] is None
     assert (FLOOR, "dialogue_base") not in rows and rows[(FLOOR, "dialogue_emotion")]["rescaled"] == 0.0
     paths = [str(tmp_path / f"{s['model']}-{s['subtask']}.json") for s in summaries]
-    floor_items = {"usem3": [str(tmp_path / f"{FLOOR}-dialogue_emotion.items.jsonl")]}
-    write_calibration(paths, floor_items, table_files("calibration", tmp_path), "J")
+    usem3 = default_config({"scoring": {"embedders": ["usem3"]}})
+    calibration = (usem3, RunCells(usem3), table_files("calibration", tmp_path))
+    write_calibration(paths, [str(tmp_path / f"{FLOOR}-dialogue_emotion.items.jsonl")], *calibration)
     write_table2(paths, REPO_ROOT / "config" / "models.yaml", REPO_ROOT / "config" / "paper" / "table2.csv",
                  table_files("table2", tmp_path), {s.key: 1 for s in SUBTASKS}, "J")  # fmt: skip
     said = f"{FLOOR}: no value, not 0, in dialogue_base: {NO_ANSWER['random_reference']}."
@@ -242,7 +244,7 @@ def test_the_random_reference_of_a_one_item_set_is_missing_not_zero(tmp_path):
     only_one = {"usem3": [str(tmp_path / f"{FLOOR}-dialogue_base.items.jsonl")]}
     assert unrelated_ss(only_one) == [{"embedder": "usem3", "pairs": 0, "ss_mean": None, "ss_p5": None,
                                        "ss_p95": None}]  # fmt: skip
-    write_calibration(paths, only_one, table_files("calibration", tmp_path), "J")
+    write_calibration(paths, only_one["usem3"], *calibration)
     assert said in (tmp_path / "calibration.md").read_text(encoding="utf-8")
     with open(tmp_path / "table2.csv", encoding="utf-8") as handle:
         table = {r["model"]: r for r in csv.DictReader(handle)}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from h2htalk.cells import RunCells
 from h2htalk.config import default_config
 from h2htalk.instances.sources import run_notes
 from h2htalk.io import write_json_atomic, write_jsonl_atomic
@@ -61,7 +62,8 @@ def test_tables_2_and_3_the_agreement_report_and_the_calibration_carry_the_note(
     floor = tmp_path / "floor.jsonl"
     write_jsonl_atomic(floor, [{"ss": 12.0}, {"ss": 20.0}])
     calibration = table_files("calibration", tmp_path)
-    write_calibration([str(p) for p in paths], {"usem3": [str(floor)]}, calibration, "J", [NOTE])
+    demo = default_config({"instances": {"source": "demo", "limit": 5}, "scoring": {"embedders": ["usem3"]}})
+    write_calibration([str(p) for p in paths], [str(floor)], demo, RunCells(demo), calibration)
     for name in ("table2.md", "table2.tex", "table3.md", "table3.tex", "agreement.md", "calibration.md"):
         assert NOTE in (tmp_path / name).read_text(encoding="utf-8"), name
     write_table2(paths, registry, paper, table_files("table2", tmp_path / "paper"), {"dialogue_base": 1}, "J")

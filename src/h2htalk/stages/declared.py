@@ -4,6 +4,8 @@ says where it went."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from h2htalk.cells import RunCells
@@ -101,10 +103,10 @@ def ladder_jobs(run: RunCells) -> list[tuple[str, str]]:
             if set(roles) & set(LADDER_PARTS[part])]  # fmt: skip
 
 
-def shown(outputs: dict[str, str]) -> str:
+def shown(outputs: Mapping[str, str | os.PathLike[str]]) -> str:
     """Where a table went, as its job's closing line says: its first file, and the others' suffixes after it
     (``table1.md (+ .csv .tex)``)."""
     order = sorted((name for name in outputs if name != "meta"), key=lambda name: name != "md")  # the md first
-    first, *more = [outputs[name] for name in order]
+    first, *more = [str(outputs[name]) for name in order]
     stem = Path(first).name.split(".")[0]
     return first + (f" (+ {' '.join(Path(p).name.removeprefix(stem) for p in more)})" if more else "")

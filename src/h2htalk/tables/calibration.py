@@ -101,21 +101,36 @@ def no_answer_notes(summaries: Iterable[dict[str, Any]]) -> list[str]:
     ]
 
 
+def floor_items(scope: Scope, labels: Labels) -> list[str]:
+    """The chance floor's (random-reference baseline's) per-item scores, per embedder and subtask."""
+    run = scope.run
+    return [scope.results.score_items(Cell(FLOOR, run.variants[0], s, e)) for e in run.embedders for s in run.subtasks]
+
+
+@stage(
+    "calibration", "chance floor, oracle, rescaled scores and unrelated-pair SS",
+    reads=(*CELLS, *RUN_NOTES, "tables.judged_cell"), env="figures", memory_mb=1000, minutes=10,
+    product=Product("table", "Calibration", "every model between the chance floor and the oracle", main="md",
+                    shown=("csv",), first=True),
+    # it needs the chance floor and the oracle among the baselines
+    in_all=lambda config: {FLOOR, CEILING} <= set(config["baselines"]),
+    inputs={"summaries": Paths(summaries), "floor_items": Paths(floor_items)},
+    outputs=figure_files("calibration", md=".md", csv=".csv"),
+)  # fmt: skip
 def write_calibration(
-    summary_paths: Iterable[str],
-    floor_items: Mapping[str, Iterable[str]],
-    out: Files,
-    judged_cell: str,
-    run_notes: Iterable[str] = (),
-) -> list[dict]:
-    """The calibration report (``md``, ``run_notes`` under its heading) and its ``csv``."""
+    summaries: list[str], floor_items: list[str], config: dict[str, Any], run: RunCells, outputs: Files
+) -> Done:
+    """The calibration report (``md``, the run's notes under its heading) and its ``csv``; ``floor_items`` are each
+    embedder's, in its order."""
     import pandas as pd
 
-    summaries = [read_json(p) for p in summary_paths]
-    rows = calibration_rows(summaries, judged_cell)
-    spread = unrelated_ss(floor_items)
+    per_embedder = len(floor_items) // max(len(run.embedders), 1)
+    by_embedder = {e: floor_items[i * per_embedder : (i + 1) * per_embedder] for i, e in enumerate(run.embedders)}
+    read = [read_json(p) for p in summaries]
+    rows = calibration_rows(read, config["tables"]["judged_cell"])
+    spread = unrelated_ss(by_embedder)
     columns = ["embedder", "subtask", "model", "variant", "score", "floor", "oracle", "rescaled"]
-    write_csv(records_frame(rows, columns), out["csv"], float_format="{:.3f}")
+    write_csv(records_frame(rows, columns), outputs["csv"], float_format="{:.3f}")
     order = {s.key: i for i, s in enumerate(SUBTASKS)}
     floor_columns = ["embedder", "subtask", "floor", "oracle"]
     floors = sorted(
@@ -140,8 +155,8 @@ def write_calibration(
         [
             "# Calibration: what does a score mean?",
             "",
-            *(f"**{note}**\n" for note in run_notes),
-            *(f"{note}\n" for note in no_answer_notes(summaries)),
+            *(f"**{note}**\n" for note in run_notes(config)),
+            *(f"{note}\n" for note in no_answer_notes(read)),
             "A score is only meaningful against what answering at random already earns. The random-reference",
             "baseline answers every item with another item's reference of the same subtask (a fluent, in-character",
             "answer to the wrong question); the oracle answers with the item's own reference. Variant: sap.",
@@ -153,33 +168,7 @@ def write_calibration(
             "across them.",
         ]
     )
-    write_text_atomic(out["md"], text + "\n")
-    return rows
-
-
-def floor_items(scope: Scope, labels: Labels) -> list[str]:
-    """The chance floor's (random-reference baseline's) per-item scores, per embedder and subtask."""
-    run = scope.run
-    return [scope.results.score_items(Cell(FLOOR, run.variants[0], s, e)) for e in run.embedders for s in run.subtasks]
-
-
-@stage(
-    "calibration", "chance floor, oracle, rescaled scores and unrelated-pair SS",
-    reads=(*CELLS, *RUN_NOTES, "tables.judged_cell"), env="figures", memory_mb=1000, minutes=10,
-    product=Product("table", "Calibration", "every model between the chance floor and the oracle", main="md",
-                    shown=("csv",), first=True),
-    # it needs the chance floor and the oracle among the baselines
-    in_all=lambda config: {FLOOR, CEILING} <= set(config["baselines"]),
-    inputs={"summaries": Paths(summaries), "floor_items": Paths(floor_items)},
-    outputs=figure_files("calibration", md=".md", csv=".csv"),
-)  # fmt: skip
-def write_run_calibration(
-    summaries: list[str], floor_items: list[str], config: dict[str, Any], run: RunCells, outputs: dict[str, str]
-) -> Done:
-    """The run's calibration report (``write_calibration``): ``floor_items`` are each embedder's, in its order."""
-    per_embedder = len(floor_items) // max(len(run.embedders), 1)
-    floors = {e: floor_items[i * per_embedder : (i + 1) * per_embedder] for i, e in enumerate(run.embedders)}
-    rows = write_calibration(summaries, floors, outputs, config["tables"]["judged_cell"], run_notes(config))
+    write_text_atomic(outputs["md"], text + "\n")
     return Done(f"{len(rows)} rows", out=shown(outputs))
 
 
