@@ -133,75 +133,6 @@ def read_table_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         return [{key: value(text) for key, text in row.items()} for row in csv.DictReader(handle)]
 
 
-def build_run_results(
-    config: dict[str, Any],
-    results: Layout,
-    registry: dict[str, Any],
-    study_tables: Mapping[str, str | os.PathLike[str]],
-    notes: list[str],
-) -> dict[str, Any]:
-    """The run's results file: provenance (git, config and its hash, versions, data, hardware), the tasks and
-    models, every Table 2 cell by row, the aggregates, and the studies' table rows (``study_tables``: study ->
-    CSV)."""
-    run = RunCells(config)
-    provenance_path = results.path("provenance")
-    provenance = read_json(provenance_path)
-    weights, judged_cell = config["tables"]["overall_weights"], config["tables"]["judged_cell"]
-    summaries = read_summaries(run, results)
-    rows = table_rows(summaries, registry, weights, judged_cell)
-    by_row: dict[tuple[str, str, str], dict[str, CellSummaries]] = {}
-    for summary in summaries:
-        cell = summary.cell
-        by_row.setdefault((cell.embedder or "", cell.model, cell.variant), {})[cell.task] = summary
-    signatures: dict[str, list[str]] = {}
-    for summary in summaries:
-        text = signature_string(summary.score["signature"]) if "signature" in summary.score else None
-        if text and text not in signatures.setdefault(summary.cell.embedder or "", []):
-            signatures[summary.cell.embedder or ""].append(text)
-    released = {key: get_subtask(key).released for key in run.subtasks}
-    evaluated: dict[str, int] = {}  # items per subtask: what every cell of it expects
-    for summary in summaries:
-        expected = int(summary.shown["n"]) + int(summary.shown.get("missing", 0))
-        evaluated[summary.cell.task] = max(expected, evaluated.get(summary.cell.task, 0))
-    models = {}
-    for name in run.run_models:
-        spec = {"name": name, **registry[name]}
-        named = model_name(spec)
-        models[name] = {
-            "display_name": spec["display_name"],
-            "size_group": spec["size_group"],
-            "baseline": name in run.baselines,
-            "model_id": named.id,
-            "engine": named.engine,
-            "revision": named.revision,
-        }
-    return {
-        "format": FORMAT,
-        "date": provenance["created_at"],
-        "git_hash": provenance["git"]["revision"],
-        "git_dirty": provenance["git"]["dirty"],
-        "config_sha256": provenance["config_sha256"],
-        "config": provenance["config"],
-        "versions": {"packages": provenance["packages"], "engines": provenance["engines"]},
-        "provenance": {"path": provenance_path, "sha256": sha256_file(provenance_path)},
-        "data": {key: provenance["data_manifest"].get(key) for key in ("repo", "commit", "origin", "files")},
-        "hardware": provenance["hardware"],
-        "notes": notes,
-        "configs": task_configs(run.subtasks, provenance["config"]["generation"]["max_new_tokens"]),
-        "n-samples": {key: {"original": released[key], "effective": evaluated.get(key, 0)} for key in run.subtasks},
-        "higher_is_better": {key: {get_subtask(key).measure: True} for key in run.subtasks},
-        "score_range": list(SCORE_RANGE),
-        "judged_cell": judged_cell,
-        "overall_weights": {key: weights[key] for key in run.subtasks if key in weights},
-        "models": models,
-        "signatures": signatures,
-        "results": [
-            row_entry(row, by_row[(row.embedder, row.model, row.variant)], judged_cell, results) for row in rows
-        ],
-        "studies": {study: {"table": str(path), "rows": read_table_rows(path)} for study, path in study_tables.items()},
-    }
-
-
 @stage(
     "results_json",
     "the run's results in one JSON file, after lm-eval's results_*.json: config and its hash, versions, every"
@@ -218,11 +149,68 @@ def write_run_results(
     summaries: list[str], registry: list[str], safety: str, instruction_following: str, json: str,
     config: dict[str, Any], results: Layout,
 ) -> Done:  # fmt: skip
-    """The run's results file (``json``), with the rows of the studies' tables that exist (``safety``: Table 3's CSV,
-    ``instruction_following``: Figure 7's)."""
+    """The run's results file (``json``): provenance (git, config and its hash, versions, data, hardware), the tasks
+    and models, every Table 2 cell by row, the aggregates, and the rows of the studies' tables that exist
+    (``safety``: Table 3's CSV, ``instruction_following``: Figure 7's)."""
     tables = {"safety": safety, "instruction_following": instruction_following}
     present = {study: path for study, path in tables.items() if os.path.isfile(path)}
-    record = build_run_results(config, results, load_registry(registry), present, run_notes(config))
+    run, entries = RunCells(config), load_registry(registry)
+    provenance_path = results.path("provenance")
+    provenance = read_json(provenance_path)
+    weights, judged_cell = config["tables"]["overall_weights"], config["tables"]["judged_cell"]
+    read = read_summaries(run, results)
+    rows = table_rows(read, entries, weights, judged_cell)
+    by_row: dict[tuple[str, str, str], dict[str, CellSummaries]] = {}
+    for summary in read:
+        cell = summary.cell
+        by_row.setdefault((cell.embedder or "", cell.model, cell.variant), {})[cell.task] = summary
+    signatures: dict[str, list[str]] = {}
+    for summary in read:
+        text = signature_string(summary.score["signature"]) if "signature" in summary.score else None
+        if text and text not in signatures.setdefault(summary.cell.embedder or "", []):
+            signatures[summary.cell.embedder or ""].append(text)
+    released = {key: get_subtask(key).released for key in run.subtasks}
+    evaluated: dict[str, int] = {}  # items per subtask: what every cell of it expects
+    for summary in read:
+        expected = int(summary.shown["n"]) + int(summary.shown.get("missing", 0))
+        evaluated[summary.cell.task] = max(expected, evaluated.get(summary.cell.task, 0))
+    models = {}
+    for name in run.run_models:
+        spec = {"name": name, **entries[name]}
+        named = model_name(spec)
+        models[name] = {
+            "display_name": spec["display_name"],
+            "size_group": spec["size_group"],
+            "baseline": name in run.baselines,
+            "model_id": named.id,
+            "engine": named.engine,
+            "revision": named.revision,
+        }
+    record = {
+        "format": FORMAT,
+        "date": provenance["created_at"],
+        "git_hash": provenance["git"]["revision"],
+        "git_dirty": provenance["git"]["dirty"],
+        "config_sha256": provenance["config_sha256"],
+        "config": provenance["config"],
+        "versions": {"packages": provenance["packages"], "engines": provenance["engines"]},
+        "provenance": {"path": provenance_path, "sha256": sha256_file(provenance_path)},
+        "data": {key: provenance["data_manifest"].get(key) for key in ("repo", "commit", "origin", "files")},
+        "hardware": provenance["hardware"],
+        "notes": run_notes(config),
+        "configs": task_configs(run.subtasks, provenance["config"]["generation"]["max_new_tokens"]),
+        "n-samples": {key: {"original": released[key], "effective": evaluated.get(key, 0)} for key in run.subtasks},
+        "higher_is_better": {key: {get_subtask(key).measure: True} for key in run.subtasks},
+        "score_range": list(SCORE_RANGE),
+        "judged_cell": judged_cell,
+        "overall_weights": {key: weights[key] for key in run.subtasks if key in weights},
+        "models": models,
+        "signatures": signatures,
+        "results": [
+            row_entry(row, by_row[(row.embedder, row.model, row.variant)], judged_cell, results) for row in rows
+        ],
+        "studies": {study: {"table": str(path), "rows": read_table_rows(path)} for study, path in present.items()},
+    }
     write_json_atomic(json, record)
     cells = sum(len(row["tasks"]) for row in record["results"])
     return Done(f"{len(record['results'])} rows, {cells} cells, studies: {', '.join(present) or 'none'}", out=json)
