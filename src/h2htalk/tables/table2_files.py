@@ -177,31 +177,6 @@ def pending_summary(summary: dict[str, Any]) -> dict[str, Any]:
     return {**{key: summary[key] for key in keys}, "measure": PENDING, "pending": True}
 
 
-def write_table2_partial(
-    summaries: Sequence[dict[str, Any]],
-    registry_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
-    out: Files,
-    weights: dict[str, float],
-    judged_cell: str,
-    run_notes: Iterable[str] = (),
-) -> list[Row]:
-    """Table 2 as far as the scores go (``csv`` and ``md``), before the judge: its judged cells, and the averages
-    and Overall built from them, say pending; every other cell is the final table's."""
-    rows = build_rows(summaries, load_registry(registry_path), weights, judged_cell)
-    write_csv(ci_frame(rows), out["csv"], float_format="{:.4f}")
-    pending = sum(s.get("pending", False) for s in summaries)
-    notes = [
-        *run_notes,
-        f"Partial: the {pending} judged cells (Levels I-III) are pending until the rubric judge has run, and so are "
-        "their dimension's average and Overall; the other cells are final. The whole table is table2.md.",
-        *NOTES,
-        *answer_notes(rows),
-        *signature_notes(summaries),
-    ]
-    write_text_atomic(out["md"], markdown_text(table2_frame(rows), caption=CAPTION, notes=notes))
-    return rows
-
-
 @stage(
     "table2_partial",
     "Table 2 from the scores alone, before the judge: its judged cells pending, every other cell final",
@@ -212,16 +187,27 @@ def write_table2_partial(
     inputs={"summaries": Each("score_summary"), "registry": Paths(registry_files)},
     outputs=figure_files("table2_partial", csv=".csv", md=".md"),
 )  # fmt: skip
-def write_run_table2_partial(
-    summaries: list[str], registry: list[str], cells: list[Cell], config: dict[str, Any], run: RunCells,
-    outputs: dict[str, str],
-) -> Done:  # fmt: skip
-    """Table 2 from the scores alone, the judged cells pending: what a run stopped before its judge keeps."""
+def write_table2_partial(
+    summaries: list[str], registry: list[str], cells: list[Cell], config: dict[str, Any], run: RunCells, outputs: Files
+) -> Done:
+    """Table 2 as far as the scores go (``csv`` and ``md``), before the judge: what a run stopped before its judge
+    keeps. Its judged cells, and the averages and Overall built from them, say pending; every other cell is the
+    final table's."""
     read = [pending_summary(read_json(path)) if run.is_judged(cell) else read_json(path)
             for cell, path in zip(cells, summaries, strict=True)]  # fmt: skip
     tables = config["tables"]
-    write_table2_partial(read, registry, outputs, tables["overall_weights"], tables["judged_cell"], run_notes(config))
+    rows = build_rows(read, load_registry(registry), tables["overall_weights"], tables["judged_cell"])
+    write_csv(ci_frame(rows), outputs["csv"], float_format="{:.4f}")
     pending = sum(s.get("pending", False) for s in read)
+    notes = [
+        *run_notes(config),
+        f"Partial: the {pending} judged cells (Levels I-III) are pending until the rubric judge has run, and so are "
+        "their dimension's average and Overall; the other cells are final. The whole table is table2.md.",
+        *NOTES,
+        *answer_notes(rows),
+        *signature_notes(read),
+    ]
+    write_text_atomic(outputs["md"], markdown_text(table2_frame(rows), caption=CAPTION, notes=notes))
     return Done(f"{len(read)} cells, {pending} pending the judge", out=shown(outputs))
 
 
