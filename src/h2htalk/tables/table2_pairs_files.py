@@ -27,19 +27,17 @@ FLOAT_FORMAT = "{:.6g}"  # p-values far below 0.0001 keep their digits
 
 def read_row_items(
     run: RunCells, results: Layout, registry: Mapping[str, Mapping[str, Any]], judged_cell: str
-) -> tuple[list[RowItems], list[str]]:
+) -> list[RowItems]:
     """The per-item values of every Table 2 row of a model under test (the baselines are calibration rows and
     are not compared): S from the score items, and where the rubric judge is mixed in, the reading of the J
-    items that ``judged_cell`` names (tables.judged_cell), as Table 2 shows it (``compared_value``). Also the files
-    read."""
+    items that ``judged_cell`` names (tables.judged_cell), as Table 2 shows it (``compared_value``)."""
     from h2htalk.tables.table2_pairs import RowItems
 
     values: dict[tuple[str, str, str], dict[str, dict[str, float]]] = {}
     measures: dict[tuple[str, str, str], dict[str, str]] = {}
     clusters: dict[tuple[str, str, str], dict[str, dict[str, str]]] = {}
     rated: dict[tuple[str, str, str], dict[str, int]] = {}
-    files = run.table2_items(results)
-    for cell, path in files.items():
+    for cell, path in run.table2_items(results).items():
         judged = run.is_judged(cell)
         key = (str(cell.embedder), cell.model, cell.variant)
         read = (lambda item: compared_value(item, judged_cell)) if judged else (lambda item: item["S"])
@@ -51,7 +49,7 @@ def read_row_items(
         clusters.setdefault(key, {})[cell.task] = item_clusters(items)
         if judged and any(judged_cell in (item.get("ppi") or {}) for item in items):
             rated.setdefault(key, {})[cell.task] = sum(bool(item.get("ppi_rated")) for item in items)
-    rows = [
+    return [
         RowItems(
             embedder,
             model,
@@ -65,7 +63,6 @@ def read_row_items(
         )
         for embedder, model, variant in values
     ]
-    return rows, list(files.values())
 
 
 def compared_value(item: Mapping[str, Any], reading: str) -> float | None:
@@ -169,7 +166,7 @@ def compare_run_rows(
     """Every pair of the run's Table 2 rows compared on their items (``compare_rows``), written with the ranks."""
     from h2htalk.tables.table2_pairs import compare_rows
 
-    rows, _ = read_row_items(run, results, load_registry(registry), config["tables"]["judged_cell"])
+    rows = read_row_items(run, results, load_registry(registry), config["tables"]["judged_cell"])
     comparisons = compare_rows(rows, config["tables"]["overall_weights"], bootstrap)
     write_comparisons(comparisons, outputs)
     told = sum(bool(r["separable"]) for r in comparisons.pairs)
