@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # the model-call stack (openai, httpx) is imported only by th
 
 Labels = Mapping[str, str]  # a job's wildcards: model, embedder, subtask, variant, study, figure
 Where = Literal["local", "cpu", "model", "embedder"]
+EachFile = Callable[[str, Cell], str]  # a stage's ``each``: the path of its declared file ``name`` of one cell
 
 
 @dataclass(frozen=True)
@@ -291,7 +292,8 @@ class Job:
 
     def argument(self, name: str, annotation: Any) -> Any:
         """A file the stage declares (one path, or a list where it may be several), a label, a typed setting, or what
-        the machinery gives (config, run, cells, results, models, options, each, inputs, outputs, stages, job)."""
+        the machinery gives (config, run, cells, results, models, options, each, inputs, outputs, stage: the declaration
+        it runs as, stages, job)."""
         for files, specs in ((self.inputs, self.stage.inputs), (self.outputs, self.stage.outputs)):
             if name in specs:
                 one = isinstance(specs[name], Figure) or (isinstance(specs[name], One) and specs[name].over is None)
