@@ -185,7 +185,7 @@ def combine_world(
     results = Layout(str(root))
     judges = (CHEAP, STRONG) if cascade.on else None
     return {
-        cell.model: combine_to_files(cell, results, GATE, BOOTSTRAP, {}, review, judges)
+        cell.model: combine_to_files(cell, results.cell_path, GATE, BOOTSTRAP, {}, review, judges)
         for cell in write_world(world, results, cascade)
     }
 

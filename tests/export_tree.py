@@ -149,7 +149,7 @@ def write_tree(root: Path) -> tuple[Path, Layout]:
                 if subtask in JUDGED and model != ORACLE:
                     with_reference = [{**p, "reference": ref} for p, ref in zip(prompts, references, strict=True)]
                     write_jsonl_atomic(results.judge_samples(cell), judge_samples(cell, answers, with_reference))
-                    combine_to_files(cell, results, gate, bootstrap, {}, review)
+                    combine_to_files(cell, results.cell_path, gate, bootstrap, {}, review)
     write_study_tables(root / "paper_figures")
     return config_path, results
 

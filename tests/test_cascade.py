@@ -424,7 +424,7 @@ def test_table2_says_per_cell_the_mode_the_sample_and_the_rectifier(tmp_path):
     (cell,) = write_world(world, results, CASCADE)
     from h2htalk.judge.combine import combine_to_files
 
-    combine_to_files(cell, results, GATE, BOOTSTRAP, {}, FULL_REVIEW, (CHEAP, "gpt-4o"))
+    combine_to_files(cell, results.cell_path, GATE, BOOTSTRAP, {}, FULL_REVIEW, (CHEAP, "gpt-4o"))
     out = {name: str(tmp_path / f"table2{suffix}") for name, suffix in (
         ("csv", ".csv"), ("md", ".md"), ("tex", ".tex"), ("heatmap", "_heatmap.png"), ("vs_paper", "_vs_paper.csv"),
         ("audit", "_audit.csv"))}  # fmt: skip

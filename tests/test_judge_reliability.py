@@ -347,7 +347,8 @@ def test_the_ladder_job_judges_through_the_cache_and_the_card_says_what_it_found
         "judge_reliability": {"ladder": {"items": 2}, "canary": {"items": 3}},
     })  # fmt: skip
     reliability = ReliabilitySettings.from_config(config)
-    texts = role_texts(JUDGE_ROLES, LEVELS, "sap", results, NAMES, reliability.seed)
+    files = [results.path("instances", subtask=s) for s in LEVELS], [results.prompts("sap", s) for s in LEVELS]
+    texts = role_texts(JUDGE_ROLES, LEVELS, *files, NAMES, reliability.seed)
     instances = {r["id"]: r for s in LEVELS for r in read_jsonl(results.path("instances", subtask=s))}
     rubric = [t for t in texts if t.role == RUBRIC]
     s = reference_s(rubric, instances)
@@ -361,9 +362,11 @@ def test_the_ladder_job_judges_through_the_cache_and_the_card_says_what_it_found
         engines = EngineOptions(ClientSettings.from_config(config), 1234, endpoint=Endpoint(stub.base_url, "stand-in"))
 
         def ladder():  # the two parts, as two ladder jobs run them
+            kinds = {"ladder": "judge_ladder", "canary": "judge_canary", "summary": "judge_ladder_run"}
+            out = {p: {n: results.path(k, model=spec["name"], part=p) for n, k in kinds.items()} for p in LADDER_PARTS}
             parts = [
                 run_ladder(
-                    spec, roles, [t for t in texts if t.role in roles], judges, reliability, engines, results, part
+                    spec, roles, [t for t in texts if t.role in roles], judges, reliability, engines, results, out[part]
                 )
                 for part, roles in LADDER_PARTS.items()
             ]

@@ -29,6 +29,19 @@ def test_a_declared_output_that_is_no_parameter_fails():
         def toy(json: str) -> None: ...
 
 
+def test_a_file_of_each_cell_may_be_reached_through_each_but_one_file_may_not():
+    cells = dict(jobs=Over(model=lambda run: run.models), cells=lambda run, w: run.benchmark(w["model"]))
+
+    @stage("toy", "a toy", **cells, inputs={"generations": Each("generations")}, outputs={"out": Each("score_items")})
+    def toy(each: object) -> None: ...
+
+    with pytest.raises(StageError, match=r"stage toy: outputs\.summary: declared but not a parameter"):
+
+        @stage("toy", "a toy", **cells, inputs={"generations": Each("generations")},
+               outputs={"summary": One("generation_run")})  # fmt: skip
+        def toy_too(each: object) -> None: ...
+
+
 def test_a_parameter_nothing_declares_fails():
     with pytest.raises(StageError, match=r"stage toy: subtask: a parameter that is no declared input, output, label"):
 

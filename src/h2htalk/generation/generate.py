@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 from h2htalk.errors import DataError, H2HTalkError
 from h2htalk.generation.ended import ENDED_ANSWER
 from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic
+from h2htalk.layout import Cell
 from h2htalk.llm.engines import ENGINES, engine_of
-from h2htalk.settings import GenerationSettings
+from h2htalk.settings import Config, GenerationSettings
 from h2htalk.stages.declare import stage
 from h2htalk.stages.declared import FIRST, REGISTRY
-from h2htalk.stages.spec import Done, Each, Job, One, Over
-from h2htalk.stages.steps import step
+from h2htalk.stages.spec import Done, Each, EachFile, Models, One, Over, Stage
 
 if TYPE_CHECKING:  # the model-call stack (openai, httpx), imported when a job runs, not when the registry loads
     from h2htalk.llm.calls import EngineOptions, ModelCalls
@@ -261,28 +261,31 @@ def _baseline_outputs(
     inputs={"prompts": Each("prompts"), "instances": Each("references")},
     outputs={"responses": Each("generations"), "summary": One("generation_run")},
 )  # fmt: skip
-def generate(job: Job, model: str) -> Done:
+def generate(
+    model: str, config: Config, cells: list[Cell], each: EachFile, models: Models, stage: Stage, summary: str
+) -> Done:  # fmt: skip
     """``model``'s (or a baseline's) answers to every Table 2 cell of the job."""
-    baseline = engine_of(job.entry(model)).answers_without_model
-    if baseline != (job.stage.where != "model"):
+    spec = models.entry(model)
+    baseline = engine_of(spec).answers_without_model
+    if baseline != (stage.where != "model"):
         other = "baseline-answers" if baseline else "generate"
         raise H2HTalkError(f"{model} is {'a baseline' if baseline else 'a model'}: its answers are h2htalk {other}'s")
-    engines = job.engines([model] if job.stage.where == "model" else [])  # a baseline starts no engine
-    run = answer_cells(job, engines, for_studies=False)
-    return Done(answered(run), subject=model, out=f"{len(job.cells)} files")
+    engines = models.engines([] if baseline else [model])  # a baseline starts no engine
+    engines.step(stage.name, model)
+    run = answer_cells(spec, cells, each, GenerationSettings.from_config(config), engines, summary, baseline=baseline)
+    return Done(answered(run), subject=model, out=f"{len(cells)} files")
 
 
-def answer_cells(job: Job, engines: Any, *, for_studies: bool) -> dict[str, Any]:
-    """Answer the job's cells (its studies' or its Table 2 cells) with its model (its engine started once), into
-    its outputs ``responses`` (each cell's) and ``summary``; the run summary."""
-    model = job.labels["model"]
-    cells = [c for c in job.cells if c.is_study == for_studies]
-    files = [PromptFile(c.variant, c.task, Path(job.each("prompts", c)), Path(job.each("responses", c))) for c in cells]
-    instances = {c.task: Path(job.each("instances", c)) for c in cells} if "instances" in job.stage.inputs else {}
-    settings = GenerationSettings.from_config(job.config, for_studies=for_studies)
-    engines.step(step(job.stage.name, "answers") if for_studies else job.stage.name, model)
-    spec = job.entry(model)
-    return generate_model(spec, files, settings, engines, instances=instances, summary_path=job.output("summary"))
+def answer_cells(
+    spec: dict[str, Any], cells: list[Cell], each: EachFile, settings: GenerationSettings, engines: EngineOptions,
+    summary: str, *, baseline: bool = False,
+) -> dict[str, Any]:  # fmt: skip
+    """Answer ``cells`` (Table 2's, or a model's studies') with the model of ``spec`` (its engine started once; a
+    baseline from each cell's ``instances``): each cell's ``prompts`` into its ``responses``, the run summary into
+    ``summary``."""
+    files = [PromptFile(c.variant, c.task, Path(each("prompts", c)), Path(each("responses", c))) for c in cells]
+    instances = {c.task: Path(each("instances", c)) for c in cells} if baseline else {}
+    return generate_model(spec, files, settings, engines, instances=instances, summary_path=summary)
 
 
 def answered(run: dict[str, Any], noun: str = "answers") -> str:

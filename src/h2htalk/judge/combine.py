@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from h2htalk.cells import RunCells
 from h2htalk.errors import DataError
 from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic
 from h2htalk.judge.readings import READINGS, item_readings
@@ -54,7 +55,7 @@ from h2htalk.ratings import REVIEW_SCORES, Rating, read_ratings
 from h2htalk.settings import GATE, PEOPLE_READINGS, SAMPLE, BootstrapSettings, GateSettings, JudgeMode, ReviewSettings
 from h2htalk.stages import declared
 from h2htalk.stages.declare import stage
-from h2htalk.stages.spec import Done, Each, Job, Over
+from h2htalk.stages.spec import Done, Each, EachFile, Over
 
 if TYPE_CHECKING:  # numpy, scipy and the metric libraries, imported when a job runs, not when the registry loads
     import numpy as np
@@ -448,7 +449,7 @@ def cascade_summary(items: Sequence[dict[str, Any]], found: Correction | None) -
 
 def combine_to_files(
     cell: Cell,
-    results: Layout,
+    each: EachFile,
     gate: GateSettings,
     bootstrap: BootstrapSettings,
     human: HumanScores,
@@ -456,12 +457,13 @@ def combine_to_files(
     cascade: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
     """J for every item of a judged cell, the review flags (the gate, or the sample), people's scores, and the
-    summary; ``cascade``: (the cheap judge, the role's own) in cascade mode."""
-    scores, judgments = Path(results.score_items(cell)), Path(results.judge_samples(cell))
-    sample = Path(results.judge_sample(cell)) if cascade else None
+    summary; ``cascade``: (the cheap judge, the role's own) in cascade mode. ``each``: its files by their kinds (a
+    results tree's ``cell_path``)."""
+    scores, judgments = Path(each("score_items", cell)), Path(each("judge_samples", cell))
+    sample = Path(each("judge_sample", cell)) if cascade else None
     items = combine_items(cell.model, cell.variant, cell.task, scores, judgments, gate, human, review, sample)
     add_pseudo_values(items, review.mode, cascade is not None)
-    write_jsonl_atomic(results.j_items(cell), items)
+    write_jsonl_atomic(each("j_items", cell), items)
     summary = {
         **cell.labels(),
         "human_imports": sorted({r["file"] for h in human.values() for r in h["ratings"]}),
@@ -473,7 +475,7 @@ def combine_to_files(
     }
     if cascade:
         summary["cascade"].update(every_item_judge=cascade[0], sample_judge=cascade[1])
-    write_json_atomic(results.j_summary(cell), summary)
+    write_json_atomic(each("j_summary", cell), summary)
     return summary
 
 
@@ -511,24 +513,24 @@ def add_pseudo_values(items: Sequence[dict[str, Any]], mode: str, cascade: bool)
     ratings=(REVIEW_SCORES,), ratings_of_model=True, env="metrics", memory_mb=1000, minutes=10,
     options=("bootstrap",),
     inputs={
-        "scores": Each("score_items"), "judgments": Each("judge_samples"), "sample": Each("judge_sample"),
+        **{kind: Each(kind) for kind in ("score_items", "judge_samples", "judge_sample")},
         "human": declared.config_files("review.imports"),
     },
-    outputs={"scored": Each("j_items"), "summaries": Each("j_summary")},
+    outputs={kind: Each(kind) for kind in ("j_items", "j_summary")},
 )  # fmt: skip
 def combine_model(
-    job: Job, model: str, human: list[str], gate: GateSettings, bootstrap: BootstrapSettings, review: ReviewSettings
-) -> Done:
+    model: str, human: list[str], config: dict[str, Any], run: RunCells, cells: list[Cell], results: Layout,
+    each: EachFile, gate: GateSettings, bootstrap: BootstrapSettings, review: ReviewSettings,
+) -> Done:  # fmt: skip
     """J of every judged cell of ``model`` (``combine_to_files``), with people's scores from the review imports
     (``human``) and the desk."""
-    mode = JudgeMode.from_config(job.config, "rubric_judge")
+    mode = JudgeMode.from_config(config, "rubric_judge")
     judges = (mode.cheap_model, mode.model) if mode.cascade else None
-    store = job.config["review"]["store"]
-    scores = read_human_scores(human, job.cells, job.results, job.run.judged_models, store)
-    results = [combine_to_files(cell, job.results, gate, bootstrap, scores, review, judges) for cell in job.cells]
+    scores = read_human_scores(human, cells, results, run.judged_models, config["review"]["store"])
+    found = [combine_to_files(cell, each, gate, bootstrap, scores, review, judges) for cell in cells]
     return Done(
-        f"{len(results)} cells, {sum(r['n'] for r in results)} items ({review.mode} mode, {mode.mode} judge); "
-        f"{sum(r['to_review'] for r in results)} to review, {sum(r['human_items'] for r in results)} rated by "
-        f"people, {sum(r['missing'] for r in results)} missing",
+        f"{len(found)} cells, {sum(r['n'] for r in found)} items ({review.mode} mode, {mode.mode} judge); "
+        f"{sum(r['to_review'] for r in found)} to review, {sum(r['human_items'] for r in found)} rated by "
+        f"people, {sum(r['missing'] for r in found)} missing",
         subject=model,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -10,10 +11,11 @@ from typing import TYPE_CHECKING, Any
 from h2htalk.errors import DataError
 from h2htalk.generation.generate import answered
 from h2htalk.io import iter_jsonl, read_json, write_json_atomic, write_jsonl_atomic
-from h2htalk.settings import CascadeSettings, JudgeSettings
+from h2htalk.layout import Cell
+from h2htalk.settings import CascadeSettings, Config, JudgeSettings
 from h2htalk.stages.declare import stage
 from h2htalk.stages.declared import JUDGE_CALLS, REGISTRY, judge_models
-from h2htalk.stages.spec import Done, Each, Job, One, Over
+from h2htalk.stages.spec import Done, Each, EachFile, Models, One, Over, Stage
 from h2htalk.stages.steps import SAMPLE, step
 
 if TYPE_CHECKING:  # the model-call stack (openai, httpx), imported when a job runs, not when the registry loads
@@ -133,7 +135,7 @@ def judge_files(
     judge: JudgeSettings,
     engines: EngineOptions,
     *,
-    summary_path: Path | None = None,
+    summary_path: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """Judge every item of ``model``'s files (engine started once), write one verdict file each; return a
     summary."""
@@ -214,44 +216,50 @@ def judge_files(
     inputs={"instances": Each("references"), "prompts": Each("prompts"), "generations": Each("generations")},
     outputs={"verdicts": Each("judge_samples"), "sample": Each("judge_sample"), "summary": One("judge_run")},
 )  # fmt: skip
-def rubric_judge(job: Job, model: str, judge: JudgeSettings) -> Done:
+def rubric_judge(
+    model: str, judge: JudgeSettings, config: Config, cells: list[Cell], each: EachFile, models: Models, stage: Stage,
+    summary: str,
+) -> Done:  # fmt: skip
     """One model's judged cells: every item by the judge of every item (the cheap one in cascade mode), then, in
     cascade mode, each cell's sample by the role's own judge (its file is empty in full mode)."""
     from h2htalk.judge.cascade import answered_ids, cascade_sample
 
-    cascade = CascadeSettings.from_config(job.config, "rubric_judge")
+    cascade = CascadeSettings.from_config(config, "rubric_judge")
     every = cascade.every_item_judge(judge)
     kinds = ("instances", "prompts", "generations", "verdicts")
-    files = [JudgeFiles(c.variant, c.task, *(Path(job.each(kind, c)) for kind in kinds)) for c in job.cells]
-    engines = job.engines(cascade.judge_models(judge))
-    engines.step(job.stage.name, model)
-    summary = job.out_path("summary")
-    run = judge_files(job.entry(every.model), model, files, every, engines, summary_path=summary)
+    files = [JudgeFiles(c.variant, c.task, *(Path(each(kind, c)) for kind in kinds)) for c in cells]
+    engines = models.engines(cascade.judge_models(judge))
+    engines.step(stage.name, model)
+    run = judge_files(models.entry(every.model), model, files, every, engines, summary_path=summary)
     facts = answered(run, "verdicts")
     if cascade.on:
         ids = [answered_ids(f.generations) for f in files]
         sample = [
-            replace(f, out=Path(job.each("sample", c)), ids=frozenset(cascade_sample(c, cell_ids, cascade)))
-            for f, c, cell_ids in zip(files, job.cells, ids, strict=True)
+            replace(f, out=Path(each("sample", c)), ids=frozenset(cascade_sample(c, cell_ids, cascade)))
+            for f, c, cell_ids in zip(files, cells, ids, strict=True)
         ]
-        engines.step(step(job.stage.name, SAMPLE), model)
-        strong = judge_files(job.entry(judge.model), model, sample, judge, engines)
+        engines.step(step(stage.name, SAMPLE), model)
+        strong = judge_files(models.entry(judge.model), model, sample, judge, engines)
         more: dict[str, Any] = {"sample": strong}
         if cascade.auto:  # the first draw was the pilot: the rest of each cell's sample, as its pilot sizes it
             more["pilot"] = strong
-            more["sample"], more["sizes"] = _rest_of_sample(job, files, sample, ids, cascade, judge, engines)
+            more["sample"], more["sizes"] = _rest_of_sample(
+                models.entry(judge.model), model, cells, files, sample, ids, cascade, judge, engines
+            )  # fmt: skip
         add_to_summary(summary, more)
         pilot = f"the pilot: {answered(strong, 'verdicts')}, the rest of " if cascade.auto else ""
         facts += f"; {pilot}the sample: {answered(more['sample'], 'verdicts')} by {judge.model}"
     else:
-        for cell in job.cells:
-            write_jsonl_atomic(job.each("sample", cell), [])
+        for cell in cells:
+            write_jsonl_atomic(each("sample", cell), [])
     subject = f"{model} by {every.model}" + (f" and {judge.model} ({cascade.mode})" if cascade.on else "")
     return Done(facts, subject=subject, out=f"{len(files)} files")
 
 
 def _rest_of_sample(
-    job: Job,
+    spec: dict[str, Any],
+    model: str,
+    cells: list[Cell],
     files: list[JudgeFiles],
     pilots: list[JudgeFiles],
     ids: list[list[str]],
@@ -264,18 +272,18 @@ def _rest_of_sample(
     from h2htalk.judge.cascade import judge_reading, sized_sample
 
     sizes, rest = {}, []
-    for f, pilot, cell, cell_ids in zip(files, pilots, job.cells, ids, strict=True):
+    for f, pilot, cell, cell_ids in zip(files, pilots, cells, ids, strict=True):
         sample, sizes[f"{cell.variant}/{cell.task}"] = sized_sample(
             cell, cell_ids, cascade, judge_reading(f.out), judge_reading(pilot.out)
         )
         rest.append(replace(pilot, out=pilot.out.with_suffix(".rest.jsonl"), ids=frozenset(sample) - pilot.ids))
-    judged = judge_files(job.entry(judge.model), job.labels["model"], rest, judge, engines)
+    judged = judge_files(spec, model, rest, judge, engines)
     for pilot, more in zip(pilots, rest, strict=True):
         write_jsonl_atomic(pilot.out, [r for path in (pilot.out, more.out) for _, r in iter_jsonl(path)])
         more.out.unlink()
     return judged, sizes
 
 
-def add_to_summary(path: Path, more: dict[str, Any]) -> None:
+def add_to_summary(path: str | os.PathLike[str], more: dict[str, Any]) -> None:
     """Add ``more`` to the run summary at ``path`` (a cascade's sample, beside the verdicts of every item)."""
     write_json_atomic(path, {**read_json(path), **more})

@@ -7,13 +7,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from h2htalk.cells import RunCells
 from h2htalk.errors import H2HTalkError
 from h2htalk.io import read_jsonl, write_json_atomic, write_jsonl_atomic
 from h2htalk.layout import Layout
 from h2htalk.settings import JUDGE_ROLES, LADDER_PARTS, JudgeSettings, ReliabilitySettings, StudyJudgeSettings
 from h2htalk.stages.declare import stage
 from h2htalk.stages.declared import JUDGE_CALLS, REGISTRY, ladder_jobs
-from h2htalk.stages.spec import Done, Job, One, Over, Paths
+from h2htalk.stages.spec import Done, Models, One, Over, Paths, Stage
 
 if TYPE_CHECKING:  # the model-call stack and numpy, imported when a job runs, not when the registry loads
     from h2htalk.llm.calls import EngineOptions
@@ -21,18 +22,19 @@ if TYPE_CHECKING:  # the model-call stack and numpy, imported when a job runs, n
 
 
 def role_texts(
-    roles: Sequence[str], subtasks: Sequence[str], variant: str, results: Layout, names: Sequence[str], seed: int
-) -> list[LadderText]:
+    roles: Sequence[str], subtasks: Sequence[str], instances: Sequence[str], prompts: Sequence[str],
+    names: Sequence[str], seed: int,
+) -> list[LadderText]:  # fmt: skip
     """Every text the judges ``roles`` could be given: the rubric judge's ladder of every instance of the judged
-    ``subtasks`` (with ``variant``'s prompts), the studies' judges' known-answer sets."""
+    ``subtasks`` (their ``instances`` and one variant's ``prompts`` files, in order), the studies' judges'
+    known-answer sets."""
     from h2htalk.reliability.ladder import NEEDS, RUBRIC, SAFETY, need_texts, rubric_texts, safety_texts
 
     texts = []
     if RUBRIC in roles:
-        for subtask in subtasks:
-            instances = read_jsonl(results.path("instances", subtask=subtask))
-            prompts = {r["id"]: r["messages"] for r in read_jsonl(results.prompts(variant, subtask))}
-            texts += rubric_texts(subtask, instances, prompts, names, seed)
+        for subtask, instance_file, prompt_file in zip(subtasks, instances, prompts, strict=True):
+            messages = {r["id"]: r["messages"] for r in read_jsonl(prompt_file)}
+            texts += rubric_texts(subtask, read_jsonl(instance_file), messages, names, seed)
     if SAFETY in roles:
         texts += safety_texts(seed)
     if NEEDS in roles:
@@ -48,18 +50,18 @@ def run_ladder(
     reliability: ReliabilitySettings,
     engines: EngineOptions,
     results: Layout,
-    part: str,
+    out: Mapping[str, str],
     slots: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Judge the ladder (the rubric judge's first ``ladder_items`` instances, the whole known-answer sets) and the
-    canary; write the verdicts, each role's canary comparison (with the judge's earlier runs in its slot of that
-    role, ``slots``: the role's own judge where not given) and the calls' summary; return the summary."""
+    canary; write the verdicts (``out["ladder"]``), each role's canary comparison (``out["canary"]``, with the
+    judge's earlier runs in its slot of that role, kept in ``results``; ``slots``: the role's own judge where not
+    given) and the calls' summary (``out["summary"]``); return the summary."""
     from h2htalk.llm.calls import model_identity
     from h2htalk.reliability.canary import OWN_JUDGE, keep_canary
     from h2htalk.reliability.judging import judge_texts
     from h2htalk.reliability.ladder import RUBRIC, canary_texts, first_items
 
-    model = spec["name"]
     on_ladder = set(first_items([t for t in texts if t.role == RUBRIC], reliability.ladder_items))
     on_ladder |= {t for t in texts if t.role != RUBRIC}
     on_canary = set(canary_texts(texts, reliability.canary_items, reliability.seed))
@@ -67,16 +69,16 @@ def run_ladder(
     records, sessions = judge_texts(spec, chosen, judges, engines)
     for text, record in zip(chosen, records, strict=True):
         record.update(ladder=text in on_ladder, canary=text in on_canary)
-    write_jsonl_atomic(results.path("judge_ladder", model=model, part=part), records)
+    write_jsonl_atomic(out["ladder"], records)
     judge = model_identity(spec)
     canaries = {}
     for role in roles:
         kept = [r for r in records if r["canary"] and r["role"] == role]
         slot = (slots or {}).get(role, OWN_JUDGE)
         canaries[role] = keep_canary(results, role, kept, judge, reliability.canary_min_alpha, slot)
-    write_json_atomic(results.path("judge_canary", model=model, part=part), canaries)
+    write_json_atomic(out["canary"], canaries)
     summary = {
-        "model": model,
+        "model": spec["name"],
         "engine": spec["engine"],
         "roles": list(roles),
         "texts": len(chosen),
@@ -85,7 +87,7 @@ def run_ladder(
         "failed": sum(s["failed"] for s in sessions),
         "sessions": sessions,
     }
-    write_json_atomic(results.path("judge_ladder_run", model=model, part=part), summary)
+    write_json_atomic(out["summary"], summary)
     return summary
 
 
@@ -94,16 +96,21 @@ def _canary_histories(scope, labels):
     return [str(Path(scope.results.path("canary_history", role="-")).parent.parent)]
 
 
-def _ladder_inputs(scope, labels):
-    """What the rubric judge's ladder is made of: the judged subtasks' instances and one variant's prompts."""
+def _rubric_subtasks(scope, labels):
+    """The judged subtasks, where the job judges the rubric judge's ladder (none where it does not)."""
     run = scope.run
     rubric = labels["part"] == "rubric" and "rubric" in run.ladder_judges.get(labels["model"], ())
-    if not (rubric and run.judged_subtasks):
-        return []
-    return [
-        *(scope.results.path("instances", subtask=s) for s in run.judged_subtasks),
-        *(scope.results.prompts(run.variants[0], s) for s in run.judged_subtasks),
-    ]
+    return run.judged_subtasks if rubric else ()
+
+
+def _ladder_instances(scope, labels):
+    """The judged subtasks' instances, which the rubric judge's ladder is made of."""
+    return [scope.results.path("instances", subtask=s) for s in _rubric_subtasks(scope, labels)]
+
+
+def _ladder_prompts(scope, labels):
+    """One variant's prompts of the judged subtasks, which the rubric judge's ladder gives the judge."""
+    return [scope.results.prompts(scope.run.variants[0], s) for s in _rubric_subtasks(scope, labels)]
 
 
 @stage(
@@ -117,29 +124,29 @@ def _ladder_inputs(scope, labels):
     ),
     jobs=Over(ladder_jobs, model=str, part=str), starts=lambda s, w: [w["model"]], where="model",
     env="generation", options=("engine",),
-    inputs={"rubric": Paths(_ladder_inputs)},
+    inputs={"instances": Paths(_ladder_instances), "prompts": Paths(_ladder_prompts)},
     outputs={"ladder": One("judge_ladder"), "canary": One("judge_canary"), "summary": One("judge_ladder_run")},
     keeps={"canary_history": Paths(_canary_histories)},
 )  # fmt: skip
 def judge_ladder(
-    job: Job, model: str, part: str, reliability: ReliabilitySettings, rubric_judge: JudgeSettings,
-    study_judge: StudyJudgeSettings,
+    model: str, part: str, reliability: ReliabilitySettings, rubric_judge: JudgeSettings,
+    study_judge: StudyJudgeSettings, instances: list[str], prompts: list[str], outputs: dict[str, str],
+    config: dict[str, Any], run: RunCells, results: Layout, models: Models, stage: Stage,
 ) -> Done:  # fmt: skip
     """Judge ``model``'s ladder and canary as every judge of ``part`` it is in the job's run (one engine start)."""
     from h2htalk.generation.generate import answered
     from h2htalk.reliability.canary import canary_slot
 
-    run = job.run
     roles = tuple(role for role in run.ladder_judges.get(model, ()) if role in LADDER_PARTS[part])
     if not roles:
         raise H2HTalkError(
             f"{model!r} is no {part} judge in this run (rubric_judge.model, study_judge.model, judge_reliability.panel)"
         )
-    names = job.config["data"]["curate"]["persona_names"]
-    texts = role_texts(roles, run.judged_subtasks, run.variants[0], job.results, names, reliability.seed)
+    names = config["data"]["curate"]["persona_names"]
+    texts = role_texts(roles, run.judged_subtasks, instances, prompts, names, reliability.seed)
     judges = {role: rubric_judge if role == JUDGE_ROLES[0] else study_judge for role in roles}
-    engines = job.engines([model])
-    engines.step(job.stage.name, model)
-    slots = {role: canary_slot(job.config, role, model) for role in roles}
-    found = run_ladder(job.entry(model), roles, texts, judges, reliability, engines, job.results, part, slots)
+    engines = models.engines([model])
+    engines.step(stage.name, model)
+    slots = {role: canary_slot(config, role, model) for role in roles}
+    found = run_ladder(models.entry(model), roles, texts, judges, reliability, engines, results, outputs, slots)
     return Done(answered(found, "verdicts"), subject=f"{model} ({', '.join(roles)})")

@@ -3,12 +3,14 @@ libraries are imported when a job runs, not when the registry loads)."""
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 from h2htalk.errors import H2HTalkError
+from h2htalk.layout import Cell
 from h2htalk.stages.declare import stage
 from h2htalk.stages.declared import FIRST, REGISTRY
-from h2htalk.stages.spec import Done, Each, Job, Over, Paths
+from h2htalk.stages.spec import Done, Each, EachFile, Over, Paths, Stage
 
 
 def _embedder_prefetched(scope, labels):
@@ -42,23 +44,25 @@ FILES = {
     jobs=Over(embedder=lambda run: run.embedders), cells=lambda run, w: run.study_scoring(w["embedder"]),
     where="embedder", env="metrics", memory_mb=8000, minutes=60, options=("scoring",), **FILES,
 )  # fmt: skip
-def score_cells(job: Job, embedder: str, prefetched: list[str]) -> Done:
+def score_cells(
+    embedder: str, prefetched: list[str], config: dict[str, Any], cells: list[Cell], each: EachFile, stage: Stage,
+    options: argparse.Namespace,
+) -> Done:  # fmt: skip
     """A model's Table 2 cells (score), or every study model's safety answers (score_studies), scored with
     ``embedder``: each cell's generations against its references, its items and summary written."""
     from h2htalk.scoring.score_files import ScoringSetup, mean_s_by_variant, score_generation_file
 
-    definition = embedder_definition(job.config["embedders"], embedder, prefetched)
-    setup = ScoringSetup.from_config(job.config, embedder, definition, cache=not job.option("no_cache", False))
+    definition = embedder_definition(config["embedders"], embedder, prefetched)
+    setup = ScoringSetup.from_config(config, embedder, definition, cache=not getattr(options, "no_cache", False))
     setup.embedder.check()
     summaries = [
         score_generation_file(
-            job.each("generations", cell), job.each("references", cell), job.each("scored", cell),
-            job.each("summaries", cell), setup, cell.labels(),
+            each("generations", cell), each("references", cell), each("scored", cell), each("summaries", cell),
+            setup, cell.labels(),
         )
-        for cell in job.cells
+        for cell in cells
     ]  # fmt: skip
-    model = job.labels.get("model")
-    subject = f"{model} with {embedder}" if model else f"safety study with {embedder}"
+    subject = f"{cells[0].model} with {embedder}" if "model" in stage.labels else f"safety study with {embedder}"
     items = sum(s["n"] for s in summaries)
     return Done(f"{len(summaries)} cells, {items} items; {mean_s_by_variant(summaries)}", subject=subject)
 

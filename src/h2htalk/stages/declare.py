@@ -37,7 +37,7 @@ def stage(name: str, help: str, **declared: Any) -> Callable[[Callable[..., Any]
 
 
 # What the machinery gives a stage's function besides its files, labels and typed settings (``Job.argument``)
-MACHINERY = frozenset({"config", "run", "cells", "results", "models", "options", "job", "each", "inputs", "outputs",
+MACHINERY = frozenset({"config", "run", "cells", "results", "models", "options", "each", "inputs", "outputs", "stage",
                        "stages"})  # fmt: skip
 MADE_BY_THE_MACHINERY = {"inputs": "provenance", "outputs": "meta"}  # a product's provenance: never a parameter
 
@@ -77,9 +77,9 @@ def checked(stage: Stage) -> Stage:
         if not (declared or parameter.annotation in settings):
             fail(name, "a parameter that is no declared input, output, label, machinery argument or typed setting")
     for field, files in (("inputs", stage.inputs), ("outputs", stage.outputs)):
-        for name in files:
-            given = name in parameters or field in parameters or "job" in parameters
-            if not given and name != MADE_BY_THE_MACHINERY[field]:
+        for name, spec in files.items():  # a file of each cell may be reached through ``each(name, cell)``
+            reached = (name, field, "each") if isinstance(spec, Each) else (name, field)
+            if not any(n in parameters for n in reached) and name != MADE_BY_THE_MACHINERY[field]:
                 fail(f"{field}.{name}", f"declared but not a parameter of {stage.run.__name__}")
     per_cell = [f"inputs.{n}" for n, s in stage.inputs.items() if isinstance(s, Each)]
     per_cell += [f"outputs.{n}" for n, s in stage.outputs.items() if isinstance(s, Each)]

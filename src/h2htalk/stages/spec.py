@@ -18,17 +18,14 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, cached_property
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from h2htalk.cells import RunCells
 from h2htalk.layout import Cell, Layout
 
-if TYPE_CHECKING:  # the model-call stack (openai, httpx) is imported only by the jobs that call models
-    from h2htalk.llm.calls import EngineOptions
-
 Labels = Mapping[str, str]  # a job's wildcards: model, embedder, subtask, variant, study, figure
 Where = Literal["local", "cpu", "model", "embedder"]
+EachFile = Callable[[str, Cell], str]  # a stage's ``each``: the path of its declared file ``name`` of one cell
 
 
 @dataclass(frozen=True)
@@ -291,7 +288,8 @@ class Job:
 
     def argument(self, name: str, annotation: Any) -> Any:
         """A file the stage declares (one path, or a list where it may be several), a label, a typed setting, or what
-        the machinery gives (config, run, cells, results, models, options, each, inputs, outputs, stages, job)."""
+        the machinery gives (config, run, cells, results, models, options, each, inputs, outputs, stage: the declaration
+        it runs as, stages)."""
         for files, specs in ((self.inputs, self.stage.inputs), (self.outputs, self.stage.outputs)):
             if name in specs:
                 one = isinstance(specs[name], Figure) or (isinstance(specs[name], One) and specs[name].over is None)
@@ -302,7 +300,7 @@ class Job:
             return typed_settings()[annotation].from_config(self.config)
         if name == "outputs":  # the one-file outputs by name (a table's csv, md, tex, ...)
             return self.named_outputs()
-        return self if name == "job" else getattr(self, name)
+        return getattr(self, name)
 
     @property
     def run(self) -> RunCells:
@@ -321,20 +319,7 @@ class Job:
         """The job's outputs that are one file each, by name (a table's csv, md, tex, ...)."""
         return {name: paths[0] for name, paths in self.outputs.items() if len(paths) == 1}
 
-    def out_path(self, name: str) -> Path:
-        return Path(self.output(name))
-
     def each(self, name: str, cell: Cell) -> str:
         """The path of input or output ``name`` (declared ``Each``) of one of the job's cells."""
         spec = self.stage.inputs.get(name) or self.stage.outputs[name]
         return spec.of(Scope(self.config, self.results), cell)  # type: ignore[union-attr]
-
-    def entry(self, name: str) -> dict[str, Any]:
-        """A runnable registry entry (at the commit its prefetch record names, where it has one)."""
-        return self.models.entry(name)
-
-    def engines(self, names: list[str]) -> EngineOptions:
-        return self.models.engines(names)
-
-    def option(self, name: str, default: Any = None) -> Any:
-        return getattr(self.options, name, default)

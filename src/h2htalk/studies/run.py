@@ -8,16 +8,18 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from h2htalk.cells import RunCells
 from h2htalk.errors import H2HTalkError
 from h2htalk.generation.ended import unanswered
 from h2htalk.generation.generate import answer_cells, answered
 from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic
 from h2htalk.judge.run import add_to_summary, answers_with_retry, read_flags, sample_flags, sample_requests
+from h2htalk.layout import Cell
 from h2htalk.llm.engines import engine_of
-from h2htalk.settings import STUDIES, VARIANTS, CascadeSettings, JudgeSettings, StudyJudgeSettings
+from h2htalk.settings import STUDIES, VARIANTS, CascadeSettings, GenerationSettings, JudgeSettings, StudyJudgeSettings
 from h2htalk.stages.declare import stage
 from h2htalk.stages.declared import REGISTRY, judge_models
-from h2htalk.stages.spec import Done, Each, Job, One, Over, Paths
+from h2htalk.stages.spec import Done, Each, EachFile, Models, One, Over, Paths, Stage
 from h2htalk.stages.steps import step
 
 if TYPE_CHECKING:  # the model-call stack (openai, httpx) and the judges' prompts, imported when a job runs
@@ -186,44 +188,48 @@ def _study_items(scope, labels):
         "verdicts": Each("verdicts"), "judge_summary": One("study_judge_run"), "sample": Each("judge_sample"),
     },
 )  # fmt: skip
-def study(job: Job, model: str, judge: StudyJudgeSettings, study_items: list[str]) -> Done:
+def study(
+    model: str, judge: StudyJudgeSettings, study_items: list[str], config: dict[str, Any], run: RunCells,
+    cells: list[Cell], each: EachFile, models: Models, stage: Stage, summary: str, judge_summary: str,
+) -> Done:  # fmt: skip
     """The studies' answers of the job's model, then the study judge's verdicts on them, in one job (in cascade mode
     the cheap judge's on every turn, then the role's own judge's on each cell's sample). Where a judge is the model
     itself (the laptop), one engine serves both; a judge of its own starts after the model's engine has stopped, so
     that two engines never hold a job's GPUs at once."""
     from h2htalk.judge.cascade import answered_ids, cascade_sample
 
-    cascade = CascadeSettings.from_config(job.config, "study_judge")
+    cascade = CascadeSettings.from_config(config, "study_judge")
     every = cascade.every_item_judge(judge)
-    study_models = job.run.study_models
-    if model not in study_models:
-        raise H2HTalkError(f"model {model!r} answers no study (studies.models: {', '.join(study_models)})")
-    if engine_of(job.entry(model)).answers_without_model:
+    if model not in run.study_models:
+        raise H2HTalkError(f"model {model!r} answers no study (studies.models: {', '.join(run.study_models)})")
+    spec = models.entry(model)
+    if engine_of(spec).answers_without_model:
         raise H2HTalkError(f"model {model!r} is a baseline: baselines answer no study")
     judges = cascade.judge_models(judge)
-    engines = job.engines(list(dict.fromkeys([model, *judges])))
-    shared = [job.entry(model)] if model in judges else []
+    engines = models.engines(list(dict.fromkeys([model, *judges])))
+    shared = [spec] if model in judges else []
     with engines.sharing(shared) as shared_engines:
-        answers = answer_cells(job, shared_engines, for_studies=True)
-        shared_engines.step(step(job.stage.name, "judge"), model)
+        shared_engines.step(step(stage.name, "answers"), model)
+        settings = GenerationSettings.from_config(config, for_studies=True)
+        answers = answer_cells(spec, cells, each, settings, shared_engines, summary)
+        shared_engines.step(step(stage.name, "judge"), model)
         items = [Path(p) for p in study_items]
-        pairs = [(Path(job.each("responses", c)), Path(job.each("verdicts", c))) for c in job.cells]
-        summary = job.out_path("judge_summary")
+        pairs = [(Path(each("responses", c)), Path(each("verdicts", c))) for c in cells]
         verdicts = judge_studies(
-            job.entry(every.model), model, items, pairs, every, shared_engines, summary_path=summary
+            models.entry(every.model), model, items, pairs, every, shared_engines, summary_path=Path(judge_summary)
         )  # fmt: skip
         facts = f"{answered(answers)}; {answered(verdicts, 'verdicts')}"
         if cascade.on:
-            sample = [(Path(job.each("responses", c)), Path(job.each("sample", c))) for c in job.cells]
+            sample = [(Path(each("responses", c)), Path(each("sample", c))) for c in cells]
             only = {
                 responses: cascade_sample(c, answered_ids(responses), cascade)
-                for (responses, _), c in zip(sample, job.cells, strict=True)
+                for (responses, _), c in zip(sample, cells, strict=True)
             }
-            shared_engines.step(step(job.stage.name, "judge.sample"), model)
-            strong = judge_studies(job.entry(judge.model), model, items, sample, judge, shared_engines, only=only)
-            add_to_summary(summary, {"sample": strong})
+            shared_engines.step(step(stage.name, "judge.sample"), model)
+            strong = judge_studies(models.entry(judge.model), model, items, sample, judge, shared_engines, only=only)
+            add_to_summary(judge_summary, {"sample": strong})
             facts += f"; the sample: {answered(strong, 'verdicts')} by {judge.model}"
         else:
-            for cell in job.cells:
-                write_jsonl_atomic(job.each("sample", cell), [])
-    return Done(facts, subject=f"{model} judged by {' and '.join(judges)}", out=f"{3 * len(job.cells)} files")
+            for cell in cells:
+                write_jsonl_atomic(each("sample", cell), [])
+    return Done(facts, subject=f"{model} judged by {' and '.join(judges)}", out=f"{3 * len(cells)} files")
