@@ -584,6 +584,37 @@ def test_the_other_jobs_take_the_share_of_a_core_the_threads_waiting_for_one_lea
     assert learn_from_run(few, {"score": 60.0}, load=None) == {}
 
 
+def test_a_run_whose_load_fell_after_its_estimate_keeps_rates_as_of_the_quiet_run_it_was(tmp_path, monkeypatch):
+    """The learning case of the three-state benchmark: four busy processes held both cores while the estimate was
+    made (4 threads waiting, 2.0 cores busy), then stopped, and the run went on alone (0.1 of 2 cores). Its records
+    are of that quiet run: not kept as crowded (the next quiet run would pass them by), and the other jobs' speed
+    against the whole core they had, not the 0.4 the estimate gave them (the next run said 0.7 min, took 1.7)."""
+    config, results, registry, every, key = laptop_plan(tmp_path, monkeypatch)
+    cpu = load_throughput("config/throughput.yaml").cpu
+    assert cpu is not None
+    cache = tmp_path / "rates.json"
+    write_cache(cache, {key: [record(MACHINE, 37.6, 2.3, 2.0), record(MACHINE, 163.0, 47.0, 0.0)]})
+
+    def estimate(load: float, runnable: float):
+        monkeypatch.setattr("h2htalk.plan.timing.other_processes_load", lambda: load)
+        monkeypatch.setattr("h2htalk.plan.timing.runnable_others", lambda: runnable)
+        found = estimate_run(STAGES, config, results, registry, every, other_jobs=flat_jobs(20), cache=cache)
+        assert found is not None
+        return found
+
+    busy = estimate(2.0, 4.0)
+    assert busy.share < 0.5
+    assert learn_from_run(busy, {"score": 25.0}, load=0.1)[OTHER_JOBS] == "added"
+    kept = read_cache(cache)[key]
+    assert {r.runnable for r in kept if r.source == "run"} == {None}  # the start's crowd is not the run's
+    assert {r.load for r in kept if r.source == "run"} == {0.1}
+    quiet = estimate(0.0, 0.0)
+    assert quiet.other_s == pytest.approx(25.0, rel=0.01)  # as fast as they went on a core of their own
+    steady = estimate(2.0, 4.0)  # a run that stayed as busy as at its start keeps the crowd it had
+    learn_from_run(steady, {"score": 25.0}, load=1.9)
+    assert 4.0 in {r.runnable for r in read_cache(cache)[key] if r.kind == OTHER_JOBS}
+
+
 def test_the_threads_waiting_for_a_core_are_counted_past_the_cores_there_are():
     """The busy cores read "2.0 of 2" at a load of 4 and of 38; the run queue tells them apart."""
     from h2htalk.hardware import nice_weight, one_core_share, runnable_others

@@ -29,6 +29,7 @@ from h2htalk.plan.calls import JobName, PlannedCalls
 from h2htalk.plan.chain import plan_calls
 from h2htalk.plan.costs import CpuCalibration, load_throughput
 from h2htalk.plan.rates import (
+    LOAD_TOLERANCE,
     MACHINE,
     Record,
     from_run,
@@ -408,16 +409,20 @@ def _learn_kind(
 
 def learn_from_run(estimate: RunEstimate, stage_seconds: Mapping[str, float], load: float | None) -> dict[str, str]:
     """Keep in the cache the rates this run's jobs ran at, per job kind and for the machine as a whole, made at the
-    run's ``load`` and the threads waiting to run at its start (``plan.rates.learn``: a record they disagree with by
-    more than 25 % is replaced). Returns what
-    happened to each kind: "added", "replaced" or "kept"."""
+    run's ``load`` and, where that stayed as it was, the threads waiting to run at its start (``plan.rates.learn``: a
+    record they disagree with by more than 25 % is replaced). Returns what happened to each kind: "added", "replaced"
+    or "kept"."""
     cpu = estimate.cpu
     if cpu is None:
         return {}
     cache = estimate.cache or rates_cache_file()
     known = read_cache(cache)
     said: dict[str, str | None] = {}
-    waiting = estimate.runnable
+    # The threads waiting at the estimate describe the run only where its load stayed what it was then: four busy
+    # processes that stop once the estimate is said leave a quiet run, whose records must not read as crowded.
+    steady = load is None or estimate.load is None or abs(load - estimate.load) <= LOAD_TOLERANCE
+    waiting = estimate.runnable if steady else None
+    share = estimate.share if steady else one_core_share(None, load, estimate.cores)  # the other jobs' over the run
 
     def at(parts: list[JobEstimate]) -> Callable[[Rates | Record], float]:
         return lambda r: sum(job_seconds(p.prompt_tokens, p.answer_tokens, r, cpu, p.starts) for p in parts)
@@ -446,7 +451,7 @@ def learn_from_run(estimate: RunEstimate, stage_seconds: Mapping[str, float], lo
         used = first.learned.get(OTHER_JOBS, other_jobs_rates(cpu))
         other_s = sum(stage_seconds.values()) - model_s
         seconds_at = lambda r: other_jobs_seconds(  # noqa: E731
-            estimate.other_jobs, estimate.share, cpu, r, estimate.other_work_s
+            estimate.other_jobs, share, cpu, r, estimate.other_work_s
         )
         known[first.key], said[OTHER_JOBS] = _learn_kind(
             known.get(first.key, []), OTHER_JOBS, seconds_at, 0.0, used, other_s, load, waiting, least_s=0.0
