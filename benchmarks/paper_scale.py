@@ -127,7 +127,7 @@ def benchmarked_jobs(benchmarks: Path) -> dict[str, list[JobName]]:
 
 def predicted_seconds(jobs: list[JobName], requests: dict[tuple[str, str], int], cpu: CpuCalibration) -> float:
     """The local estimate's seconds of ``jobs`` (of a stage that starts no model) on a core of their own."""
-    return sum(cpu.other_job_s + work_seconds(job, requests, cpu) for job in jobs)
+    return sum(cpu.other_job_s + work_seconds(job, requests, cpu, STAGES) for job in jobs)
 
 
 def planned_gpu_hours(plan_csv: Path) -> dict[str, float]:

@@ -9,7 +9,7 @@ from h2htalk.config import default_config
 from h2htalk.layout import Layout
 from h2htalk.settings import BootstrapSettings
 from h2htalk.stages.declare import StageError, check_one_writer, stage
-from h2htalk.stages.spec import Each, Figure, One, Over, Product, Scope, figure_files
+from h2htalk.stages.spec import Each, Figure, Grows, One, Over, Product, Scope, figure_files
 from h2htalk.stages.steps import PARTS, STEPS, step
 from h2htalk.stages.table import BY_NAME, STAGES
 
@@ -61,6 +61,13 @@ def test_a_file_of_each_cell_without_cells_fails():
 
         @stage("toy", "a toy", inputs={"generations": Each("generations")}, outputs={"report": One("curation_report")})
         def toy(generations: list[str], report: str) -> None: ...
+
+
+def test_work_that_grows_with_its_models_requests_needs_a_model_label():
+    with pytest.raises(StageError, match=r"stage toy: grows: counts its model's requests, but its jobs have no model"):
+
+        @stage("toy", "a toy", grows=Grows("answer_scored_s", of_model=True), outputs={"out": One("curation_report")})
+        def toy(out: str) -> None: ...
 
 
 def test_a_read_key_the_config_schema_lacks_fails():

@@ -491,15 +491,35 @@ def test_the_work_of_a_job_that_starts_no_model_grows_with_the_runs_requests_and
     twice = {key: 2 * count for key, count in run.items()}
     plan, studies = job_name("plan", {}), job_name("score_studies", {"embedder": "e"})
     scores = {model: job_name("score", {"model": model, "embedder": "e"}) for model in ("m1", "m2", "baseline-oracle")}
-    assert work_seconds(plan, run, cpu) == pytest.approx(7300 * cpu.request_planned_s)
-    assert work_seconds(scores["m1"], run, cpu) == pytest.approx(1000 * cpu.answer_scored_s)
-    assert work_seconds(scores["baseline-oracle"], run, cpu) == pytest.approx(2000 * cpu.answer_scored_s)  # as m2
-    assert work_seconds(studies, run, cpu) == pytest.approx(300 * cpu.study_answer_scored_s)
+    assert work_seconds(plan, run, cpu, STAGES) == pytest.approx(7300 * cpu.request_planned_s)
+    assert work_seconds(scores["m1"], run, cpu, STAGES) == pytest.approx(1000 * cpu.answer_scored_s)
+    assert work_seconds(scores["baseline-oracle"], run, cpu, STAGES) == pytest.approx(2000 * cpu.answer_scored_s)
+    assert work_seconds(studies, run, cpu, STAGES) == pytest.approx(300 * cpu.study_answer_scored_s)
     for job in (plan, studies, *scores.values()):
-        assert work_seconds(job, twice, cpu) == pytest.approx(2 * work_seconds(job, run, cpu))
-    assert work_seconds(job_name("figure", {"figure": "fig4_wordcloud"}), twice, cpu) == 0.0
+        assert work_seconds(job, twice, cpu, STAGES) == pytest.approx(2 * work_seconds(job, run, cpu, STAGES))
+    assert work_seconds(job_name("figure", {"figure": "fig4_wordcloud"}), twice, cpu, STAGES) == 0.0
     # the measured plan job at every reference (82,658 requests; CPU s, a busy machine) against the calibration
-    assert cpu.other_job_s + work_seconds(plan, {("generate", "m"): 82_658}, cpu) == pytest.approx(105.7, rel=0.1)
+    assert cpu.other_job_s + work_seconds(plan, {("generate", "m"): 82_658}, cpu, STAGES) == pytest.approx(
+        105.7, rel=0.1
+    )
+
+
+def test_what_a_jobs_work_grows_with_is_its_stages_declaration():
+    """The stages say what their jobs' work grows with (``grows``); a stage declared so elsewhere is counted alike,
+    and every declared rate is a key of the throughput table's ``cpu`` section."""
+    from dataclasses import fields, replace
+
+    from h2htalk.stages.spec import Grows
+
+    cpu = load_throughput(REPO_ROOT / "config" / "throughput.yaml").cpu
+    assert cpu is not None
+    declared = {stage.name: stage.grows for stage in STAGES if stage.grows is not None}
+    assert set(declared) == {"plan", "score", "score_studies"}
+    assert {grows.per for grows in declared.values()} <= {f.name for f in fields(cpu)}
+    run = {("generate", "m1"): 1000, ("study.answers", "m1"): 300}
+    toy = replace(next(s for s in STAGES if s.name == "table1"), grows=Grows("answer_scored_s", ("study.answers",)))
+    assert work_seconds(job_name("table1", {}), run, cpu, [toy]) == pytest.approx(300 * cpu.answer_scored_s)
+    assert work_seconds(job_name("table1", {}), run, cpu, STAGES) == 0.0
 
 
 def test_the_laptop_defaults_other_jobs_take_what_the_readme_says_their_scores_a_share_of_it(tmp_path, monkeypatch):

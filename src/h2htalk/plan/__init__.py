@@ -16,7 +16,7 @@ from h2htalk.plan.costs import load_prices, load_throughput
 from h2htalk.settings import CASCADE_MODE, FULL_MODE, JUDGE_SECTION_NAMES, JudgeMode
 from h2htalk.stages.declare import stage
 from h2htalk.stages.declared import REGISTRY
-from h2htalk.stages.spec import Done, Labels, One, Paths, Scope, Stage
+from h2htalk.stages.spec import Done, Grows, Labels, One, Paths, Scope, Stage
 
 JUDGING = ("rubric_judge", "study", "judge_ladder")  # the stages whose judges a mode changes
 
@@ -46,7 +46,7 @@ def _plan_inputs(scope: Scope, labels: Labels) -> list[str]:
         *REGISTRY, "models", "baselines", "subtasks", "variants", "generation", "rubric_judge", "study_judge",
         "instances", "studies", "review.store", "plan",
     ),
-    env="generation", memory_mb=4000, minutes=60, plans=True,
+    env="generation", memory_mb=4000, minutes=60, plans=True, grows=Grows("request_planned_s"),  # each request
     inputs={"sources": Paths(_plan_inputs)}, outputs={"table": One("plan"), "report": One("plan_md")},
 )  # fmt: skip
 def plan(

@@ -162,7 +162,7 @@ class CpuCalibration:
     reference_pp512: float
     # what a job that starts no model spends on each unit of work that grows with the run, on a core of its own (0:
     # none counted): the plan job on each request of the run, a score job on each answer, score_studies on each of
-    # the studies' answers (plan.timing.work_seconds)
+    # the studies' answers (the key its stage's ``grows`` names, plan.work)
     request_planned_s: float = 0.0
     answer_scored_s: float = 0.0
     study_answer_scored_s: float = 0.0

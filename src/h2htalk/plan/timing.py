@@ -298,7 +298,7 @@ def estimate_run(
         planned = plan_calls(stages, config, results, Path(scratch))
     sessions = [calls for calls in planned.sessions if calls.job in needed and calls.tally.to_send]
     requests = planned_requests(planned.sessions)
-    work_s = sum(work_seconds(job, requests, cpu) for job in other_jobs)
+    work_s = sum(work_seconds(job, requests, cpu, stages) for job in other_jobs)
     local = sorted({calls.spec["name"] for calls in sessions if engine_of(calls.spec).timed_on_cpu})
     if not local:
         return None

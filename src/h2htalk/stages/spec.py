@@ -167,6 +167,18 @@ class Product:
 
 
 @dataclass(frozen=True)
+class Grows:
+    """The work of a job that starts no model that grows with the run (``plan.work``): ``per`` seconds (a key of the
+    throughput table's ``cpu`` section) for each of the run's planned requests of ``steps`` (none named: every
+    request); ``of_model``: only those of the job's model (one whose model asks none, a baseline answering from the
+    instances: as many as the model with the most)."""
+
+    per: str
+    steps: tuple[str, ...] = ()
+    of_model: bool = False
+
+
+@dataclass(frozen=True)
 class Stage:
     """One stage: its rule, its command and its part of the plan, the freshness graph and the reference."""
 
@@ -194,6 +206,7 @@ class Stage:
     priority: int = 0  # among jobs ready at once, the higher first (Snakemake's priority)
     planned: bool = False  # the plan runs it (a stage that calls models, or one they read from)
     plans: bool = False  # it runs every planned stage's function, so it reads every key they read
+    grows: Grows | None = None  # its job's work that grows with the run (the time said before a run counts it)
     uses: tuple[str, ...] = ()  # folders of the package's resources its work reads (prompts, rubrics, known answers)
     product: Product | None = None  # a table, figure or export: its provenance (``meta``) is added to its outputs
     # in the run's default target (``all``) where this says so for the run's config (default: a product is)
