@@ -42,6 +42,7 @@ from h2htalk.plan.timing import (
 )
 from h2htalk.plan.work import work_seconds
 from h2htalk.stages.spec import Scope
+from h2htalk.stages.steps import declared_steps
 from h2htalk.stages.table import STAGES
 
 from .conftest import REPO_ROOT
@@ -54,6 +55,7 @@ CPU = CpuCalibration(
     other_job_s=1.0, reference_pp512=200.0,
 )  # fmt: skip
 RATES = Rates(pp512=100.0, tg128=20.0, threads=2, found="measured now")
+STEPS = declared_steps(STAGES)
 
 
 def message(role: str, content: str) -> dict[str, str]:
@@ -70,7 +72,7 @@ def test_a_one_slot_server_reads_only_what_follows_what_it_kept_of_the_request_b
     assert shared_with([message("user", PERSONA)], again) == 0  # the same text under another role: other tokens
     assert shared_with([message("system", "别的设定"), *before[1:]], again) == 0  # the first message differs
 
-    stage = Stage("generate", "m", False, lambda spec, request: Placeholder("好的", 5))
+    stage = Stage("generate", "m", False, lambda spec, request: Placeholder("好的", 5), STEPS["generate"])
     calls = PlannedCalls({"name": "m", "engine": "llamacpp"}, "/nonexistent", stage, None)  # no cache: no client
     requests = [ChatRequest(key, key, messages) for key, messages in (("a", before), ("b", again), ("b", again))]
     calls.answers(requests[:2])
@@ -87,7 +89,7 @@ def test_requests_are_counted_in_the_order_the_client_sends_them():
     first = [message("system", PERSONA), message("user", "我们去海边吧。")]
     other = [message("system", PERSONA), message("user", "明天下雨怎么办？")]
     longer = [*first, message("assistant", "好呀，几点出发？"), message("user", "早上八点。")]
-    stage = Stage("generate", "m", False, lambda spec, request: Placeholder("好的", 5))
+    stage = Stage("generate", "m", False, lambda spec, request: Placeholder("好的", 5), STEPS["generate"])
     calls = PlannedCalls({"name": "m", "engine": "llamacpp"}, "/nonexistent", stage, None)
     calls.answers([ChatRequest(k, k, m) for k, m in (("a", first), ("b", other), ("c", longer))])
     persona = text_tokens(PERSONA) + MESSAGE_OVERHEAD
@@ -103,7 +105,7 @@ def test_requests_are_counted_in_the_order_the_client_sends_them():
 def planned_session(
     job: str, step: str, engine: str, to_send: int, evaluated: int, completion: int, model: str = "m"
 ) -> PlannedCalls:
-    stage = Stage(step, model, False, lambda spec, request: Placeholder("", 0))
+    stage = Stage(step, model, False, lambda spec, request: Placeholder("", 0), STEPS[step])
     calls = PlannedCalls({"name": model, "engine": engine}, "/nonexistent", stage, None)
     calls.job = job_name(job, {"model": model})
     calls.tally.requests = to_send
@@ -426,7 +428,7 @@ def test_the_whole_run_is_estimated_from_the_plan_of_the_laptop_default(tmp_path
     them, and the next estimate is twice as long; a run that agrees with it within a quarter changes nothing."""
     config, results, registry, every, key = laptop_plan(tmp_path, monkeypatch)
     local = config["models"][0]
-    cpu = load_throughput("config/throughput.yaml").cpu
+    cpu = load_throughput("config/throughput.yaml", STAGES).cpu
     assert cpu is not None
     cache = tmp_path / "rates.json"
 
@@ -480,7 +482,7 @@ def test_the_work_of_a_job_that_starts_no_model_grows_with_the_runs_requests_and
     """At the full reconstructed set the plan job took 106 CPU s and a score job 53 s for 1,542 answers, where the
     estimate said ``other_job_s`` each: the plan's requests, a score job's answers and the studies' answers now
     count, each at its rate; a job whose work does not grow (curation, prompts, tables) counts none."""
-    cpu = load_throughput(REPO_ROOT / "config" / "throughput.yaml").cpu
+    cpu = load_throughput(REPO_ROOT / "config" / "throughput.yaml", STAGES).cpu
     assert cpu is not None
     run = {
         ("generate", "m1"): 1000,
@@ -511,7 +513,7 @@ def test_what_a_jobs_work_grows_with_is_its_stages_declaration():
 
     from h2htalk.stages.spec import Grows
 
-    cpu = load_throughput(REPO_ROOT / "config" / "throughput.yaml").cpu
+    cpu = load_throughput(REPO_ROOT / "config" / "throughput.yaml", STAGES).cpu
     assert cpu is not None
     declared = {stage.name: stage.grows for stage in STAGES if stage.grows is not None}
     assert set(declared) == {"plan", "score", "score_studies"}
@@ -526,7 +528,7 @@ def test_the_laptop_defaults_other_jobs_take_what_the_readme_says_their_scores_a
     """The README's formula gives the jobs that start no model 90 s on the laptop default from an empty folder; the
     scores' and the plan's work is a small part of it there, and the rest ``other_job_s`` each."""
     config, results, registry, every, key = laptop_plan(tmp_path, monkeypatch)
-    cpu = load_throughput("config/throughput.yaml").cpu
+    cpu = load_throughput("config/throughput.yaml", STAGES).cpu
     assert cpu is not None
     scope = Scope(config, results)
     others = [job_name(s.name, labels) for s in STAGES for labels in s.jobs(scope.run) if not s.starts(scope, labels)]
@@ -553,7 +555,7 @@ def test_a_broken_cpu_calibration_is_named(tmp_path):
     path = tmp_path / "throughput.yaml"
     path.write_text(yaml.safe_dump(table), encoding="utf-8")
     with pytest.raises(ConfigError, match=r"throughput.yaml: cpu: 'decode_share' is a required property"):
-        load_throughput(path)
+        load_throughput(path, STAGES)
 
 
 @pytest.mark.parametrize(("key", "old", "new"), [("verdict_tokens", "rubric judge", "rubric_judge"),
@@ -564,7 +566,7 @@ def test_a_step_the_cpu_calibration_names_by_an_old_name_is_named(tmp_path, key,
     path = tmp_path / "throughput.yaml"
     path.write_text(yaml.safe_dump(table), encoding="utf-8")
     with pytest.raises(ConfigError, match=rf"throughput.yaml: cpu.{key}: '{old}' is not one of \[.*'{new}'"):
-        load_throughput(path)
+        load_throughput(path, STAGES)
 
 
 def test_the_other_jobs_take_the_share_of_a_core_the_threads_waiting_for_one_leave_them_and_learn_from_a_few_seconds(
@@ -576,7 +578,7 @@ def test_the_other_jobs_take_the_share_of_a_core_the_threads_waiting_for_one_lea
     from h2htalk.hardware import one_core_share
 
     config, results, registry, every, key = laptop_plan(tmp_path, monkeypatch)
-    cpu = load_throughput("config/throughput.yaml").cpu
+    cpu = load_throughput("config/throughput.yaml", STAGES).cpu
     assert cpu is not None
     cache = tmp_path / "rates.json"
     write_cache(cache, {key: [record(MACHINE, 37.6, 2.3, None)]})  # rates measured under four busy processes
