@@ -158,6 +158,38 @@ class TimedHere(Engine):
     timed_on_cpu = True
 
 
+class MeasuredHere(TimedHere):
+    """One that measures its rates on this CPU (as llama.cpp's does through the server a job starts)."""
+
+    name = "measured-here"
+    measured: ClassVar[list[str]] = []
+
+    def rates_setting(self, spec: dict[str, Any], model_file: Any = None) -> str:
+        return f"{spec['name']} at {spec['speed']}"
+
+    def measure_rates(self, spec: dict[str, Any], model_file: Any, log_path: Any = None, *more: Any) -> Any:
+        self.measured.append(str(model_file))
+        return 60.0 * spec["speed"], 5.0 * spec["speed"], 2
+
+
+def test_the_rates_of_an_engine_timed_on_this_cpu_are_what_it_measures_kept_under_what_it_says_they_depend_on(tmp_path):
+    """The rates are the engine's to measure and to key, whatever its name: the plan asks by capability."""
+    from h2htalk.hardware import cpu_name
+    from h2htalk.llm.engines import EngineError
+    from h2htalk.plan.timing import machine_record
+
+    spec = {"name": "m", "engine": "measured-here", "speed": 2}
+    model_file = tmp_path / "m.gguf"
+    model_file.write_bytes(b"weights")
+    with registered(MeasuredHere()) as engine:
+        assert rates_key(spec) == f"{cpu_name()} | m at 2" != rates_key({**spec, "speed": 3})
+        record, source = machine_record(spec, model_file, [], load=0.1)
+        assert (record.pp512, record.tg128, record.load) == (120.0, 10.0, 0.1) and engine.measured == [str(model_file)]
+        assert source == "measured now on the run's server, best of 2 trials"
+    with registered(TimedHere()), pytest.raises(EngineError, match="engine timed-here measures no rates on this CPU"):
+        rates_key({"name": "m", "engine": "timed-here"})
+
+
 def test_the_jobs_timed_are_those_of_an_engine_on_this_cpu_whatever_its_name():
     with registered(TimedHere()):
         jobs = estimate_jobs([planned_session("generate", "generate", "timed-here", 10, 5_000, 1_000)], RATES, CPU)
@@ -196,7 +228,10 @@ def test_the_closing_line_sets_each_jobs_time_beside_what_was_expected(tmp_path)
 def test_rates_are_kept_per_cpu_server_setting_model_and_llama_cpp(tmp_path, monkeypatch):
     pytest.importorskip("llama_cpp")
     monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
-    spec = {"name": "qwen", "llamacpp": {"threads": 1, "flash_attn": True, "n_ctx": 4096}, "gguf": {"sha256": "ab"}}
+    spec = {
+        "name": "qwen", "engine": "llamacpp", "llamacpp": {"threads": 1, "flash_attn": True, "n_ctx": 4096},
+        "gguf": {"sha256": "ab"},
+    }  # fmt: skip
     key = rates_key(spec)
     assert "GOMP_SPINCOUNT 1000" in key  # the engine's spin count: the server's, not libgomp's default
     for section, setting, value in (("llamacpp", "flash_attn", False), ("llamacpp", "n_ctx", 8192),
@@ -282,7 +317,7 @@ def test_a_record_measured_at_a_moments_load_the_run_did_not_keep_to_is_replaced
 
 
 def test_the_rates_are_the_best_of_a_few_trials_within_a_time_budget():
-    from h2htalk.plan.rates import best_of_trials
+    from h2htalk.llm.engines.measure import best_of_trials
 
     trials = iter([(90.0, 30.0), (160.0, 20.0), (120.0, 45.0), (500.0, 99.0)])
     now = [0.0]
