@@ -50,9 +50,9 @@ from h2htalk.config import load_config, load_registry, registry_files
 from h2htalk.hardware import available_cores
 from h2htalk.layout import Layout, instances_set
 from h2htalk.llm.calls import ResponseCache, cache_file
+from h2htalk.llm.engines.measure import in_process_rates
 from h2htalk.plan import calls as plan_sessions
 from h2htalk.plan.chain import plan_calls
-from h2htalk.plan.rates import measure_rates
 from h2htalk.stages.table import STAGES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,7 +86,7 @@ class Costs:
 
 def machine_costs(model_file: Path, threads: int, flash_attn: bool) -> tuple[Costs, list[tuple[int, float, float]]]:
     """pp512 and tg128 after each of ``DEPTHS`` tokens of context (as ``llama-bench -d``), fitted per token."""
-    rates = measure_rates(model_file, threads, flash_attn, DEPTHS)
+    rates = in_process_rates(model_file, threads, flash_attn, DEPTHS)
     prompt_points = [(depth + 256, 1 / pp) for depth, pp, _ in rates]
     decode_points = [(depth + 64, 1 / tg) for depth, _, tg in rates]
     return Costs(_line(prompt_points), _line(decode_points)), rates

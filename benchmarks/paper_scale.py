@@ -127,7 +127,7 @@ def benchmarked_jobs(benchmarks: Path) -> dict[str, list[JobName]]:
 
 def predicted_seconds(jobs: list[JobName], requests: dict[tuple[str, str], int], cpu: CpuCalibration) -> float:
     """The local estimate's seconds of ``jobs`` (of a stage that starts no model) on a core of their own."""
-    return sum(cpu.other_job_s + work_seconds(job, requests, cpu) for job in jobs)
+    return sum(cpu.other_job_s + work_seconds(job, requests, cpu, STAGES) for job in jobs)
 
 
 def planned_gpu_hours(plan_csv: Path) -> dict[str, float]:
@@ -214,7 +214,8 @@ def measured(size: str, work: Path) -> dict[str, Any]:
     """What the rehearsal in ``work`` cost, stage by stage."""
     with contextlib.chdir(work):  # the configuration names its files relative to the run's folder
         config = validate_config(merge_layers(["config/config.yaml", "config/rehearsal.yaml"], []))
-    cpu = load_throughput(ROOT / "config" / "throughput.yaml").cpu  # this checkout's calibration, on an older run too
+    # this checkout's calibration, on an older run too
+    cpu = load_throughput(ROOT / "config" / "throughput.yaml", STAGES).cpu
     tree = Layout(str(work / "results"), instances_set(config))
     results, benchmarks = work / tree.set_root, work / tree.path("benchmarks")
     full_mode, machine, done = work / FULL_MODE_BENCHMARKS, work / "machine.json", work / "rehearsal.json"

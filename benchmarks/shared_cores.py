@@ -8,7 +8,7 @@ sleep between the graph's operations. Alone on its cores that costs nothing, but
 each spinning thread takes the core from the one with work. Per setting (libgomp's default, ``GOMP_SPINCOUNT=1000``
 as the engine sets it, ``OMP_WAIT_POLICY=passive``) and situation (alone; beside a second llama.cpp doing the
 same, as two jobs or two test workers do; beside one busy Python process, as a scoring job or the client is),
-pp512 and tg128 at depth 0, measured as ``h2htalk.plan.rates.measure_rates`` does, in a fresh process each.
+pp512 and tg128 at depth 0, measured as ``h2htalk.llm.engines.measure.in_process_rates`` does, in a fresh process each.
 The model file defaults to the local model the main job assembled (``results/models/``). Nothing is asserted;
 docs/performance.md quotes the figures.
 """
@@ -31,8 +31,8 @@ SETTINGS = {
     "OMP_WAIT_POLICY=passive": {"OMP_WAIT_POLICY": "passive"},
 }
 MEASURE = (
-    "import json, sys; from h2htalk.plan.rates import measure_rates; "
-    "(_, pp, tg), = measure_rates(sys.argv[1], int(sys.argv[2]), True); print(json.dumps([pp, tg]))"
+    "import json, sys; from h2htalk.llm.engines.measure import in_process_rates; "
+    "(_, pp, tg), = in_process_rates(sys.argv[1], int(sys.argv[2]), True); print(json.dumps([pp, tg]))"
 )
 BUSY = "while True: pass"
 

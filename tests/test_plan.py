@@ -14,6 +14,7 @@ from h2htalk.cli import main
 from h2htalk.errors import ConfigError
 from h2htalk.io import write_jsonl_atomic
 from h2htalk.plan.costs import Price, load_prices, load_throughput
+from h2htalk.stages.table import STAGES
 
 from .conftest import REPO_ROOT
 from .standins.loopback import LoopbackAPI
@@ -189,7 +190,7 @@ def test_a_benchmark_not_yet_reconstructed_is_planned_from_its_curated_reference
 def test_prices_and_gpu_hours_come_from_their_tables(tmp_path):
     assert Price(2.5, 10.0, 0.5).cost(1_000_000, 100_000, batched=True) == pytest.approx((2.5 + 1.0) / 2)
     assert Price(2.5, 10.0, None).cost(1_000_000, 0, batched=True) == pytest.approx(2.5)
-    throughput = load_throughput(REPO_ROOT / "config" / "throughput.yaml")
+    throughput = load_throughput(REPO_ROOT / "config" / "throughput.yaml", STAGES)
     seven = {"gpus": 1, "size_b": 7}
     rates = throughput.size_class(7)
     assert throughput.gpu_hours(seven, 0, 0, 1) == pytest.approx(rates.startup_min / 60)

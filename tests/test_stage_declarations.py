@@ -9,8 +9,8 @@ from h2htalk.config import default_config
 from h2htalk.layout import Layout
 from h2htalk.settings import BootstrapSettings
 from h2htalk.stages.declare import StageError, check_one_writer, stage
-from h2htalk.stages.spec import Each, Figure, One, Over, Product, Scope, figure_files
-from h2htalk.stages.steps import PARTS, STEPS, step
+from h2htalk.stages.spec import Each, Figure, Grows, One, Over, Product, Scope, figure_files
+from h2htalk.stages.steps import Step, declared_steps, steps_making
 from h2htalk.stages.table import BY_NAME, STAGES
 
 
@@ -63,6 +63,13 @@ def test_a_file_of_each_cell_without_cells_fails():
         def toy(generations: list[str], report: str) -> None: ...
 
 
+def test_work_that_grows_with_its_models_requests_needs_a_model_label():
+    with pytest.raises(StageError, match=r"stage toy: grows: counts its model's requests, but its jobs have no model"):
+
+        @stage("toy", "a toy", grows=Grows("answer_scored_s", of_model=True), outputs={"out": One("curation_report")})
+        def toy(out: str) -> None: ...
+
+
 def test_a_read_key_the_config_schema_lacks_fails():
     with pytest.raises(StageError, match=r"stage toy: reads 'scoring\.bootstrapp': not a key of the config schema"):
 
@@ -97,14 +104,50 @@ def test_the_machinery_adds_a_products_provenance_and_no_stage_declares_it():
             assert next(iter(found.inputs)) == "provenance" and next(iter(found.outputs)) == "meta", name
 
 
-def test_every_step_the_plan_names_is_a_declared_stage_or_one_of_its_declared_parts():
-    for name in STEPS:
-        stage_name, _, part = name.partition(".")
-        assert stage_name in BY_NAME and (not part or part in PARTS[stage_name]), name
-    assert set(PARTS) <= set(BY_NAME)
-    assert step("study", "judge.sample") == "study.judge.sample" and step("generate") == "generate"
-    with pytest.raises(ValueError, match="stage 'study' declares no part 'verdicts'"):
-        step("study", "verdicts")
+def test_the_steps_the_plan_names_are_those_the_stages_declare_in_the_plan_reports_order():
+    steps = declared_steps(STAGES)
+    assert list(steps) == [
+        "reconstruct_instances", "generate", "baseline_answers", "study.answers", "rubric_judge", "rubric_judge.sample",
+        "study.judge", "study.judge.sample", "judge_ladder",
+    ]  # fmt: skip  # the answers as the stages run them, then the verdicts in the order of what they judge
+    assert steps_making(STAGES, "answers") == ["generate", "study.answers"]
+    assert steps_making(STAGES, "verdicts") == ["rubric_judge", "study.judge", "judge_ladder"]
+    assert [name for name, step in steps.items() if not step.batch] == ["generate", "baseline_answers", "study.answers"]
+    study = BY_NAME["study"]
+    assert study.step("judge.sample") == "study.judge.sample" and BY_NAME["generate"].step() == "generate"
+    with pytest.raises(ValueError, match=r"stage 'study' declares no step 'study\.verdicts'"):
+        study.step("verdicts")
+    with pytest.raises(ValueError, match="stage 'study' declares no step 'study'"):
+        study.step()
+
+
+def test_a_judge_declared_later_is_listed_after_the_judges_of_the_answers_before_its_own():
+    @stage("toy_judge", "a toy", planned=True, steps=(Step(makes="verdicts", judges="study.answers"),),
+           outputs={"out": One("curation_report")})  # fmt: skip
+    def toy(out: str) -> None: ...
+
+    order = list(declared_steps((*STAGES, *toy.stages)))
+    assert order.index("rubric_judge.sample") < order.index("toy_judge") < order.index("judge_ladder")
+    assert order.index("study.judge.sample") < order.index("toy_judge")  # the same answers' judge that runs before
+
+
+def test_model_calls_of_a_stage_the_plan_does_not_run_fail():
+    with pytest.raises(StageError, match=r"stage toy: steps: model calls the plan would not count"):
+
+        @stage("toy", "a toy", steps=(Step(makes="answers"),), outputs={"out": One("curation_report")})
+        def toy(out: str) -> None: ...
+
+
+def test_a_planned_job_asking_models_under_a_step_no_stage_declares_fails_naming_it():
+    from h2htalk.config import default_config
+    from h2htalk.errors import H2HTalkError
+    from h2htalk.plan.calls import PlanEngines
+    from h2htalk.settings import ClientSettings
+
+    engines = PlanEngines(ClientSettings.from_config(default_config()), 0, lambda name: None, declared_steps(STAGES))
+    engines.step("study.verdicts", "m")
+    with pytest.raises(H2HTalkError, match=r"under the step 'study\.verdicts', which no stage declares"):
+        engines.session({"name": "m"}, "/nonexistent", batch=False)
 
 
 def test_loading_the_registry_imports_no_heavy_library():

@@ -42,6 +42,7 @@ from h2htalk.plan.timing import (
 )
 from h2htalk.plan.work import work_seconds
 from h2htalk.stages.spec import Scope
+from h2htalk.stages.steps import declared_steps
 from h2htalk.stages.table import STAGES
 
 from .conftest import REPO_ROOT
@@ -54,6 +55,7 @@ CPU = CpuCalibration(
     other_job_s=1.0, reference_pp512=200.0,
 )  # fmt: skip
 RATES = Rates(pp512=100.0, tg128=20.0, threads=2, found="measured now")
+STEPS = declared_steps(STAGES)
 
 
 def message(role: str, content: str) -> dict[str, str]:
@@ -70,7 +72,7 @@ def test_a_one_slot_server_reads_only_what_follows_what_it_kept_of_the_request_b
     assert shared_with([message("user", PERSONA)], again) == 0  # the same text under another role: other tokens
     assert shared_with([message("system", "别的设定"), *before[1:]], again) == 0  # the first message differs
 
-    stage = Stage("generate", "m", False, lambda spec, request: Placeholder("好的", 5))
+    stage = Stage("generate", "m", False, lambda spec, request: Placeholder("好的", 5), STEPS["generate"])
     calls = PlannedCalls({"name": "m", "engine": "llamacpp"}, "/nonexistent", stage, None)  # no cache: no client
     requests = [ChatRequest(key, key, messages) for key, messages in (("a", before), ("b", again), ("b", again))]
     calls.answers(requests[:2])
@@ -87,7 +89,7 @@ def test_requests_are_counted_in_the_order_the_client_sends_them():
     first = [message("system", PERSONA), message("user", "我们去海边吧。")]
     other = [message("system", PERSONA), message("user", "明天下雨怎么办？")]
     longer = [*first, message("assistant", "好呀，几点出发？"), message("user", "早上八点。")]
-    stage = Stage("generate", "m", False, lambda spec, request: Placeholder("好的", 5))
+    stage = Stage("generate", "m", False, lambda spec, request: Placeholder("好的", 5), STEPS["generate"])
     calls = PlannedCalls({"name": "m", "engine": "llamacpp"}, "/nonexistent", stage, None)
     calls.answers([ChatRequest(k, k, m) for k, m in (("a", first), ("b", other), ("c", longer))])
     persona = text_tokens(PERSONA) + MESSAGE_OVERHEAD
@@ -103,7 +105,7 @@ def test_requests_are_counted_in_the_order_the_client_sends_them():
 def planned_session(
     job: str, step: str, engine: str, to_send: int, evaluated: int, completion: int, model: str = "m"
 ) -> PlannedCalls:
-    stage = Stage(step, model, False, lambda spec, request: Placeholder("", 0))
+    stage = Stage(step, model, False, lambda spec, request: Placeholder("", 0), STEPS[step])
     calls = PlannedCalls({"name": model, "engine": engine}, "/nonexistent", stage, None)
     calls.job = job_name(job, {"model": model})
     calls.tally.requests = to_send
@@ -156,6 +158,38 @@ class TimedHere(Engine):
     timed_on_cpu = True
 
 
+class MeasuredHere(TimedHere):
+    """One that measures its rates on this CPU (as llama.cpp's does through the server a job starts)."""
+
+    name = "measured-here"
+    measured: ClassVar[list[str]] = []
+
+    def rates_setting(self, spec: dict[str, Any], model_file: Any = None) -> str:
+        return f"{spec['name']} at {spec['speed']}"
+
+    def measure_rates(self, spec: dict[str, Any], model_file: Any, log_path: Any = None, *more: Any) -> Any:
+        self.measured.append(str(model_file))
+        return 60.0 * spec["speed"], 5.0 * spec["speed"], 2
+
+
+def test_the_rates_of_an_engine_timed_on_this_cpu_are_what_it_measures_kept_under_what_it_says_they_depend_on(tmp_path):
+    """The rates are the engine's to measure and to key, whatever its name: the plan asks by capability."""
+    from h2htalk.hardware import cpu_name
+    from h2htalk.llm.engines import EngineError
+    from h2htalk.plan.timing import machine_record
+
+    spec = {"name": "m", "engine": "measured-here", "speed": 2}
+    model_file = tmp_path / "m.gguf"
+    model_file.write_bytes(b"weights")
+    with registered(MeasuredHere()) as engine:
+        assert rates_key(spec) == f"{cpu_name()} | m at 2" != rates_key({**spec, "speed": 3})
+        record, source = machine_record(spec, model_file, [], load=0.1)
+        assert (record.pp512, record.tg128, record.load) == (120.0, 10.0, 0.1) and engine.measured == [str(model_file)]
+        assert source == "measured now on the run's server, best of 2 trials"
+    with registered(TimedHere()), pytest.raises(EngineError, match="engine timed-here measures no rates on this CPU"):
+        rates_key({"name": "m", "engine": "timed-here"})
+
+
 def test_the_jobs_timed_are_those_of_an_engine_on_this_cpu_whatever_its_name():
     with registered(TimedHere()):
         jobs = estimate_jobs([planned_session("generate", "generate", "timed-here", 10, 5_000, 1_000)], RATES, CPU)
@@ -194,7 +228,10 @@ def test_the_closing_line_sets_each_jobs_time_beside_what_was_expected(tmp_path)
 def test_rates_are_kept_per_cpu_server_setting_model_and_llama_cpp(tmp_path, monkeypatch):
     pytest.importorskip("llama_cpp")
     monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
-    spec = {"name": "qwen", "llamacpp": {"threads": 1, "flash_attn": True, "n_ctx": 4096}, "gguf": {"sha256": "ab"}}
+    spec = {
+        "name": "qwen", "engine": "llamacpp", "llamacpp": {"threads": 1, "flash_attn": True, "n_ctx": 4096},
+        "gguf": {"sha256": "ab"},
+    }  # fmt: skip
     key = rates_key(spec)
     assert "GOMP_SPINCOUNT 1000" in key  # the engine's spin count: the server's, not libgomp's default
     for section, setting, value in (("llamacpp", "flash_attn", False), ("llamacpp", "n_ctx", 8192),
@@ -280,7 +317,7 @@ def test_a_record_measured_at_a_moments_load_the_run_did_not_keep_to_is_replaced
 
 
 def test_the_rates_are_the_best_of_a_few_trials_within_a_time_budget():
-    from h2htalk.plan.rates import best_of_trials
+    from h2htalk.llm.engines.measure import best_of_trials
 
     trials = iter([(90.0, 30.0), (160.0, 20.0), (120.0, 45.0), (500.0, 99.0)])
     now = [0.0]
@@ -426,7 +463,7 @@ def test_the_whole_run_is_estimated_from_the_plan_of_the_laptop_default(tmp_path
     them, and the next estimate is twice as long; a run that agrees with it within a quarter changes nothing."""
     config, results, registry, every, key = laptop_plan(tmp_path, monkeypatch)
     local = config["models"][0]
-    cpu = load_throughput("config/throughput.yaml").cpu
+    cpu = load_throughput("config/throughput.yaml", STAGES).cpu
     assert cpu is not None
     cache = tmp_path / "rates.json"
 
@@ -480,7 +517,7 @@ def test_the_work_of_a_job_that_starts_no_model_grows_with_the_runs_requests_and
     """At the full reconstructed set the plan job took 106 CPU s and a score job 53 s for 1,542 answers, where the
     estimate said ``other_job_s`` each: the plan's requests, a score job's answers and the studies' answers now
     count, each at its rate; a job whose work does not grow (curation, prompts, tables) counts none."""
-    cpu = load_throughput(REPO_ROOT / "config" / "throughput.yaml").cpu
+    cpu = load_throughput(REPO_ROOT / "config" / "throughput.yaml", STAGES).cpu
     assert cpu is not None
     run = {
         ("generate", "m1"): 1000,
@@ -491,22 +528,42 @@ def test_the_work_of_a_job_that_starts_no_model_grows_with_the_runs_requests_and
     twice = {key: 2 * count for key, count in run.items()}
     plan, studies = job_name("plan", {}), job_name("score_studies", {"embedder": "e"})
     scores = {model: job_name("score", {"model": model, "embedder": "e"}) for model in ("m1", "m2", "baseline-oracle")}
-    assert work_seconds(plan, run, cpu) == pytest.approx(7300 * cpu.request_planned_s)
-    assert work_seconds(scores["m1"], run, cpu) == pytest.approx(1000 * cpu.answer_scored_s)
-    assert work_seconds(scores["baseline-oracle"], run, cpu) == pytest.approx(2000 * cpu.answer_scored_s)  # as m2
-    assert work_seconds(studies, run, cpu) == pytest.approx(300 * cpu.study_answer_scored_s)
+    assert work_seconds(plan, run, cpu, STAGES) == pytest.approx(7300 * cpu.request_planned_s)
+    assert work_seconds(scores["m1"], run, cpu, STAGES) == pytest.approx(1000 * cpu.answer_scored_s)
+    assert work_seconds(scores["baseline-oracle"], run, cpu, STAGES) == pytest.approx(2000 * cpu.answer_scored_s)
+    assert work_seconds(studies, run, cpu, STAGES) == pytest.approx(300 * cpu.study_answer_scored_s)
     for job in (plan, studies, *scores.values()):
-        assert work_seconds(job, twice, cpu) == pytest.approx(2 * work_seconds(job, run, cpu))
-    assert work_seconds(job_name("figure", {"figure": "fig4_wordcloud"}), twice, cpu) == 0.0
+        assert work_seconds(job, twice, cpu, STAGES) == pytest.approx(2 * work_seconds(job, run, cpu, STAGES))
+    assert work_seconds(job_name("figure", {"figure": "fig4_wordcloud"}), twice, cpu, STAGES) == 0.0
     # the measured plan job at every reference (82,658 requests; CPU s, a busy machine) against the calibration
-    assert cpu.other_job_s + work_seconds(plan, {("generate", "m"): 82_658}, cpu) == pytest.approx(105.7, rel=0.1)
+    assert cpu.other_job_s + work_seconds(plan, {("generate", "m"): 82_658}, cpu, STAGES) == pytest.approx(
+        105.7, rel=0.1
+    )
+
+
+def test_what_a_jobs_work_grows_with_is_its_stages_declaration():
+    """The stages say what their jobs' work grows with (``grows``); a stage declared so elsewhere is counted alike,
+    and every declared rate is a key of the throughput table's ``cpu`` section."""
+    from dataclasses import fields, replace
+
+    from h2htalk.stages.spec import Grows
+
+    cpu = load_throughput(REPO_ROOT / "config" / "throughput.yaml", STAGES).cpu
+    assert cpu is not None
+    declared = {stage.name: stage.grows for stage in STAGES if stage.grows is not None}
+    assert set(declared) == {"plan", "score", "score_studies"}
+    assert {grows.per for grows in declared.values()} <= {f.name for f in fields(cpu)}
+    run = {("generate", "m1"): 1000, ("study.answers", "m1"): 300}
+    toy = replace(next(s for s in STAGES if s.name == "table1"), grows=Grows("answer_scored_s", ("study.answers",)))
+    assert work_seconds(job_name("table1", {}), run, cpu, [toy]) == pytest.approx(300 * cpu.answer_scored_s)
+    assert work_seconds(job_name("table1", {}), run, cpu, STAGES) == 0.0
 
 
 def test_the_laptop_defaults_other_jobs_take_what_the_readme_says_their_scores_a_share_of_it(tmp_path, monkeypatch):
     """The README's formula gives the jobs that start no model 90 s on the laptop default from an empty folder; the
     scores' and the plan's work is a small part of it there, and the rest ``other_job_s`` each."""
     config, results, registry, every, key = laptop_plan(tmp_path, monkeypatch)
-    cpu = load_throughput("config/throughput.yaml").cpu
+    cpu = load_throughput("config/throughput.yaml", STAGES).cpu
     assert cpu is not None
     scope = Scope(config, results)
     others = [job_name(s.name, labels) for s in STAGES for labels in s.jobs(scope.run) if not s.starts(scope, labels)]
@@ -533,7 +590,7 @@ def test_a_broken_cpu_calibration_is_named(tmp_path):
     path = tmp_path / "throughput.yaml"
     path.write_text(yaml.safe_dump(table), encoding="utf-8")
     with pytest.raises(ConfigError, match=r"throughput.yaml: cpu: 'decode_share' is a required property"):
-        load_throughput(path)
+        load_throughput(path, STAGES)
 
 
 @pytest.mark.parametrize(("key", "old", "new"), [("verdict_tokens", "rubric judge", "rubric_judge"),
@@ -544,7 +601,7 @@ def test_a_step_the_cpu_calibration_names_by_an_old_name_is_named(tmp_path, key,
     path = tmp_path / "throughput.yaml"
     path.write_text(yaml.safe_dump(table), encoding="utf-8")
     with pytest.raises(ConfigError, match=rf"throughput.yaml: cpu.{key}: '{old}' is not one of \[.*'{new}'"):
-        load_throughput(path)
+        load_throughput(path, STAGES)
 
 
 def test_the_other_jobs_take_the_share_of_a_core_the_threads_waiting_for_one_leave_them_and_learn_from_a_few_seconds(
@@ -556,7 +613,7 @@ def test_the_other_jobs_take_the_share_of_a_core_the_threads_waiting_for_one_lea
     from h2htalk.hardware import one_core_share
 
     config, results, registry, every, key = laptop_plan(tmp_path, monkeypatch)
-    cpu = load_throughput("config/throughput.yaml").cpu
+    cpu = load_throughput("config/throughput.yaml", STAGES).cpu
     assert cpu is not None
     cache = tmp_path / "rates.json"
     write_cache(cache, {key: [record(MACHINE, 37.6, 2.3, None)]})  # rates measured under four busy processes

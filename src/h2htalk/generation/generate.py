@@ -21,6 +21,7 @@ from h2htalk.settings import Config, GenerationSettings
 from h2htalk.stages.declare import stage
 from h2htalk.stages.declared import FIRST, REGISTRY
 from h2htalk.stages.spec import Done, Each, EachFile, Models, One, Over, Stage
+from h2htalk.stages.steps import Step
 
 if TYPE_CHECKING:  # the model-call stack (openai, httpx), imported when a job runs, not when the registry loads
     from h2htalk.llm.calls import EngineOptions, ModelCalls
@@ -245,7 +246,7 @@ def _baseline_outputs(
 
 @stage(
     "generate", "answer every Table 2 cell of one model (its engine started once)", priority=FIRST, planned=True,
-    targets="generations",
+    targets="generations", steps=(Step(makes="answers"),),
     reads=(*REGISTRY, "generation", "subtasks", "variants"), jobs=Over(model=lambda run: run.models),
     cells=lambda run, w: run.benchmark(w["model"]), starts=lambda s, w: [w["model"]], where="model",
     env="generation", options=("engine",),
@@ -254,7 +255,7 @@ def _baseline_outputs(
 )  # fmt: skip
 @stage(
     "baseline_answers", "answer every Table 2 cell of one baseline from the instances (no model)", priority=FIRST,
-    planned=True, targets="generations",
+    planned=True, targets="generations", steps=(Step(),),
     reads=(*REGISTRY, "generation", "subtasks", "variants"), jobs=Over(model=lambda run: run.baselines),
     cells=lambda run, w: run.benchmark(w["model"]), entries=lambda s, w: [w["model"]], env="generation",
     memory_mb=1000, minutes=10,
@@ -271,7 +272,7 @@ def generate(
         other = "baseline-answers" if baseline else "generate"
         raise H2HTalkError(f"{model} is {'a baseline' if baseline else 'a model'}: its answers are h2htalk {other}'s")
     engines = models.engines([] if baseline else [model])  # a baseline starts no engine
-    engines.step(stage.name, model)
+    engines.step(stage.step(), model)
     run = answer_cells(spec, cells, each, GenerationSettings.from_config(config), engines, summary, baseline=baseline)
     return Done(answered(run), subject=model, out=f"{len(cells)} files")
 

@@ -40,7 +40,8 @@ from h2htalk.ratings import INSTANCE_DECISIONS, Rating, known_items, read_rating
 from h2htalk.settings import WITHOUT_SAP, ReconstructSettings
 from h2htalk.stages.declare import stage
 from h2htalk.stages.declared import REGISTRY, config_files
-from h2htalk.stages.spec import Done, Labels, Models, One, Scope
+from h2htalk.stages.spec import Done, Labels, Models, One, Scope, Stage
+from h2htalk.stages.steps import Step
 from h2htalk.subtasks import field_catalogue, get_subtask
 
 if TYPE_CHECKING:  # the model-call stack (openai, httpx) and numpy load when a reconstruction runs
@@ -232,7 +233,7 @@ def _reconstructors(scope: Scope, labels: Labels) -> list[str]:
 
 @stage(
     "reconstruct_instances", "rebuild the subtasks' inputs from their references, verified by vote",
-    uses=("subtasks",), planned=True,
+    uses=("subtasks",), planned=True, steps=(Step(batch=True),),
     reads=(*REGISTRY, "generation", "instances.reconstruct", "instances.review_imports", "subtasks", "review.store"),
     command="reconstruct", targets="reconstruct", starts=_reconstructors, ratings=(INSTANCE_DECISIONS,),
     where="model", env="generation", options=("engine",),
@@ -248,7 +249,7 @@ def _reconstructors(scope: Scope, labels: Labels) -> list[str]:
 )  # fmt: skip
 def reconstruct(
     curated: list[str], decisions: list[str], instances: list[str], reports: list[str], review: list[str],
-    settings: ReconstructSettings, config: dict[str, Any], models: Models,
+    settings: ReconstructSettings, config: dict[str, Any], models: Models, stage: Stage,
 ) -> Done:  # fmt: skip
     """Reconstruct each subtask (of ``config["subtasks"]``, its files at the same place in each list), apply
     people's review ``decisions`` (files, and the review desk's store), and write the instances, report and review
@@ -257,7 +258,7 @@ def reconstruct(
 
     names = list(dict.fromkeys([settings.generator, *settings.voters]))
     engines = models.engines(names)
-    engines.step("reconstruct_instances", "instances")
+    engines.step(stage.step(), "instances")
     entries = {name: models.entry(name) for name in names}
     generator, voters = entries[settings.generator], [entries[name] for name in settings.voters]
     ids = [r["id"] for file in curated for _, r in iter_jsonl(file)]

@@ -16,7 +16,7 @@ from h2htalk.settings import CascadeSettings, Config, JudgeSettings
 from h2htalk.stages.declare import stage
 from h2htalk.stages.declared import JUDGE_CALLS, REGISTRY, judge_models
 from h2htalk.stages.spec import Done, Each, EachFile, Models, One, Over, Stage
-from h2htalk.stages.steps import SAMPLE, step
+from h2htalk.stages.steps import SAMPLE, Step
 
 if TYPE_CHECKING:  # the model-call stack (openai, httpx), imported when a job runs, not when the registry loads
     from h2htalk.llm.calls import EngineOptions, ModelCalls
@@ -209,6 +209,7 @@ def judge_files(
     "rubric-judge one model's itinerary plans (the judge's engine started once; in cascade mode the cheap judge's"
     " on every item, then the role's own judge's on each cell's sample)",
     uses=("judge", "subtasks"), planned=True,
+    steps=(Step(makes="verdicts", batch=True, sampled=True, judges="generate"),),  # Table 2's answers
     reads=(*REGISTRY, "generation", *JUDGE_CALLS, "subtasks", "variants"),
     jobs=Over(model=lambda run: run.judged_models if run.judged_subtasks else ()),
     cells=lambda run, w: run.judged(w["model"]), starts=lambda s, w: judge_models(s, "rubric_judge"),
@@ -229,7 +230,7 @@ def rubric_judge(
     kinds = ("instances", "prompts", "generations", "verdicts")
     files = [JudgeFiles(c.variant, c.task, *(Path(each(kind, c)) for kind in kinds)) for c in cells]
     engines = models.engines(cascade.judge_models(judge))
-    engines.step(stage.name, model)
+    engines.step(stage.step(), model)
     run = judge_files(models.entry(every.model), model, files, every, engines, summary_path=summary)
     facts = answered(run, "verdicts")
     if cascade.on:
@@ -238,7 +239,7 @@ def rubric_judge(
             replace(f, out=Path(each("sample", c)), ids=frozenset(cascade_sample(c, cell_ids, cascade)))
             for f, c, cell_ids in zip(files, cells, ids, strict=True)
         ]
-        engines.step(step(stage.name, SAMPLE), model)
+        engines.step(stage.step(SAMPLE), model)
         strong = judge_files(models.entry(judge.model), model, sample, judge, engines)
         more: dict[str, Any] = {"sample": strong}
         if cascade.auto:  # the first draw was the pilot: the rest of each cell's sample, as its pilot sizes it

@@ -16,9 +16,7 @@ from h2htalk.plan.costs import load_prices, load_throughput
 from h2htalk.settings import CASCADE_MODE, FULL_MODE, JUDGE_SECTION_NAMES, JudgeMode
 from h2htalk.stages.declare import stage
 from h2htalk.stages.declared import REGISTRY
-from h2htalk.stages.spec import Done, Labels, One, Paths, Scope, Stage
-
-JUDGING = ("rubric_judge", "study", "judge_ladder")  # the stages whose judges a mode changes
+from h2htalk.stages.spec import Done, Grows, Labels, One, Paths, Scope, Stage
 
 
 def _plan_inputs(scope: Scope, labels: Labels) -> list[str]:
@@ -46,7 +44,7 @@ def _plan_inputs(scope: Scope, labels: Labels) -> list[str]:
         *REGISTRY, "models", "baselines", "subtasks", "variants", "generation", "rubric_judge", "study_judge",
         "instances", "studies", "review.store", "plan",
     ),
-    env="generation", memory_mb=4000, minutes=60, plans=True,
+    env="generation", memory_mb=4000, minutes=60, plans=True, grows=Grows("request_planned_s"),  # each request
     inputs={"sources": Paths(_plan_inputs)}, outputs={"table": One("plan"), "report": One("plan_md")},
 )  # fmt: skip
 def plan(
@@ -58,11 +56,12 @@ def plan(
     from h2htalk.plan.chain import plan_calls  # the model-call stack and numpy: only when a plan runs
     from h2htalk.plan.report import auto_sample_lines, csv_text, judge_modes, markdown, plan_rows
 
-    prices, throughput = load_prices(config["plan"]["prices"]), load_throughput(config["plan"]["throughput"])
+    prices, throughput = load_prices(config["plan"]["prices"]), load_throughput(config["plan"]["throughput"], stages)
     modes = [JudgeMode.from_config(config, section) for section in JUDGE_SECTION_NAMES]
     configured = {mode.mode for mode in modes}
     registry = load_registry(registry_files(config))
     unknown = sorted({mode.cheap_model for mode in modes} - set(registry))
+    judging = [s.name for s in stages if any(step.makes == "verdicts" for step in s.steps)]  # what a mode changes
     with tempfile.TemporaryDirectory(prefix="h2htalk-plan-") as scratch:
         planned = plan_calls(stages, config, results, Path(scratch))
         rows = plan_rows(planned, prices, throughput)
@@ -71,7 +70,7 @@ def plan(
             if configured == {mode}:
                 by_mode[mode] = rows
             else:  # the judges again, on the answers planned above
-                again = plan_calls(stages, in_mode(config, mode), results, Path(scratch), only=JUDGING)
+                again = plan_calls(stages, in_mode(config, mode), results, Path(scratch), only=judging)
                 by_mode[mode] = plan_rows(again, prices, throughput)
                 sizes = sizes if mode != CASCADE_MODE else planned_sizes(Path(scratch))
     assumed = config["rubric_judge"]["assumed_correlation"], config["rubric_judge"]["assumed_sd"]

@@ -18,11 +18,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from h2htalk.errors import H2HTalkError
 from h2htalk.llm.calls import ResponseCache, cache_file, prefix_order, reusable
 from h2htalk.llm.client import ChatRequest
 from h2htalk.llm.reasoning import final_answer
 from h2htalk.llm.tokens import MESSAGE_OVERHEAD, prompt_tokens, text_tokens
 from h2htalk.settings import ClientSettings
+from h2htalk.stages.steps import Step
 
 
 @dataclass(frozen=True)
@@ -35,14 +37,15 @@ class Placeholder:
 
 @dataclass(frozen=True)
 class Stage:
-    """The work a session belongs to: ``name`` (a step of ``h2htalk.stages.steps``: a stage's name, or its name and
-    part), whose answers it makes or judges, whether the stage's ``batch`` key is on, and what a missing answer is
-    planned as."""
+    """The work a session belongs to: ``name`` (a step its stage declares: the stage's name, or its name and part),
+    whose answers it makes or judges, whether the stage's ``batch`` key is on, what a missing answer is planned as,
+    and the step as declared (what its answers are)."""
 
     name: str
     for_model: str
     batch: bool
     placeholder: Callable[[dict[str, Any], ChatRequest], Placeholder]
+    declared: Step
 
 
 @dataclass
@@ -197,6 +200,7 @@ class PlanEngines:
     client: ClientSettings
     seed: int
     placeholders: Placeholders  # a step's name -> what its missing answers are planned as
+    steps: Mapping[str, Step]  # the steps the planned stages declare, by name
     step_name: tuple[str, str] | None = None
     job: JobName | None = None  # the job planned now, which each session it opens records
     sessions: list[PlannedCalls] = field(default_factory=list)
@@ -211,7 +215,10 @@ class PlanEngines:
     def session(self, spec: dict[str, Any], cache_dir: str | os.PathLike[str], *, batch: bool) -> PlannedCalls:
         assert self.step_name is not None, "a job names its step before it opens a session"
         name, for_model = self.step_name
-        calls = PlannedCalls(spec, cache_dir, Stage(name, for_model, batch, self.placeholders(name)), self.client)
+        if name not in self.steps:
+            raise H2HTalkError(f"a planned job asks models under the step {name!r}, which no stage declares (steps=)")
+        stage = Stage(name, for_model, batch, self.placeholders(name), self.steps[name])
+        calls = PlannedCalls(spec, cache_dir, stage, self.client)
         calls.job = self.job
         self.sessions.append(calls)
         return calls

@@ -33,7 +33,7 @@ from h2htalk.llm.tokens import text_tokens
 from h2htalk.plan.calls import Placeholder, PlanEngines, PlannedCalls, job_name
 from h2htalk.prefetch import pinned_model, read_records
 from h2htalk.settings import VARIANTS, ClientSettings, JudgeSettings, ReconstructSettings, StudyJudgeSettings
-from h2htalk.stages.steps import unsampled
+from h2htalk.stages.steps import Step, declared_steps, unsampled
 from h2htalk.subtasks import get_subtask
 
 VERDICT = "{}"  # a judge answer that holds no verdict and is not cut off: read as missing, never asked again
@@ -45,6 +45,7 @@ class PlannedRun:
     sessions: list[PlannedCalls]
     # (references the generator's cache holds a try of, references sampled); None: the instances are not reconstructed
     reconstructed: tuple[int, int] | None
+    steps: dict[str, Step]  # the steps its stages declare, in the plan report's order (stages.steps.declared_steps)
 
 
 class PlanModels:
@@ -77,8 +78,9 @@ def plan_calls(
     reconstructing = config["instances"]["source"] == "reconstructed" and only is None
     if reconstructing:
         _check_curated(config, results)
+    steps = declared_steps(stages)
     engines = PlanEngines(
-        ClientSettings.from_config(config), config["generation"]["decoding"]["seed"], Placeholders(config, work)
+        ClientSettings.from_config(config), config["generation"]["decoding"]["seed"], Placeholders(config, work), steps
     )
     models = PlanModels(config, results, engines)
     for stage in stages:
@@ -89,7 +91,7 @@ def plan_calls(
         for labels in stage.jobs(RunCells(config)):
             engines.job = job_name(stage.name, labels)
             stage.job(config, work, labels, models, stages=stages).call()
-    return PlannedRun(engines.sessions, _reconstructed(config, work, engines) if reconstructing else None)
+    return PlannedRun(engines.sessions, _reconstructed(config, work, engines) if reconstructing else None, steps)
 
 
 def _check_curated(config: dict[str, Any], results: Layout) -> None:

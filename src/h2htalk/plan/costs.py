@@ -7,8 +7,9 @@ hold the sources their numbers come from): no price or rate is in the code.
 
 from __future__ import annotations
 
+import copy
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ import jsonschema
 import yaml
 
 from h2htalk.errors import ConfigError
-from h2htalk.stages.steps import ANSWERS, VERDICTS
+from h2htalk.stages.steps import Stepped, steps_making
 
 PRICES_SCHEMA = yaml.safe_load(
     """
@@ -87,9 +88,16 @@ THROUGHPUT_SCHEMA = yaml.safe_load(
     """
 )
 
-_CPU = THROUGHPUT_SCHEMA["properties"]["cpu"]["properties"]
-_CPU["answer_length"]["propertyNames"] = {"enum": list(ANSWERS)}  # steps by their one name (stages.steps)
-_CPU["verdict_tokens"]["propertyNames"] = {"enum": list(VERDICTS)}
+
+def throughput_schema(stages: Iterable[Stepped]) -> dict[str, Any]:
+    """The throughput table's schema: its ``cpu`` section names the steps of ``stages`` that make answers
+    (``answer_length``) and verdicts (``verdict_tokens``) by their one name (``stages.steps``)."""
+    stages = list(stages)
+    schema = copy.deepcopy(THROUGHPUT_SCHEMA)
+    cpu = schema["properties"]["cpu"]["properties"]
+    cpu["answer_length"]["propertyNames"] = {"enum": steps_making(stages, "answers")}
+    cpu["verdict_tokens"]["propertyNames"] = {"enum": steps_making(stages, "verdicts")}
+    return schema
 
 
 def _read(path: str | os.PathLike[str], schema: dict[str, Any], what: str) -> dict[str, Any]:
@@ -162,7 +170,7 @@ class CpuCalibration:
     reference_pp512: float
     # what a job that starts no model spends on each unit of work that grows with the run, on a core of its own (0:
     # none counted): the plan job on each request of the run, a score job on each answer, score_studies on each of
-    # the studies' answers (plan.timing.work_seconds)
+    # the studies' answers (the key its stage's ``grows`` names, plan.work)
     request_planned_s: float = 0.0
     answer_scored_s: float = 0.0
     study_answer_scored_s: float = 0.0
@@ -190,8 +198,9 @@ class Throughput:
         return work + jobs * spec["gpus"] * rates.startup_min / 60
 
 
-def load_throughput(path: str | os.PathLike[str]) -> Throughput:
-    data = _read(path, THROUGHPUT_SCHEMA, "throughput table (plan.throughput)")
+def load_throughput(path: str | os.PathLike[str], stages: Iterable[Stepped]) -> Throughput:
+    """The throughput table at ``path``, checked; the steps its ``cpu`` section names are those ``stages`` declare."""
+    data = _read(path, throughput_schema(stages), "throughput table (plan.throughput)")
     classes = tuple(SizeClass(**entry) for entry in data["classes"])
     cpu = CpuCalibration(**data["cpu"]) if "cpu" in data else None
     return Throughput(str(path), data["gpu"], classes, cpu)

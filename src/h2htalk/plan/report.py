@@ -14,9 +14,7 @@ from h2htalk.llm.engines import engine_of
 from h2htalk.plan.calls import PlannedCalls, Tally
 from h2htalk.plan.chain import PlannedRun
 from h2htalk.plan.costs import PriceTable, Throughput
-from h2htalk.stages.steps import STEPS, VERDICTS, unsampled
-
-BATCHABLE = ("reconstruct_instances", *VERDICTS)  # a batch key (a cascade's sample too)
+from h2htalk.stages.steps import unsampled
 
 
 @dataclass(frozen=True)
@@ -60,7 +58,7 @@ def plan_rows(planned: PlannedRun, prices: PriceTable, throughput: Throughput) -
 def _row(calls: PlannedCalls, prices: PriceTable, throughput: Throughput) -> Row:
     spec, stage, tally = calls.spec, calls.stage, calls.tally
     engine = engine_of(spec)
-    can_batch = unsampled(stage.name) in BATCHABLE and engine.batch_limits(spec) is not None
+    can_batch = stage.declared.batch and engine.batch_limits(spec) is not None  # a cascade's sample too
     price = prices.models.get(spec["name"])
     priced = engine.provider(spec) is not None  # a paid API (an unknown price: None); else no money, maybe GPUs
 
@@ -109,8 +107,9 @@ def merged(rows: list[Row], stage: str, model: str) -> Row:
     )  # fmt: skip
 
 
-def by_stage_and_model(rows: list[Row]) -> list[Row]:
-    keys = dict.fromkeys((r.stage, r.model) for r in sorted(rows, key=lambda r: STEPS.index(r.stage)))
+def by_stage_and_model(rows: list[Row], steps: list[str]) -> list[Row]:
+    """One row per step and model, in the order of ``steps``."""
+    keys = dict.fromkeys((r.stage, r.model) for r in sorted(rows, key=lambda r: steps.index(r.stage)))
     return [merged(rows, stage, model) for stage, model in keys]
 
 
@@ -163,7 +162,7 @@ def markdown(rows: list[Row], planned: PlannedRun, prices: PriceTable, throughpu
         f"| {cur}, direct | {cur}, Batch API |",
         "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
-    for row in [*by_stage_and_model(rows), total]:
+    for row in [*by_stage_and_model(rows, list(planned.steps)), total]:
         t = row.tally
         name = "**total**" if row.stage == "total" else row.stage
         lines.append(
@@ -171,7 +170,7 @@ def markdown(rows: list[Row], planned: PlannedRun, prices: PriceTable, throughpu
             f"| {_millions(t.prompt_tokens_to_send)} | {_millions(t.completion_tokens_to_send)} "
             f"| {_hours(row.left.gpu_hours)} | {_money(row.left.cost_direct)} | {_money(row.left.cost_batch)} |"
         )
-    batched = ", ".join(stage for stage in STEPS if any(r.stage == stage and r.batch == "on" for r in rows))
+    batched = ", ".join(stage for stage in planned.steps if any(r.stage == stage and r.batch == "on" for r in rows))
     whole, configured = total.whole, _sum(r.cost_configured for r in rows)
     lines += [
         "",

@@ -44,7 +44,7 @@ from h2htalk.plan.rates import (
     write_cache,
 )
 from h2htalk.plan.work import planned_requests, work_seconds
-from h2htalk.stages.steps import VERDICTS, unsampled
+from h2htalk.stages.steps import unsampled
 
 OTHER_JOBS = "other jobs"  # the job kind of the jobs that start no model
 LOAD_SHOWN = 0.25  # cores other processes keep busy from which the estimate says so and gives a range
@@ -125,7 +125,7 @@ def estimate_jobs(
         tally, step = calls.tally, unsampled(calls.stage.name)
         if not engine_of(calls.spec).timed_on_cpu or tally.to_send == 0 or calls.job is None:
             continue
-        if step in VERDICTS:
+        if calls.stage.declared.makes == "verdicts":
             answers = tally.to_send * cpu.verdict_tokens.get(step, max(cpu.verdict_tokens.values(), default=0.0))
         else:
             answers = tally.completion_tokens_to_send * cpu.answer_length.get(step, 1.0)
@@ -292,14 +292,14 @@ def estimate_run(
     requests, ``plan.work``); None when none of them sends a request to a model whose engine is timed on
     this CPU (``Engine.timed_on_cpu``: llama.cpp's), or the throughput table has no ``cpu`` section. Rates measured
     now are kept in ``cache`` (default: the user's)."""  # fmt: skip
-    cpu = load_throughput(config["plan"]["throughput"]).cpu
+    cpu = load_throughput(config["plan"]["throughput"], stages).cpu
     if cpu is None:
         return None
     with tempfile.TemporaryDirectory() as scratch:
         planned = plan_calls(stages, config, results, Path(scratch))
     sessions = [calls for calls in planned.sessions if calls.job in needed and calls.tally.to_send]
     requests = planned_requests(planned.sessions)
-    work_s = sum(work_seconds(job, requests, cpu) for job in other_jobs)
+    work_s = sum(work_seconds(job, requests, cpu, stages) for job in other_jobs)
     local = sorted({calls.spec["name"] for calls in sessions if engine_of(calls.spec).timed_on_cpu})
     if not local:
         return None

@@ -1,8 +1,8 @@
-"""The work of a job that starts no model that grows with the run: the plan job's requests, a score job's answers,
-the score_studies job's study answers, counted from the run's planned requests and priced by the throughput table's
-``cpu`` section (``config/throughput.yaml``), for the time said before a run (``plan.timing``) and the paper-size
-benchmark's prediction (``benchmarks/paper_scale.py``). The other such jobs (curation, prompts, tables, figures)
-take about the same at any size: ``other_job_s`` each."""
+"""The work of a job that starts no model that grows with the run, as its stage declares it (``Stage.grows``): the
+plan job's requests, a score job's answers, the score_studies job's study answers, counted from the run's planned
+requests and priced by the throughput table's ``cpu`` section (``config/throughput.yaml``), for the time said before
+a run (``plan.timing``) and the paper-size benchmark's prediction (``benchmarks/paper_scale.py``). The other such jobs
+(curation, prompts, tables, figures) take about the same at any size: ``other_job_s`` each."""
 
 from __future__ import annotations
 
@@ -11,11 +11,8 @@ from collections.abc import Iterable, Mapping
 
 from h2htalk.plan.calls import JobName, PlannedCalls
 from h2htalk.plan.costs import CpuCalibration
-from h2htalk.stages.steps import ANSWERS, unsampled
-
-PLAN, SCORE, STUDY_SCORE = "plan", "score", "score_studies"  # the stages whose jobs' work grows with the run
-GENERATE, STUDY_ANSWERS = ANSWERS  # the steps whose answers the score jobs score
-BASELINE_ANSWERS = "baseline_answers"  # a baseline that asks a model for its answers
+from h2htalk.stages.spec import Stage
+from h2htalk.stages.steps import unsampled
 
 Requests = Mapping[tuple[str, str], int]  # (step, model) -> requests of the run, cached or not
 
@@ -29,22 +26,20 @@ def planned_requests(sessions: Iterable[PlannedCalls]) -> dict[tuple[str, str], 
     return dict(requests)
 
 
-def work_seconds(job: JobName, requests: Requests, cpu: CpuCalibration) -> float:
-    """Seconds ``job`` spends on a core of its own on the work that grows with the run, beyond ``other_job_s``: the
-    plan job on each request of the run (``request_planned_s``); a score job on each answer of its model
-    (``answer_scored_s``; a baseline that asks no model answers each item in each variant once, as many answers as
-    the model with the most); the score_studies job on each of the studies' answers (``study_answer_scored_s``,
-    both studies' as planned, though it scores the safety study's); any other job, 0."""
-    stage, labels = job[0], dict(job[1])
-    if stage == PLAN:
-        return cpu.request_planned_s * sum(requests.values())
-    if stage == SCORE:
-        answers: dict[str, int] = defaultdict(int)
-        for (step, model), count in requests.items():
-            if step in (GENERATE, BASELINE_ANSWERS):
-                answers[model] += count
-        own = answers.get(labels.get("model", ""), max(answers.values(), default=0))
-        return cpu.answer_scored_s * own
-    if stage == STUDY_SCORE:
-        return cpu.study_answer_scored_s * sum(n for (step, _), n in requests.items() if step == STUDY_ANSWERS)
-    return 0.0
+def work_seconds(job: JobName, requests: Requests, cpu: CpuCalibration, stages: Iterable[Stage]) -> float:
+    """Seconds ``job`` spends on a core of its own on the work that grows with the run, beyond ``other_job_s``, as
+    its stage among ``stages`` declares it (``grows``): the seconds of its ``cpu`` key for each planned request of the
+    steps it names (each request of the run where it names none), of the job's model only where it says so (a
+    baseline that asks no model answers each item in each variant once: as many as the model with the most). A job
+    of a stage that declares none: 0."""
+    name, labels = job[0], dict(job[1])
+    grows = next((stage.grows for stage in stages if stage.name == name), None)
+    if grows is None:
+        return 0.0
+    counted = [(model, count) for (step, model), count in requests.items() if not grows.steps or step in grows.steps]
+    if not grows.of_model:
+        return getattr(cpu, grows.per) * sum(count for _, count in counted)
+    by_model: dict[str, int] = defaultdict(int)
+    for model, count in counted:
+        by_model[model] += count
+    return getattr(cpu, grows.per) * by_model.get(labels.get("model", ""), max(by_model.values(), default=0))

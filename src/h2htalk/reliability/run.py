@@ -15,6 +15,7 @@ from h2htalk.settings import JUDGE_ROLES, LADDER_PARTS, JudgeSettings, Reliabili
 from h2htalk.stages.declare import stage
 from h2htalk.stages.declared import JUDGE_CALLS, REGISTRY, ladder_jobs
 from h2htalk.stages.spec import Done, Models, One, Over, Paths, Stage
+from h2htalk.stages.steps import Step
 
 if TYPE_CHECKING:  # the model-call stack and numpy, imported when a job runs, not when the registry loads
     from h2htalk.llm.calls import EngineOptions
@@ -117,7 +118,7 @@ def _ladder_prompts(scope, labels):
     "judge_ladder",
     "one judge model's sanity ladder and drift canary, as the rubric judge or as the studies' judges (one part a"
     " job: Table 2 shows the rubric part in every run, the judges' card reads both)",
-    uses=("judge", "studies", "subtasks"), planned=True,
+    uses=("judge", "studies", "subtasks"), planned=True, steps=(Step(makes="verdicts", batch=True),),
     reads=(
         *REGISTRY, "generation", *JUDGE_CALLS, "study_judge", "subtasks", "variants", "data.curate.persona_names",
         "judge_reliability.seed", "judge_reliability.ladder", "judge_reliability.canary", "judge_reliability.panel",
@@ -146,7 +147,7 @@ def judge_ladder(
     texts = role_texts(roles, run.judged_subtasks, instances, prompts, names, reliability.seed)
     judges = {role: rubric_judge if role == JUDGE_ROLES[0] else study_judge for role in roles}
     engines = models.engines([model])
-    engines.step(stage.name, model)
+    engines.step(stage.step(), model)
     slots = {role: canary_slot(config, role, model) for role in roles}
     found = run_ladder(models.entry(model), roles, texts, judges, reliability, engines, results, outputs, slots)
     return Done(answered(found, "verdicts"), subject=f"{model} ({', '.join(roles)})")

@@ -10,7 +10,7 @@ from h2htalk.errors import H2HTalkError
 from h2htalk.layout import Cell
 from h2htalk.stages.declare import stage
 from h2htalk.stages.declared import FIRST, REGISTRY
-from h2htalk.stages.spec import Done, Each, EachFile, Over, Paths, Stage
+from h2htalk.stages.spec import Done, Each, EachFile, Grows, Over, Paths, Stage
 
 
 def _embedder_prefetched(scope, labels):
@@ -36,6 +36,7 @@ FILES = {
     jobs=Over(model=lambda run: run.run_models, embedder=lambda run: run.embedders),
     cells=lambda run, w: run.scoring(w["model"], w["embedder"]), where="embedder", env="metrics",
     memory_mb=8000, minutes=240, options=("scoring",), **FILES,
+    grows=Grows("answer_scored_s", ("generate", "baseline_answers"), of_model=True),  # each answer of its model
 )  # fmt: skip
 @stage(
     "score_studies",
@@ -43,6 +44,7 @@ FILES = {
     reads=("scoring", "embedders", "variants", "studies.models", "models"),
     jobs=Over(embedder=lambda run: run.embedders), cells=lambda run, w: run.study_scoring(w["embedder"]),
     where="embedder", env="metrics", memory_mb=8000, minutes=60, options=("scoring",), **FILES,
+    grows=Grows("study_answer_scored_s", ("study.answers",)),  # both studies' answers, though it scores the safety's
 )  # fmt: skip
 def score_cells(
     embedder: str, prefetched: list[str], config: dict[str, Any], cells: list[Cell], each: EachFile, stage: Stage,

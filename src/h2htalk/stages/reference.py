@@ -72,6 +72,14 @@ def stage_section(stage: Stage) -> str:
         titles = product.title if isinstance(product.title, str) else ", ".join(product.title.values())
         first = "; among what a run says to open first" if product.first else ""
         lines += [f"- product ({product.kind}): {titles}, its `{product.main}` output{first}"]
+    if stage.steps:
+        named = [f"`{name}`" + f" ({step.makes})" * bool(step.makes)
+                 for step in stage.steps for name in step.names(stage.name)]  # fmt: skip
+        lines += [f"- its model calls, as the plan names them: {', '.join(named)}"]
+    if grows := stage.grows:
+        steps = f" of {', '.join(f'`{name}`' for name in grows.steps)}" if grows.steps else ""
+        lines += [f"- its work grows with the run: each planned request{steps}{' of its model' * grows.of_model},"
+                  f" at the throughput table's `cpu.{grows.per}`"]  # fmt: skip
     if stage.keeps:
         lines += ["- keeps (adds to, across runs):"] + [f"  - {n}: {describe(s)}" for n, s in stage.keeps.items()]
     return "\n".join(lines) + "\n"

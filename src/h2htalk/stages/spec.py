@@ -22,6 +22,7 @@ from typing import Any, Literal, Protocol
 
 from h2htalk.cells import RunCells
 from h2htalk.layout import Cell, Layout
+from h2htalk.stages.steps import Step
 
 Labels = Mapping[str, str]  # a job's wildcards: model, embedder, subtask, variant, study, figure
 Where = Literal["local", "cpu", "model", "embedder"]
@@ -167,6 +168,18 @@ class Product:
 
 
 @dataclass(frozen=True)
+class Grows:
+    """The work of a job that starts no model that grows with the run (``plan.work``): ``per`` seconds (a key of the
+    throughput table's ``cpu`` section) for each of the run's planned requests of ``steps`` (none named: every
+    request); ``of_model``: only those of the job's model (one whose model asks none, a baseline answering from the
+    instances: as many as the model with the most)."""
+
+    per: str
+    steps: tuple[str, ...] = ()
+    of_model: bool = False
+
+
+@dataclass(frozen=True)
 class Stage:
     """One stage: its rule, its command and its part of the plan, the freshness graph and the reference."""
 
@@ -194,6 +207,8 @@ class Stage:
     priority: int = 0  # among jobs ready at once, the higher first (Snakemake's priority)
     planned: bool = False  # the plan runs it (a stage that calls models, or one they read from)
     plans: bool = False  # it runs every planned stage's function, so it reads every key they read
+    steps: tuple[Step, ...] = ()  # its model calls, as the plan counts them and the throughput table prices them
+    grows: Grows | None = None  # its job's work that grows with the run (the time said before a run counts it)
     uses: tuple[str, ...] = ()  # folders of the package's resources its work reads (prompts, rubrics, known answers)
     product: Product | None = None  # a table, figure or export: its provenance (``meta``) is added to its outputs
     # in the run's default target (``all``) where this says so for the run's config (default: a product is)
@@ -209,6 +224,14 @@ class Stage:
     def labels(self) -> tuple[str, ...]:
         """The job's labels: its rule's wildcards."""
         return self.jobs.names
+
+    def step(self, part: str = "") -> str:
+        """The name of ``part`` of its model calls (none: its own name; ``judge.sample``: its part ``judge``'s
+        sample), one it declares (``steps``)."""
+        name = f"{self.name}.{part}" if part else self.name
+        if not any(name in step.names(self.name) for step in self.steps):
+            raise ValueError(f"stage {self.name!r} declares no step {name!r} (its steps=...)")
+        return name
 
     def in_default_target(self, config: Mapping[str, Any]) -> bool:
         return self.in_all(config) if self.in_all else self.product is not None

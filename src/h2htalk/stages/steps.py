@@ -1,37 +1,62 @@
 """The one name of each piece of work a job asks models for, as the plan (``plan.csv``'s ``stage``), the time said
 before a run and ``config/throughput.yaml`` call it: the stage's declared name, or, where one job of a stage does
-several pieces of work, the stage's name and one of the parts declared here (``study.answers``)."""
+several pieces of work, the stage's name and the part it declares (``study.answers``). A stage that calls models
+declares its steps (``Stage.steps``); the plan and the time said read them from the stages they are given."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
 SAMPLE = "sample"  # in cascade mode: each cell's sample judged again by the role's own judge
 
-PARTS: dict[str, tuple[str, ...]] = {
-    "study": ("answers", "judge", f"judge.{SAMPLE}"),  # the studies' answers, then the study judge's verdicts
-    "rubric_judge": (SAMPLE,),  # the verdicts of the judge of every item are the stage's own name
-}
 
-STEPS = (
-    "reconstruct_instances", "generate", "baseline_answers", "study.answers", "rubric_judge", "rubric_judge.sample",
-    "study.judge", "study.judge.sample", "judge_ladder",
-)  # fmt: skip  # in the plan report's order
-VERDICTS = ("rubric_judge", "study.judge", "judge_ladder")  # the steps whose answers are a judge's verdicts
-ANSWERS = ("generate", "study.answers")  # the steps whose answers are a model's, as long as the plan's placeholders
+@dataclass(frozen=True)
+class Step:
+    """A piece of a stage's model calls: ``part`` of its work (none: the stage's own name); ``makes``: a model's
+    answers, as long as the plan's placeholders (the throughput table's ``answer_length``), or a judge's verdicts
+    (``verdict_tokens``); ``batch``: its requests may go through a Batch API (its section's ``batch`` key);
+    ``sampled``: in cascade mode a sample of it is judged again (``NAME.sample``); ``judges``: the step whose
+    answers its verdicts are of (the plan lists them in that order)."""
+
+    part: str = ""
+    makes: Literal["answers", "verdicts", ""] = ""
+    batch: bool = False
+    sampled: bool = False
+    judges: str = ""
+
+    def names(self, stage: str) -> tuple[str, ...]:
+        """Its name in ``stage``, and its sample's where it is sampled."""
+        own = f"{stage}.{self.part}" if self.part else stage
+        return (own, f"{own}.{SAMPLE}") if self.sampled else (own,)
 
 
-def step(stage: str, part: str | None = None) -> str:
-    """The name of ``part`` of ``stage``'s work (the stage's own name without a part)."""
-    if part is None:
-        return stage
-    if part not in PARTS.get(stage, ()):
-        raise ValueError(f"stage {stage!r} declares no part {part!r} (h2htalk.stages.steps.PARTS)")
-    return f"{stage}.{part}"
+class Stepped(Protocol):
+    """A stage, as far as its steps go (``h2htalk.stages.spec.Stage``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def steps(self) -> tuple[Step, ...]: ...
+
+
+def declared_steps(stages: Iterable[Stepped]) -> dict[str, Step]:
+    """Every step of ``stages`` by its name (a sample's: its step's), in the plan report's order: the steps that make
+    no verdicts in the stages' order, then the verdicts in the order of the steps they judge (a judge of what it
+    makes itself: in its own place)."""
+    found = {name: step for stage in stages for step in stage.steps for name in step.names(stage.name)}
+    place = {name: index for index, name in enumerate(found)}
+    key = {name: (step.makes == "verdicts", place.get(step.judges, place[name])) for name, step in found.items()}
+    return {name: found[name] for name in sorted(found, key=key.__getitem__)}
+
+
+def steps_making(stages: Iterable[Stepped], makes: str) -> list[str]:
+    """The names of the steps of ``stages`` that make ``makes`` (answers, verdicts), samples left out."""
+    return [name for name, step in declared_steps(stages).items() if step.makes == makes and name == unsampled(name)]
 
 
 def unsampled(name: str) -> str:
     """The step whose work a cascade's sample does again (``rubric_judge.sample`` -> ``rubric_judge``)."""
     return name.removesuffix(f".{SAMPLE}")
-
-
-def is_verdicts(name: str) -> bool:
-    return unsampled(name) in VERDICTS

@@ -20,7 +20,7 @@ from h2htalk.settings import STUDIES, VARIANTS, CascadeSettings, GenerationSetti
 from h2htalk.stages.declare import stage
 from h2htalk.stages.declared import REGISTRY, judge_models
 from h2htalk.stages.spec import Done, Each, EachFile, Models, One, Over, Paths, Stage
-from h2htalk.stages.steps import step
+from h2htalk.stages.steps import Step
 
 if TYPE_CHECKING:  # the model-call stack (openai, httpx) and the judges' prompts, imported when a job runs
     from h2htalk.judge.study import NeedVerdict, SafetyVerdict
@@ -175,6 +175,8 @@ def _study_items(scope, labels):
 @stage(
     "study", "answer both studies' conversations with one model, then judge them (an engine used by both starts once)",
     uses=("studies",), planned=True,
+    steps=(Step("answers", makes="answers"),
+           Step("judge", makes="verdicts", batch=True, sampled=True, judges="study.answers")),
     reads=(
         *REGISTRY, "generation", "-generation.max_new_tokens", "studies.max_new_tokens", "studies.models",
         "models", "variants", "study_judge",
@@ -209,10 +211,10 @@ def study(
     engines = models.engines(list(dict.fromkeys([model, *judges])))
     shared = [spec] if model in judges else []
     with engines.sharing(shared) as shared_engines:
-        shared_engines.step(step(stage.name, "answers"), model)
+        shared_engines.step(stage.step("answers"), model)
         settings = GenerationSettings.from_config(config, for_studies=True)
         answers = answer_cells(spec, cells, each, settings, shared_engines, summary)
-        shared_engines.step(step(stage.name, "judge"), model)
+        shared_engines.step(stage.step("judge"), model)
         items = [Path(p) for p in study_items]
         pairs = [(Path(each("responses", c)), Path(each("verdicts", c))) for c in cells]
         verdicts = judge_studies(
@@ -225,7 +227,7 @@ def study(
                 responses: cascade_sample(c, answered_ids(responses), cascade)
                 for (responses, _), c in zip(sample, cells, strict=True)
             }
-            shared_engines.step(step(stage.name, "judge.sample"), model)
+            shared_engines.step(stage.step("judge.sample"), model)
             strong = judge_studies(models.entry(judge.model), model, items, sample, judge, shared_engines, only=only)
             add_to_summary(judge_summary, {"sample": strong})
             facts += f"; the sample: {answered(strong, 'verdicts')} by {judge.model}"

@@ -9,6 +9,7 @@ the length of a job, and the packages whose versions the provenance records.
 
 from __future__ import annotations
 
+import os
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,7 +56,7 @@ class Engine:
     packages: ClassVar[tuple[str, ...]] = ()  # installed packages whose versions the provenance records
     slots: ClassVar[int | None] = None  # requests its server works on at once (None: many, batched together)
     # its server runs on this machine's CPU, so a run here can say how long its jobs will take, from prompt and
-    # answer rates measured through that server (h2htalk.plan.timing)
+    # answer rates measured through that server (rates_setting, measure_rates; h2htalk.plan.timing)
     timed_on_cpu: ClassVar[bool] = False
 
     def identity(self, spec: dict[str, Any]) -> dict[str, Any]:
@@ -99,6 +100,20 @@ class Engine:
         """The limits of the OpenAI-compatible Batch API that serves ``spec`` (requests and bytes a batch), or
         None when none does: its requests are answered directly."""
         return None
+
+    def rates_setting(self, spec: dict[str, Any], model_file: str | os.PathLike[str] | None = None) -> str:
+        """What the rates of ``spec`` on this CPU depend on besides the CPU (its server's settings, the model, the
+        server's version), where the engine is ``timed_on_cpu``: the rates are kept under it (``plan.rates``)."""
+        raise EngineError(f"model {spec['name']}: engine {self.name} measures no rates on this CPU")
+
+    def measure_rates(
+        self, spec: dict[str, Any], model_file: str | os.PathLike[str], log_path: Path | None = None,
+        most: int = 3, least: int = 2, budget_s: float = 20.0,
+    ) -> tuple[float, float, int]:  # fmt: skip
+        """pp512 and tg128 of ``spec`` on this CPU, where the engine is ``timed_on_cpu``, measured as its jobs will
+        get them (on the server a job starts): the best of ``least`` to ``most`` trials, none started after
+        ``budget_s`` once ``least`` are done. Returns (pp512, tg128, trials)."""
+        raise EngineError(f"model {spec['name']}: engine {self.name} measures no rates on this CPU")
 
     def endpoint(self, spec: dict[str, Any], options: ServeOptions) -> AbstractContextManager[Endpoint]:
         """An OpenAI-compatible endpoint serving ``spec`` for the length of the block, stopped however it ends."""

@@ -3,6 +3,7 @@ downloaded and checked (the laptop default)."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any, ClassVar
@@ -11,6 +12,7 @@ import yaml
 
 from h2htalk.hardware import available_cores
 from h2htalk.llm.engines.base import EngineError, ServeOptions
+from h2htalk.llm.engines.measure import llama_cpp, server_rates
 from h2htalk.llm.engines.server import ServerEngine
 
 
@@ -102,3 +104,24 @@ class LlamaCpp(ServerEngine):
 
     def served_model(self, spec: dict[str, Any], options: ServeOptions) -> str:
         return Path(str(options.model_file)).name
+
+    def rates_setting(self, spec: dict[str, Any], model_file: str | os.PathLike[str] | None = None) -> str:
+        """The server's threads, flash attention, context and spin count, the model (its registry name and
+        checksum, or its file's size) and llama.cpp's version."""
+        settings = spec["llamacpp"]
+        threads = min(settings["threads"], available_cores())
+        spin = self.server_environment("").get("GOMP_SPINCOUNT", "default")
+        weights = spec.get("gguf", {}).get("sha256") or spec.get("gguf", {}).get("size")
+        if weights is None and model_file is not None and Path(model_file).is_file():
+            weights = Path(model_file).stat().st_size
+        return (
+            f"{threads} threads | flash_attn {settings['flash_attn']} | n_ctx {settings['n_ctx']}"
+            f" | GOMP_SPINCOUNT {spin} | {spec['name']} {weights} | llama_cpp {llama_cpp().__version__}"
+        )
+
+    def measure_rates(
+        self, spec: dict[str, Any], model_file: str | os.PathLike[str], log_path: Path | None = None,
+        most: int = 3, least: int = 2, budget_s: float = 20.0,
+    ) -> tuple[float, float, int]:  # fmt: skip
+        options = ServeOptions(model_file=str(model_file), log_path=log_path)
+        return server_rates(self, spec, options, most, least, budget_s)
