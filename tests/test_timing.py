@@ -647,7 +647,7 @@ def test_a_run_whose_load_fell_after_its_estimate_keeps_rates_as_of_the_quiet_ru
     are of that quiet run: not kept as crowded (the next quiet run would pass them by), and the other jobs' speed
     against the whole core they had, not the 0.4 the estimate gave them (the next run said 0.7 min, took 1.7)."""
     config, results, registry, every, key = laptop_plan(tmp_path, monkeypatch)
-    cpu = load_throughput("config/throughput.yaml").cpu
+    cpu = load_throughput("config/throughput.yaml", STAGES).cpu
     assert cpu is not None
     cache = tmp_path / "rates.json"
     write_cache(cache, {key: [record(MACHINE, 37.6, 2.3, 2.0), record(MACHINE, 163.0, 47.0, 0.0)]})
