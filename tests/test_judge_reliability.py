@@ -10,6 +10,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from h2htalk.config import default_config
 from h2htalk.instance_schema import read_instances
@@ -21,7 +23,7 @@ from h2htalk.llm.engines import Endpoint
 from h2htalk.llm.fences import UNFENCED
 from h2htalk.prompts.render import write_prompts
 from h2htalk.reliability import degrade
-from h2htalk.reliability.agreement import NOMINAL, ORDINAL, krippendorff_alpha, self_consistency
+from h2htalk.reliability.agreement import INTERVAL, NOMINAL, ORDINAL, krippendorff_alpha, self_consistency
 from h2htalk.reliability.canary import CHEAP_JUDGE, OWN_JUDGE, canary_slot, drift_notes, keep_canary
 from h2htalk.reliability.card import contradiction_row, ladder_words, write_card
 from h2htalk.reliability.evidence import JudgeEvidence
@@ -232,6 +234,45 @@ def test_alpha_of_identical_samples_is_one_and_undefined_where_it_cannot_be_meas
     disagree = krippendorff_alpha([[1, 5], [5, 1], [1, 5], [5, 1]], NOMINAL)
     assert disagree.value < 0
     assert krippendorff_alpha([[1, None], [2, None]], ORDINAL).why == "no item has two values"
+
+
+VALUES = st.one_of(st.none(), st.sampled_from((0.0, 1.0, 2.5, 3.0, 5.0)), st.floats(0, 5, allow_nan=False))
+
+
+@settings(max_examples=200, deadline=None)
+@given(units=st.lists(st.lists(VALUES, min_size=1, max_size=4), min_size=1, max_size=30),
+       level=st.sampled_from((NOMINAL, ORDINAL, INTERVAL)))  # fmt: skip
+def test_alpha_is_the_krippendorff_packages_alpha(units, level):
+    import krippendorff
+    import numpy as np
+
+    found = krippendorff_alpha(units, level)
+    assert found.value is None or type(found.value) is float  # a plain float: JSON and comparisons
+    kept = [[v for v in unit if v is not None] for unit in units]
+    kept = [unit for unit in kept if len(unit) > 1]
+    assert found.items == len(kept)
+    if len({v for unit in kept for v in unit}) < 2:
+        assert found.value is None
+        return
+    data = np.full((max(map(len, kept)), len(kept)), np.nan)
+    for column, unit in enumerate(kept):
+        data[: len(unit), column] = unit
+    assert found.value == pytest.approx(krippendorff.alpha(reliability_data=data, level_of_measurement=level), abs=1e-9)
+
+
+def test_alpha_over_many_distinct_values_is_the_packages_a_block_of_values_at_a_time(monkeypatch):
+    import krippendorff
+    import numpy as np
+
+    from h2htalk.reliability import agreement
+
+    rng = np.random.default_rng(7)
+    data = rng.integers(0, 51, (2, 300)) / 10.0  # two judges' means: many distinct values
+    data[1] = np.where(rng.random(300) < 0.7, data[0], data[1])
+    monkeypatch.setattr(agreement, "BLOCK", 100)  # a few rows of the values' distances at a time
+    for level in (NOMINAL, ORDINAL, INTERVAL):
+        found = krippendorff_alpha(data.T.tolist(), level)
+        assert found.value == pytest.approx(krippendorff.alpha(reliability_data=data, level_of_measurement=level))
 
 
 # --- the drift canary -------------------------------------------------------------------------------------------

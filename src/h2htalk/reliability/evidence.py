@@ -159,7 +159,8 @@ def card_evidence(
             evidence = JudgeEvidence(role, model, section["samples"])
             judged = verdict_files(run, results, role, own_sample) if role in run.judges.get(model, ()) else {}
             for task, paths in judged.items():  # a panel's judge judged the ladder only
-                records = [record for path in paths for _, record in iter_jsonl(path)]
+                # only the samples: a record's texts (prompt, answer, reference) would be held for every item
+                records = [{"samples": record["samples"]} for path in paths for _, record in iter_jsonl(path)]
                 evidence.consistency += [(task, *found) for found in consistency(role, records)]
                 inputs += paths
             evidence.people = people_rows(agreement, role, run.judged_subtasks) if report and judged else None

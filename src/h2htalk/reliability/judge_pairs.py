@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
-from h2htalk.reliability.agreement import Alpha, krippendorff_alpha
+from h2htalk.reliability.agreement import INTERVAL, Alpha, krippendorff_alpha
 from h2htalk.reliability.ladder import NEEDS, RUBRIC, SAFETY
 from h2htalk.settings import BootstrapSettings
 
@@ -140,7 +140,7 @@ def stability(judge: JudgeVerdicts) -> float | None:
 
 def item_alpha(a: JudgeVerdicts, b: JudgeVerdicts) -> Alpha:
     """Krippendorff's alpha (interval) of the two judges' item values, over the items both scored."""
-    return krippendorff_alpha(([a.values[i], b.values.get(i)] for i in a.values if i in b.values), "interval")
+    return krippendorff_alpha(([a.values[i], b.values.get(i)] for i in a.values if i in b.values), INTERVAL)
 
 
 def compare_judges(
