@@ -14,6 +14,7 @@ import pytest
 
 from h2htalk.cli import main
 from h2htalk.config import default_config, settings_hash, settings_view
+from h2htalk.desk_store.store import ReviewStore
 from h2htalk.layout import Layout
 from h2htalk.stages.reference import reference
 from h2htalk.stages.spec import Cells, Each, Figure, One, Scope
@@ -96,6 +97,48 @@ def test_a_run_removes_the_tables_it_will_remake_before_it_starts(tmp_path):
     removed = remove_paths(rules.tables_of(jobs))
     assert {str(p) for p in removed} == {*table2, viewer}  # the viewer's provenance was not there yet
     assert not any(os.path.exists(p) for p in (*table2, viewer)) and os.path.exists(answers)
+
+
+def test_a_rule_takes_its_bundles_as_folders_and_its_shown_files_into_the_report_with_their_caption(tmp_path):
+    def directory(path: str) -> tuple[str, str]:
+        return ("directory", path)
+
+    def report(path: str, caption: str, category: str) -> tuple[str, str, str, str]:
+        return ("report", path, caption, category)
+
+    config, results = default_config(), Layout("results", "demo")
+    rules = Rules(config, results, {}, REPO_ROOT)
+    plain = rules.outputs(BY_NAME["table2"])
+    table2 = rules.rule_outputs(BY_NAME["table2"], directory, report)
+    assert table2["csv"] == ("report", plain["csv"], "../report/table2.rst", "Tables")
+    assert table2["heatmap"] == ("report", plain["heatmap"], "../report/table2.rst", "Tables")
+    assert table2["md"] == plain["md"] and table2["meta"] == plain["meta"]  # not shown in the report
+    figure = rules.rule_outputs(BY_NAME["figure"], directory, report)
+    assert figure["png"][2:] == ("../report/figures.rst", "Figures")  # the caption the stage names
+    viewer = rules.rule_outputs(BY_NAME["viewer"], directory, report)
+    assert viewer["bundle"] == ("directory", rules.outputs(BY_NAME["viewer"])["bundle"])
+    assert rules.rule_outputs(BY_NAME["generate"], directory, report) == rules.outputs(BY_NAME["generate"])
+    bare = Rules(config, results, {}, tmp_path)  # a checkout without the stage's own caption
+    assert bare.rule_outputs(BY_NAME["table2"], directory, report)["csv"][2] == "../report/product.rst"
+
+
+def test_the_review_store_is_made_where_there_is_none_and_read_as_ancient_by_the_stages_that_read_ratings(tmp_path):
+    def ancient(path: str) -> tuple[str, str]:
+        return ("ancient", path)
+
+    store = tmp_path / "desk" / "ratings.sqlite"
+    rules = Rules(default_config({"review": {"store": str(store)}}), Layout("results", "demo"), {})
+    assert BY_NAME["table2"].ratings and not BY_NAME["generate"].ratings
+    assert rules.store_input(BY_NAME["table2"], ancient) == {}  # none there (a dry run makes none)
+    rules.make_review_store()
+    with ReviewStore(store) as made:
+        assert made.raters() == []
+        made.add_raters(["ana"])
+    rules.make_review_store()  # one there: left as it is
+    with ReviewStore(store) as kept:
+        assert kept.raters() == ["ana"]
+    assert rules.store_input(BY_NAME["table2"], ancient) == {"store": ("ancient", str(store))}
+    assert rules.store_input(BY_NAME["generate"], ancient) == {}
 
 
 # --- every job of a run writes exactly what its stage declares ------------------------------------------------

@@ -12,6 +12,7 @@ the next run rebuild them, and everything missing under them, from the caches.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 from collections.abc import Iterable
@@ -102,6 +103,24 @@ def _same_file(path: str, entry: dict[str, Any]) -> bool:
     if (entry.get("size"), entry.get("mtime_ns")) == (status.st_size, status.st_mtime_ns):
         return True
     return sha256_file(path) == entry["sha256"]
+
+
+def clear_stale(config: dict[str, Any], results: Layout, log: logging.Logger, dry_run: bool = False) -> dict[str, str]:
+    """Before a run: say in ``log`` which results of the configured run are stale (the first ten, and why) and remove
+    them, so that the run rebuilds them and everything missing under them instead of "nothing to be done"; a dry run
+    removes nothing. Returns them: path -> why."""
+    tables = table_outputs(config, results)
+    stale = stale_results(result_graph(config, results), tables)
+    if stale:
+        log.warning(
+            f"{len(stale)} results were made from files that are gone or changed and "
+            + ("would be rebuilt by a real run:" if dry_run else "are rebuilt:")
+        )
+        for path, why in list(stale.items())[:10]:
+            log.warning(f"  {path}: {why}")
+        if not dry_run:
+            remove_stale(stale, tables)
+    return stale
 
 
 def remove_stale(stale: dict[str, str], tables: Tables) -> list[Path]:

@@ -14,17 +14,10 @@ from h2htalk.config import (
     write_resolved,
 )
 from h2htalk.errors import ConfigError
-from h2htalk.freshness import (
-    remove_paths,
-    remove_stale,
-    result_graph,
-    stale_results,
-    table_outputs,
-)
+from h2htalk.freshness import clear_stale, remove_paths
 from h2htalk.layout import Layout, instances_set
 from h2htalk.llm.engines import engine_of
 from h2htalk.hardware import cpu_snapshot, other_processes_cores
-from h2htalk.desk_store.store import ReviewStore
 from h2htalk.run_summary import run_summary
 from h2htalk.stages.table import STAGES
 from h2htalk.stages.workflow import Rules
@@ -42,35 +35,17 @@ else:
 # One results tree for every instance set: the set's own results under results/sets/{set}/ and its tables under
 # paper_figures/{set}/, the data, the reconstruction and the model files shared (h2htalk.layout).
 LAYOUT = Layout("results", instances_set(config))
-RULES = Rules(config, LAYOUT, load_registry(registry_files(config)))
-RUN = RULES.scope.run
-PAPER_FIGURES = LAYOUT.figures
+RULES = Rules(config, LAYOUT, load_registry(registry_files(config)), workflow.basedir)
 # A dry run writes nothing (Snakemake's own workflow.dryrun is only known once the DAG is built).
 DRY_RUN = workflow.output_settings.dryrun
 
-# Results whose inputs are gone (a failed job's outputs are removed; a killed forced job leaves none): removed
-# before the run, so that it rebuilds them and everything missing under them instead of "nothing to be done".
 if workflow.is_main_process:
-    _tables = table_outputs(config, LAYOUT)
-    _stale = stale_results(result_graph(config, LAYOUT), _tables)
-    if _stale:
-        logger.warning(
-            f"{len(_stale)} results were made from files that are gone or changed and "
-            + ("would be rebuilt by a real run:" if DRY_RUN else "are rebuilt:")
-        )
-        for _path, _why in list(_stale.items())[:10]:
-            logger.warning(f"  {_path}: {_why}")
-        if not DRY_RUN:
-            remove_stale(_stale, _tables)
-
-
-# The review desk's store of people's ratings (review.store, outside the results tree) is an input of the rules
-# that read ratings. An empty one is made where there is none (not by a dry run), so that its first ratings change
-# no job's list of inputs; it is read as ancient, so that only a change to what a job reads from it (the ratings
-# param) reruns it.
-STORE = config["review"]["store"]
-if workflow.is_main_process and not DRY_RUN and not Path(STORE).exists():
-    ReviewStore(STORE, create=True).close()
+    # Results whose inputs are gone (a failed job's outputs are removed; a killed forced job leaves none) are
+    # removed, so that the run rebuilds them and everything missing under them (h2htalk.freshness).
+    clear_stale(config, LAYOUT, logger, dry_run=DRY_RUN)
+    # The review desk's store of people's ratings, an input of the rules that read ratings: made where there is none.
+    if not DRY_RUN:
+        RULES.make_review_store()
 
 
 onstart:
@@ -130,7 +105,7 @@ EXPECTED = {}
 onsuccess:
     # The run ends with what it made and where, what to open first, and the warnings that matter.
     for level, line in run_summary(
-        config, PAPER_FIGURES, RUN_STARTED, log, LAYOUT.path("logs")
+        config, LAYOUT.figures, RUN_STARTED, log, LAYOUT.path("logs")
     ):
         logger.log(level, line)
     if EXPECTED.get("run"):
@@ -158,23 +133,3 @@ onsuccess:
                         said, load, EXPECTED["run"].cores, EXPECTED["run"].cache
                     )
                 )
-
-
-def rule_inputs(stage):
-    """The review store, read as ancient, where the stage reads ratings (and it is there: a dry run makes none)."""
-    return {"store": ancient(STORE)} if stage.ratings and Path(STORE).exists() else {}
-
-
-def rule_outputs(stage):
-    """The stage's output patterns; bundles are folders, and a product's shown files go into the report."""
-    outputs = RULES.outputs(stage)
-    own = f"{stage.caption or stage.name}.rst"  # else the caption every product without its own shows
-    caption = f"../report/{own if (Path(workflow.basedir) / 'workflow' / 'report' / own).is_file() else 'product.rst'}"
-    shown = stage.product.shown if stage.product else ()
-    for name, spec in stage.outputs.items():
-        if getattr(spec, "directory", False):
-            outputs[name] = directory(outputs[name])
-        elif name in shown:
-            category = f"{stage.product.kind.capitalize()}s"  # Tables, Figures
-            outputs[name] = report(outputs[name], caption=caption, category=category)
-    return outputs

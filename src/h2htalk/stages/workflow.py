@@ -1,10 +1,12 @@
 """What Snakemake's rules take from the stage table for one run: each stage's files as rule inputs and output
 patterns, its logs, resources, threads, the params that rerun its jobs when what they read changes, and its
-command line. ``workflow/rules/stages.smk`` makes one rule of each stage from these."""
+command line. ``workflow/rules/stages.smk`` makes one rule of each stage from these; ``workflow/rules/common.smk``
+has them make the review store."""
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Callable, Mapping
 from importlib import resources
@@ -13,12 +15,14 @@ from typing import Any
 
 from h2htalk.cluster import cpu_job, embedder_job, model_job
 from h2htalk.config import settings_hash
-from h2htalk.desk_store.store import ratings_digest
+from h2htalk.desk_store.store import ReviewStore, ratings_digest
 from h2htalk.layout import Layout
 from h2htalk.llm.engines import engine_of
 from h2htalk.stages.spec import Scope, Stage
 
 DISK_MB = 1000  # no job writes more than a few hundred MB besides the caches and the models' own folders
+CAPTIONS = Path("workflow", "report")  # the report's captions, in the checkout
+CAPTIONS_FROM_RULES = "../report"  # the same, as the rules name it: Snakemake reads it from their folder
 PLACED_BY = ("slurm_partition", "slurm_account", "slurm_extra", "gpu", "gpu_model", "cpus_per_gpu", "mem_mb", "runtime")
 
 
@@ -39,9 +43,16 @@ def resource_digest(folders: tuple[str, ...]) -> str:
 class Rules:
     """The rules of one run: ``config`` validated, ``results`` its results tree, ``registry`` the model registry."""
 
-    def __init__(self, config: Mapping[str, Any], results: Layout, registry: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        results: Layout,
+        registry: Mapping[str, Any],
+        checkout: str | os.PathLike[str] = ".",
+    ) -> None:
         self.config, self.results, self.registry = config, results, registry
         self.scope = Scope(config, results)
+        self.checkout = Path(checkout)  # the workflow's folder (its Snakefile's): the report's captions are under it
 
     # --- files ----------------------------------------------------------------------------------------
 
@@ -71,6 +82,26 @@ class Rules:
         found = stage.files("outputs", self.scope, {label: f"{{{label}}}" for label in stage.labels})
         return {name: paths[0] if len(paths) == 1 else paths for name, paths in found.items()}
 
+    def rule_outputs(self, stage: Stage, directory: Callable[[str], Any], report: Callable[..., Any]) -> dict[str, Any]:
+        """The output patterns as the rule takes them: a bundle through Snakemake's ``directory``, and a file its
+        product shows through ``report``, with its caption and its category (Tables, Figures)."""
+        outputs: dict[str, Any] = self.outputs(stage)
+        shown = stage.product.shown if stage.product else ()
+        for name, spec in stage.outputs.items():
+            if getattr(spec, "directory", False):
+                outputs[name] = directory(outputs[name])
+            elif stage.product and name in shown:
+                category = f"{stage.product.kind.capitalize()}s"
+                outputs[name] = report(outputs[name], caption=self.caption(stage), category=category)
+        return outputs
+
+    def caption(self, stage: Stage) -> str:
+        """The report's caption of the stage's product, as the rules name it: its own (named by the stage's
+        ``caption``, else by the stage) where the checkout has one, else the one every product without its own
+        shows."""
+        own = f"{stage.caption or stage.name}.rst"
+        return f"{CAPTIONS_FROM_RULES}/{own if (self.checkout / CAPTIONS / own).is_file() else 'product.rst'}"
+
     def logs(self, stage: Stage) -> dict[str, str]:
         where = self._job_path(self.results.path("logs"), stage)
         logs = {"main": f"{where}.log"}
@@ -91,6 +122,24 @@ class Rules:
         jobs = stage.jobs(self.scope.run)
         values = {label: list(dict.fromkeys(job[label] for job in jobs)) for label in stage.labels}
         return {label: "|".join(map(re.escape, found)) or "(?!)" for label, found in values.items()}
+
+    # --- the review store -----------------------------------------------------------------------------
+
+    @property
+    def review_store(self) -> str:
+        """The review desk's store of people's ratings (``review.store``, outside the results tree)."""
+        return str(self.config["review"]["store"])
+
+    def make_review_store(self) -> None:
+        """An empty review store where there is none: an input of the rules that read ratings, so that its first
+        ratings change no job's list of inputs (not for a dry run, which writes nothing)."""
+        if not Path(self.review_store).exists():
+            ReviewStore(self.review_store, create=True).close()
+
+    def store_input(self, stage: Stage, ancient: Callable[[str], Any]) -> dict[str, Any]:
+        """The review store, through Snakemake's ``ancient``, where the stage reads ratings and it is there (a dry
+        run makes none): only a change to what a job reads from it (the ratings param) reruns the job."""
+        return {"store": ancient(self.review_store)} if stage.ratings and Path(self.review_store).exists() else {}
 
     # --- where it runs --------------------------------------------------------------------------------
 
