@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from h2htalk.io import read_json, sha256_file
+from h2htalk.io import read_json, remove_paths, sha256_file
 from h2htalk.layout import Layout
 
 Graph = dict[str, list[str]]  # a result -> what it is made from
@@ -127,14 +126,3 @@ def remove_stale(stale: dict[str, str], tables: Tables) -> list[Path]:
     """Remove the stale results: a table's or figure's every declared file (a bundle's folder too), and no file of
     another stage's that shares its name's start (table2_pairs is not table2's)."""
     return remove_paths([output for path in stale for output in tables.get(path, [path])])
-
-
-def remove_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
-    """Remove files and folders (a bundle); the ones there were."""
-    removed = [Path(p) for p in paths if os.path.lexists(p)]
-    for path in removed:
-        if path.is_dir():
-            shutil.rmtree(path)
-        else:
-            path.unlink(missing_ok=True)
-    return removed

@@ -1,24 +1,29 @@
 """What Snakemake's rules take from the stage table for one run: each stage's files as rule inputs and output
 patterns, its logs, resources, threads, the params that rerun its jobs when what they read changes, and its
 command line. ``workflow/rules/stages.smk`` makes one rule of each stage from these; ``workflow/rules/common.smk``
-has them make the review store."""
+has them make the review store, and do what a run does before its first job starts."""
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from h2htalk.cluster import cpu_job, embedder_job, model_job
-from h2htalk.config import settings_hash
+from h2htalk.config import check_environment, settings_hash, write_resolved
 from h2htalk.desk_store.store import ReviewStore, ratings_digest
+from h2htalk.io import remove_paths
 from h2htalk.layout import Layout
 from h2htalk.llm.engines import engine_of
 from h2htalk.stages.spec import Scope, Stage
+
+if TYPE_CHECKING:
+    from h2htalk.plan.timing import SaidTime
 
 DISK_MB = 1000  # no job writes more than a few hundred MB besides the caches and the models' own folders
 CAPTIONS = Path("workflow", "report")  # the report's captions, in the checkout
@@ -246,3 +251,38 @@ class Rules:
 
         stage = BY_NAME.get(rule)
         return stage.starts(self.scope, dict(wildcards)) if stage else []
+
+    # --- when a run starts ----------------------------------------------------------------------------
+
+    def start(self, jobs: Iterable[Any], log: logging.Logger, local: bool = True) -> SaidTime | None:
+        """What a run does before the first of Snakemake's ``jobs`` starts (a dry run starts none): it fails, before
+        it changes anything, where a model they start lacks what it needs from the environment (an API key: a
+        ``ConfigError``); removes the tables and figures they remake, so that a run stopped before it remakes them
+        leaves none that disagrees with the results under it (the partial Table 2, made from the scores before the
+        judge runs, says what is final); writes the run's validated configuration, which every command reads (only
+        the keys its stage declares); and where the jobs run on this machine (``local``) and one starts a model
+        whose engine is timed on its CPU (``Engine.timed_on_cpu``), says how long they will take
+        (``plan.timing.say_expected_time``): what it said, to set beside the time they took."""
+        jobs = list(jobs)
+        started = self.models_started(jobs)
+        check_environment(self.config, started)
+        remove_paths(self.tables_of(jobs))
+        write_resolved(self.config, self.results.path("config"))
+        timed = any(name in self.registry and engine_of(self.registry[name]).timed_on_cpu for name in started)
+        return self._say_expected_time(jobs, log) if local and timed else None
+
+    def models_started(self, jobs: Iterable[Any]) -> set[str]:
+        """The registry names whose engines Snakemake's ``jobs`` start."""
+        return {name for job in jobs for name in self.started(job.rule.name, job.wildcards)}
+
+    def _say_expected_time(self, jobs: list[Any], log: logging.Logger) -> SaidTime | None:
+        """How long Snakemake's ``jobs`` will take, said in ``log`` before the first starts: those that start a model
+        are timed by the plan of their requests, the others as the jobs that start none."""
+        # imported here: the plan's model calls load the API client, seconds a dry run or a cluster job need not spend
+        from h2htalk.plan.calls import job_name
+        from h2htalk.plan.timing import say_expected_time
+        from h2htalk.stages.table import STAGES
+
+        named = [(job_name(job.rule.name, dict(job.wildcards.items())), job) for job in jobs]
+        others = [name for name, job in named if not self.started(job.rule.name, job.wildcards)]
+        return say_expected_time(STAGES, self.config, self.results, self.registry, {n for n, _ in named}, others, log)
