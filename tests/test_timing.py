@@ -545,7 +545,7 @@ def test_a_run_on_this_machine_says_its_expected_time_when_it_starts_and_no_esti
 
     caplog.clear()
     broken = {**config, "plan": {**config["plan"], "throughput": str(tmp_path / "no-such-table.yaml")}}
-    assert say_expected_time(STAGES, broken, results, registry, needed, others, log) is None
+    assert say_expected_time(lambda: estimate_run(STAGES, broken, results, registry, needed, others), log) is None
     [(level, warning)] = said_in(caplog, log)
     assert level == logging.WARNING and warning.startswith("No time estimate: ") and "no-such-table.yaml" in warning
 

@@ -505,26 +505,18 @@ class SaidTime:
             log.info(learned_line(said, load, self.estimate.cores, self.estimate.cache))
 
 
-def say_expected_time(
-    stages: Sequence[Any],
-    config: dict[str, Any],
-    results: Layout,
-    registry: Mapping[str, Any],
-    needed: Collection[JobName],
-    other_jobs: Collection[JobName],
-    log: logging.Logger,
-) -> SaidTime | None:
-    """Say in ``log``, before the first job starts, how long the run will take (``estimate_run``) and where the
-    rates are kept; None where there is no estimate, and a warning where making one failed: an estimate never stops
-    a run."""
+def say_expected_time(estimate: Callable[[], RunEstimate | None], log: logging.Logger) -> SaidTime | None:
+    """Say in ``log``, before the first job starts, how long the run will take (what ``estimate`` makes: the run's
+    ``estimate_run``) and where the rates are kept; None where there is no estimate, and a warning where making one
+    failed: an estimate never stops a run."""
     cpu = cpu_snapshot()  # the run's start: the load other processes put on the run is read at its end
     try:
-        estimate = estimate_run(stages, config, results, registry, needed, other_jobs)
+        made = estimate()
     except Exception as exc:  # an estimate never stops a run
         log.warning(f"No time estimate: {exc}")
         return None
-    if estimate is None:
+    if made is None:
         return None
-    log.info(estimate.line())
-    log.info(cache_line(estimate.cache))
-    return SaidTime(estimate, cpu, time.time())
+    log.info(made.line())
+    log.info(cache_line(made.cache))
+    return SaidTime(made, cpu, time.time())

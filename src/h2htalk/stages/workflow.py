@@ -280,9 +280,12 @@ class Rules:
         are timed by the plan of their requests, the others as the jobs that start none."""
         # imported here: the plan's model calls load the API client, seconds a dry run or a cluster job need not spend
         from h2htalk.plan.calls import job_name
-        from h2htalk.plan.timing import say_expected_time
+        from h2htalk.plan.timing import estimate_run, say_expected_time
         from h2htalk.stages.table import STAGES
 
         named = [(job_name(job.rule.name, dict(job.wildcards.items())), job) for job in jobs]
+        needed = {name for name, _ in named}
         others = [name for name, job in named if not self.started(job.rule.name, job.wildcards)]
-        return say_expected_time(STAGES, self.config, self.results, self.registry, {n for n, _ in named}, others, log)
+        return say_expected_time(
+            lambda: estimate_run(STAGES, self.config, self.results, self.registry, needed, others), log
+        )
