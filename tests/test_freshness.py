@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from h2htalk.config import default_config
-from h2htalk.freshness import remove_stale, result_graph, stale_results, table_outputs
+from h2htalk.freshness import clear_stale, remove_stale, result_graph, stale_results, table_outputs
 from h2htalk.layout import Cell, Layout
 from h2htalk.provenance import write_table_meta
 
@@ -127,3 +128,34 @@ def test_a_stale_table_takes_only_its_own_files_with_it(tmp_path, monkeypatch):
     removed = {p.name for p in remove_stale(stale, TABLES) if p.parent == figures}
     assert removed == {"table2_pairs.csv", "table2_pairs.meta.json", "table2_ranks.csv", "table2_ranks.png"}
     assert sorted(p.name for p in figures.glob("table2*")) == ["table2_partial.csv"]
+
+
+def test_before_a_run_the_stale_results_are_said_the_first_ten_with_why_and_removed_but_not_by_a_dry_run(
+    tmp_path, monkeypatch, caplog
+):
+    monkeypatch.chdir(tmp_path)
+    results, figures = build(tmp_path)
+    log = logging.getLogger("h2htalk.test.freshness")
+    caplog.set_level(logging.INFO, logger=log.name)
+
+    def said() -> list[tuple[int, str]]:
+        return [(record.levelno, record.getMessage()) for record in caplog.records if record.name == log.name]
+
+    assert clear_stale(CONFIG, results, log) == {} and said() == []  # nothing stale: nothing said
+    for subtask in ("dialogue_base", "itinerary_basic"):  # every result made from them goes stale
+        Path(results.path("instances", subtask=subtask)).unlink()
+    stale = stale_results(result_graph(CONFIG, results), TABLES)
+    assert len(stale) > 10
+
+    assert clear_stale(CONFIG, results, log, dry_run=True) == stale
+    heading = f"{len(stale)} results were made from files that are gone or changed and "
+    listed = [f"  {path}: {why}" for path, why in list(stale.items())[:10]]
+    assert said() == [(logging.WARNING, line) for line in (f"{heading}would be rebuilt by a real run:", *listed)]
+    assert all(Path(path).exists() for path in stale)  # a dry run writes nothing
+
+    caplog.clear()
+    assert clear_stale(CONFIG, results, log) == stale
+    assert said() == [(logging.WARNING, line) for line in (f"{heading}are rebuilt:", *listed)]
+    assert not any(Path(path).exists() for path in stale) and not (figures / "table2.csv").exists()
+    assert (figures / "table1.csv").exists()  # no stale result's file
+    assert clear_stale(CONFIG, results, log) == {}  # what is left is consistent

@@ -4,16 +4,20 @@ declares, and every job of a run writes exactly the files its stage declares."""
 from __future__ import annotations
 
 import copy
+import logging
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from h2htalk.cli import main
-from h2htalk.config import default_config, settings_hash, settings_view
+from h2htalk.config import default_config, load_registry, registry_files, settings_hash, settings_view
+from h2htalk.desk_store.store import ReviewStore
+from h2htalk.errors import ConfigError
 from h2htalk.layout import Layout
 from h2htalk.stages.reference import reference
 from h2htalk.stages.spec import Cells, Each, Figure, One, Scope
@@ -75,7 +79,7 @@ def test_a_run_removes_the_tables_it_will_remake_before_it_starts(tmp_path):
     tables and bundles its jobs remake are removed when it starts, the results they are made from are not."""
     from types import SimpleNamespace
 
-    from h2htalk.freshness import remove_paths
+    from h2htalk.io import remove_paths
 
     config = default_config()
     rules = Rules(config, Layout(str(tmp_path / "results"), "demo", str(tmp_path / "figures")), {})
@@ -96,6 +100,79 @@ def test_a_run_removes_the_tables_it_will_remake_before_it_starts(tmp_path):
     removed = remove_paths(rules.tables_of(jobs))
     assert {str(p) for p in removed} == {*table2, viewer}  # the viewer's provenance was not there yet
     assert not any(os.path.exists(p) for p in (*table2, viewer)) and os.path.exists(answers)
+
+
+def snakemake_job(rule: str, wildcards: dict[str, str] | None = None, output: list[str] | None = None) -> Any:
+    """What the rules read of one of Snakemake's jobs: its rule's name, its wildcards and its output files."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(rule=SimpleNamespace(name=rule), wildcards=wildcards or {}, output=output or [])
+
+
+def test_a_run_checks_its_models_keys_before_it_changes_anything_then_removes_the_tables_it_remakes(
+    tmp_path, monkeypatch, caplog
+):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    config = default_config({"model_registry": str(REPO_ROOT / "config" / "models.yaml"), "models": ["gpt-4o-mini"]})
+    results = Layout(str(tmp_path / "results"), "demo", str(tmp_path / "figures"))
+    rules = Rules(config, results, load_registry(registry_files(config)))
+    table2 = tmp_path / "figures" / "table2.csv"
+    table2.parent.mkdir()
+    table2.write_text("x", encoding="utf-8")
+    jobs = [snakemake_job("generate", {"model": "gpt-4o-mini"}), snakemake_job("table2", output=[str(table2)])]
+    log = logging.getLogger("h2htalk.test.start")
+    caplog.set_level(logging.INFO, logger=log.name)
+    assert rules.models_started(jobs) == {"gpt-4o-mini"}
+    with pytest.raises(ConfigError, match=r"OPENAI_API_KEY \(the API key of model gpt-4o-mini\) is not set"):
+        rules.start(jobs, log)
+    assert table2.exists() and not Path(results.path("config")).exists()  # nothing changed
+    assert rules.start(jobs[1:], log) is None  # a run that starts no model needs no key
+    assert not table2.exists() and Path(results.path("config")).is_file()  # the file every command reads
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert rules.start(jobs, log) is None  # no model on this CPU: no time said
+    assert [record for record in caplog.records if record.name == log.name] == []
+
+
+def test_a_rule_takes_its_bundles_as_folders_and_its_shown_files_into_the_report_with_their_caption(tmp_path):
+    def directory(path: str) -> tuple[str, str]:
+        return ("directory", path)
+
+    def report(path: str, caption: str, category: str) -> tuple[str, str, str, str]:
+        return ("report", path, caption, category)
+
+    config, results = default_config(), Layout("results", "demo")
+    rules = Rules(config, results, {}, REPO_ROOT)
+    plain = rules.outputs(BY_NAME["table2"])
+    table2 = rules.rule_outputs(BY_NAME["table2"], directory, report)
+    assert table2["csv"] == ("report", plain["csv"], "../report/table2.rst", "Tables")
+    assert table2["heatmap"] == ("report", plain["heatmap"], "../report/table2.rst", "Tables")
+    assert table2["md"] == plain["md"] and table2["meta"] == plain["meta"]  # not shown in the report
+    figure = rules.rule_outputs(BY_NAME["figure"], directory, report)
+    assert figure["png"][2:] == ("../report/figures.rst", "Figures")  # the caption the stage names
+    viewer = rules.rule_outputs(BY_NAME["viewer"], directory, report)
+    assert viewer["bundle"] == ("directory", rules.outputs(BY_NAME["viewer"])["bundle"])
+    assert rules.rule_outputs(BY_NAME["generate"], directory, report) == rules.outputs(BY_NAME["generate"])
+    bare = Rules(config, results, {}, tmp_path)  # a checkout without the stage's own caption
+    assert bare.rule_outputs(BY_NAME["table2"], directory, report)["csv"][2] == "../report/product.rst"
+
+
+def test_the_review_store_is_made_where_there_is_none_and_read_as_ancient_by_the_stages_that_read_ratings(tmp_path):
+    def ancient(path: str) -> tuple[str, str]:
+        return ("ancient", path)
+
+    store = tmp_path / "desk" / "ratings.sqlite"
+    rules = Rules(default_config({"review": {"store": str(store)}}), Layout("results", "demo"), {})
+    assert BY_NAME["table2"].ratings and not BY_NAME["generate"].ratings
+    assert rules.store_input(BY_NAME["table2"], ancient) == {}  # none there (a dry run makes none)
+    rules.make_review_store()
+    with ReviewStore(store) as made:
+        assert made.raters() == []
+        made.add_raters(["ana"])
+    rules.make_review_store()  # one there: left as it is
+    with ReviewStore(store) as kept:
+        assert kept.raters() == ["ana"]
+    assert rules.store_input(BY_NAME["table2"], ancient) == {"store": ("ancient", str(store))}
+    assert rules.store_input(BY_NAME["generate"], ancient) == {}
 
 
 # --- every job of a run writes exactly what its stage declares ------------------------------------------------

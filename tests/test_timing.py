@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -18,20 +20,23 @@ import yaml
 
 from h2htalk.config import load_config, load_registry, registry_files
 from h2htalk.errors import ConfigError
+from h2htalk.hardware import cpu_snapshot
 from h2htalk.layout import Layout, instances_set
 from h2htalk.llm.client import ChatRequest
 from h2htalk.llm.engines import Engine
 from h2htalk.llm.tokens import MESSAGE_OVERHEAD, prompt_tokens, text_tokens
 from h2htalk.plan.calls import JobName, Placeholder, PlannedCalls, Stage, job_name, shared_with
 from h2htalk.plan.costs import load_throughput
-from h2htalk.plan.rates import MACHINE, Record, rates_key, read_cache, write_cache
+from h2htalk.plan.rates import MACHINE, Record, rates_cache_file, rates_key, read_cache, write_cache
 from h2htalk.plan.timing import (
     OTHER_JOBS,
     CpuCalibration,
     ModelRates,
     Rates,
     RunEstimate,
+    SaidTime,
     actual_line,
+    cache_line,
     estimate_jobs,
     estimate_run,
     job_seconds_since,
@@ -39,14 +44,17 @@ from h2htalk.plan.timing import (
     learn_from_run,
     learned_line,
     minutes,
+    say_expected_time,
 )
 from h2htalk.plan.work import work_seconds
 from h2htalk.stages.spec import Scope
 from h2htalk.stages.steps import declared_steps
 from h2htalk.stages.table import STAGES
+from h2htalk.stages.workflow import Rules
 
 from .conftest import REPO_ROOT
 from .test_engines import registered
+from .test_stages import snakemake_job
 
 PERSONA = "你是小林，一位温和的朋友，记得对方说过的每一件事。" * 4
 CPU = CpuCalibration(
@@ -223,6 +231,39 @@ def test_the_closing_line_sets_each_jobs_time_beside_what_was_expected(tmp_path)
     assert seconds == {"generate": pytest.approx(500.5), "score": pytest.approx(7.0)}
     closing = actual_line(estimate, 600.0, seconds)
     assert closing == "Took 10 min against the expected 9.5 (1.05x): generate 8.3 (expected 8.5)"
+
+
+def said_in(caplog: pytest.LogCaptureFixture, log: logging.Logger) -> list[tuple[int, str]]:
+    return [(record.levelno, record.getMessage()) for record in caplog.records if record.name == log.name]
+
+
+def test_a_finished_run_says_its_time_beside_the_time_said_and_keeps_the_rates_its_jobs_ran_at(tmp_path, caplog):
+    log = logging.getLogger("h2htalk.test.taken")
+    caplog.set_level(logging.INFO, logger=log.name)
+    jobs = estimate_jobs([planned_session("generate", "generate", "llamacpp", 10, 5_000, 1_000)], RATES, CPU)
+    cache = tmp_path / "rates.json"
+    models = {"m": ModelRates("AMD EPYC | 2 threads | m", RATES, parts=jobs)}
+    estimate = RunEstimate(jobs, 60.0, RATES, models, cores=2, cpu=CPU, cache=cache)
+    benchmarks = tmp_path / "benchmarks"
+    (benchmarks / "generate").mkdir(parents=True)
+    (benchmarks / "generate" / "m.tsv").write_text("s\th:m:s\tmax_rss\n500.0\t0:08:20\t1\n", encoding="utf-8")
+    said = SaidTime(estimate, cpu_snapshot(), time.time() - 600.0)  # said ten minutes ago
+    said.say_taken(benchmarks, started=time.time() - 700.0, log=log)
+    (took_level, took), (kept_level, kept) = said_in(caplog, log)
+    assert took_level == kept_level == logging.INFO
+    assert took == "Took 10 min against the expected 9.5 (1.05x): generate 8.3 (expected 8.5)"
+    during = r"( \(other processes used about \d+\.\d of 2 cores\))?"  # the load, where /proc/stat tells it
+    kinds = rf"generate, machine \(new\); in {re.escape(str(cache))}\."
+    assert re.fullmatch(rf"Rates this run's jobs ran at{during}, for the next estimate: {kinds}", kept), kept
+    assert [r.kind for r in read_cache(cache)["AMD EPYC | 2 threads | m"]] == ["generate", MACHINE]
+
+    caplog.clear()  # a cache that cannot be written: the run still ends, and says so
+    unwritable = SaidTime(RunEstimate(jobs, 60.0, RATES, models, cores=2, cpu=CPU, cache=cache / "rates.json"),
+                          cpu_snapshot(), time.time())  # fmt: skip
+    unwritable.say_taken(benchmarks, started=time.time() - 700.0, log=log)
+    (_, took), (level, warning) = said_in(caplog, log)
+    assert took.startswith("Took 0.0 min against the expected 9.5")
+    assert level == logging.WARNING and warning.startswith("The rates this run's jobs ran at were not kept: ")
 
 
 def test_rates_are_kept_per_cpu_server_setting_model_and_llama_cpp(tmp_path, monkeypatch):
@@ -511,6 +552,39 @@ def test_the_whole_run_is_estimated_from_the_plan_of_the_laptop_default(tmp_path
     baselines = {job_name("generate", {"model": name}) for name in config["baselines"]}
     no_local = estimate_run(STAGES, config, results, registry, baselines, other_jobs=flat_jobs(20), cache=cache)
     assert no_local is None  # no local model
+
+
+def test_a_run_on_this_machine_says_its_expected_time_when_it_starts_and_no_estimate_never_stops_it(
+    tmp_path, monkeypatch, caplog
+):
+    """The jobs Snakemake is to run, as the run's start gets them: every job is needed, those that start no model
+    are the other jobs; the time said is the estimate of the plan of exactly those, and where the rates are kept."""
+    config, results, registry, _, key = laptop_plan(tmp_path, monkeypatch)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
+    write_cache(rates_cache_file(), {key: [record(MACHINE, 100.0, 30.0, None)]})
+    monkeypatch.setattr("h2htalk.plan.timing.other_processes_load", lambda: None)
+    log = logging.getLogger("h2htalk.test.said")
+    caplog.set_level(logging.INFO, logger=log.name)
+    scope, local = Scope(config, results), config["models"][0]
+    labelled = [(stage, labels) for stage in STAGES for labels in stage.jobs(scope.run)
+                if set(stage.starts(scope, labels)) <= {local}]  # fmt: skip
+    jobs = [snakemake_job(stage.name, labels) for stage, labels in labelled]
+    others = [job_name(stage.name, labels) for stage, labels in labelled if not stage.starts(scope, labels)]
+    needed = {job_name(stage.name, labels) for stage, labels in labelled}
+    expected = estimate_run(STAGES, config, results, registry, needed, others)
+    assert expected is not None and expected.other_jobs == len(others) > 0
+
+    rules = Rules(config, results, registry)
+    said = rules.start(jobs, log)
+    assert said is not None and said.estimate == expected
+    assert said_in(caplog, log) == [(logging.INFO, expected.line()), (logging.INFO, cache_line(rates_cache_file()))]
+    assert rules.start(jobs, log, local=False) is None  # a cluster's jobs run elsewhere: no time said here
+
+    caplog.clear()
+    broken = {**config, "plan": {**config["plan"], "throughput": str(tmp_path / "no-such-table.yaml")}}
+    assert say_expected_time(lambda: estimate_run(STAGES, broken, results, registry, needed, others), log) is None
+    [(level, warning)] = said_in(caplog, log)
+    assert level == logging.WARNING and warning.startswith("No time estimate: ") and "no-such-table.yaml" in warning
 
 
 def test_the_work_of_a_job_that_starts_no_model_grows_with_the_runs_requests_and_answers():

@@ -12,13 +12,13 @@ the next run rebuild them, and everything missing under them, from the caches.
 
 from __future__ import annotations
 
+import logging
 import os
-import shutil
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from h2htalk.io import read_json, sha256_file
+from h2htalk.io import read_json, remove_paths, sha256_file
 from h2htalk.layout import Layout
 
 Graph = dict[str, list[str]]  # a result -> what it is made from
@@ -104,18 +104,25 @@ def _same_file(path: str, entry: dict[str, Any]) -> bool:
     return sha256_file(path) == entry["sha256"]
 
 
+def clear_stale(config: dict[str, Any], results: Layout, log: logging.Logger, dry_run: bool = False) -> dict[str, str]:
+    """Before a run: say in ``log`` which results of the configured run are stale (the first ten, and why) and remove
+    them, so that the run rebuilds them and everything missing under them instead of "nothing to be done"; a dry run
+    removes nothing. Returns them: path -> why."""
+    tables = table_outputs(config, results)
+    stale = stale_results(result_graph(config, results), tables)
+    if stale:
+        log.warning(
+            f"{len(stale)} results were made from files that are gone or changed and "
+            + ("would be rebuilt by a real run:" if dry_run else "are rebuilt:")
+        )
+        for path, why in list(stale.items())[:10]:
+            log.warning(f"  {path}: {why}")
+        if not dry_run:
+            remove_stale(stale, tables)
+    return stale
+
+
 def remove_stale(stale: dict[str, str], tables: Tables) -> list[Path]:
     """Remove the stale results: a table's or figure's every declared file (a bundle's folder too), and no file of
     another stage's that shares its name's start (table2_pairs is not table2's)."""
     return remove_paths([output for path in stale for output in tables.get(path, [path])])
-
-
-def remove_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
-    """Remove files and folders (a bundle); the ones there were."""
-    removed = [Path(p) for p in paths if os.path.lexists(p)]
-    for path in removed:
-        if path.is_dir():
-            shutil.rmtree(path)
-        else:
-            path.unlink(missing_ok=True)
-    return removed

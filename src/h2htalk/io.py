@@ -1,4 +1,4 @@
-"""Atomic file output and line-numbered JSONL input."""
+"""Atomic file output, line-numbered JSONL input, and files and folders removed."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import csv
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from io import StringIO
@@ -55,6 +56,17 @@ def write_png_atomic(figure: Any, path: str | os.PathLike[str], **savefig_option
     """Save a matplotlib figure as PNG through ``atomic_writer``."""
     with atomic_writer(path) as handle:
         figure.savefig(handle, format="png", **savefig_options)
+
+
+def remove_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """Remove files and folders (a bundle); the ones there were."""
+    removed = [Path(p) for p in paths if os.path.lexists(p)]
+    for path in removed:
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    return removed
 
 
 def dumps_json_line(record: Any) -> str:

@@ -9,9 +9,9 @@ for _stage in STAGES:
             _stage.name
         input:
             unpack(RULES.inputs(_stage)),
-            **rule_inputs(_stage),
+            **RULES.store_input(_stage, ancient),
         output:
-            **rule_outputs(_stage),
+            **RULES.rule_outputs(_stage, directory, report),
         log:
             **RULES.logs(_stage),
         benchmark:

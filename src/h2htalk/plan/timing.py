@@ -10,19 +10,32 @@ finished run keeps the rates its jobs ran at (``learn_from_run``), which the nex
 no model run one Python thread each: they take the share of one core the threads ready to run leave them
 (``hardware.one_core_share``), not llama.cpp's rates: ``other_job_s`` each, and the plan's and the scores' work
 that grows with the run's requests and answers (``plan.work``).
+
+The workflow says the estimate when its jobs start (``say_expected_time``), and when it ends the time taken beside
+it, keeping the rates (``SaidTime.say_taken``).
 """
 
 from __future__ import annotations
 
 import csv
+import logging
 import os
 import tempfile
+import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from h2htalk.hardware import available_cores, one_core_share, other_processes_load, runnable_others
+from h2htalk.hardware import (
+    CpuSnapshot,
+    available_cores,
+    cpu_snapshot,
+    one_core_share,
+    other_processes_cores,
+    other_processes_load,
+    runnable_others,
+)
 from h2htalk.layout import Layout
 from h2htalk.llm.engines import engine_of
 from h2htalk.plan.calls import JobName, PlannedCalls
@@ -470,3 +483,45 @@ def learned_line(said: Mapping[str, str], load: float | None, cores: int, cache:
     during = "" if load is None else f" (other processes used about {load:.1f} of {cores} cores)"
     where = cache or rates_cache_file()
     return f"Rates this run's jobs ran at{during}, for the next estimate: {'; '.join(groups)}; in {where}."
+
+
+@dataclass(frozen=True)
+class SaidTime:
+    """A run's expected time as said before its first job: the estimate, the machine's CPU time then (the load other
+    processes put on the run is read at its end) and when it was said (the run's time taken counts from then)."""
+
+    estimate: RunEstimate
+    cpu: CpuSnapshot
+    at: float
+
+    def say_taken(self, benchmarks: str | os.PathLike[str], started: float, log: logging.Logger) -> None:
+        """Say in ``log`` the time the run took beside it, each estimated job's from its benchmark files of jobs
+        that finished since ``started``, and keep the rates the jobs ran at for the next estimate
+        (``learn_from_run``): what was kept, or why nothing was (keeping rates never fails a finished run)."""
+        seconds = job_seconds_since(benchmarks, started)
+        log.info(actual_line(self.estimate, time.time() - self.at, seconds))
+        load = other_processes_cores(self.cpu, cpu_snapshot())
+        try:
+            said = learn_from_run(self.estimate, seconds, load)
+        except Exception as exc:  # keeping rates never fails a finished run
+            log.warning(f"The rates this run's jobs ran at were not kept: {exc}")
+            return
+        if said:
+            log.info(learned_line(said, load, self.estimate.cores, self.estimate.cache))
+
+
+def say_expected_time(estimate: Callable[[], RunEstimate | None], log: logging.Logger) -> SaidTime | None:
+    """Say in ``log``, before the first job starts, how long the run will take (what ``estimate`` makes: the run's
+    ``estimate_run``) and where the rates are kept; None where there is no estimate, and a warning where making one
+    failed: an estimate never stops a run."""
+    cpu = cpu_snapshot()  # the run's start: the load other processes put on the run is read at its end
+    try:
+        made = estimate()
+    except Exception as exc:  # an estimate never stops a run
+        log.warning(f"No time estimate: {exc}")
+        return None
+    if made is None:
+        return None
+    log.info(made.line())
+    log.info(cache_line(made.cache))
+    return SaidTime(made, cpu, time.time())

@@ -1,24 +1,33 @@
 """What Snakemake's rules take from the stage table for one run: each stage's files as rule inputs and output
 patterns, its logs, resources, threads, the params that rerun its jobs when what they read changes, and its
-command line. ``workflow/rules/stages.smk`` makes one rule of each stage from these."""
+command line. ``workflow/rules/stages.smk`` makes one rule of each stage from these; ``workflow/rules/common.smk``
+has them make the review store, and do what a run does before its first job starts."""
 
 from __future__ import annotations
 
 import hashlib
+import logging
+import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from h2htalk.cluster import cpu_job, embedder_job, model_job
-from h2htalk.config import settings_hash
-from h2htalk.desk_store.store import ratings_digest
+from h2htalk.config import check_environment, settings_hash, write_resolved
+from h2htalk.desk_store.store import ReviewStore, ratings_digest
+from h2htalk.io import remove_paths
 from h2htalk.layout import Layout
 from h2htalk.llm.engines import engine_of
 from h2htalk.stages.spec import Scope, Stage
 
+if TYPE_CHECKING:
+    from h2htalk.plan.timing import SaidTime
+
 DISK_MB = 1000  # no job writes more than a few hundred MB besides the caches and the models' own folders
+CAPTIONS = Path("workflow", "report")  # the report's captions, in the checkout
+CAPTIONS_FROM_RULES = "../report"  # the same, as the rules name it: Snakemake reads it from their folder
 PLACED_BY = ("slurm_partition", "slurm_account", "slurm_extra", "gpu", "gpu_model", "cpus_per_gpu", "mem_mb", "runtime")
 
 
@@ -39,9 +48,16 @@ def resource_digest(folders: tuple[str, ...]) -> str:
 class Rules:
     """The rules of one run: ``config`` validated, ``results`` its results tree, ``registry`` the model registry."""
 
-    def __init__(self, config: Mapping[str, Any], results: Layout, registry: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        results: Layout,
+        registry: Mapping[str, Any],
+        checkout: str | os.PathLike[str] = ".",
+    ) -> None:
         self.config, self.results, self.registry = config, results, registry
         self.scope = Scope(config, results)
+        self.checkout = Path(checkout)  # the workflow's folder (its Snakefile's): the report's captions are under it
 
     # --- files ----------------------------------------------------------------------------------------
 
@@ -71,6 +87,26 @@ class Rules:
         found = stage.files("outputs", self.scope, {label: f"{{{label}}}" for label in stage.labels})
         return {name: paths[0] if len(paths) == 1 else paths for name, paths in found.items()}
 
+    def rule_outputs(self, stage: Stage, directory: Callable[[str], Any], report: Callable[..., Any]) -> dict[str, Any]:
+        """The output patterns as the rule takes them: a bundle through Snakemake's ``directory``, and a file its
+        product shows through ``report``, with its caption and its category (Tables, Figures)."""
+        outputs: dict[str, Any] = self.outputs(stage)
+        shown = stage.product.shown if stage.product else ()
+        for name, spec in stage.outputs.items():
+            if getattr(spec, "directory", False):
+                outputs[name] = directory(outputs[name])
+            elif stage.product and name in shown:
+                category = f"{stage.product.kind.capitalize()}s"
+                outputs[name] = report(outputs[name], caption=self.caption(stage), category=category)
+        return outputs
+
+    def caption(self, stage: Stage) -> str:
+        """The report's caption of the stage's product, as the rules name it: its own (named by the stage's
+        ``caption``, else by the stage) where the checkout has one, else the one every product without its own
+        shows."""
+        own = f"{stage.caption or stage.name}.rst"
+        return f"{CAPTIONS_FROM_RULES}/{own if (self.checkout / CAPTIONS / own).is_file() else 'product.rst'}"
+
     def logs(self, stage: Stage) -> dict[str, str]:
         where = self._job_path(self.results.path("logs"), stage)
         logs = {"main": f"{where}.log"}
@@ -91,6 +127,24 @@ class Rules:
         jobs = stage.jobs(self.scope.run)
         values = {label: list(dict.fromkeys(job[label] for job in jobs)) for label in stage.labels}
         return {label: "|".join(map(re.escape, found)) or "(?!)" for label, found in values.items()}
+
+    # --- the review store -----------------------------------------------------------------------------
+
+    @property
+    def review_store(self) -> str:
+        """The review desk's store of people's ratings (``review.store``, outside the results tree)."""
+        return str(self.config["review"]["store"])
+
+    def make_review_store(self) -> None:
+        """An empty review store where there is none: an input of the rules that read ratings, so that its first
+        ratings change no job's list of inputs (not for a dry run, which writes nothing)."""
+        if not Path(self.review_store).exists():
+            ReviewStore(self.review_store, create=True).close()
+
+    def store_input(self, stage: Stage, ancient: Callable[[str], Any]) -> dict[str, Any]:
+        """The review store, through Snakemake's ``ancient``, where the stage reads ratings and it is there (a dry
+        run makes none): only a change to what a job reads from it (the ratings param) reruns the job."""
+        return {"store": ancient(self.review_store)} if stage.ratings and Path(self.review_store).exists() else {}
 
     # --- where it runs --------------------------------------------------------------------------------
 
@@ -197,3 +251,41 @@ class Rules:
 
         stage = BY_NAME.get(rule)
         return stage.starts(self.scope, dict(wildcards)) if stage else []
+
+    # --- when a run starts ----------------------------------------------------------------------------
+
+    def start(self, jobs: Iterable[Any], log: logging.Logger, local: bool = True) -> SaidTime | None:
+        """What a run does before the first of Snakemake's ``jobs`` starts (a dry run starts none): it fails, before
+        it changes anything, where a model they start lacks what it needs from the environment (an API key: a
+        ``ConfigError``); removes the tables and figures they remake, so that a run stopped before it remakes them
+        leaves none that disagrees with the results under it (the partial Table 2, made from the scores before the
+        judge runs, says what is final); writes the run's validated configuration, which every command reads (only
+        the keys its stage declares); and where the jobs run on this machine (``local``) and one starts a model
+        whose engine is timed on its CPU (``Engine.timed_on_cpu``), says how long they will take
+        (``plan.timing.say_expected_time``): what it said, to set beside the time they took."""
+        jobs = list(jobs)
+        started = self.models_started(jobs)
+        check_environment(self.config, started)
+        remove_paths(self.tables_of(jobs))
+        write_resolved(self.config, self.results.path("config"))
+        timed = any(name in self.registry and engine_of(self.registry[name]).timed_on_cpu for name in started)
+        return self._say_expected_time(jobs, log) if local and timed else None
+
+    def models_started(self, jobs: Iterable[Any]) -> set[str]:
+        """The registry names whose engines Snakemake's ``jobs`` start."""
+        return {name for job in jobs for name in self.started(job.rule.name, job.wildcards)}
+
+    def _say_expected_time(self, jobs: list[Any], log: logging.Logger) -> SaidTime | None:
+        """How long Snakemake's ``jobs`` will take, said in ``log`` before the first starts: those that start a model
+        are timed by the plan of their requests, the others as the jobs that start none."""
+        # imported here: the plan's model calls load the API client, seconds a dry run or a cluster job need not spend
+        from h2htalk.plan.calls import job_name
+        from h2htalk.plan.timing import estimate_run, say_expected_time
+        from h2htalk.stages.table import STAGES
+
+        named = [(job_name(job.rule.name, dict(job.wildcards.items())), job) for job in jobs]
+        needed = {name for name, _ in named}
+        others = [name for name, job in named if not self.started(job.rule.name, job.wildcards)]
+        return say_expected_time(
+            lambda: estimate_run(STAGES, self.config, self.results, self.registry, needed, others), log
+        )
