@@ -112,7 +112,8 @@ def test_the_steps_the_plan_names_are_those_the_stages_declare_in_the_plan_repor
     ]  # fmt: skip  # the answers as the stages run them, then the verdicts in the order of what they judge
     assert steps_making(STAGES, "answers") == ["generate", "study.answers"]
     assert steps_making(STAGES, "verdicts") == ["rubric_judge", "study.judge", "judge_ladder"]
-    assert [name for name, step in steps.items() if not step.batch] == ["generate", "baseline_answers", "study.answers"]
+    unbatched = [name for name, step in steps.items() if not step.batchable]
+    assert unbatched == ["generate", "baseline_answers", "study.answers"]
     study = BY_NAME["study"]
     assert study.step("judge.sample") == "study.judge.sample" and BY_NAME["generate"].step() == "generate"
     with pytest.raises(ValueError, match=r"stage 'study' declares no step 'study\.verdicts'"):

@@ -58,7 +58,7 @@ def plan_rows(planned: PlannedRun, prices: PriceTable, throughput: Throughput) -
 def _row(calls: PlannedCalls, prices: PriceTable, throughput: Throughput) -> Row:
     spec, stage, tally = calls.spec, calls.stage, calls.tally
     engine = engine_of(spec)
-    can_batch = stage.declared.batch and engine.batch_limits(spec) is not None  # a cascade's sample too
+    can_batch = stage.declared.batchable and engine.batch_limits(spec) is not None  # a cascade's sample too
     price = prices.models.get(spec["name"])
     priced = engine.provider(spec) is not None  # a paid API (an unknown price: None); else no money, maybe GPUs
 

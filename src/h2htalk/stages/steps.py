@@ -16,13 +16,13 @@ SAMPLE = "sample"  # in cascade mode: each cell's sample judged again by the rol
 class Step:
     """A piece of a stage's model calls: ``part`` of its work (none: the stage's own name); ``makes``: a model's
     answers, as long as the plan's placeholders (the throughput table's ``answer_length``), or a judge's verdicts
-    (``verdict_tokens``); ``batch``: its requests may go through a Batch API (its section's ``batch`` key);
+    (``verdict_tokens``); ``batchable``: its requests may go through a Batch API (its section's ``batch`` key);
     ``sampled``: in cascade mode a sample of it is judged again (``NAME.sample``); ``judges``: the step whose
     answers its verdicts are of (the plan lists them in that order)."""
 
     part: str = ""
     makes: Literal["answers", "verdicts", ""] = ""
-    batch: bool = False
+    batchable: bool = False
     sampled: bool = False
     judges: str = ""
 
