@@ -84,11 +84,6 @@ def read_references(path: str | os.PathLike[str]) -> dict[str, str]:
     return references
 
 
-def read_generations(path: str | os.PathLike[str]) -> dict[str, str]:
-    """``id -> response`` from generation records ``{id, response, ...}``."""
-    return {item_id: record["response"] for item_id, record in read_generation_records(path).items()}
-
-
 def read_generation_records(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
     """``id -> record`` from generation records ``{id, response, ...}``."""
     records: dict[str, dict[str, Any]] = {}

@@ -123,19 +123,6 @@ def curated_files(run: RunCells, results: Layout) -> list[str]:
     return [results.path("curated", subtask=s) for s in run.subtasks]
 
 
-def report_inputs(config: dict[str, Any], results: Layout) -> list[str]:
-    """Every file the agreement report reads."""
-    run = RunCells(config)
-    paths = [results.judge_samples(cell) for cell in judged_cells(run)]
-    for study in ("safety", "instruction_following"):
-        paths += [str(path) for path in study_verdicts(run, results, study).values()]
-    paths += [*config["review"]["imports"], *config["studies"]["human_ratings"]]
-    if reads_decisions(config):
-        paths += [*curated_files(run, results), *config["instances"]["review_imports"]]
-    store = config["review"]["store"]
-    return paths + ([store] if os.path.exists(store) else [])
-
-
 def ties(sheets: Iterable[tuple[str, str, Sequence[Rating]]]) -> list[dict[str, Any]]:
     """Items whose raters tie on a category, per (sheet, field, ratings): each needs another rater."""
     rows = []
