@@ -413,9 +413,7 @@ def _safety_files(tmp_path: Path) -> dict[str, dict[str, tuple[Path, ...]]]:
 
 
 def test_table2_says_per_cell_the_mode_the_sample_and_the_rectifier(tmp_path):
-    from h2htalk.tables.table2_files import write_table2
-
-    from .test_table2 import PAPER, REPO_ROOT
+    from .test_table2 import table2
 
     model = "qwen2-7b-instruct"
     world = make_world(7, {model: 0.0}, {model: 0.5}, failures=Failures({model: 0.05}))
@@ -428,8 +426,7 @@ def test_table2_says_per_cell_the_mode_the_sample_and_the_rectifier(tmp_path):
     out = {name: str(tmp_path / f"table2{suffix}") for name, suffix in (
         ("csv", ".csv"), ("md", ".md"), ("tex", ".tex"), ("heatmap", "_heatmap.png"), ("vs_paper", "_vs_paper.csv"),
         ("audit", "_audit.csv"))}  # fmt: skip
-    paper = PAPER / "table2.csv"
-    write_table2([results.j_summary(cell)], REPO_ROOT / "config" / "models.yaml", paper, out, {}, "J")
+    table2([results.j_summary(cell)], out, {}, "J")
     with open(out["csv"], encoding="utf-8") as handle:
         (row,) = list(csv.DictReader(handle))
     assert row["itinerary_basic_judge_mode"] == "cascade" and row["itinerary_basic_sample"] == "30"

@@ -26,10 +26,9 @@ from h2htalk.reliability.standing import (
 from h2htalk.reliability.surface import set_surface
 from h2htalk.settings import BootstrapSettings
 from h2htalk.stages.table import table_files
-from h2htalk.tables.table2_files import write_table2
 from h2htalk.tables.table3 import write_table3
 
-from .test_table2 import PAPER, REPO_ROOT
+from .test_table2 import REPO_ROOT, table2
 
 BOOT = BootstrapSettings(200, 3, 0.95)
 RUNGS = ("reference", "cut", "shuffled", "wrong_persona", "blank", "other_item")
@@ -71,13 +70,10 @@ def test_a_judge_at_chance_marks_its_cells_and_says_how_to_read_s(tmp_path):
     assert eval_warning([cheap]) is None  # a cascade's cheap judge is corrected by the own judge: no warning
     assert ladder_standing(good, "cheap", "rubric", BOOT).accuracy.value > 0.85
 
-    summaries = _summaries(tmp_path)
     out = {name: str(tmp_path / f"table2{suffix}") for name, suffix in (
         ("csv", ".csv"), ("md", ".md"), ("tex", ".tex"), ("heatmap", "_heatmap.png"), ("vs_paper", "_vs_paper.csv"),
         ("audit", "_audit.csv"))}  # fmt: skip
-    notes = standing_notes([cheap, own], "Levels I-III cells")
-    write_table2(summaries, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", out, {},
-                 "J", notes=notes, judge_mark=AT_CHANCE_MARK)  # fmt: skip
+    table2(_summaries(tmp_path), out, {}, "J", cascade_run(), [good, coin])  # results beside out: the ladders'
     table = Path(out["md"]).read_text(encoding="utf-8")
     line = next(x for x in table.splitlines() if "Qwen2-7B-Instruct" in x)
     assert line.count(AT_CHANCE_MARK) == 1  # the judged cell, not its S neighbour (no Avg or Overall here)
@@ -92,13 +88,20 @@ def test_a_judge_at_chance_marks_its_cells_and_says_how_to_read_s(tmp_path):
     assert quiet["boards"][0]["rows"][0]["at_chance_judge"] == [] and len(quiet["notes"]) == 1
 
 
-def leaderboard(tmp_path: Path, results: Layout, ladders: list[str]) -> dict:
-    """The leaderboard stage's JSON of one model's judged cell and S cell (``_summaries``) in ``results``, in a cascade
-    of the judges ``cheap`` and ``own`` (which decides) whose ``ladders`` the job declares."""
+def cascade_run() -> dict:
+    """A run of one model's judged cell and S cell (``_summaries``), judged in a cascade of the judges ``cheap`` and
+    ``own`` (which decides)."""
     config = default_config({"models": ["qwen2-7b-instruct"], "baselines": [], "variants": ["sap"],
                              "subtasks": ["itinerary_basic", "itinerary_response"],
                              "scoring": {"embedders": ["usem3"]}, "rubric_judge": {"mode": "cascade"}})  # fmt: skip
     config["rubric_judge"].update(model="own", cheap_model="cheap")  # the ladders' judges, not registry entries
+    return config
+
+
+def leaderboard(tmp_path: Path, results: Layout, ladders: list[str]) -> dict:
+    """The leaderboard stage's JSON of the ``cascade_run``'s two cells in ``results``, the judges' ``ladders``
+    declared."""
+    config = cascade_run()
     run = RunCells(config)
     judged_cell, plain_cell = run.table2()
     judged, plain = (read_json(path) for path in _summaries(tmp_path))
