@@ -581,8 +581,8 @@ def _judges(seed: int, reversed_bias: bool) -> tuple:
     return cheap, JudgeVerdicts("strong-judge", own_values, own_samples)
 
 
-def test_the_card_compares_the_cascades_two_judges(tmp_path):
-    from h2htalk.reliability.card import write_card
+def test_the_card_compares_the_cascades_two_judges():
+    from h2htalk.reliability.card import card_markdown, card_rows
     from h2htalk.reliability.evidence import ON_SAMPLE
     from h2htalk.reliability.judge_pairs import compare_judges
 
@@ -601,9 +601,8 @@ def test_the_card_compares_the_cascades_two_judges(tmp_path):
         (r["model"], r["check"]): r for r in compare_judges("rubric", flipped, own, BootstrapSettings(300, 2, 0.95))
     }
     assert turned[(pair, "judge vs judge (Kendall tau)")]["value"] < 0  # a bias that reverses the ranking shows
-    out = {"csv": tmp_path / "card.csv", "md": tmp_path / "card.md"}
-    write_card([], out, BootstrapSettings(300, 2, 0.95), [("rubric", cheap, own, ON_SAMPLE)])
-    card = out["md"].read_text(encoding="utf-8")
+    bootstrap = BootstrapSettings(300, 2, 0.95)
+    card = card_markdown([], card_rows([], bootstrap, [("rubric", cheap, own, ON_SAMPLE)]), bootstrap)
     assert "## Judge against judge: the rubric judge, cheap-judge vs strong-judge (the cascade's sample)" in card
     assert "their rankings of the models with Kendall's tau 1.00" in card and "pairs of models apart" in card
 
