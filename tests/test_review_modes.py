@@ -20,7 +20,7 @@ from h2htalk.review.queue import write_review_queue
 from h2htalk.settings import BootstrapSettings, GateSettings, ReviewSettings
 from h2htalk.tables.human_review import review_notes
 
-from .test_table2 import PAPER, RELEASED, REPO_ROOT, _summaries
+from .test_table2 import RELEASED, _summaries, table2
 
 GATE = GateSettings.from_config(default_config())
 BOOT = BootstrapSettings(resamples=300, seed=5, confidence=0.95)
@@ -152,7 +152,6 @@ def test_switching_the_review_mode_reruns_combine_j_and_what_cites_the_whole_con
 
 def test_table2_says_the_mode_and_how_many_ratings_each_judged_cell_rests_on(tmp_path):
     from h2htalk.stages.table import table_files
-    from h2htalk.tables.table2_files import write_table2
 
     paths = _summaries(tmp_path, "qwen2-7b-instruct", "sap", 40.0)
     judged = [p for p in paths if json.loads(p.read_text())["measure"] == "J"]
@@ -173,11 +172,10 @@ def test_table2_says_the_mode_and_how_many_ratings_each_judged_cell_rests_on(tmp
     assert "the judge's mean score x20 over its items" in judge and "show the judge's score x20 alone: 1." in judge
     [metric] = review_notes(summaries, "S")
     assert "not S, so the judged cells here rest on none (tables.judged_cell: S)" in metric
-    registry, paper = REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv"
     for judged_cell, items, ratings in (("J", "10", "12"), ("judge", "10", "12"), ("S", "0", "0")):
         prefix = tmp_path / judged_cell / "table2"
         out = table_files("table2", prefix.parent)
-        write_table2(paths, registry, paper, out, RELEASED, judged_cell, notes=review_notes(summaries, judged_cell))
+        table2(paths, out, RELEASED, judged_cell)  # its notes are review_notes' lines
         [row] = list(csv.DictReader(prefix.with_suffix(".csv").open(encoding="utf-8")))
         assert (row["itinerary_middle_human_items"], row["itinerary_middle_human_ratings"]) == (items, ratings)
         assert row["dialogue_base_human_items"] == "0"  # an S cell rests on no rating

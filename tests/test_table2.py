@@ -2,24 +2,29 @@
 
 from __future__ import annotations
 
+import copy
 import csv
 import json
 import re
+from pathlib import Path
 
 import pytest
 
 from h2htalk.cells import RunCells
-from h2htalk.config import default_config
+from h2htalk.config import default_config, load_registry
 from h2htalk.errors import DataError
-from h2htalk.io import write_json_atomic
-from h2htalk.layout import Cell
-from h2htalk.settings import VARIANTS
+from h2htalk.io import read_json, write_json_atomic, write_jsonl_atomic
+from h2htalk.layout import Cell, Layout
+from h2htalk.settings import VARIANTS, BootstrapSettings
+from h2htalk.stages.declared import judged_cells
 from h2htalk.stages.table import table_files
 from h2htalk.subtasks import SUBTASKS
 from h2htalk.tables.table2 import (
     CellValue,
+    Row,
     aggregate,
     audit_paper,
+    build_rows,
     column_names,
     column_order,
     read_paper_table2,
@@ -131,7 +136,7 @@ def test_table2_outputs(tmp_path):
         for variant in ("sap", "nosap"):
             paths += _summaries(tmp_path, model, variant, base + (1 if variant == "sap" else 0))
     prefix = tmp_path / "figs" / "table2"
-    rows = write_table2(paths, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", files(prefix), RELEASED, "J")
+    rows = table2(paths, files(prefix), RELEASED, "J")
     assert len(rows) == 10
     table = list(csv.DictReader((tmp_path / "figs" / "table2.csv").open(encoding="utf-8")))
     assert {r["variant"] for r in table} == {"sap", "nosap"}
@@ -182,7 +187,7 @@ def test_table2_latex_escapes_names_and_ranks_within_embedder_and_size_group(tmp
                 write_json_atomic(target, summary)
                 paths.append(target)
     prefix = tmp_path / "out" / "table2"
-    write_table2(paths, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", files(prefix), RELEASED, "J")
+    table2(paths, files(prefix), RELEASED, "J")
     tex = prefix.with_suffix(".tex").read_text(encoding="utf-8")
     escaped = r"Model\_A \& B 100\%"
     assert escaped in tex and weird not in tex
@@ -237,8 +242,7 @@ def test_marks_rank_groups_of_four_per_variant_and_an_incomplete_cell_marks_its_
     assert judged["subtask"] == "itinerary_basic"
     short = {**judged["readings"], "J": _reading(judged["value"], 2, 1)}
     write_json_atomic(paths[6], {**judged, "readings": short, "answers": {"cut_off": 1, "failed": 0}})
-    registry, paper = REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv"
-    rows = write_table2(paths, registry, paper, files(tmp_path / "table2"), RELEASED, "J")
+    rows = table2(paths, files(tmp_path / "table2"), RELEASED, "J")
     marks = table2_marks(rows)
     for variant in ("sap", "nosap"):
         firsts = [i for i, row in enumerate(rows) if row.variant == variant and marks.loc[i, "Overall"] == "first"]
@@ -271,7 +275,7 @@ def test_a_lone_model_gets_no_top_three_marks_and_columns_carry_the_papers_names
         for variant in ("sap", "nosap"):
             paths += _summaries(tmp_path, model, variant, base)
     prefix = tmp_path / "table2"
-    write_table2(paths, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", files(prefix), RELEASED, "J")
+    table2(paths, files(prefix), RELEASED, "J")
     tex = prefix.with_suffix(".tex").read_text(encoding="utf-8")
     assert not re.search(r"\\(first|second|third)\{", tex)  # one model, two baselines: nothing to rank
     header, *_ = _tex_rows(tex)
@@ -303,8 +307,7 @@ def test_the_judged_cell_shows_the_configured_reading_of_eq3(tmp_path, judged_ce
             summary.update(_reading(readings["J"], 3), readings={k: _reading(v, 3) for k, v in readings.items()})
         write_json_atomic(path, summary)
     prefix = tmp_path / "table2"
-    registry, paper = REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv"
-    [row] = write_table2(paths, registry, paper, files(prefix), RELEASED, judged_cell)
+    [row] = table2(paths, files(prefix), RELEASED, judged_cell)
     assert row.values()["itinerary_basic"] == pytest.approx(basic)
     assert row.values()["itinerary_advanced"] == pytest.approx(basic)
     assert row.values()["overall"] == pytest.approx(overall)
@@ -320,8 +323,7 @@ def test_a_j_summary_without_readings_is_an_error_not_a_silent_j(tmp_path):
     judged = json.loads(paths[6].read_text(encoding="utf-8"))
     write_json_atomic(paths[6], {k: v for k, v in judged.items() if k != "readings"})
     with pytest.raises(DataError, match=r"usem3/qwen2-7b-instruct/sap/itinerary_basic has no readings"):
-        write_table2(paths, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv", files(tmp_path / "t"), RELEASED,
-                     "S")  # fmt: skip
+        table2(paths, files(tmp_path / "t"), RELEASED, "S")
 
 
 def test_table2_notes_name_a_model_under_test_that_also_reconstructed_or_judged():
@@ -353,6 +355,32 @@ def files(prefix):
     return table_files("table2", prefix.parent)
 
 
+RUN = {"models": ["qwen2-7b-instruct"], "baselines": [], "variants": ["sap"], "scoring": {"embedders": ["usem3"]}}
+
+
+def table2(summaries, out, weights, judged_cell, config=None, ladders=()) -> list[Row]:
+    """Table 2 of ``summaries`` written to ``out`` by its stage's function, given what its job gives it in a run of
+    ``config`` (by default one model's: ``RUN``) whose results tree is ``results`` beside ``out``: judged cells no one
+    has rated, no paired comparisons, the rubric judge's ``ladders``; Overall weighted by ``weights``, judged cells
+    read as ``judged_cell``. Its rows, as the table builds them."""
+    config = copy.deepcopy(config or default_config(RUN))
+    config["tables"].update(overall_weights=weights, judged_cell=judged_cell)
+    folder = Path(out["csv"]).parent
+    run, results = RunCells(config), Layout(str(folder / "results"), figures=str(folder))
+    samples = [results.judge_samples(cell) for cell in judged_cells(run, {})]
+    for path in samples:
+        write_jsonl_atomic(path, [])
+    registry = str(REPO_ROOT / "config" / "models.yaml")
+    write_table2(
+        summaries=[str(p) for p in summaries], registry=[registry], paper=[str(PAPER / "table2.csv")],
+        review=results.path("review_queue"), pairs=results.figure("table2_pairs.csv"),
+        ranks=results.figure("table2_ranks.csv"), judge_samples=samples, human=[], canary=[], ladders=list(ladders),
+        config=config, run=run, results=results, bootstrap=BootstrapSettings.from_config(config),
+        outputs={name: str(path) for name, path in out.items()},
+    )  # fmt: skip
+    return build_rows([read_json(p) for p in summaries], load_registry(registry), weights, judged_cell)
+
+
 def test_the_partial_table_says_pending_where_a_judged_cell_waits_and_shows_every_other_cell(tmp_path):
     """Before the judge: a judged cell, its dimension's average and Overall say pending; every other cell and
     average is the final table's value."""
@@ -364,8 +392,7 @@ def test_the_partial_table_says_pending_where_a_judged_cell_waits_and_shows_ever
     out = table_files("table2_partial", tmp_path / "partial")
     registry = [str(REPO_ROOT / "config" / "models.yaml")]
     write_table2_partial([str(p) for p in paths], registry, cells, config, RunCells(config), out)
-    [final] = write_table2(paths, REPO_ROOT / "config" / "models.yaml", PAPER / "table2.csv",
-                           table_files("table2", tmp_path / "final"), RELEASED, "J")  # fmt: skip
+    [final] = table2(paths, table_files("table2", tmp_path / "final"), RELEASED, "J")
     [record] = csv.DictReader(out["csv"].open(encoding="utf-8"))
     judged = [s.key for s in SUBTASKS if s.measure == "J"]
     for column in judged:

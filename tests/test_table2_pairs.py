@@ -15,15 +15,15 @@ from h2htalk.io import write_json_atomic, write_text_atomic
 from h2htalk.layout import Layout
 from h2htalk.scoring.bootstrap import bootstrap_mean_ci, paired_bootstrap_diff
 from h2htalk.settings import BootstrapSettings
-from h2htalk.stages.table import table_files
 from h2htalk.stats.multiple import holm
 from h2htalk.stats.paired import Resamples, pair_differences, paired_test, rank_intervals, row_means
 from h2htalk.stats.power import detectable_factor, minimum_detectable_difference
 from h2htalk.subtasks import SUBTASKS
 from h2htalk.tables.table2 import CellValue, aggregate, build_rows, table2_frame
-from h2htalk.tables.table2_pairs import SAP_EFFECT, WITHIN_GROUP, RowItems, compare_rows
-from h2htalk.tables.table2_pairs_files import write_comparisons
+from h2htalk.tables.table2_pairs import PAIR_COLUMNS, RANK_COLUMNS, SAP_EFFECT, WITHIN_GROUP, RowItems, compare_rows
+from h2htalk.tables.table2_pairs_files import FLOAT_FORMAT, rank_figure
 from h2htalk.tables.table2_significance import DAGGER, RANK_COLUMN, Significance
+from h2htalk.tabular import records_frame, write_csv
 
 from .conftest import REPO_ROOT
 
@@ -246,9 +246,12 @@ def _summaries(rows: list[RowItems]) -> list[dict]:
 
 
 def _significance(tmp_path, rows: list[RowItems], resamples: int = 500) -> Significance:
+    """The comparisons of ``rows`` as Table 2 reads them: through the two CSVs, in table2_pairs' number format."""
     comparisons = compare_rows(rows, RELEASED, bootstrap(0, resamples))
-    write_comparisons(comparisons, table_files("table2_pairs", tmp_path))
-    return Significance.read(tmp_path / "table2_pairs.csv", tmp_path / "table2_ranks.csv")
+    pairs, ranks = tmp_path / "table2_pairs.csv", tmp_path / "table2_ranks.csv"
+    write_csv(records_frame(comparisons.pairs, PAIR_COLUMNS), pairs, float_format=FLOAT_FORMAT)
+    write_csv(records_frame(comparisons.ranks, RANK_COLUMNS), ranks, float_format=FLOAT_FORMAT)
+    return Significance.read(pairs, ranks)
 
 
 def _registered(rows: list[RowItems]) -> tuple[list[RowItems], dict]:
@@ -300,7 +303,9 @@ def test_one_row_a_group_has_no_pairs_and_the_power_line_says_so(tmp_path):
     assert "from each cell's own SD x sqrt(2)" in line and "no two rows are compared" in line
     with open(tmp_path / "table2_ranks.csv", encoding="utf-8") as handle:
         ranks = list(csv.DictReader(handle))
-    assert float(ranks[0]["overall_mdd"]) > 0 and (tmp_path / "table2_ranks.png").stat().st_size > 5_000
+    assert float(ranks[0]["overall_mdd"]) > 0
+    rank_figure(compare_rows([row], RELEASED, bootstrap(0, 500)).ranks, tmp_path / "table2_ranks.png")  # one panel
+    assert (tmp_path / "table2_ranks.png").stat().st_size > 5_000
 
 
 def test_the_commands_compare_a_runs_item_files_and_table2_marks_them(tmp_path):

@@ -6,7 +6,7 @@ beside each board as reference points, never ranked: the oracle would lead every
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from h2htalk.cells import RunCells
 from h2htalk.config import load_registry
@@ -21,9 +21,6 @@ from h2htalk.stages.declared import RUBRIC_JUDGE_MODE, registry_files, rubric_la
 from h2htalk.stages.spec import Done, Paths, Product, figure_files
 from h2htalk.subtasks import DIMENSIONS
 from h2htalk.tables.table2 import GROUP_TITLES, Row, column_names, column_order, inputs_of
-
-if TYPE_CHECKING:  # the judges' standing (numpy, scipy) waits for the leaderboard's job
-    from h2htalk.reliability.standing import Standing
 
 FORMAT = "h2htalk-leaderboard/1"
 BASELINE_GROUP = "baseline"
@@ -79,25 +76,36 @@ def board(rows: Sequence[Row], registry: dict[str, Any], judge_at_chance: bool =
     }
 
 
-def build_leaderboard(
-    rows: Sequence[Row],
-    registry: dict[str, Any],
-    provenance: dict[str, Any],
-    notes: Sequence[str] = (),
-    judges: Sequence[Standing] = (),
-) -> dict[str, Any]:
-    """The boards of ``rows`` (Table 2's), with the run's provenance, ``notes`` (what the run is, e.g. a demo) and the
-    rubric judges' ladders (``judges``)."""
+@stage(
+    "leaderboard", "Table 2's rows ranked by Overall, per embedder and variant (and within each size group), as JSON",
+    reads=(*EXPORT, "scoring.bootstrap", *RUBRIC_JUDGE_MODE), env="export",
+    memory_mb=1000, minutes=10,
+    product=Product("export", "Leaderboard", "the models ranked by Overall, per embedder and variant", main="json"),
+    inputs={"summaries": Paths(summary_files), "registry": Paths(registry_files), "ladders": Paths(rubric_ladders)},
+    outputs=figure_files("leaderboard", json=".json"),
+)  # fmt: skip
+def write_leaderboard(
+    summaries: list[str], registry: list[str], ladders: list[str], provenance: str, json: str,
+    config: dict[str, Any], run: RunCells, results: Layout, bootstrap: BootstrapSettings,
+) -> Done:  # fmt: skip
+    """The boards of the run's Table 2 rows (``json``), with the run's provenance, its notes (what the run is, e.g. a
+    demo) and the rubric judges' standing on their ``ladders``."""
+    from h2htalk.reliability.standing import rubric_standings, standing_notes
+
+    tables, entries = config["tables"], load_registry(registry)
+    rows = table_rows(read_summaries(run, results), entries, tables["overall_weights"], tables["judged_cell"])
+    judges = rubric_standings(config, results, ladders, bootstrap)
     at_chance = any(s.unshown and s.deciding for s in judges)
     boards: dict[tuple[str, str], list[Row]] = {}
     for row in rows:
         boards.setdefault((row.embedder, row.variant), []).append(row)
-    return {
+    made = read_json(provenance)
+    leaderboard = {
         "format": FORMAT,
-        "date": provenance["created_at"],
-        "git_hash": provenance["git"]["revision"],
-        "config_sha256": provenance["config_sha256"],
-        "notes": list(notes),
+        "date": made["created_at"],
+        "git_hash": made["git"]["revision"],
+        "config_sha256": made["config_sha256"],
+        "notes": [*run_notes(config), *standing_notes(judges, "Cells")],
         "judges": [
             {
                 "model": s.model,
@@ -114,29 +122,7 @@ def build_leaderboard(
         "ranked_by": "overall",
         "columns": column_names(),
         "size_groups": GROUP_TITLES,
-        "boards": [board(members, registry, at_chance) for members in boards.values()],
+        "boards": [board(members, entries, at_chance) for members in boards.values()],
     }
-
-
-@stage(
-    "leaderboard", "Table 2's rows ranked by Overall, per embedder and variant (and within each size group), as JSON",
-    reads=(*EXPORT, "scoring.bootstrap", *RUBRIC_JUDGE_MODE), env="export",
-    memory_mb=1000, minutes=10,
-    product=Product("export", "Leaderboard", "the models ranked by Overall, per embedder and variant", main="json"),
-    inputs={"summaries": Paths(summary_files), "registry": Paths(registry_files), "ladders": Paths(rubric_ladders)},
-    outputs=figure_files("leaderboard", json=".json"),
-)  # fmt: skip
-def write_leaderboard(
-    summaries: list[str], registry: list[str], ladders: list[str], provenance: str, json: str,
-    config: dict[str, Any], run: RunCells, results: Layout, bootstrap: BootstrapSettings,
-) -> Done:  # fmt: skip
-    """The leaderboard of the run's Table 2 rows (``json``), with the rubric judges' standing on their ``ladders``."""
-    from h2htalk.reliability.standing import rubric_standings, standing_notes
-
-    tables, entries = config["tables"], load_registry(registry)
-    rows = table_rows(read_summaries(run, results), entries, tables["overall_weights"], tables["judged_cell"])
-    judges = rubric_standings(config, results, ladders, bootstrap)
-    notes = [*run_notes(config), *standing_notes(judges, "Cells")]
-    board = build_leaderboard(rows, entries, read_json(provenance), notes, judges)
-    write_json_atomic(json, board)
-    return Done(f"{len(board['boards'])} boards of {len(rows)} rows", out=json)
+    write_json_atomic(json, leaderboard)
+    return Done(f"{len(boards)} boards of {len(rows)} rows", out=json)

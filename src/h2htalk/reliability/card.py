@@ -37,7 +37,7 @@ from h2htalk.settings import BootstrapSettings
 from h2htalk.stages.declare import stage
 from h2htalk.stages.declared import JUDGE_MODE_KEYS, RUBRIC_JUDGE_MODE, judged_cells, ladder_jobs, shown, study_cells
 from h2htalk.stages.spec import Cells, Done, Figure, Labels, Paths, Product, Scope, figure_files
-from h2htalk.tabular import Files, markdown_text, records_frame, write_csv
+from h2htalk.tabular import markdown_text, records_frame, write_csv
 
 COLUMNS = (
     "judge", "model", "check", "task", "comparison", "value", "ci_low", "ci_high", "items", "pairs", "unread", "note",
@@ -335,21 +335,18 @@ def judge_pair_words(rows: Sequence[dict[str, Any]]) -> str:
     return " ".join(parts)
 
 
-def write_card(
+def card_rows(
     evidence: Sequence[JudgeEvidence],
-    out: Files,
     bootstrap: BootstrapSettings,
     pairs: Sequence[tuple[str, JudgeVerdicts, JudgeVerdicts, str]] = (),
 ) -> list[dict[str, Any]]:
-    """The card's ``csv`` (every number) and ``md`` (the card); the rows. ``pairs``: (role, a judge, the role's own
-    judge, where they met: the cascade's sample, or the ladder's texts, where the rungs are ranked as the models
-    are on the sample) for judge against judge."""
+    """Every number of the card: each judge's rows, then judge against judge for ``pairs``: (role, a judge, the
+    role's own judge, where they met: the cascade's sample, or the ladder's texts, where the rungs are ranked as the
+    models are on the sample)."""
     rows = [row for judge in evidence for row in judge_rows(judge, bootstrap)]
     for role, other, own, on in pairs:
         unit = "rung" if on == ON_LADDER else "model"
         rows += [{"judge": ROLE_NAMES[role], **row} for row in compare_judges(role, other, own, bootstrap, on, unit)]
-    write_csv(records_frame(rows, COLUMNS), out["csv"], float_format="{:.4f}")
-    write_text_atomic(out["md"], card_markdown(evidence, rows, bootstrap))
     return rows
 
 
@@ -382,14 +379,15 @@ def ladder_files(kind: str) -> Callable[[Scope, Labels], list[str]]:
     },
     outputs=figure_files("judge_reliability", md=".md", csv=".csv"),
 )  # fmt: skip
-def write_run_card(
+def write_card(
     ladders: list[str], canaries: list[str], judge_samples: list[str], verdicts: list[str], samples: list[str],
     study_samples: list[str], agreement: str, config: dict[str, Any], run: RunCells, results: Layout,
     bootstrap: BootstrapSettings, outputs: dict[str, str],
 ) -> Done:  # fmt: skip
-    """The run's card (``write_card``): every judge's evidence, the cascades' judges met on their samples and every
-    other judge met on the ladders; ``agreement``: the agreement report's CSV."""
+    """The run's card, ``csv`` (every number) and ``md`` (the card): every judge's evidence, the cascades' judges
+    met on their samples and every other judge met on the ladders; ``agreement``: the agreement report's CSV."""
     evidence, _ = card_evidence(config, run, results, agreement)
-    pairs = cascades(config, run, results) + ladder_meetings(evidence, config)
-    rows = write_card(evidence, outputs, bootstrap, pairs)
+    rows = card_rows(evidence, bootstrap, cascades(config, run, results) + ladder_meetings(evidence, config))
+    write_csv(records_frame(rows, COLUMNS), outputs["csv"], float_format="{:.4f}")
+    write_text_atomic(outputs["md"], card_markdown(evidence, rows, bootstrap))
     return Done(f"{len(evidence)} judges, {len(rows)} rows", out=shown(outputs))

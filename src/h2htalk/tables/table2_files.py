@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from h2htalk.cells import RunCells
 from h2htalk.config import load_registry
@@ -52,9 +52,6 @@ from h2htalk.tables.table2 import (
     table2_marks,
 )
 from h2htalk.tabular import Files, markdown_text, records_frame, write_csv, write_table
-
-if TYPE_CHECKING:  # the paired comparisons (numpy, scipy, pandas) wait for Table 2's job
-    from h2htalk.tables.table2_significance import Significance
 
 TABLE2 = (
     *CELLS, *RUN_NOTES, *REGISTRY, "paper.table2", "tables", "instances.reconstruct.generator",
@@ -111,64 +108,6 @@ def signature_notes(summaries: Iterable[dict[str, Any]]) -> list[str]:
     signature once)."""
     signatures = {signature_string(summary["signature"]) for summary in summaries if "signature" in summary}
     return [f"Scores: {text}." for text in sorted(signatures)]
-
-
-def write_table2(
-    summary_paths: Iterable[str | os.PathLike[str]],
-    registry_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
-    paper_path: str | os.PathLike[str],
-    out: Files,
-    weights: dict[str, float],
-    judged_cell: str,
-    compare_variant: str = WITH_SAP,
-    notes: Iterable[str] = (),
-    run_notes: Iterable[str] = (),
-    significance: Significance | None = None,
-    judge_mark: str = "",
-) -> list[Row]:
-    """Table 2 and its companions; Overall weighted by ``weights`` (tables.overall_weights), judged cells as
-    ``judged_cell`` reads them (tables.judged_cell); ``notes`` go under the table with the standing ones, and
-    ``run_notes`` (what the whole run is, e.g. a demo) also on the heatmap; ``significance`` (the paired
-    comparisons) adds its marks, the rank intervals and its notes."""
-    from h2htalk.tables.calibration import no_answer_notes
-
-    registry = load_registry(registry_path)
-    summaries = [read_json(p) for p in summary_paths]
-    rows = build_rows(summaries, registry, weights, judged_cell)
-    write_csv(ci_frame(rows), out["csv"], float_format="{:.4f}")
-    frame = table2_frame(rows)
-    run_notes = list(run_notes)
-    judged = [s for s in summaries if "readings" in s]
-    alphas = [s["gate"]["alpha"] for s in judged]
-    notes = [
-        *run_notes,
-        *NOTES,
-        *([judged_note(judged_cell, alphas)] if judged else []),
-        *cascade_notes(judged, judged_cell),
-        *answer_notes(rows),
-        *no_answer_notes(summaries),
-        *notes,
-        *signature_notes(summaries),
-    ]
-    if significance is not None:
-        frame = significance.annotate(frame, rows)
-        notes += significance.notes(rows)
-    if judge_mark:
-        frame = mark_judged(frame, rows, judge_mark)
-    write_table(frame, out, caption=CAPTION, label=LABEL, notes=notes, marks=table2_marks(rows), csv=False)
-    heatmap(rows, Path(out["heatmap"]), judged_cell, run_notes)
-
-    paper_rows = read_paper_table2(paper_path)
-    compared = comparison(rows, paper_rows, compare_variant)
-    # These two CSVs write numbers as Python does (float_format "{}"; already rounded to 4 decimals).
-    write_csv(records_frame(compared, COMPARISON_COLUMNS), out["vs_paper"], float_format="{}")
-    weights = {
-        "paper Table 1 counts": {s.key: s.paper_count for s in SUBTASKS},
-        "released counts": {s.key: s.released for s in SUBTASKS},
-    }
-    findings = audit_paper(paper_rows, weights)
-    write_csv(records_frame(findings, AUDIT_COLUMNS), out["audit"], float_format="{}")
-    return rows
 
 
 def pending_summary(summary: dict[str, Any]) -> dict[str, Any]:
@@ -237,25 +176,35 @@ def _rubric_canary(scope: Scope, labels: dict[str, str]) -> list[str]:
         audit="_paper_audit.csv",
     ),
 )  # fmt: skip
-def write_run_table2(
+def write_table2(
     summaries: list[str], registry: list[str], paper: list[str], review: str, pairs: str, ranks: str,
     judge_samples: list[str], human: list[str], canary: list[str], ladders: list[str],
     config: dict[str, Any], run: RunCells, results: Layout, bootstrap: BootstrapSettings, outputs: dict[str, str],
 ) -> Done:  # fmt: skip
-    """The run's Table 2 (``write_table2``) with every note its run calls for: the models in two roles, the drift
-    canary, people's review, the reconstruction's echo, which rows can be told apart (``pairs``, ``ranks``), the
-    rubric judge's agreement with people and its standing on its ``ladders``."""
+    """The run's Table 2 and its companions, Overall weighted by tables.overall_weights and judged cells read as
+    tables.judged_cell says, with every note its run calls for: what the run is (also on the heatmap), the models in
+    two roles, the drift ``canary``, people's review, the reconstruction's echo, which rows can be told apart
+    (``pairs``, ``ranks``: their marks and rank intervals), the rubric judge's agreement with people and its standing
+    on its ``ladders``."""
     from h2htalk.reliability.canary import drift_notes
     from h2htalk.reliability.standing import AT_CHANCE_MARK, rubric_standings, standing_notes
-    from h2htalk.tables.calibration import echo_notes
+    from h2htalk.tables.calibration import echo_notes, no_answer_notes
     from h2htalk.tables.human_review import agreement_note, review_notes, rubric_agreement, rubric_ratings
     from h2htalk.tables.table2_significance import Significance
 
     weights, judged_cell = config["tables"]["overall_weights"], config["tables"]["judged_cell"]
-    notes = shared_roles(config) + [note for path in canary if os.path.exists(path) for note in drift_notes(path)]
-    notes += review_notes(map(read_json, summaries), judged_cell)
+    (paper_file,) = paper
+    read = [read_json(path) for path in summaries]
+    rows = build_rows(read, load_registry(registry), weights, judged_cell)
+    judged = [s for s in read if "readings" in s]
+    notes = [*run_notes(config), *NOTES]
+    if judged:
+        notes.append(judged_note(judged_cell, [s["gate"]["alpha"] for s in judged]))
+    notes += [*cascade_notes(judged, judged_cell), *answer_notes(rows), *no_answer_notes(read), *shared_roles(config)]
+    notes += [note for path in canary if os.path.exists(path) for note in drift_notes(path)]
+    notes += review_notes(read, judged_cell)
     if config["instances"]["source"] == "reconstructed":
-        notes += echo_notes(map(read_json, summaries), weights, judged_cell)
+        notes += echo_notes(read, weights, judged_cell)
     significance = None  # the workflow always compares; on its own, table2 says when nothing was compared
     if os.path.isfile(pairs) and os.path.isfile(ranks):
         significance = Significance.read(pairs, ranks)
@@ -263,16 +212,29 @@ def write_run_table2(
         notes.append("No paired comparisons: which rows can be told apart is in table2_pairs (h2htalk table2-pairs).")
     if run.judged_subtasks:
         ratings, judge = rubric_ratings(human, run, results, config["review"]["store"])
-        rows = rubric_agreement(ratings, judge, run.judged_subtasks, bootstrap)
-        notes.append(agreement_note(rows, bootstrap.confidence))
+        agreement = rubric_agreement(ratings, judge, run.judged_subtasks, bootstrap)
+        notes.append(agreement_note(agreement, bootstrap.confidence))
     standings = rubric_standings(config, results, ladders, bootstrap) if judged_cell in PEOPLE_READINGS else []
     notes += standing_notes(standings, "Levels I-III cells, and the Itinerary Avg and Overall built from them,")
-    (paper_file,) = paper
-    write_table2(
-        summaries, registry, paper_file, outputs, weights, judged_cell, notes=notes,
-        run_notes=run_notes(config), significance=significance,
-        judge_mark=AT_CHANCE_MARK if any(s.unshown and s.deciding for s in standings) else "",
-    )  # fmt: skip
+    notes += signature_notes(read)
+    write_csv(ci_frame(rows), outputs["csv"], float_format="{:.4f}")
+    frame = table2_frame(rows)
+    if significance is not None:
+        frame = significance.annotate(frame, rows)
+        notes += significance.notes(rows)
+    if any(s.unshown and s.deciding for s in standings):
+        frame = mark_judged(frame, rows, AT_CHANCE_MARK)
+    write_table(frame, outputs, caption=CAPTION, label=LABEL, notes=notes, marks=table2_marks(rows), csv=False)
+    heatmap(rows, Path(outputs["heatmap"]), judged_cell, run_notes(config))
+    paper_rows = read_paper_table2(paper_file)
+    compared = comparison(rows, paper_rows, WITH_SAP)
+    # These two CSVs write numbers as Python does (float_format "{}"; already rounded to 4 decimals).
+    write_csv(records_frame(compared, COMPARISON_COLUMNS), outputs["vs_paper"], float_format="{}")
+    counts = {
+        "paper Table 1 counts": {s.key: s.paper_count for s in SUBTASKS},
+        "released counts": {s.key: s.released for s in SUBTASKS},
+    }
+    write_csv(records_frame(audit_paper(paper_rows, counts), AUDIT_COLUMNS), outputs["audit"], float_format="{}")
     return Done(f"{len(summaries)} cells", out=shown(outputs))
 
 

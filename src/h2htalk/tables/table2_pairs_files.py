@@ -17,10 +17,10 @@ from h2htalk.stages.declared import registry_files, shown
 from h2htalk.stages.spec import Done, Figure, Labels, Paths, Product, Scope, figure_files
 from h2htalk.tables.table2 import GROUP_TITLES
 from h2htalk.tables.table2_files import TABLE2
-from h2htalk.tabular import Files, records_frame, write_csv
+from h2htalk.tabular import records_frame, write_csv
 
 if TYPE_CHECKING:  # the comparisons (numpy, scipy) wait for their job
-    from h2htalk.tables.table2_pairs import Comparisons, RowItems
+    from h2htalk.tables.table2_pairs import RowItems
 
 FLOAT_FORMAT = "{:.6g}"  # p-values far below 0.0001 keep their digits
 
@@ -90,15 +90,6 @@ def item_clusters(items: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     return {}
 
 
-def write_comparisons(comparisons: Comparisons, out: Files) -> None:
-    """The pairs' CSV (``csv``), the rank intervals' (``ranks``) and their figure (``figure``)."""
-    from h2htalk.tables.table2_pairs import PAIR_COLUMNS, RANK_COLUMNS
-
-    write_csv(records_frame(comparisons.pairs, PAIR_COLUMNS), out["csv"], float_format=FLOAT_FORMAT)
-    write_csv(records_frame(comparisons.ranks, RANK_COLUMNS), out["ranks"], float_format=FLOAT_FORMAT)
-    rank_figure(comparisons.ranks, Path(out["figure"]))
-
-
 def rank_figure(ranks: Sequence[Mapping[str, Any]], path: Path) -> None:
     """One panel per size group, variant and embedder: its rows ordered by Overall, each a point at its rank
     with a line over its rank interval."""
@@ -163,11 +154,14 @@ def compare_run_rows(
     scores: list[str], registry: list[str], config: dict[str, Any], run: RunCells, results: Layout,
     bootstrap: BootstrapSettings, outputs: dict[str, str],
 ) -> Done:  # fmt: skip
-    """Every pair of the run's Table 2 rows compared on their items (``compare_rows``), written with the ranks."""
-    from h2htalk.tables.table2_pairs import compare_rows
+    """Every pair of the run's Table 2 rows compared on their items (``compare_rows``): the pairs' CSV (``csv``), the
+    rank intervals' (``ranks``) and their figure (``figure``)."""
+    from h2htalk.tables.table2_pairs import PAIR_COLUMNS, RANK_COLUMNS, compare_rows
 
     rows = read_row_items(run, results, load_registry(registry), config["tables"]["judged_cell"])
     comparisons = compare_rows(rows, config["tables"]["overall_weights"], bootstrap)
-    write_comparisons(comparisons, outputs)
+    write_csv(records_frame(comparisons.pairs, PAIR_COLUMNS), outputs["csv"], float_format=FLOAT_FORMAT)
+    write_csv(records_frame(comparisons.ranks, RANK_COLUMNS), outputs["ranks"], float_format=FLOAT_FORMAT)
+    rank_figure(comparisons.ranks, Path(outputs["figure"]))
     told = sum(bool(r["separable"]) for r in comparisons.pairs)
     return Done(f"{len(comparisons.pairs)} comparisons, {told} separable", out=shown(outputs))
