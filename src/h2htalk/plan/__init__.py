@@ -74,7 +74,7 @@ def plan(
                 by_mode[mode] = plan_rows(again, prices, throughput)
                 sizes = sizes if mode != CASCADE_MODE else planned_sizes(Path(scratch))
     assumed = config["rubric_judge"]["assumed_correlation"], config["rubric_judge"]["assumed_sd"]
-    modes = judge_modes(by_mode, prices, throughput) + auto_sample_lines(sizes, *assumed)
+    modes = judge_modes(by_mode, planned.steps, prices, throughput) + auto_sample_lines(sizes, *assumed)
     if unknown:
         modes.append(f"Cascade mode is not priced: its cheap judge ({', '.join(unknown)}) is not in the registry.")
     text = markdown(rows, planned, prices, throughput) + "\n".join(modes) + "\n"
