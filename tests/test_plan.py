@@ -11,9 +11,14 @@ import pytest
 import yaml
 
 from h2htalk.cli import main
+from h2htalk.config import default_config
 from h2htalk.errors import ConfigError
 from h2htalk.io import write_jsonl_atomic
+from h2htalk.layout import Layout
+from h2htalk.llm.client import ChatRequest
+from h2htalk.plan.chain import Placeholders
 from h2htalk.plan.costs import Price, load_prices, load_throughput
+from h2htalk.stages.steps import declared_steps
 from h2htalk.stages.table import STAGES
 
 from .conftest import REPO_ROOT
@@ -185,6 +190,21 @@ def test_a_benchmark_not_yet_reconstructed_is_planned_from_its_curated_reference
     assert int(demo[("generate", "stub-model")]["requests"]) == 2 * 3 * 2
     assert int(rows[("generate", "stub-model")]["requests"]) == 10 * 2  # the studies' answers are a job of their own
     assert rows[("study.answers", "stub-model")]["requests"] == demo[("study.answers", "stub-model")]["requests"]
+
+
+def test_a_missing_verdict_is_planned_at_the_limit_its_step_declares(tmp_path):
+    """A judge's verdict at its section's max_new_tokens, its cascade sample's too, even on a second try that asks
+    for twice as many; the ladders' (either judge's) at their request's own limit."""
+    config = default_config({"rubric_judge": {"max_new_tokens": 300}, "study_judge": {"max_new_tokens": 200}})
+    planned = Placeholders(config, Layout(str(tmp_path)))
+    steps = declared_steps(STAGES)
+    retry = ChatRequest("key", "item+retry", [{"role": "user", "content": "计划"}], {"max_tokens": 600})
+    limits = {
+        name: planned(steps[name])({}, retry).completion_tokens
+        for name in ("rubric_judge", "rubric_judge.sample", "study.judge", "study.judge.sample", "judge_ladder")
+    }
+    assert limits == {"rubric_judge": 300, "rubric_judge.sample": 300, "study.judge": 200, "study.judge.sample": 200,
+                      "judge_ladder": 600}  # fmt: skip
 
 
 def test_prices_and_gpu_hours_come_from_their_tables(tmp_path):

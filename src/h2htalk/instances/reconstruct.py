@@ -233,7 +233,7 @@ def _reconstructors(scope: Scope, labels: Labels) -> list[str]:
 
 @stage(
     "reconstruct_instances", "rebuild the subtasks' inputs from their references, verified by vote",
-    uses=("subtasks",), planned=True, steps=(Step(batchable=True),),
+    uses=("subtasks",), planned=True, steps=(Step(makes="instances", batchable=True),),
     reads=(*REGISTRY, "generation", "instances.reconstruct", "instances.review_imports", "subtasks", "review.store"),
     command="reconstruct", targets="reconstruct", starts=_reconstructors, ratings=(INSTANCE_DECISIONS,),
     where="model", env="generation", options=("engine",),

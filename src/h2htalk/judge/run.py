@@ -209,7 +209,8 @@ def judge_files(
     "rubric-judge one model's itinerary plans (the judge's engine started once; in cascade mode the cheap judge's"
     " on every item, then the role's own judge's on each cell's sample)",
     uses=("judge", "subtasks"), planned=True,
-    steps=(Step(makes="verdicts", batchable=True, sampled=True, judges="generate"),),  # Table 2's answers
+    steps=(Step(makes="verdicts", batchable=True, sampled=True, judges="generate",  # Table 2's answers
+                limit=JudgeSettings, title="rubric judge (Levels I-III)"),),
     reads=(*REGISTRY, "generation", *JUDGE_CALLS, "subtasks", "variants"),
     jobs=Over(model=lambda run: run.judged_models if run.judged_subtasks else ()),
     cells=lambda run, w: run.judged(w["model"]), starts=lambda s, w: judge_models(s, "rubric_judge"),

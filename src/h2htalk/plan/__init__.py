@@ -5,6 +5,7 @@ stage's function with stand-in engines (``plan.chain``) and writes ``plan.csv`` 
 from __future__ import annotations
 
 import copy
+import glob
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -74,7 +75,7 @@ def plan(
                 by_mode[mode] = plan_rows(again, prices, throughput)
                 sizes = sizes if mode != CASCADE_MODE else planned_sizes(Path(scratch))
     assumed = config["rubric_judge"]["assumed_correlation"], config["rubric_judge"]["assumed_sd"]
-    modes = judge_modes(by_mode, prices, throughput) + auto_sample_lines(sizes, *assumed)
+    modes = judge_modes(by_mode, planned.steps, prices, throughput) + auto_sample_lines(sizes, *assumed)
     if unknown:
         modes.append(f"Cascade mode is not priced: its cheap judge ({', '.join(unknown)}) is not in the registry.")
     text = markdown(rows, planned, prices, throughput) + "\n".join(modes) + "\n"
@@ -89,7 +90,7 @@ def planned_sizes(scratch: Path) -> list[dict[str, Any]]:
     """The rubric judge's sample sizes a planned run's jobs chose (``sample_per_cell: auto``), each with its cell."""
     return [
         {"model": path.parent.name, "cell": cell, **size}
-        for path in sorted(scratch.rglob("judge_samples/*/run.json"))
+        for path in sorted(Path(p) for p in glob.glob(Layout(str(scratch)).path("judge_run", model="*")))
         for cell, size in read_json(path).get("sizes", {}).items()
     ]
 

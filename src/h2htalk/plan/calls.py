@@ -189,7 +189,7 @@ def placeholder_record(text: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
-Placeholders = Callable[[str], Callable[[dict[str, Any], ChatRequest], Placeholder]]
+Placeholders = Callable[[Step], Callable[[dict[str, Any], ChatRequest], Placeholder]]
 
 
 @dataclass
@@ -199,7 +199,7 @@ class PlanEngines:
 
     client: ClientSettings
     seed: int
-    placeholders: Placeholders  # a step's name -> what its missing answers are planned as
+    placeholders: Placeholders  # a step -> what its missing answers are planned as
     steps: Mapping[str, Step]  # the steps the planned stages declare, by name
     step_name: tuple[str, str] | None = None
     job: JobName | None = None  # the job planned now, which each session it opens records
@@ -217,7 +217,7 @@ class PlanEngines:
         name, for_model = self.step_name
         if name not in self.steps:
             raise H2HTalkError(f"a planned job asks models under the step {name!r}, which no stage declares (steps=)")
-        stage = Stage(name, for_model, batch, self.placeholders(name), self.steps[name])
+        stage = Stage(name, for_model, batch, self.placeholders(self.steps[name]), self.steps[name])
         calls = PlannedCalls(spec, cache_dir, stage, self.client)
         calls.job = self.job
         self.sessions.append(calls)

@@ -32,8 +32,8 @@ from h2htalk.llm.client import ChatRequest
 from h2htalk.llm.tokens import text_tokens
 from h2htalk.plan.calls import Placeholder, PlanEngines, PlannedCalls, job_name
 from h2htalk.prefetch import pinned_model, read_records
-from h2htalk.settings import VARIANTS, ClientSettings, JudgeSettings, ReconstructSettings, StudyJudgeSettings
-from h2htalk.stages.steps import Step, declared_steps, unsampled
+from h2htalk.settings import VARIANTS, ClientSettings, ReconstructSettings
+from h2htalk.stages.steps import Step, declared_steps
 from h2htalk.subtasks import get_subtask
 
 VERDICT = "{}"  # a judge answer that holds no verdict and is not cut off: read as missing, never asked again
@@ -84,7 +84,7 @@ def plan_calls(
     )
     models = PlanModels(config, results, engines)
     for stage in stages:
-        if not stage.planned or (stage.name == "reconstruct_instances" and not reconstructing):
+        if not stage.planned or (not reconstructing and any(step.makes == "instances" for step in stage.steps)):
             continue
         if only is not None and stage.name not in only:
             continue
@@ -107,7 +107,7 @@ def _check_curated(config: dict[str, Any], results: Layout) -> None:
 def _reconstructed(config: dict[str, Any], work: Layout, engines: PlanEngines) -> tuple[int, int]:
     """(references the generator's cache holds a try of, references sampled)."""
     generator = config["instances"]["reconstruct"]["generator"]
-    sessions = (s for s in engines.sessions if s.stage.name == "reconstruct_instances")
+    sessions = (s for s in engines.sessions if s.stage.declared.makes == "instances")
     session = next(s for s in sessions if s.spec["name"] == generator)
     reports = [json.loads(Path(work.path("reconstruction_report", subtask=s)).read_text()) for s in config["subtasks"]]
     tried = {item for item in session.cached_items if not item.startswith("vote/")}
@@ -115,22 +115,20 @@ def _reconstructed(config: dict[str, Any], work: Layout, engines: PlanEngines) -
 
 
 class Placeholders:
-    """What a step's missing answers are planned as (answers need the instances the chain wrote, read when the first
-    answer is planned)."""
+    """What a step's missing answers are planned as, by what it makes (answers need the instances the chain wrote,
+    read when the first answer is planned)."""
 
     def __init__(self, config: dict[str, Any], work: Layout) -> None:
         self.config, self.work = config, work
         self._references: dict[str, str] | None = None
 
-    def __call__(self, step: str) -> Callable[[dict[str, Any], ChatRequest], Placeholder]:
-        if step == "reconstruct_instances":
+    def __call__(self, step: Step) -> Callable[[dict[str, Any], ChatRequest], Placeholder]:
+        if step.makes == "instances":
             return reconstruction_like_a_demo(ReconstructSettings.from_config(self.config))
-        if step == "judge_ladder":  # each role's verdicts at that role's limit
+        if step.makes == "verdicts" and step.limit:
+            return unread_verdict(step.limit.from_config(self.config).max_new_tokens)
+        if step.makes == "verdicts":  # at each request's own limit (the ladders': either judge's)
             return lambda spec, request: Placeholder(VERDICT, request.params["max_tokens"])
-        if unsampled(step) == "rubric_judge":
-            return unread_verdict(JudgeSettings.from_config(self.config).max_new_tokens)
-        if unsampled(step) == "study.judge":
-            return unread_verdict(StudyJudgeSettings.from_config(self.config).max_new_tokens)
         if self._references is None:
             self._references = _references(self.config["subtasks"], self.work)
         return answer_like_the_reference(self._references)

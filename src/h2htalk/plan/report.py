@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -14,7 +14,7 @@ from h2htalk.llm.engines import engine_of
 from h2htalk.plan.calls import PlannedCalls, Tally
 from h2htalk.plan.chain import PlannedRun
 from h2htalk.plan.costs import PriceTable, Throughput
-from h2htalk.stages.steps import unsampled
+from h2htalk.stages.steps import Step, unsampled
 
 
 @dataclass(frozen=True)
@@ -188,13 +188,6 @@ def markdown(rows: list[Row], planned: PlannedRun, prices: PriceTable, throughpu
     return "\n".join(lines) + "\n"
 
 
-JUDGES = {  # a cascade's sample is its step's judge's
-    "rubric_judge": "rubric judge (Levels I-III)",
-    "study.judge": "study judge (Table 3, Figure 7)",
-    "judge_ladder": "the judges' ladders",
-}
-
-
 def _gpu_rate(prices: PriceTable, throughput: Throughput) -> str:
     rate = prices.gpu_hours.get(throughput.gpu)
     if rate is None:
@@ -202,10 +195,13 @@ def _gpu_rate(prices: PriceTable, throughput: Throughput) -> str:
     return f"at {rate:,.2f} {prices.currency} a GPU-hour ({throughput.gpu}, `{prices.path}`)"
 
 
-def judge_modes(by_mode: dict[str, list[Row]], prices: PriceTable, throughput: Throughput) -> list[str]:
-    """The judges of a run from nothing in each mode (rubric_judge.mode, study_judge.mode): per judge and model,
-    the requests, tokens, GPU-hours, API cost (direct and through the Batch API), the GPU-hours' cost and the
-    total; what cascade mode costs of full mode's, and the GPU-hour price at which both cost the same."""
+def judge_modes(
+    by_mode: dict[str, list[Row]], steps: Mapping[str, Step], prices: PriceTable, throughput: Throughput
+) -> list[str]:
+    """The judges of a run from nothing in each mode (rubric_judge.mode, study_judge.mode): per judge (a step of
+    ``steps`` that makes verdicts, its cascade sample with it) and model, the requests, tokens, GPU-hours, API cost
+    (direct and through the Batch API), the GPU-hours' cost and the total; what cascade mode costs of full mode's,
+    and the GPU-hour price at which both cost the same."""
     currency = prices.currency
     lines = [
         "",
@@ -221,10 +217,11 @@ def judge_modes(by_mode: dict[str, list[Row]], prices: PriceTable, throughput: T
     ]
     totals = {}
     for mode, rows in by_mode.items():
-        judging = [r for r in rows if unsampled(r.stage) in JUDGES]
-        keys = dict.fromkeys((JUDGES[unsampled(r.stage)], r.model) for r in judging)
+        judging = [r for r in rows if steps[r.stage].makes == "verdicts"]
+        title = {r.stage: steps[r.stage].title or unsampled(r.stage) for r in judging}  # a sample: its step's
+        keys = dict.fromkeys((title[r.stage], r.model) for r in judging)
         for role, model in keys:
-            group = merged([r for r in judging if JUDGES[unsampled(r.stage)] == role and r.model == model], "total", "")
+            group = merged([r for r in judging if title[r.stage] == role and r.model == model], "total", "")
             lines.append(_judge_line(role, mode, model, group))
         totals[mode] = merged(judging, "total", "") if judging else None
         if totals[mode] is not None:

@@ -118,7 +118,8 @@ def _ladder_prompts(scope, labels):
     "judge_ladder",
     "one judge model's sanity ladder and drift canary, as the rubric judge or as the studies' judges (one part a"
     " job: Table 2 shows the rubric part in every run, the judges' card reads both)",
-    uses=("judge", "studies", "subtasks"), planned=True, steps=(Step(makes="verdicts", batchable=True),),
+    uses=("judge", "studies", "subtasks"), planned=True,
+    steps=(Step(makes="verdicts", batchable=True, title="the judges' ladders"),),  # at its requests' limits
     reads=(
         *REGISTRY, "generation", *JUDGE_CALLS, "study_judge", "subtasks", "variants", "data.curate.persona_names",
         "judge_reliability.seed", "judge_reliability.ladder", "judge_reliability.canary", "judge_reliability.panel",

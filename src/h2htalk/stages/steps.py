@@ -9,22 +9,29 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from h2htalk.settings import JudgeSettings
+
 SAMPLE = "sample"  # in cascade mode: each cell's sample judged again by the role's own judge
 
 
 @dataclass(frozen=True)
 class Step:
     """A piece of a stage's model calls: ``part`` of its work (none: the stage's own name); ``makes``: a model's
-    answers, as long as the plan's placeholders (the throughput table's ``answer_length``), or a judge's verdicts
-    (``verdict_tokens``); ``batchable``: its requests may go through a Batch API (its section's ``batch`` key);
-    ``sampled``: in cascade mode a sample of it is judged again (``NAME.sample``); ``judges``: the step whose
-    answers its verdicts are of (the plan lists them in that order)."""
+    answers, as long as the plan's placeholders (the throughput table's ``answer_length``), a judge's verdicts
+    (``verdict_tokens``), or the instances of a reconstructed benchmark (the plan runs it only for one, a demo
+    instance in place of each missing one); ``batchable``: its requests may go through a Batch API (its section's
+    ``batch`` key); ``sampled``: in cascade mode a sample of it is judged again (``NAME.sample``); ``judges``: the
+    step whose answers its verdicts are of (the plan lists them in that order); ``limit``: the judge's settings
+    whose ``max_new_tokens`` the plan plans a missing verdict at (none: its request's own ``max_tokens``);
+    ``title``: what the plan's table of the judges calls it (none: its name)."""
 
     part: str = ""
-    makes: Literal["answers", "verdicts", ""] = ""
+    makes: Literal["answers", "verdicts", "instances", ""] = ""
     batchable: bool = False
     sampled: bool = False
     judges: str = ""
+    limit: type[JudgeSettings] | None = None
+    title: str = ""
 
     def names(self, stage: str) -> tuple[str, ...]:
         """Its name in ``stage``, and its sample's where it is sampled."""

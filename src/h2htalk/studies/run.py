@@ -176,7 +176,8 @@ def _study_items(scope, labels):
     "study", "answer both studies' conversations with one model, then judge them (an engine used by both starts once)",
     uses=("studies",), planned=True,
     steps=(Step("answers", makes="answers"),
-           Step("judge", makes="verdicts", batchable=True, sampled=True, judges="study.answers")),
+           Step("judge", makes="verdicts", batchable=True, sampled=True, judges="study.answers",
+                limit=StudyJudgeSettings, title="study judge (Table 3, Figure 7)")),
     reads=(
         *REGISTRY, "generation", "-generation.max_new_tokens", "studies.max_new_tokens", "studies.models",
         "models", "variants", "study_judge",
