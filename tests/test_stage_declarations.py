@@ -8,7 +8,7 @@ import pytest
 from h2htalk.config import default_config
 from h2htalk.layout import Layout
 from h2htalk.settings import BootstrapSettings
-from h2htalk.stages.declare import StageError, check_one_writer, stage
+from h2htalk.stages.declare import StageError, check_one_writer, check_step_names, stage
 from h2htalk.stages.spec import Each, Figure, Grows, One, Over, Product, Scope, figure_files
 from h2htalk.stages.steps import Step, declared_steps, steps_making
 from h2htalk.stages.table import BY_NAME, STAGES
@@ -85,6 +85,22 @@ def test_two_stages_writing_one_file_fail_naming_both():
     scope = Scope(default_config(), Layout("results", "demo"))
     with pytest.raises(StageError, match=r"stage toy: outputs\.meta: .*table1\.meta\.json is written by table1 too"):
         check_one_writer((*STAGES, *toy.stages), scope)
+
+
+@pytest.mark.parametrize(
+    ("declared", "field"),
+    [
+        ({"steps": (Step(makes="verdicts", judges="generat"),)}, "steps"),
+        ({"grows": Grows("answer_scored_s", ("generat",))}, "grows"),
+    ],
+)
+def test_a_step_name_no_stage_declares_fails(declared, field):
+    @stage("toy", "a toy judge", planned=True, **declared)
+    def toy() -> None: ...
+
+    with pytest.raises(StageError, match=rf"stage toy: {field}: 'generat' is no step a stage declares"):
+        check_step_names((*STAGES, *toy.stages))
+    check_step_names(STAGES)  # the registry's own names are all declared
 
 
 def test_the_machinery_adds_a_products_provenance_and_no_stage_declares_it():

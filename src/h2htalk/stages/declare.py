@@ -95,6 +95,18 @@ def checked(stage: Stage) -> Stage:
     return stage
 
 
+def check_step_names(stages: tuple[Stage, ...]) -> None:
+    """Every step a declaration names (the answers a step's verdicts are of, the steps a job's work grows with) is
+    one some stage declares: a misspelt name would put a judge out of its place, or count no request."""
+    declared = {name for stage in stages for step in stage.steps for name in step.names(stage.name)}
+    for stage in stages:
+        named = [("steps", step.judges) for step in stage.steps if step.judges]
+        named += [("grows", name) for name in (stage.grows.steps if stage.grows else ())]
+        for field, name in named:
+            if name not in declared:
+                raise StageError(f"stage {stage.name}: {field}: {name!r} is no step a stage declares")
+
+
 def check_one_writer(stages: tuple[Stage, ...], scope: Any) -> None:
     """No file is an output of two stages, in the run of ``scope`` (two stages may write one kind of file for
     different jobs: generate and baseline_answers, each for its own models)."""

@@ -19,7 +19,7 @@ from types import ModuleType
 from h2htalk.config import default_config
 from h2htalk.layout import Layout
 from h2htalk.stages import jobs
-from h2htalk.stages.declare import check_one_writer
+from h2htalk.stages.declare import check_one_writer, check_step_names
 from h2htalk.stages.spec import Figure, Scope, Stage
 
 # The modules that declare the workflow's stages, in pipeline order. Importing them must stay cheap (every job and
@@ -83,6 +83,7 @@ def _plan_reads_what_it_plans(stages: list[Stage]) -> tuple[Stage, ...]:
 
 STAGES: tuple[Stage, ...] = _plan_reads_what_it_plans([stage for module in _modules() for stage in _declared(module)])
 BY_NAME = {stage.name: stage for stage in STAGES}
+check_step_names(STAGES)
 check_one_writer(STAGES, Scope(default_config(), Layout("results", "demo")))
 
 
