@@ -37,16 +37,24 @@ LAYERS: tuple[Layer, ...] = (
         "people's ratings and their agreement, the scores and the statistics over them",
     ),
     Layer(
+        "a run's data", ("data", "prompts", "provenance"),
+        "the upstream release fetched and curated, the weights fetched before a run, the prompts, the run's"
+        " provenance: the first stages, right above their declarations",
+    ),
+    Layer(
         "stage declarations", ("stages.spec", "stages.declare", "stages.declared"),
         "what `@stage` declares a stage with (its files, jobs, product), its load-time checks, and what several"
         " stages declare alike: below every module whose functions are stages",
     ),
     Layer(
         "a run's inputs",
-        ("config", "cells", "layout", "data", "prompts", "instance_schema", "provenance", "subtasks"),
-        "the validated configuration, the cells and results tree of a run, the data, the prompts, the subtasks",
+        ("config", "cells", "layout", "instance_schema", "subtasks"),
+        "the validated configuration, the cells and results tree of a run, the instances' schema, the subtasks",
     ),
-    Layer("model calls", ("llm", "prefetch"), "every model call, the engines, the downloads before a run"),
+    Layer(
+        "model calls", ("llm", "prefetch"),
+        "every model call, the engines, the records of the weights fetched before a run (the commit each is pinned to)",
+    ),
     Layer(
         "foundations",
         ("__init__", "errors", "io", "store", "settings", "hardware", "progress", "resources", "schemas", "sheets",

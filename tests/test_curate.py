@@ -169,11 +169,12 @@ def test_curate_checks_the_manifest_checksum(synthetic_release, tmp_path):
     source = replace(UpstreamSource.from_config(default_config()), commit="a" * 40, url_template="unused/{file}")
     up, manifest = tmp_path / "up", tmp_path / "manifest.json"
     fetch_release(up, manifest, source, upstream_dir=synthetic_release)
-    subtask = get_subtask("itinerary_initialization")
-    out, rep = tmp_path / "c.jsonl", tmp_path / "c.json"
-    report = curate_subtask(subtask, up / "dialogue_schedule.jsonl", manifest, out, rep, NO_NAMES)
-    records = read_jsonl(out)
+    upstream = [str(up / "dialogue_schedule.jsonl")]
+    out, rep = str(tmp_path / "c.jsonl"), str(tmp_path / "c.json")
+    done = curate_subtask("itinerary_initialization", upstream, str(manifest), out, rep, NO_NAMES)
+    records, report = read_jsonl(out), json.loads((tmp_path / "c.json").read_text(encoding="utf-8"))
     assert len(records) == report["released"] == 76
+    assert done.subject == "itinerary_initialization" and done.facts.startswith("76 released")
     assert records[0]["source"] == {
         "file": "dialogue_schedule.jsonl",
         "commit": "a" * 40,
@@ -182,4 +183,4 @@ def test_curate_checks_the_manifest_checksum(synthetic_release, tmp_path):
     }
     (up / "dialogue_schedule.jsonl").write_bytes(b'{"response": "tampered"}\r\n' * 76)
     with pytest.raises(DataError, match="differs from the manifest"):
-        curate_subtask(subtask, up / "dialogue_schedule.jsonl", manifest, out, rep, NO_NAMES)
+        curate_subtask("itinerary_initialization", upstream, str(manifest), out, rep, NO_NAMES)

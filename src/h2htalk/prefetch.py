@@ -1,10 +1,13 @@
-"""Downloads before any compute job: Hugging Face weights and embedders, fetched on the submit host.
+"""Downloads before any compute job: Hugging Face weights and embedders, fetched on the submit host, and the
+records that pin the jobs to what was fetched.
 
 Compute nodes of most clusters cannot reach the internet, and a download inside 33 concurrent GPU jobs is
 33 downloads. The ``prefetch_*`` rules run on the submit host: each snapshot is fetched into the Hugging Face
 cache (``HF_HOME``, which the nodes must share) at the registry's ``revision`` (the default branch when it
 is null), and a record names the commit it resolved to. Jobs of a model or embedder with a record run with
 ``HF_HUB_OFFLINE=1`` and ask for exactly that commit, which also goes into their request keys and provenance.
+The fetch and its stages are in ``h2htalk.data.weights``; this module reads the records, below every module that
+starts an engine or reads the configuration.
 """
 
 from __future__ import annotations
@@ -13,8 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from h2htalk.errors import H2HTalkError
-from h2htalk.io import read_json, write_json_atomic
+from h2htalk.io import read_json
 
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
@@ -29,36 +31,6 @@ def embedder_downloads(settings: dict[str, Any]) -> list[dict[str, Any]]:
     if settings.get("kind") != "bge-m3" or not is_hub_id(settings.get("model")):
         return []
     return [{"role": "weights", "repo": settings["model"], "revision": settings.get("revision")}]
-
-
-def snapshot(repo: str, revision: str | None) -> dict[str, Any]:
-    """Fetch one repository snapshot into the Hugging Face cache; what was fetched and the commit it is."""
-    try:
-        from huggingface_hub import snapshot_download
-        from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
-    except ImportError:
-        raise H2HTalkError("prefetching needs the huggingface_hub package (pip install -e '.[bge]')") from None
-    try:
-        folder = Path(snapshot_download(repo, revision=revision))
-    except (HfHubHTTPError, LocalEntryNotFoundError, OSError) as exc:
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise H2HTalkError(f"cannot fetch {repo}@{revision or 'main'}: {first_line}") from None
-    files = [p for p in folder.rglob("*") if p.is_file()]
-    return {
-        "repo": repo,
-        "requested_revision": revision,
-        "revision": folder.name,  # the cache's snapshot folder is named by the commit
-        "path": str(folder),
-        "files": len(files),
-        "bytes": sum(p.stat().st_size for p in files),
-    }
-
-
-def prefetch(kind: str, name: str, downloads: list[dict[str, Any]], out: str | os.PathLike[str]) -> dict[str, Any]:
-    """Fetch every download of one model or embedder and write its record."""
-    record = {"kind": kind, "name": name, "downloads": [{**d, **snapshot(d["repo"], d["revision"])} for d in downloads]}
-    write_json_atomic(out, record)
-    return record
 
 
 def read_records(paths: list[str]) -> dict[tuple[str, str], dict[str, Any]]:

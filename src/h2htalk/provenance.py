@@ -20,6 +20,8 @@ from typing import Any
 from h2htalk.hardware import describe_hardware
 from h2htalk.io import read_json, sha256_file, write_json_atomic
 from h2htalk.llm.engines import ENGINES
+from h2htalk.stages.declare import stage
+from h2htalk.stages.spec import Done, One
 from h2htalk.versions import package_version
 
 PACKAGES = (
@@ -63,6 +65,24 @@ def write_provenance(config: dict[str, Any], manifest: str, out: str, root: str)
     record = build_provenance(config, manifest, root)
     write_json_atomic(out, record)
     return record
+
+
+def package_checkout() -> str:
+    """The checkout this package runs from (the workflow puts its own ``src`` first), for its git revision; else the
+    working folder."""
+    root = Path(__file__).resolve().parents[2]
+    return str(root) if (root / ".git").exists() else "."
+
+
+@stage(
+    "provenance", "write the run's provenance (git, config, data, versions, hardware)",
+    reads=("*",), options=("root",), inputs={"manifest": One("manifest")}, outputs={"provenance": One("provenance")},
+)  # fmt: skip
+def provenance(manifest: str, provenance: str, config: dict[str, Any], options: Any) -> Done:
+    """The run's provenance into ``provenance``, its git revision that of ``--root`` (else of this checkout)."""
+    root = getattr(options, "root", None) or package_checkout()
+    record = write_provenance(config, manifest, provenance, root)
+    return Done(f"git {record['git']['revision']}, config sha256 {record['config_sha256'][:12]}", out=provenance)
 
 
 def input_record(path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -8,7 +8,6 @@ otherwise unchanged.
 
 from __future__ import annotations
 
-import os
 import unicodedata
 from collections import Counter
 from pathlib import Path
@@ -20,7 +19,9 @@ from h2htalk.data.screen import QUALITY_FLAGS, load_quality_rules, load_safety_l
 from h2htalk.errors import DataError
 from h2htalk.io import read_json, sha256_bytes, write_json_atomic, write_jsonl_atomic
 from h2htalk.settings import CurateOptions
-from h2htalk.subtasks import Subtask
+from h2htalk.stages.declare import stage
+from h2htalk.stages.spec import Done, One, Over, Paths
+from h2htalk.subtasks import Subtask, get_subtask
 
 FLAGS: tuple[str, ...] = ("empty", *QUALITY_FLAGS, "duplicate", "sensitive", "pii")
 
@@ -110,18 +111,25 @@ def manifest_entry(manifest: dict[str, Any], subtask: Subtask) -> dict[str, Any]
     raise DataError(f"manifest has no entry for subtask {subtask.key} ({subtask.upstream_file})")
 
 
+def _upstream_file(scope, labels):
+    """The subtask's upstream file, `results/data/upstream/{file}`."""
+    return [scope.results.path("upstream", file=get_subtask(labels["subtask"]).upstream_file)]
+
+
+@stage(
+    "curate", "curate one fetched upstream file into flagged JSONL",
+    uses=("curation",), reads=("data",), jobs=Over(subtask=lambda run: run.subtasks), minutes=10, memory_mb=1000,
+    inputs={"manifest": One("manifest"), "upstream": Paths(_upstream_file)},
+    outputs={"curated": One("curated"), "report": One("curation")},
+)  # fmt: skip
 def curate_subtask(
-    subtask: Subtask,
-    upstream_file: str | os.PathLike[str],
-    manifest_path: str | os.PathLike[str],
-    out_jsonl: str | os.PathLike[str],
-    out_report: str | os.PathLike[str],
-    options: CurateOptions,
-) -> dict[str, Any]:
-    """Curate a fetched upstream file, checking it against the fetch manifest first."""
-    manifest = read_json(manifest_path)
-    entry = manifest_entry(manifest, subtask)
-    path = Path(upstream_file)
+    subtask: str, upstream: list[str], manifest: str, curated: str, report: str, curation: CurateOptions
+) -> Done:
+    """Curate a subtask's fetched upstream file (``upstream``, its one path), checking it against the fetch manifest
+    first: its records into ``curated``, its report into ``report``."""
+    (path,) = map(Path, upstream)
+    found, fetched = get_subtask(subtask), read_json(manifest)
+    entry = manifest_entry(fetched, found)
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -129,8 +137,10 @@ def curate_subtask(
     digest = sha256_bytes(data)
     if digest != entry["sha256"]:
         raise DataError(f"{path}: SHA-256 {digest} differs from the manifest's {entry['sha256']}; fetch again")
-    source = {"file": subtask.upstream_file, "commit": manifest["commit"], "sha256": digest}
-    records, report = curate_lines(subtask, data, options, source)
-    write_jsonl_atomic(out_jsonl, records)
-    write_json_atomic(out_report, report)
-    return report
+    source = {"file": found.upstream_file, "commit": fetched["commit"], "sha256": digest}
+    records, counts = curate_lines(found, data, curation, source)
+    write_jsonl_atomic(curated, records)
+    write_json_atomic(report, counts)
+    flagged = ", ".join(f"{f}={n}" for f, n in counts["flags"].items() if n)
+    kept = f"{counts['released']} released, {counts['kept']} kept" + (f" ({flagged})" if flagged else "")
+    return Done(kept, subject=subtask)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from typing import Any
 
 from h2htalk.data.anonymise import PII_TYPES
 from h2htalk.data.curate import FLAGS
 from h2htalk.io import read_json, write_json_atomic, write_text_atomic
+from h2htalk.stages.declare import stage
+from h2htalk.stages.declared import EARLY
+from h2htalk.stages.spec import Done, One
 from h2htalk.tabular import markdown_text, records_frame
 
 
@@ -57,12 +59,14 @@ def render_markdown(combined: dict[str, Any]) -> str:
     return "\n".join(parts) + "\n"
 
 
-def write_curation_report(
-    report_paths: Iterable[str | os.PathLike[str]],
-    out_json: str | os.PathLike[str],
-    out_md: str | os.PathLike[str],
-) -> dict[str, Any]:
-    combined = combine_reports(read_json(p) for p in report_paths)
-    write_json_atomic(out_json, combined)
-    write_text_atomic(out_md, render_markdown(combined))
-    return combined
+@stage(
+    "curation_report", "combine the curation reports", reads=("subtasks",), priority=EARLY, in_all=lambda config: True,
+    inputs={"reports": One("curation", over=("subtask", "subtasks"))},
+    outputs={"json": One("curation_report"), "md": One("curation_report_md")},
+)  # fmt: skip
+def write_curation_report(reports: list[str], json: str, md: str) -> Done:
+    """The subtasks' curation ``reports`` combined: for machines into ``json``, for people into ``md``."""
+    combined = combine_reports(read_json(p) for p in reports)
+    write_json_atomic(json, combined)
+    write_text_atomic(md, render_markdown(combined))
+    return Done(f"{combined['totals']['released']} released, {combined['totals']['kept']} kept", out=md)

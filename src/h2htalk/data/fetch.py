@@ -16,7 +16,9 @@ from h2htalk.data.release import check_line_count, parse_release
 from h2htalk.errors import DataError
 from h2htalk.io import sha256_bytes, write_bytes_atomic, write_json_atomic
 from h2htalk.settings import UpstreamSource
-from h2htalk.subtasks import SUBTASKS, Subtask
+from h2htalk.stages.declare import stage
+from h2htalk.stages.spec import Done, One, Paths
+from h2htalk.subtasks import SUBTASK_KEYS, SUBTASKS, Subtask, get_subtask
 
 log = logging.getLogger(__name__)
 
@@ -133,3 +135,20 @@ def fetch_release(
     write_json_atomic(manifest_file, manifest)
     log.info("fetched %d files (%d lines) into %s", len(files), sum(f["lines"] for f in files), out)
     return manifest
+
+
+def _upstream_files(scope, labels):
+    """The 11 files of the pinned upstream release, `results/data/upstream/{file}`."""
+    return [scope.results.path("upstream", file=get_subtask(key).upstream_file) for key in SUBTASK_KEYS]
+
+
+@stage(
+    "fetch", "download (or copy) and check the 11 upstream reference files",
+    reads=("data", "upstream_dir"), minutes=15, options=("upstream",),
+    outputs={"manifest": One("manifest"), "files": Paths(_upstream_files)},
+)  # fmt: skip
+def fetch(manifest: str, files: list[str], source: UpstreamSource, config: dict[str, Any]) -> Done:
+    """The release into the folder of ``files``, from the configured source or ``upstream_dir``."""
+    fetched = fetch_release(Path(files[0]).parent, manifest, source, config["upstream_dir"])
+    lines = sum(f["lines"] for f in fetched["files"])
+    return Done(f"{len(fetched['files'])} files, {lines} lines", out=manifest)

@@ -20,8 +20,12 @@ from typing import Any
 import jinja2
 
 from h2htalk.errors import DataError
+from h2htalk.instance_schema import read_instances
 from h2htalk.io import write_jsonl_atomic
+from h2htalk.layout import Cell
 from h2htalk.settings import VARIANTS, WITHOUT_SAP
+from h2htalk.stages.declare import stage
+from h2htalk.stages.spec import Done, Each, Over
 from h2htalk.subtasks import get_subtask
 
 SPEAKERS = {"user": "用户", "companion": "竹内遥斗"}
@@ -124,3 +128,18 @@ def render_instance(instance: dict[str, Any], variant: str) -> RenderedPrompt:
 
 def write_prompts(instances: Iterable[dict[str, Any]], variant: str, out: str | os.PathLike[str]) -> int:
     return write_jsonl_atomic(out, (render_instance(instance, variant).record() for instance in instances))
+
+
+@stage(
+    "prompt_messages", "render the chat messages of one subtask's instances",
+    uses=("prompts", "subtasks"), planned=True,
+    command="prompts", targets="prompts",
+    jobs=Over(variant=lambda run: run.variants, subtask=lambda run: run.subtasks),
+    cells=lambda run, w: [Cell("-", w["variant"], w["subtask"])],
+    inputs={"instances": Each("references")}, outputs={"prompts": Each("prompts")},
+)  # fmt: skip
+def prompt_messages(variant: str, subtask: str, instances: list[str], prompts: list[str]) -> Done:
+    """The messages of the subtask's instances (``instances``, its one file) in ``variant``, into ``prompts``."""
+    (out,) = prompts
+    count = write_prompts(read_instances(instances[0]), variant, out)
+    return Done(f"{count} prompts", subject=f"{subtask} ({variant})", out=out)

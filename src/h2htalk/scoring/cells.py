@@ -1,5 +1,7 @@
 """The scoring stages: BLEU-1..4, ROUGE-1/L, SS and S of a job's cells, with one embedder loaded once (the metric
-libraries are imported when a job runs, not when the registry loads)."""
+libraries are imported when a job runs, not when the registry loads). They are declared here, not beside
+``score_generation_file`` in ``score_files``: that module imports the metric libraries (numpy, nltk, scipy) as it
+loads, and the registry imports every module that declares a stage."""
 
 from __future__ import annotations
 

@@ -25,10 +25,13 @@ from h2htalk.stages.spec import Figure, Scope, Stage
 # The modules that declare the workflow's stages, in pipeline order. Importing them must stay cheap (every job and
 # dry run does): their heavy libraries (numpy, scipy, nltk, torch, ...) are imported inside the functions.
 PIPELINE = (
-    "h2htalk.stages.jobs.data",
+    "h2htalk.data.fetch",
+    "h2htalk.data.weights",
+    "h2htalk.data.curate",
+    "h2htalk.data.curation_report",
     "h2htalk.instances.reconstruct",
     "h2htalk.instances.sources",
-    "h2htalk.stages.jobs.prompts",
+    "h2htalk.prompts.render",
     "h2htalk.studies.data",
     "h2htalk.generation.provision",
     "h2htalk.generation.generate",
@@ -38,7 +41,7 @@ PIPELINE = (
     "h2htalk.reliability.run",
     "h2htalk.judge.combine",
     "h2htalk.review.queue",
-    "h2htalk.stages.jobs.provenance",
+    "h2htalk.provenance",
     "h2htalk.tables.table1",
     "h2htalk.tables.table2_pairs_files",  # Table 2 reads its pairs
     "h2htalk.tables.table2_files",

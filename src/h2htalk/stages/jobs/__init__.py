@@ -1,2 +1,3 @@
-"""The stages of the workflow, one module per part of the pipeline: each declares its stages at their functions
-(``@stage``); the registry (``h2htalk.stages.table``) collects them."""
+"""Stages you add: a module here declares its stages at their functions (``@stage``), and the registry
+(``h2htalk.stages.table``) collects it after the stages of ``PIPELINE``, with no other file edited. The workflow's
+own stages are declared in their packages, at the functions that do their work."""
