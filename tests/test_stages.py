@@ -142,7 +142,11 @@ def test_a_rule_takes_its_bundles_as_folders_and_its_shown_files_into_the_report
 
     config, results = default_config(), Layout("results", "demo")
     rules = Rules(config, results, {}, REPO_ROOT)
-    plain = rules.outputs(BY_NAME["table2"])
+
+    def patterns(stage: str) -> dict[str, Any]:  # the output patterns as they are, neither folder nor report
+        return rules.rule_outputs(BY_NAME[stage], lambda path: path, lambda path, **about: path)
+
+    plain = patterns("table2")
     table2 = rules.rule_outputs(BY_NAME["table2"], directory, report)
     assert table2["csv"] == ("report", plain["csv"], "../report/table2.rst", "Tables")
     assert table2["heatmap"] == ("report", plain["heatmap"], "../report/table2.rst", "Tables")
@@ -150,8 +154,8 @@ def test_a_rule_takes_its_bundles_as_folders_and_its_shown_files_into_the_report
     figure = rules.rule_outputs(BY_NAME["figure"], directory, report)
     assert figure["png"][2:] == ("../report/figures.rst", "Figures")  # the caption the stage names
     viewer = rules.rule_outputs(BY_NAME["viewer"], directory, report)
-    assert viewer["bundle"] == ("directory", rules.outputs(BY_NAME["viewer"])["bundle"])
-    assert rules.rule_outputs(BY_NAME["generate"], directory, report) == rules.outputs(BY_NAME["generate"])
+    assert viewer["bundle"] == ("directory", patterns("viewer")["bundle"])
+    assert rules.rule_outputs(BY_NAME["generate"], directory, report) == patterns("generate")
     bare = Rules(config, results, {}, tmp_path)  # a checkout without the stage's own caption
     assert bare.rule_outputs(BY_NAME["table2"], directory, report)["csv"][2] == "../report/product.rst"
 

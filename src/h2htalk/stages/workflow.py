@@ -82,20 +82,16 @@ class Rules:
         hub = [self.results.path("prefetched_model", model=n) for n in unique if engines[n].downloads(self.registry[n])]
         return [*gguf, *hub]
 
-    def outputs(self, stage: Stage) -> dict[str, str | list[str]]:
-        """The output patterns (labels as wildcards); a single file as a string."""
-        found = stage.files("outputs", self.scope, {label: f"{{{label}}}" for label in stage.labels})
-        return {name: paths[0] if len(paths) == 1 else paths for name, paths in found.items()}
-
     def rule_outputs(self, stage: Stage, directory: Callable[[str], Any], report: Callable[..., Any]) -> dict[str, Any]:
-        """The output patterns as the rule takes them: a bundle through Snakemake's ``directory``, and a file its
-        product shows through ``report``, with its caption and its category (Tables, Figures)."""
-        outputs: dict[str, Any] = self.outputs(stage)
-        shown = stage.product.shown if stage.product else ()
+        """The output patterns (labels as wildcards; a single file as a string) as the rule takes them: a bundle
+        through Snakemake's ``directory``, and a file its product shows through ``report``, with its caption and its
+        category (Tables, Figures)."""
+        found = stage.files("outputs", self.scope, {label: f"{{{label}}}" for label in stage.labels})
+        outputs: dict[str, Any] = {name: paths[0] if len(paths) == 1 else paths for name, paths in found.items()}
         for name, spec in stage.outputs.items():
             if getattr(spec, "directory", False):
                 outputs[name] = directory(outputs[name])
-            elif stage.product and name in shown:
+            elif stage.product and name in stage.product.shown:
                 category = f"{stage.product.kind.capitalize()}s"
                 outputs[name] = report(outputs[name], caption=self.caption(stage), category=category)
         return outputs
