@@ -139,4 +139,9 @@ def test_rates_and_validate_instances_print_what_their_functions_return(tmp_path
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert main(["rates"]) == 0
     assert capsys.readouterr().out == f"{tmp_path / 'h2htalk' / 'llamacpp_rates.json'}: no rates kept\n"
-    assert main(["validate-instances", str(tmp_path / "none.jsonl")]) == 2
+    from h2htalk.instances.sources import write_instances
+
+    demo = tmp_path / "demo.jsonl"
+    write_instances("dialogue_emotion", [], str(demo), {"instances": {"limit": 2}})
+    assert main(["validate-instances", str(demo), str(tmp_path / "none.jsonl")]) == 2  # each file's line as it goes
+    assert capsys.readouterr().out == f"{demo}: 2 valid instances\n"
