@@ -6,11 +6,12 @@ Plumbing is the code that does no stage's work but connects the stages to Snakem
 each other. Counted, in two parts:
 
 the workflow and the stage machinery
-    ``Snakefile``, ``workflow/rules/*.smk``, ``src/h2htalk/cli/`` (every command's wiring), and
-    ``src/h2htalk/stages/`` whole: the registry, the spec and job, ``@stage`` and its checks, the rules' maker,
-    the reference, and the stage functions in ``stages/jobs/`` with their declarations; and a declaration is
-    wiring wherever it lives: in a module outside ``stages/`` whose function is a stage (``@stage(...)`` at the
-    function that does the work), the decorator's lines;
+    ``Snakefile``, ``workflow/rules/*.smk``, ``src/h2htalk/cli/`` (every command's wiring), ``commands.py``
+    (``@command``, a command declared at its function), and ``src/h2htalk/stages/`` whole: the registry, the spec
+    and job, ``@stage`` and its checks, the rules' maker, the reference, and the stage functions in
+    ``stages/jobs/`` with their declarations; and a declaration is wiring wherever it lives: in a module outside
+    these whose function is a stage or a command (``@stage(...)`` or ``@command(...)`` at the function that does
+    the work), the decorator's lines;
 the modules whose one job is wiring
     ``run_summary.py`` (the run's closing lines), ``freshness.py`` (the result graph, stale results removed),
     ``layout.py`` (every result's address), ``cells.py`` (the cells a run's jobs cover), ``cluster.py`` (what a
@@ -18,10 +19,10 @@ the modules whose one job is wiring
 
 The first part is the list of the count quoted on main at f255a22 (2,478 lines); the total adds the second. A line
 is non-blank when it holds anything but white space: comments and docstrings count, as they are read too.
-A stage function outside ``stages/`` holds the stage's work, and may also hold glue (reading inputs, naming the
-job's line) that an adapter in ``stages/jobs/`` held before; which lines are which is a judgement, so a third
-figure, printed apart and left out of the total, counts those functions whole (their bodies with their
-declarations): the most the first part could be said to hold.
+A stage's or command's function outside them holds the work, and may also hold glue (reading inputs, naming the
+job's line, the lines a command prints) that an adapter in ``stages/jobs/`` or ``cli/`` held before; which lines
+are which is a judgement, so a third figure, printed apart and left out of the total, counts those functions whole
+(their bodies with their declarations): the most the first part could be said to hold.
 With ``--rev``, the files are read from that git revision instead of the working tree. Prints each file's count,
 each part's and the total.
 """
@@ -36,12 +37,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "src/h2htalk"
+DECLARATIONS = ("stage", "command")  # the decorators that declare a function a stage or a command
 
 PARTS = {
     "workflow and stage machinery": [
         "Snakefile",
         "workflow/rules/*.smk",
         f"{PACKAGE}/cli/*.py",
+        f"{PACKAGE}/commands.py",
         f"{PACKAGE}/stages/*.py",  # the stage functions in stages/jobs/ too: fnmatch's * spans folders
     ],
     "wiring modules": [
@@ -72,26 +75,28 @@ def non_blank(source: str) -> int:
     return sum(1 for line in source.splitlines() if line.strip())
 
 
-def stage_functions(source: str) -> list[tuple[int, int, int]]:
-    """Each function of a module that is a stage: (first line of its ``@stage`` decorators, the line its ``def`` is
-    on, its last line)."""
+def declared_functions(source: str) -> list[tuple[int, int, int]]:
+    """Each function of a module that is a stage or a command: (first line of its ``@stage``/``@command``
+    decorators, the line its ``def`` is on, its last line)."""
     return [(min(d.lineno for d in declared), node.lineno, node.end_lineno or node.lineno)
             for node in ast.walk(ast.parse(source)) if isinstance(node, ast.FunctionDef)
             for declared in [[d for d in node.decorator_list
-                              if isinstance(d, ast.Call) and getattr(d.func, "id", None) == "stage"]]
+                              if isinstance(d, ast.Call) and getattr(d.func, "id", None) in DECLARATIONS]]
             if declared]  # fmt: skip
 
 
 def declaration_lines(source: str, whole: bool = False) -> int:
-    """The non-blank lines of a module's ``@stage(...)`` declarations (``whole``: with the functions they declare)."""
+    """The non-blank lines of a module's ``@stage(...)`` and ``@command(...)`` declarations (``whole``: with the
+    functions they declare)."""
     lines = source.splitlines()
     return sum(non_blank("\n".join(lines[first - 1 : (last if whole else body - 1)]))
-               for first, body, last in stage_functions(source))  # fmt: skip
+               for first, body, last in declared_functions(source))  # fmt: skip
 
 
 def count(rev: str | None = None) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
-    """Each part's files -> their non-blank lines (a module outside them that declares a stage is in the first part
-    with its declarations' lines); and apart, such modules -> their stage functions' lines, declarations included."""
+    """Each part's files -> their non-blank lines (a module outside them that declares a stage or a command is in
+    the first part with its declarations' lines); and apart, such modules -> their declared functions' lines,
+    declarations included."""
     files = tracked(rev)
     parts = {part: [path for path in files if any(fnmatch.fnmatchcase(path, p) for p in globs)]
              for part, globs in PARTS.items()}  # fmt: skip
@@ -101,8 +106,8 @@ def count(rev: str | None = None) -> tuple[dict[str, dict[str, int]], dict[str, 
     for path in files:
         if path.startswith(f"{PACKAGE}/") and path.endswith(".py") and path not in listed:
             source = text(path, rev)
-            if "@stage(" in source and declaration_lines(source):
-                first[f"{path} (its @stage declarations)"] = declaration_lines(source)
+            if (found := [f"@{d}" for d in DECLARATIONS if f"@{d}(" in source]) and declaration_lines(source):
+                first[f"{path} (its {' and '.join(found)} declarations)"] = declaration_lines(source)
                 whole[path] = declaration_lines(source, whole=True)
     return counts, whole
 
@@ -122,7 +127,8 @@ def main() -> None:
         first = sum(next(iter(counts.values())).values())
         declared = sum(lines for path, lines in next(iter(counts.values())).items() if path.endswith("declarations)"))
         bodies = sum(whole.values()) - declared
-        print(f"stage functions outside stages/, whole: {sum(whole.values()):,d} lines in {len(whole)} modules;")
+        print(f"stage and command functions outside them, whole: {sum(whole.values()):,d} lines in {len(whole)}"
+              " modules;")  # fmt: skip
         print(f"  {first + bodies:6,d}  the first part were their bodies counted too")
 
 

@@ -58,10 +58,10 @@ LAYERS: tuple[Layer, ...] = (
     Layer(
         "foundations",
         ("__init__", "errors", "io", "store", "settings", "hardware", "progress", "resources", "schemas", "sheets",
-         "text_match", "versions", "cluster", "tabular", "stages.steps"),
+         "text_match", "versions", "cluster", "tabular", "stages.steps", "commands"),
         "what everything may use: errors, atomic files, the answer cache, typed settings, the machine, progress"
         " lines, the package's resources and schemas, text folding, versions, cluster resources, the table writer,"
-        " the names of the stages' steps",
+        " the names of the stages' steps, `@command` (a command declared at its function)",
     ),
 )  # fmt: skip
 

@@ -934,8 +934,8 @@ def test_tokens_are_issued_to_the_configured_raters_only_and_a_new_store_has_not
     [(rater, token)] = new_tokens(review, ["ana"])
     with ReviewStore(review["store"]) as store:
         assert rater == "ana" and store.token_matches("ana", token) and not store.has_token("ben")
-    assert progress_lines(review["store"]) == []
-    assert verified_lines(review["store"])[0] == f"{review['store']}: 0 ratings and 0 items match their hashes"
+    assert progress_lines(review) == []
+    assert verified_lines(review)[0] == f"{review['store']}: 0 ratings and 0 items match their hashes"
 
 
 def test_desk_status_says_each_tasks_progress_per_rater(desk, capsys):

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import jsonschema
 import yaml
 
+from h2htalk.commands import command
 from h2htalk.errors import ConfigError
 from h2htalk.io import parse_yaml, write_text_atomic
 from h2htalk.llm.engines import engine_of, registry_schema, require_environment
@@ -199,6 +200,16 @@ def check_environment(config: dict[str, Any], names: Iterable[str] | None = None
     registry = load_registry(registry_files(config))
     wanted = models_in_use(config) if names is None else names
     require_environment(registry[name] for name in wanted)
+
+
+@command("validate-config", metavar={"configfiles": "FILE"})
+def validate_files(configfiles: Sequence[str], /) -> str:
+    """Check config files against the schema, and that the environment holds the API keys of the models they use.
+
+    configfiles: later files overlay earlier ones
+    """
+    check_environment(load_config(configfiles))
+    return f"{' + '.join(configfiles)}: valid"
 
 
 def registry_entry(config: Mapping[str, Any], name: str, results: Layout | None = None) -> dict[str, Any]:

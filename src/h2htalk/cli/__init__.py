@@ -1,5 +1,6 @@
 """The ``h2htalk`` command: every workflow stage as a sub-command (made from the stage table), usable without
-Snakemake, and the commands around them: eval, score-upstream, the review desk, validate-config.
+Snakemake, and the commands around them, each made from its ``@command`` declaration: eval, score-upstream, the
+review desk, validate-config, ...
 
 A stage's command reads the settings its stage declares (``--config``; defaults from the schema), resolves its
 files from the table, calls the stage's function and prints one line. Errors are one line naming the file, line
@@ -16,11 +17,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from h2htalk import progress
-from h2htalk.cli import evaluate, review, stages, tools
+from h2htalk.cli import commands, stages
 from h2htalk.cli.options import resolve_instance_set
 from h2htalk.errors import H2HTalkError
 
-COMMANDS = (stages, tools, review, evaluate)
+COMMANDS = (stages, commands)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,8 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--log", type=Path, help="write the full log here; the terminal then shows progress, the summary and errors"
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for commands in COMMANDS:
-        commands.register(sub)
+    for made in COMMANDS:
+        made.register(sub)
     return parser
 
 

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from h2htalk.commands import command
 from h2htalk.hardware import available_cores, cpu_name, one_core_share
 from h2htalk.io import write_json_atomic
 from h2htalk.llm.engines import engine_of
@@ -116,6 +117,17 @@ def kept_rates(path: Path, reset: bool = False) -> list[str]:
     for key, records in cache.items():
         lines += [f"\n{key}", *(f"  {r.describe()}" for r in sorted(records, key=lambda r: (r.kind, r.made)))]
     return lines
+
+
+@command("rates")
+def show_rates(reset: bool = False) -> list[str]:
+    """Show the llama.cpp rates kept for the time a run says before it starts (measured, or learned from runs).
+
+    They are kept in the user's cache folder (``rates_cache_file``).
+
+    reset: forget them all: the next run measures anew
+    """
+    return kept_rates(rates_cache_file(), reset)
 
 
 def nearest(records: Iterable[Record], kind: str, load: float | None, runnable: float | None = None) -> Record | None:

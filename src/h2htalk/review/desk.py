@@ -1,26 +1,40 @@
-"""The review desk's commands' work, given the ``review`` settings: load the results' items and assign them, issue
-tokens, serve the web page, tell each task's progress, rate offline (export, import), check the log's hashes."""
+"""The review desk's commands (``@command``), given the ``review`` settings: load the results' items and assign
+them, issue tokens, serve the web page, tell each task's progress, rate offline (export, import), check the log's
+hashes."""
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from h2htalk.commands import command
 from h2htalk.desk_store.store import ReviewStore
+from h2htalk.desk_store.tasks import TASKS
 from h2htalk.errors import DataError, H2HTalkError
 from h2htalk.layout import Layout
 from h2htalk.progress import summary
 
+LOAD_READS = (
+    "models", "baselines", "rubric_judge.baselines", "subtasks", "variants", "scoring.embedders", "studies.models",
+    "instances.source", "review.store", "review.raters", "review.raters_per_item", "review.seed",
+)  # fmt: skip
+STORE_READS = ("review.store", "review.seed")
 
-def load_items(config: dict[str, Any], results: Layout, tasks: Sequence[str]) -> None:
-    """Put the results' items of ``tasks`` into the store and assign each to ``review.raters_per_item`` raters."""
+
+@command("desk-load", reads=LOAD_READS, choices={"tasks": TASKS}, each={"tasks": "--task"})
+def load_items(config: dict[str, Any], results: Layout, tasks: Sequence[str] | None = None) -> None:
+    """Put the results' items for people into the review desk's store and assign them.
+
+    Each item to review.raters_per_item raters.
+
+    tasks: load only these tasks (default: all)
+    """
     from h2htalk.review.collect import desk_items
 
     review = config["review"]
-    found = desk_items(config, results, tasks)
+    found = desk_items(config, results, list(tasks or TASKS))
     items = [item for task_items in found.values() for item in task_items]
     with ReviewStore(review["store"], create=True) as store:
         report = store.load(items, review["raters"], review["raters_per_item"], review["seed"])
@@ -32,8 +46,12 @@ def load_items(config: dict[str, Any], results: Layout, tasks: Sequence[str]) ->
     )
 
 
-def new_tokens(review: Mapping[str, Any], raters: Sequence[str]) -> list[tuple[str, str]]:
-    """A new login token for each of ``raters`` (their old one stops working and their sessions end)."""
+@command("desk-token", reads=("review.store", "review.raters"), metavar={"raters": "RATER"})
+def new_tokens(review: Mapping[str, Any], raters: Sequence[str], /) -> list[tuple[str, str]]:
+    """Print a new login token for each named rater (their old one stops working and their sessions end).
+
+    raters: the raters (of review.raters) to give a new token
+    """
     if unknown := [r for r in raters if r not in review["raters"]]:
         raise H2HTalkError(f"not among review.raters: {', '.join(unknown)}")
     with ReviewStore(review["store"], create=True) as store:
@@ -41,11 +59,23 @@ def new_tokens(review: Mapping[str, Any], raters: Sequence[str]) -> list[tuple[s
         return [(rater, store.new_token(rater)) for rater in raters]
 
 
+@command("desk-serve", reads=STORE_READS)
 def serve(
-    review: Mapping[str, Any], host: str, port: int, certfile: Path | None = None, keyfile: Path | None = None,
-    public_url: str | None = None, insecure_http: bool = False,
+    review: Mapping[str, Any], host: str = "127.0.0.1", port: int = 8765, certfile: Path | None = None,
+    keyfile: Path | None = None, public_url: str | None = None, insecure_http: bool = False,
 ) -> None:  # fmt: skip
-    """Serve the desk's web page until stopped, where it may serve (``serving.check_serving``)."""
+    """Serve the review desk's web page.
+
+    Until stopped, and only where it may serve (``serving.check_serving``).
+
+    host: address to listen on (on 127.0.0.1 raters log in by name; anywhere else with their token)
+    port: port to listen on
+    certfile: serve HTTPS with this certificate (PEM; with --keyfile)
+    keyfile: the certificate's private key (PEM)
+    public_url: the URL raters open, where a TLS proxy or an SSH tunnel on this machine forwards to the desk on a
+        loopback --host (raters then need tokens)
+    insecure_http: serve plain HTTP on a network address anyway: anyone on the path can read tokens and cookies
+    """
     import uvicorn
 
     from h2htalk.review.app import desk_app
@@ -81,9 +111,13 @@ def serve(
     )  # fmt: skip
 
 
-def progress_lines(store_path: str | os.PathLike[str]) -> list[str]:
-    """Each task's progress: rated of assigned, in all and per rater."""
-    with ReviewStore(store_path) as store:
+@command("desk-status", reads=("review.store",))
+def progress_lines(review: Mapping[str, Any]) -> list[str]:
+    """Each task's progress, per rater.
+
+    Rated of assigned, in all and per rater.
+    """
+    with ReviewStore(review["store"]) as store:
         progress = store.progress()
     lines = []
     for task, raters in progress.items():
@@ -93,8 +127,14 @@ def progress_lines(store_path: str | os.PathLike[str]) -> list[str]:
     return lines
 
 
+@command("desk-export", reads=STORE_READS, choices={"task": TASKS})
 def export_items(review: Mapping[str, Any], rater: str, task: str, out: Path) -> None:
-    """``rater``'s open items of ``task`` as CSV in ``out``, to rate offline."""
+    """A rater's open items of one task as CSV, to rate offline.
+
+    rater: the rater whose open items these are
+    task: the task of the items
+    out: the CSV file to write
+    """
     from h2htalk.review.offline import export_open_items
 
     with ReviewStore(review["store"]) as store:
@@ -102,18 +142,29 @@ def export_items(review: Mapping[str, Any], rater: str, task: str, out: Path) ->
     summary(f"{count} open {task} items of {rater}", out=out)
 
 
-def import_files(store_path: str | os.PathLike[str], task: str, files: Sequence[Path]) -> None:
-    """Append the ratings of filled-in offline CSV ``files`` of ``task`` to the store."""
+@command("desk-import", reads=("review.store",), choices={"task": TASKS}, metavar={"files": "FILE"})
+def import_files(review: Mapping[str, Any], files: Sequence[Path], /, task: str) -> None:
+    """Append the ratings of filled-in offline CSV files to the store.
+
+    files: the CSV files desk-export wrote, filled in
+    task: the task they rate
+    """
     from h2htalk.review.offline import import_ratings
 
-    with ReviewStore(store_path) as store:
+    with ReviewStore(review["store"]) as store:
         stored, already = import_ratings(store, task, files)
     summary(f"{stored} ratings stored, {already} already in the store")
 
 
-def verified_lines(store_path: str | os.PathLike[str], head: str | None = None) -> list[str]:
-    """What the store's recomputed hash chain and item hashes show (and that its log holds ``head``, a log head a
-    table names), or an error naming the first row that does not match."""
+@command("desk-verify", reads=("review.store",), metavar={"head": "HEX"})
+def verified_lines(review: Mapping[str, Any], head: str | None = None) -> list[str]:
+    """Recompute the store's hash chain and item hashes: the log's head, or the first row that does not match.
+
+    What they show (and that its log holds ``head``), or an error naming the first row that does not match.
+
+    head: a log head a table names (its .meta.json): check that this log holds it
+    """
+    store_path = review["store"]
     with ReviewStore(store_path) as store:
         found = store.verify(head)
     if found.problems:

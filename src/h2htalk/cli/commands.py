@@ -1,0 +1,111 @@
+"""Every command that is not a stage, made from its declaration (``@command`` at the function that does its work;
+how a declaration becomes a command: ``h2htalk.commands``), collected from the modules that declare them."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import os
+import types
+from collections.abc import Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any, Union, get_args, get_origin, get_type_hints
+
+from h2htalk.cli.options import add_command, add_results, load_config
+from h2htalk.cli.stages import OPTIONS
+from h2htalk.commands import Command, CommandError
+from h2htalk.layout import Layout
+
+# The modules that declare commands, in the order ``h2htalk --help`` lists them; importing them must stay cheap (every
+# job builds the parser): their heavy libraries are imported inside the functions.
+MODULES = ("h2htalk.config", "h2htalk.instance_schema", "h2htalk.scoring.upstream", "h2htalk.plan.rates",
+           "h2htalk.review.desk", "h2htalk.evaluation")  # fmt: skip
+SEQUENCES, UNIONS = (list, tuple, Sequence), (Union, types.UnionType)
+
+
+def declared() -> list[Command]:
+    """The commands of ``MODULES``, each module's in the order it defines them."""
+    found = []
+    for name in MODULES:
+        module = vars(importlib.import_module(name)).values()
+        functions = [f for f in module if hasattr(f, "command") and f.__module__ == name]  # not one it imports
+        found += [f.command for f in sorted(functions, key=lambda f: f.__code__.co_firstlineno)]
+    return found
+
+
+def register(sub: Any) -> None:
+    for command in declared():
+        add(sub, command)
+
+
+def add(sub: Any, command: Command) -> None:
+    """The sub-command of ``command``: its settings' ``--config``, its option groups, an argument per parameter."""
+    parser = add_command(sub, command.name, partial(run_command, command), command.help, command.reads)
+    for group in command.options:
+        OPTIONS[group](parser)
+    made = {action.dest for action in parser._actions}  # by --config and the option groups
+    hints, helps = get_type_hints(command.run), command.parameter_help
+    for name, parameter in inspect.signature(command.run).parameters.items():
+        if hints[name] is Layout:
+            add_results(parser)
+        elif name not in command.sections and name not in made:
+            if name not in helps:
+                raise CommandError(f"command {command.name}: {name}: no help (a docstring line '{name}: ...')")
+            flags, spec = argument(command, parameter, hints[name], helps[name])
+            parser.add_argument(*flags, **spec)
+
+
+def argument(command: Command, parameter: inspect.Parameter, hint: Any, help: str) -> tuple[list[str], dict[str, Any]]:
+    """The name or flags of ``parameter``'s argument, and its settings (``add_argument``'s keywords)."""
+    name, default = parameter.name, parameter.default
+    kinds = _members(hint)
+    many = get_origin(kinds[0]) in SEQUENCES
+    if many:
+        kinds = _members(get_args(kinds[0])[0])
+    shown = default not in (None, False, (), parameter.empty)
+    spec: dict[str, Any] = {"help": f"{help} (default: {default})" if shown else help}
+    if kinds[0] is bool:
+        spec["action"] = "store_true"
+    elif kinds[0] in (int, float):
+        spec["type"] = kinds[0]
+    elif any(kind is Path or get_origin(kind) is os.PathLike for kind in kinds):
+        spec["type"] = Path
+    if name in command.choices:
+        spec["choices"] = list(command.choices[name])
+    if name in command.metavar:
+        spec["metavar"] = command.metavar[name]
+    if name in command.each:
+        return [command.each[name]], {**spec, "action": "append", "dest": name}
+    if many:
+        spec["nargs"] = "+"
+    if parameter.kind is parameter.POSITIONAL_ONLY:
+        return [name], spec
+    flags = [*filter(None, [command.short.get(name)]), f"--{name.replace('_', '-')}"]
+    if default is parameter.empty:
+        return flags, {**spec, "dest": name, "required": True}
+    return flags, {**spec, "dest": name, "default": default}
+
+
+def _members(hint: Any) -> list[Any]:
+    """The types ``hint`` allows, less ``None`` (``str | os.PathLike[str] | None``: the first two)."""
+    members = get_args(hint) if get_origin(hint) in UNIONS else (hint,)
+    return [member for member in members if member is not type(None)]
+
+
+def run_command(command: Command, args: argparse.Namespace) -> int:
+    """Call the command's function with its arguments, its settings and its results tree; print what it returns."""
+    settings = load_config(args) if command.reads else {}
+    hints, before, keywords = get_type_hints(command.run), [], {}
+    for name, parameter in inspect.signature(command.run).parameters.items():
+        value = (args.results if hints[name] is Layout else settings if name == "config"
+                 else settings[name] if name in command.sections else getattr(args, name))  # fmt: skip
+        if parameter.kind is parameter.POSITIONAL_ONLY:
+            before.append(value)
+        else:
+            keywords[name] = value
+    shown = command.run(*before, **keywords)
+    for line in [shown] if isinstance(shown, str) else shown or ():
+        print("\t".join(line) if isinstance(line, tuple) else line, flush=True)
+    return 0

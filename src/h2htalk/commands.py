@@ -1,0 +1,84 @@
+"""``@command(...)``: a command that is not a stage (the review desk's, validate-config, score-upstream, rates)
+declared at the function that does its work. The ``h2htalk`` command makes its sub-command from the function's
+signature and docstring (``h2htalk.cli.commands``):
+
+- the command's help is the docstring's first paragraph; a parameter's is its line ``name: help`` in the
+  docstring (continued on lines indented deeper), with its default after it where that is not None or False;
+- ``config`` is given the config sections the command ``reads`` (from ``--config``, validated), and a parameter
+  named as a section it reads (``review``) that section; a ``Layout`` is the results tree (``--results``,
+  ``--instance-set``, ``--figures``); a parameter an option group of ``options`` makes (``--no-cache``) its value;
+- any other is an argument: positional where it is positional-only (before ``/``), else the flag of its name
+  (``public_url``: ``--public-url``), required where it has no default; ``bool`` is a switch; ``int``, ``float``
+  and paths are converted; a sequence takes one or more values (``each``: one per flag, ``--task a --task b``);
+  ``choices``, ``metavar`` and a ``short`` flag are declared per parameter;
+- what it returns is printed: a ``str``, or lines (a row of several fields: tab separated); None prints nothing.
+  The exit status is 0, or 2 for an ``H2HTalkError`` (a line naming the problem).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from h2htalk.errors import H2HTalkError
+
+
+class CommandError(H2HTalkError):
+    """A command declared wrong."""
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command, declared at ``run``, the function that does its work."""
+
+    name: str
+    run: Callable[..., Any]
+    reads: tuple[str, ...] = ()  # the config sections (dotted keys) its settings come from
+    options: tuple[str, ...] = ()  # option groups it shares with the stages' commands (``cli.stages.OPTIONS``)
+    choices: Mapping[str, Sequence[str]] = field(default_factory=dict)  # parameter -> the values it takes
+    metavar: Mapping[str, str] = field(default_factory=dict)  # parameter -> its value's name in the help
+    each: Mapping[str, str] = field(default_factory=dict)  # a sequence parameter -> its flag, given once per value
+    short: Mapping[str, str] = field(default_factory=dict)  # parameter -> its short flag besides (``-n``)
+
+    @property
+    def help(self) -> str:
+        """The docstring's first paragraph, as argparse's helps read: lower case first, no closing period."""
+        first = " ".join(inspect.cleandoc(self.run.__doc__ or "").split("\n\n")[0].split()).replace("``", "")
+        return (first[:1].lower() + first[1:]).removesuffix(".")
+
+    @property
+    def parameter_help(self) -> dict[str, str]:
+        """Each parameter's help: its docstring line ``name: help`` and the lines indented below it."""
+        helps: dict[str, str] = {}
+        current = None
+        for line in inspect.cleandoc(self.run.__doc__ or "").splitlines():
+            name, colon, text = line.partition(": ")
+            if colon and name in inspect.signature(self.run).parameters:
+                current, helps[name] = name, text.strip()
+            elif current and line.startswith(" "):
+                helps[current] += " " + line.strip()
+            else:
+                current = None
+        return {name: text.replace("``", "") for name, text in helps.items()}
+
+    @property
+    def sections(self) -> set[str]:
+        """The parameters given a config section: ``config`` (every section read), and each section read."""
+        return {"config", *(key.split(".")[0] for key in self.reads)}
+
+
+def command(name: str, **declared: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declare the function below as the command ``name`` (the fields of ``Command``)."""
+
+    def declare(function: Callable[..., Any]) -> Callable[..., Any]:
+        found = Command(name, function, **declared)
+        parameters = inspect.signature(function).parameters
+        for named in (*found.choices, *found.metavar, *found.each, *found.short):
+            if named not in parameters:
+                raise CommandError(f"command {name}: {named}: not a parameter of {function.__qualname__}")
+        function.command = found  # type: ignore[attr-defined]
+        return function
+
+    return declare

@@ -1,0 +1,147 @@
+"""A command that is not a stage is declared at its function (``@command``): its sub-command is made from the
+function's signature and docstring, and every command keeps the arguments users' scripts give it."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from h2htalk.cli import build_parser, main
+from h2htalk.cli.commands import add, run_command
+from h2htalk.commands import CommandError, command
+
+
+@command("toy", choices={"colour": ("red", "blue")}, metavar={"files": "FILE"}, each={"tags": "--tag"},
+         short={"dry_run": "-n"})  # fmt: skip
+def toy(
+    files: Sequence[Path],
+    /,
+    *,
+    count: int,
+    colour: str = "red",
+    tags: Sequence[str] | None = None,
+    scale: float | None = None,
+    dry_run: bool = False,
+) -> list[tuple[str, str]]:
+    """Say what the ``toy`` was given.
+
+    More prose, not the help.
+
+    files: the files to name
+    count: how many
+    colour: its colour
+    tags: a tag
+    scale: a scale
+    dry_run: only say it,
+        on two lines
+    """
+    return [(f"{type(f).__name__} {f}", f"{count} {colour} {tags} {scale} {dry_run}") for f in files]
+
+
+def parser_of(declared: Any) -> argparse.ArgumentParser:
+    sub = argparse.ArgumentParser(prog="h2htalk").add_subparsers(dest="command")
+    add(sub, declared.command)
+    return sub.choices[declared.command.name]
+
+
+def test_a_commands_arguments_are_its_parameters_and_what_it_returns_is_printed(capsys):
+    parser = parser_of(toy)
+    args = parser.parse_args(["a", "b", "--count", "2", "--tag", "x", "--tag", "y", "-n", "--scale", "0.5"])
+    assert run_command(toy.command, args) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "PosixPath a\t2 red ['x', 'y'] 0.5 True",
+        "PosixPath b\t2 red ['x', 'y'] 0.5 True",
+    ]
+    assert vars(parser.parse_args(["a", "--count", "1"])) | {"handler": None} == {
+        "files": [Path("a")], "count": 1, "colour": "red", "tags": None, "scale": None, "dry_run": False,
+        "handler": None, "reads": (),
+    }  # fmt: skip
+    for wrong in (["a"], ["--count", "1"], ["a", "--count", "1", "--colour", "green"], ["a", "--count", "x"]):
+        with pytest.raises(SystemExit) as exit:  # argparse's usage error
+            parser.parse_args(wrong)
+        assert exit.value.code == 2
+    text = parser.format_help()
+    assert "say what the toy was given" in text and "More prose" not in text
+    assert "its colour (default: red)" in text and "only say it, on two lines" in text and "FILE [FILE ...]" in text
+
+
+@command("where", reads=("review.store",))
+def where(review: Mapping[str, Any]) -> str:
+    """Where the store is."""
+    return review["store"]
+
+
+def test_a_section_the_command_reads_is_given_from_its_config_files(tmp_path, capsys):
+    config = tmp_path / "mine.yaml"
+    config.write_text("review:\n  store: elsewhere.sqlite\n", encoding="utf-8")
+    parser = parser_of(where)
+    assert run_command(where.command, parser.parse_args(["--config", str(config)])) == 0
+    assert capsys.readouterr().out == "elsewhere.sqlite\n"
+    assert "--review" not in parser.format_help()
+
+
+def test_a_command_declared_wrong_is_named_with_its_parameter():
+    def unhelped(tasks: Sequence[str]) -> None:
+        """No line for its parameter."""
+
+    with pytest.raises(CommandError, match=r"command bad: colour: not a parameter of .*unhelped"):
+        command("bad", choices={"colour": ("red",)})(unhelped)
+    with pytest.raises(CommandError, match=r"command quiet: tasks: no help \(a docstring line 'tasks: \.\.\.'\)"):
+        parser_of(command("quiet")(unhelped))
+
+
+# Each command's flags (! where required) and positional arguments, as they were when the commands were hand-wired
+KEPT = {
+    "desk-load": ("--config --results --instance-set --figures --task", ""),
+    "desk-token": ("--config", "raters"),
+    "desk-serve": ("--config --host --port --certfile --keyfile --public-url --insecure-http", ""),
+    "desk-status": ("--config", ""),
+    "desk-export": ("--config --rater! --task! --out!", ""),
+    "desk-import": ("--config --task!", "files"),
+    "desk-verify": ("--config --head", ""),
+    "validate-config": ("", "configfiles"),
+    "validate-instances": ("", "files"),
+    "score-upstream": (
+        "--config --resamples --bootstrap-seed --confidence --tokenizer --cache-dir --no-cache --subtasks"
+        " --references! --embedder --out! --items",
+        "outputs_dir",
+    ),
+    "rates": ("--reset", ""),
+    "eval": (
+        "--base-url! --model! --api-key-env --limit --subtasks --variants --embedder --judge --results --name"
+        " --display-name --size-group --config --upstream-dir --concurrency --cores --targets --judge-reading"
+        " -n/--dry-run",
+        "",
+    ),
+}
+
+
+def test_every_command_keeps_its_flags_and_positional_arguments():
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name, (flags, positional) in KEPT.items():
+        actions = [a for a in sub.choices[name]._actions if a.dest != "help"]
+        made = ["/".join(a.option_strings) + ("!" if a.required else "") for a in actions if a.option_strings]
+        assert (sorted(made), sorted(a.dest for a in actions if not a.option_strings)) == (
+            sorted(flags.split()),
+            sorted(positional.split()),
+        ), name
+    serve = sub.choices["desk-serve"].parse_args([])
+    assert (serve.host, serve.port, serve.insecure_http) == ("127.0.0.1", 8765, False)
+    evaluation = sub.choices["eval"].parse_args(["--base-url", "u", "--model", "m", "--config", "a", "--config", "b"])
+    assert (evaluation.size_group, evaluation.configs, evaluation.targets) == ("local", ["a", "b"], ())
+
+
+def test_rates_and_validate_instances_print_what_their_functions_return(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert main(["rates"]) == 0
+    assert capsys.readouterr().out == f"{tmp_path / 'h2htalk' / 'llamacpp_rates.json'}: no rates kept\n"
+    from h2htalk.instances.sources import write_instances
+
+    demo = tmp_path / "demo.jsonl"
+    write_instances("dialogue_emotion", [], str(demo), {"instances": {"limit": 2}})
+    assert main(["validate-instances", str(demo), str(tmp_path / "none.jsonl")]) == 2  # each file's line as it goes
+    assert capsys.readouterr().out == f"{demo}: 2 valid instances\n"
