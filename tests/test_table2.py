@@ -313,6 +313,9 @@ def test_the_judged_cell_shows_the_configured_reading_of_eq3(tmp_path, judged_ce
     assert row.values()["overall"] == pytest.approx(overall)
     [record] = csv.DictReader(prefix.with_suffix(".csv").open(encoding="utf-8"))
     assert record["itinerary_basic_measure"] == judged_cell and record["dialogue_base_measure"] == "S"
+    # the stage's own table, not only the rows rebuilt beside it
+    assert float(record["itinerary_basic"]) == pytest.approx(basic, abs=0.01)
+    assert float(record["overall"]) == pytest.approx(overall, abs=0.01)
     md = prefix.with_suffix(".md").read_text(encoding="utf-8")
     assert f"(tables.judged_cell: {judged_cell})" in md
     assert ("one reading of the paper's Eq. 3" in md) == (judged_cell == "J")
@@ -366,6 +369,7 @@ def table2(summaries, out, weights, judged_cell, config=None, ladders=()) -> lis
     config = copy.deepcopy(config or default_config(RUN))
     config["tables"].update(overall_weights=weights, judged_cell=judged_cell)
     folder = Path(out["csv"]).parent
+    config["review"]["store"] = str(folder / "no-review-store.sqlite")  # never the working folder's desk
     run, results = RunCells(config), Layout(str(folder / "results"), figures=str(folder))
     samples = [results.judge_samples(cell) for cell in judged_cells(run, {})]
     for path in samples:

@@ -1,5 +1,5 @@
-"""Downloads before any compute job: Hugging Face weights and embedders, fetched on the submit host, and the
-records that pin the jobs to what was fetched.
+"""The records of the Hugging Face weights and embedders fetched before any compute job (on the submit host, by
+``h2htalk.data.weights``), which pin the jobs to what was fetched.
 
 Compute nodes of most clusters cannot reach the internet, and a download inside 33 concurrent GPU jobs is
 33 downloads. The ``prefetch_*`` rules run on the submit host: each snapshot is fetched into the Hugging Face

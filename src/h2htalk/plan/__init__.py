@@ -90,7 +90,7 @@ def planned_sizes(scratch: Path) -> list[dict[str, Any]]:
     """The rubric judge's sample sizes a planned run's jobs chose (``sample_per_cell: auto``), each with its cell."""
     return [
         {"model": path.parent.name, "cell": cell, **size}
-        for path in sorted(Path(p) for p in glob.glob(Layout(str(scratch)).path("judge_run", model="*")))
+        for path in sorted(Path(p) for p in glob.glob(Layout(glob.escape(str(scratch))).path("judge_run", model="*")))
         for cell, size in read_json(path).get("sizes", {}).items()
     ]
 
