@@ -52,10 +52,10 @@ class Command:
     def parameter_help(self) -> dict[str, str]:
         """Each parameter's help: its docstring line ``name: help`` and the lines indented below it."""
         helps: dict[str, str] = {}
-        current = None
+        current, parameters = None, inspect.signature(self.run).parameters
         for line in inspect.cleandoc(self.run.__doc__ or "").splitlines():
             name, colon, text = line.partition(": ")
-            if colon and name in inspect.signature(self.run).parameters:
+            if colon and name in parameters:
                 current, helps[name] = name, text.strip()
             elif current and line.startswith(" "):
                 helps[current] += " " + line.strip()

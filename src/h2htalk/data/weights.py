@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from h2htalk.config import embedder_settings
 from h2htalk.errors import H2HTalkError
 from h2htalk.io import write_json_atomic
 from h2htalk.prefetch import embedder_downloads
@@ -67,7 +68,4 @@ def prefetch_model(model: str, record: str, models: Models) -> Done:
 )  # fmt: skip
 def prefetch_embedder(embedder: str, record: str, config: dict[str, Any]) -> Done:
     """The weights of the embedder ``embedder`` defines under ``embedders`` (none where its model is a folder)."""
-    if embedder not in config["embedders"]:
-        defined = ", ".join(config["embedders"])
-        raise H2HTalkError(f"embedder {embedder!r} is not defined under 'embedders' (defined: {defined})")
-    return prefetch("embedders", embedder, embedder_downloads(config["embedders"][embedder]), record)
+    return prefetch("embedders", embedder, embedder_downloads(embedder_settings(config, embedder)), record)

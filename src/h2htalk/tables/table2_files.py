@@ -197,7 +197,8 @@ def write_table2(
     read = [read_json(path) for path in summaries]
     rows = build_rows(read, load_registry(registry), weights, judged_cell)
     judged = [s for s in read if "readings" in s]
-    notes = [*run_notes(config), *NOTES]
+    said = run_notes(config)  # what the run is: under the table and on the heatmap
+    notes = [*said, *NOTES]
     if judged:
         notes.append(judged_note(judged_cell, [s["gate"]["alpha"] for s in judged]))
     notes += [*cascade_notes(judged, judged_cell), *answer_notes(rows), *no_answer_notes(read), *shared_roles(config)]
@@ -225,7 +226,7 @@ def write_table2(
     if any(s.unshown and s.deciding for s in standings):
         frame = mark_judged(frame, rows, AT_CHANCE_MARK)
     write_table(frame, outputs, caption=CAPTION, label=LABEL, notes=notes, marks=table2_marks(rows), csv=False)
-    heatmap(rows, Path(outputs["heatmap"]), judged_cell, run_notes(config))
+    heatmap(rows, Path(outputs["heatmap"]), judged_cell, said)
     paper_rows = read_paper_table2(paper_file)
     compared = comparison(rows, paper_rows, WITH_SAP)
     # These two CSVs write numbers as Python does (float_format "{}"; already rounded to 4 decimals).
