@@ -93,7 +93,8 @@ def test_prefetched_embedder_is_pinned_in_the_config(hub, configfile, tmp_path):
     args = build_parser().parse_args(
         ["score", "--config", str(configfile), "--results", str(results), "--model", "m", "--embedder", "bge-m3"]
     )
-    assert embedder_settings(load_config(args), "bge-m3", args.results)["revision"] == WEIGHTS.commit
+    record = args.results.path("prefetched_embedder", embedder="bge-m3")
+    assert embedder_settings(load_config(args), "bge-m3", [record])["revision"] == WEIGHTS.commit
 
 
 def test_a_repository_the_hub_does_not_have_fails_naming_it(hub, configfile, tmp_path):

@@ -227,16 +227,16 @@ def registry_entry(config: Mapping[str, Any], name: str, results: Layout | None 
     return pinned_model(spec, record[("models", name)])
 
 
-def embedder_settings(config: Mapping[str, Any], name: str, results: Layout | None = None) -> dict[str, Any]:
-    """An embedder definition; with ``results``, at the commit its prefetch record names (then offline)."""
+def embedder_settings(config: Mapping[str, Any], name: str, prefetched: Sequence[str] = ()) -> dict[str, Any]:
+    """An embedder definition; with its prefetch record (``prefetched``), at the commit the record names (then
+    offline)."""
     if name not in config["embedders"]:
         defined = ", ".join(config["embedders"])
         raise ConfigError(f"embedder {name!r} is not defined under 'embedders' (defined: {defined})")
     settings = config["embedders"][name]
-    if results is None or not embedder_downloads(settings):
+    if not prefetched or not embedder_downloads(settings):
         return settings
-    record = read_records([results.path("prefetched_embedder", embedder=name)])
-    return pinned_embedder(settings, record[("embedders", name)])
+    return pinned_embedder(settings, read_records(list(prefetched))[("embedders", name)])
 
 
 def _cross_checks(config: dict[str, Any], registry_names: bool) -> list[str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from h2htalk.errors import H2HTalkError
+from h2htalk.config import embedder_settings
 from h2htalk.layout import Cell
 from h2htalk.stages.declare import stage
 from h2htalk.stages.declared import FIRST, REGISTRY
@@ -56,7 +56,7 @@ def score_cells(
     ``embedder``: each cell's generations against its references, its items and summary written."""
     from h2htalk.scoring.score_files import ScoringSetup, mean_s_by_variant, score_generation_file
 
-    definition = embedder_definition(config["embedders"], embedder, prefetched)
+    definition = embedder_settings(config, embedder, prefetched)
     setup = ScoringSetup.from_config(config, embedder, definition, cache=not getattr(options, "no_cache", False))
     setup.embedder.check()
     summaries = [
@@ -69,16 +69,3 @@ def score_cells(
     subject = f"{cells[0].model} with {embedder}" if "model" in stage.labels else f"safety study with {embedder}"
     items = sum(s["n"] for s in summaries)
     return Done(f"{len(summaries)} cells, {items} items; {mean_s_by_variant(summaries)}", subject=subject)
-
-
-def embedder_definition(embedders: dict[str, Any], name: str, prefetched: list[str]) -> dict[str, Any]:
-    """Embedder ``name``'s definition, at the commit its prefetch record (``prefetched``) names (then the job runs
-    offline)."""
-    from h2htalk.prefetch import embedder_downloads, pinned_embedder, read_records
-
-    if name not in embedders:
-        raise H2HTalkError(f"embedder {name!r} is not defined under 'embedders' (defined: {', '.join(embedders)})")
-    settings = embedders[name]
-    if not embedder_downloads(settings):
-        return settings
-    return pinned_embedder(settings, read_records(prefetched)[("embedders", name)])
