@@ -17,6 +17,7 @@ signature and docstring (``h2htalk.cli.commands``):
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -82,3 +83,10 @@ def command(name: str, **declared: Any) -> Callable[[Callable[..., Any]], Callab
         return function
 
     return declare
+
+
+def declared_in(module: str, marker: str) -> list[Any]:
+    """The functions module ``module`` defines (not those it imports) that a decorator marked with ``marker``
+    (``command``, ``stages``), in the order it defines them."""
+    functions = vars(importlib.import_module(module)).values()
+    return [f for f in functions if getattr(f, "__module__", None) == module and hasattr(f, marker)]

@@ -4,7 +4,6 @@ how a declaration becomes a command: ``h2htalk.commands``), collected from the m
 from __future__ import annotations
 
 import argparse
-import importlib
 import inspect
 import os
 import types
@@ -15,7 +14,7 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from h2htalk.cli.options import add_command, add_results, load_config
 from h2htalk.cli.stages import OPTIONS
-from h2htalk.commands import Command, CommandError
+from h2htalk.commands import Command, CommandError, declared_in
 from h2htalk.layout import Layout
 
 # The modules that declare commands, in the order ``h2htalk --help`` lists them; importing them must stay cheap (every
@@ -25,18 +24,8 @@ MODULES = ("h2htalk.config", "h2htalk.instance_schema", "h2htalk.scoring.upstrea
 SEQUENCES, UNIONS = (list, tuple, Sequence), (Union, types.UnionType)
 
 
-def declared() -> list[Command]:
-    """The commands of ``MODULES``, each module's in the order it defines them."""
-    found = []
-    for name in MODULES:
-        module = vars(importlib.import_module(name)).values()
-        functions = [f for f in module if hasattr(f, "command") and f.__module__ == name]  # not one it imports
-        found += [f.command for f in sorted(functions, key=lambda f: f.__code__.co_firstlineno)]
-    return found
-
-
 def register(sub: Any) -> None:
-    for command in declared():
+    for command in (f.command for module in MODULES for f in declared_in(module, "command")):
         add(sub, command)
 
 

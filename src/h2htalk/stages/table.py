@@ -9,13 +9,12 @@ and that no two stages write one file.
 
 from __future__ import annotations
 
-import importlib
 import os
 import pkgutil
 from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
 
+from h2htalk.commands import declared_in
 from h2htalk.config import default_config
 from h2htalk.layout import Layout
 from h2htalk.stages import jobs
@@ -59,14 +58,9 @@ PIPELINE = (
 )
 
 
-def _modules() -> list[ModuleType]:
+def _modules() -> list[str]:
     added = sorted(f"{jobs.__name__}.{info.name}" for info in pkgutil.iter_modules(jobs.__path__))
-    return [importlib.import_module(name) for name in dict.fromkeys([*PIPELINE, *added])]
-
-
-def _declared(module: ModuleType) -> list[Stage]:
-    functions = [value for value in vars(module).values() if getattr(value, "__module__", None) == module.__name__]
-    return [stage for function in functions for stage in getattr(function, "stages", ())]
+    return list(dict.fromkeys([*PIPELINE, *added]))
 
 
 def _plan_reads_what_it_plans(stages: list[Stage]) -> tuple[Stage, ...]:
@@ -84,7 +78,9 @@ def _plan_reads_what_it_plans(stages: list[Stage]) -> tuple[Stage, ...]:
                  for stage in stages)  # fmt: skip
 
 
-STAGES: tuple[Stage, ...] = _plan_reads_what_it_plans([stage for module in _modules() for stage in _declared(module)])
+STAGES: tuple[Stage, ...] = _plan_reads_what_it_plans(
+    [stage for module in _modules() for function in declared_in(module, "stages") for stage in function.stages]
+)
 BY_NAME = {stage.name: stage for stage in STAGES}
 check_step_names(STAGES)
 check_one_writer(STAGES, Scope(default_config(), Layout("results", "demo")))
