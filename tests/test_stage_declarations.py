@@ -63,13 +63,6 @@ def test_a_file_of_each_cell_without_cells_fails():
         def toy(generations: list[str], report: str) -> None: ...
 
 
-def test_work_that_grows_with_its_models_requests_needs_a_model_label():
-    with pytest.raises(StageError, match=r"stage toy: grows: counts its model's requests, but its jobs have no model"):
-
-        @stage("toy", "a toy", grows=Grows("answer_scored_s", of_model=True), outputs={"out": One("curation_report")})
-        def toy(out: str) -> None: ...
-
-
 def test_a_read_key_the_config_schema_lacks_fails():
     with pytest.raises(StageError, match=r"stage toy: reads 'scoring\.bootstrapp': not a key of the config schema"):
 
@@ -113,7 +106,7 @@ def test_the_machinery_adds_a_products_provenance_and_no_stage_declares_it():
     assert declared.inputs["provenance"] == One("provenance") and declared.outputs["meta"] == Figure(
         "toy", ".meta.json"
     )
-    assert declared.records_inputs
+    assert declared.product
     for name, found in BY_NAME.items():  # every table of the registry has its provenance, added the same way
         assert ("meta" in found.outputs) == (found.product is not None), name
         if found.product:

@@ -122,7 +122,6 @@ def test_a_run_checks_its_models_keys_before_it_changes_anything_then_removes_th
     jobs = [snakemake_job("generate", {"model": "gpt-4o-mini"}), snakemake_job("table2", output=[str(table2)])]
     log = logging.getLogger("h2htalk.test.start")
     caplog.set_level(logging.INFO, logger=log.name)
-    assert rules.models_started(jobs) == {"gpt-4o-mini"}
     with pytest.raises(ConfigError, match=r"OPENAI_API_KEY \(the API key of model gpt-4o-mini\) is not set"):
         rules.start(jobs, log)
     assert table2.exists() and not Path(results.path("config")).exists()  # nothing changed
@@ -152,7 +151,7 @@ def test_a_rule_takes_its_bundles_as_folders_and_its_shown_files_into_the_report
     assert table2["heatmap"] == ("report", plain["heatmap"], "../report/table2.rst", "Tables")
     assert table2["md"] == plain["md"] and table2["meta"] == plain["meta"]  # not shown in the report
     figure = rules.rule_outputs(BY_NAME["figure"], directory, report)
-    assert figure["png"][2:] == ("../report/figures.rst", "Figures")  # the caption the stage names
+    assert figure["png"][2:] == ("../report/figure.rst", "Figures")  # the stage's own caption
     viewer = rules.rule_outputs(BY_NAME["viewer"], directory, report)
     assert viewer["bundle"] == ("directory", patterns("viewer")["bundle"])
     assert rules.rule_outputs(BY_NAME["generate"], directory, report) == patterns("generate")

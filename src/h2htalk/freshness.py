@@ -53,7 +53,7 @@ def table_outputs(config: dict[str, Any], results: Layout) -> Tables:
 
     scope = Scope(config, results)
     tables: Tables = {}
-    for stage in (stage for stage in STAGES if stage.records_inputs):
+    for stage in (stage for stage in STAGES if stage.product):
         for labels in stage.jobs(scope.run):
             files = stage.files("outputs", scope, labels)
             tables[files["meta"][0]] = [path for paths in files.values() for path in paths]

@@ -58,18 +58,11 @@ def resolve_instance_set(args: argparse.Namespace) -> None:
         args.results = args.results.the_set(args.instance_set, args.figures)
 
 
-def overrides(parser: argparse.ArgumentParser | Any, **keys: str) -> None:
-    """Declare flags of ``parser`` (or of its group; by dest) that override config keys (dotted paths)."""
-    known = dict(parser.get_default(OVERRIDES) or {})
-    known.update(keys)
-    parser.set_defaults(**{OVERRIDES: known})
-
-
 def add_flag(parser: argparse.ArgumentParser | Any, flag: str, help: str, key: str = "", **more: Any) -> None:
     """Option ``flag`` of ``parser`` (or of its group); with ``key``, it overrides that config key, and says so."""
     action = parser.add_argument(flag, help=f"{help} (overrides {key})" if key else help, **more)
     if key:
-        overrides(parser, **{action.dest: key})
+        parser.set_defaults(**{OVERRIDES: {**(parser.get_default(OVERRIDES) or {}), action.dest: key}})
 
 
 def load_config(args: argparse.Namespace) -> dict[str, Any]:
@@ -95,16 +88,10 @@ def add_engine(parser: argparse.ArgumentParser) -> None:
 
 
 def add_bootstrap(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("bootstrap (overrides scoring.bootstrap)")
-    group.add_argument("--resamples", type=int, help="bootstrap resamples")
-    group.add_argument("--bootstrap-seed", type=int, help="bootstrap seed")
-    group.add_argument("--confidence", type=float, help="confidence level of the intervals")
-    overrides(
-        parser,
-        resamples="scoring.bootstrap.resamples",
-        bootstrap_seed="scoring.bootstrap.seed",
-        confidence="scoring.bootstrap.confidence",
-    )
+    group = parser.add_argument_group("bootstrap")
+    add_flag(group, "--resamples", "bootstrap resamples", "scoring.bootstrap.resamples", type=int)
+    add_flag(group, "--bootstrap-seed", "bootstrap seed", "scoring.bootstrap.seed", type=int)
+    add_flag(group, "--confidence", "confidence level of the intervals", "scoring.bootstrap.confidence", type=float)
 
 
 def add_scoring(parser: argparse.ArgumentParser) -> None:

@@ -87,7 +87,7 @@ def run_stage(stage: Stage, args: argparse.Namespace) -> int:
 def run_job(job: Job) -> Done:
     """Call the stage's function on ``job``; a table's or figure's provenance records every input it read."""
     done = job.call()
-    if job.stage.records_inputs:
+    if job.stage.product:
         from h2htalk.provenance import write_table_meta
 
         inputs = [p for name, paths in job.inputs.items() if name != "provenance" for p in paths if os.path.exists(p)]
@@ -97,5 +97,5 @@ def run_job(job: Job) -> Done:
 
             inputs.append(store)
             about[str(store)] = log_state(store)  # the log the table's ratings came from, named by its head
-        write_table_meta(job.output("meta"), job.input("provenance"), inputs, about)
+        write_table_meta(job.outputs["meta"][0], job.inputs["provenance"][0], inputs, about)
     return done

@@ -278,7 +278,7 @@ FIGURES = {  # the dataset statistics' figures: title and what each shows
 @stage(
     "figure", "Figure 4 (word cloud), 5 (verb-noun pairs) or 6 (lengths), PNG and CSV", priority=EARLY,
     uses=("figures",), reads=("figures", *RUN_NOTES), jobs=Over(figure=lambda run: FIGURE_NAMES.values()),
-    env="figures", memory_mb=2000, minutes=20, options=("font",), caption="figures",
+    env="figures", memory_mb=2000, minutes=20, options=("font",),
     product=Product("figure", {n: t for n, (t, _) in FIGURES.items()}, {n: c for n, (_, c) in FIGURES.items()},
                     main="png", shown=("png",)),
     targets=lambda labels: labels["figure"].split("_")[0],  # snakemake fig4

@@ -510,7 +510,7 @@ def add_pseudo_values(items: Sequence[dict[str, Any]], mode: str, cascade: bool)
     ),
     jobs=Over(model=lambda run: run.judged_models if run.judged_subtasks else (), embedder=lambda run: run.embedders),
     cells=lambda run, w: [c.scored_by(w["embedder"]) for c in run.judged(w["model"])],
-    ratings=(REVIEW_SCORES,), ratings_of_model=True, env="metrics", memory_mb=1000, minutes=10,
+    ratings=(REVIEW_SCORES,), env="metrics", memory_mb=1000, minutes=10,
     options=("bootstrap",),
     inputs={
         **{kind: Each(kind) for kind in ("score_items", "judge_samples", "judge_sample")},

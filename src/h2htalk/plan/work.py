@@ -37,7 +37,7 @@ def work_seconds(job: JobName, requests: Requests, cpu: CpuCalibration, stages: 
     if grows is None:
         return 0.0
     counted = [(model, count) for (step, model), count in requests.items() if not grows.steps or step in grows.steps]
-    if not grows.of_model:
+    if "model" not in labels:
         return getattr(cpu, grows.per) * sum(count for _, count in counted)
     by_model: dict[str, int] = defaultdict(int)
     for model, count in counted:

@@ -38,7 +38,7 @@ FILES = {
     jobs=Over(model=lambda run: run.run_models, embedder=lambda run: run.embedders),
     cells=lambda run, w: run.scoring(w["model"], w["embedder"]), where="embedder", env="metrics",
     memory_mb=8000, minutes=240, options=("scoring",), **FILES,
-    grows=Grows("answer_scored_s", ("generate", "baseline_answers"), of_model=True),  # each answer of its model
+    grows=Grows("answer_scored_s", ("generate", "baseline_answers")),  # each answer of its model
 )  # fmt: skip
 @stage(
     "score_studies",

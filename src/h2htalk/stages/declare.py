@@ -87,8 +87,6 @@ def checked(stage: Stage) -> Stage:
         fail(per_cell[0], "a file of each cell, but the stage declares no cells (cells=...)")
     if stage.steps and not stage.planned:
         fail("steps", "model calls the plan would not count: a stage that declares them is planned (planned=True)")
-    if stage.grows is not None and stage.grows.of_model and "model" not in stage.labels:
-        fail("grows", "counts its model's requests, but its jobs have no model label")
     for key in stage.reads:
         if key != "*" and not in_schema(key):
             fail(f"reads {key!r}", "not a key of the config schema (workflow/schemas/config.schema.yaml)")

@@ -18,11 +18,6 @@ CELL_KINDS = {
     "prompts": "prompts/{variant}/{subtask}.jsonl (a study's: studies/{study}/prompts/{variant}.jsonl)",
     "references": "instances/{subtask}.jsonl (a study's items: studies/{study}/items/{variant}.jsonl)",
     "generations": PATTERNS["generations"] + " (a study's: generations/{model}/{variant}/{study}.jsonl)",
-    "score_items": PATTERNS["score_items"],
-    "score_summary": PATTERNS["score_summary"],
-    "judge_samples": PATTERNS["judge_samples"],
-    "j_items": PATTERNS["j_items"],
-    "j_summary": PATTERNS["j_summary"],
     "verdicts": PATTERNS["study_verdicts"],
     "judge_sample": PATTERNS["judge_sample"] + " (a study's: " + PATTERNS["study_judge_sample"] + ")",
 }
@@ -34,10 +29,10 @@ def _where(kind: str, pattern: str) -> str:
 
 def describe(spec: FileSpec) -> str:
     if isinstance(spec, Each):
-        return f"each cell's `{_where(spec.kind, CELL_KINDS[spec.kind])}`"
+        return f"each cell's `{_where(spec.kind, CELL_KINDS.get(spec.kind) or PATTERNS[spec.kind])}`"
     if isinstance(spec, Cells):
         which = " ".join((spec.cells.__doc__ or "").split()) or "the run's cells"
-        return f"`{_where(spec.kind, CELL_KINDS[spec.kind])}` of {which}"
+        return f"`{_where(spec.kind, CELL_KINDS.get(spec.kind) or PATTERNS[spec.kind])}` of {which}"
     if isinstance(spec, One):
         each = f" for each of the run's {spec.over[1].replace('_', ' ')}" if spec.over else ""
         return f"`{_where(spec.kind, PATTERNS[spec.kind])}`{each}"
@@ -78,7 +73,8 @@ def stage_section(stage: Stage) -> str:
         lines += [f"- its model calls, as the plan names them: {', '.join(named)}"]
     if grows := stage.grows:
         steps = f" of {', '.join(f'`{name}`' for name in grows.steps)}" if grows.steps else ""
-        lines += [f"- its work grows with the run: each planned request{steps}{' of its model' * grows.of_model},"
+        mine = " of its model" if "model" in stage.labels else ""
+        lines += [f"- its work grows with the run: each planned request{steps}{mine},"
                   f" at the throughput table's `cpu.{grows.per}`"]  # fmt: skip
     if stage.keeps:
         lines += ["- keeps (adds to, across runs):"] + [f"  - {n}: {describe(s)}" for n, s in stage.keeps.items()]

@@ -171,12 +171,11 @@ class Product:
 class Grows:
     """The work of a job that starts no model that grows with the run (``plan.work``): ``per`` seconds (a key of the
     throughput table's ``cpu`` section) for each of the run's planned requests of ``steps`` (none named: every
-    request); ``of_model``: only those of the job's model (one whose model asks none, a baseline answering from the
-    instances: as many as the model with the most)."""
+    request), and for a job of one model (a ``model`` label) only those of its model (one whose model asks none, a
+    baseline answering from the instances: as many as the model with the most)."""
 
     per: str
     steps: tuple[str, ...] = ()
-    of_model: bool = False
 
 
 @dataclass(frozen=True)
@@ -195,8 +194,7 @@ class Stage:
     keeps: Mapping[str, FileSpec] = field(default_factory=dict)
     starts: Callable[[Scope, Labels], list[str]] = lambda scope, labels: []  # registry names whose engines it starts
     entries: Callable[[Scope, Labels], list[str]] | None = None  # registry entries it reads (default: ``starts``)
-    ratings: tuple[str, ...] = ()  # the review store's sheets it reads
-    ratings_of_model: bool = False  # only its own model's ratings
+    ratings: tuple[str, ...] = ()  # the review store's sheets it reads (a job of one model: that model's ratings)
     where: Where = "local"
     env: str = "data"
     memory_mb: int = 500
@@ -214,7 +212,6 @@ class Stage:
     # in the run's default target (``all``) where this says so for the run's config (default: a product is)
     in_all: Callable[[Mapping[str, Any]], bool] | None = None
     targets: str | Callable[[Labels], str] = ""  # a named target of all its jobs (``snakemake scores``), or of each
-    caption: str = ""  # the report's caption file (default: the name)
 
     @property
     def command_name(self) -> str:
@@ -236,19 +233,11 @@ class Stage:
     def in_default_target(self, config: Mapping[str, Any]) -> bool:
         return self.in_all(config) if self.in_all else self.product is not None
 
-    @property
-    def records_inputs(self) -> bool:
-        """A product: its provenance (``meta``) records the checksum of every input."""
-        return self.product is not None
-
     def files(self, which: str, scope: Scope, labels: Labels) -> dict[str, list[str]]:
         """The job's declared ``inputs`` or ``outputs``, resolved: name -> paths."""
         specs = self.inputs if which == "inputs" else self.outputs
         cells = self.cells(scope.run, labels)
         return {name: spec.paths(scope, labels, cells) for name, spec in specs.items()}
-
-    def registry_entries(self, scope: Scope, labels: Labels) -> list[str]:
-        return (self.entries or self.starts)(scope, labels)
 
     def job(self, config: Mapping[str, Any], results: Layout, labels: Labels, models: Models, **more: Any) -> Job:
         """The job of ``labels`` in the run of ``config`` (validated) and ``results``: the settings it reads, its cells
@@ -322,25 +311,12 @@ class Job:
         if annotation in typed_settings():
             return typed_settings()[annotation].from_config(self.config)
         if name == "outputs":  # the one-file outputs by name (a table's csv, md, tex, ...)
-            return self.named_outputs()
+            return {name: paths[0] for name, paths in self.outputs.items() if len(paths) == 1}
         return getattr(self, name)
 
     @property
     def run(self) -> RunCells:
         return RunCells(self.config)
-
-    def input(self, name: str) -> str:
-        """The one file of input ``name``."""
-        (path,) = self.inputs[name]
-        return path
-
-    def output(self, name: str) -> str:
-        (path,) = self.outputs[name]
-        return path
-
-    def named_outputs(self) -> dict[str, str]:
-        """The job's outputs that are one file each, by name (a table's csv, md, tex, ...)."""
-        return {name: paths[0] for name, paths in self.outputs.items() if len(paths) == 1}
 
     def each(self, name: str, cell: Cell) -> str:
         """The path of input or output ``name`` (declared ``Each``) of one of the job's cells."""

@@ -21,6 +21,7 @@ from h2htalk.io import remove_paths
 from h2htalk.layout import Layout
 from h2htalk.llm.engines import engine_of
 from h2htalk.stages.spec import Scope, Stage
+from h2htalk.stages.table import BY_NAME, STAGES
 
 if TYPE_CHECKING:
     from h2htalk.plan.timing import SaidTime
@@ -97,10 +98,9 @@ class Rules:
         return outputs
 
     def caption(self, stage: Stage) -> str:
-        """The report's caption of the stage's product, as the rules name it: its own (named by the stage's
-        ``caption``, else by the stage) where the checkout has one, else the one every product without its own
-        shows."""
-        own = f"{stage.caption or stage.name}.rst"
+        """The report's caption of the stage's product, as the rules name it: its own (``NAME.rst``) where the
+        checkout has one, else the one every product without its own shows."""
+        own = f"{stage.name}.rst"
         return f"{CAPTIONS_FROM_RULES}/{own if (self.checkout / CAPTIONS / own).is_file() else 'product.rst'}"
 
     def logs(self, stage: Stage) -> dict[str, str]:
@@ -185,16 +185,15 @@ class Rules:
         used = resource_digest(stage.uses)
 
         def settings(wildcards: Any) -> str:
-            entries = stage.registry_entries(self.scope, dict(wildcards.items()))
+            entries = (stage.entries or stage.starts)(self.scope, dict(wildcards.items()))
             return settings_hash(self.config, stage.reads, [self.registry[name] for name in entries]) + used
 
         params = {"settings": settings, "command": self.command(stage)}
         if stage.ratings:
-            store = self.config["review"]["store"]
 
             def ratings(wildcards: Any) -> str:
-                model = wildcards.model if stage.ratings_of_model else None
-                return " ".join(ratings_digest(store, sheet, model) for sheet in stage.ratings)
+                model = wildcards.model if "model" in stage.labels else None
+                return " ".join(ratings_digest(self.review_store, sheet, model) for sheet in stage.ratings)
 
             params["ratings"] = ratings
         return params
@@ -236,15 +235,11 @@ class Rules:
 
     def tables_of(self, jobs: Any) -> list[str]:
         """The files of the tables and figures among Snakemake's ``jobs`` (their provenance, bundles included)."""
-        from h2htalk.stages.table import BY_NAME
-
-        return [str(path) for job in jobs if BY_NAME.get(job.rule.name, None) and BY_NAME[job.rule.name].records_inputs
+        return [str(path) for job in jobs if getattr(BY_NAME.get(job.rule.name), "product", None)
                 for path in job.output]  # fmt: skip
 
     def started(self, rule: str, wildcards: Mapping[str, str]) -> list[str]:
         """The registry names whose engines a job of ``rule`` starts."""
-        from h2htalk.stages.table import BY_NAME
-
         stage = BY_NAME.get(rule)
         return stage.starts(self.scope, dict(wildcards)) if stage else []
 
@@ -260,16 +255,12 @@ class Rules:
         whose engine is timed on its CPU (``Engine.timed_on_cpu``), says how long they will take
         (``plan.timing.say_expected_time``): what it said, to set beside the time they took."""
         jobs = list(jobs)
-        started = self.models_started(jobs)
+        started = {name for job in jobs for name in self.started(job.rule.name, job.wildcards)}
         check_environment(self.config, started)
         remove_paths(self.tables_of(jobs))
         write_resolved(self.config, self.results.path("config"))
         timed = any(name in self.registry and engine_of(self.registry[name]).timed_on_cpu for name in started)
         return self._say_expected_time(jobs, log) if local and timed else None
-
-    def models_started(self, jobs: Iterable[Any]) -> set[str]:
-        """The registry names whose engines Snakemake's ``jobs`` start."""
-        return {name for job in jobs for name in self.started(job.rule.name, job.wildcards)}
 
     def _say_expected_time(self, jobs: list[Any], log: logging.Logger) -> SaidTime | None:
         """How long Snakemake's ``jobs`` will take, said in ``log`` before the first starts: those that start a model
@@ -277,7 +268,6 @@ class Rules:
         # imported here: the plan's model calls load the API client, seconds a dry run or a cluster job need not spend
         from h2htalk.plan.calls import job_name
         from h2htalk.plan.timing import estimate_run, say_expected_time
-        from h2htalk.stages.table import STAGES
 
         named = [(job_name(job.rule.name, dict(job.wildcards.items())), job) for job in jobs]
         needed = {name for name, _ in named}
