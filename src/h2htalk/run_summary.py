@@ -50,7 +50,7 @@ class Made:
     title: str
     caption: str
     main: Path
-    files: list[Path]  # every file its job declares
+    where: str  # its main file, and the other files of its job that are there
     first: bool
 
 
@@ -67,9 +67,8 @@ def products_of(config: dict[str, Any], folder: Path) -> list[Made]:
             continue
         for labels in stage.jobs(scope.run):
             files = stage.files("outputs", scope, labels)
-            main = Path(files[product.main][0]) / product.inner
             title, caption = product.about(labels)
-            found.append(Made(title, caption, main, [Path(p) for ps in files.values() for p in ps], product.first))
+            found.append(Made(title, caption, product.opened(files), product.where(files), product.first))
     return found
 
 
@@ -80,17 +79,7 @@ def products(made: list[Made], folder: Path, started: float) -> list[Line]:
         return []
     fresh = sum(product.main.stat().st_mtime >= started for product in made)
     lines = [(logging.INFO, f"In {folder}/ ({fresh} of {len(made)} made by this run):")]
-    for product in made:
-        path = product.main
-        stem = path.name.removesuffix(path.suffix)
-        beside = sorted(
-            p.name.removeprefix(stem) if p.name.startswith(stem) else p.name
-            for p in product.files
-            if p != path and not p.name.endswith(".meta.json") and p.is_file()
-        )
-        also = f" (+ {' '.join(beside)})" if beside else ""
-        lines.append((logging.INFO, f"  {product.title:<12} {path}{also}: {product.caption}"))
-    return lines
+    return lines + [(logging.INFO, f"  {product.title:<12} {product.where}: {product.caption}") for product in made]
 
 
 def warnings(config: dict[str, Any], folder: Path) -> list[str]:

@@ -79,8 +79,11 @@ def run_stage(stage: Stage, args: argparse.Namespace) -> int:
     """Run one job of ``stage``: the one way every rule and every stage command runs a stage."""
     config = full_config(args)
     labels = {label: getattr(args, label) for label in stage.labels}
-    done = run_job(stage.job(config, args.results, labels, RunModels(args, config), options=args, stages=STAGES))
-    summary(done.facts, subject=done.subject, out=done.out)
+    job = stage.job(config, args.results, labels, RunModels(args, config), options=args, stages=STAGES)
+    done = run_job(job)
+    # a product says where it went, as the run's closing lines do, unless its function says otherwise
+    out = done.out if done.out is not None or stage.product is None else stage.product.where(job.outputs)
+    summary(done.facts, subject=done.subject, out=out)
     return 0
 
 

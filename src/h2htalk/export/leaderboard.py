@@ -125,4 +125,4 @@ def write_leaderboard(
         "boards": [board(members, entries, at_chance) for members in boards.values()],
     }
     write_json_atomic(json, leaderboard)
-    return Done(f"{len(boards)} boards of {len(rows)} rows", out=json)
+    return Done(f"{len(boards)} boards of {len(rows)} rows")

@@ -213,4 +213,4 @@ def write_run_results(
     }
     write_json_atomic(json, record)
     cells = sum(len(row["tasks"]) for row in record["results"])
-    return Done(f"{len(record['results'])} rows, {cells} cells, studies: {', '.join(present) or 'none'}", out=json)
+    return Done(f"{len(record['results'])} rows, {cells} cells, studies: {', '.join(present) or 'none'}")

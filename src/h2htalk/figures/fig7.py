@@ -173,4 +173,4 @@ def write_fig7_files(
     samples = {(cell.model, cell.variant): Path(results.judge_sample(cell)) for cell in cells} if cascade else None
     rows = fig7_rows(verdict_files, bootstrap, read_need_verdicts(config["review"]["store"], verdict_files), samples)
     write_fig7(rows, Path(outputs["png"]), Path(outputs["csv"]), bootstrap.confidence, [*run_notes(config), *notes])
-    return Done(f"{len(rows)} bars", out=outputs["png"])
+    return Done(f"{len(rows)} bars")

@@ -35,7 +35,7 @@ from h2htalk.reliability.ladder import (
 )
 from h2htalk.settings import BootstrapSettings
 from h2htalk.stages.declare import stage
-from h2htalk.stages.declared import JUDGE_MODE_KEYS, RUBRIC_JUDGE_MODE, judged_cells, ladder_jobs, shown, study_cells
+from h2htalk.stages.declared import JUDGE_MODE_KEYS, RUBRIC_JUDGE_MODE, judged_cells, ladder_jobs, study_cells
 from h2htalk.stages.spec import Cells, Done, Figure, Labels, Paths, Product, Scope, figure_files
 from h2htalk.tabular import markdown_text, records_frame, write_csv
 
@@ -390,4 +390,4 @@ def write_card(
     rows = card_rows(evidence, bootstrap, cascades(config, run, results) + ladder_meetings(evidence, config))
     write_csv(records_frame(rows, COLUMNS), outputs["csv"], float_format="{:.4f}")
     write_text_atomic(outputs["md"], card_markdown(evidence, rows, bootstrap))
-    return Done(f"{len(evidence)} judges, {len(rows)} rows", out=shown(outputs))
+    return Done(f"{len(evidence)} judges, {len(rows)} rows")

@@ -1,12 +1,7 @@
 """What several stages declare alike: groups of config keys, job priorities, and the files and cells of a run that
-more than one stage reads (a file list's docstring is what ``docs/stages.md`` says of it), and how a table's job
-says where it went."""
+more than one stage reads (a file list's docstring is what ``docs/stages.md`` says of it)."""
 
 from __future__ import annotations
-
-import os
-from collections.abc import Mapping
-from pathlib import Path
 
 from h2htalk.cells import RunCells
 from h2htalk.settings import LADDER_PARTS, STUDIES
@@ -101,12 +96,3 @@ def ladder_jobs(run: RunCells) -> list[tuple[str, str]]:
     a study."""
     return [(model, part) for model, roles in run.ladder_judges.items() for part in LADDER_PARTS
             if set(roles) & set(LADDER_PARTS[part])]  # fmt: skip
-
-
-def shown(outputs: Mapping[str, str | os.PathLike[str]]) -> str:
-    """Where a table went, as its job's closing line says: its first file, and the others' suffixes after it
-    (``table1.md (+ .csv .tex)``)."""
-    order = sorted((name for name in outputs if name != "meta"), key=lambda name: name != "md")  # the md first
-    first, *more = [str(outputs[name]) for name in order]
-    stem = Path(first).name.split(".")[0]
-    return first + (f" (+ {' '.join(Path(p).name.removeprefix(stem) for p in more)})" if more else "")

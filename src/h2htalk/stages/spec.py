@@ -18,6 +18,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, cached_property
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from h2htalk.cells import RunCells
@@ -160,6 +161,19 @@ class Product:
     inner: str = ""
     listed: bool = True  # in a run's closing lines (Table 2's partial form and its pairs are Table 2's parts)
 
+    def opened(self, files: Mapping[str, Sequence[str]]) -> Path:
+        """The file opened to read it, among its job's outputs (``files``)."""
+        return Path(files[self.main][0], self.inner)
+
+    def where(self, files: Mapping[str, Sequence[str]]) -> str:
+        """Where a job put it, from the job's outputs: its main file, then the others that are there, by what follows
+        the main file's stem where they share it (``table1.md (+ .csv .tex)``); its provenance left out."""
+        main = self.opened(files)
+        stem = main.name.removesuffix(main.suffix)
+        there = [Path(p) for ps in files.values() for p in ps if os.path.isfile(p) and not p.endswith(".meta.json")]
+        beside = sorted(p.name.removeprefix(stem) if p.name.startswith(stem) else p.name for p in there if p != main)
+        return f"{main}" + (f" (+ {' '.join(beside)})" if beside else "")
+
     def about(self, labels: Labels) -> tuple[str, str]:
         """(title, caption) of the job of ``labels``."""
         (value,) = labels.values() or ("",)
@@ -269,7 +283,7 @@ class Done:
 
     facts: str
     subject: str = ""
-    out: str | os.PathLike[str] | None = None
+    out: str | os.PathLike[str] | None = None  # a product's default: where it went (``Product.where``)
 
 
 class Models(Protocol):

@@ -18,7 +18,7 @@ from h2htalk.io import iter_jsonl, read_json, write_text_atomic
 from h2htalk.layout import Cell
 from h2htalk.settings import WITH_SAP
 from h2htalk.stages.declare import stage
-from h2htalk.stages.declared import CELLS, RUN_NOTES, shown, summaries
+from h2htalk.stages.declared import CELLS, RUN_NOTES, summaries
 from h2htalk.stages.spec import Done, Labels, Paths, Product, Scope, figure_files
 from h2htalk.subtasks import SUBTASKS
 from h2htalk.tables.table2 import cell_reading
@@ -169,7 +169,7 @@ def write_calibration(
         ]
     )
     write_text_atomic(outputs["md"], text + "\n")
-    return Done(f"{len(rows)} rows", out=shown(outputs))
+    return Done(f"{len(rows)} rows")
 
 
 def echo_above_floor(

@@ -189,9 +189,7 @@ def write_agreement_report(
     ])  # fmt: skip
     write_agreement(rows, tied_items, outputs, bootstrap.confidence, run_notes(config))
     defined = sum(r["value"] is not None for r in rows)
-    return Done(
-        f"{len(rows)} rows ({defined} with an alpha), {len(tied_items)} tied items", out=declared.shown(outputs)
-    )
+    return Done(f"{len(rows)} rows ({defined} with an alpha), {len(tied_items)} tied items")
 
 
 def write_agreement(

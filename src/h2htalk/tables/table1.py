@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from h2htalk.data.curate import FLAGS
 from h2htalk.io import read_json
 from h2htalk.stages.declare import stage
-from h2htalk.stages.declared import EARLY, shown
+from h2htalk.stages.declared import EARLY
 from h2htalk.stages.spec import Done, One, Product, figure_files
 from h2htalk.subtasks import SUBTASKS
 from h2htalk.tabular import records_frame, write_table
@@ -69,4 +69,4 @@ def write_table1(reports: list[str], outputs: dict[str, str]) -> Done:
     """Build Table 1 from per-subtask curation reports and write its csv, md and tex files."""
     frame, total, notes = build_table1(read_json(p) for p in reports)
     write_table(frame, outputs, caption=CAPTION, label=LABEL, notes=notes, footer=total)
-    return Done(f"{len(reports)} subtasks", out=shown(outputs))
+    return Done(f"{len(reports)} subtasks")

@@ -26,7 +26,6 @@ from h2htalk.stages.declared import (
     judged_cells,
     registry_files,
     rubric_ladders,
-    shown,
     summaries,
 )  # fmt: skip
 from h2htalk.stages.spec import Cells, Done, Each, Figure, One, Paths, Product, Scope, figure_files
@@ -147,7 +146,7 @@ def write_table2_partial(
         *signature_notes(read),
     ]
     write_text_atomic(outputs["md"], markdown_text(table2_frame(rows), caption=CAPTION, notes=notes))
-    return Done(f"{len(read)} cells, {pending} pending the judge", out=shown(outputs))
+    return Done(f"{len(read)} cells, {pending} pending the judge")
 
 
 def _rubric_canary(scope: Scope, labels: dict[str, str]) -> list[str]:
@@ -236,7 +235,7 @@ def write_table2(
         "released counts": {s.key: s.released for s in SUBTASKS},
     }
     write_csv(records_frame(audit_paper(paper_rows, counts), AUDIT_COLUMNS), outputs["audit"], float_format="{}")
-    return Done(f"{len(summaries)} cells", out=shown(outputs))
+    return Done(f"{len(summaries)} cells")
 
 
 def shared_roles(config: dict[str, Any]) -> list[str]:

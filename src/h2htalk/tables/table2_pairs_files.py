@@ -13,7 +13,7 @@ from h2htalk.io import iter_jsonl, write_png_atomic
 from h2htalk.layout import Layout
 from h2htalk.settings import BootstrapSettings
 from h2htalk.stages.declare import stage
-from h2htalk.stages.declared import registry_files, shown
+from h2htalk.stages.declared import registry_files
 from h2htalk.stages.spec import Done, Figure, Labels, Paths, Product, Scope, figure_files
 from h2htalk.tables.table2 import GROUP_TITLES
 from h2htalk.tables.table2_files import TABLE2
@@ -164,4 +164,4 @@ def compare_run_rows(
     write_csv(records_frame(comparisons.ranks, RANK_COLUMNS), outputs["ranks"], float_format=FLOAT_FORMAT)
     rank_figure(comparisons.ranks, Path(outputs["figure"]))
     told = sum(bool(r["separable"]) for r in comparisons.pairs)
-    return Done(f"{len(comparisons.pairs)} comparisons, {told} separable", out=shown(outputs))
+    return Done(f"{len(comparisons.pairs)} comparisons, {told} separable")

@@ -16,7 +16,7 @@ from h2htalk.people.consensus import by_item, consensus, majority, median_score
 from h2htalk.ratings import SAFETY_RATINGS, Rating, known_items, read_ratings
 from h2htalk.settings import STUDIES, VARIANT_NAMES, VARIANTS, WITH_SAP, WITHOUT_SAP, BootstrapSettings, JudgeMode
 from h2htalk.stages.declare import stage
-from h2htalk.stages.declared import JUDGE_MODE_KEYS, RUN_NOTES, config_files, shown, study_cells, study_ladders
+from h2htalk.stages.declared import JUDGE_MODE_KEYS, RUN_NOTES, config_files, study_cells, study_ladders
 from h2htalk.stages.spec import Done, Each, Paths, Product, figure_files
 from h2htalk.tabular import Files, records_frame, write_csv, write_table
 
@@ -460,4 +460,4 @@ def write_table3_files(
     (paper_file,) = paper
     write_table3(rows, paper_rows(paper_file), agree, outputs, bootstrap.confidence, run_notes(config), judge_notes,
                  judge_mark)  # fmt: skip
-    return Done(f"{len(rows)} rows", out=shown(outputs))
+    return Done(f"{len(rows)} rows")
