@@ -121,7 +121,10 @@ def main() -> None:
         print(f"{part}:")
         for path, lines in files.items():
             print(f"  {lines:6,d}  {path}")
-        print(f"  {sum(files.values()):6,d}  (this part)")
+        total = sum(files.values())
+        print(f"  {total:6,d}  (this part)")
+        if declared := sum(lines for path, lines in files.items() if path.endswith("declarations)")):
+            print(f"  {declared:6,d}  of which the declarations listed; {total - declared:,d} the machinery")
     print(f"{sum(sum(files.values()) for files in counts.values()):8,d}  plumbing in all")
     if whole:
         first = sum(next(iter(counts.values())).values())
