@@ -193,4 +193,4 @@ def write_viewer(
     made.write_data("run", index, call="run")
     subset_font(font, made.characters, root / FONT)
     files, size = made.weight()
-    return Done(f"{files} files, {size / 1e6:.1f} MB", out=f"{bundle}/index.html")
+    return Done(f"{files} files, {size / 1e6:.1f} MB")
