@@ -10,7 +10,6 @@ from dataclasses import replace
 from functools import cache
 from typing import Any
 
-from h2htalk.config import settings_view
 from h2htalk.errors import H2HTalkError
 from h2htalk.stages.spec import Each, Figure, One, Stage, no_cells, typed_settings
 
@@ -48,11 +47,21 @@ class StageError(H2HTalkError):
 
 
 @cache
-def _defaults() -> dict[str, Any]:
-    """The configuration's defaults: every key the schema defines, each with its default."""
-    from h2htalk.config import default_config
+def _schema() -> dict[str, Any]:
+    from h2htalk.config import load_schema
 
-    return default_config()
+    return load_schema()
+
+
+def in_schema(key: str) -> bool:
+    """Whether a dotted config key (``-key``: one left out of a section read whole) is one the schema defines."""
+    node = _schema()
+    for part in key.removeprefix("-").split("."):
+        properties = node.get("properties", {})
+        if part not in properties:
+            return bool(node.get("additionalProperties")) and not properties  # a free mapping: embedders' names
+        node = properties[part]
+    return True
 
 
 def checked(stage: Stage) -> Stage:
@@ -78,10 +87,8 @@ def checked(stage: Stage) -> Stage:
         fail(per_cell[0], "a file of each cell, but the stage declares no cells (cells=...)")
     if stage.steps and not stage.planned:
         fail("steps", "model calls the plan would not count: a stage that declares them is planned (planned=True)")
-    for key in (key for key in stage.reads if key != "*"):
-        try:
-            settings_view(_defaults(), [key.removeprefix("-")])
-        except (KeyError, TypeError):
+    for key in stage.reads:
+        if key != "*" and not in_schema(key):
             fail(f"reads {key!r}", "not a key of the config schema (workflow/schemas/config.schema.yaml)")
     return stage
 
