@@ -173,3 +173,17 @@ def test_loading_the_registry_imports_no_heavy_library():
         check=True, capture_output=True, text=True,
     ).stdout.split()  # fmt: skip
     assert sorted({name.split(".")[0] for name in loaded} & set(heavy)) == []
+
+
+def test_a_product_says_where_it_went_its_main_file_then_the_others_that_are_there(tmp_path):
+    names = {"meta": "t.meta.json", "csv": "t.csv", "md": "t.md", "heatmap": "t_heatmap.png", "tex": "t.tex"}
+    files = {name: [str(tmp_path / file)] for name, file in {**names, "pairs": "pairs.csv"}.items()}
+    for name in ("meta", "csv", "md", "heatmap", "pairs"):  # the tex is not there
+        (tmp_path / files[name][0]).write_text("x", encoding="utf-8")
+    table = Product("table", "T", "a table", main="md")
+    assert table.opened(files) == tmp_path / "t.md"
+    assert table.where(files) == f"{tmp_path / 't.md'} (+ .csv _heatmap.png pairs.csv)"  # its provenance left out
+    folder = tmp_path / "viewer"
+    folder.mkdir()
+    bundle = Product("export", "V", "a folder", main="bundle", inner="index.html")
+    assert bundle.where({"meta": files["meta"], "bundle": [str(folder)]}) == str(folder / "index.html")

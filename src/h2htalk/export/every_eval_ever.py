@@ -466,6 +466,5 @@ def write_validated_export(
     validation = write_validation(Path(bundle))
     return Done(
         f"{len(files)} files, {validation['records']} records; every-eval-ever {validation['version']} validates "
-        "all of them",
-        out=Path(bundle),
+        "all of them"
     )

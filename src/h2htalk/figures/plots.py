@@ -301,10 +301,10 @@ def draw_figure(
     png, csv_path = Path(outputs["png"]), Path(outputs["csv"])
     if number == 4:
         counts = figure4_wordcloud(released, font, png, csv_path, top=figures["top_words"])
-        drawn = f"{len(counts)} distinct words of {len(released)} released references -> {png}"
+        drawn = f"{len(counts)} distinct words of {len(released)} released references"
     elif number == 5:
         pairs, method = figure5_verb_noun(released, font, png, csv_path, top=figures["top_pairs"])
-        drawn = f"{len(pairs)} distinct verb-noun pairs ({method}) of {len(released)} released references -> {png}"
+        drawn = f"{len(pairs)} distinct verb-noun pairs ({method}) of {len(released)} released references"
     else:
         source = INSTANCE_SOURCES[config["instances"]["source"]]
         panels = {
@@ -313,5 +313,5 @@ def draw_figure(
             "released": (f"Outputs: {RELEASED}", released),
         }
         stats = figure6_lengths(panels, font, png, csv_path, run_notes(config))
-        drawn = ", ".join(f"{key} {value}" for key, value in stats.items()) + f" -> {png}"
+        drawn = ", ".join(f"{key} {value}" for key, value in stats.items())
     return Done(drawn, subject=str(number))

@@ -29,9 +29,9 @@ def planned_requests(sessions: Iterable[PlannedCalls]) -> dict[tuple[str, str], 
 def work_seconds(job: JobName, requests: Requests, cpu: CpuCalibration, stages: Iterable[Stage]) -> float:
     """Seconds ``job`` spends on a core of its own on the work that grows with the run, beyond ``other_job_s``, as
     its stage among ``stages`` declares it (``grows``): the seconds of its ``cpu`` key for each planned request of the
-    steps it names (each request of the run where it names none), of the job's model only where it says so (a
-    baseline that asks no model answers each item in each variant once: as many as the model with the most). A job
-    of a stage that declares none: 0."""
+    steps it names (each request of the run where it names none), for a job with a ``model`` label its model's only
+    (a baseline that asks no model answers each item in each variant once: as many as the model with the most). A
+    job of a stage that declares none: 0."""
     name, labels = job[0], dict(job[1])
     grows = next((stage.grows for stage in stages if stage.name == name), None)
     if grows is None:
@@ -42,4 +42,4 @@ def work_seconds(job: JobName, requests: Requests, cpu: CpuCalibration, stages: 
     by_model: dict[str, int] = defaultdict(int)
     for model, count in counted:
         by_model[model] += count
-    return getattr(cpu, grows.per) * by_model.get(labels.get("model", ""), max(by_model.values(), default=0))
+    return getattr(cpu, grows.per) * by_model.get(labels["model"], max(by_model.values(), default=0))

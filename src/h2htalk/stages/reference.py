@@ -23,19 +23,20 @@ CELL_KINDS = {
 }
 
 
-def _where(kind: str, pattern: str) -> str:
+def _where(kind: str) -> str:
+    pattern = CELL_KINDS.get(kind) or PATTERNS[kind]  # a cell's kind: its study's path too
     return f"results/{pattern}" if kind in SHARED_KINDS else f"results/sets/{{set}}/{pattern}"
 
 
 def describe(spec: FileSpec) -> str:
     if isinstance(spec, Each):
-        return f"each cell's `{_where(spec.kind, CELL_KINDS.get(spec.kind) or PATTERNS[spec.kind])}`"
+        return f"each cell's `{_where(spec.kind)}`"
     if isinstance(spec, Cells):
         which = " ".join((spec.cells.__doc__ or "").split()) or "the run's cells"
-        return f"`{_where(spec.kind, CELL_KINDS.get(spec.kind) or PATTERNS[spec.kind])}` of {which}"
+        return f"`{_where(spec.kind)}` of {which}"
     if isinstance(spec, One):
         each = f" for each of the run's {spec.over[1].replace('_', ' ')}" if spec.over else ""
-        return f"`{_where(spec.kind, PATTERNS[spec.kind])}`{each}"
+        return f"`{_where(spec.kind)}`{each}"
     if isinstance(spec, Figure):
         return f"`paper_figures/{{set}}/{spec.stem}{spec.suffix}`" + (" (a folder)" if spec.directory else "")
     assert isinstance(spec, Paths)

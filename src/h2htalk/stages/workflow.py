@@ -180,7 +180,8 @@ class Rules:
 
     def params(self, stage: Stage) -> dict[str, Callable[[Any], str]]:
         """``settings``: a hash of the config keys the stage reads and the registry entries of its models;
-        ``ratings``: a digest of the review store's ratings it reads (its own model's only, where it says so)."""
+        ``ratings``: a digest of the review store's ratings it reads (a job with a ``model`` label: its model's
+        only)."""
 
         used = resource_digest(stage.uses)
 
