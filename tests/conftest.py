@@ -20,13 +20,6 @@ from h2htalk.subtasks import SUBTASKS
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
-def command_reads() -> dict[str, tuple[str, ...]]:
-    """Each stage's command -> the config keys it reads (what reruns its jobs when they change)."""
-    from h2htalk.stages.table import STAGES
-
-    return {stage.command_name: stage.reads for stage in STAGES}
-
-
 def demo_file(folder: Path, subtask: str) -> Path:
     """The subtask's demo instances written to ``folder/{subtask}.jsonl`` (as the instances stage writes them)."""
     path = folder / f"{subtask}.jsonl"

@@ -26,9 +26,10 @@ from h2htalk.config import (
     write_resolved,
 )
 from h2htalk.errors import ConfigError
+from h2htalk.stages.table import command_reads
 from h2htalk.subtasks import SUBTASKS
 
-from .conftest import REPO_ROOT, command_reads
+from .conftest import REPO_ROOT
 
 PAPER, LAPTOP = REPO_ROOT / "config" / "config.yaml", REPO_ROOT / "config" / "local.yaml"
 

@@ -6,12 +6,11 @@ from h2htalk.cells import RunCells
 from h2htalk.config import default_config
 from h2htalk.instances.sources import run_notes
 from h2htalk.io import write_json_atomic, write_jsonl_atomic
-from h2htalk.stages.table import table_files
+from h2htalk.stages.table import command_reads, table_files
 from h2htalk.tables.calibration import write_calibration
 from h2htalk.tables.human_review import write_agreement
 from h2htalk.tables.table3 import write_table3
 
-from .conftest import command_reads
 from .test_table2 import RUN, table2
 
 NOTE = "Demo instances, 3 per subtask: a check of the pipeline, not a finding."

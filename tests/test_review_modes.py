@@ -142,8 +142,7 @@ def test_gate_mode_replaces_the_judge_where_people_rated_and_counts_their_rating
 
 def test_switching_the_review_mode_reruns_combine_j_and_what_cites_the_whole_config():
     from h2htalk.config import settings_hash
-
-    from .conftest import command_reads
+    from h2htalk.stages.table import command_reads
 
     before, after = default_config(), default_config({"review": {"mode": "sample", "sample_per_cell": 40}})
     reads = {command: keys for command, keys in command_reads().items() if keys}

@@ -86,6 +86,11 @@ check_step_names(STAGES)
 check_one_writer(STAGES, Scope(default_config(), Layout("results", "demo")))
 
 
+def command_reads() -> dict[str, tuple[str, ...]]:
+    """Each stage's command -> the config keys it reads (what reruns its jobs when they change)."""
+    return {stage.command_name: stage.reads for stage in STAGES}
+
+
 def table_files(name: str, folder: str | os.PathLike[str]) -> dict[str, Path]:
     """The files stage ``name`` writes into the tables folder, were that folder ``folder``: name -> path."""
     scope = Scope(default_config(), Layout(figures=str(folder)))
