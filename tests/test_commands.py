@@ -4,6 +4,7 @@ function's signature and docstring, and every command keeps the arguments users'
 from __future__ import annotations
 
 import argparse
+import inspect
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 
 from h2htalk.cli import build_parser, main
 from h2htalk.cli.commands import add, run_command
+from h2htalk.cli.options import OVERRIDES
 from h2htalk.commands import CommandError, command
 
 
@@ -145,3 +147,15 @@ def test_rates_and_validate_instances_print_what_their_functions_return(tmp_path
     write_instances("dialogue_emotion", [], str(demo), {"instances": {"limit": 2}})
     assert main(["validate-instances", str(demo), str(tmp_path / "none.jsonl")]) == 2  # each file's line as it goes
     assert capsys.readouterr().out == f"{demo}: 2 valid instances\n"
+
+
+def test_every_stage_given_the_bootstrap_settings_takes_their_flags():
+    from h2htalk.stages.table import STAGES
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    keys = {f"scoring.bootstrap.{key}" for key in ("resamples", "seed", "confidence")}
+    for stage in STAGES:
+        given = any(p.annotation == "BootstrapSettings" for p in inspect.signature(stage.run).parameters.values())
+        if given:  # a job's intervals come from them: its command overrides them as every other such command does
+            overridden = sub.choices[stage.command_name].get_default(OVERRIDES) or {}
+            assert keys <= set(overridden.values()), stage.name

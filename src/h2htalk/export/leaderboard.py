@@ -79,7 +79,7 @@ def board(rows: Sequence[Row], registry: dict[str, Any], judge_at_chance: bool =
 @stage(
     "leaderboard", "Table 2's rows ranked by Overall, per embedder and variant (and within each size group), as JSON",
     reads=(*EXPORT, "scoring.bootstrap", *RUBRIC_JUDGE_MODE), env="export",
-    memory_mb=1000, minutes=10,
+    memory_mb=1000, minutes=10, options=("bootstrap",),
     product=Product("export", "Leaderboard", "the models ranked by Overall, per embedder and variant", main="json"),
     inputs={"summaries": Paths(summary_files), "registry": Paths(registry_files), "ladders": Paths(rubric_ladders)},
     outputs=figure_files("leaderboard", json=".json"),

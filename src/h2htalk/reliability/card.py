@@ -368,7 +368,7 @@ def ladder_files(kind: str) -> Callable[[Scope, Labels], list[str]]:
         "rubric_judge.samples", "study_judge.samples", "scoring.bootstrap", "judge_reliability.panel",
         *RUBRIC_JUDGE_MODE, *(f"study_judge.{key}" for key in JUDGE_MODE_KEYS),
     ),
-    env="figures", memory_mb=1000, minutes=10,
+    env="figures", memory_mb=1000, minutes=10, options=("bootstrap",),
     product=Product("table", "Judge card", "how reliable each judge is", main="md", shown=("csv",), first=True),
     in_all=lambda config: config["judge_reliability"]["every_run"],  # else made on request
     inputs={
