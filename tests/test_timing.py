@@ -412,6 +412,10 @@ def test_where_other_processes_hold_the_cores_the_estimate_says_so_and_gives_a_r
     assert "a job that starts no model" not in RunEstimate(jobs, 60.0, RATES, load=1.6, cores=2, cpu=CPU).line()
     assert half.free_seconds() == pytest.approx(10 + 250 + 30)
     assert actual_line(half, 300.0, {"generate": 240.0}).startswith("Took 5.0 min against the expected 4.8-9.5 (0.53x)")
+    alike = RunEstimate(jobs, 60.0, RATES, load=1.6, cores=2, cpu=CPU, quiet_s=568.0)  # 9.47 min if they stop
+    assert alike.line().startswith("Expected time: about 9.5 min on this machine")  # not "9.5-9.5"
+    assert "9.5 min assumes they go on doing so, 9.5 that they stop" in alike.line()
+    assert actual_line(alike, 600.0, {}).startswith("Took 10 min against the expected 9.5 (1.05x)")
 
 
 def test_the_rates_command_shows_the_cache_and_forgets_it(tmp_path, monkeypatch, capsys):

@@ -231,10 +231,10 @@ class RunEstimate:
         return starts + (self.seconds - self.other_s - starts) / factor + self.other_s * self.share
 
     def expected(self) -> str:
-        """The whole time in minutes, a range where other processes keep the cores busy."""
-        if self.loaded:
-            return f"{minutes(self.free_seconds())}-{minutes(self.seconds)}"
-        return minutes(self.seconds)
+        """The whole time in minutes, a range where other processes keep the cores busy (one value where both ends
+        round alike)."""
+        low, high = minutes(self.free_seconds()), minutes(self.seconds)
+        return f"{low}-{high}" if self.loaded and low != high else high
 
     def line(self) -> str:
         """E.g. "about 9.5 min on this machine: generate ~4.5, study ~2.5, rubric_judge ~1.5, other jobs ~1.0 (...)";
@@ -251,7 +251,8 @@ class RunEstimate:
         source = "" if several else f", {self.rates.found}"
         learned = sorted({kind for m in self.models.values() for kind in m.learned})
         kept = f"; {', '.join(learned)} at the rates their jobs ran at in a finished run" if learned else ""
-        head = f"about {self.expected()}" if not self.loaded else self.expected()
+        said = self.expected()
+        head = said if said != minutes(self.seconds) else f"about {said}"  # a range, or about one value
         line = (
             f"Expected time: {head} min on this machine: {', '.join(parts)}"
             f" (llama.cpp here: {speeds} tokens/s on {threads}{source}{kept})"
