@@ -49,6 +49,23 @@ def test_a_parameter_nothing_declares_fails():
         def toy(report: str, subtask: str) -> None: ...
 
 
+@pytest.mark.parametrize(
+    ("files", "name"),
+    [
+        (dict(inputs={"curated": One("curated")}, outputs={"curated": One("reconstructed")}), "curated"),
+        (dict(outputs={"subtask": One("curated")}), "subtask"),
+        (dict(outputs={"results": One("curated")}), "results"),
+    ],
+)
+def test_a_name_given_twice_or_hiding_a_machinery_argument_fails(files, name):
+    """A parameter is given one thing: an input and an output of one name, a file named as a label, or as what the
+    machinery gives (``results``), would give the function the first and hide the other."""
+    with pytest.raises(StageError, match=rf"stage toy: {name}: named twice .* or as a machinery argument"):
+
+        @stage("toy", "a toy", jobs=Over(subtask=lambda run: run.subtasks), **files)
+        def toy(subtask: str, curated: str, results: object) -> None: ...
+
+
 def test_a_label_a_file_and_a_typed_setting_are_parameters():
     @stage("toy", "a toy", jobs=Over(subtask=lambda run: run.subtasks), outputs={"curated": One("curated")})
     def toy(subtask: str, curated: str, bootstrap: BootstrapSettings) -> None: ...

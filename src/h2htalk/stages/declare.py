@@ -72,6 +72,9 @@ def checked(stage: Stage) -> Stage:
 
     parameters = inspect.signature(stage.run).parameters
     settings = typed_settings()
+    named = [*stage.inputs, *stage.outputs, *stage.labels]  # a parameter is given one of them, never two
+    for name in dict.fromkeys(n for n in named if named.count(n) > 1 or n in MACHINERY):
+        fail(name, "named twice among the inputs, outputs and labels, or as a machinery argument: one hides the other")
     for name, parameter in parameters.items():
         declared = name in stage.inputs or name in stage.outputs or name in stage.labels or name in MACHINERY
         if not (declared or parameter.annotation in settings):
