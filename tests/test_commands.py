@@ -7,7 +7,7 @@ import argparse
 import inspect
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 
@@ -92,6 +92,8 @@ def test_a_command_declared_wrong_is_named_with_its_parameter():
 
     with pytest.raises(CommandError, match=r"command bad: colour: not a parameter of .*unhelped"):
         command("bad", choices={"colour": ("red",)})(unhelped)
+    with pytest.raises(CommandError, match=r"command bad: options: no option group 'scorin' \(there are engine,"):
+        command("bad", options=("scorin",))(unhelped)
     with pytest.raises(CommandError, match=r"command quiet: tasks: no help \(a docstring line 'tasks: \.\.\.'\)"):
         parser_of(command("quiet")(unhelped))
 
@@ -159,3 +161,15 @@ def test_every_stage_given_the_bootstrap_settings_takes_their_flags():
         if given:  # a job's intervals come from them: its command overrides them as every other such command does
             overridden = sub.choices[stage.command_name].get_default(OVERRIDES) or {}
             assert keys <= set(overridden.values()), stage.name
+
+
+def test_every_option_group_a_declaration_may_name_makes_flags():
+    """The names ``@stage`` and ``@command`` check ``options=`` against are the groups the command line makes."""
+    from h2htalk.cli.stages import OPTIONS
+    from h2htalk.commands import OptionGroup
+
+    assert list(OPTIONS) == list(get_args(OptionGroup))
+    for group, add_group in OPTIONS.items():
+        parser = argparse.ArgumentParser()
+        add_group(parser)
+        assert len(parser._actions) > 1, group  # more than --help

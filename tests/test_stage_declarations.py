@@ -87,6 +87,36 @@ def test_a_read_key_the_config_schema_lacks_fails():
         def toy(report: str) -> None: ...
 
 
+TABLE = dict(outputs=figure_files("toy", csv=".csv"))
+
+
+@pytest.mark.parametrize(
+    ("declared", "error"),
+    [
+        (dict(product=Product("table", "Toy", "a toy", main="md"), **TABLE), r"product 'md': none of its outputs"),
+        (dict(product=Product("table", "Toy", "a toy", main="csv", shown=("heatmap",)), **TABLE),
+         r"product 'heatmap': none of its outputs"),
+        (dict(product=Product("table", "Toy", "a toy", main="csv", inner="index.html"), **TABLE),
+         r"product inner: a file inside its main output, which is no folder \('csv'\)"),
+        (dict(product=Product("table", {"a": "A"}, "a toy", main="csv"), **TABLE),
+         r"product: a title or caption by the job's label, but its jobs have not one label"),
+        (dict(uses=("subtask",), **TABLE), r"uses 'subtask': no folder of the package's resources"),
+        (dict(where="gpu", **TABLE), r"where: 'gpu' is none of local, cpu, model, embedder"),
+        (dict(where="model", **TABLE), r"starts: a stage starts models \(starts=\.\.\.\) where, and only where"),
+        (dict(starts=lambda scope, labels: ["qwen2.5-7b-instruct"], **TABLE), r"starts: a stage starts models"),
+        (dict(where="embedder", **TABLE), r"where: an embedder job is placed by its embedder"),
+        (dict(options=("engine", "bootstrapp"), **TABLE), r"options: no option group 'bootstrapp' \(there are engine,"),
+    ],
+)  # fmt: skip
+def test_a_field_that_would_fail_a_job_late_or_leave_it_silently_wrong_fails_as_it_loads(declared, error):
+    """What would otherwise fail a job after its work (a product's main file), its command (an option group), its
+    placement (a model job that starts none), or never (a resources folder misnamed: its changes rerun nothing)."""
+    with pytest.raises(StageError, match=rf"stage toy: {error}"):
+
+        @stage("toy", "a toy", **declared)
+        def toy(csv: str) -> None: ...
+
+
 def test_two_stages_writing_one_file_fail_naming_both():
     @stage("toy", "a second Table 1", product=Product("table", "Toy", "a toy", main="md"),
            outputs=figure_files("table1", md=".md"))  # fmt: skip

@@ -21,9 +21,19 @@ import importlib
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from h2htalk.errors import H2HTalkError
+
+# The option groups a command may share with the stages' commands (``cli.stages.OPTIONS`` makes each): the engine's,
+# the judges' --judge, the bootstrap's, scoring's, the figures' --font, --root (provenance), --upstream-dir (fetch)
+OptionGroup = Literal["engine", "rubric_judge", "study_judge", "bootstrap", "scoring", "font", "root", "upstream"]
+
+
+def unknown_options(groups: Sequence[str]) -> str:
+    """What is wrong with option groups ``groups``: the names that are none of ``OptionGroup`` (empty: nothing)."""
+    unknown = ", ".join(repr(group) for group in groups if group not in get_args(OptionGroup))
+    return f"no option group {unknown} (there are {', '.join(get_args(OptionGroup))})" if unknown else ""
 
 
 class CommandError(H2HTalkError):
@@ -37,7 +47,7 @@ class Command:
     name: str
     run: Callable[..., Any]
     reads: tuple[str, ...] = ()  # the config sections (dotted keys) its settings come from
-    options: tuple[str, ...] = ()  # option groups it shares with the stages' commands (``cli.stages.OPTIONS``)
+    options: tuple[OptionGroup, ...] = ()  # option groups it shares with the stages' commands
     choices: Mapping[str, Sequence[str]] = field(default_factory=dict)  # parameter -> the values it takes
     metavar: Mapping[str, str] = field(default_factory=dict)  # parameter -> its value's name in the help
     each: Mapping[str, str] = field(default_factory=dict)  # a sequence parameter -> its flag, given once per value
@@ -79,6 +89,8 @@ def command(name: str, **declared: Any) -> Callable[[Callable[..., Any]], Callab
         for named in (*found.choices, *found.metavar, *found.each, *found.short):
             if named not in parameters:
                 raise CommandError(f"command {name}: {named}: not a parameter of {function.__qualname__}")
+        if wrong := unknown_options(found.options):
+            raise CommandError(f"command {name}: options: {wrong}")
         function.command = found  # type: ignore[attr-defined]
         return function
 

@@ -63,6 +63,7 @@ class Estimate:
         """The estimate and its interval kept to the scale [low, high]: a corrected mean of values on a bounded
         scale can leave it (a small sample's correction, or an interval wider than the scale), and a rate below 0
         or an interval past 100 says nothing the bound does not; the interval's coverage only grows."""
+
         def kept(x: float) -> float:
             return min(high, max(low, x))
 

@@ -8,10 +8,12 @@ import inspect
 from collections.abc import Callable
 from dataclasses import replace
 from functools import cache
-from typing import Any
+from importlib import resources
+from typing import Any, get_args
 
+from h2htalk.commands import unknown_options
 from h2htalk.errors import H2HTalkError
-from h2htalk.stages.spec import Each, Figure, One, Stage, no_cells, typed_settings
+from h2htalk.stages.spec import Each, Figure, One, Stage, Where, no_cells, no_models, typed_settings
 
 PROVENANCE = One("provenance")
 
@@ -93,6 +95,25 @@ def checked(stage: Stage) -> Stage:
     for key in stage.reads:
         if key != "*" and not in_schema(key):
             fail(f"reads {key!r}", "not a key of the config schema (workflow/schemas/config.schema.yaml)")
+    for folder in stage.uses:  # a folder that is not there would leave the stage out of date when its files change
+        if not resources.files("h2htalk.resources").joinpath(folder).is_dir():
+            fail(f"uses {folder!r}", "no folder of the package's resources (src/h2htalk/resources/)")
+    if wrong := unknown_options(stage.options):
+        fail("options", wrong)
+    if stage.where not in get_args(Where):
+        fail("where", f"{stage.where!r} is none of {', '.join(get_args(Where))}")
+    if (stage.where == "model") == (stage.starts is no_models):
+        fail("starts", "a stage starts models (starts=...) where, and only where, it is a model job (where='model')")
+    if stage.where == "embedder" and "embedder" not in stage.labels:
+        fail("where", "an embedder job is placed by its embedder: it runs once per embedder (an 'embedder' label)")
+    if product := stage.product:
+        for name in dict.fromkeys((product.main, *product.shown)):
+            if name not in stage.outputs:
+                fail(f"product {name!r}", "none of its outputs")
+        if product.inner and not getattr(stage.outputs[product.main], "directory", False):
+            fail("product inner", f"a file inside its main output, which is no folder ({product.main!r})")
+        if any(not isinstance(text, str) for text in (product.title, product.caption)) and len(stage.labels) != 1:
+            fail("product", "a title or caption by the job's label, but its jobs have not one label")
     return stage
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from h2htalk.cells import RunCells
+from h2htalk.commands import OptionGroup
 from h2htalk.layout import Cell, Layout
 from h2htalk.stages.steps import Step
 
@@ -124,6 +125,10 @@ def no_cells(run: RunCells, labels: Labels) -> list[Cell]:
     return []
 
 
+def no_models(scope: Scope, labels: Labels) -> list[str]:
+    return []
+
+
 class Over:
     """The jobs of a stage: one for every combination of the run's values of its labels (none: one job), or those
     ``combos`` lists (labels whose values depend on each other)."""
@@ -206,7 +211,7 @@ class Stage:
     outputs: Mapping[str, FileSpec] = field(default_factory=dict)
     # folders it adds to and keeps across runs (a history): not outputs, which Snakemake removes before a job runs
     keeps: Mapping[str, FileSpec] = field(default_factory=dict)
-    starts: Callable[[Scope, Labels], list[str]] = lambda scope, labels: []  # registry names whose engines it starts
+    starts: Callable[[Scope, Labels], list[str]] = no_models  # registry names whose engines it starts (where="model")
     entries: Callable[[Scope, Labels], list[str]] | None = None  # registry entries it reads (default: ``starts``)
     ratings: tuple[str, ...] = ()  # the review store's sheets it reads (a job of one model: that model's ratings)
     where: Where = "local"
@@ -214,8 +219,7 @@ class Stage:
     memory_mb: int = 500
     minutes: int = 5  # runtime
     command: str = ""  # the sub-command (default: the name with dashes)
-    # option groups of its command: engine, rubric_judge or study_judge (--judge), bootstrap, scoring, font, root
-    options: tuple[str, ...] = ()
+    options: tuple[OptionGroup, ...] = ()  # option groups of its command
     priority: int = 0  # among jobs ready at once, the higher first (Snakemake's priority)
     planned: bool = False  # the plan runs it (a stage that calls models, or one they read from)
     plans: bool = False  # it runs every planned stage's function, so it reads every key they read
