@@ -3,12 +3,16 @@ the import of the registry) with an error naming the stage and the field, before
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from h2htalk.config import default_config
 from h2htalk.layout import Layout
 from h2htalk.settings import BootstrapSettings
-from h2htalk.stages.declare import StageError, check_one_writer, check_step_names, stage
+from h2htalk.stages.declare import MACHINERY, StageError, check_one_writer, check_step_names, stage
 from h2htalk.stages.spec import Each, Figure, Grows, One, Over, Product, Scope, figure_files
 from h2htalk.stages.steps import Step, declared_steps, steps_making
 from h2htalk.stages.table import BY_NAME, STAGES
@@ -64,6 +68,39 @@ def test_a_name_given_twice_or_hiding_a_machinery_argument_fails(files, name):
 
         @stage("toy", "a toy", jobs=Over(subtask=lambda run: run.subtasks), **files)
         def toy(subtask: str, curated: str, results: object) -> None: ...
+
+
+NAMES = ("curated", "report", "model", "subtask", "results", "config")  # files, labels and the machinery's names
+LABELS = {"model": lambda run: run.models, "subtask": lambda run: run.subtasks}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    inputs=st.sets(st.sampled_from(NAMES)), outputs=st.sets(st.sampled_from(NAMES)),
+    labels=st.sets(st.sampled_from(tuple(LABELS))), parameters=st.sets(st.sampled_from(NAMES)),
+)  # fmt: skip
+def test_a_declaration_is_taken_exactly_when_each_parameter_is_given_one_thing_and_each_file_is_given(
+    inputs, outputs, labels, parameters
+):
+    """Against every combination of names: a declaration is refused exactly when a parameter is given nothing, a
+    declared file is given to no parameter, or one name would be given two things."""
+    named = [*inputs, *outputs, *labels]
+    clash = any(named.count(n) > 1 or n in MACHINERY for n in named)
+    undeclared = any(p not in {*named, *MACHINERY} for p in parameters)
+    unused = any(f not in parameters for f in (*inputs, *outputs))
+
+    def toy(**given: object) -> None: ...
+
+    toy.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(p, inspect.Parameter.KEYWORD_ONLY) for p in sorted(parameters)]
+    )
+    files = dict(inputs={n: One("curated") for n in inputs}, outputs={n: One("curation_report") for n in outputs})
+    declare = stage("toy", "a toy", jobs=Over(**{label: LABELS[label] for label in sorted(labels)}), **files)
+    if clash or undeclared or unused:
+        with pytest.raises(StageError, match=r"^stage toy: "):
+            declare(toy)
+    else:
+        assert [s.name for s in declare(toy).stages] == ["toy"]
 
 
 def test_a_label_a_file_and_a_typed_setting_are_parameters():
