@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any, get_args
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from h2htalk.cli import build_parser, main
 from h2htalk.cli.commands import add, run_command
@@ -173,3 +175,67 @@ def test_every_option_group_a_declaration_may_name_makes_flags():
         parser = argparse.ArgumentParser()
         add_group(parser)
         assert len(parser._actions) > 1, group  # more than --help
+
+
+KINDS = {  # a parameter's type -> the values it may be given (none starts with "-": argparse reads that as a flag)
+    str: st.text(st.characters(categories=("L", "N")), min_size=1, max_size=6),
+    int: st.integers(0, 10**6),
+    float: st.floats(0, 1e6, allow_nan=False),
+    bool: st.booleans(),
+    Path: st.text("abc/._中", min_size=1, max_size=8).filter(lambda s: not s.startswith("-")).map(Path),
+    Sequence[str]: st.lists(st.text("xyz字", min_size=1, max_size=4), min_size=1, max_size=3),
+    Sequence[int]: st.lists(st.integers(0, 99), min_size=1, max_size=3),
+}
+
+
+@st.composite
+def signatures(draw: Any) -> tuple[list[inspect.Parameter], dict[str, Any], dict[str, Any]]:
+    """Parameters (at most one positional), the values given on the command line, and those left at their default."""
+    names = draw(st.lists(st.sampled_from(("alpha", "beta_two", "gamma", "delta")), min_size=1, max_size=4,
+                          unique=True))  # fmt: skip
+    positional = draw(st.sampled_from([None, *names]))
+    parameters, given, defaults = [], {}, {}
+    for name in sorted(names, key=lambda n: n != positional):
+        kind = draw(st.sampled_from([k for k in KINDS if k is not bool or name != positional]))
+        value = draw(KINDS[kind])
+        default = draw(st.one_of(st.just(inspect.Parameter.empty), KINDS[kind]))
+        if kind is bool and default is inspect.Parameter.empty:
+            default = False
+        how = inspect.Parameter.POSITIONAL_ONLY if name == positional else inspect.Parameter.KEYWORD_ONLY
+        parameters.append(inspect.Parameter(name, how, default=default, annotation=kind))
+        left_out = default is not inspect.Parameter.empty and draw(st.booleans())
+        (defaults if left_out else given)[name] = default if left_out else value
+    return parameters, given, defaults
+
+
+def argv_of(parameters: list[inspect.Parameter], given: dict[str, Any]) -> list[str]:
+    argv = []
+    for p in parameters:
+        if p.name not in given:
+            continue
+        value, flag = given[p.name], f"--{p.name.replace('_', '-')}"
+        words = [str(v) for v in value] if isinstance(value, list) else [str(value)]
+        if p.annotation is bool:
+            words = [] if value == p.default else [flag if value else f"--no-{p.name.replace('_', '-')}"]
+        elif p.kind is not p.POSITIONAL_ONLY:
+            words = [flag, *words]
+        argv += words
+    return argv
+
+
+@settings(max_examples=200, deadline=None)
+@given(signatures())
+def test_every_signature_the_builder_takes_reads_back_what_the_command_line_says(signature):
+    """Any mix of types, a positional argument or flags, given or left at their default: the function is called
+    with what the command line says (a sequence as a list, a path as a Path, a switch on by default turned off)."""
+    parameters, given, defaults = signature
+
+    def run(*args: Any, **kwargs: Any) -> None: ...
+
+    run.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    run.__annotations__ = {p.name: p.annotation for p in parameters}
+    run.__doc__ = "A command.\n\n" + "".join(f"{p.name}: its {p.name}\n" for p in parameters)
+    called = vars(parser_of(command("any")(run)).parse_args(argv_of(parameters, given)))
+    for name, value in {**given, **defaults}.items():
+        expected = list(value) if isinstance(value, (list, tuple)) and name in given else value
+        assert called[name] == expected, (name, argv_of(parameters, given))

@@ -53,10 +53,11 @@ def argument(command: Command, parameter: inspect.Parameter, hint: Any, help: st
     many = get_origin(kinds[0]) in SEQUENCES
     if many:
         kinds = _members(get_args(kinds[0])[0])
-    shown = default not in (None, False, (), parameter.empty)
+    # (by identity: 0 and 1 are defaults to show; a switch that is on says so itself)
+    shown = not any(default is unsaid for unsaid in (None, False, True, parameter.empty)) and default != ()
     spec: dict[str, Any] = {"help": f"{help} (default: {default})" if shown else help}
-    if kinds[0] is bool:
-        spec["action"] = "store_true"
+    if kinds[0] is bool:  # a switch; one that is on by default is turned off by --no-NAME
+        spec["action"] = argparse.BooleanOptionalAction if default is True else "store_true"
     elif kinds[0] in (int, float):
         spec["type"] = kinds[0]
     elif any(kind is Path or get_origin(kind) is os.PathLike for kind in kinds):
@@ -69,8 +70,9 @@ def argument(command: Command, parameter: inspect.Parameter, hint: Any, help: st
         return [command.each[name]], {**spec, "action": "append", "dest": name}
     if many:
         spec["nargs"] = "+"
-    if parameter.kind is parameter.POSITIONAL_ONLY:
-        return [name], spec
+    if parameter.kind is parameter.POSITIONAL_ONLY:  # one with a default may be left out
+        optional = {} if default is parameter.empty else {"nargs": "*" if many else "?", "default": default}
+        return [name], {**spec, **optional}
     flags = [*filter(None, [command.short.get(name)]), f"--{name.replace('_', '-')}"]
     if default is parameter.empty:
         return flags, {**spec, "dest": name, "required": True}
