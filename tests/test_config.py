@@ -194,6 +194,13 @@ def test_misspelled_key_is_named_with_a_suggestion(local_config):
         validate_config(local_config)
 
 
+def test_a_baseline_listed_among_the_models_under_test_is_named(local_config):
+    local_config["models"] = [*local_config["models"], "baseline-oracle"]
+    index = len(local_config["models"]) - 1
+    with pytest.raises(ConfigError, match=rf"key 'models\[{index}\]': 'baseline-oracle' is a baseline: list it under"):
+        validate_config(local_config)
+
+
 def test_nested_misspelled_key_is_named_by_path(local_config):
     local_config["data"] = {"curate": {"exlude_flags": ["empty"]}}
     with pytest.raises(ConfigError, match=r"unknown key 'data\.curate\.exlude_flags'"):

@@ -269,6 +269,8 @@ def _cross_checks(config: dict[str, Any], registry_names: bool) -> list[str]:
                 close = difflib.get_close_matches(name, list(registry), n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
                 problems.append(f"key 'models[{index}]': {name!r} is not in {where}{hint}")
+            elif engine_of(registry[name]).answers_without_model:  # its answers would be made by two stages
+                problems.append(f"key 'models[{index}]': {name!r} is a baseline: list it under 'baselines'")
             elif (problem := runnable_problem(registry[name])) is not None:
                 problems.append(f"key 'models[{index}]': {problem}")
     defined = sorted(config.get("embedders", {}))
