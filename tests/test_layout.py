@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from h2htalk.cli import build_parser, main
 from h2htalk.cli.options import resolve_instance_set
 from h2htalk.config import default_config
 from h2htalk.errors import H2HTalkError
-from h2htalk.layout import SHARED_KINDS, Cell, Layout, instances_set
+from h2htalk.layout import CELL_KINDS, SHARED_KINDS, Cell, Layout, instances_set
 
 
 def test_each_instance_set_has_its_own_name():
@@ -75,3 +77,14 @@ def test_a_tree_finds_its_one_set_and_takes_a_tables_folder(tmp_path):
     with pytest.raises(H2HTalkError, match=r"2 instance sets \(demo, reconstructed\): name one with --instance-set"):
         results.the_set(None)
     assert results.the_set("reconstructed").instance_set == "reconstructed"
+
+
+def test_every_cell_kind_a_declaration_may_name_is_a_file_of_a_subtasks_cell_or_a_studys():
+    layout, found = Layout("results", "demo"), {}
+    for cell in (Cell("m", "sap", "dialogue_base", "e"), Cell("m", "sap", "safety", "e")):
+        for kind in CELL_KINDS:
+            with contextlib.suppress(KeyError):  # a kind of one sort of task alone (a study's verdicts, ...)
+                found.setdefault(kind, []).append(layout.cell_path(kind, cell))
+    assert all(found.get(kind) for kind in CELL_KINDS), found
+    paths = [path for kind_paths in found.values() for path in kind_paths]
+    assert len(set(paths)) == len(paths)  # each its own file

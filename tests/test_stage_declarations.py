@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 from h2htalk.config import default_config
 from h2htalk.layout import Layout
 from h2htalk.settings import BootstrapSettings
-from h2htalk.stages.declare import MACHINERY, StageError, check_one_writer, check_step_names, stage
+from h2htalk.stages.declare import MACHINERY, StageError, check_names, check_one_writer, check_step_names, stage
 from h2htalk.stages.spec import Each, Figure, Grows, One, Over, Product, Scope, figure_files
 from h2htalk.stages.steps import Step, declared_steps, steps_making
-from h2htalk.stages.table import BY_NAME, STAGES
+from h2htalk.stages.table import BY_NAME, CHECKED_RUN, STAGES
 
 
 def test_a_declared_input_that_is_no_parameter_fails_naming_the_stage_and_the_input():
@@ -154,14 +154,53 @@ def test_a_field_that_would_fail_a_job_late_or_leave_it_silently_wrong_fails_as_
         def toy(csv: str) -> None: ...
 
 
+def test_a_file_of_a_kind_the_results_tree_lacks_fails():
+    """A cell's kinds are ``Layout.cell_path``'s (its task's references, not ``instances``), a result's are the
+    tree's patterns: a new kind is a line in ``layout.PATTERNS``."""
+    cells = dict(jobs=Over(model=lambda run: run.models), cells=lambda run, w: run.benchmark(w["model"]))
+    with pytest.raises(StageError, match=r"stage toy: inputs\.instances: 'instances' is no kind of layout\.CELL_KINDS"):
+
+        @stage("toy", "a toy", **cells, inputs={"instances": Each("instances")}, outputs={"csv": One("curated")})
+        def toy(instances: list[str], csv: str) -> None: ...
+
+    with pytest.raises(StageError, match=r"stage toy: outputs\.csv: 'answer_lengths' is no kind of layout\.PATTERNS"):
+
+        @stage("toy", "a toy", outputs={"csv": One("answer_lengths")})
+        def toy_too(csv: str) -> None: ...
+
+
 def test_two_stages_writing_one_file_fail_naming_both():
     @stage("toy", "a second Table 1", product=Product("table", "Toy", "a toy", main="md"),
            outputs=figure_files("table1", md=".md"))  # fmt: skip
     def toy(md: str) -> None: ...
 
     scope = Scope(default_config(), Layout("results", "demo"))
-    with pytest.raises(StageError, match=r"stage toy: outputs\.meta: .*table1\.meta\.json is written by table1 too"):
-        check_one_writer((*STAGES, *toy.stages), scope)
+    with pytest.raises(StageError, match=r"stage toy: outputs\.md: .*table1\.md is written by table1 too"):
+        check_one_writer((*STAGES, *toy.stages), scope)  # the file it declares named, not its provenance
+
+
+def test_two_stages_of_one_model_writing_one_file_fail_in_the_run_the_registry_checks():
+    """The schema's default run has no model under test: the registry checks its stages in it with one."""
+
+    @stage("toy", "a toy", jobs=Over(model=lambda run: run.models), outputs={"summary": One("generation_run")})
+    def toy(model: str, summary: str) -> None: ...
+
+    with pytest.raises(StageError, match=r"stage toy: outputs\.summary: .*/a-model/run\.json is written by generate"):
+        check_one_writer((*STAGES, *toy.stages), CHECKED_RUN)
+
+
+def test_two_stages_of_one_name_or_command_fail_naming_both_functions():
+    @stage("table1", "a second Table 1", outputs={"report": One("curation_report")})
+    def toy(report: str) -> None: ...
+
+    with pytest.raises(StageError, match=r"stage table1: name: 'table1' is declared twice \(h2htalk\.tables\.table1\."):
+        check_names((*STAGES, *toy.stages))
+
+    @stage("toy", "a toy", command="table1", outputs={"report": One("curation_report")})
+    def toy_too(report: str) -> None: ...
+
+    with pytest.raises(StageError, match=r"stage toy: command: 'table1' is declared twice"):
+        check_names((*STAGES, *toy_too.stages))
 
 
 @pytest.mark.parametrize(

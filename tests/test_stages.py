@@ -250,3 +250,20 @@ def test_every_job_of_a_run_writes_exactly_the_files_its_stage_declares(
             inside = {p for p in written if any(p.startswith(f"{d}/") for d in [*folders, *kept])}
             assert written - inside == declared - set(folders), f"{rule} {wildcards}"
     assert sum(api.requests.values()) > 0
+
+
+def test_a_stage_run_by_hand_finds_the_folders_of_its_outputs_made_as_under_snakemake(tmp_path, capsys):
+    import argparse
+
+    from h2htalk.cli.stages import run_stage
+    from h2htalk.stages.declare import stage
+    from h2htalk.stages.spec import Done
+
+    @stage("toy", "a toy", outputs={"report": One("curation_report")})
+    def toy(report: str) -> Done:
+        Path(report).write_text("made", encoding="utf-8")  # a plain write: its folder is the machinery's to make
+        return Done("made")
+
+    args = argparse.Namespace(config=[], results=Layout(str(tmp_path / "results")))
+    assert run_stage(toy.stages[0], args) == 0
+    assert (tmp_path / "results" / "data" / "curation_report.json").read_text(encoding="utf-8") == "made"

@@ -77,6 +77,9 @@ PATTERNS: dict[str, str] = {
 }
 
 # Kinds that do not depend on the instance set: one copy serves every set's runs.
+# What a cell has (``Layout.cell_path``): its prompts and references (its task's), and its own results
+CELL_KINDS = ("prompts", "references", "generations", "score_items", "score_summary", "judge_samples", "judge_sample",
+              "j_items", "j_summary", "verdicts")  # fmt: skip
 SHARED_KINDS = frozenset({
     "manifest", "upstream", "curated", "curation", "curation_report", "curation_report_md", "reconstructed",
     "reconstruction_report", "instance_review", "instance_review_all", "model_file", "prefetched_model",
@@ -228,7 +231,8 @@ class Layout:
         return self.path("instances", subtask=task)
 
     def cell_path(self, kind: str, cell: Cell) -> str:
-        """A cell's result of ``kind``: one of the methods above, or ``prompts`` and ``references`` of its task."""
+        """A cell's result of ``kind`` (one of ``CELL_KINDS``): one of the methods above, or ``prompts`` and
+        ``references`` of its task."""
         if kind in ("prompts", "references"):
             return getattr(self, kind)(cell.variant, cell.task)
         return getattr(self, kind)(cell)

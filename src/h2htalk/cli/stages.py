@@ -81,6 +81,8 @@ def run_stage(stage: Stage, args: argparse.Namespace) -> int:
     config = full_config(args)
     labels = {label: getattr(args, label) for label in stage.labels}
     job = stage.job(config, args.results, labels, RunModels(args, config), options=args, stages=STAGES)
+    for path in (path for paths in job.outputs.values() for path in paths):  # as Snakemake does before a job
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     done = run_job(job)
     # a product says where it went, as the run's closing lines do, unless its function says otherwise
     out = done.out if done.out is not None or stage.product is None else stage.product.where(job.outputs)

@@ -13,7 +13,8 @@ from typing import Any, get_args
 
 from h2htalk.commands import unknown_options
 from h2htalk.errors import H2HTalkError
-from h2htalk.stages.spec import Each, Figure, One, Stage, Where, no_cells, no_models, typed_settings
+from h2htalk.layout import CELL_KINDS, PATTERNS
+from h2htalk.stages.spec import Cells, Each, Figure, One, Stage, Where, no_cells, no_models, typed_settings
 
 PROVENANCE = One("provenance")
 
@@ -81,6 +82,12 @@ def checked(stage: Stage) -> Stage:
         declared = name in stage.inputs or name in stage.outputs or name in stage.labels or name in MACHINERY
         if not (declared or parameter.annotation in settings):
             fail(name, "a parameter that is no declared input, output, label, machinery argument or typed setting")
+    for field, files in (("inputs", stage.inputs), ("outputs", stage.outputs), ("keeps", stage.keeps)):
+        for name, spec in files.items():
+            kinds = {Each: CELL_KINDS, Cells: CELL_KINDS, One: PATTERNS}.get(type(spec))
+            if kinds is not None and spec.kind not in kinds:  # type: ignore[union-attr]
+                listed = "layout.CELL_KINDS" if kinds is CELL_KINDS else "layout.PATTERNS"
+                fail(f"{field}.{name}", f"{spec.kind!r} is no kind of {listed}")  # type: ignore[union-attr]
     for field, files in (("inputs", stage.inputs), ("outputs", stage.outputs)):
         for name, spec in files.items():  # a file of each cell may be reached through ``each(name, cell)``
             reached = (name, field, "each") if isinstance(spec, Each) else (name, field)
@@ -129,13 +136,24 @@ def check_step_names(stages: tuple[Stage, ...]) -> None:
                 raise StageError(f"stage {stage.name}: {field}: {name!r} is no step a stage declares")
 
 
+def check_names(stages: tuple[Stage, ...]) -> None:
+    """No two stages have one name or one command (a rule, a sub-command and a plan step each)."""
+    seen: dict[tuple[str, str], Stage] = {}
+    for stage in stages:
+        for field, name in (("name", stage.name), ("command", stage.command_name)):
+            if (first := seen.setdefault((field, name), stage)) is not stage:
+                functions = " and ".join(f"{s.run.__module__}.{s.run.__qualname__}" for s in (first, stage))
+                raise StageError(f"stage {stage.name}: {field}: {name!r} is declared twice ({functions})")
+
+
 def check_one_writer(stages: tuple[Stage, ...], scope: Any) -> None:
     """No file is an output of two stages, in the run of ``scope`` (two stages may write one kind of file for
     different jobs: generate and baseline_answers, each for its own models)."""
     writer: dict[str, str] = {}
     for stage in stages:
         for labels in stage.jobs(scope.run):
-            for name, paths in stage.files("outputs", scope, labels).items():
+            files = stage.files("outputs", scope, labels).items()  # those it declares before the provenance added
+            for name, paths in sorted(files, key=lambda item: item[0] == "meta"):
                 for path in paths:
                     if writer.setdefault(path, stage.name) != stage.name:
                         raise StageError(f"stage {stage.name}: outputs.{name}: {path} is written by {writer[path]} too")

@@ -4,7 +4,7 @@ the function that runs its jobs), in pipeline order.
 The order is the modules' in ``PIPELINE``, then any module of ``h2htalk.stages.jobs`` (a stage you add), each
 module's stages in the order it declares them: the plan runs the stages that call models in it, and the
 reference in ``docs/stages.md`` lists them in it. Importing the registry checks every stage (``h2htalk.stages.declare``)
-and that no two stages write one file.
+and that no two stages share a name or write one file.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from h2htalk.commands import declared_in
 from h2htalk.config import default_config
 from h2htalk.layout import Layout
 from h2htalk.stages import jobs
-from h2htalk.stages.declare import check_one_writer, check_step_names
+from h2htalk.stages.declare import check_names, check_one_writer, check_step_names
 from h2htalk.stages.spec import Figure, Scope, Stage
 
 # The modules that declare the workflow's stages, in pipeline order. Importing them must stay cheap (every job and
@@ -82,8 +82,11 @@ STAGES: tuple[Stage, ...] = _plan_reads_what_it_plans(
     [stage for module in _modules() for function in declared_in(module, "stages") for stage in function.stages]
 )
 BY_NAME = {stage.name: stage for stage in STAGES}
+check_names(STAGES)
 check_step_names(STAGES)
-check_one_writer(STAGES, Scope(default_config(), Layout("results", "demo")))
+# the schema's default run, with one model under test (it has none, and so no job of one model)
+CHECKED_RUN = Scope({**default_config(), "models": ["a-model"]}, Layout("results", "demo"))
+check_one_writer(STAGES, CHECKED_RUN)
 
 
 def command_reads() -> dict[str, tuple[str, ...]]:
