@@ -18,6 +18,8 @@ from h2htalk.cli.commands import add, run_command
 from h2htalk.cli.options import OVERRIDES
 from h2htalk.commands import CommandError, command
 
+from .conftest import REPO_ROOT
+
 
 @command("toy", choices={"colour": ("red", "blue")}, metavar={"files": "FILE"}, each={"tags": "--tag"},
          short={"dry_run": "-n"})  # fmt: skip
@@ -98,6 +100,28 @@ def test_a_command_declared_wrong_is_named_with_its_parameter():
         command("bad", options=("scorin",))(unhelped)
     with pytest.raises(CommandError, match=r"command quiet: tasks: no help \(a docstring line 'tasks: \.\.\.'\)"):
         parser_of(command("quiet")(unhelped))
+
+    def typed_for_the_checker(results: Unknown) -> None:  # noqa: F821 - a name imported under TYPE_CHECKING alone
+        """No type at run time."""
+
+    with pytest.raises(CommandError, match=r"command typed: name 'Unknown' is not defined: its parameters' types"):
+        parser_of(command("typed")(typed_for_the_checker))
+
+
+def test_every_module_that_declares_a_command_is_one_the_command_line_reads():
+    """A module the list leaves out would leave its commands out of ``h2htalk``, and no other test would fail."""
+    import ast
+
+    from h2htalk.cli.commands import MODULES
+
+    package = REPO_ROOT / "src" / "h2htalk"
+    declaring = set()
+    for path in package.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        decorators = [d for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) for d in node.decorator_list]
+        if any(isinstance(d, ast.Call) and getattr(d.func, "id", None) == "command" for d in decorators):
+            declaring.add(".".join(path.relative_to(package.parent).with_suffix("").parts))
+    assert declaring == set(MODULES)
 
 
 # Each command's flags (! where required) and positional arguments, as they were when the commands were hand-wired

@@ -61,8 +61,10 @@ def test_a_table_added_in_one_module_is_in_all_the_closing_lines_and_the_report(
     shutil.copytree(REPO_ROOT / "docs", checkout / "docs")
     (checkout / "src/h2htalk/stages/jobs/answer_lengths.py").write_text(TOY, encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(checkout / "src")}
-    reference = subprocess.run([sys.executable, "-m", "h2htalk.stages.reference"], cwd=checkout, env=env,
-                               capture_output=True, text=True, check=True).stdout  # fmt: skip
+    made = subprocess.run([sys.executable, "-m", "h2htalk.stages.reference"], cwd=checkout, env=env,
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert made.returncode == 0, made.stderr[-3000:]  # a declaration's error, as it loads
+    reference = made.stdout
     (checkout / "docs/stages.md").write_text(reference, encoding="utf-8")
     assert "## answer_lengths" in reference and "inputs:\n  - provenance:" in reference.split("## answer_lengths")[1]
 
@@ -98,3 +100,14 @@ def test_a_table_added_in_one_module_is_in_all_the_closing_lines_and_the_report(
     assert "answer-lengths: 2 cells -> paper_figures/demo-first2/answer_lengths.csv" in run.stdout + run.stderr
     with zipfile.ZipFile(checkout / "report.zip") as bundle:
         assert any(name.endswith("answer_lengths.csv") for name in bundle.namelist())
+
+
+def test_a_command_declared_wrong_fails_the_dry_run_before_any_job(tmp_path):
+    """Every job runs an ``h2htalk`` command, and a command declared wrong fails them all: the workflow builds the
+    command line when it loads, so that the dry run says so instead of every job."""
+    checkout = copy_checkout(tmp_path / "checkout")
+    rates = checkout / "src/h2htalk/plan/rates.py"
+    rates.write_text(rates.read_text(encoding="utf-8").replace("    reset: forget", "    resett: forget"), "utf-8")
+    planned = snakemake(checkout, "--dry-run")
+    assert planned.returncode != 0
+    assert "command rates: reset: no help (a docstring line 'reset: ...')" in planned.stdout + planned.stderr

@@ -11,6 +11,7 @@ from h2htalk.config import (
     registry_files,
     resolved_digest,
 )
+from h2htalk.cli import build_parser
 from h2htalk.errors import ConfigError
 from h2htalk.freshness import clear_stale
 from h2htalk.layout import Layout, instances_set
@@ -31,6 +32,8 @@ else:
 # One results tree for every instance set: the set's own results under results/sets/{set}/ and its tables under
 # paper_figures/{set}/, the data, the reconstruction and the model files shared (h2htalk.layout).
 LAYOUT = Layout("results", instances_set(config))
+# Every job runs an h2htalk command: one declared wrong (@command) fails here, naming it, before any job starts.
+build_parser()
 RULES = Rules(config, LAYOUT, load_registry(registry_files(config)), workflow.basedir)
 # A dry run writes nothing (Snakemake's own workflow.dryrun is only known once the DAG is built).
 DRY_RUN = workflow.output_settings.dryrun

@@ -35,7 +35,10 @@ def add(sub: Any, command: Command) -> None:
     for group in command.options:
         OPTIONS[group](parser)
     made = {action.dest for action in parser._actions}  # by --config and the option groups
-    hints, helps = get_type_hints(command.run), command.parameter_help
+    try:
+        hints, helps = get_type_hints(command.run), command.parameter_help
+    except NameError as exc:  # a type imported for the type checker alone
+        raise CommandError(f"command {command.name}: {exc}: its parameters' types are read when it runs") from None
     for name, parameter in inspect.signature(command.run).parameters.items():
         if hints[name] is Layout:
             add_results(parser)
