@@ -32,7 +32,7 @@ from .test_workflow import checkout  # noqa: F401 - the fixture: a fresh copy of
 
 def test_the_stage_reference_is_the_tables():
     written = (REPO_ROOT / "docs" / "stages.md").read_text(encoding="utf-8")
-    assert written == reference(), "docs/stages.md is stale: python -m h2htalk.stages.reference > docs/stages.md"
+    assert written == reference(), "docs/stages.md is stale: python -m h2htalk.stages.reference docs/stages.md"
 
 
 def test_the_table_lists_each_stage_after_the_stages_it_reads_from():

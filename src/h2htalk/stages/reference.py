@@ -1,5 +1,6 @@
 """The stage reference, ``docs/stages.md``, made from the stage registry: for every stage, what it reads, what it
-makes and where it runs. ``python -m h2htalk.stages.reference > docs/stages.md`` writes it; a test fails when the
+makes and where it runs. ``python -m h2htalk.stages.reference docs/stages.md`` writes it (whole, or not at all: a
+declaration's error leaves the file as it was; without a file it is printed); a test fails when the
 file and the declarations drift apart."""
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ def reference() -> str:
         "",
         "Every stage of the workflow, as it is declared at the function that does its work (`@stage`): its rule (of",
         "the same name), its command, what it reads and makes, and where it runs. Made from the registry by",
-        "`python -m h2htalk.stages.reference > docs/stages.md`; `tests/test_stages.py` fails when the two differ.",
+        "`python -m h2htalk.stages.reference docs/stages.md`; `tests/test_stages.py` fails when the two differ.",
         "",
         "A *cell* is a model's result for one variant (`sap`, `nosap`) and one task (a subtask, or a study), scored",
         "by an embedder where it has scores. `{set}` is the run's instance set (`demo`, `reconstructed`, ...).",
@@ -102,4 +103,11 @@ def reference() -> str:
 
 
 if __name__ == "__main__":
-    print(reference(), end="")
+    import sys
+
+    from h2htalk.io import write_text_atomic
+
+    if sys.argv[1:]:
+        write_text_atomic(sys.argv[1], reference())
+    else:
+        print(reference(), end="")
