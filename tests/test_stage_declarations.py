@@ -143,6 +143,7 @@ TABLE = dict(outputs=figure_files("toy", csv=".csv"))
         (dict(starts=lambda scope, labels: ["qwen2.5-7b-instruct"], **TABLE), r"starts: a stage starts models"),
         (dict(where="embedder", **TABLE), r"where: an embedder job is placed by its embedder"),
         (dict(options=("engine", "bootstrapp"), **TABLE), r"options: no option group 'bootstrapp' \(there are engine,"),
+        (dict(jobs=Over(model="models"), **TABLE), r"jobs model: 'models' is not a function of the run's cells"),
     ],
 )  # fmt: skip
 def test_a_field_that_would_fail_a_job_late_or_leave_it_silently_wrong_fails_as_it_loads(declared, error):

@@ -105,6 +105,9 @@ def checked(stage: Stage) -> Stage:
     for folder in stage.uses:  # a folder that is not there would leave the stage out of date when its files change
         if not resources.files("h2htalk.resources").joinpath(folder).is_dir():
             fail(f"uses {folder!r}", "no folder of the package's resources (src/h2htalk/resources/)")
+    for label, values in stage.jobs.values.items():  # a job's labels come from the run when the registry loads
+        if not callable(values):
+            fail(f"jobs {label}", f"{values!r} is not a function of the run's cells (Over({label}=lambda run: ...))")
     if wrong := unknown_options(stage.options):
         fail("options", wrong)
     if stage.where not in get_args(Where):
