@@ -13,7 +13,7 @@ min_version("9.0")
 # The rules' logic lives in the h2htalk package; make the checkout's copy importable.
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
-from h2htalk.config import validate_config
+from h2htalk.config import check_named_files, validate_config
 from h2htalk.errors import ConfigError
 
 
@@ -23,6 +23,7 @@ configfile: "config/config.yaml"
 
 try:
     _validated = validate_config(config)
+    check_named_files(_validated)
 except ConfigError as exc:
     raise WorkflowError(str(exc)) from None
 config.clear()

@@ -16,6 +16,7 @@ from h2htalk.cli.options import load_config as load_command_config
 from h2htalk.config import (
     VALIDATED_DIGEST,
     check_environment,
+    check_named_files,
     default_config,
     load_config,
     load_registry,
@@ -199,6 +200,65 @@ def test_a_baseline_listed_among_the_models_under_test_is_named(local_config):
     index = len(local_config["models"]) - 1
     with pytest.raises(ConfigError, match=rf"key 'models\[{index}\]': 'baseline-oracle' is a baseline: list it under"):
         validate_config(local_config)
+
+
+@pytest.mark.parametrize(
+    ("overlay", "error"),
+    [
+        ({"studies": {"models": ["no-such-model"]}}, r"key 'studies\.models\[0\]': 'no-such-model' is not in"),
+        ({"rubric_judge": {"model": "baseline-oracle"}}, r"key 'rubric_judge\.model': 'baseline-oracle' is a baseline"),
+        ({"studies": {"models": ["baseline-oracle"]}}, r"key 'studies\.models\[0\]': 'baseline-oracle' is a baseline"),
+        ({"judge_reliability": {"panel": ["baseline-echo-input"]}}, r"key 'judge_reliability\.panel.*baseline"),
+    ],
+)  # fmt: skip
+def test_a_model_named_for_a_role_it_cannot_play_is_named(local_config, overlay, error):
+    """The studies' models, the judges, the panel and the reconstruction's models are checked as the models under
+    test are: each was accepted and then failed a job, or the dry run (a study model no job provisioned)."""
+    with pytest.raises(ConfigError, match=error):
+        validate_config(h2htalk.config.deep_update(local_config, overlay))
+
+
+def test_a_study_model_outside_the_models_under_test_is_provisioned_and_its_keys_checked(local_config):
+    from h2htalk.cells import RunCells
+    from h2htalk.stages.declared import models_in_use
+
+    local_config["studies"] = {"models": ["qwen2.5-coder-1.5b-instruct-q4km"]}
+    config = validate_config(local_config)
+    assert "qwen2.5-coder-1.5b-instruct-q4km" in h2htalk.config.models_in_use(config)  # its API key, were it an API
+    assert "qwen2.5-coder-1.5b-instruct-q4km" in models_in_use(RunCells(config))  # its model file provisioned
+
+
+def test_no_study_model_runs_no_study_and_no_judge_of_one(local_config):
+    from h2htalk.cells import RunCells
+
+    local_config["studies"] = {"models": []}
+    run = RunCells(validate_config(local_config))
+    assert run.study_models == () and run.models  # none listed: none (null: the models under test)
+    assert all(set(roles) <= {"rubric"} for roles in run.ladder_judges.values())
+    local_config.update(models=[], baselines=[], studies={"models": None})
+    assert RunCells(validate_config(local_config)).ladder_judges == {}  # nothing under test: nothing judged
+
+
+def test_a_file_the_configuration_names_is_there_and_a_filled_in_review_file_outside_the_results(
+    local_config, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    queue = tmp_path / "results" / "review" / "queue.csv"
+    queue.parent.mkdir(parents=True)
+    queue.write_text("id\n", encoding="utf-8")
+    local_config["review"] = {"imports": ["results/review/queue.csv", "filled.csv"]}
+    local_config["studies"] = {"safety_scenarios": "mine.jsonl"}
+    local_config["paper"] = {"table2": str(REPO_ROOT / "config" / "paper" / "table2.csv"),
+                             "table3": str(REPO_ROOT / "config" / "paper" / "table3.csv")}  # fmt: skip
+    local_config["model_registry"] = str(REPO_ROOT / "config" / "models.yaml")
+    with pytest.raises(ConfigError) as failed:
+        check_named_files(validate_config(local_config))
+    assert str(failed.value).splitlines()[1:] == [
+        "  - key 'studies.safety_scenarios': mine.jsonl: no such file",
+        "  - key 'review.imports[0]': results/review/queue.csv is in the results tree, which a run remakes: keep a"
+        " copy outside",
+        "  - key 'review.imports[1]': filled.csv: no such file",
+    ]
 
 
 def test_nested_misspelled_key_is_named_by_path(local_config):

@@ -183,11 +183,11 @@ def runnable_problem(spec: dict[str, Any]) -> str | None:
 
 
 def models_in_use(config: dict[str, Any]) -> list[str]:
-    """The models a run of the validated ``config`` calls (registry names): the models under test, the judges (the
-    panel's too), and the reconstruction models when the instances are reconstructed."""
+    """The models a run of the validated ``config`` calls (registry names): the models under test and the studies',
+    the judges (the panel's too), and the reconstruction models when the instances are reconstructed."""
     reconstruct = config["instances"]["reconstruct"]
     modes = [JudgeMode.from_config(config, section) for section in JUDGE_SECTION_NAMES]
-    names = [*config["models"], *(mode.model for mode in modes)]
+    names = [*config["models"], *(config["studies"]["models"] or ()), *(mode.model for mode in modes)]
     names += [mode.cheap_model for mode in modes if mode.cascade] + config["judge_reliability"]["panel"]
     if config["instances"]["source"] == "reconstructed":
         names += [reconstruct["generator"], *reconstruct["voters"]]
@@ -202,13 +202,42 @@ def check_environment(config: dict[str, Any], names: Iterable[str] | None = None
     require_environment(registry[name] for name in wanted)
 
 
+# The keys that name files of one's own (filled-in copies of the run's review files among them)
+NAMED_FILES = ("paper.table2", "paper.table3", "studies.safety_scenarios", "studies.instruction_following",
+               "studies.human_ratings", "review.imports", "instances.review_imports")  # fmt: skip
+FILLED_IN = ("review.imports", "instances.review_imports")
+
+
+def check_named_files(config: Mapping[str, Any], results: str = "results") -> None:
+    """Fail, naming each key, where a file the validated ``config`` names is not there (the run would stop at the
+    first job that reads it), or where a filled-in review file is in the ``results`` tree, which the run remakes."""
+    named = []
+    for key in NAMED_FILES:
+        section, name = key.split(".")
+        value = config[section][name]
+        named += [(key, value)] if isinstance(value, str) else [(f"{key}[{i}]", v) for i, v in enumerate(value or ())]
+    if config["instances"]["source"] == "file":
+        named += [(f"instances.files.{s}", config["instances"]["files"][s]) for s in config["subtasks"]]
+    problems, tree = [], Path(results).resolve()
+    for key, path in named:
+        if not os.path.isfile(path):
+            problems.append(f"key {key!r}: {path}: no such file")
+        elif key.startswith(FILLED_IN) and Path(path).resolve().is_relative_to(tree):
+            problems.append(f"key {key!r}: {path} is in the results tree, which a run remakes: keep a copy outside")
+    if problems:
+        raise ConfigError("invalid configuration:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
 @command("validate-config", metavar={"configfiles": "FILE"})
 def validate_files(configfiles: Sequence[str], /) -> str:
-    """Check config files against the schema, and that the environment holds the API keys of the models they use.
+    """Check config files against the schema, that the files they name are there, and that the environment holds the
+    API keys of the models they use.
 
     configfiles: later files overlay earlier ones
     """
-    check_environment(load_config(configfiles))
+    config = load_config(configfiles)
+    check_named_files(config)
+    check_environment(config)
     return f"{' + '.join(configfiles)}: valid"
 
 
@@ -258,9 +287,15 @@ def _cross_checks(config: dict[str, Any], registry_names: bool) -> list[str]:
         reconstruct = config.get("instances", {}).get("reconstruct", {})
         named.append(("instances.reconstruct.generator", reconstruct.get("generator")))
         named += [(f"instances.reconstruct.voters[{i}]", n) for i, n in enumerate(reconstruct.get("voters", []))]
+        studies = config.get("studies", {}).get("models") or []
+        named += [(f"studies.models[{i}]", n) for i, n in enumerate(studies)]
         for key, name in named:
             if name and name not in registry:
                 problems.append(f"key {key!r}: {name!r} is not in {where}")
+            elif name and engine_of(registry[name]).answers_without_model:  # it answers from the instances alone
+                problems.append(f"key {key!r}: {name!r} is a baseline: it cannot judge, answer a study or reconstruct")
+            elif name and (problem := runnable_problem(registry[name])) is not None:
+                problems.append(f"key {key!r}: {problem}")
         for index, name in enumerate(config.get("baselines", [])):
             if name not in registry or not engine_of(registry[name]).answers_without_model:
                 problems.append(f"key 'baselines[{index}]': {name!r} is not a baseline in {where}")

@@ -41,11 +41,11 @@ def registry_files(scope, labels):
 
 
 def models_in_use(run):
-    """Every model a run may start: the models under test, the judges and the reconstruction's models."""
+    """Every model a run may start: the models under test and the studies', the judges and the reconstruction's."""
     config = run.config
     reconstruct = config["instances"]["reconstruct"]
     judges = [config["rubric_judge"]["model"], config["study_judge"]["model"], *run.ladder_judges]  # cheap, panel
-    return [*run.models, *judges, reconstruct["generator"], *reconstruct["voters"]]
+    return [*run.models, *run.study_models, *judges, reconstruct["generator"], *reconstruct["voters"]]
 
 
 def judge_models(scope, section):
