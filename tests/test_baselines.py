@@ -248,3 +248,16 @@ def test_the_random_reference_of_a_one_item_set_is_missing_not_zero(tmp_path):
     with open(tmp_path / "table2.csv", encoding="utf-8") as handle:
         table = {r["model"]: r for r in csv.DictReader(handle)}
     assert table[FLOOR]["dialogue_base"] == "" and table[FLOOR]["dialogue_base_missing"] == "1"
+
+
+def test_calibration_asked_for_without_its_floor_or_ceiling_names_the_baselines_it_lacks():
+    """It is left out of ``all`` then; asked for by name, it says what it needs instead of a missing input."""
+    from h2htalk.errors import ConfigError
+    from h2htalk.layout import Layout
+    from h2htalk.stages.spec import Scope
+    from h2htalk.tables.calibration import floor_items
+
+    config = default_config({"baselines": ["baseline-oracle"]})
+    with pytest.raises(ConfigError, match=r"key 'baselines' lacks baseline-random-reference: the floor and the"):
+        floor_items(Scope(config, Layout("results", "demo")), {})
+    assert floor_items(Scope(default_config(), Layout("results", "demo")), {})  # with both, its floor's items

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from h2htalk.cells import RunCells
+from h2htalk.errors import ConfigError
 from h2htalk.instances.sources import run_notes
 from h2htalk.io import iter_jsonl, read_json, write_text_atomic
 from h2htalk.layout import Cell
@@ -104,6 +105,8 @@ def no_answer_notes(summaries: Iterable[dict[str, Any]]) -> list[str]:
 def floor_items(scope: Scope, labels: Labels) -> list[str]:
     """The chance floor's (random-reference baseline's) per-item scores, per embedder and subtask."""
     run = scope.run
+    if missing := [name for name in (FLOOR, CEILING) if name not in run.baselines]:  # asked for by name
+        raise ConfigError(f"calibration: key 'baselines' lacks {' and '.join(missing)}: the floor and the ceiling")
     return [scope.results.score_items(Cell(FLOOR, run.variants[0], s, e)) for e in run.embedders for s in run.subtasks]
 
 
