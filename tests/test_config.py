@@ -261,6 +261,24 @@ def test_a_file_the_configuration_names_is_there_and_a_filled_in_review_file_out
     ]
 
 
+@pytest.mark.parametrize(
+    ("rubric_judge", "error"),
+    [
+        ({"mode": "cascade", "sample_per_cell": 1},
+         "key 'rubric_judge.sample_per_cell': 1 is none of what it may be: 1 is less than the minimum of 2; 'auto' was"
+         " expected"),
+        ({"mode": "cascade", "sample_per_cell": "auto"},
+         "key 'rubric_judge.target_half_width': None is not of type 'number' (where rubric_judge.sample_per_cell is"
+         " 'auto')"),
+    ],
+)  # fmt: skip
+def test_a_value_of_several_forms_or_one_another_key_asks_for_says_which(local_config, rubric_judge, error):
+    local_config["rubric_judge"] = rubric_judge
+    with pytest.raises(ConfigError) as failed:
+        validate_config(local_config)
+    assert f"  - {error}" in str(failed.value).splitlines()
+
+
 def test_nested_misspelled_key_is_named_by_path(local_config):
     local_config["data"] = {"curate": {"exlude_flags": ["empty"]}}
     with pytest.raises(ConfigError, match=r"unknown key 'data\.curate\.exlude_flags'"):

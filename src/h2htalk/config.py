@@ -74,8 +74,20 @@ def _key_path(path: Iterator[Any] | Any) -> str:
     return text or "<top level>"
 
 
-def _describe(error: jsonschema.ValidationError) -> str:
+def _describe(error: jsonschema.ValidationError, schema: dict[str, Any]) -> str:
     where = _key_path(error.absolute_path)
+    if error.validator in ("oneOf", "anyOf"):  # what each allowed form says of it
+        return f"key {where!r}: {error.instance!r} is none of what it may be: " + "; ".join(
+            sub.message for sub in error.context or ()
+        )
+    if "then" in error.schema_path:  # a key another key's value asks for: say which
+        path = list(error.schema_path)
+        clause = functools.reduce(lambda node, part: node[part], path[: path.index("then")], schema)["if"]
+        section = [*error.absolute_path][: -1 if error.absolute_path else None]
+        asked = [
+            f"{_key_path([*section, k])} is {v['const']!r}" for k, v in clause["properties"].items() if "const" in v
+        ]
+        return f"key {where!r}: {error.message} (where {' and '.join(asked)})"
     if error.validator == "additionalProperties":
         allowed = sorted(error.schema.get("properties", {}))
         unexpected = sorted(set(error.instance) - set(allowed))
@@ -112,7 +124,7 @@ def _checked(instance: Any, schema: dict[str, Any]) -> list[str]:
     """Validate ``instance`` in place, filling in schema defaults; the problems found, each naming its key."""
     validator = _with_defaults(jsonschema.validators.validator_for(schema))(schema)
     errors = sorted(validator.iter_errors(instance), key=lambda e: (list(map(str, e.absolute_path)), e.message))
-    return [_describe(e) for e in errors]
+    return [_describe(e, schema) for e in errors]
 
 
 Paths = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
