@@ -235,8 +235,9 @@ def test_no_study_model_runs_no_study_and_no_judge_of_one(local_config):
     run = RunCells(validate_config(local_config))
     assert run.study_models == () and run.models  # none listed: none (null: the models under test)
     assert all(set(roles) <= {"rubric"} for roles in run.ladder_judges.values())
-    local_config.update(models=[], baselines=[], studies={"models": None})
-    assert RunCells(validate_config(local_config)).ladder_judges == {}  # nothing under test: nothing judged
+    local_config.update(models=[], studies={"models": None})  # the baselines alone, which the judge leaves
+    assert not local_config["rubric_judge"]["baselines"]
+    assert RunCells(validate_config(local_config)).ladder_judges == {}  # nothing judged: no judge's ladder
 
 
 def test_a_file_the_configuration_names_is_there_and_a_filled_in_review_file_outside_the_results(
@@ -277,6 +278,20 @@ def test_a_value_of_several_forms_or_one_another_key_asks_for_says_which(local_c
     with pytest.raises(ConfigError) as failed:
         validate_config(local_config)
     assert f"  - {error}" in str(failed.value).splitlines()
+
+
+def test_a_run_with_nothing_to_answer_or_two_rows_of_one_name_is_refused(local_config, tmp_path):
+    local_config.update(models=[], baselines=[])
+    with pytest.raises(ConfigError, match=r"keys 'models' and 'baselines': both empty, nothing answers the benchmark"):
+        validate_config(local_config)
+    overlay = tmp_path / "mine.yaml"
+    overlay.write_text(yaml.safe_dump({"my-oracle": {"engine": "baseline", "baseline": {"kind": "oracle"},
+                                                     "display_name": "Oracle (the reference)",
+                                                     "size_group": "baseline"}}))  # fmt: skip
+    local_config.update(models=["qwen2.5-coder-0.5b-instruct-q4km"], baselines=["baseline-oracle", "my-oracle"],
+                        model_registry_overlays=[str(overlay)])  # fmt: skip
+    with pytest.raises(ConfigError, match=r"baseline-oracle, my-oracle are all shown as 'Oracle \(the reference\)'"):
+        validate_config(local_config)
 
 
 def test_nested_misspelled_key_is_named_by_path(local_config):

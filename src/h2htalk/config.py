@@ -311,6 +311,14 @@ def _cross_checks(config: dict[str, Any], registry_names: bool) -> list[str]:
         for index, name in enumerate(config.get("baselines", [])):
             if name not in registry or not engine_of(registry[name]).answers_without_model:
                 problems.append(f"key 'baselines[{index}]': {name!r} is not a baseline in {where}")
+        if not config["models"] and not config.get("baselines"):
+            problems.append("keys 'models' and 'baselines': both empty, nothing answers the benchmark")
+        shown: dict[str, set[str]] = {}  # Table 2's row names
+        for name in (n for n in [*config["models"], *config.get("baselines", [])] if n in registry):
+            shown.setdefault(registry[name].get("display_name") or name, set()).add(name)
+        for display, names in shown.items():
+            if len(names) > 1:
+                problems.append(f"keys 'models', 'baselines': {', '.join(sorted(names))} are all shown as {display!r}")
         for index, name in enumerate(config["models"]):
             if name not in registry:
                 close = difflib.get_close_matches(name, list(registry), n=1)
