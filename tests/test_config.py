@@ -280,6 +280,14 @@ def test_a_value_of_several_forms_or_one_another_key_asks_for_says_which(local_c
     assert f"  - {error}" in str(failed.value).splitlines()
 
 
+def test_a_registry_key_an_engine_asks_for_says_the_entrys_engine(local_config, tmp_path):
+    overlay = tmp_path / "mine.yaml"
+    overlay.write_text(yaml.safe_dump({"mine": {"engine": "api", "display_name": "Mine", "size_group": "local"}}))
+    local_config["model_registry_overlays"] = [str(overlay)]
+    with pytest.raises(ConfigError, match=r"  - mine: 'api' is a required property \(where mine\.engine is 'api'\)"):
+        validate_config(local_config)
+
+
 def test_a_run_with_nothing_to_answer_or_two_rows_of_one_name_is_refused(local_config, tmp_path):
     local_config.update(models=[], baselines=[])
     with pytest.raises(ConfigError, match=r"keys 'models' and 'baselines': both empty, nothing answers the benchmark"):

@@ -82,7 +82,7 @@ class RunCells:
         (``judge_reliability.panel``), each in every role the run has."""
         roles = dict(self.judges)
         every = self._rubric_role + self._study_roles
-        for model in self.config["judge_reliability"]["panel"]:
+        for model in self.config["judge_reliability"]["panel"] if every else ():
             roles[model] = tuple(dict.fromkeys([*roles.get(model, ()), *every]))
         return roles
 

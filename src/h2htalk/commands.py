@@ -8,10 +8,10 @@ signature and docstring (``h2htalk.cli.commands``):
   named as a section it reads (``review``) that section; a ``Layout`` is the results tree (``--results``,
   ``--instance-set``, ``--figures``); a parameter an option group of ``options`` makes (``--no-cache``) its value;
 - any other is an argument: positional where it is positional-only (before ``/``), else the flag of its name
-  (``public_url``: ``--public-url``), required where it has no default; ``bool`` is a switch (one on by default:
-  ``--no-NAME``); ``int``, ``float``
-  and paths are converted; a sequence takes one or more values (``each``: one per flag, ``--task a --task b``);
-  ``choices``, ``metavar`` and a ``short`` flag are declared per parameter;
+  (``public_url``: ``--public-url``), required where it has no default (a positional one may be left out); ``bool``
+  is a switch (one on by default: ``--no-NAME``); ``int``, ``float`` and paths are converted; a sequence takes one
+  or more values (``each``: one per flag, ``--task a --task b``); ``choices``, ``metavar`` and a ``short`` flag are
+  declared per parameter;
 - what it returns is printed: a ``str``, or lines (a row of several fields: tab separated); None prints nothing.
   The exit status is 0, or 2 for an ``H2HTalkError`` (a line naming the problem).
 """

@@ -76,18 +76,10 @@ def _key_path(path: Iterator[Any] | Any) -> str:
 
 def _describe(error: jsonschema.ValidationError, schema: dict[str, Any]) -> str:
     where = _key_path(error.absolute_path)
-    if error.validator in ("oneOf", "anyOf"):  # what each allowed form says of it
+    if error.validator in ("oneOf", "anyOf") and error.context:  # what each allowed form says of it
         return f"key {where!r}: {error.instance!r} is none of what it may be: " + "; ".join(
-            sub.message for sub in error.context or ()
+            sub.message for sub in error.context
         )
-    if "then" in error.schema_path:  # a key another key's value asks for: say which
-        path = list(error.schema_path)
-        clause = functools.reduce(lambda node, part: node[part], path[: path.index("then")], schema)["if"]
-        section = [*error.absolute_path][: -1 if error.absolute_path else None]
-        asked = [
-            f"{_key_path([*section, k])} is {v['const']!r}" for k, v in clause["properties"].items() if "const" in v
-        ]
-        return f"key {where!r}: {error.message} (where {' and '.join(asked)})"
     if error.validator == "additionalProperties":
         allowed = sorted(error.schema.get("properties", {}))
         unexpected = sorted(set(error.instance) - set(allowed))
@@ -98,9 +90,29 @@ def _describe(error: jsonschema.ValidationError, schema: dict[str, Any]) -> str:
             suggestion = f" (did you mean {hint[0]!r}?)" if hint else ""
             parts.append(f"unknown key {full!r}{suggestion}; allowed here: {', '.join(allowed)}")
         return "; ".join(parts)
+    condition = _asked_by(error, schema)
+    asked = f" (where {condition})" if condition else ""
     if error.validator == "required":
-        return f"{where}: {error.message}"
-    return f"key {where!r}: {error.message}"
+        return f"{where}: {error.message}{asked}"
+    return f"key {where!r}: {error.message}{asked}"
+
+
+def _asked_by(error: jsonschema.ValidationError, schema: dict[str, Any]) -> str:
+    """Where ``error`` comes from an ``if``/``then`` of ``schema`` (a key another key's value asks for): that value,
+    in words (``rubric_judge.sample_per_cell is 'auto'``); else nothing."""
+    path = list(error.schema_path)
+    if "then" not in path:
+        return ""
+    try:
+        clause = functools.reduce(lambda node, part: node[part], path[: path.index("then")], schema)["if"]
+        below = path[path.index("then") + 1 :].count("properties")  # how deep under the clause's object the key is
+        section = list(error.absolute_path)[: len(error.absolute_path) - below]
+        asked = [
+            f"{_key_path([*section, k])} is {c['const']!r}" for k, c in clause["properties"].items() if "const" in c
+        ]
+    except (KeyError, TypeError, IndexError):  # a clause this does not read (through a $ref, or without properties)
+        return ""
+    return " and ".join(asked)
 
 
 def validate_config(config: Mapping[str, Any], schema: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -126,6 +126,7 @@ def no_cells(run: RunCells, labels: Labels) -> list[Cell]:
 
 
 def no_models(scope: Scope, labels: Labels) -> list[str]:
+    """What a stage that is no model job starts: nothing."""
     return []
 
 
