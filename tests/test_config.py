@@ -228,16 +228,14 @@ def test_a_study_model_outside_the_models_under_test_is_provisioned_and_its_keys
     assert "qwen2.5-coder-1.5b-instruct-q4km" in models_in_use(RunCells(config))  # its model file provisioned
 
 
-def test_no_study_model_runs_no_study_and_no_judge_of_one(local_config):
+def test_no_study_model_runs_no_study(local_config):
     from h2htalk.cells import RunCells
 
     local_config["studies"] = {"models": []}
     run = RunCells(validate_config(local_config))
     assert run.study_models == () and run.models  # none listed: none (null: the models under test)
-    assert all(set(roles) <= {"rubric"} for roles in run.ladder_judges.values())
-    local_config.update(models=[], studies={"models": None})  # the baselines alone, which the judge leaves
-    assert not local_config["rubric_judge"]["baselines"]
-    assert RunCells(validate_config(local_config)).ladder_judges == {}  # nothing judged: no judge's ladder
+    local_config["studies"] = {"models": None}
+    assert RunCells(validate_config(local_config)).study_models == run.models
 
 
 def test_a_file_the_configuration_names_is_there_and_a_filled_in_review_file_outside_the_results(

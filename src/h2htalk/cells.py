@@ -57,32 +57,21 @@ class RunCells:
 
     @property
     def judges(self) -> dict[str, tuple[str, ...]]:
-        """Each judge model and the judges it is (``settings.JUDGE_ROLES``): the rubric judge when it judges a cell,
-        the judges of both studies when a model answers them; a role in cascade mode has two (its cheap judge, and its
-        own)."""
+        """Each judge model and the judges it is (``settings.JUDGE_ROLES``): the rubric judge when Levels I-III
+        are run, the judges of both studies; a role in cascade mode has two (its cheap judge, and its own)."""
         roles: dict[str, tuple[str, ...]] = {}
-        for section, judged in (("rubric_judge", self._rubric_role), ("study_judge", self._study_roles)):
+        for section, judged in (("rubric_judge", (RUBRIC,) if self.judged_subtasks else ()), ("study_judge", STUDIES)):
             for model in JudgeMode.from_config(self.config, section).judges if judged else ():
                 roles[model] = (*roles.get(model, ()), *judged)
         return roles
-
-    @property
-    def _rubric_role(self) -> tuple[str, ...]:
-        """The rubric judge's role where it judges a cell: a model it judges on a Level I-III subtask."""
-        return (RUBRIC,) if self.judged_subtasks and self.judged_models else ()
-
-    @property
-    def _study_roles(self) -> tuple[str, ...]:
-        """The studies' judges' roles where a model answers the studies."""
-        return STUDIES if self.study_models else ()
 
     @property
     def ladder_judges(self) -> dict[str, tuple[str, ...]]:
         """The judges whose ladders run: the run's judges (``judges``), then the panel's
         (``judge_reliability.panel``), each in every role the run has."""
         roles = dict(self.judges)
-        every = self._rubric_role + self._study_roles
-        for model in self.config["judge_reliability"]["panel"] if every else ():
+        every = ((RUBRIC,) if self.judged_subtasks else ()) + STUDIES
+        for model in self.config["judge_reliability"]["panel"]:
             roles[model] = tuple(dict.fromkeys([*roles.get(model, ()), *every]))
         return roles
 
