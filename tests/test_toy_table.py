@@ -56,6 +56,63 @@ def snakemake(checkout: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, cwd=checkout, env=env, capture_output=True, text=True, timeout=900, check=False)
 
 
+def stand_in_run(checkout: Path, tmp_path: Path, base_url: str) -> list[str]:
+    """The --configfiles of a small laptop run in the copy whose model under test is the API stand-in at
+    ``base_url``: one subtask, two instances, no baselines, the synthetic release."""
+    release = tmp_path / "release"
+    release.mkdir()
+    for subtask in SUBTASKS:  # the release is checked whole
+        (release / subtask.upstream_file).write_bytes(synthetic_release_bytes(subtask.released, subtask.key))
+    registry = {LOCAL: {"engine": "api", "api": {"base_url": base_url, "model": "stand-in"}}}
+    (checkout / "config" / "stand-in.yaml").write_text(yaml.safe_dump(registry), encoding="utf-8")
+    return overlay(checkout, "toy", {
+        "upstream_dir": str(release), "model_registry_overlays": ["config/stand-in.yaml"],
+        "subtasks": ["dialogue_base"], "instances": {"limit": 2}, "baselines": [],
+        "generation": {"max_new_tokens": {"dialogue_base": 24}},
+    })  # fmt: skip
+
+
+PER_MODEL = '''"""Answer length of one model: the mean length of each of its cells' answers."""
+
+from h2htalk.io import iter_jsonl, write_json_atomic
+from h2htalk.stages.declare import stage
+from h2htalk.stages.spec import Done, Each, One, Over
+
+
+@stage(
+    "answer_lengths_model", "the mean answer length of one model's Table 2 cells",
+    reads=("models", "subtasks", "variants"), jobs=Over(model=lambda run: run.models),
+    cells=lambda run, labels: run.benchmark(labels["model"]),
+    inputs={"generations": Each("generations")}, outputs={"lengths": One("answer_lengths")},
+)
+def answer_lengths_model(model: str, cells, each, lengths: str) -> Done:
+    found = {}
+    for cell in cells:
+        texts = [record.get("response") or "" for _, record in iter_jsonl(each("generations", cell))]
+        found[f"{cell.variant}/{cell.task}"] = sum(map(len, texts)) / max(len(texts), 1)
+    write_json_atomic(lengths, found)
+    return Done(f"{len(cells)} cells", subject=model)
+'''
+
+
+def test_a_stage_of_each_model_with_a_new_kind_of_result_runs_as_the_docs_say(tmp_path):
+    """docs/extending.md's stage once per model: its module, and its result's kind as one line of the layout."""
+    checkout = copy_checkout(tmp_path / "checkout")
+    layout = checkout / "src/h2htalk/layout.py"
+    kinds = layout.read_text(encoding="utf-8")
+    line = '    "curated": "data/curated/{subtask}.jsonl",\n'
+    layout.write_text(kinds.replace(line, line + '    "answer_lengths": "answer_lengths/{model}.json",\n'), "utf-8")
+    (checkout / "src/h2htalk/stages/jobs/answer_lengths_model.py").write_text(PER_MODEL, encoding="utf-8")
+    with LoopbackAPI(responder=None) as api:
+        configfiles = stand_in_run(checkout, tmp_path, api.base_url)
+        target = f"results/sets/demo-first2/answer_lengths/{LOCAL}.json"
+        run = snakemake(checkout, target, *configfiles)
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    lengths = json.loads((checkout / target).read_text(encoding="utf-8"))
+    assert sorted(lengths) == ["nosap/dialogue_base", "sap/dialogue_base"] and all(v > 0 for v in lengths.values())
+    assert f"answer-lengths-model {LOCAL}: 2 cells" in run.stdout + run.stderr
+
+
 def test_a_table_added_in_one_module_is_in_all_the_closing_lines_and_the_report(tmp_path):
     checkout = copy_checkout(tmp_path / "checkout")
     shutil.copytree(REPO_ROOT / "docs", checkout / "docs")
@@ -68,18 +125,8 @@ def test_a_table_added_in_one_module_is_in_all_the_closing_lines_and_the_report(
     (checkout / "docs/stages.md").write_text(reference, encoding="utf-8")
     assert "## answer_lengths" in reference and "inputs:\n  - provenance:" in reference.split("## answer_lengths")[1]
 
-    release = tmp_path / "release"
-    release.mkdir()
-    for subtask in SUBTASKS:  # the release is checked whole
-        (release / subtask.upstream_file).write_bytes(synthetic_release_bytes(subtask.released, subtask.key))
     with LoopbackAPI(responder=None) as api:
-        registry = {LOCAL: {"engine": "api", "api": {"base_url": api.base_url, "model": "stand-in"}}}
-        (checkout / "config" / "stand-in.yaml").write_text(yaml.safe_dump(registry), encoding="utf-8")
-        configfiles = overlay(checkout, "toy", {
-            "upstream_dir": str(release), "model_registry_overlays": ["config/stand-in.yaml"],
-            "subtasks": ["dialogue_base"], "instances": {"limit": 2}, "baselines": [],
-            "generation": {"max_new_tokens": {"dialogue_base": 24}},
-        })  # fmt: skip
+        configfiles = stand_in_run(checkout, tmp_path, api.base_url)
         planned = snakemake(checkout, *configfiles, "--dry-run")
         assert planned.returncode == 0, planned.stderr[-3000:]
         assert "answer_lengths" in planned.stdout  # in `all`
