@@ -327,7 +327,7 @@ def _cross_checks(config: dict[str, Any], registry_names: bool) -> list[str]:
             problems.append("keys 'models' and 'baselines': both empty, nothing answers the benchmark")
         shown: dict[str, set[str]] = {}  # Table 2's row names
         for name in (n for n in [*config["models"], *config.get("baselines", [])] if n in registry):
-            shown.setdefault(registry[name].get("display_name") or name, set()).add(name)
+            shown.setdefault(registry[name]["display_name"], set()).add(name)
         for display, names in shown.items():
             if len(names) > 1:
                 problems.append(f"keys 'models', 'baselines': {', '.join(sorted(names))} are all shown as {display!r}")

@@ -76,10 +76,10 @@ PATTERNS: dict[str, str] = {
     "benchmarks": "benchmarks",
 }
 
-# Kinds that do not depend on the instance set: one copy serves every set's runs.
 # What a cell has (``Layout.cell_path``): its prompts and references (its task's), and its own results
 CELL_KINDS = ("prompts", "references", "generations", "score_items", "score_summary", "judge_samples", "judge_sample",
               "j_items", "j_summary", "verdicts")  # fmt: skip
+# Kinds that do not depend on the instance set: one copy serves every set's runs.
 SHARED_KINDS = frozenset({
     "manifest", "upstream", "curated", "curation", "curation_report", "curation_report_md", "reconstructed",
     "reconstruction_report", "instance_review", "instance_review_all", "model_file", "prefetched_model",
