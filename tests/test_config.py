@@ -258,6 +258,9 @@ def test_a_file_the_configuration_names_is_there_and_a_filled_in_review_file_out
         " copy outside",
         "  - key 'review.imports[1]': filled.csv: no such file",
     ]
+    local_config.update(review={"store": "results/desk/ratings.sqlite"}, studies={}, paper={})
+    with pytest.raises(ConfigError, match=r"key 'review.store': results/desk/ratings.sqlite is in the results tree"):
+        check_named_files(validate_config(local_config))  # people's ratings would go with a run's results
 
 
 @pytest.mark.parametrize(
@@ -298,6 +301,19 @@ def test_a_run_with_nothing_to_answer_or_two_rows_of_one_name_is_refused(local_c
                         model_registry_overlays=[str(overlay)])  # fmt: skip
     with pytest.raises(ConfigError, match=r"baseline-oracle, my-oracle are all shown as 'Oracle \(the reference\)'"):
         validate_config(local_config)
+
+
+@pytest.mark.parametrize(("section", "value", "read"), [("judge_reliability", {"every_run": "true"}, "boolean"),
+                                                     ("rubric_judge", {"samples": "2"}, "integer")])  # fmt: skip
+def test_a_value_snakemake_passes_as_text_says_so(local_config, section, value, read):
+    local_config[section] = value  # as --config 'judge_reliability={every_run: true}' gives it
+    with pytest.raises(ConfigError) as failed:
+        validate_config(local_config)
+    assert f"is not of type '{read}' (text that reads as one: Snakemake's --config passes" in str(failed.value)
+    local_config[section] = {"model": 2} if section == "rubric_judge" else {"every_run": "yes please"}
+    with pytest.raises(ConfigError) as failed:
+        validate_config(local_config)
+    assert "text that reads as one" not in str(failed.value)  # not text, or text that reads as no such value
 
 
 def test_nested_misspelled_key_is_named_by_path(local_config):
@@ -408,6 +424,21 @@ def test_a_registry_overlay_is_validated_with_the_registry_schema_and_named(tmp_
     mine.write_text("- a list\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="a model registry is a mapping of names to entries"):
         load_registry([REPO_ROOT / "config" / "models.yaml", mine])
+
+
+def test_a_registry_overlay_that_runs_a_model_with_another_engine_keeps_only_what_describes_it(tmp_path):
+    shipped = load_registry(REPO_ROOT / "config" / "models.yaml")["qwen2.5-72b-instruct"]
+    assert shipped["engine"] == "vllm" and shipped["gpus"] == 4 and shipped["hf_id"]
+    mine = tmp_path / "mine.yaml"
+    served = {"base_url": "http://127.0.0.1:8000/v1", "model": "qwen"}
+    mine.write_text(yaml.safe_dump({"qwen2.5-72b-instruct": {"engine": "api", "api": served}}), encoding="utf-8")
+    entry = load_registry([REPO_ROOT / "config" / "models.yaml", mine])["qwen2.5-72b-instruct"]
+    assert entry["display_name"] == shipped["display_name"] and entry["size_group"] == shipped["size_group"]
+    assert entry["gpus"] == 0 and "hf_id" not in entry  # its job asks for no GPU and downloads no weights
+    assert entry["resources"]["mem_mb"] < shipped["resources"]["mem_mb"]
+    mine.write_text(yaml.safe_dump({"qwen2.5-72b-instruct": {"gpus": 8, "engine": "vllm"}}), encoding="utf-8")
+    entry = load_registry([REPO_ROOT / "config" / "models.yaml", mine])["qwen2.5-72b-instruct"]
+    assert entry["gpus"] == 8 and entry["hf_id"] == shipped["hf_id"]  # the same engine: merged key by key
 
 
 def test_every_command_that_reads_the_registry_reads_its_overlays():

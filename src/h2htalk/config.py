@@ -94,7 +94,26 @@ def _describe(error: jsonschema.ValidationError, schema: dict[str, Any]) -> str:
     asked = f" (where {condition})" if condition else ""
     if error.validator == "required":
         return f"{where}: {error.message}{asked}"
-    return f"key {where!r}: {error.message}{asked}"
+    return f"key {where!r}: {error.message}{asked}{_as_text(error)}"
+
+
+def _as_text(error: jsonschema.ValidationError) -> str:
+    """Where a value of the wrong type is text that reads as the right one: how it came to be text."""
+    if error.validator != "type" or not isinstance(error.instance, str):
+        return ""
+    try:
+        read = yaml.safe_load(error.instance)
+    except yaml.YAMLError:
+        return ""
+    wanted = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+    kind = "boolean" if isinstance(read, bool) else next((k for k, t in JSON_TYPES.items() if isinstance(read, t)), "")
+    if kind not in wanted and not (kind == "integer" and "number" in wanted):
+        return ""
+    return (" (text that reads as one: Snakemake's --config passes what is inside a mapping or list as text; set it"
+            " in an overlay file)")  # fmt: skip
+
+
+JSON_TYPES = {"integer": int, "number": float, "array": list, "object": dict, "null": type(None)}
 
 
 def _asked_by(error: jsonschema.ValidationError, schema: dict[str, Any]) -> str:
@@ -155,8 +174,9 @@ def registry_name(config: Mapping[str, Any]) -> str:
 def load_registry(paths: Paths) -> dict[str, dict[str, Any]]:
     """Read and validate the model registry: one file, or a file and its overlays (later files overlay earlier
     ones: a new name adds an entry, an entry of a name already there merges over it key by key, as config overlays
-    do). The merged registry is validated against the registry schema, registry-wide defaults (the schema's) are
-    filled in, and every entry gets its registry name as ``name``."""
+    do, except that one naming another ``engine`` keeps only what describes the model). The merged registry is
+    validated against the registry schema, registry-wide defaults (the schema's) are filled in, and every entry gets
+    its registry name as ``name``."""
     files = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     stamps = tuple((str(f), *_stamp(f)) for f in files)  # read again only when a file changed
     return copy.deepcopy(_registry(stamps))
@@ -170,6 +190,10 @@ def _stamp(path: str | os.PathLike[str]) -> tuple[int, int]:
     return (status.st_mtime_ns, status.st_size)
 
 
+# What an entry says of the model, which an overlay that runs it with another engine keeps
+DESCRIBES_THE_MODEL = ("display_name", "size_group", "family", "size_b", "base_model", "weights", "note", "reasoning")
+
+
 @functools.lru_cache(maxsize=8)
 def _registry(stamps: tuple[tuple[str, int, int], ...]) -> dict[str, dict[str, Any]]:
     files = [stamp[0] for stamp in stamps]
@@ -181,8 +205,13 @@ def _registry(stamps: tuple[tuple[str, int, int], ...]) -> dict[str, dict[str, A
             continue
         if not isinstance(raw, dict):
             raise ConfigError(f"{path}: a model registry is a mapping of names to entries")
-        for name in raw:
+        for name, entry in raw.items():
             defined.setdefault(str(name), []).append(str(path))
+            before = merged.get(name)
+            engine = before.get("engine") if isinstance(before, dict) else None
+            if engine and isinstance(entry, dict) and entry.get("engine", engine) != engine:
+                # another engine: how the model ran before (its weights, GPUs, the engine's keys) is not merged over
+                merged[name] = {key: value for key, value in before.items() if key in DESCRIBES_THE_MODEL}
         deep_update(merged, raw)
     problems = _checked(merged, load_schema(REGISTRY_SCHEMA_FILE))
     if problems:
@@ -234,7 +263,8 @@ FILLED_IN = ("review.imports", "instances.review_imports")
 
 def check_named_files(config: Mapping[str, Any], results: str = "results") -> None:
     """Fail, naming each key, where a file the validated ``config`` names is not there (the run would stop at the
-    first job that reads it), or where a filled-in review file is in the ``results`` tree, which the run remakes."""
+    first job that reads it), or where a filled-in review file or the review store is in the ``results`` tree, which
+    the run remakes."""
     named = []
     for key in NAMED_FILES:
         section, name = key.split(".")
@@ -248,6 +278,9 @@ def check_named_files(config: Mapping[str, Any], results: str = "results") -> No
             problems.append(f"key {key!r}: {path}: no such file")
         elif key.startswith(FILLED_IN) and Path(path).resolve().is_relative_to(tree):
             problems.append(f"key {key!r}: {path} is in the results tree, which a run remakes: keep a copy outside")
+    if Path(store := config["review"]["store"]).resolve().is_relative_to(tree):
+        problems.append(f"key 'review.store': {store} is in the results tree, which a run remakes: people's ratings"
+                        " belong outside it")  # fmt: skip
     if problems:
         raise ConfigError("invalid configuration:\n" + "\n".join(f"  - {p}" for p in problems))
 
