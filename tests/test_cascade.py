@@ -613,7 +613,8 @@ def test_in_cascade_mode_the_judging_jobs_start_both_judges_and_the_cheap_one_is
     from h2htalk.stages.table import BY_NAME
 
     study = {"mode": "cascade", "cheap_model": "llama-3.3-70b-instruct"}
-    config = default_config({"rubric_judge": {"mode": "cascade"}, "study_judge": study})
+    overlay = {"rubric_judge": {"mode": "cascade"}, "study_judge": study, "models": ["qwen2-7b-instruct"]}
+    config = default_config(overlay)
     scope = Scope(config, Layout("results"))
     labels = {"model": "qwen2-7b-instruct"}
     assert BY_NAME["rubric_judge"].starts(scope, labels) == ["qwen2.5-72b-instruct", "gpt-4o"]  # the cheap one first

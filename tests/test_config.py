@@ -228,14 +228,19 @@ def test_a_study_model_outside_the_models_under_test_is_provisioned_and_its_keys
     assert "qwen2.5-coder-1.5b-instruct-q4km" in models_in_use(RunCells(config))  # its model file provisioned
 
 
-def test_no_study_model_runs_no_study(local_config):
+def test_no_study_model_runs_no_study_and_no_study_judges_ladder(local_config):
     from h2htalk.cells import RunCells
+    from h2htalk.stages.declared import ladder_jobs
 
     local_config["studies"] = {"models": []}
     run = RunCells(validate_config(local_config))
     assert run.study_models == () and run.models  # none listed: none (null: the models under test)
+    judge = local_config["rubric_judge"]["model"]
+    assert run.judged_roles == ("rubric",) and ladder_jobs(run) == [(judge, "rubric")]  # the studies judge nothing
     local_config["studies"] = {"models": None}
-    assert RunCells(validate_config(local_config)).study_models == run.models
+    run = RunCells(validate_config(local_config))
+    assert run.study_models == RunCells(validate_config(local_config)).models
+    assert ladder_jobs(run) == [(judge, "rubric"), (judge, "studies")]
 
 
 def test_a_file_the_configuration_names_is_there_and_a_filled_in_review_file_outside_the_results(

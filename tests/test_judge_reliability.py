@@ -574,6 +574,7 @@ def test_a_panel_judge_judges_the_ladder_only_and_meets_each_roles_own_judge_on_
 
     config = default_config()
     config["judge_reliability"]["panel"] = ["panel-judge"]
+    config["models"] = ["a-model"]  # it answers the studies: their judges have work
     run = RunCells(config)
     own = config["study_judge"]["model"]
     assert run.ladder_judges["panel-judge"] == (RUBRIC, SAFETY, NEEDS) and "panel-judge" not in run.judges

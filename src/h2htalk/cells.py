@@ -56,24 +56,39 @@ class RunCells:
         return self.models if listed is None else tuple(listed)
 
     @property
+    def judged_roles(self) -> tuple[str, ...]:
+        """The judges the run has work for (``settings.JUDGE_ROLES``): the rubric judge where Levels I-III run, the
+        studies' judges where a model answers the studies."""
+        return ((RUBRIC,) if self.judged_subtasks else ()) + (STUDIES if self.study_models else ())
+
+    @property
     def judges(self) -> dict[str, tuple[str, ...]]:
-        """Each judge model and the judges it is (``settings.JUDGE_ROLES``): the rubric judge when Levels I-III
-        are run, the judges of both studies; a role in cascade mode has two (its cheap judge, and its own)."""
-        roles: dict[str, tuple[str, ...]] = {}
-        for section, judged in (("rubric_judge", (RUBRIC,) if self.judged_subtasks else ()), ("study_judge", STUDIES)):
-            for model in JudgeMode.from_config(self.config, section).judges if judged else ():
-                roles[model] = (*roles.get(model, ()), *judged)
-        return roles
+        """Each judge model and the judges it is, of those the run has work for (``judged_roles``); a role in
+        cascade mode has two (its cheap judge, and its own)."""
+        return self.judges_in(self.judged_roles)
 
     @property
     def ladder_judges(self) -> dict[str, tuple[str, ...]]:
         """The judges whose ladders run: the run's judges (``judges``), then the panel's
-        (``judge_reliability.panel``), each in every role the run has."""
-        roles = dict(self.judges)
-        every = ((RUBRIC,) if self.judged_subtasks else ()) + STUDIES
+        (``judge_reliability.panel``), each in every role the run has work for."""
+        return self.ladder_judges_in(self.judged_roles)
+
+    def judges_in(self, roles: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+        """``judges``, were ``roles`` the roles the run has work for."""
+        found: dict[str, tuple[str, ...]] = {}
+        for section, judged in (("rubric_judge", (RUBRIC,)), ("study_judge", STUDIES)):
+            judged = tuple(role for role in judged if role in roles)
+            for model in JudgeMode.from_config(self.config, section).judges if judged else ():
+                found[model] = (*found.get(model, ()), *judged)
+        return found
+
+    def ladder_judges_in(self, roles: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+        """``ladder_judges``, were ``roles`` the roles the run has work for (a ladder job knows its part's: the
+        run made the job)."""
+        found = self.judges_in(roles)
         for model in self.config["judge_reliability"]["panel"]:
-            roles[model] = tuple(dict.fromkeys([*roles.get(model, ()), *every]))
-        return roles
+            found[model] = tuple(dict.fromkeys([*found.get(model, ()), *roles]))
+        return found
 
     @property
     def embedders(self) -> tuple[str, ...]:

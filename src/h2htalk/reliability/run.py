@@ -139,7 +139,7 @@ def judge_ladder(
     from h2htalk.generation.generate import answered
     from h2htalk.reliability.canary import canary_slot
 
-    roles = tuple(role for role in run.ladder_judges.get(model, ()) if role in LADDER_PARTS[part])
+    roles = run.ladder_judges_in(LADDER_PARTS[part]).get(model, ())  # the run made the job: it has work for them
     if not roles:
         raise H2HTalkError(
             f"{model!r} is no {part} judge in this run (rubric_judge.model, study_judge.model, judge_reliability.panel)"
