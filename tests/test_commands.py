@@ -90,6 +90,25 @@ def test_a_section_the_command_reads_is_given_from_its_config_files(tmp_path, ca
     assert "--review" not in parser.format_help()
 
 
+def test_a_positional_list_limited_to_some_values_may_be_left_out(capsys):
+    @command("pick", choices={"tasks": ("a", "b", "c")})
+    def pick(tasks: Sequence[str] = ("a", "b"), /) -> str:
+        """Pick some.
+
+        tasks: the tasks
+        """
+        return " ".join(tasks)
+
+    parser = parser_of(pick)
+    for argv, printed in (([], "a b"), (["c", "a"], "c a")):
+        assert run_command(pick.command, parser.parse_args(argv)) == 0  # argparse alone refuses its own default
+        assert capsys.readouterr().out == f"{printed}\n"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["d"])
+    assert "invalid choice: 'd' (choose from a, b, c)" in capsys.readouterr().err
+    assert "[{a,b,c} ...]" in parser.format_usage()
+
+
 def test_a_command_declared_wrong_is_named_with_its_parameter():
     def unhelped(tasks: Sequence[str]) -> None:
         """No line for its parameter."""
@@ -213,12 +232,13 @@ KINDS = {  # a parameter's type -> the values it may be given (none starts with 
 
 
 @st.composite
-def signatures(draw: Any) -> tuple[list[inspect.Parameter], dict[str, Any], dict[str, Any]]:
-    """Parameters (at most one positional), the values given on the command line, and those left at their default."""
+def signatures(draw: Any) -> tuple[list[inspect.Parameter], dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """Parameters (at most one positional), the values given on the command line, those left at their default, and
+    the values some of them are limited to (``choices``: what is given, the default and one more)."""
     names = draw(st.lists(st.sampled_from(("alpha", "beta_two", "gamma", "delta")), min_size=1, max_size=4,
                           unique=True))  # fmt: skip
     positional = draw(st.sampled_from([None, *names]))
-    parameters, given, defaults = [], {}, {}
+    parameters, given, defaults, choices = [], {}, {}, {}
     for name in sorted(names, key=lambda n: n != positional):
         kind = draw(st.sampled_from([k for k in KINDS if k is not bool or name != positional]))
         value = draw(KINDS[kind])
@@ -229,7 +249,10 @@ def signatures(draw: Any) -> tuple[list[inspect.Parameter], dict[str, Any], dict
         parameters.append(inspect.Parameter(name, how, default=default, annotation=kind))
         left_out = default is not inspect.Parameter.empty and draw(st.booleans())
         (defaults if left_out else given)[name] = default if left_out else value
-    return parameters, given, defaults
+        if kind is not bool and draw(st.booleans()):
+            listed = [v for v in (value, default, draw(KINDS[kind])) if v is not inspect.Parameter.empty]
+            choices[name] = tuple(dict.fromkeys(item for v in listed for item in (v if isinstance(v, list) else [v])))
+    return parameters, given, defaults, choices
 
 
 def argv_of(parameters: list[inspect.Parameter], given: dict[str, Any]) -> list[str]:
@@ -250,16 +273,17 @@ def argv_of(parameters: list[inspect.Parameter], given: dict[str, Any]) -> list[
 @settings(max_examples=200, deadline=None)
 @given(signatures())
 def test_every_signature_the_builder_takes_reads_back_what_the_command_line_says(signature):
-    """Any mix of types, a positional argument or flags, given or left at their default: the function is called
-    with what the command line says (a sequence as a list, a path as a Path, a switch on by default turned off)."""
-    parameters, given, defaults = signature
+    """Any mix of types, a positional argument or flags, given or left at their default, limited to some values or
+    not: the function is called with what the command line says (a sequence as a list, a path as a Path, a switch on
+    by default turned off)."""
+    parameters, given, defaults, choices = signature
 
     def run(*args: Any, **kwargs: Any) -> None: ...
 
     run.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
     run.__annotations__ = {p.name: p.annotation for p in parameters}
     run.__doc__ = "A command.\n\n" + "".join(f"{p.name}: its {p.name}\n" for p in parameters)
-    called = vars(parser_of(command("any")(run)).parse_args(argv_of(parameters, given)))
+    called = vars(parser_of(command("any", choices=choices)(run)).parse_args(argv_of(parameters, given)))
     for name, value in {**given, **defaults}.items():
         expected = list(value) if isinstance(value, (list, tuple)) and name in given else value
         assert called[name] == expected, (name, argv_of(parameters, given))

@@ -7,7 +7,7 @@ import argparse
 import inspect
 import os
 import types
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints
@@ -75,11 +75,26 @@ def argument(command: Command, parameter: inspect.Parameter, hint: Any, help: st
         spec["nargs"] = "+"
     if parameter.kind is parameter.POSITIONAL_ONLY:  # one with a default may be left out
         optional = {} if default is parameter.empty else {"nargs": "*" if many else "?", "default": default}
+        if many and optional and "choices" in spec:  # argparse would check the default list itself against them
+            choices = spec.pop("choices")
+            spec = {"metavar": "{" + ",".join(map(str, choices)) + "}", **spec, "type": _one_of(choices, spec)}
         return [name], {**spec, **optional}
     flags = [*filter(None, [command.short.get(name)]), f"--{name.replace('_', '-')}"]
     if default is parameter.empty:
         return flags, {**spec, "dest": name, "required": True}
     return flags, {**spec, "dest": name, "default": default}
+
+
+def _one_of(choices: list[Any], spec: dict[str, Any]) -> Callable[[str], Any]:
+    """A value's conversion (``spec``'s type) that also checks it is one of ``choices``, as argparse's would."""
+    convert = spec.get("type", str)
+
+    def one(text: str) -> Any:
+        if (value := convert(text)) not in choices:
+            raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {', '.join(map(str, choices))})")
+        return value
+
+    return one
 
 
 def _members(hint: Any) -> list[Any]:
