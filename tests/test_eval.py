@@ -266,6 +266,29 @@ def test_the_config_files_are_the_laptops_the_users_and_the_evaluations(tmp_path
     assert len(SUBTASK_KEYS) == 11
 
 
+def test_the_users_registry_overlays_stay_under_the_evaluations(tmp_path):
+    """A --config overlay of yours that lists registry overlays (a shipped judge moved to your own endpoint) keeps
+    them: the evaluation's own registry overlay goes after them, never in their place."""
+    from h2htalk.config import load_config, load_registry, registry_files
+    from h2htalk.evaluation import write_overlays
+
+    judge = "qwen2.5-coder-0.5b-instruct-q4km"  # the laptop's rubric judge, a llama.cpp model
+    my_models = tmp_path / "my-models.yaml"
+    served = {"base_url": "http://127.0.0.1:8001/v1", "model": "judge"}
+    my_models.write_text(yaml.safe_dump({judge: {"engine": "api", "api": served}}), encoding="utf-8")
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(yaml.safe_dump({"model_registry_overlays": [str(my_models)]}), encoding="utf-8")
+    asked = {field.name: None for field in fields(Evaluation)}
+    asked.update(base_url="http://127.0.0.1:9/v1", model="Mine-7B", size_group="local")
+    request, folder = requested(asked, REPO_ROOT, set()), tmp_path / "eval"
+    files = configfiles(REPO_ROOT, folder, [mine])
+    write_overlays(request, REPO_ROOT, folder, [mine])
+    config = load_config(files)
+    assert registry_files(config)[1:] == [str(my_models), str(folder / "models.yaml")]
+    registry = load_registry(registry_files(config))
+    assert registry[judge]["engine"] == "api" and registry["mine-7b"]["engine"] == "api"
+
+
 def test_what_the_command_line_leaves_out_is_filled_in(tmp_path):
     asked = {field.name: None for field in fields(Evaluation)}
     asked.update(base_url="http://127.0.0.1:9/v1/", model="Mine-7B", size_group="local", subtasks=["dialogue_base"])

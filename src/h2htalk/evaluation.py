@@ -98,14 +98,14 @@ def registry_overlay(request: Evaluation) -> dict[str, Any]:
     return {request.name: entry}
 
 
-def config_overlay(request: Evaluation, checkout: Path, folder: Path) -> dict[str, Any]:
-    """The run's overlay of the laptop study: the user's model alone under test, the registry overlay, the
-    choices made on the command line; the tracked files it reads named by absolute path (the workflow runs in
-    ``folder``)."""
+def config_overlay(request: Evaluation, checkout: Path, folder: Path, theirs: Sequence[str] = ()) -> dict[str, Any]:
+    """The run's overlay of the laptop study: the user's model alone under test, the registry overlay (after the
+    user's own, ``theirs``), the choices made on the command line; the tracked files it reads named by absolute path
+    (the workflow runs in ``folder``)."""
     overlay: dict[str, Any] = {
         "models": [request.name],
         "model_registry": str(checkout / "config" / "models.yaml"),
-        "model_registry_overlays": [str(folder / REGISTRY_FILE)],
+        "model_registry_overlays": [*theirs, str(folder / REGISTRY_FILE)],
         "paper": {
             "table2": str(checkout / "config/paper/table2.csv"),
             "table3": str(checkout / "config/paper/table3.csv"),
@@ -135,14 +135,19 @@ def config_overlay(request: Evaluation, checkout: Path, folder: Path) -> dict[st
     return overlay
 
 
-def write_overlays(request: Evaluation, checkout: Path, folder: Path) -> tuple[Path, Path]:
-    """Write the registry overlay and the config overlay into ``folder``; their paths."""
+def write_overlays(
+    request: Evaluation, checkout: Path, folder: Path, user_configs: Sequence[str | os.PathLike[str]] = ()
+) -> tuple[Path, Path]:
+    """Write the registry overlay and the config overlay into ``folder``; their paths. The registry overlays the
+    user's config files list (``user_configs``) stay, before the evaluation's: its list would replace theirs."""
+    from h2htalk.config import merge_layers
     from h2htalk.io import write_text_atomic
 
     folder.mkdir(parents=True, exist_ok=True)
     files = folder / REGISTRY_FILE, folder / CONFIG_FILE
     heading = "# Written by h2htalk eval; the next h2htalk eval of this folder writes it again.\n"
-    contents = registry_overlay(request), config_overlay(request, checkout, folder)
+    theirs = merge_layers(user_configs).get("model_registry_overlays") or []
+    contents = registry_overlay(request), config_overlay(request, checkout, folder, theirs)
     for path, content in zip(files, contents, strict=True):
         write_text_atomic(path, heading + yaml.safe_dump(content, allow_unicode=True, sort_keys=False))
     return files
@@ -261,7 +266,7 @@ def evaluate(
     request = requested(asked, checkout, shipped)
     check_request(request, shipped)
     folder = (results or Path("evals") / request.name).resolve()
-    write_overlays(request, checkout, folder)
+    write_overlays(request, checkout, folder, configs or ())
     files = configfiles(checkout, folder, configs or ())
     print(f"h2htalk eval: {request.model} at {request.base_url} as {request.name!r}; its files in {folder}", flush=True)
     workflow = snakemake_command(checkout, folder, files, targets, dry_run=dry_run, cores=cores)
