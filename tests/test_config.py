@@ -314,7 +314,10 @@ def test_a_value_snakemake_passes_as_text_says_so(local_config, section, value, 
     local_config[section] = value  # as --config 'judge_reliability={every_run: true}' gives it
     with pytest.raises(ConfigError) as failed:
         validate_config(local_config)
-    assert f"is not of type '{read}' (text that reads as one: Snakemake's --config passes" in str(failed.value)
+    assert f"is not of type '{read}' (text that reads as one: quoted in a file, or inside a mapping or list" in str(
+        failed.value
+    )  # validate-config reads files alone, where a quoted value is the cause
+    assert "Snakemake's --config, which passes it as text; write it unquoted in an overlay file)" in str(failed.value)
     local_config[section] = {"model": 2} if section == "rubric_judge" else {"every_run": "yes please"}
     with pytest.raises(ConfigError) as failed:
         validate_config(local_config)
@@ -429,6 +432,16 @@ def test_a_registry_overlay_is_validated_with_the_registry_schema_and_named(tmp_
     mine.write_text("- a list\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="a model registry is a mapping of names to entries"):
         load_registry([REPO_ROOT / "config" / "models.yaml", mine])
+
+
+def test_a_quoted_number_in_a_registry_file_is_named_without_snakemakes_config(tmp_path):
+    mine = tmp_path / "my-models.yaml"
+    mine.write_text('qwen2.5-7b-instruct:\n  gpus: "2"\n', encoding="utf-8")
+    with pytest.raises(ConfigError) as error:
+        load_registry([REPO_ROOT / "config" / "models.yaml", mine])
+    problem = "key 'qwen2.5-7b-instruct.gpus': '2' is not of type 'integer' (text that reads as one: write it unquoted)"
+    assert problem in str(error.value)
+    assert "--config" not in str(error.value)  # a registry file never goes through Snakemake's command line
 
 
 def test_a_registry_overlay_that_runs_a_model_with_another_engine_keeps_only_what_describes_it(tmp_path):

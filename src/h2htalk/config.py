@@ -74,7 +74,9 @@ def _key_path(path: Iterator[Any] | Any) -> str:
     return text or "<top level>"
 
 
-def _describe(error: jsonschema.ValidationError, schema: dict[str, Any]) -> str:
+def _describe(error: jsonschema.ValidationError, schema: dict[str, Any], quoted: str) -> str:
+    """``error`` in words, naming its key; ``quoted``: how a value of the wrong type that is text reading as the
+    right one came to be text."""
     where = _key_path(error.absolute_path)
     if error.validator in ("oneOf", "anyOf") and error.context:  # what each allowed form says of it
         return f"key {where!r}: {error.instance!r} is none of what it may be: " + "; ".join(
@@ -94,11 +96,11 @@ def _describe(error: jsonschema.ValidationError, schema: dict[str, Any]) -> str:
     asked = f" (where {condition})" if condition else ""
     if error.validator == "required":
         return f"{where}: {error.message}{asked}"
-    return f"key {where!r}: {error.message}{asked}{_as_text(error)}"
+    return f"key {where!r}: {error.message}{asked}{_as_text(error, quoted)}"
 
 
-def _as_text(error: jsonschema.ValidationError) -> str:
-    """Where a value of the wrong type is text that reads as the right one: how it came to be text."""
+def _as_text(error: jsonschema.ValidationError, quoted: str) -> str:
+    """Where a value of the wrong type is text that reads as the right one: how it came to be text (``quoted``)."""
     if error.validator != "type" or not isinstance(error.instance, str):
         return ""
     try:
@@ -109,8 +111,7 @@ def _as_text(error: jsonschema.ValidationError) -> str:
     kind = "boolean" if isinstance(read, bool) else next((k for k, t in JSON_TYPES.items() if isinstance(read, t)), "")
     if kind not in wanted and not (kind == "integer" and "number" in wanted):
         return ""
-    return (" (text that reads as one: Snakemake's --config passes what is inside a mapping or list as text; set it"
-            " in an overlay file)")  # fmt: skip
+    return f" (text that reads as one: {quoted})"
 
 
 JSON_TYPES = {"integer": int, "number": float, "array": list, "object": dict, "null": type(None)}
@@ -142,7 +143,7 @@ def validate_config(config: Mapping[str, Any], schema: dict[str, Any] | None = N
     workflow rule passes to a command, is checked by the command when it looks its model up.
     """
     checked = copy.deepcopy(dict(config))
-    problems = _checked(checked, schema if schema is not None else load_schema())
+    problems = _checked(checked, schema if schema is not None else load_schema(), CONFIG_TEXT)
     if not problems:
         problems = _cross_checks(checked, registry_names="models" in config)
     if problems:
@@ -151,11 +152,18 @@ def validate_config(config: Mapping[str, Any], schema: dict[str, Any] | None = N
     return checked
 
 
-def _checked(instance: Any, schema: dict[str, Any]) -> list[str]:
-    """Validate ``instance`` in place, filling in schema defaults; the problems found, each naming its key."""
+# How a config value came to be text that reads as the value it should be; a registry's only from its file
+CONFIG_TEXT = ("quoted in a file, or inside a mapping or list given to Snakemake's --config, which passes it as text;"
+               " write it unquoted in an overlay file")  # fmt: skip
+REGISTRY_TEXT = "write it unquoted"
+
+
+def _checked(instance: Any, schema: dict[str, Any], quoted: str) -> list[str]:
+    """Validate ``instance`` in place, filling in schema defaults; the problems found, each naming its key
+    (``quoted``: how a wrong value of text came to be text)."""
     validator = _with_defaults(jsonschema.validators.validator_for(schema))(schema)
     errors = sorted(validator.iter_errors(instance), key=lambda e: (list(map(str, e.absolute_path)), e.message))
-    return [_describe(e, schema) for e in errors]
+    return [_describe(e, schema, quoted) for e in errors]
 
 
 Paths = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
@@ -213,7 +221,7 @@ def _registry(stamps: tuple[tuple[str, int, int], ...]) -> dict[str, dict[str, A
                 # another engine: how the model ran before (its weights, GPUs, the engine's keys) is not merged over
                 merged[name] = {key: value for key, value in before.items() if key in DESCRIBES_THE_MODEL}
         deep_update(merged, raw)
-    problems = _checked(merged, load_schema(REGISTRY_SCHEMA_FILE))
+    problems = _checked(merged, load_schema(REGISTRY_SCHEMA_FILE), REGISTRY_TEXT)
     if problems:
         if len(files) > 1:  # say which files an entry with a problem comes from
             problems = [_with_files(p, defined) for p in problems]
