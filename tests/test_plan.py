@@ -227,3 +227,32 @@ def test_prices_and_gpu_hours_come_from_their_tables(tmp_path):
     broken.write_text("date: 2025-01-01\ncurrency: USD\nmodels: {gpt-4o: {input_per_mtok: 1}}\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"prices.yaml: models.gpt-4o: 'output_per_mtok' is a required property"):
         load_prices(broken)
+
+
+def test_a_prefetch_record_left_from_another_engine_pins_neither_the_run_nor_the_plan(tmp_path, monkeypatch):
+    """A model a registry overlay moved from vLLM to an API downloads nothing: the record of its weights left by an
+    earlier run pins neither its jobs nor its plan, so the plan's request keys are the run's (else it counts the
+    cached answers as unsent)."""
+    from h2htalk.config import registry_entry
+    from h2htalk.llm.engines import engine_of
+    from h2htalk.plan.chain import PlanModels
+    from h2htalk.prefetch import OFFLINE
+
+    for variable in OFFLINE:  # reading a record switches the process offline: restored after the test
+        monkeypatch.setenv(variable, "0")
+    moved, kept = "qwen2.5-72b-instruct", "qwen2.5-7b-instruct"
+    mine = tmp_path / "mine.yaml"
+    served = {"base_url": "http://127.0.0.1:8000/v1", "model": "qwen"}
+    mine.write_text(yaml.safe_dump({moved: {"engine": "api", "api": served}}), encoding="utf-8")
+    registry = {"model_registry": str(REPO_ROOT / "config" / "models.yaml"), "model_registry_overlays": [str(mine)]}
+    config, results = default_config(registry), Layout(str(tmp_path / "results"))
+    for name, repo in ((moved, "Qwen/Qwen2.5-72B-Instruct"), (kept, "Qwen/Qwen2.5-7B-Instruct")):
+        download = {"role": "weights", "repo": repo, "revision": "a" * 40, "bytes": 1, "path": str(tmp_path)}
+        record = Path(results.path("prefetched_model", model=name))
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps({"kind": "models", "name": name, "downloads": [download]}), encoding="utf-8")
+    planned = PlanModels(config, results, None)
+    for name in (moved, kept):
+        run, plan = registry_entry(config, name, results), planned.entry(name)
+        assert engine_of(plan).identity(plan) == engine_of(run).identity(run), name
+    assert planned.entry(kept)["revision"] == "a" * 40 and planned.entry(moved)["revision"] is None
