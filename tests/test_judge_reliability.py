@@ -617,3 +617,15 @@ def test_the_card_counts_the_safety_verdicts_that_contradict_themselves():
     evidence = JudgeEvidence(SAFETY, "judge", 5, ladder=[{"item": "x", "rung": "safe", "samples": samples}])
     row = contradiction_row(evidence)
     assert (row["value"], row["items"], row["note"]) == (0.5, 4, "2 of 4 read verdicts")
+
+
+def test_no_study_model_puts_no_study_cascade_on_the_card(tmp_path):
+    """studies.models: [] judges no study: the card sets no cheap study judge against the study judge on a sample
+    that cannot exist (rows of nothing), as it sets none for the rubric judge where no Level I-III cell is judged."""
+    from h2htalk.cells import RunCells
+    from h2htalk.reliability.evidence import cascades
+
+    cascade = {"mode": "cascade", "cheap_model": "qwen2.5-coder-1.5b-instruct-q4km"}
+    config = default_config({"models": ["qwen2.5-7b-instruct"], "studies": {"models": []}, "study_judge": cascade})
+    assert RunCells(config).judged_roles == (RUBRIC,)
+    assert cascades(config, RunCells(config), Layout(str(tmp_path / "results"))) == []

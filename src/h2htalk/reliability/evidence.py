@@ -122,12 +122,12 @@ def ladder_verdicts(evidence: JudgeEvidence) -> JudgeVerdicts:
 
 
 def cascades(config: dict[str, Any], run: RunCells, results: Layout) -> list[Meeting]:
-    """Each role in cascade mode with its two judges' verdicts, (role, the cheap judge's, the own judge's, where):
-    both judged every item of the cascade's sample."""
+    """Each role in cascade mode that the run has work for (``RunCells.judged_roles``) with its two judges' verdicts,
+    (role, the cheap judge's, the own judge's, where): both judged every item of the cascade's sample."""
     found = []
-    for role in JUDGE_ROLES:
+    for role in run.judged_roles:
         mode = JudgeMode.from_config(config, JUDGE_SECTIONS[role])
-        if not mode.cascade or (role == RUBRIC and not run.judged_subtasks):
+        if not mode.cascade:
             continue
         cells = role_cells(run, role)
 
