@@ -379,6 +379,18 @@ def test_validate_config_names_the_api_keys_the_models_in_use_lack(tmp_path, cap
     assert main(["validate-config", str(PAPER), str(LAPTOP), str(mine)]) == 0
 
 
+def test_validate_config_asks_no_key_of_a_study_judge_where_no_model_answers_the_studies(monkeypatch):
+    """The run starts no study judge where studies.models is [] (and checks the keys of the models it starts): the
+    check of the configuration does not fail on that judge's key either."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    none = load_config([PAPER, LAPTOP], {"studies": {"models": []}, "study_judge": {"model": "gpt-4o"}})
+    assert "gpt-4o" not in h2htalk.config.models_in_use(none)
+    check_environment(none)  # the laptop's models alone: none asks for a key
+    studied = load_config([PAPER, LAPTOP], {"study_judge": {"model": "gpt-4o"}})  # the models under test answer them
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
+        check_environment(studied)
+
+
 MY_SERVER = {  # a server of the user's own that asks for no key
     "display_name": "My-Model-7B (my server)",
     "size_group": "local",

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import jsonschema
 import yaml
 
+from h2htalk.cells import RunCells
 from h2htalk.commands import command
 from h2htalk.errors import ConfigError
 from h2htalk.io import parse_yaml, write_text_atomic
@@ -245,11 +246,10 @@ def runnable_problem(spec: dict[str, Any]) -> str | None:
 
 def models_in_use(config: dict[str, Any]) -> list[str]:
     """The models a run of the validated ``config`` calls (registry names): the models under test and the studies',
-    the judges (the panel's too), and the reconstruction models when the instances are reconstructed."""
-    reconstruct = config["instances"]["reconstruct"]
-    modes = [JudgeMode.from_config(config, section) for section in JUDGE_SECTION_NAMES]
-    names = [*config["models"], *(config["studies"]["models"] or ()), *(mode.model for mode in modes)]
-    names += [mode.cheap_model for mode in modes if mode.cascade] + config["judge_reliability"]["panel"]
+    the judges the run has work for (``RunCells.ladder_judges``: a role's own and cheap judge, the panel's), and
+    the reconstruction models when the instances are reconstructed."""
+    reconstruct, run = config["instances"]["reconstruct"], RunCells(config)
+    names = [*run.models, *run.study_models, *run.ladder_judges]
     if config["instances"]["source"] == "reconstructed":
         names += [reconstruct["generator"], *reconstruct["voters"]]
     return list(dict.fromkeys(names))
