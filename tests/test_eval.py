@@ -287,6 +287,9 @@ def test_the_users_registry_overlays_stay_under_the_evaluations(tmp_path):
     assert registry_files(config)[1:] == [str(my_models), str(folder / "models.yaml")]
     registry = load_registry(registry_files(config))
     assert registry[judge]["engine"] == "api" and registry["mine-7b"]["engine"] == "api"
+    with pytest.raises(H2HTalkError, match="config file not found"):  # before anything is written
+        write_overlays(request, REPO_ROOT, tmp_path / "other", [tmp_path / "no-such.yaml"])
+    assert not (tmp_path / "other").exists()
 
 
 def test_what_the_command_line_leaves_out_is_filled_in(tmp_path):

@@ -143,10 +143,10 @@ def write_overlays(
     from h2htalk.config import merge_layers
     from h2htalk.io import write_text_atomic
 
+    theirs = merge_layers(user_configs).get("model_registry_overlays") or []  # a file not there: nothing written
     folder.mkdir(parents=True, exist_ok=True)
     files = folder / REGISTRY_FILE, folder / CONFIG_FILE
     heading = "# Written by h2htalk eval; the next h2htalk eval of this folder writes it again.\n"
-    theirs = merge_layers(user_configs).get("model_registry_overlays") or []
     contents = registry_overlay(request), config_overlay(request, checkout, folder, theirs)
     for path, content in zip(files, contents, strict=True):
         write_text_atomic(path, heading + yaml.safe_dump(content, allow_unicode=True, sort_keys=False))
