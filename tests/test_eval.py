@@ -96,6 +96,24 @@ def test_a_dry_run_writes_the_overlays_in_its_own_folder_and_plans_no_study(chec
     assert not (checkout / "results").exists()  # the checkout's own results tree is not touched
 
 
+def test_a_judge_of_your_registry_overlay_judges_an_evaluation(checkout, tmp_path):  # noqa: F811
+    """--judge names a model of a registry overlay your --config lists; the evaluation's overlay goes after yours,
+    and no job provisions the laptop's model for a judge that your endpoint serves."""
+    my_models, mine = tmp_path / "my-models.yaml", tmp_path / "mine.yaml"
+    my_models.write_text(yaml.safe_dump({"my-judge": {**MY_JUDGE, "display_name": "My judge"}}), encoding="utf-8")
+    mine.write_text(yaml.safe_dump({"model_registry_overlays": [str(my_models)]}), encoding="utf-8")
+    result = h2htalk_eval(
+        checkout, "--base-url", "http://127.0.0.1:9/v1", "--model", "Mine-7B", "--limit", "1", "--subtasks",
+        "itinerary_basic", "--variants", "sap", "--upstream-dir", str(tmp_path), "--judge", "my-judge", "--config",
+        str(mine), "-n",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    overlay = yaml.safe_load((checkout / "evals" / "mine-7b" / "config.yaml").read_text(encoding="utf-8"))
+    assert overlay["model_registry_overlays"] == [str(my_models), str(checkout / "evals" / "mine-7b" / "models.yaml")]
+    jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", result.stdout, re.M))
+    assert jobs["rubric_judge"] == "1" and "provision_model" not in jobs  # every model is behind an endpoint
+
+
 def test_a_bad_command_line_fails_in_one_line_before_anything_runs(checkout):  # noqa: F811
     result = h2htalk_eval(checkout, "--base-url", "localhost:8000", "--model", "m")
     assert result.returncode == 2 and "--base-url 'localhost:8000': an http:// or https:// address" in result.stderr
@@ -266,11 +284,14 @@ def test_the_config_files_are_the_laptops_the_users_and_the_evaluations(tmp_path
     assert len(SUBTASK_KEYS) == 11
 
 
+MY_JUDGE = {"size_group": "local", "engine": "api", "api": {"base_url": "http://127.0.0.1:8002/v1", "model": "j"}}
+
+
 def test_the_users_registry_overlays_stay_under_the_evaluations(tmp_path):
     """A --config overlay of yours that lists registry overlays (a shipped judge moved to your own endpoint) keeps
     them: the evaluation's own registry overlay goes after them, never in their place."""
     from h2htalk.config import load_config, load_registry, registry_files
-    from h2htalk.evaluation import write_overlays
+    from h2htalk.evaluation import check_request, user_registry_overlays, write_overlays
 
     judge = "qwen2.5-coder-0.5b-instruct-q4km"  # the laptop's rubric judge, a llama.cpp model
     my_models = tmp_path / "my-models.yaml"
@@ -282,14 +303,20 @@ def test_the_users_registry_overlays_stay_under_the_evaluations(tmp_path):
     asked.update(base_url="http://127.0.0.1:9/v1", model="Mine-7B", size_group="local")
     request, folder = requested(asked, REPO_ROOT, set()), tmp_path / "eval"
     files = configfiles(REPO_ROOT, folder, [mine])
-    write_overlays(request, REPO_ROOT, folder, [mine])
+    write_overlays(request, REPO_ROOT, folder, user_registry_overlays([mine]))
     config = load_config(files)
     assert registry_files(config)[1:] == [str(my_models), str(folder / "models.yaml")]
     registry = load_registry(registry_files(config))
     assert registry[judge]["engine"] == "api" and registry["mine-7b"]["engine"] == "api"
-    with pytest.raises(H2HTalkError, match="config file not found"):  # before anything is written
-        write_overlays(request, REPO_ROOT, tmp_path / "other", [tmp_path / "no-such.yaml"])
-    assert not (tmp_path / "other").exists()
+    with pytest.raises(H2HTalkError, match="config file not found"):
+        user_registry_overlays([tmp_path / "no-such.yaml"])
+    # a judge of your overlay may be named on the command line; your model's name may not be one of its models
+    yours = {**MY_JUDGE, "display_name": "My judge"}
+    my_models.write_text(yaml.safe_dump({"my-judge": yours, "mine-7b": yours}), encoding="utf-8")
+    known = load_registry([REPO_ROOT / "config" / "models.yaml", my_models])
+    check_request(Evaluation(**{**vars(request), "name": "mine", "judge": "my-judge"}), known)
+    with pytest.raises(H2HTalkError, match=r"--name 'mine-7b' is a model of config/models.yaml \(or a registry"):
+        check_request(request, known)
 
 
 def test_what_the_command_line_leaves_out_is_filled_in(tmp_path):

@@ -40,6 +40,7 @@ JUDGMENTS = "results/cache/judgments"  # the checkout's judge cache (rubric_judg
 TRACKED_CONFIGS = ("config/config.yaml", "config/local.yaml")  # the laptop study, as profiles/local loads it
 PAPER_EMBEDDER = "bge-m3"  # the embedder kind of the paper's SS
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9.-]*$")  # a registry name (models.schema.yaml)
+KNOWN = "config/models.yaml (or a registry overlay your --config lists)"  # the models a request may name
 SIZE_GROUPS = ("local", "open-1-8b", "open-8-31b", "open-32b-plus", "specialized")  # Table 2's blocks
 
 
@@ -135,15 +136,19 @@ def config_overlay(request: Evaluation, checkout: Path, folder: Path, theirs: Se
     return overlay
 
 
-def write_overlays(
-    request: Evaluation, checkout: Path, folder: Path, user_configs: Sequence[str | os.PathLike[str]] = ()
-) -> tuple[Path, Path]:
-    """Write the registry overlay and the config overlay into ``folder``; their paths. The registry overlays the
-    user's config files list (``user_configs``) stay, before the evaluation's: its list would replace theirs."""
+def user_registry_overlays(user_configs: Sequence[str | os.PathLike[str]]) -> list[str]:
+    """The registry overlays the user's config files list (the last that lists them), as the workflow reads them:
+    the evaluation's overlay goes after them, since its list would replace theirs."""
     from h2htalk.config import merge_layers
+
+    return list(merge_layers(user_configs).get("model_registry_overlays") or [])
+
+
+def write_overlays(request: Evaluation, checkout: Path, folder: Path, theirs: Sequence[str] = ()) -> tuple[Path, Path]:
+    """Write the registry overlay and the config overlay (the user's registry overlays, ``theirs``, before the
+    evaluation's) into ``folder``; their paths."""
     from h2htalk.io import write_text_atomic
 
-    theirs = merge_layers(user_configs).get("model_registry_overlays") or []  # a file not there: nothing written
     folder.mkdir(parents=True, exist_ok=True)
     files = folder / REGISTRY_FILE, folder / CONFIG_FILE
     heading = "# Written by h2htalk eval; the next h2htalk eval of this folder writes it again.\n"
@@ -180,17 +185,18 @@ def snakemake_command(
 
 
 def check_request(request: Evaluation, registry: Mapping[str, Any]) -> None:
-    """What the command line got wrong, before anything is written: one line each."""
+    """What the command line got wrong, before anything is written: one line each (``registry``: config/models.yaml
+    and the registry overlays of the user's config files)."""
     if not NAME_PATTERN.match(request.name):
         raise H2HTalkError(f"--name {request.name!r}: a registry name is lower case letters, digits, dots and dashes")
     if request.name in registry:
-        raise H2HTalkError(f"--name {request.name!r} is a model of config/models.yaml: give yours another name")
+        raise H2HTalkError(f"--name {request.name!r} is a model of {KNOWN}: give yours another name")
     if not re.match(r"^https?://", request.base_url):
         raise H2HTalkError(
             f"--base-url {request.base_url!r}: an http:// or https:// address, e.g. http://127.0.0.1:8000/v1"
         )
     if request.judge and request.judge != "self" and request.judge not in registry:
-        raise H2HTalkError(f"--judge {request.judge!r} is not in config/models.yaml (or 'self': your model judges)")
+        raise H2HTalkError(f"--judge {request.judge!r} is not in {KNOWN} (or 'self': your model judges)")
     if request.api_key_env and not os.environ.get(request.api_key_env):
         raise H2HTalkError(f"--api-key-env {request.api_key_env}: that environment variable is not set")
 
@@ -264,9 +270,10 @@ def evaluate(
     checkout = find_checkout()
     shipped = load_registry(checkout / "config" / "models.yaml")
     request = requested(asked, checkout, shipped)
-    check_request(request, shipped)
     folder = (results or Path("evals") / request.name).resolve()
-    write_overlays(request, checkout, folder, configs or ())
+    theirs = user_registry_overlays(configs or ())  # read from the folder, where the workflow runs
+    check_request(request, load_registry([checkout / "config" / "models.yaml", *(folder / p for p in theirs)]))
+    write_overlays(request, checkout, folder, theirs)
     files = configfiles(checkout, folder, configs or ())
     print(f"h2htalk eval: {request.model} at {request.base_url} as {request.name!r}; its files in {folder}", flush=True)
     workflow = snakemake_command(checkout, folder, files, targets, dry_run=dry_run, cores=cores)
