@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import re
 
 import pytest
 import yaml
@@ -18,6 +19,7 @@ from h2htalk.config import (
     check_environment,
     check_named_files,
     default_config,
+    describes_the_model,
     load_config,
     load_registry,
     merge_layers,
@@ -466,6 +468,10 @@ def test_a_registry_overlay_that_runs_a_model_with_another_engine_keeps_only_wha
     assert entry["display_name"] == shipped["display_name"] and entry["size_group"] == shipped["size_group"]
     assert entry["gpus"] == 0 and "hf_id" not in entry  # its job asks for no GPU and downloads no weights
     assert entry["resources"]["mem_mb"] < shipped["resources"]["mem_mb"]
+    row = next(line for line in (REPO_ROOT / "config" / "README.md").read_text(encoding="utf-8").splitlines()
+               if line.startswith("| `model_registry_overlays`"))  # fmt: skip
+    documented = re.findall(r"`(\w+)`", row.split("marks `x-describes-model`:")[1].split(";")[0])
+    assert set(documented) == set(describes_the_model())  # the schema marks them; config/README.md names them
     mine.write_text(yaml.safe_dump({"qwen2.5-72b-instruct": {"gpus": 8, "engine": "vllm"}}), encoding="utf-8")
     entry = load_registry([REPO_ROOT / "config" / "models.yaml", mine])["qwen2.5-72b-instruct"]
     assert entry["gpus"] == 8 and entry["hf_id"] == shipped["hf_id"]  # the same engine: merged key by key

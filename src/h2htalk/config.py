@@ -199,8 +199,12 @@ def _stamp(path: str | os.PathLike[str]) -> tuple[int, int]:
     return (status.st_mtime_ns, status.st_size)
 
 
-# What an entry says of the model, which an overlay that runs it with another engine keeps
-DESCRIBES_THE_MODEL = ("display_name", "size_group", "family", "size_b", "base_model", "weights", "note", "reasoning")
+@functools.cache
+def describes_the_model() -> tuple[str, ...]:
+    """The keys of a registry entry that say what the model is (the schema marks them ``x-describes-model``), which
+    an overlay that runs it with another engine keeps."""
+    keys = load_schema(REGISTRY_SCHEMA_FILE)["additionalProperties"]["properties"]
+    return tuple(key for key, schema in keys.items() if schema.get("x-describes-model"))
 
 
 @functools.lru_cache(maxsize=8)
@@ -220,7 +224,7 @@ def _registry(stamps: tuple[tuple[str, int, int], ...]) -> dict[str, dict[str, A
             engine = before.get("engine") if isinstance(before, dict) else None
             if engine and isinstance(entry, dict) and entry.get("engine", engine) != engine:
                 # another engine: how the model ran before (its weights, GPUs, the engine's keys) is not merged over
-                merged[name] = {key: value for key, value in before.items() if key in DESCRIBES_THE_MODEL}
+                merged[name] = {key: value for key, value in before.items() if key in describes_the_model()}
         deep_update(merged, raw)
     problems = _checked(merged, load_schema(REGISTRY_SCHEMA_FILE), REGISTRY_TEXT)
     if problems:
