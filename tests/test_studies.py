@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections import Counter
 
 import numpy as np
@@ -334,6 +335,10 @@ def test_fig7_on_known_numbers(tmp_path):
     rows = fig7_rows({("m", "sap"): path}, BootstrapSettings(300, 1, 0.95))
     assert write_fig7(rows, tmp_path / "g.png", tmp_path / "g.csv", 0.95) == [("m", "sap", "context_aware")]
     assert "m,sap,context_aware,0,2,,," in (tmp_path / "g.csv").read_text(encoding="utf-8")  # empty, not 0
+    with warnings.catch_warnings():  # a run whose models answer no study: an empty figure that says so
+        warnings.simplefilter("error")
+        assert write_fig7([], tmp_path / "none.png", tmp_path / "none.csv", 0.95) == []
+    assert (tmp_path / "none.png").stat().st_size > 5_000
 
 
 def test_judging_both_studies_in_one_session(tmp_path):

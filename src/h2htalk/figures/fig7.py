@@ -141,7 +141,10 @@ def write_fig7(
     title = f"Figure 7: instruction following by scenario type ({confidence:.0%} bootstrap CI)"
     # a ladder note is long: wrapped, never between a number and its "%" (a no-break space is not a break)
     ax.set_title("\n".join([title, *(textwrap.fill(note.replace(" %", "\u00a0%"), 110) for note in run_notes)]))
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
+    if series:
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
+    else:  # no model answered the study (studies.models: [])
+        ax.text(1, 50, "no model answered the study in this run", ha="center", va="center")
     fig.tight_layout()
     write_png_atomic(fig, png, dpi=150, bbox_inches="tight")
     plt.close(fig)
