@@ -41,11 +41,11 @@ def registry_files(scope, labels):
 
 
 def models_in_use(run):
-    """Every model a run may start: the models under test and the studies', the judges and the reconstruction's."""
-    config = run.config
-    reconstruct = config["instances"]["reconstruct"]
-    judges = [config["rubric_judge"]["model"], config["study_judge"]["model"], *run.ladder_judges]  # cheap, panel
-    return [*run.models, *run.study_models, *judges, reconstruct["generator"], *reconstruct["voters"]]
+    """Every model a run starts: the models under test and the studies', the judges it has work for and, where it
+    reconstructs the instances, the reconstruction's (``config.models_in_use``)."""
+    from h2htalk.config import models_in_use
+
+    return models_in_use(run.config)
 
 
 def judge_models(scope, section):
