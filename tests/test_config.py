@@ -230,6 +230,21 @@ def test_a_study_model_outside_the_models_under_test_is_provisioned_and_its_keys
     assert "qwen2.5-coder-1.5b-instruct-q4km" in models_in_use(RunCells(config))  # its model file provisioned
 
 
+def test_the_reconstruction_models_are_provisioned_where_the_instances_come_from_elsewhere(local_config):
+    """`snakemake reconstruct` runs whatever instances.source says: its models need their files, though the run's
+    check asks no key for them."""
+    from h2htalk.cells import RunCells
+    from h2htalk.stages.declared import models_in_use
+
+    local_config["instances"]["reconstruct"] = {"generator": "qwen2.5-coder-1.5b-instruct-q4km", "voters": ["gpt-4o"]}
+    config = validate_config(local_config)
+    assert config["instances"]["source"] == "demo"
+    assert "qwen2.5-coder-1.5b-instruct-q4km" not in h2htalk.config.models_in_use(config)
+    provisioned = models_in_use(RunCells(config))
+    assert {"qwen2.5-coder-1.5b-instruct-q4km", "gpt-4o"} <= set(provisioned)
+    assert len(provisioned) == len(set(provisioned))
+
+
 def test_no_study_model_runs_no_study_and_no_study_judges_ladder(local_config):
     from h2htalk.cells import RunCells
     from h2htalk.stages.declared import ladder_jobs

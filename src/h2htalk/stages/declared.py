@@ -41,11 +41,12 @@ def registry_files(scope, labels):
 
 
 def models_in_use(run):
-    """Every model a run starts: the models under test and the studies', the judges it has work for and, where it
-    reconstructs the instances, the reconstruction's (``config.models_in_use``)."""
+    """Every model a job of the run may start: those the run calls (``config.models_in_use``) and the
+    reconstruction's, whose ``reconstruct`` target a run has whatever ``instances.source`` says."""
     from h2htalk.config import models_in_use
 
-    return models_in_use(run.config)
+    reconstruct = run.config["instances"]["reconstruct"]
+    return list(dict.fromkeys([*models_in_use(run.config), reconstruct["generator"], *reconstruct["voters"]]))
 
 
 def judge_models(scope, section):
