@@ -109,6 +109,23 @@ def test_a_positional_list_limited_to_some_values_may_be_left_out(capsys):
     assert "[{a,b,c} ...]" in parser.format_usage()
 
 
+def test_a_positional_list_of_numbers_limited_to_some_says_which_value_is_no_number(capsys):
+    @command("rounds", choices={"rounds": (1, 2, 3)})
+    def rounds(rounds: Sequence[int] = (1,), /) -> str:
+        """Rounds.
+
+        rounds: the rounds
+        """
+        return " ".join(map(str, rounds))
+
+    parser = parser_of(rounds)
+    assert parser.parse_args(["3", "2"]).rounds == [3, 2]
+    for argv, said in ((["x"], "invalid int value: 'x'"), (["4"], "invalid choice: '4' (choose from 1, 2, 3)")):
+        with pytest.raises(SystemExit):
+            parser.parse_args(argv)
+        assert said in capsys.readouterr().err
+
+
 def test_a_command_declared_wrong_is_named_with_its_parameter():
     def unhelped(tasks: Sequence[str]) -> None:
         """No line for its parameter."""

@@ -94,6 +94,7 @@ def _one_of(choices: list[Any], spec: dict[str, Any]) -> Callable[[str], Any]:
             raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {', '.join(map(str, choices))})")
         return value
 
+    one.__name__ = getattr(convert, "__name__", "value")  # argparse names it in "invalid int value: 'x'"
     return one
 
 
