@@ -91,6 +91,12 @@ class RunCells:
         return found
 
     @property
+    def reconstruction_models(self) -> tuple[str, ...]:
+        """The reconstruction's generator and voters (``instances.reconstruct``), each once."""
+        reconstruct = self.config["instances"]["reconstruct"]
+        return tuple(dict.fromkeys([reconstruct["generator"], *reconstruct["voters"]]))
+
+    @property
     def embedders(self) -> tuple[str, ...]:
         return tuple(self.config["scoring"]["embedders"])
 

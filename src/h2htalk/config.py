@@ -252,10 +252,10 @@ def models_in_use(config: dict[str, Any]) -> list[str]:
     """The models a run of the validated ``config`` calls (registry names): the models under test and the studies',
     the judges the run has work for (``RunCells.ladder_judges``: a role's own and cheap judge, the panel's), and
     the reconstruction models when the instances are reconstructed."""
-    reconstruct, run = config["instances"]["reconstruct"], RunCells(config)
+    run = RunCells(config)
     names = [*run.models, *run.study_models, *run.ladder_judges]
     if config["instances"]["source"] == "reconstructed":
-        names += [reconstruct["generator"], *reconstruct["voters"]]
+        names += run.reconstruction_models
     return list(dict.fromkeys(names))
 
 
@@ -319,10 +319,16 @@ def registry_entry(config: Mapping[str, Any], name: str, results: Layout | None 
     spec = registry[name]
     if problem := runnable_problem(spec):
         raise ConfigError(problem)
+    return pinned_entry(spec, results)
+
+
+def pinned_entry(spec: dict[str, Any], results: Layout | None) -> dict[str, Any]:
+    """Registry entry ``spec`` at the commit its prefetch record in ``results`` names, where its engine downloads
+    weights (a record left from another engine, before an overlay moved the model to an API, pins nothing)."""
     if results is None or not engine_of(spec).downloads(spec):
         return spec
-    record = read_records([results.path("prefetched_model", model=name)])
-    return pinned_model(spec, record[("models", name)])
+    record = read_records([results.path("prefetched_model", model=spec["name"])])
+    return pinned_model(spec, record[("models", spec["name"])])
 
 
 def embedder_settings(config: Mapping[str, Any], name: str, prefetched: Sequence[str] = ()) -> dict[str, Any]:

@@ -98,9 +98,8 @@ def roles_under_test(config: dict[str, Any]) -> list[str]:
     if run.study_models:
         roles.append((config["study_judge"]["model"], "the study judge (Table 3, Figure 7)", run.study_models))
     if config["instances"]["source"] == "reconstructed":
-        reconstruct = config["instances"]["reconstruct"]
-        roles += [(name, "a writer or voter of the reconstructed inputs", run.models)
-                  for name in dict.fromkeys([reconstruct["generator"], *reconstruct["voters"]])]  # fmt: skip
+        writer = "a writer or voter of the reconstructed inputs"
+        roles += [(name, writer, run.models) for name in run.reconstruction_models]
     return [f"{name} is a model under test and also {role}." for name, role, tested in roles if name in tested]
 
 

@@ -227,8 +227,7 @@ def reconstruct_subtask(
 
 def _reconstructors(scope: Scope, labels: Labels) -> list[str]:
     """The reconstruction's generator and voters."""
-    reconstruct = scope.config["instances"]["reconstruct"]
-    return list(dict.fromkeys([reconstruct["generator"], *reconstruct["voters"]]))
+    return list(scope.run.reconstruction_models)
 
 
 @stage(

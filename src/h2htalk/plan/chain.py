@@ -24,15 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.cells import RunCells
-from h2htalk.config import load_registry, registry_files
+from h2htalk.config import load_registry, pinned_entry, registry_files
 from h2htalk.errors import H2HTalkError
 from h2htalk.io import iter_jsonl
 from h2htalk.layout import Layout
 from h2htalk.llm.client import ChatRequest
-from h2htalk.llm.engines import engine_of
 from h2htalk.llm.tokens import text_tokens
 from h2htalk.plan.calls import Placeholder, PlanEngines, PlannedCalls, job_name
-from h2htalk.prefetch import pinned_model, read_records
 from h2htalk.settings import VARIANTS, ClientSettings, ReconstructSettings
 from h2htalk.stages.steps import Step, declared_steps
 from h2htalk.subtasks import get_subtask
@@ -51,8 +49,8 @@ class PlannedRun:
 
 class PlanModels:
     """How a planned job reaches models: registry entries at the commit their prefetch pinned (part of their
-    request keys), where one has been made and their engine downloads weights (as ``config.registry_entry`` pins
-    a job's), and the plan's engines."""
+    request keys), where one has been made and their engine downloads weights (``config.pinned_entry``, as a job's
+    are), and the plan's engines."""
 
     def __init__(self, config: dict[str, Any], results: Layout, engines: PlanEngines) -> None:
         self.registry, self.results, self.planned = load_registry(registry_files(config)), results, engines
@@ -60,11 +58,8 @@ class PlanModels:
     def entry(self, name: str, pinned: bool = True) -> dict[str, Any]:
         if name not in self.registry:
             raise H2HTalkError(f"model {name!r} is not in the registry")
-        spec, record = self.registry[name], Path(self.results.path("prefetched_model", model=name))
-        # a record left by another engine (a registry overlay moved the model to an API) pins nothing
-        if not (pinned and record.exists() and engine_of(spec).downloads(spec)):
-            return spec
-        return pinned_model(spec, read_records([str(record)])[("models", name)])
+        prefetched = pinned and Path(self.results.path("prefetched_model", model=name)).exists()
+        return pinned_entry(self.registry[name], self.results if prefetched else None)
 
     def engines(self, names: list[str]) -> PlanEngines:
         return self.planned

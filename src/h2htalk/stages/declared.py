@@ -45,8 +45,7 @@ def models_in_use(run):
     reconstruction's, whose ``reconstruct`` target a run has whatever ``instances.source`` says."""
     from h2htalk.config import models_in_use
 
-    reconstruct = run.config["instances"]["reconstruct"]
-    return list(dict.fromkeys([*models_in_use(run.config), reconstruct["generator"], *reconstruct["voters"]]))
+    return list(dict.fromkeys([*models_in_use(run.config), *run.reconstruction_models]))
 
 
 def judge_models(scope, section):
