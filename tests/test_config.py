@@ -326,7 +326,8 @@ def test_a_run_with_nothing_to_answer_or_two_rows_of_one_name_is_refused(local_c
 
 
 @pytest.mark.parametrize(("section", "value", "read"), [("judge_reliability", {"every_run": "true"}, "boolean"),
-                                                     ("rubric_judge", {"samples": "2"}, "integer")])  # fmt: skip
+                                                     ("rubric_judge", {"samples": "2"}, "integer"),
+                                                     ("rubric_judge", {"samples": "2.0"}, "integer")])  # fmt: skip
 def test_a_value_snakemake_passes_as_text_says_so(local_config, section, value, read):
     local_config[section] = value  # as --config 'judge_reliability={every_run: true}' gives it
     with pytest.raises(ConfigError) as failed:
@@ -335,10 +336,11 @@ def test_a_value_snakemake_passes_as_text_says_so(local_config, section, value, 
         failed.value
     )  # validate-config reads files alone, where a quoted value is the cause
     assert "Snakemake's --config, which passes it as text; write it unquoted in an overlay file)" in str(failed.value)
-    local_config[section] = {"model": 2} if section == "rubric_judge" else {"every_run": "yes please"}
-    with pytest.raises(ConfigError) as failed:
-        validate_config(local_config)
-    assert "text that reads as one" not in str(failed.value)  # not text, or text that reads as no such value
+    for wrong in [{"model": 2}, {"samples": "2.5"}] if section == "rubric_judge" else [{"every_run": "yes please"}]:
+        local_config[section] = wrong
+        with pytest.raises(ConfigError) as failed:
+            validate_config(local_config)
+        assert "text that reads as one" not in str(failed.value)  # not text, or text that reads as no such value
 
 
 def test_nested_misspelled_key_is_named_by_path(local_config):

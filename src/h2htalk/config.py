@@ -97,11 +97,12 @@ def _describe(error: jsonschema.ValidationError, schema: dict[str, Any], quoted:
     asked = f" (where {condition})" if condition else ""
     if error.validator == "required":
         return f"{where}: {error.message}{asked}"
-    return f"key {where!r}: {error.message}{asked}{_as_text(error, quoted)}"
+    return f"key {where!r}: {error.message}{asked}{_as_text(error, schema, quoted)}"
 
 
-def _as_text(error: jsonschema.ValidationError, quoted: str) -> str:
-    """Where a value of the wrong type is text that reads as the right one: how it came to be text (``quoted``)."""
+def _as_text(error: jsonschema.ValidationError, schema: dict[str, Any], quoted: str) -> str:
+    """Where a value of the wrong type is text that reads as the right one, by the schema's own types ('2.0' is an
+    integer): how it came to be text (``quoted``)."""
     if error.validator != "type" or not isinstance(error.instance, str):
         return ""
     try:
@@ -109,13 +110,8 @@ def _as_text(error: jsonschema.ValidationError, quoted: str) -> str:
     except yaml.YAMLError:
         return ""
     wanted = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
-    kind = "boolean" if isinstance(read, bool) else next((k for k, t in JSON_TYPES.items() if isinstance(read, t)), "")
-    if kind not in wanted and not (kind == "integer" and "number" in wanted):
-        return ""
-    return f" (text that reads as one: {quoted})"
-
-
-JSON_TYPES = {"integer": int, "number": float, "array": list, "object": dict, "null": type(None)}
+    types = jsonschema.validators.validator_for(schema).TYPE_CHECKER
+    return f" (text that reads as one: {quoted})" if any(types.is_type(read, kind) for kind in wanted) else ""
 
 
 def _asked_by(error: jsonschema.ValidationError, schema: dict[str, Any]) -> str:
