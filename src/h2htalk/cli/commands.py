@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import os
 import types
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -52,19 +51,14 @@ def add(sub: Any, command: Command) -> None:
 def argument(command: Command, parameter: inspect.Parameter, hint: Any, help: str) -> tuple[list[str], dict[str, Any]]:
     """The name or flags of ``parameter``'s argument, and its settings (``add_argument``'s keywords)."""
     name, default = parameter.name, parameter.default
-    kinds = _members(hint)
-    many = get_origin(kinds[0]) in SEQUENCES
-    if many:
-        kinds = _members(get_args(kinds[0])[0])
+    kind, many = _kind(hint)
     # (by identity: 0 and 1 are defaults to show; a switch that is on says so itself)
     shown = not any(default is unsaid for unsaid in (None, False, True, parameter.empty)) and default != ()
     spec: dict[str, Any] = {"help": f"{help} (default: {default})" if shown else help}
-    if kinds[0] is bool:  # a switch; one that is on by default is turned off by --no-NAME
+    if kind is bool:  # a switch; one that is on by default is turned off by --no-NAME
         spec["action"] = argparse.BooleanOptionalAction if default is True else "store_true"
-    elif kinds[0] in (int, float):
-        spec["type"] = kinds[0]
-    elif any(kind is Path or get_origin(kind) is os.PathLike for kind in kinds):
-        spec["type"] = Path
+    elif kind in (int, float, Path):
+        spec["type"] = kind
     if name in command.choices:
         spec["choices"] = list(command.choices[name])
     if name in command.metavar:
@@ -79,10 +73,8 @@ def argument(command: Command, parameter: inspect.Parameter, hint: Any, help: st
             choices = spec.pop("choices")
             spec = {"metavar": "{" + ",".join(map(str, choices)) + "}", **spec, "type": _one_of(choices, spec)}
         return [name], {**spec, **optional}
-    flags = [*filter(None, [command.short.get(name)]), f"--{name.replace('_', '-')}"]
-    if default is parameter.empty:
-        return flags, {**spec, "dest": name, "required": True}
-    return flags, {**spec, "dest": name, "default": default}
+    flags = [*filter(None, [command.short.get(name)]), f"--{name.replace('_', '-')}"]  # argparse's dest: the name
+    return flags, {**spec, "required": True} if default is parameter.empty else {**spec, "default": default}
 
 
 def _one_of(choices: list[Any], spec: dict[str, Any]) -> Callable[[str], Any]:
@@ -98,10 +90,12 @@ def _one_of(choices: list[Any], spec: dict[str, Any]) -> Callable[[str], Any]:
     return one
 
 
-def _members(hint: Any) -> list[Any]:
-    """The types ``hint`` allows, less ``None`` (``str | os.PathLike[str] | None``: the first two)."""
-    members = get_args(hint) if get_origin(hint) in UNIONS else (hint,)
-    return [member for member in members if member is not type(None)]
+def _kind(hint: Any) -> tuple[Any, bool]:
+    """The type of a parameter's values, and whether it takes several (``Sequence[Path] | None``: Path, True)."""
+    if get_origin(hint) in UNIONS:  # X | None
+        hint = next(member for member in get_args(hint) if member is not type(None))
+    many = get_origin(hint) in SEQUENCES
+    return (get_args(hint)[0] if many else hint), many
 
 
 def run_command(command: Command, args: argparse.Namespace) -> int:
