@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from h2htalk.cli.options import add_bootstrap, add_command, add_engine, add_flag, add_results, add_scoring, full_config
@@ -66,8 +67,7 @@ OPTIONS: dict[OptionGroup, Callable[[argparse.ArgumentParser], Any]] = {  # each
 
 def register(sub: Any) -> None:
     for stage in STAGES:
-        parser = add_command(sub, stage.command_name, lambda args, stage=stage: run_stage(stage, args), stage.help,
-                             stage.reads, config=True)  # fmt: skip
+        parser = add_command(sub, stage.command_name, partial(run_stage, stage), stage.help, stage.reads, config=True)
         add_results(parser)
         for label in stage.labels:
             kind, choices = LABEL_TYPES.get(label, str), LABEL_CHOICES.get(label)
