@@ -16,7 +16,7 @@ from h2htalk.config import load_registry, registry_entry, registry_files
 from h2htalk.figures import FIGURE_NAMES
 from h2htalk.progress import summary
 from h2htalk.settings import STUDIES, VARIANTS
-from h2htalk.stages.spec import Done, Job, Stage
+from h2htalk.stages.spec import Stage
 from h2htalk.stages.table import STAGES
 from h2htalk.subtasks import SUBTASK_KEYS
 
@@ -83,25 +83,19 @@ def run_stage(stage: Stage, args: argparse.Namespace) -> int:
     job = stage.job(config, args.results, labels, RunModels(args, config), options=args, stages=STAGES)
     for path in (path for paths in job.outputs.values() for path in paths):  # as Snakemake does before a job
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    done = run_job(job)
-    # a product says where it went, as the run's closing lines do, unless its function says otherwise
-    out = done.out if done.out is not None or stage.product is None else stage.product.where(job.outputs)
-    summary(done.facts, subject=done.subject, out=out)
-    return 0
-
-
-def run_job(job: Job) -> Done:
-    """Call the stage's function on ``job``; a table's or figure's provenance records every input it read."""
     done = job.call()
-    if job.stage.product:
+    if stage.product:  # a table's or figure's provenance records every input it read
         from h2htalk.provenance import write_table_meta
 
         inputs = [p for name, paths in job.inputs.items() if name != "provenance" for p in paths if os.path.exists(p)]
         store, about = job.config.get("review", {}).get("store"), {}
-        if job.stage.ratings and store and os.path.exists(store):
+        if stage.ratings and store and os.path.exists(store):
             from h2htalk.desk_store.store import log_state
 
             inputs.append(store)
             about[str(store)] = log_state(store)  # the log the table's ratings came from, named by its head
         write_table_meta(job.outputs["meta"][0], job.inputs["provenance"][0], inputs, about)
-    return done
+    # a product says where it went, as the run's closing lines do, unless its function says otherwise
+    out = done.out if done.out is not None or stage.product is None else stage.product.where(job.outputs)
+    summary(done.facts, subject=done.subject, out=out)
+    return 0
