@@ -227,7 +227,7 @@ def test_every_stage_given_the_bootstrap_settings_takes_their_flags():
 
 def test_every_option_group_a_declaration_may_name_makes_flags():
     """The names ``@stage`` and ``@command`` check ``options=`` against are the groups the command line makes."""
-    from h2htalk.cli.stages import OPTIONS
+    from h2htalk.cli.options import OPTIONS
     from h2htalk.commands import OptionGroup
 
     assert list(OPTIONS) == list(get_args(OptionGroup))

@@ -26,7 +26,7 @@ from typing import Any, Literal, get_args
 
 from h2htalk.errors import H2HTalkError
 
-# The option groups a command may share with the stages' commands (``cli.stages.OPTIONS`` makes each): the engine's,
+# The option groups a command may share with the stages' commands (``cli.options.OPTIONS`` makes each): the engine's,
 # the judges' --judge, the bootstrap's, scoring's, the figures' --font, --root (provenance), --upstream-dir (fetch)
 OptionGroup = Literal["engine", "rubric_judge", "study_judge", "bootstrap", "scoring", "font", "root", "upstream"]
 

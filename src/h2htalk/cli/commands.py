@@ -11,8 +11,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
-from h2htalk.cli.options import add_command, add_results, load_config
-from h2htalk.cli.stages import OPTIONS
+from h2htalk.cli.options import OPTIONS, add_command, add_results, load_config
 from h2htalk.commands import Command, CommandError, declared_in
 from h2htalk.layout import Layout
 

@@ -1,5 +1,5 @@
 """What several sub-commands share, defined once: registering a command, its configuration, the results tree,
-the engine options and the bootstrap overrides.
+and the option groups a declaration names (``OPTIONS``: the engine options, the bootstrap overrides, ...).
 
 Settings come from the configuration only. A command reads ``--config`` files (later ones overlay earlier ones,
 as Snakemake's ``--configfiles``) and validates them, which fills in every default; a workflow job reads the run's
@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from h2htalk.commands import OptionGroup
 from h2htalk.config import command_config, settings_view
 from h2htalk.layout import Layout
 
@@ -99,3 +100,19 @@ def add_scoring(parser: argparse.ArgumentParser) -> None:
     add_flag(parser, "--tokenizer", "lexical tokens", "scoring.tokenizer", choices=["jieba", "char"])
     add_flag(parser, "--cache-dir", "the embedding cache's folder", "scoring.cache_dir")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
+
+
+OPTIONS: dict[OptionGroup, Callable[[argparse.ArgumentParser], Any]] = {  # each option group's flags
+    "engine": add_engine,
+    "rubric_judge": lambda parser: add_flag(parser, "--judge", "the judge model", "rubric_judge.model"),
+    "study_judge": lambda parser: add_flag(parser, "--judge", "the judge model", "study_judge.model"),
+    "bootstrap": add_bootstrap,
+    "scoring": add_scoring,
+    "font": lambda parser: add_flag(parser, "--font", "a font file with Chinese glyphs, or auto", "figures.cjk_font"),
+    "root": lambda parser: add_flag(
+        parser, "--root", "the checkout, for its git revision (default: the one this package runs from)"
+    ),
+    "upstream": lambda parser: add_flag(
+        parser, "--upstream-dir", "copy from this folder instead of downloading", "upstream_dir"
+    ),
+}

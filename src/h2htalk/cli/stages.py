@@ -10,8 +10,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from h2htalk.cli.options import add_bootstrap, add_command, add_engine, add_flag, add_results, add_scoring, full_config
-from h2htalk.commands import OptionGroup
+from h2htalk.cli.options import OPTIONS, add_command, add_results, full_config
 from h2htalk.config import load_registry, registry_entry, registry_files
 from h2htalk.figures import FIGURE_NAMES
 from h2htalk.progress import summary
@@ -48,21 +47,6 @@ def _figure_name(value: str) -> str:
 
 LABEL_TYPES: dict[str, Callable[[str], str]] = {"figure": _figure_name}
 LABEL_CHOICES = {"subtask": SUBTASK_KEYS, "variant": VARIANTS, "study": STUDIES, "figure": tuple(FIGURE_NAMES.values())}
-
-OPTIONS: dict[OptionGroup, Callable[[argparse.ArgumentParser], Any]] = {  # each option group's flags
-    "engine": add_engine,
-    "rubric_judge": lambda parser: add_flag(parser, "--judge", "the judge model", "rubric_judge.model"),
-    "study_judge": lambda parser: add_flag(parser, "--judge", "the judge model", "study_judge.model"),
-    "bootstrap": add_bootstrap,
-    "scoring": add_scoring,
-    "font": lambda parser: add_flag(parser, "--font", "a font file with Chinese glyphs, or auto", "figures.cjk_font"),
-    "root": lambda parser: add_flag(
-        parser, "--root", "the checkout, for its git revision (default: the one this package runs from)"
-    ),
-    "upstream": lambda parser: add_flag(
-        parser, "--upstream-dir", "copy from this folder instead of downloading", "upstream_dir"
-    ),
-}
 
 
 def register(sub: Any) -> None:
