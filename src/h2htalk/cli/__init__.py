@@ -21,8 +21,6 @@ from h2htalk.cli import commands, stages
 from h2htalk.cli.options import resolve_instance_set
 from h2htalk.errors import H2HTalkError
 
-COMMANDS = (stages, commands)
-
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="h2htalk", description=__doc__.splitlines()[0])
@@ -31,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--log", type=Path, help="write the full log here; the terminal then shows progress, the summary and errors"
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for made in COMMANDS:
+    for made in (stages, commands):
         made.register(sub)
     return parser
 
