@@ -100,15 +100,12 @@ def _kind(hint: Any) -> tuple[Any, bool]:
 def run_command(command: Command, args: argparse.Namespace) -> int:
     """Call the command's function with its arguments, its settings and its results tree; print what it returns."""
     settings = load_config(args) if command.reads else {}
-    hints, before, keywords = get_type_hints(command.run), [], {}
-    for name, parameter in inspect.signature(command.run).parameters.items():
-        value = (args.results if hints[name] is Layout else settings if name == "config"
-                 else settings[name] if name in command.sections else getattr(args, name))  # fmt: skip
-        if parameter.kind is parameter.POSITIONAL_ONLY:
-            before.append(value)
-        else:
-            keywords[name] = value
-    shown = command.run(*before, **keywords)
+    hints, parameters = get_type_hints(command.run), inspect.signature(command.run).parameters
+    values = {name: args.results if hints[name] is Layout else settings if name == "config"
+              else settings[name] if name in command.sections else getattr(args, name)
+              for name in parameters}  # fmt: skip
+    before = [values.pop(name) for name, parameter in parameters.items() if parameter.kind is parameter.POSITIONAL_ONLY]
+    shown = command.run(*before, **values)
     for line in [shown] if isinstance(shown, str) else shown or ():
         print("\t".join(line) if isinstance(line, tuple) else line, flush=True)
     return 0
