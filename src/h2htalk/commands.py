@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
@@ -63,17 +64,9 @@ class Command:
     @property
     def parameter_help(self) -> dict[str, str]:
         """Each parameter's help: its docstring line ``name: help`` and the lines indented below it."""
-        helps: dict[str, str] = {}
-        current, parameters = None, inspect.signature(self.run).parameters
-        for line in inspect.cleandoc(self.run.__doc__ or "").splitlines():
-            name, colon, text = line.partition(": ")
-            if colon and name in parameters:
-                current, helps[name] = name, text.strip()
-            elif current and line.startswith(" "):
-                helps[current] += " " + line.strip()
-            else:
-                current = None
-        return {name: text.replace("``", "") for name, text in helps.items()}
+        lines = re.finditer(r"^(\w+): (.*(?:\n .*)*)", inspect.cleandoc(self.run.__doc__ or ""), re.MULTILINE)
+        parameters = inspect.signature(self.run).parameters
+        return {found[1]: " ".join(found[2].split()).replace("``", "") for found in lines if found[1] in parameters}
 
     @property
     def sections(self) -> set[str]:
