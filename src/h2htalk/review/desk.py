@@ -15,10 +15,11 @@ from h2htalk.desk_store.tasks import TASKS
 from h2htalk.errors import DataError, H2HTalkError
 from h2htalk.layout import Layout
 from h2htalk.progress import summary
+from h2htalk.stages.declared import CELLS
 
 LOAD_READS = (
-    "models", "baselines", "rubric_judge.baselines", "subtasks", "variants", "scoring.embedders", "studies.models",
-    "instances.source", "review.store", "review.raters", "review.raters_per_item", "review.seed",
+    *CELLS, "studies.models", "instances.source", "review.store", "review.raters", "review.raters_per_item",
+    "review.seed",
 )  # fmt: skip
 STORE_READS = ("review.store", "review.seed")
 
