@@ -64,9 +64,9 @@ class Command:
     @property
     def parameter_help(self) -> dict[str, str]:
         """Each parameter's help: its docstring line ``name: help`` and the lines indented below it."""
-        lines = re.finditer(r"^(\w+): (.*(?:\n .*)*)", inspect.cleandoc(self.run.__doc__ or ""), re.MULTILINE)
-        parameters = inspect.signature(self.run).parameters
-        return {found[1]: " ".join(found[2].split()).replace("``", "") for found in lines if found[1] in parameters}
+        doc, parameters = inspect.cleandoc(self.run.__doc__ or ""), inspect.signature(self.run).parameters
+        described = re.finditer(r"^(\w+): (.*(?:\n .*)*)", doc, re.MULTILINE)
+        return {line[1]: " ".join(line[2].split()).replace("``", "") for line in described if line[1] in parameters}
 
     @property
     def sections(self) -> set[str]:
