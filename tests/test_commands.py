@@ -304,3 +304,13 @@ def test_every_signature_the_builder_takes_reads_back_what_the_command_line_says
     for name, value in {**given, **defaults}.items():
         expected = list(value) if isinstance(value, (list, tuple)) and name in given else value
         assert called[name] == expected, (name, argv_of(parameters, given))
+
+
+def test_the_top_level_help_says_what_the_command_is_in_a_whole_sentence(capsys):
+    from h2htalk.cli import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--help"])
+    said = " ".join(capsys.readouterr().out.split("\n\n")[1].split())
+    assert said.endswith("."), said  # not the package docstring's first line, cut mid-sentence
+    assert "without Snakemake" in said

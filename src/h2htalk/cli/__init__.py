@@ -21,9 +21,11 @@ from h2htalk.cli import commands, stages
 from h2htalk.cli.options import resolve_instance_set
 from h2htalk.errors import H2HTalkError
 
+DESCRIPTION = "Every stage of the H2HTalk workflow as a command, usable without Snakemake, and the commands around it."
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="h2htalk", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="h2htalk", description=DESCRIPTION)
     parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
     parser.add_argument(
         "--log", type=Path, help="write the full log here; the terminal then shows progress, the summary and errors"
