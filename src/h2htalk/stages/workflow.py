@@ -5,6 +5,7 @@ has them make the review store, and do what a run does before its first job star
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -161,20 +162,14 @@ class Rules:
         if stage.where == "cpu":
             return {**cpu_job(cluster, stage.memory_mb, stage.minutes), **disk}
 
-        found: dict[tuple[tuple[str, str], ...], dict[str, Any]] = {}  # Snakemake asks once per resource
+        @functools.cache  # Snakemake asks once per resource
+        def placed(labels: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+            if stage.where == "embedder":
+                embedder = self.config["embedders"][dict(labels)["embedder"]]
+                return embedder_job(cluster, embedder, stage.memory_mb, stage.minutes)
+            return model_job(cluster, [self.registry[m] for m in stage.starts(self.scope, dict(labels))])
 
-        def placed(wildcards: Any) -> dict[str, Any]:
-            labels = tuple(wildcards.items())
-            if labels not in found:
-                if stage.where == "embedder":
-                    embedder = self.config["embedders"][wildcards.embedder]
-                    found[labels] = embedder_job(cluster, embedder, stage.memory_mb, stage.minutes)
-                else:
-                    started = stage.starts(self.scope, dict(labels))
-                    found[labels] = model_job(cluster, [self.registry[m] for m in started])
-            return found[labels]
-
-        return {**{key: (lambda wc, key=key: placed(wc)[key]) for key in PLACED_BY}, **disk}
+        return {**{key: (lambda wc, key=key: placed(tuple(wc.items()))[key]) for key in PLACED_BY}, **disk}
 
     # --- what reruns it -------------------------------------------------------------------------------
 
