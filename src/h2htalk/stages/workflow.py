@@ -59,6 +59,8 @@ class Rules:
     ) -> None:
         self.config, self.results, self.registry = config, results, registry
         self.scope = Scope(config, results)
+        # the review desk's store of people's ratings (``review.store``, outside the results tree)
+        self.review_store = str(config["review"]["store"])
         self.checkout = Path(checkout)  # the workflow's folder (its Snakefile's): the report's captions are under it
 
     # --- files ----------------------------------------------------------------------------------------
@@ -126,11 +128,6 @@ class Rules:
         return {label: "|".join(map(re.escape, found)) or "(?!)" for label, found in values.items()}
 
     # --- the review store -----------------------------------------------------------------------------
-
-    @property
-    def review_store(self) -> str:
-        """The review desk's store of people's ratings (``review.store``, outside the results tree)."""
-        return str(self.config["review"]["store"])
 
     def make_review_store(self) -> None:
         """An empty review store where there is none: an input of the rules that read ratings, so that its first
