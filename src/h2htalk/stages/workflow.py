@@ -107,18 +107,18 @@ class Rules:
         return f"{CAPTIONS_FROM_RULES}/{own if (self.checkout / CAPTIONS / own).is_file() else 'product.rst'}"
 
     def logs(self, stage: Stage) -> dict[str, str]:
-        where = self._job_path(self.results.path("logs"), stage)
+        where = self._job_path("logs", stage)
         logs = {"main": f"{where}.log"}
         if stage.where == "model":
             logs["server"] = f"{where}.server.log"
         return logs
 
     def benchmark(self, stage: Stage) -> str:
-        return self._job_path(self.results.path("benchmarks"), stage) + ".tsv"
+        return self._job_path("benchmarks", stage) + ".tsv"
 
-    @staticmethod
-    def _job_path(folder: str, stage: Stage) -> str:
-        return "/".join([folder, stage.name, *(f"{{{label}}}" for label in stage.labels)])
+    def _job_path(self, folder: str, stage: Stage) -> str:
+        """A job's file in the results' ``folder`` (logs, benchmarks), by its stage and labels, without a suffix."""
+        return "/".join([self.results.path(folder), stage.name, *(f"{{{label}}}" for label in stage.labels)])
 
     def constraints(self, stage: Stage) -> dict[str, str]:
         """Each label matches exactly the run's values of it (two stages may make the same files for different
