@@ -37,12 +37,12 @@ include: "workflow/rules/stages.smk"
 rule all:
     default_target: True
     input:
-        RULES.default_target(STAGES),
+        RULES.default_target(),
 
 
 # Named targets of more than one job, as the stages name them (a stage's own rule is the target of its outputs:
 # snakemake table2): fig4-fig6, prompts, generations, scores, reconstruct.
-for _target, _files in RULES.named_targets(STAGES).items():
+for _target, _files in RULES.named_targets().items():
 
     rule:
         name:

@@ -208,14 +208,14 @@ class Rules:
 
     # --- targets --------------------------------------------------------------------------------------
 
-    def default_target(self, stages: tuple[Stage, ...]) -> list[str]:
+    def default_target(self) -> list[str]:
         """``all``: every file of every job of the stages the run puts in it (its products, as they say)."""
-        return [path for stage in stages if stage.in_default_target(self.config) for _, path in self._made(stage)]
+        return [path for stage in STAGES if stage.in_default_target(self.config) for _, path in self._made(stage)]
 
-    def named_targets(self, stages: tuple[Stage, ...]) -> dict[str, list[str]]:
+    def named_targets(self) -> dict[str, list[str]]:
         """Each named target (``snakemake scores``, ``fig4``) -> the files of the jobs of the stages that name it."""
         found: dict[str, list[str]] = {}
-        for stage in (stage for stage in stages if stage.targets):
+        for stage in (stage for stage in STAGES if stage.targets):
             targets = stage.targets
             for labels, path in self._made(stage):
                 found.setdefault(targets if isinstance(targets, str) else targets(labels), []).append(path)
