@@ -69,13 +69,11 @@ def _plan_reads_what_it_plans(stages: list[Stage]) -> tuple[Stage, ...]:
     # (a key a planned stage leaves out of a section is one another planned stage may read)
     planned = [key for stage in stages if stage.planned for key in stage.reads if not key.startswith("-")]
 
-    def widest(keys: list[str]) -> tuple[str, ...]:  # a key under a section read whole is in that section already
-        whole = set(keys)
-        parts = [key.split(".") for key in dict.fromkeys(keys)]
-        return tuple(".".join(p) for p in parts if not any(".".join(p[:n]) in whole for n in range(1, len(p))))
+    def widest(reads: tuple[str, ...]) -> tuple[str, ...]:  # a key under a section read whole is in it already
+        keys = dict.fromkeys([*reads, *planned])
+        return tuple(key for key in keys if not any(key.startswith(f"{section}.") for section in keys))
 
-    return tuple(replace(stage, reads=widest([*stage.reads, *planned])) if stage.plans else stage
-                 for stage in stages)  # fmt: skip
+    return tuple(replace(stage, reads=widest(stage.reads)) if stage.plans else stage for stage in stages)
 
 
 STAGES: tuple[Stage, ...] = _plan_reads_what_it_plans(
