@@ -15,7 +15,15 @@ from typing import Any
 import pytest
 
 from h2htalk.cli import main
-from h2htalk.config import default_config, load_registry, registry_files, settings_hash, settings_view
+from h2htalk.config import (
+    VALIDATED_DIGEST,
+    default_config,
+    load_registry,
+    registry_files,
+    resolved_digest,
+    settings_hash,
+    settings_view,
+)
 from h2htalk.desk_store.store import ReviewStore
 from h2htalk.errors import ConfigError
 from h2htalk.layout import Layout
@@ -176,6 +184,20 @@ def test_the_review_store_is_made_where_there_is_none_and_read_as_ancient_by_the
         assert kept.raters() == ["ana"]
     assert rules.store_input(BY_NAME["table2"], ancient) == {"store": ("ancient", str(store))}
     assert rules.store_input(BY_NAME["generate"], ancient) == {}
+
+
+def test_every_rules_shell_runs_the_checkouts_package_and_passes_the_validated_configurations_digest(tmp_path):
+    """Without conda, with the interpreter that runs Snakemake, whatever the PATH; with it, the PATH is the env's."""
+    config = default_config()
+    rules = Rules(config, Layout("results", "demo"), {}, REPO_ROOT)
+    said = "import h2htalk, os, sys; print(h2htalk.__file__, os.environ[sys.argv[1]], sys.executable)"
+    shell = f"{rules.shell_prefix(conda=False)}python -c '{said}' {VALIDATED_DIGEST}"
+    path = {"PATH": "/usr/bin:/bin"}  # no python of this interpreter's on it
+    ran = subprocess.run(["bash", "-c", shell], env=path, cwd=tmp_path, capture_output=True, text=True, check=True)
+    package, digest, python = ran.stdout.split()
+    assert package == str(REPO_ROOT / "src" / "h2htalk" / "__init__.py") and digest == resolved_digest(config)
+    assert Path(python).parent == Path(sys.executable).parent
+    assert "export PATH" not in rules.shell_prefix(conda=True)
 
 
 # --- every job of a run writes exactly what its stage declares ------------------------------------------------

@@ -5,12 +5,7 @@ import time
 from snakemake.logging import logger
 from snakemake.settings.types import DeploymentMethod
 
-from h2htalk.config import (
-    VALIDATED_DIGEST,
-    load_registry,
-    registry_files,
-    resolved_digest,
-)
+from h2htalk.config import load_registry, registry_files
 from h2htalk.cli import build_parser
 from h2htalk.errors import ConfigError
 from h2htalk.freshness import clear_stale
@@ -19,22 +14,15 @@ from h2htalk.run_summary import run_summary
 from h2htalk.stages.table import STAGES
 from h2htalk.stages.workflow import Rules
 
-# Rules run "python -m h2htalk" from the checkout's package: with --software-deployment-method conda
-# in the rule's conda env, otherwise with the interpreter that runs Snakemake. Their commands read the run's
-# configuration file as the Snakefile validated it, by its digest, without validating it again (h2htalk.config).
-_SRC = Path(workflow.basedir) / "src"
-_ENV = f"export PYTHONPATH={_SRC} {VALIDATED_DIGEST}={resolved_digest(config)}; "
-if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method:
-    shell.prefix(_ENV)
-else:
-    shell.prefix(f"{_ENV}export PATH={Path(sys.executable).parent}:$PATH; ")
-
 # One results tree for every instance set: the set's own results under results/sets/{set}/ and its tables under
 # paper_figures/{set}/, the data, the reconstruction and the model files shared (h2htalk.layout).
 LAYOUT = Layout("results", instances_set(config))
 # Every job runs an h2htalk command: one declared wrong (@command) fails here, naming it, before any job starts.
 build_parser()
 RULES = Rules(config, LAYOUT, load_registry(registry_files(config)), workflow.basedir)
+# Rules run "python -m h2htalk" from the checkout's package, in their conda env where Snakemake deploys them.
+_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+shell.prefix(RULES.shell_prefix(conda=_CONDA))
 # A dry run writes nothing (Snakemake's own workflow.dryrun is only known once the DAG is built).
 DRY_RUN = workflow.output_settings.dryrun
 

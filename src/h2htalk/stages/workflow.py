@@ -1,7 +1,7 @@
 """What Snakemake's rules take from the stage table for one run: each stage's files as rule inputs and output
 patterns, its logs, resources, threads, the params that rerun its jobs when what they read changes, and its
 command line. ``workflow/rules/stages.smk`` makes one rule of each stage from these; ``workflow/rules/common.smk``
-has them make the review store, and do what a run does before its first job starts."""
+has them set what every shell runs first, make the review store, and do what a run does before its first job."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ import hashlib
 import logging
 import os
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from h2htalk.cluster import cpu_job, embedder_job, model_job
-from h2htalk.config import check_environment, settings_hash, write_resolved
+from h2htalk.config import VALIDATED_DIGEST, check_environment, resolved_digest, settings_hash, write_resolved
 from h2htalk.desk_store.store import ReviewStore, ratings_digest
 from h2htalk.io import remove_paths
 from h2htalk.layout import Layout
@@ -205,6 +206,14 @@ class Rules:
             words.append(f"--server-log {self.logs(stage)['server']}")
         line = " ".join(words)
         return lambda wildcards: line.format(**dict(wildcards.items()))
+
+    def shell_prefix(self, conda: bool) -> str:
+        """What every rule's shell runs first: ``python -m h2htalk`` from the checkout's package, in the rule's conda
+        env (``conda``: ``--software-deployment-method conda``) or else with the interpreter that runs Snakemake; its
+        commands read the run's configuration file as the Snakefile validated it, by its digest, without validating
+        it again (``h2htalk.config.VALIDATED_DIGEST``)."""
+        env = f"export PYTHONPATH={self.checkout / 'src'} {VALIDATED_DIGEST}={resolved_digest(self.config)}; "
+        return env if conda else f"{env}export PATH={Path(sys.executable).parent}:$PATH; "
 
     # --- targets --------------------------------------------------------------------------------------
 
