@@ -261,7 +261,7 @@ def test_every_job_of_a_run_writes_exactly_the_files_its_stage_declares(
             declared = {p for paths in stage.files("outputs", rules.scope, wildcards).values() for p in paths}
             kept = [p for spec in stage.keeps.values() for p in spec.paths(rules.scope, wildcards, [])]
             log = checkout / "logs" / f"{rule}.log"
-            argv = ["--log", str(log), *rules.command(stage)(wildcards).split()]  # what the rule's shell runs
+            argv = ["--log", str(log), *rules.command(stage).format(**wildcards).split()]  # what the rule's shell runs
             before = _files(*watched)
             assert main(argv) == 0, f"{rule} {wildcards} failed: see {log}"
             after = _files(*watched)

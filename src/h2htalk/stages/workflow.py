@@ -171,7 +171,7 @@ class Rules:
 
     # --- what reruns it -------------------------------------------------------------------------------
 
-    def params(self, stage: Stage) -> dict[str, Callable[[Any], str]]:
+    def params(self, stage: Stage) -> dict[str, str | Callable[[Any], str]]:
         """``settings``: a hash of the config keys the stage reads and the registry entries of its models;
         ``ratings``: a digest of the review store's ratings it reads (a job with a ``model`` label: its model's
         only)."""
@@ -182,7 +182,7 @@ class Rules:
             entries = (stage.entries or stage.starts)(self.scope, dict(wildcards.items()))
             return settings_hash(self.config, stage.reads, [self.registry[name] for name in entries]) + used
 
-        params = {"settings": settings, "command": self.command(stage)}
+        params: dict[str, str | Callable[[Any], str]] = {"settings": settings, "command": self.command(stage)}
         if stage.ratings:
 
             def ratings(wildcards: Any) -> str:
@@ -194,18 +194,17 @@ class Rules:
 
     SHELL = "python -m h2htalk --log {log.main} {params.command}"  # every rule's; its own words are a param
 
-    def command(self, stage: Stage) -> Callable[[Any], str]:
+    def command(self, stage: Stage) -> str:
         """The job's command line after ``h2htalk --log LOG``: the stage's command with the run's config file, results
-        tree and the job's labels. A param, not the shell directive: a rule made in a loop reads its shell
-        directive when its job runs, when the loop has moved on."""
+        tree and the job's labels (as wildcards, which Snakemake fills in a param). A param, not the shell directive:
+        a rule made in a loop reads its shell directive when its job runs, when the loop has moved on."""
         # the config even where the stage reads no setting: its files (the run's subtasks, say) come from it
         words = [stage.command_name, f"--config {self.results.path('config')}"]
         words.append(f"--results {self.results.root} --instance-set {self.results.instance_set}")
         words += [f"--{label} {{{label}}}" for label in stage.labels]
         if stage.where == "model":
             words.append(f"--server-log {self.logs(stage)['server']}")
-        line = " ".join(words)
-        return lambda wildcards: line.format(**dict(wildcards.items()))
+        return " ".join(words)
 
     def shell_prefix(self, conda: bool) -> str:
         """What every rule's shell runs first: ``python -m h2htalk`` from the checkout's package, in the rule's conda
