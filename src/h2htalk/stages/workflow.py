@@ -81,10 +81,9 @@ class Rules:
     def model_files(self, names: list[str]) -> list[str]:
         """What a job that starts the models ``names`` needs besides its data: their provisioned GGUF files and the
         prefetch records of those whose weights come from the Hugging Face hub."""
-        unique = list(dict.fromkeys(names))
-        engines = {name: engine_of(self.registry[name]) for name in unique}
-        gguf = [self.results.path("model_file", model=n) for n in unique if engines[n].needs_model_file]
-        hub = [self.results.path("prefetched_model", model=n) for n in unique if engines[n].downloads(self.registry[n])]
+        engine = {name: engine_of(self.registry[name]) for name in names}  # each model once, in their order
+        gguf = [self.results.path("model_file", model=n) for n in engine if engine[n].needs_model_file]
+        hub = [self.results.path("prefetched_model", model=n) for n in engine if engine[n].downloads(self.registry[n])]
         return [*gguf, *hub]
 
     def rule_outputs(self, stage: Stage, directory: Callable[[str], Any], report: Callable[..., Any]) -> dict[str, Any]:
