@@ -23,8 +23,9 @@ RULES = Rules(config, LAYOUT, load_registry(registry_files(config)), workflow.ba
 # Rules run "python -m h2htalk" from the checkout's package, in their conda env where Snakemake deploys them.
 _CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 shell.prefix(RULES.shell_prefix(conda=_CONDA))
-# A dry run writes nothing (Snakemake's own workflow.dryrun is only known once the DAG is built).
-DRY_RUN = workflow.output_settings.dryrun
+# A dry run writes nothing (Snakemake's own workflow.dryrun is only known once the DAG is built), nor does --lint,
+# which reads the workflow without running it (the one mode that does not check environment variables).
+DRY_RUN = workflow.output_settings.dryrun or not workflow.check_envvars
 
 if workflow.is_main_process:
     # Results whose inputs are gone (a failed job's outputs are removed; a killed forced job leaves none) are
