@@ -140,16 +140,12 @@ class Over:
     ) -> None:  # fmt: skip
         self.values, self.combos = values, combos
 
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(self.values)
-
     def __call__(self, run: RunCells) -> list[dict[str, str]]:
         if self.combos is not None:
             combos: Iterable[tuple[str, ...]] = dict.fromkeys(self.combos(run))
         else:
             combos = itertools.product(*(list(dict.fromkeys(f(run))) for f in self.values.values()))
-        return [dict(zip(self.names, combo, strict=True)) for combo in combos]
+        return [dict(zip(self.values, combo, strict=True)) for combo in combos]
 
 
 @dataclass(frozen=True)
@@ -239,7 +235,7 @@ class Stage:
     @property
     def labels(self) -> tuple[str, ...]:
         """The job's labels: its rule's wildcards."""
-        return self.jobs.names
+        return tuple(self.jobs.values)
 
     def step(self, part: str = "") -> str:
         """The name of ``part`` of its model calls (none: its own name; ``judge.sample``: its part ``judge``'s
