@@ -79,8 +79,7 @@ def checked(stage: Stage) -> Stage:
     for name in dict.fromkeys(n for n in named if named.count(n) > 1 or n in MACHINERY):
         fail(name, "named twice among the inputs, outputs and labels, or as a machinery argument: one hides the other")
     for name, parameter in parameters.items():
-        declared = name in stage.inputs or name in stage.outputs or name in stage.labels or name in MACHINERY
-        if not (declared or parameter.annotation in settings):
+        if not (name in named or name in MACHINERY or parameter.annotation in settings):
             fail(name, "a parameter that is no declared input, output, label, machinery argument or typed setting")
     for field, files in (("inputs", stage.inputs), ("outputs", stage.outputs), ("keeps", stage.keeps)):
         for name, spec in files.items():
@@ -93,10 +92,8 @@ def checked(stage: Stage) -> Stage:
             reached = (name, field, "each") if isinstance(spec, Each) else (name, field)
             if not any(n in parameters for n in reached) and name != MADE_BY_THE_MACHINERY[field]:
                 fail(f"{field}.{name}", f"declared but not a parameter of {stage.run.__name__}")
-    per_cell = [f"inputs.{n}" for n, s in stage.inputs.items() if isinstance(s, Each)]
-    per_cell += [f"outputs.{n}" for n, s in stage.outputs.items() if isinstance(s, Each)]
-    if per_cell and stage.cells is no_cells:
-        fail(per_cell[0], "a file of each cell, but the stage declares no cells (cells=...)")
+            if isinstance(spec, Each) and stage.cells is no_cells:
+                fail(f"{field}.{name}", "a file of each cell, but the stage declares no cells (cells=...)")
     if stage.steps and not stage.planned:
         fail("steps", "model calls the plan would not count: a stage that declares them is planned (planned=True)")
     for key in stage.reads:
