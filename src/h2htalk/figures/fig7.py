@@ -16,7 +16,7 @@ from h2htalk.people.consensus import majority
 from h2htalk.ratings import NEED_VERDICTS, Rating, known_items, read_ratings
 from h2htalk.settings import STUDIES, BootstrapSettings, JudgeMode
 from h2htalk.stages.declare import stage
-from h2htalk.stages.declared import JUDGE_MODE_KEYS, RUN_NOTES, study_cells, study_ladders
+from h2htalk.stages.declared import RUN_NOTES, STUDY_JUDGE_MODE, study_cells, study_ladders
 from h2htalk.stages.spec import Done, Each, Paths, Product, figure_files
 from h2htalk.tabular import records_frame, write_csv
 
@@ -154,7 +154,7 @@ def write_fig7(
 @stage(
     "fig7", "Figure 7: instruction following by scenario type",
     reads=("scoring.bootstrap", "studies.models", "models", "variants", "review.store", *RUN_NOTES,
-           "judge_reliability.every_run", *(f"study_judge.{key}" for key in JUDGE_MODE_KEYS)),
+           "judge_reliability.every_run", *STUDY_JUDGE_MODE),
     cells=study_cells("instruction_following"), ratings=(NEED_VERDICTS,), env="figures", memory_mb=1000,
     minutes=10, options=("bootstrap",),
     product=Product("figure", "Figure 7", "instruction following per scenario type", main="png", shown=("png",)),

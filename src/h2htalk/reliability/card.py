@@ -35,7 +35,7 @@ from h2htalk.reliability.ladder import (
 )
 from h2htalk.settings import BootstrapSettings
 from h2htalk.stages.declare import stage
-from h2htalk.stages.declared import JUDGE_MODE_KEYS, RUBRIC_JUDGE_MODE, judged_cells, ladder_jobs, study_cells
+from h2htalk.stages.declared import RUBRIC_JUDGE_MODE, STUDY_JUDGE_MODE, judged_cells, ladder_jobs, study_cells
 from h2htalk.stages.spec import Cells, Done, Figure, Labels, Paths, Product, Scope, figure_files
 from h2htalk.tabular import markdown_text, records_frame, write_csv
 
@@ -366,7 +366,7 @@ def ladder_files(kind: str) -> Callable[[Scope, Labels], list[str]]:
     reads=(
         "models", "baselines", "rubric_judge.baselines", "subtasks", "variants", "studies.models",
         "rubric_judge.samples", "study_judge.samples", "scoring.bootstrap", "judge_reliability.panel",
-        *RUBRIC_JUDGE_MODE, *(f"study_judge.{key}" for key in JUDGE_MODE_KEYS),
+        *RUBRIC_JUDGE_MODE, *STUDY_JUDGE_MODE,
     ),
     env="figures", memory_mb=1000, minutes=10, options=("bootstrap",),
     product=Product("table", "Judge card", "how reliable each judge is", main="md", shown=("csv",), first=True),

@@ -15,6 +15,7 @@ JUDGE_CALLS = ("rubric_judge", *(f"-{key}" for key in GATE), "-rubric_judge.base
 JUDGE_MODE_KEYS = ("mode", "model", "cheap_model", "sample_per_cell", "sample_seed")  # who judged: every item, a sample
 AUTO_SAMPLE = ("target_half_width", "pilot_per_cell", "assumed_correlation", "assumed_sd")  # sample_per_cell: auto's
 RUBRIC_JUDGE_MODE = tuple(f"rubric_judge.{key}" for key in (*JUDGE_MODE_KEYS, *AUTO_SAMPLE))  # the rubric judge's
+STUDY_JUDGE_MODE = tuple(f"study_judge.{key}" for key in JUDGE_MODE_KEYS)  # the study judge's
 REVIEW_MODE = ("review.mode", "review.sample_per_cell", "review.sample_seed")
 # Job priorities: Table 2's answers and scores, and the tables that need no judge, before the judge and the studies
 FIRST, EARLY = 20, 10

@@ -16,7 +16,7 @@ from h2htalk.people.consensus import by_item, consensus, majority, median_score
 from h2htalk.ratings import SAFETY_RATINGS, Rating, known_items, read_ratings
 from h2htalk.settings import STUDIES, VARIANT_NAMES, VARIANTS, WITH_SAP, WITHOUT_SAP, BootstrapSettings, JudgeMode
 from h2htalk.stages.declare import stage
-from h2htalk.stages.declared import JUDGE_MODE_KEYS, RUN_NOTES, config_files, study_cells, study_ladders
+from h2htalk.stages.declared import RUN_NOTES, STUDY_JUDGE_MODE, config_files, study_cells, study_ladders
 from h2htalk.stages.spec import Done, Each, Paths, Product, figure_files
 from h2htalk.tabular import Files, records_frame, write_csv, write_table
 
@@ -417,8 +417,7 @@ def _with_ci(row: dict[str, Any], metric: str) -> str:
     )
 
 
-STUDY_READS = ("models", "variants", "review.store", "judge_reliability.every_run", *RUN_NOTES,
-               *(f"study_judge.{key}" for key in JUDGE_MODE_KEYS))  # fmt: skip
+STUDY_READS = ("models", "variants", "review.store", "judge_reliability.every_run", *RUN_NOTES, *STUDY_JUDGE_MODE)
 
 
 @stage(
