@@ -16,8 +16,6 @@ from h2htalk.errors import H2HTalkError
 from h2htalk.layout import CELL_KINDS, PATTERNS
 from h2htalk.stages.spec import Cells, Each, Figure, One, Stage, Where, no_cells, no_models, typed_settings
 
-PROVENANCE = One("provenance")
-
 
 def stage(name: str, help: str, **declared: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare the function below as the stage ``name`` (the fields of ``Stage``), checked as it loads. A product's
@@ -31,7 +29,7 @@ def stage(name: str, help: str, **declared: Any) -> Callable[[Callable[..., Any]
             first = next(iter(found.outputs.values()))
             if not isinstance(first, Figure):
                 raise StageError(f"stage {name}: outputs: a product's files are in the tables folder (Figure)")
-            found = replace(found, inputs={"provenance": PROVENANCE, **found.inputs},
+            found = replace(found, inputs={"provenance": One("provenance"), **found.inputs},
                             outputs={"meta": Figure(first.stem, ".meta.json"), **found.outputs})  # fmt: skip
         function.stages = (checked(found), *getattr(function, "stages", ()))  # type: ignore[attr-defined]
         return function
