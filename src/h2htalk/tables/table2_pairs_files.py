@@ -14,7 +14,7 @@ from h2htalk.layout import Layout
 from h2htalk.settings import BootstrapSettings
 from h2htalk.stages.declare import stage
 from h2htalk.stages.declared import registry_files
-from h2htalk.stages.spec import Done, Figure, Labels, Paths, Product, Scope, figure_files
+from h2htalk.stages.spec import Done, Figure, Labels, Paths, Product, Scope
 from h2htalk.tables.table2 import GROUP_TITLES
 from h2htalk.tables.table2_files import TABLE2
 from h2htalk.tabular import records_frame, write_csv
@@ -145,10 +145,8 @@ def table2_items(scope: Scope, labels: Labels) -> list[str]:
                     main="csv", shown=("csv", "figure"), listed=False),
     in_all=lambda config: False,  # Table 2 reads it
     inputs={"scores": Paths(table2_items), "registry": Paths(registry_files)},
-    outputs={
-        **figure_files("table2_pairs", csv=".csv"),
-        "ranks": Figure("table2_ranks", ".csv"), "figure": Figure("table2_ranks", ".png"),
-    },
+    outputs={"csv": Figure("table2_pairs", ".csv"), "ranks": Figure("table2_ranks", ".csv"),
+             "figure": Figure("table2_ranks", ".png")},
 )  # fmt: skip
 def compare_run_rows(
     scores: list[str], registry: list[str], config: dict[str, Any], run: RunCells, results: Layout,
