@@ -5,7 +5,7 @@ file and the declarations drift apart."""
 
 from __future__ import annotations
 
-from h2htalk.layout import PATTERNS, SHARED_KINDS
+from h2htalk.layout import PATTERNS, Layout
 from h2htalk.stages.spec import Cells, Each, Figure, FileSpec, One, Paths, Stage
 from h2htalk.stages.table import STAGES
 
@@ -22,11 +22,11 @@ CELL_KINDS = {
     "verdicts": PATTERNS["study_verdicts"],
     "judge_sample": PATTERNS["judge_sample"] + " (a study's: " + PATTERNS["study_judge_sample"] + ")",
 }
+RESULTS = Layout("results", "{set}")  # the paths of any instance set's results and tables
 
 
-def _where(kind: str) -> str:
-    pattern = CELL_KINDS.get(kind) or PATTERNS[kind]  # a cell's kind: its study's path too
-    return f"results/{pattern}" if kind in SHARED_KINDS else f"results/sets/{{set}}/{pattern}"
+def _where(kind: str) -> str:  # a cell's kind: its study's path too
+    return f"{RESULTS.set_root}/{CELL_KINDS[kind]}" if kind in CELL_KINDS else RESULTS.pattern(kind)
 
 
 def describe(spec: FileSpec) -> str:
@@ -39,7 +39,7 @@ def describe(spec: FileSpec) -> str:
         each = f" for each of the run's {spec.over[1].replace('_', ' ')}" if spec.over else ""
         return f"`{_where(spec.kind)}`{each}"
     if isinstance(spec, Figure):
-        return f"`paper_figures/{{set}}/{spec.stem}{spec.suffix}`" + (" (a folder)" if spec.directory else "")
+        return f"`{RESULTS.figure(spec.stem + spec.suffix)}`" + (" (a folder)" if spec.directory else "")
     assert isinstance(spec, Paths)
     doc = (spec.paths_of.__doc__ or "").strip().split("\n\n")[0]
     return " ".join(doc.split())
