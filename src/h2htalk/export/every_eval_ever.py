@@ -46,7 +46,7 @@ from h2htalk.llm.engines import engine_of
 from h2htalk.scoring.signatures import signature_string
 from h2htalk.settings import VARIANT_NAMES
 from h2htalk.stages.declare import stage
-from h2htalk.stages.spec import Done, Product, bundle
+from h2htalk.stages.spec import Done, Figure, Product
 from h2htalk.subtasks import get_subtask
 from h2htalk.tables.table2 import Row
 
@@ -455,7 +455,7 @@ def write_every_eval_ever(
                     inner="validation.json"),
     in_all=lambda config: False,  # made on request: snakemake every_eval_ever
     inputs=ITEM_INPUTS,
-    outputs=bundle("every_eval_ever"),
+    outputs={"bundle": Figure("every_eval_ever", "", directory=True)},
 )  # fmt: skip
 def write_validated_export(
     per_item: list[str], registry: list[str], bundle: str, config: dict[str, Any], results: Layout

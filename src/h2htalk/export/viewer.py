@@ -31,7 +31,7 @@ from h2htalk.layout import Cell, Layout
 from h2htalk.settings import VARIANT_NAMES
 from h2htalk.stages.declare import stage
 from h2htalk.stages.declared import CELLS, REGISTRY, RUN_NOTES
-from h2htalk.stages.spec import Done, Product, bundle
+from h2htalk.stages.spec import Done, Figure, Product
 from h2htalk.subtasks import get_subtask
 
 FORMAT = "h2htalk-viewer/1"
@@ -126,7 +126,7 @@ def copy_assets(root: Path) -> list[str]:
     product=Product("export", "Viewer", "every item beside its reference: open it from disk", main="bundle",
                     inner="index.html"),
     inputs=ITEM_INPUTS,
-    outputs=bundle("viewer"),
+    outputs={"bundle": Figure("viewer", "", directory=True)},
 )  # fmt: skip
 def write_viewer(
     per_item: list[str], registry: list[str], bundle: str, config: dict[str, Any], results: Layout

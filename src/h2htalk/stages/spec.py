@@ -92,7 +92,7 @@ class Figure:
 
     stem: str
     suffix: str
-    directory: bool = False
+    directory: bool = False  # a folder of files (a bundle: the viewer, an export)
 
     def paths(self, scope: Scope, labels: Labels, cells: Sequence[Cell]) -> list[str]:
         return [scope.results.figure(self.stem.format(**labels) + self.suffix)]
@@ -114,11 +114,6 @@ FileSpec = Each | One | Cells | Figure | Paths
 def figure_files(stem: str, **suffixes: str) -> dict[str, Figure]:
     """A table's or figure's files: name -> suffix after ``stem`` (its provenance is added by ``stage``)."""
     return {name: Figure(stem, s) for name, s in suffixes.items()}
-
-
-def bundle(stem: str) -> dict[str, Figure]:
-    """A folder of files in the tables folder."""
-    return {"bundle": Figure(stem, "", directory=True)}
 
 
 def no_cells(run: RunCells, labels: Labels) -> list[Cell]:
