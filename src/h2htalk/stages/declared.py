@@ -4,7 +4,7 @@ more than one stage reads (a file list's docstring is what ``docs/stages.md`` sa
 from __future__ import annotations
 
 from h2htalk.cells import RunCells
-from h2htalk.settings import LADDER_PARTS, STUDIES
+from h2htalk.settings import LADDER_PARTS, STUDIES, CascadeSettings, JudgeSettings, StudyJudgeSettings
 from h2htalk.stages.spec import Labels, Paths, Scope
 
 REGISTRY = ("model_registry", "model_registry_overlays")  # the registry: its file and your overlays of it
@@ -51,8 +51,6 @@ def models_in_use(run):
 
 def judge_models(scope, section):
     """The judges a judging job starts: the role's model, and in cascade mode the cheap judge first."""
-    from h2htalk.settings import CascadeSettings, JudgeSettings, StudyJudgeSettings
-
     judge = (JudgeSettings if section == "rubric_judge" else StudyJudgeSettings).from_config(scope.config)
     return CascadeSettings.from_config(scope.config, section).judge_models(judge)
 
