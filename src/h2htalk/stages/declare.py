@@ -15,6 +15,7 @@ from h2htalk.commands import unknown_options
 from h2htalk.errors import H2HTalkError
 from h2htalk.layout import CELL_KINDS, PATTERNS
 from h2htalk.stages.spec import Cells, Each, Figure, One, Stage, Where, no_cells, no_models, typed_settings
+from h2htalk.stages.steps import declared_steps
 
 
 def stage(name: str, help: str, **declared: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -125,7 +126,7 @@ def checked(stage: Stage) -> Stage:
 def check_step_names(stages: tuple[Stage, ...]) -> None:
     """Every step a declaration names (the answers a step's verdicts are of, the steps a job's work grows with) is
     one some stage declares: a misspelt name would put a judge out of its place, or count no request."""
-    declared = {name for stage in stages for step in stage.steps for name in step.names(stage.name)}
+    declared = declared_steps(stages)
     for stage in stages:
         named = [("steps", step.judges) for step in stage.steps if step.judges]
         named += [("grows", name) for name in (stage.grows.steps if stage.grows else ())]
