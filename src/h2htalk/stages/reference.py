@@ -15,10 +15,10 @@ WHERE = {
     "model": "a job with its models' GPUs, cores, memory and time (registry `gpus`, `resources`); starts their engines",
     "embedder": "a job placed by its embedder's GPUs (`embedders.NAME.gpus`)",
 }
-CELL_KINDS = {
-    "prompts": "prompts/{variant}/{subtask}.jsonl (a study's: studies/{study}/prompts/{variant}.jsonl)",
-    "references": "instances/{subtask}.jsonl (a study's items: studies/{study}/items/{variant}.jsonl)",
-    "generations": PATTERNS["generations"] + " (a study's: generations/{model}/{variant}/{study}.jsonl)",
+CELL_PATHS = {  # the kinds of a cell whose path is a study's, or differs for a study: both
+    "prompts": PATTERNS["prompts"] + " (a study's: " + PATTERNS["study_prompts"] + ")",
+    "references": PATTERNS["instances"] + " (a study's items: " + PATTERNS["study_items"] + ")",
+    "generations": PATTERNS["generations"] + " (a study's: " + PATTERNS["study_generations"] + ")",
     "verdicts": PATTERNS["study_verdicts"],
     "judge_sample": PATTERNS["judge_sample"] + " (a study's: " + PATTERNS["study_judge_sample"] + ")",
 }
@@ -26,7 +26,7 @@ RESULTS = Layout("results", "{set}")  # the paths of any instance set's results 
 
 
 def _where(kind: str) -> str:  # a cell's kind: its study's path too
-    return f"{RESULTS.set_root}/{CELL_KINDS[kind]}" if kind in CELL_KINDS else RESULTS.pattern(kind)
+    return f"{RESULTS.set_root}/{CELL_PATHS[kind]}" if kind in CELL_PATHS else RESULTS.pattern(kind)
 
 
 def describe(spec: FileSpec) -> str:
