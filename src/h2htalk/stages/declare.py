@@ -73,12 +73,11 @@ def checked(stage: Stage) -> Stage:
         raise StageError(f"stage {stage.name}: {field}: {why} (at {stage.run.__module__}.{stage.run.__qualname__})")
 
     parameters = inspect.signature(stage.run).parameters
-    settings = typed_settings()
     named = [*stage.inputs, *stage.outputs, *stage.labels]  # a parameter is given one of them, never two
     for name in dict.fromkeys(n for n in named if named.count(n) > 1 or n in MACHINERY):
         fail(name, "named twice among the inputs, outputs and labels, or as a machinery argument: one hides the other")
     for name, parameter in parameters.items():
-        if not (name in named or name in MACHINERY or parameter.annotation in settings):
+        if not (name in named or name in MACHINERY or parameter.annotation in typed_settings()):
             fail(name, "a parameter that is no declared input, output, label, machinery argument or typed setting")
     for field, files in (("inputs", stage.inputs), ("outputs", stage.outputs), ("keeps", stage.keeps)):
         for name, spec in files.items():
