@@ -1,12 +1,13 @@
 """What a stage is: one value that says what it reads, what it makes, what it runs over and where it runs.
 
 A ``Stage`` is declared once, at the function that runs its jobs (``@stage(...)``), and checked there when it
-loads (``h2htalk.stages.check``); the registry (``h2htalk.stages.table``) collects them in pipeline order. The
+loads (``h2htalk.stages.declare``); the registry (``h2htalk.stages.table``) collects them in pipeline order. The
 workflow makes its rule from it, the ``h2htalk`` command its sub-command, the freshness check its part of the
 result graph, the plan its model calls, the run's closing lines and report its product, and ``docs/stages.md``
-its reference. Files are declared as ``Layout`` kinds: ``Each(kind)`` for every cell the job
-works on (the freshness graph links a cell's outputs to its own inputs), ``One(kind)`` for one result with the
-job's labels, ``Figure`` for a file in the tables folder, ``Paths`` for anything else.
+its reference. Files are declared as ``Layout`` kinds: ``Each(kind)`` for every cell the job works on (the
+freshness graph links a cell's outputs to its own inputs), ``Cells(kind, cells)`` for every cell of a list of the
+run's, ``One(kind)`` for one result with the job's labels, ``Figure`` for a file in the tables folder, ``Paths``
+for anything else.
 """
 
 from __future__ import annotations
