@@ -167,7 +167,7 @@ class Product:
         """Where a job put it, from the job's outputs: its main file, then the others that are there, by what follows
         the main file's stem where they share it (``table1.md (+ .csv .tex)``); its provenance left out."""
         main = self.opened(files)
-        stem = main.name.removesuffix(main.suffix)
+        stem = main.stem
         there = [Path(p) for ps in files.values() for p in ps if os.path.isfile(p) and not p.endswith(".meta.json")]
         beside = sorted(p.name.removeprefix(stem) if p.name.startswith(stem) else p.name for p in there if p != main)
         return f"{main}" + (f" (+ {' '.join(beside)})" if beside else "")
