@@ -175,8 +175,8 @@ class Product:
     def about(self, labels: Labels) -> tuple[str, str]:
         """(title, caption) of the job of ``labels``."""
         (value,) = labels.values() or ("",)
-        pick = lambda text: text if isinstance(text, str) else text[value]  # noqa: E731
-        return pick(self.title), pick(self.caption)
+        title, caption = (text if isinstance(text, str) else text[value] for text in (self.title, self.caption))
+        return title, caption
 
 
 @dataclass(frozen=True)
