@@ -25,6 +25,7 @@ from typing import Any, Literal, Protocol
 from h2htalk.cells import RunCells
 from h2htalk.commands import OptionGroup
 from h2htalk.layout import Cell, Layout
+from h2htalk.sheets import Sheet
 from h2htalk.stages.steps import Step
 
 Labels = Mapping[str, str]  # a job's wildcards: model, embedder, subtask, variant, study, figure
@@ -206,7 +207,7 @@ class Stage:
     keeps: Mapping[str, FileSpec] = field(default_factory=dict)
     starts: Callable[[Scope, Labels], list[str]] = no_models  # registry names whose engines it starts (where="model")
     entries: Callable[[Scope, Labels], list[str]] | None = None  # registry entries it reads (default: ``starts``)
-    ratings: tuple[str, ...] = ()  # the review store's sheets it reads (a job of one model: that model's ratings)
+    ratings: tuple[Sheet, ...] = ()  # the review store's sheets it reads (a job of one model: that model's ratings)
     where: Where = "local"
     env: str = "data"
     memory_mb: int = 500
