@@ -12,6 +12,7 @@ from importlib import resources
 from typing import Any, get_args
 
 from h2htalk.commands import unknown_options
+from h2htalk.config import load_schema
 from h2htalk.errors import H2HTalkError
 from h2htalk.layout import CELL_KINDS, PATTERNS
 from h2htalk.stages.spec import Cells, Each, Figure, One, Stage, Where, no_cells, no_models, typed_settings
@@ -48,11 +49,7 @@ class StageError(H2HTalkError):
     """A stage declared wrong (raised when its module loads)."""
 
 
-@cache
-def _schema() -> dict[str, Any]:
-    from h2htalk.config import load_schema
-
-    return load_schema()
+_schema = cache(load_schema)  # read once: every key every stage reads is looked up in it
 
 
 def in_schema(key: str) -> bool:
