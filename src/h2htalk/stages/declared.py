@@ -3,6 +3,7 @@ more than one stage reads (a file list's docstring is what ``docs/stages.md`` sa
 
 from __future__ import annotations
 
+from h2htalk import config
 from h2htalk.cells import RunCells
 from h2htalk.settings import LADDER_PARTS, STUDIES, CascadeSettings, JudgeSettings, StudyJudgeSettings
 from h2htalk.stages.spec import Labels, Paths, Scope
@@ -36,17 +37,13 @@ def config_files(key: str) -> Paths:
 
 def registry_files(scope, labels):
     """The model registry and your overlays of it (`model_registry`, `model_registry_overlays`)."""
-    from h2htalk.config import registry_files
-
-    return registry_files(scope.config)
+    return config.registry_files(scope.config)
 
 
 def models_in_use(run):
     """Every model a job of the run may start: those the run calls (``config.models_in_use``) and the
     reconstruction's, whose ``reconstruct`` target a run has whatever ``instances.source`` says."""
-    from h2htalk.config import models_in_use
-
-    return list(dict.fromkeys([*models_in_use(run.config), *run.reconstruction_models]))
+    return list(dict.fromkeys([*config.models_in_use(run.config), *run.reconstruction_models]))
 
 
 def judge_models(scope, section):
