@@ -15,7 +15,7 @@ WHERE = {
     "model": "a job with its models' GPUs, cores, memory and time (registry `gpus`, `resources`); starts their engines",
     "embedder": "a job placed by its embedder's GPUs (`embedders.NAME.gpus`)",
 }
-CELL_PATHS = {  # the kinds of a cell whose path is a study's, or differs for a study: both
+CELL_PATHS = {  # the kinds of a cell the reference writes apart: its study's path too, or only a study's
     "prompts": PATTERNS["prompts"] + " (a study's: " + PATTERNS["study_prompts"] + ")",
     "references": PATTERNS["instances"] + " (a study's items: " + PATTERNS["study_items"] + ")",
     "generations": PATTERNS["generations"] + " (a study's: " + PATTERNS["study_generations"] + ")",
