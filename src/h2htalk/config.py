@@ -55,9 +55,11 @@ def load_schema(name: str = SCHEMA_FILE) -> dict[str, Any]:
     return schema
 
 
-def _with_defaults(validator_class: type[jsonschema.protocols.Validator]) -> type:
-    """A validator that fills in ``default`` values of missing properties while it validates."""
-    validate_properties = validator_class.VALIDATORS["properties"]
+def _validator_class(schema: dict[str, Any]) -> type:
+    """The validator of ``schema``'s draft that fills in ``default`` values of missing properties while it validates,
+    and takes only an integer as one: the draft's own check takes 2.0, which would reach the code as a float."""
+    base = jsonschema.validators.validator_for(schema)
+    validate_properties = base.VALIDATORS["properties"]
 
     def set_defaults(validator, properties, instance, schema):  # type: ignore[no-untyped-def]
         if isinstance(instance, dict):
@@ -66,7 +68,11 @@ def _with_defaults(validator_class: type[jsonschema.protocols.Validator]) -> typ
                     instance[name] = copy.deepcopy(subschema["default"])
         yield from validate_properties(validator, properties, instance, schema)
 
-    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
+    def is_integer(checker, value):  # type: ignore[no-untyped-def]
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    types = base.TYPE_CHECKER.redefine("integer", is_integer)
+    return jsonschema.validators.extend(base, {"properties": set_defaults}, type_checker=types)
 
 
 def _key_path(path: Iterator[Any] | Any) -> str:
@@ -101,7 +107,7 @@ def _describe(error: jsonschema.ValidationError, schema: dict[str, Any], quoted:
 
 
 def _as_text(error: jsonschema.ValidationError, schema: dict[str, Any], quoted: str) -> str:
-    """Where a value of the wrong type is text that reads as the right one, by the schema's own types ('2.0' is an
+    """Where a value of the wrong type is text that reads as the right one (by the validator's types: '2.0' is no
     integer): how it came to be text (``quoted``)."""
     if error.validator != "type" or not isinstance(error.instance, str):
         return ""
@@ -110,7 +116,7 @@ def _as_text(error: jsonschema.ValidationError, schema: dict[str, Any], quoted: 
     except yaml.YAMLError:
         return ""
     wanted = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
-    types = jsonschema.validators.validator_for(schema).TYPE_CHECKER
+    types = _validator_class(schema).TYPE_CHECKER
     return f" (text that reads as one: {quoted})" if any(types.is_type(read, kind) for kind in wanted) else ""
 
 
@@ -158,7 +164,7 @@ REGISTRY_TEXT = "write it unquoted"
 def _checked(instance: Any, schema: dict[str, Any], quoted: str) -> list[str]:
     """Validate ``instance`` in place, filling in schema defaults; the problems found, each naming its key
     (``quoted``: how a wrong value of text came to be text)."""
-    validator = _with_defaults(jsonschema.validators.validator_for(schema))(schema)
+    validator = _validator_class(schema)(schema)
     errors = sorted(validator.iter_errors(instance), key=lambda e: (list(map(str, e.absolute_path)), e.message))
     return [_describe(e, schema, quoted) for e in errors]
 
