@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, get_args
@@ -142,6 +143,25 @@ def test_a_command_declared_wrong_is_named_with_its_parameter():
 
     with pytest.raises(CommandError, match=r"command typed: name 'Unknown' is not defined: its parameters' types"):
         parser_of(command("typed")(typed_for_the_checker))
+
+
+
+def test_a_parameter_of_two_types_is_refused_and_a_path_is_a_path():
+    def two_types(out: str | os.PathLike[str], files: Sequence[str | Path] = ()) -> None:
+        """Which one would the command line give?
+
+        out: where
+        files: which
+        """
+
+    with pytest.raises(CommandError, match=r"command either: out: str \| os.PathLike\[str\] is several types"):
+        parser_of(command("either")(two_types))
+    two_types.__annotations__["out"] = "os.PathLike[str] | None"
+    with pytest.raises(CommandError, match=r"command either: files: str \| pathlib.Path is several types"):
+        parser_of(command("either")(two_types))
+    two_types.__annotations__["files"] = "Sequence[Path]"
+    given = parser_of(command("paths")(two_types)).parse_args(["--out", "a.txt", "--files", "b", "c"])
+    assert (given.out, given.files) == (Path("a.txt"), [Path("b"), Path("c")])
 
 
 def test_every_module_that_declares_a_command_is_one_the_command_line_reads():

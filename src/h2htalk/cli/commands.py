@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import os
 import types
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -50,14 +51,16 @@ def add(sub: Any, command: Command) -> None:
 def argument(command: Command, parameter: inspect.Parameter, hint: Any, help: str) -> tuple[list[str], dict[str, Any]]:
     """The name or flags of ``parameter``'s argument, and its settings (``add_argument``'s keywords)."""
     name, default = parameter.name, parameter.default
-    kind, many = _kind(hint)
+    kind, many = _kind(command, name, hint)
     # (by identity: 0 and 1 are defaults to show; a switch that is on says so itself)
     shown = not any(default is unsaid for unsaid in (None, False, True, parameter.empty)) and default != ()
     spec: dict[str, Any] = {"help": f"{help} (default: {default})" if shown else help}
     if kind is bool:  # a switch; one that is on by default is turned off by --no-NAME
         spec["action"] = argparse.BooleanOptionalAction if default is True else "store_true"
-    elif kind in (int, float, Path):
+    elif kind in (int, float):
         spec["type"] = kind
+    elif kind is Path or get_origin(kind) is os.PathLike:
+        spec["type"] = Path
     if name in command.choices:
         spec["choices"] = list(command.choices[name])
     if name in command.metavar:
@@ -89,12 +92,22 @@ def _one_of(choices: list[Any], spec: dict[str, Any]) -> Callable[[str], Any]:
     return one
 
 
-def _kind(hint: Any) -> tuple[Any, bool]:
-    """The type of a parameter's values, and whether it takes several (``Sequence[Path] | None``: Path, True)."""
-    if get_origin(hint) in UNIONS:  # X | None
-        hint = next(member for member in get_args(hint) if member is not type(None))
-    many = get_origin(hint) in SEQUENCES
-    return (get_args(hint)[0] if many else hint), many
+def _kind(command: Command, name: str, hint: Any) -> tuple[Any, bool]:
+    """The type of a parameter's values, and whether it takes several (``Sequence[Path] | None``: Path, True); a
+    union of two types besides None is refused, as the command line gives one (``str | Path`` would take text)."""
+    one = _one_type(command, name, hint)
+    many = get_origin(one) in SEQUENCES
+    return (_one_type(command, name, get_args(one)[0]) if many else one), many
+
+
+def _one_type(command: Command, name: str, hint: Any) -> Any:
+    """``hint`` less None (``X | None``: X), or an error naming the parameter where that leaves more than one."""
+    if get_origin(hint) not in UNIONS:
+        return hint
+    members = [member for member in get_args(hint) if member is not type(None)]
+    if len(members) > 1:
+        raise CommandError(f"command {command.name}: {name}: {hint} is several types; give it one (or one | None)")
+    return members[0]
 
 
 def run_command(command: Command, args: argparse.Namespace) -> int:
