@@ -187,15 +187,18 @@ def test_the_review_store_is_made_where_there_is_none_and_read_as_ancient_by_the
 
 
 def test_every_rules_shell_runs_the_checkouts_package_and_passes_the_validated_configurations_digest(tmp_path):
-    """Without conda, with the interpreter that runs Snakemake, whatever the PATH; with it, the PATH is the env's."""
+    """Without conda, with the interpreter that runs Snakemake, whatever the PATH; with it, the PATH is the env's.
+    A checkout whose folder's name has a space works too."""
     config = default_config()
-    rules = Rules(config, Layout("results", "demo"), {}, REPO_ROOT)
-    said = "import h2htalk, os, sys; print(h2htalk.__file__, os.environ[sys.argv[1]], sys.executable)"
+    spaced = tmp_path / "my checkout"
+    spaced.symlink_to(REPO_ROOT)
+    rules = Rules(config, Layout("results", "demo"), {}, spaced)
+    said = "import h2htalk, os, sys; print(h2htalk.__file__, os.environ[sys.argv[1]], sys.executable, sep=chr(10))"
     shell = f"{rules.shell_prefix(conda=False)}python -c '{said}' {VALIDATED_DIGEST}"
     path = {"PATH": "/usr/bin:/bin"}  # no python of this interpreter's on it
     ran = subprocess.run(["bash", "-c", shell], env=path, cwd=tmp_path, capture_output=True, text=True, check=True)
-    package, digest, python = ran.stdout.split()
-    assert package == str(REPO_ROOT / "src" / "h2htalk" / "__init__.py") and digest == resolved_digest(config)
+    package, digest, python = ran.stdout.splitlines()
+    assert package == str(spaced / "src" / "h2htalk" / "__init__.py") and digest == resolved_digest(config)
     assert Path(python).parent == Path(sys.executable).parent
     assert "export PATH" not in rules.shell_prefix(conda=True)
 

@@ -10,6 +10,7 @@ import hashlib
 import logging
 import os
 import re
+import shlex
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from importlib import resources
@@ -210,8 +211,9 @@ class Rules:
         env (``conda``: ``--software-deployment-method conda``) or else with the interpreter that runs Snakemake; its
         commands read the run's configuration file as the Snakefile validated it, by its digest, without validating
         it again (``h2htalk.config.VALIDATED_DIGEST``)."""
-        env = f"export PYTHONPATH={self.checkout / 'src'} {VALIDATED_DIGEST}={resolved_digest(self.config)}; "
-        return env if conda else f"{env}export PATH={Path(sys.executable).parent}:$PATH; "
+        source, python = shlex.quote(str(self.checkout / "src")), shlex.quote(str(Path(sys.executable).parent))
+        env = f"export PYTHONPATH={source} {VALIDATED_DIGEST}={resolved_digest(self.config)}; "
+        return env if conda else f"{env}export PATH={python}:\"$PATH\"; "
 
     # --- targets --------------------------------------------------------------------------------------
 
