@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from snakemake.io import apply_wildcards
 
 from h2htalk.cli import main
 from h2htalk.config import (
@@ -264,7 +265,8 @@ def test_every_job_of_a_run_writes_exactly_the_files_its_stage_declares(
             declared = {p for paths in stage.files("outputs", rules.scope, wildcards).values() for p in paths}
             kept = [p for spec in stage.keeps.values() for p in spec.paths(rules.scope, wildcards, [])]
             log = checkout / "logs" / f"{rule}.log"
-            argv = ["--log", str(log), *rules.command(stage).format(**wildcards).split()]  # what the rule's shell runs
+            command = apply_wildcards(rules.command(stage), wildcards)  # the param, as Snakemake fills it in
+            argv = ["--log", str(log), *command.split()]
             before = _files(*watched)
             assert main(argv) == 0, f"{rule} {wildcards} failed: see {log}"
             after = _files(*watched)
