@@ -410,3 +410,14 @@ def test_the_partial_table_says_pending_where_a_judged_cell_waits_and_shows_ever
         assert shown[names[column]] == "pending", column
     assert "Partial: the 3 judged cells" in out["md"].read_text(encoding="utf-8")
     assert final.values()["overall"] is not None
+
+
+def test_table2_has_a_block_for_every_size_group_the_registry_allows_and_eval_offers_the_models_ones():
+    """Three lists agree: the registry schema's size groups, Table 2's blocks and ``h2htalk eval --size-group``."""
+    from h2htalk.config import REGISTRY_SCHEMA_FILE, load_schema
+    from h2htalk.evaluation import SIZE_GROUPS
+    from h2htalk.tables.table2 import GROUPS
+
+    allowed = load_schema(REGISTRY_SCHEMA_FILE)["additionalProperties"]["properties"]["size_group"]["enum"]
+    assert sorted(group for group, _ in GROUPS) == sorted(allowed)
+    assert set(SIZE_GROUPS) == set(allowed) - {"baseline"}  # a model evaluated is no baseline

@@ -31,6 +31,7 @@ from h2htalk.errors import H2HTalkError
 from h2htalk.judge.readings import READINGS
 from h2htalk.settings import VARIANT_NAMES, VARIANTS, WITH_SAP
 from h2htalk.subtasks import SUBTASK_KEYS
+from h2htalk.tables.table2 import GROUPS
 
 if TYPE_CHECKING:
     from h2htalk.layout import Layout
@@ -41,7 +42,7 @@ TRACKED_CONFIGS = ("config/config.yaml", "config/local.yaml")  # the laptop stud
 PAPER_EMBEDDER = "bge-m3"  # the embedder kind of the paper's SS
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9.-]*$")  # a registry name (models.schema.yaml)
 KNOWN = "config/models.yaml (or a registry overlay your --config lists)"  # the models a request may name
-SIZE_GROUPS = ("local", "open-1-8b", "open-8-31b", "open-32b-plus", "specialized")  # Table 2's blocks
+SIZE_GROUPS = tuple(group for group, _ in GROUPS if group != "baseline")  # Table 2's blocks a model may be in
 
 
 @dataclass(frozen=True)
