@@ -58,7 +58,11 @@ def load_schema(name: str = SCHEMA_FILE) -> dict[str, Any]:
 def _validator_class(schema: dict[str, Any]) -> type:
     """The validator of ``schema``'s draft that fills in ``default`` values of missing properties while it validates,
     and takes only an integer as one: the draft's own check takes 2.0, which would reach the code as a float."""
-    base = jsonschema.validators.validator_for(schema)
+    return _filling_strict(jsonschema.validators.validator_for(schema))
+
+
+@functools.cache  # one class per draft: the validation and its messages' type checks share it
+def _filling_strict(base: type[jsonschema.protocols.Validator]) -> type:
     validate_properties = base.VALIDATORS["properties"]
 
     def set_defaults(validator, properties, instance, schema):  # type: ignore[no-untyped-def]
