@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from snakemake.io import apply_wildcards
+from snakemake.iocontainers import Wildcards
 
 from h2htalk.cli import main
 from h2htalk.config import (
@@ -25,9 +26,10 @@ from h2htalk.config import (
     settings_hash,
     settings_view,
 )
-from h2htalk.desk_store.store import ReviewStore
+from h2htalk.desk_store.store import ratings_digest
 from h2htalk.errors import ConfigError
 from h2htalk.layout import Layout
+from h2htalk.ratings import SAFETY_RATINGS
 from h2htalk.stages.reference import reference
 from h2htalk.stages.spec import Cells, Each, Figure, One, Scope
 from h2htalk.stages.table import BY_NAME, STAGES, command_reads
@@ -168,23 +170,16 @@ def test_a_rule_takes_its_bundles_as_folders_and_its_shown_files_into_the_report
     assert bare.rule_outputs(BY_NAME["table2"], directory, report)["csv"][2] == "../report/product.rst"
 
 
-def test_the_review_store_is_made_where_there_is_none_and_read_as_ancient_by_the_stages_that_read_ratings(tmp_path):
-    def ancient(path: str) -> tuple[str, str]:
-        return ("ancient", path)
-
+def test_the_stages_that_read_ratings_take_the_review_store_through_their_ratings_param_alone(tmp_path):
+    """The store is no rule's input, so that no run has to make it first (a dry run, --list-rules and --summary write
+    nothing): a job that reads ratings reruns when the digest of what it reads from it changes."""
     store = tmp_path / "desk" / "ratings.sqlite"
     rules = Rules(default_config({"review": {"store": str(store)}}), Layout("results", "demo"), {})
-    assert BY_NAME["table2"].ratings and not BY_NAME["generate"].ratings
-    assert rules.store_input(BY_NAME["table2"], ancient) == {}  # none there (a dry run makes none)
-    rules.make_review_store()
-    with ReviewStore(store) as made:
-        assert made.raters() == []
-        made.add_raters(["ana"])
-    rules.make_review_store()  # one there: left as it is
-    with ReviewStore(store) as kept:
-        assert kept.raters() == ["ana"]
-    assert rules.store_input(BY_NAME["table2"], ancient) == {"store": ("ancient", str(store))}
-    assert rules.store_input(BY_NAME["generate"], ancient) == {}
+    assert BY_NAME["table3"].ratings and "model" not in BY_NAME["table3"].labels
+    assert "store" not in rules.inputs(BY_NAME["table3"])(Wildcards())
+    ratings = rules.params(BY_NAME["table3"])["ratings"]
+    assert ratings(Wildcards()) == ratings_digest(store, SAFETY_RATINGS)
+    assert "ratings" not in rules.params(BY_NAME["generate"])
 
 
 def test_every_rules_shell_runs_the_checkouts_package_and_passes_the_validated_configurations_digest(tmp_path):

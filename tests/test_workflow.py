@@ -94,7 +94,12 @@ def test_dry_run_lists_the_laptop_default_jobs_and_writes_nothing(checkout):
         assert rule in out
     # the laptop judges its model, not the baselines (rubric_judge.baselines: false): one judge job, one combine-j
     assert re.search(r"^rubric_judge\s+1$", out, re.M) and re.search(r"^combine_j\s+1$", out, re.M), out[-3000:]
-    assert paths_under(checkout) == before  # the review store too is made by a real run only
+    assert paths_under(checkout) == before  # no review store either: no run makes one
+    for mode in ("--list-rules", "--summary"):
+        result = snakemake(checkout, mode)
+        assert result.returncode == 0 and "table2" in result.stdout, result.stderr[-3000:]
+        assert paths_under(checkout) == before, mode
+
 
 def test_the_partial_table2_needs_no_judge_and_the_answers_and_scores_go_first(checkout):
     """Table 2 from the scores alone needs no judge and no study job; the answers, the scores and the tables that

@@ -23,7 +23,7 @@ RULES = Rules(config, LAYOUT, load_registry(registry_files(config)), workflow.ba
 # Rules run "python -m h2htalk" from the checkout's package, in their conda env where Snakemake deploys them.
 _CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 shell.prefix(RULES.shell_prefix(conda=_CONDA))
-# A dry run writes nothing (Snakemake's own workflow.dryrun is only known once the DAG is built), nor does --lint,
+# A dry run removes nothing (Snakemake's own workflow.dryrun is only known once the DAG is built), nor does --lint,
 # which reads the workflow without running it (the one mode that does not check environment variables).
 DRY_RUN = workflow.output_settings.dryrun or not workflow.check_envvars
 
@@ -31,9 +31,6 @@ if workflow.is_main_process:
     # Results whose inputs are gone (a failed job's outputs are removed; a killed forced job leaves none) are
     # removed, so that the run rebuilds them and everything missing under them (h2htalk.freshness).
     clear_stale(config, LAYOUT, logger, dry_run=DRY_RUN)
-    # The review desk's store of people's ratings, an input of the rules that read ratings: made where there is none.
-    if not DRY_RUN:
-        RULES.make_review_store()
 
 
 RUN_STARTED = time.time()

@@ -9,7 +9,6 @@ for _stage in STAGES:
             _stage.name
         input:
             unpack(RULES.inputs(_stage)),
-            **RULES.store_input(_stage, ancient),
         output:
             **RULES.rule_outputs(_stage, directory, report),
         log:

@@ -443,8 +443,7 @@ def log_head(db: sqlite3.Connection) -> str:
 def ratings_digest(path: str | os.PathLike[str], sheet: Sheet, model: str | None = None) -> str:
     """A digest of what ``sheet``'s ratings in the store say (of ``model``'s items only, when given): it changes
     when, and only when, a job that reads them would compute something else."""
-    if not os.path.exists(path):
-        return "no store"
-    ratings = [r for r in store_ratings(path, sheet) if model is None or r.item[0] == model]
+    stored = store_ratings(path, sheet) if os.path.exists(path) else []  # no store: no ratings, as an empty one
+    ratings = [r for r in stored if model is None or r.item[0] == model]
     said = sorted(canonical([list(r.item), r.rater, r.values]) for r in ratings)
     return hashlib.sha256("\n".join(said).encode("utf-8")).hexdigest()

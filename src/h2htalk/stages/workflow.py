@@ -1,7 +1,7 @@
 """What Snakemake's rules take from the stage table for one run: each stage's files as rule inputs and output
 patterns, its logs, resources, threads, the params that rerun its jobs when what they read changes, and its
 command line. ``workflow/rules/stages.smk`` makes one rule of each stage from these; ``workflow/rules/common.smk``
-has them set what every shell runs first, make the review store, and do what a run does before its first job."""
+has them set what every shell runs first and do what a run does before its first job."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from h2htalk.cluster import cpu_job, embedder_job, model_job
 from h2htalk.config import VALIDATED_DIGEST, check_environment, resolved_digest, settings_hash, write_resolved
-from h2htalk.desk_store.store import ReviewStore, ratings_digest
+from h2htalk.desk_store.store import ratings_digest
 from h2htalk.io import remove_paths
 from h2htalk.layout import Layout
 from h2htalk.llm.engines import engine_of
@@ -61,8 +61,6 @@ class Rules:
     ) -> None:
         self.config, self.results, self.registry = config, results, registry
         self.scope = Scope(config, results)
-        # the review desk's store of people's ratings (``review.store``, outside the results tree)
-        self.review_store = str(config["review"]["store"])
         self.checkout = Path(checkout)  # the workflow's folder (its Snakefile's): the report's captions are under it
 
     # --- files ----------------------------------------------------------------------------------------
@@ -128,19 +126,6 @@ class Rules:
         values = {label: list(dict.fromkeys(job[label] for job in jobs)) for label in stage.labels}
         return {label: "|".join(map(re.escape, found)) or "(?!)" for label, found in values.items()}
 
-    # --- the review store -----------------------------------------------------------------------------
-
-    def make_review_store(self) -> None:
-        """An empty review store where there is none: an input of the rules that read ratings, so that its first
-        ratings change no job's list of inputs (not for a dry run, which writes nothing)."""
-        if not Path(self.review_store).exists():
-            ReviewStore(self.review_store, create=True).close()
-
-    def store_input(self, stage: Stage, ancient: Callable[[str], Any]) -> dict[str, Any]:
-        """The review store, through Snakemake's ``ancient``, where the stage reads ratings and it is there (a dry
-        run makes none): only a change to what a job reads from it (the ratings param) reruns the job."""
-        return {"store": ancient(self.review_store)} if stage.ratings and Path(self.review_store).exists() else {}
-
     # --- where it runs --------------------------------------------------------------------------------
 
     def threads(self, stage: Stage) -> Callable[[Any], int]:
@@ -187,7 +172,7 @@ class Rules:
 
             def ratings(wildcards: Any) -> str:
                 model = wildcards.model if "model" in stage.labels else None
-                return " ".join(ratings_digest(self.review_store, sheet, model) for sheet in stage.ratings)
+                return " ".join(ratings_digest(self.config["review"]["store"], sheet, model) for sheet in stage.ratings)
 
             params["ratings"] = ratings
         return params
@@ -213,7 +198,7 @@ class Rules:
         it again (``h2htalk.config.VALIDATED_DIGEST``)."""
         source, python = shlex.quote(str(self.checkout / "src")), shlex.quote(str(Path(sys.executable).parent))
         env = f"export PYTHONPATH={source} {VALIDATED_DIGEST}={resolved_digest(self.config)}; "
-        return env if conda else f"{env}export PATH={python}:\"$PATH\"; "
+        return env if conda else f'{env}export PATH={python}:"$PATH"; '
 
     # --- targets --------------------------------------------------------------------------------------
 
