@@ -10,8 +10,14 @@ from snakemake.utils import min_version
 
 min_version("9.0")
 
-# The rules' logic lives in the h2htalk package; make the checkout's copy importable.
-sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+# The rules' logic lives in the h2htalk package: the checkout's copy, as in every job, even where the profile's
+# logger plugin has imported one installed from another checkout first (that one keeps only the terminal).
+_SOURCE = Path(workflow.basedir, "src").resolve()
+sys.path.insert(0, str(_SOURCE))
+_IMPORTED = sys.modules.get("h2htalk")
+if _IMPORTED and not Path(_IMPORTED.__file__).resolve().is_relative_to(_SOURCE):
+    for _module in [m for m in sys.modules if m.split(".")[0] == "h2htalk"]:
+        del sys.modules[_module]
 
 from h2htalk.config import check_named_files, validate_config
 from h2htalk.errors import ConfigError
