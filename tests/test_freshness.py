@@ -6,6 +6,7 @@ import logging
 from pathlib import Path
 
 from h2htalk.config import default_config
+from h2htalk.desk_store.store import ReviewStore
 from h2htalk.freshness import clear_stale, remove_stale, result_graph, stale_results, table_outputs
 from h2htalk.layout import Cell, Layout
 from h2htalk.provenance import write_table_meta
@@ -159,3 +160,27 @@ def test_before_a_run_the_stale_results_are_said_the_first_ten_with_why_and_remo
     assert not any(Path(path).exists() for path in stale) and not (figures / "table2.csv").exists()
     assert (figures / "table1.csv").exists()  # no stale result's file
     assert clear_stale(CONFIG, results, log) == {}  # what is left is consistent
+
+
+def test_a_table_that_read_ratings_outlives_a_change_to_the_review_store(tmp_path, monkeypatch):
+    """The store changes with every rating of any sheet, and a new rater or the desk's items change it too: a table
+    that read ratings reruns through its ratings param when those it read change, never because the store's
+    checksum moved or the store is gone."""
+    monkeypatch.chdir(tmp_path)
+    results, figures = build(tmp_path)
+    store = Path(CONFIG["review"]["store"])
+    store.parent.mkdir()
+    with ReviewStore(store, create=True) as made:
+        made.add_raters(["ana"])
+    instances = results.path("instances", subtask="dialogue_base")
+    write_table_meta(figures / "table2.meta.json", "results/provenance.json", [instances, str(store)])
+    with ReviewStore(store) as opened:
+        opened.add_raters(["ben"])
+    graph = result_graph(CONFIG, results)
+    changed = f"made from {store}, which has changed since"
+    assert stale_results(graph, TABLES) == {"paper_figures/table2.meta.json": changed}  # seen, where no store is named
+    assert stale_results(graph, TABLES, str(store)) == {}
+    log = logging.getLogger("h2htalk.test.freshness")
+    assert clear_stale(CONFIG, results, log) == {} and (figures / "table2.csv").exists()  # the run's store named
+    store.unlink()
+    assert clear_stale(CONFIG, results, log) == {} and (figures / "table2.csv").exists()

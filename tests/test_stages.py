@@ -176,7 +176,6 @@ def test_the_stages_that_read_ratings_take_the_review_store_through_their_rating
     store = tmp_path / "desk" / "ratings.sqlite"
     rules = Rules(default_config({"review": {"store": str(store)}}), Layout("results", "demo"), {})
     assert BY_NAME["table3"].ratings and "model" not in BY_NAME["table3"].labels
-    assert "store" not in rules.inputs(BY_NAME["table3"])(Wildcards())
     ratings = rules.params(BY_NAME["table3"])["ratings"]
     assert ratings(Wildcards()) == ratings_digest(store, SAFETY_RATINGS)
     assert "ratings" not in rules.params(BY_NAME["generate"])

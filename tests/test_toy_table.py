@@ -50,8 +50,8 @@ def answer_lengths(generations: list[str], cells, each, csv: str) -> Done:
 
 
 def snakemake(checkout: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """Snakemake in the copy, as a user runs it: the package installed is this checkout's, not the copy's, and the
-    profile's logger plugin imports it before the Snakefile runs, which then uses the copy's (the toy module's)."""
+    """Snakemake in the copy, as a user runs it: the package the environment imports is this checkout's, not the
+    copy's, and the profile's logger plugin imports it before the Snakefile runs, which then uses the copy's."""
     command = [sys.executable, "-m", "snakemake", "--profile", "profiles/local", *args]
     return subprocess.run(command, cwd=checkout, capture_output=True, text=True, timeout=900, check=False)
 

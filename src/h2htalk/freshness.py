@@ -60,9 +60,11 @@ def table_outputs(config: dict[str, Any], results: Layout) -> Tables:
     return tables
 
 
-def stale_results(graph: Graph, tables: Tables) -> dict[str, str]:
+def stale_results(graph: Graph, tables: Tables, store: str = "") -> dict[str, str]:
     """Every present result that was made from something missing or stale, and every table or figure whose
-    recorded inputs are missing, stale or changed (its provenance file): path -> why."""
+    recorded inputs are missing, stale or changed (its provenance file): path -> why. The review ``store`` is no
+    such input: it changes with every rating of any sheet, and a job that reads ratings reruns when those it reads
+    change (its ``ratings`` param)."""
     stale: dict[str, str] = {}
     known: dict[str, bool] = {}  # path -> stale (or missing)
 
@@ -76,8 +78,10 @@ def stale_results(graph: Graph, tables: Tables) -> dict[str, str]:
 
     for path in graph:
         gone(path)
+    apart = os.path.abspath(store) if store else None
     for meta in sorted(meta for meta in tables if os.path.exists(meta)):
-        reason = _changed_input(read_json(meta)["inputs"], gone)
+        inputs = [entry for entry in read_json(meta)["inputs"] if os.path.abspath(entry["path"]) != apart]
+        reason = _changed_input(inputs, gone)
         if reason:
             stale[meta] = reason
     return stale
@@ -109,7 +113,7 @@ def clear_stale(config: dict[str, Any], results: Layout, log: logging.Logger, dr
     them, so that the run rebuilds them and everything missing under them instead of "nothing to be done"; a dry run
     removes nothing. Returns them: path -> why."""
     tables = table_outputs(config, results)
-    stale = stale_results(result_graph(config, results), tables)
+    stale = stale_results(result_graph(config, results), tables, str(config["review"]["store"]))
     if stale:
         log.warning(
             f"{len(stale)} results were made from files that are gone or changed and "
