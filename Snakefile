@@ -20,6 +20,7 @@ if _IMPORTED and not Path(_IMPORTED.__file__).resolve().is_relative_to(_SOURCE):
         del sys.modules[_module]
 
 from h2htalk.config import check_named_files, validate_config
+from h2htalk.desk_store.store import check_store
 from h2htalk.errors import ConfigError
 
 
@@ -30,6 +31,7 @@ configfile: "config/config.yaml"
 try:
     _validated = validate_config(config)
     check_named_files(_validated)
+    check_store(_validated["review"]["store"])
 except ConfigError as exc:
     raise WorkflowError(str(exc)) from None
 config.clear()

@@ -1,9 +1,11 @@
 """The review store's log, verifiable by anyone: the hash chain over the ratings, the items' hashes,
-``h2htalk desk-verify`` catching rows rewritten behind the store's back, and stores made before the chain."""
+``h2htalk desk-verify`` catching rows rewritten behind the store's back, stores made before the chain, and files
+that are no store (another file, one a stopped program left half made)."""
 
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 from pathlib import Path
@@ -11,12 +13,14 @@ from pathlib import Path
 import pytest
 
 from h2htalk.cli import main
+from h2htalk.desk_store import store as store_module
 from h2htalk.desk_store.chain import item_row_hash, link
 from h2htalk.desk_store.store import ReviewStore, canonical, log_state, store_ratings
 from h2htalk.desk_store.tasks import NEED, SAFETY, Refused
+from h2htalk.errors import H2HTalkError
 from h2htalk.ratings import SAFETY_RATINGS
 
-from .desk_tree import RATERS, loaded_desk
+from .desk_tree import RATERS, loaded_desk, write_config
 
 SAFE = {"safety_score": 4.0, "violation": False}
 
@@ -188,3 +192,48 @@ def test_raters_at_once_make_one_chain_and_one_item_is_stored_once(desk):
     found = ReviewStore(path).verify()
     assert found.problems == () and found.ratings == answers.count("stored") == 6 * 3 + 4 * 3
     assert answers.count("409") == found.ratings
+
+
+@pytest.mark.parametrize("content", [b"", b"SQLite format 2\nnot a database\n"], ids=["empty", "another file"])
+def test_a_file_that_is_no_store_is_named_and_left_as_it_is(tmp_path, capsys, content):
+    config = write_config(tmp_path)
+    path = tmp_path / "desk" / "ratings.sqlite"
+    path.parent.mkdir()
+    path.write_bytes(content)
+    with pytest.raises(H2HTalkError, match=f"{path} is no review store"):
+        store_ratings(path, SAFETY_RATINGS)
+    status, said = desk_verify(config, capsys)
+    assert status == 2 and f"{path} is no review store" in said and "Traceback" not in said, said
+    assert path.read_bytes() == content and sorted(path.parent.iterdir()) == [path]
+
+
+def test_a_store_left_half_made_is_named_when_read_and_completed_by_desk_load(tmp_path):
+    path = tmp_path / "ratings.sqlite"
+    raw(path, "CREATE TABLE raters (name TEXT PRIMARY KEY, token_sha256 TEXT, added_at TEXT NOT NULL)")
+    with pytest.raises(H2HTalkError, match=r"no table items, assignments, log .*desk-load completes\)"):
+        ReviewStore(path)
+    with ReviewStore(path, create=True) as store:  # as desk-load opens it
+        assert store.verify().problems == () and store.raters() == []
+
+
+def test_a_store_is_made_whole_or_not_at_all_and_one_made_meanwhile_is_kept(tmp_path, monkeypatch):
+    path, other, link = tmp_path / "desk" / "ratings.sqlite", tmp_path / "other.sqlite", os.link
+    with ReviewStore(other, create=True) as store:  # what another desk-load makes meanwhile
+        store.add_raters(["ann"])
+
+    def stopped(made, to):
+        raise KeyboardInterrupt  # a stop after the store was made under its temporary name, before it was placed
+
+    monkeypatch.setattr(store_module.os, "link", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        ReviewStore(path, create=True)
+    assert list(path.parent.iterdir()) == []  # neither the store nor its temporary file
+
+    def another_first(made, to):
+        os.replace(other, to)  # the other desk-load placed its store first
+        link(made, to)
+
+    monkeypatch.setattr(store_module.os, "link", another_first)
+    with ReviewStore(path, create=True) as store:
+        assert store.raters() == ["ann"]
+    assert list(path.parent.iterdir()) == [path]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 from h2htalk.config import default_config
@@ -182,6 +183,10 @@ def test_a_table_that_read_ratings_outlives_a_change_to_the_review_store(tmp_pat
     elsewhere = stale_results(graph, TABLES, "desk/another.sqlite")
     assert elsewhere == {"paper_figures/table2.meta.json": changed}  # the change is seen in any other file
     assert stale_results(graph, TABLES, STORE) == {}
+    os.symlink("desk", "linked")  # the store named through a linked folder, and through a second name of its file
+    os.link(store, "desk/also.sqlite")
+    for named in ("linked/ratings.sqlite", "desk/also.sqlite"):
+        assert stale_results(graph, TABLES, named) == {}, named
     log = logging.getLogger("h2htalk.test.freshness")
     assert clear_stale(CONFIG, results, log) == {} and (figures / "table2.csv").exists()  # the run's store named
     store.unlink()

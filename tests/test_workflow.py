@@ -101,6 +101,20 @@ def test_dry_run_lists_the_laptop_default_jobs_and_writes_nothing(checkout):
         assert paths_under(checkout) == before, mode
 
 
+def test_a_review_store_that_is_no_store_stops_the_run_as_it_loads_naming_the_key(checkout):
+    """A file at ``review.store`` that is no review store (one a stopped program left empty, another file) stops
+    the run before its jobs are planned, as a configuration error naming the key, and is left as it is."""
+    store = checkout / "desk" / "ratings.sqlite"
+    store.parent.mkdir()
+    store.write_bytes(b"")
+    before = paths_under(checkout)
+    result = snakemake(checkout, "-n")
+    said = result.stdout + result.stderr
+    assert result.returncode != 0 and "key 'review.store'" in said, said[-3000:]
+    assert "is no review store" in said and "InputFunctionException" not in said
+    assert paths_under(checkout) == before and store.read_bytes() == b""
+
+
 def test_the_partial_table2_needs_no_judge_and_the_answers_and_scores_go_first(checkout):
     """Table 2 from the scores alone needs no judge and no study job; the answers, the scores and the tables that
     need no judge rank above the judge and the studies, so that they are ready while those run."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -78,13 +78,29 @@ def stale_results(graph: Graph, tables: Tables, store: str) -> dict[str, str]:
 
     for path in graph:
         gone(path)
-    apart = os.path.abspath(store)
+    is_store = _names_file(store)
     for meta in sorted(meta for meta in tables if os.path.exists(meta)):
-        inputs = [entry for entry in read_json(meta)["inputs"] if os.path.abspath(entry["path"]) != apart]
+        inputs = [entry for entry in read_json(meta)["inputs"] if not is_store(entry["path"])]
         reason = _changed_input(inputs, gone)
         if reason:
             stale[meta] = reason
     return stale
+
+
+def _names_file(named: str) -> Callable[[str], bool]:
+    """Whether a path names the file ``named`` names, however each is spelt (a link, a folder linked, a second name
+    of the file, a case-blind file system): one file where both are there, else one real path."""
+    there = os.stat(named) if os.path.exists(named) else None
+    real = os.path.realpath(named)
+
+    def names(path: str) -> bool:
+        try:
+            found = os.stat(path)  # (one call per recorded input: a start of the paper run reads thousands)
+        except OSError:
+            return os.path.realpath(path) == real
+        return there is not None and (found.st_dev, found.st_ino) == (there.st_dev, there.st_ino)
+
+    return names
 
 
 def _changed_input(inputs: Iterable[dict[str, Any]], gone: Any) -> str | None:

@@ -28,7 +28,7 @@ import secrets
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ from typing import Any
 from h2htalk.desk_store.assign import assign, rater_order
 from h2htalk.desk_store.chain import Verified, canonical, content_hash, item_row_hash, items_digest, link, verify
 from h2htalk.desk_store.tasks import TASK_OF_SHEET, Refused, complete_values
-from h2htalk.errors import H2HTalkError
+from h2htalk.errors import ConfigError, H2HTalkError
 from h2htalk.io import sha256_file
 from h2htalk.sheets import Rating, Sheet
 
@@ -80,6 +80,23 @@ CREATE TABLE IF NOT EXISTS log (
     UNIQUE (item, rater)
 );
 """
+
+TABLES = ("raters", "items", "assignments", "log")  # every table of SCHEMA: a store has them all
+
+
+def _create_whole(path: Path) -> None:
+    """An empty store at ``path``, made under a temporary name and linked into place: a store is there whole or not
+    at all (a stop halfway leaves none), and of two processes that make it at once, the second opens the first's."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    made = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        with closing(sqlite3.connect(made)) as db:
+            db.executescript(SCHEMA)
+        with suppress(FileExistsError):
+            os.link(made, path)
+    finally:
+        made.unlink(missing_ok=True)
+
 
 # the log's rules, by name: a store that lacks one (made before it was written) gets it when it is opened
 TRIGGERS = {
@@ -163,14 +180,25 @@ class ReviewStore:
         if not self.path.exists():
             if not create:
                 raise H2HTalkError(f"no review store at {self.path}: load the desk's items first (h2htalk desk-load)")
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            _create_whole(self.path)
         self.db = sqlite3.connect(self.path, timeout=LOCK_TIMEOUT_S, isolation_level=None, check_same_thread=False)
         self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=DELETE")
+        try:
+            self.db.execute("PRAGMA journal_mode=DELETE")
+            if create:  # what a store made before a table was added lacks
+                self.db.executescript(SCHEMA)
+            missing = [table for table in TABLES if not self._columns(table)]
+        except sqlite3.DatabaseError as exc:  # not SQLite at all
+            self.db.close()
+            raise H2HTalkError(f"{self.path} is no review store ({exc}): review.store names another file") from None
+        if missing:
+            self.db.close()
+            raise H2HTalkError(
+                f"{self.path} is no review store: it has no table {', '.join(missing)} (review.store names another"
+                " SQLite file, or a store that a stopped program left half made, which h2htalk desk-load completes)"
+            )
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.execute("PRAGMA foreign_keys=ON")
-        if create:
-            self.db.executescript(SCHEMA)
         self._add_chain()
         self._add_missing_triggers()
 
@@ -438,6 +466,16 @@ def log_head(db: sqlite3.Connection) -> str:
     """The last rating row's link in the chain, as stored ("" for an empty log): it names the whole log."""
     row = db.execute("SELECT chain FROM log ORDER BY id DESC LIMIT 1").fetchone()
     return row[0] if row else ""
+
+
+def check_store(path: str | os.PathLike[str]) -> None:
+    """Fail, naming the key, where ``review.store`` names a file that is no review store: the jobs that read ratings
+    would each fail on it (no store at all is one with no ratings)."""
+    if os.path.exists(path):
+        try:
+            ReviewStore(path).close()
+        except H2HTalkError as exc:
+            raise ConfigError(f"invalid configuration:\n  - key 'review.store': {exc}") from None
 
 
 def ratings_digest(path: str | os.PathLike[str], sheet: Sheet, model: str | None = None) -> str:
