@@ -6,9 +6,18 @@ import logging
 import os
 from pathlib import Path
 
+from snakemake_interface_executor_plugins.registry import ExecutorPluginRegistry
+
 from h2htalk.config import default_config
 from h2htalk.desk_store.store import ReviewStore
-from h2htalk.freshness import clear_stale, remove_stale, result_graph, stale_results, table_outputs
+from h2htalk.freshness import (
+    clear_stale,
+    clearing_stale_first,
+    remove_stale,
+    result_graph,
+    stale_results,
+    table_outputs,
+)
 from h2htalk.layout import Cell, Layout
 from h2htalk.provenance import write_table_meta
 
@@ -162,6 +171,23 @@ def test_before_a_run_the_stale_results_are_said_the_first_ten_with_why_and_remo
     assert not any(Path(path).exists() for path in stale) and not (figures / "table2.csv").exists()
     assert (figures / "table1.csv").exists()  # no stale result's file
     assert clear_stale(CONFIG, results, log) == {}  # what is left is consistent
+
+
+def test_snakemake_clears_the_stale_results_when_it_runs_jobs_before_it_plans_them_and_only_then(tmp_path, monkeypatch):
+    """Wrapped around ``Workflow.execute``, as the workflow does it: a run removes the stale results before its jobs
+    are planned; a dry run and --touch leave them. (--summary, --list-rules and a report never call it.)"""
+    monkeypatch.chdir(tmp_path)
+    results, figures = build(tmp_path)
+    Path(results.path("instances", subtask="dialogue_base")).unlink()
+    log, planned = logging.getLogger("h2htalk.test.freshness"), []
+
+    def execute(**settings):  # Snakemake's, which plans the jobs: what is there when it starts
+        planned.append((figures / "table2.csv").exists())
+
+    registry = ExecutorPluginRegistry()
+    for executor, left in (("dryrun", True), ("touch", True), ("local", False)):
+        clearing_stale_first(execute, CONFIG, results, log)(executor_plugin=registry.get_plugin(executor))
+        assert planned.pop() is left and (figures / "table2.csv").exists() is left, executor
 
 
 def test_a_table_that_read_ratings_outlives_a_change_to_the_review_store(tmp_path, monkeypatch):

@@ -452,6 +452,10 @@ def test_laptop_default_end_to_end(laptop_copy):
     answers = sorted((checkout / DEMO / "generations" / local / "nosap").glob("*.jsonl"))
     for path in [summary, *answers]:
         path.unlink()
+    for mode in ("--summary", "--list-rules", "-n"):  # they run no job: they remove nothing (a dry run says it)
+        looked = snakemake(checkout, *configfiles, mode)
+        assert looked.returncode == 0 and (figures / "table2.csv").exists(), mode
+        assert ("would be rebuilt" in looked.stdout + looked.stderr) == (mode == "-n"), mode
     repaired = snakemake(checkout, *configfiles)
     assert repaired.returncode == 0, repaired.stdout[-3000:] + repaired.stderr[-3000:]
     assert "are rebuilt" in repaired.stdout + repaired.stderr

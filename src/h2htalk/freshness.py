@@ -12,6 +12,7 @@ the next run rebuild them, and everything missing under them, from the caches.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Callable, Iterable
@@ -140,6 +141,23 @@ def clear_stale(config: dict[str, Any], results: Layout, log: logging.Logger, dr
         if not dry_run:
             remove_stale(stale, tables)
     return stale
+
+
+def clearing_stale_first(
+    execute: Callable[..., Any], config: dict[str, Any], results: Layout, log: logging.Logger
+) -> Callable[..., Any]:
+    """Snakemake's ``Workflow.execute``, made to clear the stale results first (``clear_stale``), before it plans the
+    jobs: Snakemake calls it to run jobs, dry-run them (which says the stale results) or touch their outputs (which
+    leaves them), and only then, so --summary, --list-rules, a report or the linter remove nothing. The Snakefile
+    cannot tell these modes apart as it loads: Snakemake gives its workflow the mode only afterwards."""
+
+    @functools.wraps(execute)
+    def execute_after_clearing_stale(*args: Any, **kwargs: Any) -> Any:
+        settings = kwargs["executor_plugin"].common_settings  # the executor that runs the jobs: dryrun, touch, ...
+        clear_stale(config, results, log, dry_run=settings.dryrun_exec or settings.touch_exec)
+        return execute(*args, **kwargs)
+
+    return execute_after_clearing_stale
 
 
 def remove_stale(stale: dict[str, str], tables: Tables) -> list[Path]:

@@ -8,7 +8,7 @@ from snakemake.settings.types import DeploymentMethod
 from h2htalk.config import load_registry, registry_files
 from h2htalk.cli import build_parser
 from h2htalk.errors import ConfigError
-from h2htalk.freshness import clear_stale
+from h2htalk.freshness import clearing_stale_first
 from h2htalk.layout import Layout, instances_set
 from h2htalk.run_summary import run_summary
 from h2htalk.stages.table import STAGES
@@ -23,14 +23,12 @@ RULES = Rules(config, LAYOUT, load_registry(registry_files(config)), workflow.ba
 # Rules run "python -m h2htalk" from the checkout's package, in their conda env where Snakemake deploys them.
 _CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 shell.prefix(RULES.shell_prefix(conda=_CONDA))
-# A dry run removes nothing (Snakemake's own workflow.dryrun is only known once the DAG is built), nor does --lint,
-# which reads the workflow without running it (the one mode that does not check environment variables).
-DRY_RUN = workflow.output_settings.dryrun or not workflow.check_envvars
 
 if workflow.is_main_process:
     # Results whose inputs are gone (a failed job's outputs are removed; a killed forced job leaves none) are
-    # removed, so that the run rebuilds them and everything missing under them (h2htalk.freshness).
-    clear_stale(config, LAYOUT, logger, dry_run=DRY_RUN)
+    # removed when Snakemake runs jobs, before it plans them, so that the run rebuilds them and everything missing
+    # under them; a dry run says them, and a mode that runs no job (--summary, a report) leaves them.
+    workflow.execute = clearing_stale_first(workflow.execute, config, LAYOUT, logger)
 
 
 RUN_STARTED = time.time()
