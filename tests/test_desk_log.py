@@ -4,6 +4,7 @@ that are no store (another file, one a stopped program left half made)."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import sqlite3
@@ -15,7 +16,14 @@ import pytest
 from h2htalk.cli import main
 from h2htalk.desk_store import store as store_module
 from h2htalk.desk_store.chain import item_row_hash, link
-from h2htalk.desk_store.store import ReviewStore, canonical, log_state, store_ratings
+from h2htalk.desk_store.store import (
+    ReviewStore,
+    canonical,
+    check_store,
+    log_state,
+    ratings_digest,
+    store_ratings,
+)
 from h2htalk.desk_store.tasks import NEED, SAFETY, Refused
 from h2htalk.errors import H2HTalkError
 from h2htalk.ratings import SAFETY_RATINGS
@@ -149,15 +157,19 @@ def test_a_hidden_version_and_a_removed_last_rating_are_found(desk, capsys):
     assert status == 2 and f"log rows {rows[-1]} to {rows[-1]} were stored and are gone" in said
 
 
-def test_a_store_made_before_the_chain_gets_it_computed_when_opened(desk, capsys, caplog):
-    config, path = desk
-    rate_some(path, 4)
-    before = ReviewStore(path).verify()
-    # as a store made before the chain: no chain column, no item hashes, no rules of theirs
+def as_made_before_the_chain(path: Path) -> None:
+    """The store as one made before the chain: no chain column, no item hashes, no rules of theirs."""
     raw(
         path, "DROP TRIGGER log_is_chained", "DROP TRIGGER items_are_fixed", "DROP TRIGGER items_are_kept",
         "ALTER TABLE log DROP COLUMN chain", "ALTER TABLE items DROP COLUMN row_sha256",
     )  # fmt: skip
+
+
+def test_a_store_made_before_the_chain_gets_it_computed_when_opened(desk, capsys, caplog):
+    config, path = desk
+    rate_some(path, 4)
+    before = ReviewStore(path).verify()
+    as_made_before_the_chain(path)
     with caplog.at_level(logging.WARNING):
         status, _ = desk_verify(config, capsys)
     assert status == 0 and "made before the rating log was chained" in caplog.text
@@ -237,3 +249,20 @@ def test_a_store_is_made_whole_or_not_at_all_and_one_made_meanwhile_is_kept(tmp_
     with ReviewStore(path, create=True) as store:
         assert store.raters() == ["ann"]
     assert list(path.parent.iterdir()) == [path]
+
+
+def test_what_a_workflow_reads_as_it_plans_changes_no_byte_of_an_older_store(desk):
+    """The load-time check and the ratings' digests read the store as it is: a dry run leaves a store made by an
+    older version unchanged (a job that reads the ratings for real gives it what it lacks). The digest is the one
+    earlier versions computed from the ratings the tables read, so an upgrade reruns nothing."""
+    _, path = desk
+    rate_some(path, 3)
+    read = store_ratings(path, SAFETY_RATINGS)
+    earlier = sorted(canonical([list(r.item), r.rater, r.values]) for r in read)
+    assert ratings_digest(path, SAFETY_RATINGS) == hashlib.sha256("\n".join(earlier).encode()).hexdigest()
+    said = ratings_digest(path, SAFETY_RATINGS)
+    as_made_before_the_chain(path)
+    before = path.read_bytes()
+    check_store(path)
+    assert ratings_digest(path, SAFETY_RATINGS) == said and path.read_bytes() == before
+    assert sorted(path.parent.iterdir()) == [path]  # no journal either

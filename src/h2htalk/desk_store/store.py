@@ -173,18 +173,23 @@ def _item(row: sqlite3.Row) -> StoredItem:
 
 
 class ReviewStore:
-    """The store at ``path``; ``create`` makes an empty one where there is none."""
+    """The store at ``path``; ``create`` makes an empty one where there is none; ``read_only`` reads it as it is,
+    without giving it what a store made by an older version lacks (a dry run changes nothing)."""
 
-    def __init__(self, path: str | os.PathLike[str], *, create: bool = False) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, create: bool = False, read_only: bool = False) -> None:
         self.path = Path(path)
         if not self.path.exists():
             if not create:
                 raise H2HTalkError(f"no review store at {self.path}: load the desk's items first (h2htalk desk-load)")
             _create_whole(self.path)
-        self.db = sqlite3.connect(self.path, timeout=LOCK_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+        where = f"{self.path.resolve().as_uri()}?mode=ro" if read_only else self.path
+        self.db = sqlite3.connect(
+            where, timeout=LOCK_TIMEOUT_S, isolation_level=None, check_same_thread=False, uri=read_only
+        )  # fmt: skip
         self.db.row_factory = sqlite3.Row
         try:
-            self.db.execute("PRAGMA journal_mode=DELETE")
+            if not read_only:
+                self.db.execute("PRAGMA journal_mode=DELETE")
             if create:  # what a store made before a table was added lacks
                 self.db.executescript(SCHEMA)
             missing = [table for table in TABLES if not self._columns(table)]
@@ -197,6 +202,8 @@ class ReviewStore:
                 f"{self.path} is no review store: it has no table {', '.join(missing)} (review.store names another"
                 " SQLite file, or a store that a stopped program left half made, which h2htalk desk-load completes)"
             )
+        if read_only:
+            return
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.execute("PRAGMA foreign_keys=ON")
         self._add_chain()
@@ -433,14 +440,9 @@ def store_ratings(path: str | os.PathLike[str], sheet: Sheet) -> list[Rating]:
     """The ratings of ``sheet`` in the store at ``path`` (of current items), each with the store's path, its log
     row, the store's sha256 and the log's head, read in one snapshot: the checksum names exactly these ratings,
     and the head the log they were read from, to the row."""
-    task = TASK_OF_SHEET[sheet.kind]
     with ReviewStore(path) as store:
         store.db.execute("BEGIN")  # a read transaction: writers wait until the file is hashed
-        rows = store.db.execute(
-            "SELECT l.id, i.key, l.rater, l.value FROM log l JOIN items i ON i.id = l.item"
-            " WHERE i.task = ? AND i.current = 1 ORDER BY l.id",
-            (task,),
-        ).fetchall()
+        rows = _current_ratings(store.db, sheet)
         head = log_head(store.db)
         digest = sha256_file(path)
         store.db.execute("COMMIT")
@@ -450,6 +452,15 @@ def store_ratings(path: str | os.PathLike[str], sheet: Sheet) -> list[Rating]:
         )
         for r in rows
     ]
+
+
+def _current_ratings(db: sqlite3.Connection, sheet: Sheet) -> list[sqlite3.Row]:
+    """The log's rows of ``sheet``'s current items, in the log's order."""
+    return db.execute(
+        "SELECT l.id, i.key, l.rater, l.value FROM log l JOIN items i ON i.id = l.item"
+        " WHERE i.task = ? AND i.current = 1 ORDER BY l.id",
+        (TASK_OF_SHEET[sheet.kind],),
+    ).fetchall()
 
 
 def log_state(path: str | os.PathLike[str]) -> dict[str, str]:
@@ -473,7 +484,7 @@ def check_store(path: str | os.PathLike[str]) -> None:
     would each fail on it (no store at all is one with no ratings)."""
     if os.path.exists(path):
         try:
-            ReviewStore(path).close()
+            ReviewStore(path, read_only=True).close()
         except H2HTalkError as exc:
             raise ConfigError(f"invalid configuration:\n  - key 'review.store': {exc}") from None
 
@@ -481,7 +492,10 @@ def check_store(path: str | os.PathLike[str]) -> None:
 def ratings_digest(path: str | os.PathLike[str], sheet: Sheet, model: str | None = None) -> str:
     """A digest of what ``sheet``'s ratings in the store say (of ``model``'s items only, when given): it changes
     when, and only when, a job that reads them would compute something else."""
-    stored = store_ratings(path, sheet) if os.path.exists(path) else []  # no store: no ratings, as an empty one
-    ratings = [r for r in stored if model is None or r.item[0] == model]
-    said = sorted(canonical([list(r.item), r.rater, r.values]) for r in ratings)
+    rows = []  # no store: no ratings, as an empty one
+    if os.path.exists(path):
+        with ReviewStore(path, read_only=True) as store:
+            rows = _current_ratings(store.db, sheet)
+    keyed = [(json.loads(r["key"]), r) for r in rows]
+    said = sorted(canonical([key, r["rater"], json.loads(r["value"])]) for key, r in keyed if model in (None, key[0]))
     return hashlib.sha256("\n".join(said).encode("utf-8")).hexdigest()
