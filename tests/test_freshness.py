@@ -181,13 +181,17 @@ def test_snakemake_clears_the_stale_results_when_it_runs_jobs_before_it_plans_th
     Path(results.path("instances", subtask="dialogue_base")).unlink()
     log, planned = logging.getLogger("h2htalk.test.freshness"), []
 
-    def execute(**settings):  # Snakemake's, which plans the jobs: what is there when it starts
+    def execute(*plugin, **settings):  # Snakemake's, which plans the jobs: what is there when it starts
         planned.append((figures / "table2.csv").exists())
 
     registry = ExecutorPluginRegistry()
     for executor, left in (("dryrun", True), ("touch", True), ("local", False)):
-        clearing_stale_first(execute, CONFIG, results, log)(executor_plugin=registry.get_plugin(executor))
-        assert planned.pop() is left and (figures / "table2.csv").exists() is left, executor
+        plugin = registry.get_plugin(executor)
+        clearing_stale_first(execute, CONFIG, results, log)(executor_plugin=plugin)
+        clearing_stale_first(execute, CONFIG, results, log)(plugin)  # given in its place
+        assert planned == [left, left], executor
+        assert (figures / "table2.csv").exists() is left, executor
+        planned.clear()
 
 
 def test_a_table_that_read_ratings_outlives_a_change_to_the_review_store(tmp_path, monkeypatch):

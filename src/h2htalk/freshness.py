@@ -153,7 +153,8 @@ def clearing_stale_first(
 
     @functools.wraps(execute)
     def execute_after_clearing_stale(*args: Any, **kwargs: Any) -> Any:
-        settings = kwargs["executor_plugin"].common_settings  # the executor that runs the jobs: dryrun, touch, ...
+        plugin = kwargs["executor_plugin"] if "executor_plugin" in kwargs else args[0]  # dryrun, touch, local, ...
+        settings = plugin.common_settings
         clear_stale(config, results, log, dry_run=settings.dryrun_exec or settings.touch_exec)
         return execute(*args, **kwargs)
 
