@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import sqlite3
 import threading
 from pathlib import Path
@@ -25,7 +26,7 @@ from h2htalk.desk_store.store import (
     store_ratings,
 )
 from h2htalk.desk_store.tasks import NEED, SAFETY, Refused
-from h2htalk.errors import H2HTalkError
+from h2htalk.errors import ConfigError, H2HTalkError
 from h2htalk.ratings import SAFETY_RATINGS
 
 from .desk_tree import RATERS, loaded_desk, write_config
@@ -266,3 +267,24 @@ def test_what_a_workflow_reads_as_it_plans_changes_no_byte_of_an_older_store(des
     check_store(path)
     assert ratings_digest(path, SAFETY_RATINGS) == said and path.read_bytes() == before
     assert sorted(path.parent.iterdir()) == [path]  # no journal either
+
+
+def test_a_damaged_store_is_named_when_opened_whatever_page_is_damaged_and_left_as_it_is(desk, capsys):
+    config, path = desk
+    rate_some(path, 3)
+    whole = path.read_bytes()
+    pages = len(whole) // 4096
+    named = rf"{re.escape(str(path))}: the review store is damaged .*put back a copy"
+    for page in range(1, pages):  # the first page is the header, which names the file SQLite at all
+        damaged = whole[: page * 4096] + b"\xff" * 64 + whole[page * 4096 + 64 :]
+        path.write_bytes(damaged)
+        for read_only in (True, False):
+            with pytest.raises(H2HTalkError, match=named):
+                ReviewStore(path, read_only=read_only)
+        with pytest.raises(ConfigError, match=r"key 'review\.store': .*damaged"):
+            check_store(path)
+        status, said = desk_verify(config, capsys)
+        assert status == 2 and "the review store is damaged" in said and "Traceback" not in said, page
+        assert path.read_bytes() == damaged, page
+    path.write_bytes(whole)
+    assert desk_verify(config, capsys)[0] == 0

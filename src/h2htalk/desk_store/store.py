@@ -193,9 +193,20 @@ class ReviewStore:
             if create:  # what a store made before a table was added lacks
                 self.db.executescript(SCHEMA)
             missing = [table for table in TABLES if not self._columns(table)]
-        except sqlite3.DatabaseError as exc:  # not SQLite at all
+            problems = [row[0] for row in self.db.execute("PRAGMA quick_check(3)")]  # reads every page once
+        except sqlite3.DatabaseError as exc:
             self.db.close()
-            raise H2HTalkError(f"{self.path} is no review store ({exc}): review.store names another file") from None
+            if getattr(exc, "sqlite_errorname", None) == "SQLITE_CORRUPT":
+                problems = [str(exc)]
+            else:  # not SQLite at all
+                raise H2HTalkError(f"{self.path} is no review store ({exc}): review.store names another file") from None
+        if problems != ["ok"]:
+            self.db.close()
+            found = "; ".join(line for problem in problems for line in problem.splitlines() if not line.startswith("*"))
+            raise H2HTalkError(
+                f"{self.path}: the review store is damaged ({found}). It holds people's ratings, which no run makes"
+                " again: put back a copy of it (made while the desk was stopped)"
+            )
         if missing:
             self.db.close()
             raise H2HTalkError(
