@@ -81,7 +81,7 @@ class Desk:
         return await run_in_threadpool(self.with_store, lambda store: self.session(store, request))
 
     def with_store(self, work: Callable[[ReviewStore], T]) -> T:
-        with ReviewStore(self.store_path) as store:
+        with ReviewStore(self.store_path, check_pages=False) as store:  # checked when desk-serve started
             return work(store)
 
     def session(self, store: ReviewStore, request: Request) -> Session | None:
@@ -253,7 +253,7 @@ def rater_page(render: Callable[[Desk, ReviewStore, Session, Request], Response]
     @functools.wraps(render)
     def route(request: Request) -> Response:
         desk = desk_of(request)
-        with ReviewStore(desk.store_path) as store:
+        with ReviewStore(desk.store_path, check_pages=False) as store:
             session = desk.session(store, request)
             return RedirectResponse("/login", 303) if session is None else render(desk, store, session, request)
 
