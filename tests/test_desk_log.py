@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import multiprocessing
 import os
 import re
+import signal
 import sqlite3
 import threading
 from pathlib import Path
@@ -251,6 +253,15 @@ def test_a_store_is_made_whole_or_not_at_all_and_one_made_meanwhile_is_kept(tmp_
         assert store.raters() == ["ann"]
     assert list(path.parent.iterdir()) == [path]
 
+    def no_hard_links(made, to):
+        raise PermissionError(1, "Operation not permitted")  # FAT and some mounts: moved into place instead
+
+    monkeypatch.setattr(store_module.os, "link", no_hard_links)
+    elsewhere = tmp_path / "fat" / "ratings.sqlite"
+    with ReviewStore(elsewhere, create=True) as store:
+        assert store.verify().problems == ()
+    assert list(elsewhere.parent.iterdir()) == [elsewhere]
+
 
 def test_what_a_workflow_reads_as_it_plans_changes_no_byte_of_an_older_store(desk):
     """The load-time check and the ratings' digests read the store as it is: a dry run leaves a store made by an
@@ -288,3 +299,43 @@ def test_a_damaged_store_is_named_when_opened_whatever_page_is_damaged_and_left_
         assert path.read_bytes() == damaged, page
     path.write_bytes(whole)
     assert desk_verify(config, capsys)[0] == 0
+
+
+def _write_and_die(path: str) -> None:
+    """A writer stopped halfway through a transaction (SIGKILL), past what its cache holds: the store changed, and
+    the journal beside it is what SQLite rolls back."""
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("BEGIN IMMEDIATE")
+    db.executemany("INSERT INTO raters (name, added_at) VALUES (?, ?)", [(f"r{i}", "now") for i in range(200_000)])
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_write_stopped_halfway_is_rolled_back_before_the_store_is_read_read_only(desk):
+    """A read-only connection cannot roll back what a stopped writer left; SQLite once said "attempt to write a
+    readonly database", read as "no review store". The store is read as last committed."""
+    _, path = desk
+    rate_some(path, 2)
+    said = ratings_digest(path, SAFETY_RATINGS)
+    writer = multiprocessing.get_context("spawn").Process(target=_write_and_die, args=(str(path),))
+    writer.start()
+    writer.join(60)
+    journal = Path(f"{path}-journal")
+    assert writer.exitcode == -signal.SIGKILL and journal.exists()
+    check_store(path)
+    assert ratings_digest(path, SAFETY_RATINGS) == said and not journal.exists()
+    with ReviewStore(path) as store:
+        assert "r0" not in store.raters()
+
+
+def test_a_store_locked_past_the_timeout_is_said_to_be_unreadable_not_another_file(desk, monkeypatch):
+    _, path = desk
+    monkeypatch.setattr(store_module, "LOCK_TIMEOUT_S", 0.2)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        for read_only in (True, False):
+            with pytest.raises(H2HTalkError, match=r"could not be read \(database is locked\)"):
+                ReviewStore(path, read_only=read_only)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()

@@ -28,7 +28,7 @@ import secrets
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import closing, contextmanager, suppress
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,10 +92,22 @@ def _create_whole(path: Path) -> None:
     try:
         with closing(sqlite3.connect(made)) as db:
             db.executescript(SCHEMA)
-        with suppress(FileExistsError):
+        try:
             os.link(made, path)
+        except FileExistsError:
+            pass  # another process placed its store first: that one is opened
+        except OSError:  # a file system without hard links (FAT, some mounts): moved into place, unless one is there
+            if not path.exists():
+                os.replace(made, path)
     finally:
         made.unlink(missing_ok=True)
+
+
+def _roll_back_a_stopped_write(path: Path) -> None:
+    """Let SQLite roll back the transaction of a writer that stopped halfway (its journal left beside the store),
+    which a read-only connection cannot do: recovery of the store as last committed, no change of it."""
+    with closing(sqlite3.connect(path, timeout=LOCK_TIMEOUT_S)) as db:
+        db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
 
 
 # the log's rules, by name: a store that lacks one (made before it was written) gets it when it is opened
@@ -187,11 +199,13 @@ class ReviewStore:
                 raise H2HTalkError(f"no review store at {self.path}: load the desk's items first (h2htalk desk-load)")
             _create_whole(self.path)
         where = f"{self.path.resolve().as_uri()}?mode=ro" if read_only else self.path
-        self.db = sqlite3.connect(
-            where, timeout=LOCK_TIMEOUT_S, isolation_level=None, check_same_thread=False, uri=read_only
-        )  # fmt: skip
-        self.db.row_factory = sqlite3.Row
         try:
+            if read_only and Path(f"{self.path}-journal").exists():
+                _roll_back_a_stopped_write(self.path)
+            self.db = sqlite3.connect(
+                where, timeout=LOCK_TIMEOUT_S, isolation_level=None, check_same_thread=False, uri=read_only
+            )  # fmt: skip
+            self.db.row_factory = sqlite3.Row
             if not read_only:
                 self.db.execute("PRAGMA journal_mode=DELETE")
             if create:  # what a store made before a table was added lacks
@@ -199,11 +213,14 @@ class ReviewStore:
             missing = [table for table in TABLES if not self._columns(table)]
             problems = [row[0] for row in self.db.execute("PRAGMA quick_check(3)")] if check_pages else ["ok"]
         except sqlite3.DatabaseError as exc:
-            self.db.close()
-            if getattr(exc, "sqlite_errorname", None) == "SQLITE_CORRUPT":
-                problems = [str(exc)]
-            else:  # not SQLite at all
+            if hasattr(self, "db"):
+                self.db.close()
+            error = getattr(exc, "sqlite_errorname", "")
+            if error == "SQLITE_NOTADB":
                 raise H2HTalkError(f"{self.path} is no review store ({exc}): review.store names another file") from None
+            if not error.startswith("SQLITE_CORRUPT"):  # locked past the timeout, unreadable, a folder, ...
+                raise H2HTalkError(f"{self.path}: the review store could not be read ({exc})") from None
+            problems = [str(exc)]
         if problems != ["ok"]:
             self.db.close()
             found = "; ".join(line for problem in problems for line in problem.splitlines() if not line.startswith("*"))
@@ -512,5 +529,5 @@ def ratings_digest(path: str | os.PathLike[str], sheet: Sheet, model: str | None
         with ReviewStore(path, read_only=True) as store:
             rows = _current_ratings(store.db, sheet)
     keyed = [(json.loads(r["key"]), r) for r in rows]
-    said = sorted(canonical([key, r["rater"], json.loads(r["value"])]) for key, r in keyed if model in (None, key[0]))
+    said = sorted(canonical([key, r["rater"], json.loads(r["value"])]) for key, r in keyed if model in (None, *key[:1]))
     return hashlib.sha256("\n".join(said).encode("utf-8")).hexdigest()
