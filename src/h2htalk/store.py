@@ -27,6 +27,22 @@ DAMAGED = ("SQLITE_CORRUPT", "SQLITE_NOTADB")  # SQLite's names for a file it ca
 PROBLEMS_SHOWN = 3  # of quick_check's list
 
 
+def page_problems(db: sqlite3.Connection) -> list[str]:
+    """What SQLite's ``quick_check`` finds in the file of ``db`` (every page read once), one line each, the first
+    few: none where it is sound."""
+    found = [row[0] for row in db.execute(f"PRAGMA quick_check({PROBLEMS_SHOWN})")]
+    return [] if found == ["ok"] else [line for p in found for line in p.splitlines() if not line.startswith("***")]
+
+
+def roll_back_a_stopped_write(path: str | os.PathLike[str]) -> None:
+    """Where a writer stopped halfway through a transaction left its journal beside the file at ``path``, let SQLite
+    roll it back, which a read-only connection cannot do ("attempt to write a readonly database"): recovery of the
+    file as last committed, no change of it."""
+    if os.path.exists(f"{path}-journal"):
+        with contextlib.closing(sqlite3.connect(path, timeout=LOCK_TIMEOUT_S)) as db:
+            db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+
+
 class CacheDamaged(H2HTalkError):
     """A cache file SQLite cannot read."""
 
@@ -46,11 +62,10 @@ class SqliteStore:
         with self._readable():
             self._db.execute("PRAGMA journal_mode=DELETE")
             self._db.execute("CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
-            problems = [row[0] for row in self._db.execute(f"PRAGMA quick_check({PROBLEMS_SHOWN})")]
-        if problems != ["ok"]:
+            problems = page_problems(self._db)
+        if problems:
             self._db.close()
-            lines = [line for problem in problems for line in problem.splitlines() if not line.startswith("***")]
-            raise self._damaged("; ".join(lines))
+            raise self._damaged("; ".join(problems))
 
     def _damaged(self, why: str) -> CacheDamaged:
         return CacheDamaged(

@@ -39,6 +39,7 @@ from h2htalk.desk_store.tasks import TASK_OF_SHEET, Refused, complete_values
 from h2htalk.errors import ConfigError, H2HTalkError
 from h2htalk.io import sha256_file
 from h2htalk.sheets import Rating, Sheet
+from h2htalk.store import page_problems, roll_back_a_stopped_write
 
 logger = logging.getLogger(__name__)
 
@@ -101,13 +102,6 @@ def _create_whole(path: Path) -> None:
                 os.replace(made, path)
     finally:
         made.unlink(missing_ok=True)
-
-
-def _roll_back_a_stopped_write(path: Path) -> None:
-    """Let SQLite roll back the transaction of a writer that stopped halfway (its journal left beside the store),
-    which a read-only connection cannot do: recovery of the store as last committed, no change of it."""
-    with closing(sqlite3.connect(path, timeout=LOCK_TIMEOUT_S)) as db:
-        db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
 
 
 # the log's rules, by name: a store that lacks one (made before it was written) gets it when it is opened
@@ -200,8 +194,8 @@ class ReviewStore:
             _create_whole(self.path)
         where = f"{self.path.resolve().as_uri()}?mode=ro" if read_only else self.path
         try:
-            if read_only and Path(f"{self.path}-journal").exists():
-                _roll_back_a_stopped_write(self.path)
+            if read_only:
+                roll_back_a_stopped_write(self.path)
             self.db = sqlite3.connect(
                 where, timeout=LOCK_TIMEOUT_S, isolation_level=None, check_same_thread=False, uri=read_only
             )  # fmt: skip
@@ -211,7 +205,7 @@ class ReviewStore:
             if create:  # what a store made before a table was added lacks
                 self.db.executescript(SCHEMA)
             missing = [table for table in TABLES if not self._columns(table)]
-            problems = [row[0] for row in self.db.execute("PRAGMA quick_check(3)")] if check_pages else ["ok"]
+            problems = page_problems(self.db) if check_pages else []
         except sqlite3.DatabaseError as exc:
             if hasattr(self, "db"):
                 self.db.close()
@@ -221,12 +215,11 @@ class ReviewStore:
             if not error.startswith("SQLITE_CORRUPT"):  # locked past the timeout, unreadable, a folder, ...
                 raise H2HTalkError(f"{self.path}: the review store could not be read ({exc})") from None
             problems = [str(exc)]
-        if problems != ["ok"]:
+        if problems:
             self.db.close()
-            found = "; ".join(line for problem in problems for line in problem.splitlines() if not line.startswith("*"))
             raise H2HTalkError(
-                f"{self.path}: the review store is damaged ({found}). It holds people's ratings, which no run makes"
-                " again: put back a copy of it (made while the desk was stopped)"
+                f"{self.path}: the review store is damaged ({'; '.join(problems)}). It holds people's ratings, which"
+                " no run makes again: put back a copy of it (made while the desk was stopped)"
             )
         if missing:
             self.db.close()
@@ -526,8 +519,10 @@ def ratings_digest(path: str | os.PathLike[str], sheet: Sheet, model: str | None
     when, and only when, a job that reads them would compute something else."""
     rows = []  # no store: no ratings, as an empty one
     if os.path.exists(path):
-        with ReviewStore(path, read_only=True) as store:
+        with ReviewStore(path, read_only=True, check_pages=False) as store:  # its pages: checked as the run loads
             rows = _current_ratings(store.db, sheet)
-    keyed = [(json.loads(r["key"]), r) for r in rows]
-    said = sorted(canonical([key, r["rater"], json.loads(r["value"])]) for key, r in keyed if model in (None, *key[:1]))
+    keyed = ((json.loads(r["key"]), r) for r in rows)
+    said = sorted(
+        canonical([key, r["rater"], json.loads(r["value"])]) for key, r in keyed if model is None or key[:1] == [model]
+    )
     return hashlib.sha256("\n".join(said).encode("utf-8")).hexdigest()
