@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
+import signal
 import sqlite3
 from pathlib import Path
 
@@ -77,3 +79,27 @@ def test_a_damaged_file_is_found_when_opened_and_named(tmp_path: Path, offset: i
     assert str(info.value).endswith("It holds the test's entries: delete it, and the next run writes them again")
     path.unlink()
     assert len(open_store(path)) == 0  # deleted, it starts afresh
+
+
+def _write_and_die(path: str) -> None:
+    """A job killed (SIGKILL) halfway through a write larger than its cache: the file changed, its journal beside it."""
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("BEGIN IMMEDIATE")
+    db.executemany("INSERT INTO entries VALUES (?, ?)", ((f"k{i}", b"v" * 100) for i in range(50_000)))
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_read_only_look_after_a_job_killed_mid_write_reads_what_was_committed(tmp_path: Path) -> None:
+    """A read-only connection cannot roll back what a killed writer left ("attempt to write a readonly
+    database"): the look lets SQLite roll it back first, to the file as last committed."""
+    path = tmp_path / "c.sqlite"
+    store = open_store(path)
+    store.put_many([("a", b"1")])
+    store.close()
+    writer = multiprocessing.get_context("spawn").Process(target=_write_and_die, args=(str(path),))
+    writer.start()
+    writer.join(60)
+    assert writer.exitcode == -signal.SIGKILL and Path(f"{path}-journal").exists()
+    look = SqliteStore(path, holds="the test's entries", redo="writes them again", read_only=True)
+    assert look.get_many(["a", "k0"]) == {"a": b"1"} and len(look) == 1
+    look.close()

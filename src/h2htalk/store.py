@@ -54,6 +54,7 @@ class SqliteStore:
         self.path = Path(path)
         self.holds, self.redo = holds, redo
         if read_only:  # a look at what a file holds (the plan), changing nothing, creating nothing
+            roll_back_a_stopped_write(self.path)
             self._db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=LOCK_TIMEOUT_S)
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
