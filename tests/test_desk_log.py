@@ -10,6 +10,7 @@ import multiprocessing
 import os
 import re
 import signal
+import socket
 import sqlite3
 import threading
 from pathlib import Path
@@ -261,6 +262,35 @@ def test_a_store_is_made_whole_or_not_at_all_and_one_made_meanwhile_is_kept(tmp_
     with ReviewStore(elsewhere, create=True) as store:
         assert store.verify().problems == ()
     assert list(elsewhere.parent.iterdir()) == [elsewhere]
+
+
+def _make_and_die(path: str) -> None:
+    """A desk-load killed (SIGKILL) after it made the store under its temporary name, before it placed it."""
+
+    def killed(made: str, to: str) -> None:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    store_module.os.link = killed  # this process's own
+    ReviewStore(path, create=True)
+
+
+def test_a_store_left_half_made_by_a_killed_process_is_removed_by_the_next_that_makes_one(tmp_path):
+    path = tmp_path / "desk" / "ratings.sqlite"
+    maker = multiprocessing.get_context("spawn").Process(target=_make_and_die, args=(str(path),))
+    maker.start()
+    maker.join(60)
+    assert maker.exitcode == -signal.SIGKILL
+    (left,) = path.parent.iterdir()  # its temporary store, named by its machine and its process
+    assert left.name.startswith(f".ratings.sqlite.{socket.gethostname()}.{maker.pid}.") and left.suffix == ".tmp"
+    kept = [  # another machine's sharing the folder, and a live process's, which may still place it
+        path.with_name(f".ratings.sqlite.elsewhere.example.{maker.pid}.0a0b0c0d.tmp"),
+        path.with_name(f".ratings.sqlite.{socket.gethostname()}.{os.getpid()}.0a0b0c0d.tmp"),
+    ]
+    for other in kept:
+        other.write_bytes(b"")
+    with ReviewStore(path, create=True) as store:
+        assert store.verify().problems == ()
+    assert sorted(path.parent.iterdir()) == sorted([path, *kept])
 
 
 def test_what_a_workflow_reads_as_it_plans_changes_no_byte_of_an_older_store(desk):

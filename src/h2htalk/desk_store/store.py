@@ -20,11 +20,13 @@ rating in the file itself, so the file's sha256 names exactly the ratings read f
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import logging
 import os
 import secrets
+import socket
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -89,7 +91,8 @@ def _create_whole(path: Path) -> None:
     """An empty store at ``path``, made under a temporary name and linked into place: a store is there whole or not
     at all (a stop halfway leaves none), and of two processes that make it at once, the second opens the first's."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    made = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    _remove_stores_left_half_made(path)
+    made = path.with_name(f".{path.name}.{socket.gethostname()}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
         with closing(sqlite3.connect(made)) as db:
             db.executescript(SCHEMA)
@@ -102,6 +105,27 @@ def _create_whole(path: Path) -> None:
                 os.replace(made, path)
     finally:
         made.unlink(missing_ok=True)
+
+
+def _remove_stores_left_half_made(path: Path) -> None:
+    """The temporary stores beside ``path`` of processes of this machine that were killed while making one (the
+    file's name says whose it is; those of another machine sharing the folder, and of a live process, are kept)."""
+    prefix, host = f".{path.name}.", socket.gethostname()
+    for left in path.parent.glob(f"{glob.escape(prefix)}*.tmp*"):  # with its journal, where SQLite left one
+        parts = left.name.removeprefix(prefix).removesuffix("-journal").rsplit(".", 3)  # host, pid, token, "tmp"
+        mine = len(parts) == 4 and parts[3] == "tmp" and parts[0] == host and parts[1].isdigit()
+        if mine and not _alive(int(parts[1])):
+            left.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        pass
+    return True
 
 
 # the log's rules, by name: a store that lacks one (made before it was written) gets it when it is opened
