@@ -91,28 +91,9 @@ def test_a_section_the_command_reads_is_given_from_its_config_files(tmp_path, ca
     assert "--review" not in parser.format_help()
 
 
-def test_a_positional_list_limited_to_some_values_may_be_left_out(capsys):
-    @command("pick", choices={"tasks": ("a", "b", "c")})
-    def pick(tasks: Sequence[str] = ("a", "b"), /) -> str:
-        """Pick some.
-
-        tasks: the tasks
-        """
-        return " ".join(tasks)
-
-    parser = parser_of(pick)
-    for argv, printed in (([], "a b"), (["c", "a"], "c a")):
-        assert run_command(pick.command, parser.parse_args(argv)) == 0  # argparse alone refuses its own default
-        assert capsys.readouterr().out == f"{printed}\n"
-    with pytest.raises(SystemExit):
-        parser.parse_args(["d"])
-    assert "invalid choice: 'd' (choose from a, b, c)" in capsys.readouterr().err
-    assert "[{a,b,c} ...]" in parser.format_usage()
-
-
-def test_a_positional_list_of_numbers_limited_to_some_says_which_value_is_no_number(capsys):
+def test_a_positional_list_limited_to_some_values_takes_them_and_says_which_value_is_none(capsys):
     @command("rounds", choices={"rounds": (1, 2, 3)})
-    def rounds(rounds: Sequence[int] = (1,), /) -> str:
+    def rounds(rounds: Sequence[int], /) -> str:
         """Rounds.
 
         rounds: the rounds
@@ -121,10 +102,14 @@ def test_a_positional_list_of_numbers_limited_to_some_says_which_value_is_no_num
 
     parser = parser_of(rounds)
     assert parser.parse_args(["3", "2"]).rounds == [3, 2]
-    for argv, said in ((["x"], "invalid int value: 'x'"), (["4"], "invalid choice: '4' (choose from 1, 2, 3)")):
+    for argv, said in (
+        (["x"], "invalid int value: 'x'"),
+        (["4"], "invalid choice: 4 (choose from 1, 2, 3)"),
+        ([], "required: rounds"),
+    ):
         with pytest.raises(SystemExit):
             parser.parse_args(argv)
-        assert said in capsys.readouterr().err
+        assert said in capsys.readouterr().err, argv
 
 
 def test_a_command_declared_wrong_is_named_with_its_parameter():
@@ -135,6 +120,12 @@ def test_a_command_declared_wrong_is_named_with_its_parameter():
         command("bad", choices={"colour": ("red",)})(unhelped)
     with pytest.raises(CommandError, match=r"command bad: options: no option group 'scorin' \(there are engine,"):
         command("bad", options=("scorin",))(unhelped)
+
+    def defaulted(tasks: Sequence[str] = ("a",), /) -> None:
+        """A positional argument the command line may leave out: argparse would take its default as given."""
+
+    with pytest.raises(CommandError, match=r"command bad: tasks: positional, with a default \(make it a flag\)"):
+        command("bad")(defaulted)
     with pytest.raises(CommandError, match=r"command quiet: tasks: no help \(a docstring line 'tasks: \.\.\.'\)"):
         parser_of(command("quiet")(unhelped))
 
@@ -143,7 +134,6 @@ def test_a_command_declared_wrong_is_named_with_its_parameter():
 
     with pytest.raises(CommandError, match=r"command typed: name 'Unknown' is not defined: its parameters' types"):
         parser_of(command("typed")(typed_for_the_checker))
-
 
 
 def test_a_parameter_of_two_types_is_refused_and_a_path_is_a_path():
@@ -280,6 +270,8 @@ def signatures(draw: Any) -> tuple[list[inspect.Parameter], dict[str, Any], dict
         kind = draw(st.sampled_from([k for k in KINDS if k is not bool or name != positional]))
         value = draw(KINDS[kind])
         default = draw(st.one_of(st.just(inspect.Parameter.empty), KINDS[kind]))
+        if name == positional:  # always given
+            default = inspect.Parameter.empty
         if kind is bool and default is inspect.Parameter.empty:
             default = False
         how = inspect.Parameter.POSITIONAL_ONLY if name == positional else inspect.Parameter.KEYWORD_ONLY

@@ -7,8 +7,8 @@ signature and docstring (``h2htalk.cli.commands``):
 - ``config`` is given the config sections the command ``reads`` (from ``--config``, validated), and a parameter
   named as a section it reads (``review``) that section; a ``Layout`` is the results tree (``--results``,
   ``--instance-set``, ``--figures``); a parameter an option group of ``options`` makes (``--no-cache``) its value;
-- any other is an argument: positional where it is positional-only (before ``/``), else the flag of its name
-  (``public_url``: ``--public-url``), required where it has no default (a positional one may be left out); ``bool``
+- any other is an argument: positional where it is positional-only (before ``/``, and then without a default),
+  else the flag of its name (``public_url``: ``--public-url``), required where it has no default; ``bool``
   is a switch (one on by default: ``--no-NAME``); ``int``, ``float`` and paths are converted; a sequence takes one
   or more values (``each``: one per flag, ``--task a --task b``); ``choices``, ``metavar`` and a ``short`` flag are
   declared per parameter;
@@ -85,6 +85,9 @@ def command(name: str, **declared: Any) -> Callable[[Callable[..., Any]], Callab
                 raise CommandError(f"command {name}: {named}: not a parameter of {function.__qualname__}")
         if wrong := unknown_options(found.options):
             raise CommandError(f"command {name}: options: {wrong}")
+        for parameter in parameters.values():  # a positional argument is always given: one with a default is a flag
+            if parameter.kind is parameter.POSITIONAL_ONLY and parameter.default is not parameter.empty:
+                raise CommandError(f"command {name}: {parameter.name}: positional, with a default (make it a flag)")
         function.command = found  # type: ignore[attr-defined]
         return function
 

@@ -7,7 +7,7 @@ import argparse
 import inspect
 import os
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints
@@ -69,45 +69,23 @@ def argument(command: Command, parameter: inspect.Parameter, hint: Any, help: st
         return [command.each[name]], {**spec, "action": "append", "dest": name}
     if many:
         spec["nargs"] = "+"
-    if parameter.kind is parameter.POSITIONAL_ONLY:  # one with a default may be left out
-        optional = {} if default is parameter.empty else {"nargs": "*" if many else "?", "default": default}
-        if many and optional and "choices" in spec:  # argparse would check the default list itself against them
-            choices = spec.pop("choices")
-            spec = {"metavar": "{" + ",".join(map(str, choices)) + "}", **spec, "type": _one_of(choices, spec)}
-        return [name], {**spec, **optional}
+    if parameter.kind is parameter.POSITIONAL_ONLY:  # given always (``command`` refuses one with a default)
+        return [name], spec
     flags = [*filter(None, [command.short.get(name)]), f"--{name.replace('_', '-')}"]  # argparse's dest: the name
     return flags, {**spec, "required": True} if default is parameter.empty else {**spec, "default": default}
-
-
-def _one_of(choices: list[Any], spec: dict[str, Any]) -> Callable[[str], Any]:
-    """A value's conversion (``spec``'s type) that also checks it is one of ``choices``, as argparse's would."""
-    convert = spec.get("type", str)
-
-    def one(text: str) -> Any:
-        if (value := convert(text)) not in choices:
-            raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {', '.join(map(str, choices))})")
-        return value
-
-    one.__name__ = getattr(convert, "__name__", "value")  # argparse names it in "invalid int value: 'x'"
-    return one
 
 
 def _kind(command: Command, name: str, hint: Any) -> tuple[Any, bool]:
     """The type of a parameter's values, and whether it takes several (``Sequence[Path] | None``: Path, True); a
     union of two types besides None is refused, as the command line gives one (``str | Path`` would take text)."""
-    one = _one_type(command, name, hint)
-    many = get_origin(one) in SEQUENCES
-    return (_one_type(command, name, get_args(one)[0]) if many else one), many
-
-
-def _one_type(command: Command, name: str, hint: Any) -> Any:
-    """``hint`` less None (``X | None``: X), or an error naming the parameter where that leaves more than one."""
-    if get_origin(hint) not in UNIONS:
-        return hint
-    members = [member for member in get_args(hint) if member is not type(None)]
-    if len(members) > 1:
-        raise CommandError(f"command {command.name}: {name}: {hint} is several types; give it one (or one | None)")
-    return members[0]
+    if get_origin(hint) in UNIONS:
+        members = [member for member in get_args(hint) if member is not type(None)]
+        if len(members) > 1:
+            raise CommandError(f"command {command.name}: {name}: {hint} is several types; give it one (or one | None)")
+        hint = members[0]
+    if get_origin(hint) in SEQUENCES:
+        return _kind(command, name, get_args(hint)[0])[0], True
+    return hint, False
 
 
 def run_command(command: Command, args: argparse.Namespace) -> int:
