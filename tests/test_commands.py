@@ -136,7 +136,7 @@ def test_a_command_declared_wrong_is_named_with_its_parameter():
         parser_of(command("typed")(typed_for_the_checker))
 
 
-def test_a_parameter_of_two_types_is_refused_and_a_path_is_a_path():
+def test_a_parameter_of_two_types_or_a_sequence_of_sequences_is_refused_and_a_path_is_a_path():
     def two_types(out: str | os.PathLike[str], files: Sequence[str | Path] = ()) -> None:
         """Which one would the command line give?
 
@@ -149,6 +149,9 @@ def test_a_parameter_of_two_types_is_refused_and_a_path_is_a_path():
     two_types.__annotations__["out"] = "os.PathLike[str] | None"
     with pytest.raises(CommandError, match=r"command either: files: str \| pathlib.Path is several types"):
         parser_of(command("either")(two_types))
+    two_types.__annotations__["files"] = "Sequence[Sequence[Path]] | None"  # the command line gives one list
+    with pytest.raises(CommandError, match=r"command nested: files: .*Sequence\[.*Path\]\] is a sequence of sequences"):
+        parser_of(command("nested")(two_types))
     two_types.__annotations__["files"] = "Sequence[Path]"
     given = parser_of(command("paths")(two_types)).parse_args(["--out", "a.txt", "--files", "b", "c"])
     assert (given.out, given.files) == (Path("a.txt"), [Path("b"), Path("c")])

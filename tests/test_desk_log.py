@@ -274,7 +274,7 @@ def _make_and_die(path: str) -> None:
     ReviewStore(path, create=True)
 
 
-def test_a_store_left_half_made_by_a_killed_process_is_removed_by_the_next_that_makes_one(tmp_path):
+def test_a_store_left_half_made_by_a_killed_process_is_removed_by_the_next_that_makes_one(tmp_path, monkeypatch):
     path = tmp_path / "desk" / "ratings.sqlite"
     maker = multiprocessing.get_context("spawn").Process(target=_make_and_die, args=(str(path),))
     maker.start()
@@ -282,15 +282,46 @@ def test_a_store_left_half_made_by_a_killed_process_is_removed_by_the_next_that_
     assert maker.exitcode == -signal.SIGKILL
     (left,) = path.parent.iterdir()  # its temporary store, named by its machine and its process
     assert left.name.startswith(f".ratings.sqlite.{socket.gethostname()}.{maker.pid}.") and left.suffix == ".tmp"
-    kept = [  # another machine's sharing the folder, and a live process's, which may still place it
-        path.with_name(f".ratings.sqlite.elsewhere.example.{maker.pid}.0a0b0c0d.tmp"),
-        path.with_name(f".ratings.sqlite.{socket.gethostname()}.{os.getpid()}.0a0b0c0d.tmp"),
-    ]
-    for other in kept:
-        other.write_bytes(b"")
+    here, dead = socket.gethostname(), maker.pid
+    kept = [  # another machine's sharing the folder, a live process's (it may still place it), no pid at all
+        f"elsewhere.example.{dead}.0a0b0c0d.tmp", f"{here}.{os.getpid()}.0a0b0c0d.tmp",
+        f"{here}.\u00b2.0a0b0c0d.tmp", f"{here}.{'9' * 25}.0a0b0c0d.tmp", f"{here}.{dead}.0a0b0c0d.tmp.bak",
+    ]  # fmt: skip
+    for name in kept:
+        path.with_name(f".ratings.sqlite.{name}").write_bytes(b"")
     with ReviewStore(path, create=True) as store:
         assert store.verify().problems == ()
-    assert sorted(path.parent.iterdir()) == sorted([path, *kept])
+    kept_files = sorted([path, *(path.with_name(f".ratings.sqlite.{name}") for name in kept)])
+    assert sorted(path.parent.iterdir()) == kept_files
+
+    # with the store there: what a desk-load killed after another placed its store left, on a machine whose name
+    # has dots, and SQLite's journal beside it
+    monkeypatch.setattr(store_module.socket, "gethostname", lambda: "node7.cluster.example")
+    for name in (f"node7.cluster.example.{dead}.1a2b3c4d.tmp", f"node7.cluster.example.{dead}.1a2b3c4d.tmp-journal"):
+        path.with_name(f".ratings.sqlite.{name}").write_bytes(b"")
+    unremovable = path.with_name(f".ratings.sqlite.node7.cluster.example.{dead}.5e6f7a8b.tmp")
+    another_users = path.with_name(".ratings.sqlite.node7.cluster.example.424242.5e6f7a8b.tmp")
+    for name in (unremovable, another_users):
+        name.write_bytes(b"")
+    kill = os.kill
+
+    def running_as_another_user(pid: int, signal: int) -> None:
+        if pid == 424242:
+            raise PermissionError(1, "Operation not permitted")
+        kill(pid, signal)
+
+    monkeypatch.setattr(store_module.os, "kill", running_as_another_user)
+    unlink = Path.unlink
+
+    def refused(self: Path, missing_ok: bool = False) -> None:  # another user's, in a folder with the sticky bit
+        if self == unremovable:
+            raise PermissionError(1, "Operation not permitted")
+        unlink(self, missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", refused)
+    with ReviewStore(path, create=True) as store:
+        assert store.verify().problems == ()
+    assert sorted(path.parent.iterdir()) == sorted([*kept_files, unremovable, another_users])
 
 
 def test_what_a_workflow_reads_as_it_plans_changes_no_byte_of_an_older_store(desk):

@@ -30,7 +30,7 @@ import socket
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import closing, contextmanager
+from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,7 +91,6 @@ def _create_whole(path: Path) -> None:
     """An empty store at ``path``, made under a temporary name and linked into place: a store is there whole or not
     at all (a stop halfway leaves none), and of two processes that make it at once, the second opens the first's."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stores_left_half_made(path)
     made = path.with_name(f".{path.name}.{socket.gethostname()}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
         with closing(sqlite3.connect(made)) as db:
@@ -108,24 +107,28 @@ def _create_whole(path: Path) -> None:
 
 
 def _remove_stores_left_half_made(path: Path) -> None:
-    """The temporary stores beside ``path`` of processes of this machine that were killed while making one (the
-    file's name says whose it is; those of another machine sharing the folder, and of a live process, are kept)."""
+    """The temporary stores beside ``path`` that processes of this machine left when they were killed making one
+    (its name says whose it is; another machine's sharing the folder, a live process's, and one this user may not
+    remove are kept)."""
     prefix, host = f".{path.name}.", socket.gethostname()
     for left in path.parent.glob(f"{glob.escape(prefix)}*.tmp*"):  # with its journal, where SQLite left one
         parts = left.name.removeprefix(prefix).removesuffix("-journal").rsplit(".", 3)  # host, pid, token, "tmp"
-        mine = len(parts) == 4 and parts[3] == "tmp" and parts[0] == host and parts[1].isdigit()
-        if mine and not _alive(int(parts[1])):
-            left.unlink(missing_ok=True)
+        if len(parts) == 4 and parts[3] == "tmp" and parts[0] == host and _dead(parts[1]):
+            with suppress(OSError):
+                left.unlink()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+def _dead(pid: str) -> bool:
+    """Whether the process ``pid`` (as a file name gives it) is known to be gone."""
+    if not (pid.isascii() and pid.isdecimal()):
         return False
-    except PermissionError:  # another user's
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except (OSError, OverflowError):  # another user's (EPERM), or a number no pid is
         pass
-    return True
+    return False
 
 
 # the log's rules, by name: a store that lacks one (made before it was written) gets it when it is opened
@@ -212,6 +215,8 @@ class ReviewStore:
         self, path: str | os.PathLike[str], *, create: bool = False, read_only: bool = False, check_pages: bool = True
     ) -> None:
         self.path = Path(path)
+        if create:
+            _remove_stores_left_half_made(self.path)
         if not self.path.exists():
             if not create:
                 raise H2HTalkError(f"no review store at {self.path}: load the desk's items first (h2htalk desk-load)")
