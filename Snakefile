@@ -61,5 +61,6 @@ for _target, _files in RULES.named_targets().items():
 
 
 # What loading made lives as long as the run: Python's collector need not walk it again each time Snakemake's DAG
-# adds objects (about 0.5 s of the paper's 3.8 s dry run: benchmarks/dry_run.py).
+# adds objects (about 0.5 s of the paper's 3.8 s dry run: benchmarks/dry_run.py). Its garbage is freed first.
+gc.collect()
 gc.freeze()
