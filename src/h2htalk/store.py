@@ -18,6 +18,7 @@ import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from h2htalk.errors import H2HTalkError
 
@@ -34,13 +35,17 @@ def page_problems(db: sqlite3.Connection) -> list[str]:
     return [] if found == ["ok"] else [line for p in found for line in p.splitlines() if not line.startswith("***")]
 
 
-def roll_back_a_stopped_write(path: str | os.PathLike[str]) -> None:
-    """Where a writer stopped halfway through a transaction left its journal beside the file at ``path``, let SQLite
-    roll it back, which a read-only connection cannot do ("attempt to write a readonly database"): recovery of the
-    file as last committed, no change of it."""
+def connect_read_only(
+    path: str | os.PathLike[str], timeout: float = LOCK_TIMEOUT_S, **options: Any
+) -> sqlite3.Connection:
+    """A connection that reads the file at ``path`` as last committed and changes nothing (SQLite's ``mode=ro``).
+    Where a writer stopped halfway through a transaction left its journal beside the file, SQLite first rolls it
+    back, which a read-only connection cannot do ("attempt to write a readonly database"): recovery of the file as
+    last committed, no change of it."""
     if os.path.exists(f"{path}-journal"):
-        with contextlib.closing(sqlite3.connect(path, timeout=LOCK_TIMEOUT_S)) as db:
+        with contextlib.closing(sqlite3.connect(path, timeout=timeout)) as db:
             db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+    return sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=timeout, **options)
 
 
 class CacheDamaged(H2HTalkError):
@@ -54,8 +59,7 @@ class SqliteStore:
         self.path = Path(path)
         self.holds, self.redo = holds, redo
         if read_only:  # a look at what a file holds (the plan), changing nothing, creating nothing
-            roll_back_a_stopped_write(self.path)
-            self._db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=LOCK_TIMEOUT_S)
+            self._db = connect_read_only(self.path)
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # autocommit mode: transactions are opened explicitly, each write in one

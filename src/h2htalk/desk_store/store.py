@@ -41,7 +41,7 @@ from h2htalk.desk_store.tasks import TASK_OF_SHEET, Refused, complete_values
 from h2htalk.errors import ConfigError, H2HTalkError
 from h2htalk.io import sha256_file
 from h2htalk.sheets import Rating, Sheet
-from h2htalk.store import page_problems, roll_back_a_stopped_write
+from h2htalk.store import connect_read_only, page_problems
 
 logger = logging.getLogger(__name__)
 
@@ -221,13 +221,9 @@ class ReviewStore:
             if not create:
                 raise H2HTalkError(f"no review store at {self.path}: load the desk's items first (h2htalk desk-load)")
             _create_whole(self.path)
-        where = f"{self.path.resolve().as_uri()}?mode=ro" if read_only else self.path
         try:
-            if read_only:
-                roll_back_a_stopped_write(self.path)
-            self.db = sqlite3.connect(
-                where, timeout=LOCK_TIMEOUT_S, isolation_level=None, check_same_thread=False, uri=read_only
-            )  # fmt: skip
+            connect = connect_read_only if read_only else sqlite3.connect
+            self.db = connect(self.path, timeout=LOCK_TIMEOUT_S, isolation_level=None, check_same_thread=False)
             self.db.row_factory = sqlite3.Row
             if not read_only:
                 self.db.execute("PRAGMA journal_mode=DELETE")
