@@ -84,9 +84,10 @@ def _kind(command: Command, name: str, hint: Any) -> tuple[Any, bool]:
             raise CommandError(f"command {command.name}: {name}: {hint} is several types; give it one (or one | None)")
         hint = members[0]
     if get_origin(hint) in SEQUENCES:
-        if (one := _kind(command, name, get_args(hint)[0]))[1]:
+        kind, nested = _kind(command, name, get_args(hint)[0])
+        if nested:
             raise CommandError(f"command {command.name}: {name}: {hint} is a sequence of sequences; give it one")
-        return one[0], True
+        return kind, True
     return hint, False
 
 
