@@ -8,7 +8,7 @@ import inspect
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, Literal, get_args
 
 import pytest
 from hypothesis import given, settings
@@ -155,6 +155,50 @@ def test_a_parameter_of_two_types_or_a_sequence_of_sequences_is_refused_and_a_pa
     two_types.__annotations__["files"] = "Sequence[Path]"
     given = parser_of(command("paths")(two_types)).parse_args(["--out", "a.txt", "--files", "b", "c"])
     assert (given.out, given.files) == (Path("a.txt"), [Path("b"), Path("c")])
+
+
+@pytest.mark.parametrize(
+    ("annotations", "declared", "error"),
+    [
+        ({"mode": "dict[str, str]"}, {}, r"mode: dict\[str, str\] is no type the command line gives"),
+        ({"mode": Literal["a", "b"]}, {}, r"mode: typing.Literal\['a', 'b'\] is no type the command line gives"),
+        ({"first": "bool"}, {}, r"first: <class 'bool'> is no type the command line gives"),
+        ({"first": "str"}, {"each": {"first": "--first"}}, r"first: each= is for a sequence, choices= for a value"),
+        ({"log": "str"}, {}, r"log: a name the h2htalk command takes itself"),
+        ({"mode": None}, {}, r"mode: no type, or \*args or \*\*kwargs"),
+        ({}, {"reads": ("review.stor",)}, r"reads review.stor: not a key of the config schema"),
+    ],
+)  # fmt: skip
+def test_a_parameter_the_command_line_cannot_give_as_declared_is_refused_naming_it(annotations, declared, error):
+    """A ``dict`` or ``Literal`` would be given the text as typed, a positional ``bool`` always True, ``log`` would
+    take the place of the ``--log`` every command has, and an unread key would fail the command when it runs."""
+
+    def toy(first: str, /, mode: str = "a", log: str = "") -> None:
+        """Toy.
+
+        first: the first
+        mode: the mode
+        log: a log
+        """
+
+    for name, hint in annotations.items():
+        if hint is None:
+            del toy.__annotations__[name]
+        else:
+            toy.__annotations__[name] = hint
+    with pytest.raises(CommandError, match=rf"command toy: {error}"):
+        parser_of(command("toy", **declared)(toy))
+
+
+def test_args_or_kwargs_are_refused():
+    def toy(*names: str) -> None:
+        """Toy.
+
+        names: the names
+        """
+
+    with pytest.raises(CommandError, match=r"command toy: names: no type, or \*args or \*\*kwargs"):
+        parser_of(command("toy")(toy))
 
 
 def test_every_module_that_declares_a_command_is_one_the_command_line_reads():

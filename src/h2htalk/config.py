@@ -18,7 +18,7 @@ import yaml
 
 from h2htalk.cells import RunCells
 from h2htalk.commands import command
-from h2htalk.errors import ConfigError
+from h2htalk.errors import ConfigError, H2HTalkError
 from h2htalk.io import parse_yaml, write_text_atomic
 from h2htalk.llm.engines import engine_of, registry_schema, require_environment
 from h2htalk.prefetch import embedder_downloads, pinned_embedder, pinned_model, read_records
@@ -458,18 +458,46 @@ def read_validated(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     return json.loads(data) if hashlib.sha256(data).hexdigest() == digest else None
 
 
-def settings_view(config: Mapping[str, Any], sections: Sequence[str]) -> dict[str, Any]:
+class UndeclaredSetting(H2HTalkError, KeyError):
+    """A config key read by a stage or command that does not declare it (``reads``): it would change without
+    rerunning what read it."""
+
+    def __str__(self) -> str:  # KeyError's own would quote the message
+        return str(self.args[0])
+
+
+class SettingsView(dict):  # type: ignore[type-arg]
+    """The part of the config a reader declares: a key it lacks is an ``UndeclaredSetting`` naming it."""
+
+    def __init__(self, reader: str, path: str = "") -> None:
+        super().__init__()
+        self.reader, self.path = reader, path
+
+    def __missing__(self, key: str) -> Any:
+        raise UndeclaredSetting(
+            f"{self.reader} reads config key {self.path + key!r}, which it does not declare (reads=)"
+        )
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> SettingsView:
+        copied = SettingsView(self.reader, self.path)
+        copied.update(copy.deepcopy(dict(self), memo))
+        return copied
+
+
+def settings_view(config: Mapping[str, Any], sections: Sequence[str], reader: str = "it") -> dict[str, Any]:
     """Only the ``sections`` a stage declares it reads (top-level keys, or dotted paths to keys inside one; ``*``:
-    everything; ``-key``: a key of a section read whole left out): reading anything else is an error, never a
-    setting that changes without rerunning the stage's jobs. A key added to a section read whole is read."""
+    everything; ``-key``: a key of a section read whole left out): reading anything else is an error naming
+    ``reader`` (an ``UndeclaredSetting``), never a setting that changes without rerunning the stage's jobs. A key
+    added to a section read whole is read."""
     if "*" in sections:
         return copy.deepcopy(dict(config))
-    view: dict[str, Any] = {}
+    view = SettingsView(reader)
     for section in (s for s in sections if not s.startswith("-")):
         *parents, leaf = section.split(".")
         source, target = config, view
-        for part in parents:
-            source, target = source[part], target.setdefault(part, {})
+        for index, part in enumerate(parents):
+            made = SettingsView(reader, ".".join(parents[: index + 1]) + ".")
+            source, target = source[part], target.setdefault(part, made)
         target[leaf] = copy.deepcopy(source[leaf])
     for left_out in (s[1:] for s in sections if s.startswith("-")):
         *parents, leaf = left_out.split(".")
@@ -478,6 +506,30 @@ def settings_view(config: Mapping[str, Any], sections: Sequence[str]) -> dict[st
             node = node[part]
         node.pop(leaf)
     return view
+
+
+def in_schema(key: str) -> bool:
+    """Whether a dotted config key (``-key``: one left out of a section read whole) is one the schema defines (under
+    a mapping of free names, such as the embedders', a key its values' schema defines)."""
+    node = _config_schema()
+    for part in key.removeprefix("-").split("."):
+        properties, free = node.get("properties", {}), node.get("additionalProperties")
+        if part in properties:
+            node = properties[part]
+        elif isinstance(free, dict) and not properties:
+            node = free
+        else:
+            return bool(free) and not properties
+    return True
+
+
+def schema_keys(node: Mapping[str, Any] | None = None, prefix: str = "") -> list[str]:
+    """Every dotted key the config schema names (to suggest one for a misspelt key)."""
+    properties = (_config_schema() if node is None else node).get("properties", {})
+    return [k for name, sub in properties.items() for k in (prefix + name, *schema_keys(sub, f"{prefix}{name}."))]
+
+
+_config_schema = functools.cache(load_schema)  # read once: every key every stage and command reads is looked up
 
 
 def deep_update(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from h2htalk.cli.options import OPTIONS, add_command, add_results, load_config
 from h2htalk.commands import Command, CommandError, declared_in
+from h2htalk.config import in_schema
 from h2htalk.layout import Layout
 
 # The modules that declare commands, in the order ``h2htalk --help`` lists them; importing them must stay cheap (every
@@ -21,6 +22,7 @@ from h2htalk.layout import Layout
 MODULES = ("h2htalk.config", "h2htalk.instance_schema", "h2htalk.scoring.upstream", "h2htalk.plan.rates",
            "h2htalk.review.desk", "h2htalk.evaluation")  # fmt: skip
 SEQUENCES, UNIONS = (list, tuple, Sequence), (Union, types.UnionType)
+TAKEN = ("verbose", "log", "command", "handler", "reads")  # what the h2htalk command and every sub-command set
 
 
 def register(sub: Any) -> None:
@@ -38,7 +40,12 @@ def add(sub: Any, command: Command) -> None:
         hints, helps = get_type_hints(command.run), command.parameter_help
     except NameError as exc:  # a type imported for the type checker alone
         raise CommandError(f"command {command.name}: {exc}: its parameters' types are read when it runs") from None
+    if wrong := [key for key in command.reads if not in_schema(key)]:
+        raise CommandError(f"command {command.name}: reads {', '.join(wrong)}: not a key of the config schema")
     for name, parameter in inspect.signature(command.run).parameters.items():
+        if name not in hints or name in TAKEN or parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            why = "a name the h2htalk command takes itself" if name in TAKEN else "no type, or *args or **kwargs"
+            raise CommandError(f"command {command.name}: {name}: {why}: give each argument a name and a type")
         if hints[name] is Layout:
             add_results(parser)
         elif name not in command.sections and name not in made:
@@ -52,6 +59,13 @@ def argument(command: Command, parameter: inspect.Parameter, hint: Any, help: st
     """The name or flags of ``parameter``'s argument, and its settings (``add_argument``'s keywords)."""
     name, default = parameter.name, parameter.default
     kind, many = _kind(command, name, hint)
+    positional = parameter.kind is parameter.POSITIONAL_ONLY
+    given = kind in (str, int, float, bool, Path) or get_origin(kind) is os.PathLike
+    if not given or (kind is bool and positional):
+        raise CommandError(f"command {command.name}: {name}: {hint} is no type the command line gives (str, int, float,"
+                           " Path, a flag's bool, or a sequence of one)")  # fmt: skip
+    if (name in command.each and not many) or (name in command.choices and kind is bool):
+        raise CommandError(f"command {command.name}: {name}: each= is for a sequence, choices= for a value")
     # (by identity: 0 and 1 are defaults to show; a switch that is on says so itself)
     shown = not any(default is unsaid for unsaid in (None, False, True, parameter.empty)) and default != ()
     spec: dict[str, Any] = {"help": f"{help} (default: {default})" if shown else help}
@@ -69,7 +83,7 @@ def argument(command: Command, parameter: inspect.Parameter, hint: Any, help: st
         return [command.each[name]], {**spec, "action": "append", "dest": name}
     if many:
         spec["nargs"] = "+"
-    if parameter.kind is parameter.POSITIONAL_ONLY:  # given always (``command`` refuses one with a default)
+    if positional:  # given always (``command`` refuses one with a default)
         return [name], spec
     flags = [*filter(None, [command.short.get(name)]), f"--{name.replace('_', '-')}"]  # argparse's dest: the name
     return flags, {**spec, "required": True} if default is parameter.empty else {**spec, "default": default}

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from h2htalk.commands import OptionGroup
+from h2htalk.commands import CommandError, OptionGroup
 from h2htalk.config import command_config, settings_view
 from h2htalk.layout import Layout
 
@@ -29,7 +29,10 @@ def add_command(
 ) -> argparse.ArgumentParser:
     """A sub-command; ``reads``: the config sections its settings come from; it gets ``--config`` when it reads any,
     or when its files depend on the configuration (``config``: every stage's do)."""
-    parser = sub.add_parser(name, help=help, description=help)
+    try:
+        parser = sub.add_parser(name, help=help, description=help)
+    except argparse.ArgumentError as exc:  # a stage and a command of one name
+        raise CommandError(f"command {name}: declared twice (a stage's or an @command's): {exc}") from None
     parser.set_defaults(handler=handler, reads=tuple(reads))
     if reads or config:
         parser.add_argument(

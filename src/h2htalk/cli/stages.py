@@ -15,7 +15,7 @@ from h2htalk.config import load_registry, registry_entry, registry_files
 from h2htalk.figures import FIGURE_NAMES
 from h2htalk.progress import summary
 from h2htalk.settings import STUDIES, VARIANTS
-from h2htalk.stages.spec import Stage
+from h2htalk.stages.spec import Stage, StageError
 from h2htalk.stages.table import STAGES
 from h2htalk.subtasks import SUBTASK_KEYS
 
@@ -53,11 +53,14 @@ def register(sub: Any) -> None:
     for stage in STAGES:
         parser = add_command(sub, stage.command_name, partial(run_stage, stage), stage.help, stage.reads, config=True)
         add_results(parser)
-        for label in stage.labels:
-            kind, choices = LABEL_TYPES.get(label, str), LABEL_CHOICES.get(label)
-            parser.add_argument(f"--{label}", required=True, type=kind, choices=choices, help=f"the job's {label}")
-        for group in stage.options:
-            OPTIONS[group](parser)
+        try:
+            for label in stage.labels:
+                kind, choices = LABEL_TYPES.get(label, str), LABEL_CHOICES.get(label)
+                parser.add_argument(f"--{label}", required=True, type=kind, choices=choices, help=f"the job's {label}")
+            for group in stage.options:
+                OPTIONS[group](parser)
+        except argparse.ArgumentError as exc:  # a label named as an option of its command (--results, --concurrency)
+            raise StageError(f"stage {stage.name}: a label or option group: {exc}") from None
 
 
 def run_stage(stage: Stage, args: argparse.Namespace) -> int:
@@ -68,6 +71,9 @@ def run_stage(stage: Stage, args: argparse.Namespace) -> int:
     for path in (path for paths in job.outputs.values() for path in paths):  # as Snakemake does before a job
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     done = job.call()
+    unwritten = [p for name, ps in job.outputs.items() if name != "meta" for p in ps if not os.path.exists(p)]
+    if unwritten:  # said here, not as Snakemake's missing outputs after waiting for a slow file system
+        raise StageError(f"stage {stage.name}: declared outputs it did not write: {', '.join(unwritten)}")
     if stage.product:  # a table's or figure's provenance records every input it read
         from h2htalk.provenance import write_table_meta
 

@@ -4,6 +4,7 @@ rule, command or job exists."""
 
 from __future__ import annotations
 
+import difflib
 import inspect
 from collections.abc import Callable
 from dataclasses import replace
@@ -12,10 +13,9 @@ from importlib import resources
 from typing import Any, get_args
 
 from h2htalk.commands import unknown_options
-from h2htalk.config import load_schema
-from h2htalk.errors import H2HTalkError
+from h2htalk.config import default_config, in_schema, schema_keys, settings_view
 from h2htalk.layout import CELL_KINDS, PATTERNS
-from h2htalk.stages.spec import Cells, Each, Figure, One, Stage, Where, no_cells, no_models, typed_settings
+from h2htalk.stages.spec import Cells, Each, Figure, One, Stage, StageError, Where, no_cells, no_models, typed_setting
 from h2htalk.stages.steps import declared_steps
 
 
@@ -27,13 +27,19 @@ def stage(name: str, help: str, **declared: Any) -> Callable[[Callable[..., Any]
 
     def declare(function: Callable[..., Any]) -> Callable[..., Any]:
         found = Stage(name, function, help, **declared)
+        for field, made in MADE_BY_THE_MACHINERY.items():
+            if made in getattr(found, field):
+                raise StageError(f"stage {name}: {field}.{made}: a product's provenance, which the machinery adds")
         if found.product is not None:
-            first = next(iter(found.outputs.values()))
+            first = next(iter(found.outputs.values()), None)
             if not isinstance(first, Figure):
                 raise StageError(f"stage {name}: outputs: a product's files are in the tables folder (Figure)")
             found = replace(found, inputs={"provenance": One("provenance"), **found.inputs},
                             outputs={"meta": Figure(first.stem, ".meta.json"), **found.outputs})  # fmt: skip
+        elif any(isinstance(spec, Figure) for spec in found.outputs.values()):
+            raise StageError(f"stage {name}: outputs: a file in the tables folder is a product's (product=...)")
         function.stages = (checked(found), *getattr(function, "stages", ()))  # type: ignore[attr-defined]
+        DECLARED.setdefault(function.__module__, {})[function] = None
         return function
 
     return declare
@@ -45,22 +51,8 @@ MACHINERY = frozenset({"config", "run", "cells", "results", "models", "options",
 MADE_BY_THE_MACHINERY = {"inputs": "provenance", "outputs": "meta"}  # a product's provenance: never a parameter
 
 
-class StageError(H2HTalkError):
-    """A stage declared wrong (raised when its module loads)."""
-
-
-_schema = cache(load_schema)  # read once: every key every stage reads is looked up in it
-
-
-def in_schema(key: str) -> bool:
-    """Whether a dotted config key (``-key``: one left out of a section read whole) is one the schema defines."""
-    node = _schema()
-    for part in key.removeprefix("-").split("."):
-        properties = node.get("properties", {})
-        if part not in properties:
-            return bool(node.get("additionalProperties")) and not properties  # a free mapping: embedders' names
-        node = properties[part]
-    return True
+DECLARED: dict[str, dict[Callable[..., Any], None]] = {}  # module -> the functions declared in it, in order
+_default = cache(default_config)  # the schema's defaults: what a declared reading is tried on
 
 
 def checked(stage: Stage) -> Stage:
@@ -74,7 +66,7 @@ def checked(stage: Stage) -> Stage:
     for name in dict.fromkeys(n for n in named if named.count(n) > 1 or n in MACHINERY):
         fail(name, "named twice among the inputs, outputs and labels, or as a machinery argument: one hides the other")
     for name, parameter in parameters.items():
-        if not (name in named or name in MACHINERY or parameter.annotation in typed_settings()):
+        if not (name in named or name in MACHINERY or typed_setting(parameter.annotation)):
             fail(name, "a parameter that is no declared input, output, label, machinery argument or typed setting")
     for field, files in (("inputs", stage.inputs), ("outputs", stage.outputs), ("keeps", stage.keeps)):
         for name, spec in files.items():
@@ -93,7 +85,20 @@ def checked(stage: Stage) -> Stage:
         fail("steps", "model calls the plan would not count: a stage that declares them is planned (planned=True)")
     for key in stage.reads:
         if key != "*" and not in_schema(key):
-            fail(f"reads {key!r}", "not a key of the config schema (workflow/schemas/config.schema.yaml)")
+            close = difflib.get_close_matches(key.removeprefix("-"), schema_keys(), n=1)
+            fail(
+                f"reads {key!r}", "not a key of the config schema" + (f" (did you mean {close[0]!r}?)" if close else "")
+            )
+    try:
+        view = settings_view(_default(), stage.reads, "the stage")
+    except KeyError as exc:  # a key left out ("-key") of a section the stage does not read whole
+        fail("reads", f"{exc}: a key left out (-key) of a section it does not read")
+    for name, parameter in parameters.items():  # a typed setting reads only what the stage declares
+        if kind := typed_setting(parameter.annotation):
+            try:
+                kind.from_config(view)
+            except KeyError as exc:
+                fail(name, f"{kind.__name__}: {exc}")
     for folder in stage.uses:  # a folder that is not there would leave the stage out of date when its files change
         if not resources.files("h2htalk.resources").joinpath(folder).is_dir():
             fail(f"uses {folder!r}", "no folder of the package's resources (src/h2htalk/resources/)")
@@ -135,20 +140,46 @@ def check_names(stages: tuple[Stage, ...]) -> None:
     """No two stages have one name or one command (a rule, a sub-command and a plan step each)."""
     seen: dict[tuple[str, str], Stage] = {}
     for stage in stages:
+        if not stage.name.isidentifier() or stage.name == "all":  # a rule's name, and a word of its command line
+            raise StageError(f"stage {stage.name}: name: a rule's name is a Python identifier, and not 'all'")
         for field, name in (("name", stage.name), ("command", stage.command_name)):
             if (first := seen.setdefault((field, name), stage)) is not stage:
                 functions = " and ".join(f"{s.run.__module__}.{s.run.__qualname__}" for s in (first, stage))
                 raise StageError(f"stage {stage.name}: {field}: {name!r} is declared twice ({functions})")
 
 
-def check_one_writer(stages: tuple[Stage, ...], scope: Any) -> None:
-    """No file is an output of two stages, in the run of ``scope`` (two stages may write one kind of file for
-    different jobs: generate and baseline_answers, each for its own models)."""
+def check_one_writer(stages: tuple[Stage, ...], scope: Any, run: str = "the schema's default run") -> None:
+    """Every job of ``stages`` in the ``run`` of ``scope`` resolves its outputs (and in the default run its inputs
+    and models), and no file is an output of two stages, or inside a folder another stage writes (two stages may
+    write one kind of file for different jobs: generate and baseline_answers, each for its own models)."""
+    whole = run == "the schema's default run"  # a run's own inputs are resolved by Snakemake, naming the rule
     writer: dict[str, str] = {}
+    folders: dict[str, str] = {}  # a folder output -> its stage
     for stage in stages:
-        for labels in stage.jobs(scope.run):
-            files = stage.files("outputs", scope, labels).items()  # those it declares before the provenance added
-            for name, paths in sorted(files, key=lambda item: item[0] == "meta"):
+        try:  # a label its jobs lack, a misspelt list of the run: named here, not by a rule or a job
+            jobs = [(stage.files("outputs", scope, labels), whole and stage.files("inputs", scope, labels),
+                     whole and stage.starts(scope, labels)) for labels in stage.jobs(scope.run)]  # fmt: skip
+        except Exception as exc:
+            raise StageError(f"stage {stage.name}: its jobs' files in {run}: {type(exc).__name__}: {exc}") from exc
+        for outputs, _, _ in jobs:  # those it declares before the provenance added
+            for name, paths in sorted(outputs.items(), key=lambda item: item[0] == "meta"):
                 for path in paths:
                     if writer.setdefault(path, stage.name) != stage.name:
-                        raise StageError(f"stage {stage.name}: outputs.{name}: {path} is written by {writer[path]} too")
+                        raise StageError(f"stage {stage.name}: outputs.{name}: {path} is written by {writer[path]} too"
+                                         f" (in {run})")  # fmt: skip
+                    if getattr(stage.outputs[name], "directory", False):
+                        folders[path] = stage.name
+    for folder, owner in folders.items():
+        for path, name in writer.items():
+            if path.startswith(f"{folder}/") and name != owner:
+                raise StageError(f"stage {name}: outputs: {path} is inside {folder}, which {owner} writes")
+
+
+def check_reachable(module: str, functions: list[Callable[..., Any]]) -> None:
+    """Every function ``module`` declared a stage at is one of its ``functions`` (the module's own names): one hidden
+    by a later definition of its name, or declared inside a class, would leave its stages out silently."""
+    for function in DECLARED.get(module, {}):
+        if function not in functions:
+            names = ", ".join(stage.name for stage in function.stages)  # type: ignore[attr-defined]
+            raise StageError(f"stage {names}: {module}.{function.__qualname__} is no name of its module (a later"
+                             " definition of that name hides it, or it is not at the module's top level)")  # fmt: skip

@@ -24,9 +24,16 @@ from typing import Any, Literal, Protocol
 
 from h2htalk.cells import RunCells
 from h2htalk.commands import OptionGroup
+from h2htalk.errors import H2HTalkError
 from h2htalk.layout import Cell, Layout
 from h2htalk.sheets import Sheet
 from h2htalk.stages.steps import Step
+
+
+class StageError(H2HTalkError):
+    """A stage declared wrong: raised as its module loads (``h2htalk.stages.declare``), or, for what only a job
+    shows, when the job runs."""
+
 
 Labels = Mapping[str, str]  # a job's wildcards: model, embedder, subtask, variant, study, figure
 Where = Literal["local", "cpu", "model", "embedder"]
@@ -256,9 +263,9 @@ class Stage:
         and its files resolved (``more``: the command's ``options``, the registry's ``stages``)."""
         from h2htalk.config import settings_view
 
-        scope = Scope(config, results)
+        scope, view = Scope(config, results), settings_view(config, self.reads, f"stage {self.name}")
         return Job(
-            self, settings_view(config, self.reads), results, dict(labels), self.cells(scope.run, labels),
+            self, view, results, dict(labels), self.cells(scope.run, labels),
             self.files("inputs", scope, labels), self.files("outputs", scope, labels), models, **more,
         )  # fmt: skip
 
@@ -273,6 +280,14 @@ def typed_settings() -> dict[str, type]:
         if inspect.isclass(value) and hasattr(value, "from_config")
         and len(inspect.signature(value.from_config).parameters) == 1
     }  # fmt: skip
+
+
+def typed_setting(annotation: Any) -> type | None:
+    """The settings class a parameter's annotation names (as text, or the class itself), or None."""
+    found = typed_settings()
+    return (
+        found.get(annotation) if isinstance(annotation, str) else annotation if annotation in found.values() else None
+    )
 
 
 @dataclass(frozen=True)
@@ -306,9 +321,12 @@ class Job:
     stages: tuple[Stage, ...] = ()  # the registry's (what the plan plans)
 
     def call(self) -> Done:
-        """Run the stage's function, given what its parameters name (``argument``)."""
-        return self.stage.run(**{name: self.argument(name, p.annotation)
+        """Run the stage's function, given what its parameters name (``argument``): what it says."""
+        done = self.stage.run(**{name: self.argument(name, p.annotation)
                                  for name, p in inspect.signature(self.stage.run).parameters.items()})  # fmt: skip
+        if not isinstance(done, Done):
+            raise StageError(f"stage {self.stage.name}: {self.stage.run.__qualname__} returned {done!r}, not a Done")
+        return done
 
     def argument(self, name: str, annotation: Any) -> Any:
         """A file the stage declares (one path, or a list where it may be several), a label, a typed setting, or what
@@ -320,8 +338,8 @@ class Job:
                 return files[name][0] if one else files[name]
         if name in self.labels:
             return self.labels[name]
-        if annotation in typed_settings():
-            return typed_settings()[annotation].from_config(self.config)
+        if kind := typed_setting(annotation):
+            return kind.from_config(self.config)
         if name == "outputs":  # the one-file outputs by name (a table's csv, md, tex, ...)
             return {name: paths[0] for name, paths in self.outputs.items() if len(paths) == 1}
         return getattr(self, name)
@@ -332,5 +350,8 @@ class Job:
 
     def each(self, name: str, cell: Cell) -> str:
         """The path of input or output ``name`` (declared ``Each``) of one of the job's cells."""
-        spec = self.stage.inputs.get(name) or self.stage.outputs[name]
-        return spec.of(Scope(self.config, self.results), cell)  # type: ignore[union-attr]
+        spec = self.stage.inputs.get(name) or self.stage.outputs.get(name)
+        if not isinstance(spec, Each):
+            each = [n for n, s in (*self.stage.inputs.items(), *self.stage.outputs.items()) if isinstance(s, Each)]
+            raise StageError(f"stage {self.stage.name}: each({name!r}): no file of each cell of that name ({each})")
+        return spec.of(Scope(self.config, self.results), cell)

@@ -18,7 +18,7 @@ from h2htalk.commands import declared_in
 from h2htalk.config import default_config
 from h2htalk.layout import Layout
 from h2htalk.stages import jobs
-from h2htalk.stages.declare import check_names, check_one_writer, check_step_names
+from h2htalk.stages.declare import check_names, check_one_writer, check_reachable, check_step_names
 from h2htalk.stages.spec import Figure, Scope, Stage
 
 # The modules that declare the workflow's stages, in pipeline order. Importing them must stay cheap (every job and
@@ -76,9 +76,16 @@ def _plan_reads_what_it_plans(stages: list[Stage]) -> tuple[Stage, ...]:
     return tuple(replace(stage, reads=widest(stage.reads)) if stage.plans else stage for stage in stages)
 
 
-STAGES: tuple[Stage, ...] = _plan_reads_what_it_plans(
-    [stage for module in _modules() for function in declared_in(module, "stages") for stage in function.stages]
-)
+def _declared() -> list[Stage]:
+    found = []
+    for module in _modules():
+        functions = declared_in(module, "stages")
+        check_reachable(module, functions)
+        found += [stage for function in functions for stage in function.stages]
+    return found
+
+
+STAGES: tuple[Stage, ...] = _plan_reads_what_it_plans(_declared())
 BY_NAME = {stage.name: stage for stage in STAGES}
 check_names(STAGES)
 check_step_names(STAGES)

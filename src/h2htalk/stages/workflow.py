@@ -23,6 +23,7 @@ from h2htalk.desk_store.store import ratings_digest
 from h2htalk.io import remove_paths
 from h2htalk.layout import Layout
 from h2htalk.llm.engines import engine_of
+from h2htalk.stages.declare import check_one_writer
 from h2htalk.stages.spec import Scope, Stage
 from h2htalk.stages.table import BY_NAME, STAGES
 
@@ -62,6 +63,7 @@ class Rules:
         self.config, self.results, self.registry = config, results, registry
         self.scope = Scope(config, results)
         self.checkout = Path(checkout)  # the workflow's folder (its Snakefile's): the report's captions are under it
+        check_one_writer(STAGES, self.scope, "this run")  # the registry checked the default run as it loaded
 
     # --- files ----------------------------------------------------------------------------------------
 
