@@ -18,6 +18,8 @@ from h2htalk.stages.spec import Done, Each, Figure, Grows, One, Over, Product, S
 from h2htalk.stages.steps import Step, declared_steps, steps_making
 from h2htalk.stages.table import BY_NAME, CHECKED_RUN, STAGES
 
+from .conftest import REPO_ROOT
+
 
 def test_a_declared_input_that_is_no_parameter_fails_naming_the_stage_and_the_input():
     with pytest.raises(StageError, match=r"stage toy: inputs\.reports: declared but not a parameter of toy"):
@@ -214,7 +216,7 @@ def test_files_that_collide_only_in_another_run_are_found_when_that_run_loads(mo
     with pytest.raises(
         StageError, match=r"stage toy_too: outputs\.csv: .*zz_usem3\.csv is written by toy too \(in this run\)"
     ):
-        workflow.Rules(run, Layout("results", "demo"), {})
+        workflow.Rules(run, Layout("results", "demo"), {}, REPO_ROOT)
 
 
 def test_a_file_inside_a_folder_another_stage_writes_fails():
@@ -254,7 +256,7 @@ def test_a_file_its_jobs_cannot_resolve_fails_naming_the_stage_not_a_bare_error(
         (dict(product=Product("table", "Toy", "a toy", main="csv")), r"outputs: a product's files are in the tables"),
         (dict(reads=("scoring.bootstrapp",), **PLAIN), r"reads 'scoring\.bootstrapp': .*mean 'scoring\.bootstrap'"),
         (dict(reads=("-rubric_judge.alpha",), **PLAIN), r"reads: .*'rubric_judge'.*: a key left out \(-key\)"),
-        (dict(reads=("generation.rate_limits.gpt-4o.rpm",), **PLAIN), r"reads 'generation\.rate_limits\.gpt-4o\.rpm': not a"),
+        (dict(reads=("generation.rate_limits.gpt-4o.rpm",), **PLAIN), r"reads 'generation\.rate_limits\.gpt-4o\.rpm'"),
         (dict(reads=("scoring.embedders",), typed=True, **PLAIN),
          r"bootstrap: BootstrapSettings: the stage reads config key 'scoring\.bootstrap'"),
         (dict(name="zz a-b", **PLAIN), r"name: a rule's name is a Python identifier"),

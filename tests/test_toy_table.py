@@ -26,7 +26,7 @@ TOY = '''"""Answer length per cell: the mean length, in characters, of each cell
 
 from __future__ import annotations
 
-from h2htalk.io import iter_jsonl
+from h2htalk.io import iter_jsonl, write_text_atomic
 from h2htalk.stages.declare import stage
 from h2htalk.stages.spec import Done, Each, Product, figure_files
 
@@ -43,8 +43,7 @@ def answer_lengths(generations: list[str], cells, each, csv: str) -> Done:
     for cell in cells:
         texts = [record.get("response") or "" for _, record in iter_jsonl(each("generations", cell))]
         rows.append(f"{cell.model},{cell.variant},{cell.task},{sum(map(len, texts)) / max(len(texts), 1):.1f}")
-    with open(csv, "w", encoding="utf-8") as handle:
-        handle.write("\\n".join(rows) + "\\n")
+    write_text_atomic(csv, "\\n".join(rows) + "\\n")  # whole or not at all
     return Done(f"{len(cells)} cells")
 '''
 
