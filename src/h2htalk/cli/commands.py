@@ -46,13 +46,16 @@ def add(sub: Any, command: Command) -> None:
         if name not in hints or name in TAKEN or parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
             why = "a name the h2htalk command takes itself" if name in TAKEN else "no type, or *args or **kwargs"
             raise CommandError(f"command {command.name}: {name}: {why}: give each argument a name and a type")
-        if hints[name] is Layout:
-            add_results(parser)
-        elif name not in command.sections and name not in made:
-            if name not in helps:
-                raise CommandError(f"command {command.name}: {name}: no help (a docstring line '{name}: ...')")
-            flags, spec = argument(command, parameter, hints[name], helps[name])
-            parser.add_argument(*flags, **spec)
+        try:
+            if hints[name] is Layout:
+                add_results(parser)
+            elif name not in command.sections and name not in made:
+                if name not in helps:
+                    raise CommandError(f"command {command.name}: {name}: no help (a docstring line '{name}: ...')")
+                flags, spec = argument(command, parameter, hints[name], helps[name])
+                parser.add_argument(*flags, **spec)
+        except argparse.ArgumentError as exc:  # one flag made twice: --figures of the results tree and a parameter
+            raise CommandError(f"command {command.name}: {name}: {exc}") from None
 
 
 def argument(command: Command, parameter: inspect.Parameter, hint: Any, help: str) -> tuple[list[str], dict[str, Any]]:

@@ -71,7 +71,7 @@ def add_flag(parser: argparse.ArgumentParser | Any, flag: str, help: str, key: s
 
 def load_config(args: argparse.Namespace) -> dict[str, Any]:
     """The sections this command reads, from its validated configuration: files, then override flags."""
-    return settings_view(full_config(args), args.reads)
+    return settings_view(full_config(args), args.reads, f"command {getattr(args, 'command', '?')}")
 
 
 def full_config(args: argparse.Namespace) -> dict[str, Any]:

@@ -4,10 +4,10 @@ rule, command or job exists."""
 
 from __future__ import annotations
 
-import difflib
 import inspect
 from collections.abc import Callable
 from dataclasses import replace
+from difflib import get_close_matches
 from functools import cache
 from importlib import resources
 from typing import Any, get_args
@@ -27,10 +27,10 @@ def stage(name: str, help: str, **declared: Any) -> Callable[[Callable[..., Any]
 
     def declare(function: Callable[..., Any]) -> Callable[..., Any]:
         found = Stage(name, function, help, **declared)
-        for field, made in MADE_BY_THE_MACHINERY.items():
-            if made in getattr(found, field):
-                raise StageError(f"stage {name}: {field}.{made}: a product's provenance, which the machinery adds")
         if found.product is not None:
+            for field, made in MADE_BY_THE_MACHINERY.items():
+                if made in getattr(found, field):
+                    raise StageError(f"stage {name}: {field}.{made}: a product's provenance, which the machinery adds")
             first = next(iter(found.outputs.values()), None)
             if not isinstance(first, Figure):
                 raise StageError(f"stage {name}: outputs: a product's files are in the tables folder (Figure)")
@@ -85,14 +85,12 @@ def checked(stage: Stage) -> Stage:
         fail("steps", "model calls the plan would not count: a stage that declares them is planned (planned=True)")
     for key in stage.reads:
         if key != "*" and not in_schema(key):
-            close = difflib.get_close_matches(key.removeprefix("-"), schema_keys(), n=1)
-            fail(
-                f"reads {key!r}", "not a key of the config schema" + (f" (did you mean {close[0]!r}?)" if close else "")
-            )
+            close = [key[0] * key.startswith("-") + k for k in get_close_matches(key.lstrip("-"), schema_keys(), 1)]
+            fail(f"reads {key!r}", "not a key of the config schema" + "".join(f" (did you mean {k!r}?)" for k in close))
     try:
         view = settings_view(_default(), stage.reads, "the stage")
-    except KeyError as exc:  # a key left out ("-key") of a section the stage does not read whole
-        fail("reads", f"{exc}: a key left out (-key) of a section it does not read")
+    except KeyError as exc:  # a -key of a section not read whole, or a name of a free mapping the default lacks
+        fail("reads", f"{exc} (in the schema's default run; a -key is left out of a section read whole)")
     for name, parameter in parameters.items():  # a typed setting reads only what the stage declares
         if kind := typed_setting(parameter.annotation):
             try:
@@ -139,6 +137,9 @@ def check_step_names(stages: tuple[Stage, ...]) -> None:
 def check_names(stages: tuple[Stage, ...]) -> None:
     """No two stages have one name or one command (a rule, a sub-command and a plan step each)."""
     seen: dict[tuple[str, str], Stage] = {}
+    targets = {stage.targets: stage for stage in stages if isinstance(stage.targets, str) and stage.targets}
+    for target in targets.keys() & {"all", *(stage.name for stage in stages)}:
+        raise StageError(f"stage {targets[target].name}: targets: {target!r} is the name of a rule too")
     for stage in stages:
         if not stage.name.isidentifier() or stage.name == "all":  # a rule's name, and a word of its command line
             raise StageError(f"stage {stage.name}: name: a rule's name is a Python identifier, and not 'all'")
@@ -181,5 +182,7 @@ def check_reachable(module: str, functions: list[Callable[..., Any]]) -> None:
     for function in DECLARED.get(module, {}):
         if function not in functions:
             names = ", ".join(stage.name for stage in function.stages)  # type: ignore[attr-defined]
-            raise StageError(f"stage {names}: {module}.{function.__qualname__} is no name of its module (a later"
-                             " definition of that name hides it, or it is not at the module's top level)")  # fmt: skip
+            wrapped = any(inspect.unwrap(f) is function for f in functions)  # its jobs would call it, not the wrapper
+            why = "a decorator above @stage wraps it: put @stage on top" if wrapped else "a later definition of that" \
+                " name hides it, or it is not at the module's top level"  # fmt: skip
+            raise StageError(f"stage {names}: {module}.{function.__qualname__} is no name of its module ({why})")
