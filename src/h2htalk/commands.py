@@ -12,6 +12,9 @@ signature and docstring (``h2htalk.cli.commands``):
   is a switch (one on by default: ``--no-NAME``); ``int``, ``float`` and paths are converted; a sequence takes one
   or more values (``each``: one per flag, ``--task a --task b``); ``choices``, ``metavar`` and a ``short`` flag are
   declared per parameter;
+- a parameter the command line cannot give as declared (no type, a mapping or a ``Literal``, ``*args``, a positional
+  ``bool``, a name the ``h2htalk`` command takes itself such as ``log``), or a read key the schema lacks, fails the
+  building of the parser, naming the command and the parameter;
 - what it returns is printed: a ``str``, or lines (a row of several fields: tab separated); None prints nothing.
   The exit status is 0, or 2 for an ``H2HTalkError`` (a line naming the problem).
 """

@@ -149,20 +149,23 @@ def check_names(stages: tuple[Stage, ...]) -> None:
                 raise StageError(f"stage {stage.name}: {field}: {name!r} is declared twice ({functions})")
 
 
-def check_one_writer(stages: tuple[Stage, ...], scope: Any, run: str = "the schema's default run") -> None:
-    """Every job of ``stages`` in the ``run`` of ``scope`` resolves its outputs (and in the default run its inputs
-    and models), and no file is an output of two stages, or inside a folder another stage writes (two stages may
-    write one kind of file for different jobs: generate and baseline_answers, each for its own models)."""
-    whole = run == "the schema's default run"  # a run's own inputs are resolved by Snakemake, naming the rule
+def check_one_writer(
+    stages: tuple[Stage, ...], scope: Any, run: str = "the schema's default run", inputs: bool = True
+) -> None:
+    """Every job of ``stages`` in the ``run`` of ``scope`` resolves its outputs (and its ``inputs`` and models), and
+    no file is an output of two stages, or inside a folder another stage writes (two stages may write one kind of
+    file for different jobs: generate and baseline_answers, each for its own models)."""
     writer: dict[str, str] = {}
     folders: dict[str, str] = {}  # a folder output -> its stage
     for stage in stages:
         try:  # a label its jobs lack, a misspelt list of the run: named here, not by a rule or a job
-            jobs = [(stage.files("outputs", scope, labels), whole and stage.files("inputs", scope, labels),
-                     whole and stage.starts(scope, labels)) for labels in stage.jobs(scope.run)]  # fmt: skip
+            jobs = stage.jobs(scope.run)
+            made = [stage.files("outputs", scope, labels) for labels in jobs]
+            for labels in jobs if inputs else ():
+                stage.files("inputs", scope, labels), stage.starts(scope, labels)
         except Exception as exc:
             raise StageError(f"stage {stage.name}: its jobs' files in {run}: {type(exc).__name__}: {exc}") from exc
-        for outputs, _, _ in jobs:  # those it declares before the provenance added
+        for outputs in made:  # those it declares before the provenance added
             for name, paths in sorted(outputs.items(), key=lambda item: item[0] == "meta"):
                 for path in paths:
                     if writer.setdefault(path, stage.name) != stage.name:

@@ -63,7 +63,8 @@ class Rules:
         self.config, self.results, self.registry = config, results, registry
         self.scope = Scope(config, results)
         self.checkout = Path(checkout)  # the workflow's folder (its Snakefile's): the report's captions are under it
-        check_one_writer(STAGES, self.scope, "this run")  # the registry checked the default run as it loaded
+        # the registry checked the default run as it loaded; Snakemake resolves the run's inputs, naming the rule
+        check_one_writer(STAGES, self.scope, "this run", inputs=False)
 
     # --- files ----------------------------------------------------------------------------------------
 
