@@ -236,6 +236,8 @@ def test_a_file_inside_a_folder_another_stage_writes_fails():
         dict(jobs=Over(model=lambda run: run.modles), outputs={"summary": One("generation_run")}),  # a list misspelt
         dict(jobs=Over(model=lambda run: run.models), outputs={"summary": One("generation_run")},
              inputs={"curated": One("curated", over=("subtask", "subtaks"))}),  # an input's list misspelt
+        dict(jobs=Over(model=lambda run: run.models), outputs=figure_files("zz_{model}", summary=".csv"),
+             product=Product("table", {"b-model": "B"}, "a toy", main="summary")),  # a title for some of its jobs
     ],
 )  # fmt: skip
 def test_a_file_its_jobs_cannot_resolve_fails_naming_the_stage_not_a_bare_error(declared):
@@ -243,7 +245,7 @@ def test_a_file_its_jobs_cannot_resolve_fails_naming_the_stage_not_a_bare_error(
     def toy(summary: str, inputs: dict[str, list[str]]) -> None: ...
 
     with pytest.raises(
-        StageError, match=r"^stage toy: its jobs' files in the schema's default run: (Key|Attribute)Error"
+        StageError, match=r"^stage toy: its jobs' files or titles in the schema's default run: (Key|Attribute)Error"
     ):
         check_one_writer((*STAGES, *toy.stages), CHECKED_RUN)
 
@@ -276,6 +278,15 @@ def test_a_declaration_that_would_go_wrong_later_fails_as_it_loads(declared, err
 
     with pytest.raises(StageError, match=rf"^stage {name}: {error}"):
         check_names(stage(name, "a toy", **declared)(typed_toy if typed else toy).stages)
+
+
+def test_the_base_of_the_settings_of_one_section_is_no_typed_setting():
+    from h2htalk.settings import FromSection
+
+    def toy(csv: str, judge: FromSection) -> None: ...
+
+    with pytest.raises(StageError, match=r"^stage toy: judge: a parameter that is no declared input, output, label"):
+        stage("toy", "a toy", reads=("rubric_judge",), **PLAIN)(toy)
 
 
 def test_a_typed_setting_is_taken_by_its_class_too():

@@ -161,10 +161,14 @@ def check_one_writer(
         try:  # a label its jobs lack, a misspelt list of the run: named here, not by a rule or a job
             jobs = stage.jobs(scope.run)
             made = [stage.files("outputs", scope, labels) for labels in jobs]
+            for labels in jobs if stage.product else ():  # its title and caption, by its label where they are so
+                stage.product.about(labels)  # type: ignore[union-attr]
             for labels in jobs if inputs else ():
                 stage.files("inputs", scope, labels), stage.starts(scope, labels)
         except Exception as exc:
-            raise StageError(f"stage {stage.name}: its jobs' files in {run}: {type(exc).__name__}: {exc}") from exc
+            raise StageError(
+                f"stage {stage.name}: its jobs' files or titles in {run}: {type(exc).__name__}: {exc}"
+            ) from exc
         for outputs in made:  # those it declares before the provenance added
             for name, paths in sorted(outputs.items(), key=lambda item: item[0] == "meta"):
                 for path in paths:

@@ -272,12 +272,13 @@ class Stage:
 
 @cache
 def typed_settings() -> dict[str, type]:
-    """The settings a parameter may ask for by its type: the classes made from the config alone."""
+    """The settings a parameter may ask for by its type: the classes made from the config alone (not the base of
+    those made from one section, which names none)."""
     from h2htalk import settings
 
     return {
         name: value for name, value in vars(settings).items()
-        if inspect.isclass(value) and hasattr(value, "from_config")
+        if inspect.isclass(value) and hasattr(value, "from_config") and value is not settings.FromSection
         and len(inspect.signature(value.from_config).parameters) == 1
     }  # fmt: skip
 
