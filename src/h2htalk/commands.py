@@ -3,7 +3,7 @@ declared at the function that does its work. The ``h2htalk`` command makes its s
 signature and docstring (``h2htalk.cli.commands``):
 
 - the command's help is the docstring's first paragraph; a parameter's is its line ``name: help`` in the
-  docstring (continued on lines indented deeper), with its default after it where that is not None or False;
+  docstring (continued on lines indented deeper), with its default after it where that is not None, False, True or ();
 - ``config`` is given the config sections the command ``reads`` (from ``--config``, validated), and a parameter
   named as a section it reads (``review``) that section; a ``Layout`` is the results tree (``--results``,
   ``--instance-set``, ``--figures``); a parameter an option group of ``options`` makes (``--no-cache``) its value;

@@ -467,7 +467,8 @@ class UndeclaredSetting(H2HTalkError, KeyError):
 
 
 class SettingsView(dict):  # type: ignore[type-arg]
-    """The part of the config a reader declares: a key it lacks is an ``UndeclaredSetting`` naming it."""
+    """The part of the config a reader declares: ``view[key]`` of a key it lacks is an ``UndeclaredSetting`` naming
+    it (``get`` and ``in`` are a dict's: an optional read, which nothing checks)."""
 
     reader, path = "it", ""
 
@@ -494,8 +495,8 @@ def settings_view(config: Mapping[str, Any], sections: Sequence[str], reader: st
     everything; ``-key``: a key of a section read whole left out): reading anything else is an error naming
     ``reader`` (an ``UndeclaredSetting``), never a setting that changes without rerunning the stage's jobs. A key
     added to a section read whole is read."""
-    if "*" in sections:
-        return copy.deepcopy(dict(config))
+    if "*" in sections:  # every section, less the keys left out
+        sections = [*config, *(s for s in sections if s.startswith("-"))]
     view = _view(reader, "")
     for section in (s for s in sections if not s.startswith("-")):
         *parents, leaf = section.split(".")
@@ -517,7 +518,8 @@ def settings_view(config: Mapping[str, Any], sections: Sequence[str], reader: st
 
 def in_schema(key: str) -> bool:
     """Whether a dotted config key (``-key``: one left out of a section read whole) is one the schema defines (under
-    a mapping of free names, such as the embedders', a key its values' schema defines)."""
+    a mapping of free names and no fixed ones, such as ``generation.rate_limits``, a key its values' schema
+    defines)."""
     node = _config_schema()
     for part in key.removeprefix("-").split("."):
         node = _config_schema()["$defs"][node["$ref"].split("/")[-1]] if "$ref" in node else node

@@ -1,6 +1,7 @@
 """``@stage(...)``: a stage declared at the function that runs its jobs, and checked as it loads. A mistake in a
-declaration fails the import of its module (and so of the registry), naming the stage and the field, before any
-rule, command or job exists."""
+declaration fails the import of its module (and so of the registry), and one across declarations (two stages of
+one name, command or file, a step no stage declares, a hidden function) the import of the registry, naming the
+stage and the field, before any rule, command or job exists."""
 
 from __future__ import annotations
 

@@ -71,7 +71,7 @@ class Each:
 
 @dataclass(frozen=True)
 class One:
-    """One result of ``kind`` with the job's labels (and ``fixed`` ones); ``over``: one for each value of a label
+    """One result of ``kind`` with the job's labels; ``over``: one for each value of a label
     that the run lists (``subtasks``, ``judged_subtasks``)."""
 
     kind: str
@@ -182,8 +182,8 @@ class Product:
 
     def about(self, labels: Labels) -> tuple[str, str]:
         """(title, caption) of the job of ``labels``."""
-        (value,) = labels.values() or ("",)
-        title, caption = (text if isinstance(text, str) else text[value] for text in (self.title, self.caption))
+        title, caption = (text if isinstance(text, str) else text[next(iter(labels.values()))]
+                          for text in (self.title, self.caption))  # fmt: skip
         return title, caption
 
 
