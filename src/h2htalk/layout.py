@@ -138,12 +138,6 @@ class Layout:
         self._borrowed: tuple[Layout, frozenset[str]] | None = None
         self._patterns: dict[str, str] = {}
 
-    def for_set(self, instance_set: str | None) -> Layout:
-        return Layout(str(self.root), instance_set, self._figures)
-
-    def with_figures(self, figures: str | None) -> Layout:
-        return Layout(str(self.root), self.instance_set, figures)
-
     def the_set(self, instance_set: str | None, figures: str | None = None) -> Layout:
         """This tree in the instance set ``instance_set`` (by default the one set it holds, or none), with its tables
         in ``figures`` where given; an error where the tree holds several sets and none is named."""
@@ -154,7 +148,7 @@ class Layout:
                 raise H2HTalkError(f"{sets} holds the results of {len(found)} instance sets ({', '.join(found)}): "
                                    "name one with --instance-set")  # fmt: skip
             instance_set = found[0] if found else None
-        return self.for_set(instance_set).with_figures(figures)
+        return Layout(str(self.root), instance_set, figures)
 
     def reading(self, other: Layout, kinds: frozenset[str]) -> Layout:
         """This tree, with the results of ``kinds`` at their paths in ``other`` (a plan's scratch tree reads the

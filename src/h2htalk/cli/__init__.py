@@ -45,8 +45,7 @@ def _stop_on_signal(signum: int, frame: object) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    stops = (signal.SIGTERM, signal.SIGINT)
-    before = {stop: signal.signal(stop, _stop_on_signal) for stop in stops}
+    before = {stop: signal.signal(stop, _stop_on_signal) for stop in (signal.SIGTERM, signal.SIGINT)}
     try:
         return _run(argv)
     finally:  # called in-process (tests, scripts): the caller's own handlers again

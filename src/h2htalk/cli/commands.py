@@ -21,7 +21,6 @@ from h2htalk.layout import Layout
 # job builds the parser): their heavy libraries are imported inside the functions.
 MODULES = ("h2htalk.config", "h2htalk.instance_schema", "h2htalk.scoring.upstream", "h2htalk.plan.rates",
            "h2htalk.review.desk", "h2htalk.evaluation")  # fmt: skip
-SEQUENCES, UNIONS = (list, tuple, Sequence), (Union, types.UnionType)
 TAKEN = ("verbose", "log", "command", "handler", "reads")  # what the h2htalk command and every sub-command set
 
 
@@ -95,12 +94,12 @@ def argument(command: Command, parameter: inspect.Parameter, hint: Any, help: st
 def _kind(command: Command, name: str, hint: Any) -> tuple[Any, bool]:
     """The type of a parameter's values, and whether it takes several (``Sequence[Path] | None``: Path, True); a
     union of two types besides None is refused, as the command line gives one (``str | Path`` would take text)."""
-    if get_origin(hint) in UNIONS:
+    if get_origin(hint) in (Union, types.UnionType):
         members = [member for member in get_args(hint) if member is not type(None)]
         if len(members) > 1:
             raise CommandError(f"command {command.name}: {name}: {hint} is several types; give it one (or one | None)")
         hint = members[0]
-    if get_origin(hint) in SEQUENCES:
+    if get_origin(hint) in (list, tuple, Sequence):
         kind, nested = _kind(command, name, get_args(hint)[0])
         if nested:
             raise CommandError(f"command {command.name}: {name}: {hint} is a sequence of sequences; give it one")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -45,7 +44,6 @@ def _figure_name(value: str) -> str:
     return FIGURE_NAMES.get(int(value), value) if value.isdigit() else value
 
 
-LABEL_TYPES: dict[str, Callable[[str], str]] = {"figure": _figure_name}
 LABEL_CHOICES = {"subtask": SUBTASK_KEYS, "variant": VARIANTS, "study": STUDIES, "figure": tuple(FIGURE_NAMES.values())}
 
 
@@ -55,7 +53,7 @@ def register(sub: Any) -> None:
         add_results(parser)
         try:
             for label in stage.labels:
-                kind, choices = LABEL_TYPES.get(label, str), LABEL_CHOICES.get(label)
+                kind, choices = _figure_name if label == "figure" else str, LABEL_CHOICES.get(label)
                 parser.add_argument(f"--{label}", required=True, type=kind, choices=choices, help=f"the job's {label}")
             for group in stage.options:
                 OPTIONS[group](parser)

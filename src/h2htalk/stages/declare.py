@@ -64,7 +64,7 @@ def checked(stage: Stage) -> Stage:
 
     parameters = inspect.signature(stage.run).parameters
     named = [*stage.inputs, *stage.outputs, *stage.labels]  # a parameter is given one of them, never two
-    for name in dict.fromkeys(n for n in named if named.count(n) > 1 or n in MACHINERY):
+    for name in (n for n in named if named.count(n) > 1 or n in MACHINERY):
         fail(name, "named twice among the inputs, outputs and labels, or as a machinery argument: one hides the other")
     for name, parameter in parameters.items():
         if not (name in named or name in MACHINERY or typed_setting(parameter.annotation)):
@@ -113,7 +113,7 @@ def checked(stage: Stage) -> Stage:
     if stage.where == "embedder" and "embedder" not in stage.labels:
         fail("where", "an embedder job is placed by its embedder: it runs once per embedder (an 'embedder' label)")
     if product := stage.product:
-        for name in dict.fromkeys((product.main, *product.shown)):
+        for name in (product.main, *product.shown):
             if name not in stage.outputs:
                 fail(f"product {name!r}", "none of its outputs")
         if product.inner and not getattr(stage.outputs[product.main], "directory", False):

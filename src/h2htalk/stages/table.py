@@ -58,11 +58,6 @@ PIPELINE = (
 )
 
 
-def _modules() -> list[str]:
-    added = sorted(f"{jobs.__name__}.{info.name}" for info in pkgutil.iter_modules(jobs.__path__))
-    return list(dict.fromkeys([*PIPELINE, *added]))
-
-
 def _plan_reads_what_it_plans(stages: list[Stage]) -> tuple[Stage, ...]:
     """A stage that plans (the plan) runs every planned stage's function, so it reads every key they read (and
     reruns when one changes)."""
@@ -77,8 +72,8 @@ def _plan_reads_what_it_plans(stages: list[Stage]) -> tuple[Stage, ...]:
 
 
 def _declared() -> list[Stage]:
-    found = []
-    for module in _modules():
+    found, added = [], sorted(f"{jobs.__name__}.{info.name}" for info in pkgutil.iter_modules(jobs.__path__))
+    for module in (*PIPELINE, *added):
         functions = declared_in(module, "stages")
         check_reachable(module, functions)
         found += [stage for function in functions for stage in function.stages]
