@@ -67,7 +67,8 @@ def test_a_parameter_nothing_declares_fails():
 def test_a_name_given_twice_or_hiding_a_machinery_argument_fails(files, name):
     """A parameter is given one thing: an input and an output of one name, a file named as a label, or as what the
     machinery gives (``results``), would give the function the first and hide the other."""
-    with pytest.raises(StageError, match=rf"stage toy: {name}: named twice .* or as a machinery argument"):
+    why = "the name of an argument the machinery gives" if name == "results" else "named twice among the inputs"
+    with pytest.raises(StageError, match=rf"stage toy: {name}: {why}"):
 
         @stage("toy", "a toy", jobs=Over(subtask=lambda run: run.subtasks), **files)
         def toy(subtask: str, curated: str, results: object) -> None: ...

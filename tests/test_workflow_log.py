@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import logging
+import re
 import time
 from types import SimpleNamespace
 
@@ -177,7 +178,9 @@ def test_the_run_ends_with_what_it_made_what_to_open_and_its_warnings(tmp_path):
     lines = run_summary(config, figures, time.time() - 75, logs, "results/sets/demo/logs")
     text = [line for _, line in lines]
     assert text[0] == "Finished in 1m15s."
-    assert f"  Table 2      {figures / 'table2.md'} (+ .csv _heatmap.png): " in text[2]
+    assert re.match(rf"  Table 2 +{re.escape(str(figures / 'table2.md'))} \(\+ \.csv _heatmap\.png\): ", text[2])
+    made = [line for line in text if line.startswith("  ") and str(figures) in line]
+    assert len(made) == 2 and len({line.index(str(figures)) for line in made}) == 1  # the titles in one column
     assert f"Open first: {figures / 'table2.md'}, then {figures / 'calibration.md'}" in text
     warnings = [line for level, line in lines if level == logging.WARNING]
     assert any("Demo instances" in line for line in warnings)
@@ -198,6 +201,6 @@ def test_the_closing_lines_list_only_the_files_a_tables_stage_declares(tmp_path)
         (figures / name).write_text("model\n", encoding="utf-8")
     lines = run_summary(default_config({"instances": {"source": "demo"}}), figures, time.time())
     text = "\n".join(line for _, line in lines)
-    assert f"  Table 1      {figures / 'table1.md'} (+ .csv .tex): " in text
-    assert f"  Table 2      {figures / 'table2.md'} (+ _vs_paper.csv): " in text
+    assert f"  Table 1 {figures / 'table1.md'} (+ .csv .tex): " in text
+    assert f"  Table 2 {figures / 'table2.md'} (+ _vs_paper.csv): " in text
     assert not any(name in text for name in others)

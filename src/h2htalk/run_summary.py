@@ -79,7 +79,8 @@ def products(made: list[Made], folder: Path, started: float) -> list[Line]:
         return []
     fresh = sum(product.main.stat().st_mtime >= started for product in made)
     lines = [(logging.INFO, f"In {folder}/ ({fresh} of {len(made)} made by this run):")]
-    return lines + [(logging.INFO, f"  {product.title:<12} {product.where}: {product.caption}") for product in made]
+    width = max(len(product.title) for product in made)  # the titles in one column, however long
+    return lines + [(logging.INFO, f"  {p.title:<{width}} {p.where}: {p.caption}") for p in made]
 
 
 def warnings(config: dict[str, Any], folder: Path) -> list[str]:

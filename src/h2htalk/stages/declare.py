@@ -31,14 +31,14 @@ def stage(name: str, help: str, **declared: Any) -> Callable[[Callable[..., Any]
         if found.product is not None:
             for field, made in MADE_BY_THE_MACHINERY.items():
                 if made in getattr(found, field):
-                    raise StageError(f"stage {name}: {field}.{made}: a product's provenance, which the machinery adds")
+                    raise failed(name, function, f"{field}.{made}", "a product's provenance, which the machinery adds")
             first = next(iter(found.outputs.values()), None)
             if not isinstance(first, Figure):
-                raise StageError(f"stage {name}: outputs: a product's files are in the tables folder (Figure)")
+                raise failed(name, function, "outputs", "a product's files are in the tables folder (Figure)")
             found = replace(found, inputs={"provenance": One("provenance"), **found.inputs},
                             outputs={"meta": Figure(first.stem, ".meta.json"), **found.outputs})  # fmt: skip
         elif any(isinstance(spec, Figure) for spec in found.outputs.values()):
-            raise StageError(f"stage {name}: outputs: a file in the tables folder is a product's (product=...)")
+            raise failed(name, function, "outputs", "a file in the tables folder is a product's (product=...)")
         function.stages = (checked(found), *getattr(function, "stages", ()))  # type: ignore[attr-defined]
         DECLARED.setdefault(function.__module__, {})[function] = None
         return function
@@ -56,16 +56,24 @@ DECLARED: dict[str, dict[Callable[..., Any], None]] = {}  # module -> the functi
 _default = cache(default_config)  # the schema's defaults: what a declared reading is tried on
 
 
+def failed(name: str, function: Callable[..., Any], field: str, why: str) -> StageError:
+    """The error of stage ``name``'s ``field``, declared wrong at ``function``."""
+    return StageError(f"stage {name}: {field}: {why} (at {function.__module__}.{function.__qualname__})")
+
+
 def checked(stage: Stage) -> Stage:
     """``stage``, or a ``StageError`` naming it and the field declared wrong."""
 
     def fail(field: str, why: str) -> None:
-        raise StageError(f"stage {stage.name}: {field}: {why} (at {stage.run.__module__}.{stage.run.__qualname__})")
+        raise failed(stage.name, stage.run, field, why)
 
     parameters = inspect.signature(stage.run).parameters
     named = [*stage.inputs, *stage.outputs, *stage.labels]  # a parameter is given one of them, never two
     for name in (n for n in named if named.count(n) > 1 or n in MACHINERY):
-        fail(name, "named twice among the inputs, outputs and labels, or as a machinery argument: one hides the other")
+        machinery = (
+            "the name of an argument the machinery gives (results, config, ...): name the file or label otherwise"
+        )
+        fail(name, machinery if name in MACHINERY else "named twice among the inputs, outputs and labels: one hides it")
     for name, parameter in parameters.items():
         if not (name in named or name in MACHINERY or typed_setting(parameter.annotation)):
             fail(name, "a parameter that is no declared input, output, label, machinery argument or typed setting")
@@ -167,9 +175,9 @@ def check_one_writer(
             for labels in jobs if inputs else ():
                 stage.files("inputs", scope, labels), stage.starts(scope, labels)
         except Exception as exc:
-            raise StageError(
-                f"stage {stage.name}: its jobs' files or titles in {run}: {type(exc).__name__}: {exc}"
-            ) from exc
+            labels = ", ".join(stage.labels) or "none"  # a KeyError is most often a label its jobs lack
+            raise StageError(f"stage {stage.name}: its jobs' files or titles in {run}: {type(exc).__name__}: {exc}"
+                             f" (its jobs' labels: {labels})") from exc  # fmt: skip
         for outputs in made:  # those it declares before the provenance added
             for name, paths in sorted(outputs.items(), key=lambda item: item[0] == "meta"):
                 for path in paths:
