@@ -247,8 +247,9 @@ def test_a_file_its_jobs_cannot_resolve_fails_naming_the_stage_not_a_bare_error(
 
     with pytest.raises(
         StageError, match=r"^stage toy: its jobs' files or titles in the schema's default run: (Key|Attribute)Error"
-    ):
+    ) as raised:
         check_one_writer((*STAGES, *toy.stages), CHECKED_RUN)
+    assert str(raised.value).endswith(f"(its jobs' labels: {', '.join(toy.stages[0].labels)})")  # the misspelt one
 
 
 @pytest.mark.parametrize(
@@ -277,8 +278,10 @@ def test_a_declaration_that_would_go_wrong_later_fails_as_it_loads(declared, err
 
     def typed_toy(csv: str, bootstrap: BootstrapSettings) -> None: ...
 
-    with pytest.raises(StageError, match=rf"^stage {name}: {error}"):
+    with pytest.raises(StageError, match=rf"^stage {name}: {error}") as raised:
         check_names(stage(name, "a toy", **declared)(typed_toy if typed else toy).stages)
+    if "name" not in error:  # said of the declaration, where it is
+        assert re.search(r"\(at tests\.test_stage_declarations\..*\.(typed_)?toy\)$", str(raised.value))
 
 
 def test_the_base_of_the_settings_of_one_section_is_no_typed_setting():
