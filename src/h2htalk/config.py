@@ -533,6 +533,15 @@ def in_schema(key: str) -> bool:
     return True
 
 
+def unknown_key(key: str) -> str:
+    """What is wrong with a config key a stage or command declares it reads (``-key``, ``*`` too): nothing (empty),
+    or that the schema lacks it, with the key it has that is closest."""
+    if key == "*" or in_schema(key):
+        return ""
+    dash, close = "-" * key.startswith("-"), difflib.get_close_matches(key.lstrip("-"), schema_keys(), n=1)
+    return "not a key of the config schema" + "".join(f" (did you mean {dash + found!r}?)" for found in close)
+
+
 def schema_keys(node: Mapping[str, Any] | None = None, prefix: str = "") -> list[str]:
     """Every dotted key the config schema names (to suggest one for a misspelt key)."""
     properties = (_config_schema() if node is None else node).get("properties", {})

@@ -8,13 +8,12 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import replace
-from difflib import get_close_matches
 from functools import cache
 from importlib import resources
 from typing import Any, get_args
 
 from h2htalk.commands import unknown_options
-from h2htalk.config import default_config, in_schema, schema_keys, settings_view
+from h2htalk.config import default_config, settings_view, unknown_key
 from h2htalk.layout import CELL_KINDS, PATTERNS
 from h2htalk.stages.spec import Cells, Each, Figure, One, Stage, StageError, Where, no_cells, no_models, typed_setting
 from h2htalk.stages.steps import declared_steps
@@ -93,9 +92,8 @@ def checked(stage: Stage) -> Stage:
     if stage.steps and not stage.planned:
         fail("steps", "model calls the plan would not count: a stage that declares them is planned (planned=True)")
     for key in stage.reads:
-        if key != "*" and not in_schema(key):
-            close = [key[0] * key.startswith("-") + k for k in get_close_matches(key.lstrip("-"), schema_keys(), 1)]
-            fail(f"reads {key!r}", "not a key of the config schema" + "".join(f" (did you mean {k!r}?)" for k in close))
+        if why := unknown_key(key):
+            fail(f"reads {key!r}", why)
     try:
         view = settings_view(_default(), stage.reads, "the stage")
     except KeyError as exc:  # a -key of a section not read whole, or a name of a free mapping the default lacks
