@@ -167,7 +167,9 @@ def test_a_parameter_of_two_types_or_a_sequence_of_sequences_is_refused_and_a_pa
         ({"first": "str"}, {"each": {"first": "--first"}}, r"first: each= is for a sequence, choices= for a value"),
         ({"log": "str"}, {}, r"log: a name the h2htalk command takes itself"),
         ({"mode": None}, {}, r"mode: no type, or \*args or \*\*kwargs"),
-        ({}, {"reads": ("review.stor",)}, r"reads review.stor: not a key of the config schema"),
+        ({}, {"reads": ("review.stor",)}, r"reads 'review\.stor': not a key of the config schema"),
+        ({}, {"reads": ("review.mode", "-review.seed")},
+         r"reads: command toy reads config key 'review\.seed', .* a -key is left"),
     ],
 )  # fmt: skip
 def test_a_parameter_the_command_line_cannot_give_as_declared_is_refused_naming_it(annotations, declared, error):

@@ -14,7 +14,7 @@ from h2htalk.config import default_config
 from h2htalk.layout import Layout
 from h2htalk.settings import BootstrapSettings
 from h2htalk.stages.declare import MACHINERY, StageError, check_names, check_one_writer, check_step_names, stage
-from h2htalk.stages.spec import Done, Each, Figure, Grows, One, Over, Product, Scope, figure_files
+from h2htalk.stages.spec import Done, Each, Figure, Grows, One, Over, Paths, Product, Scope, figure_files
 from h2htalk.stages.steps import Step, declared_steps, steps_making
 from h2htalk.stages.table import BY_NAME, CHECKED_RUN, STAGES
 
@@ -221,6 +221,17 @@ def test_files_that_collide_only_in_another_run_are_found_when_that_run_loads(mo
         workflow.Rules(run, Layout("results", "demo"), {}, REPO_ROOT)
 
 
+def test_a_stage_whose_conda_env_the_checkout_lacks_fails_as_the_workflow_loads(monkeypatch):
+    from h2htalk.stages import workflow
+
+    @stage("toy", "a toy", env="scorin", outputs={"report": Paths(lambda scope, labels: ["results/toy.csv"])})
+    def toy(report: list[str]) -> None: ...
+
+    monkeypatch.setattr(workflow, "STAGES", (*STAGES, *toy.stages))
+    with pytest.raises(StageError, match=r"stage toy: env: 'scorin' is no file envs/scorin\.yaml"):
+        workflow.Rules(default_config(), Layout("results", "demo"), {}, REPO_ROOT)
+
+
 def test_a_file_inside_a_folder_another_stage_writes_fails():
     @stage("toy", "a toy", product=Product("table", "Toy", "a toy", main="csv"),
            outputs=figure_files("viewer/extra", csv=".csv"))  # fmt: skip
@@ -228,6 +239,27 @@ def test_a_file_inside_a_folder_another_stage_writes_fails():
 
     with pytest.raises(StageError, match=r"stage toy: outputs: .*viewer/extra\.csv is inside .*viewer, which viewer"):
         check_one_writer((*STAGES, *toy.stages), CHECKED_RUN)
+
+
+def test_a_file_written_twice_by_one_stage_or_inside_a_folder_another_keeps_fails():
+    """Snakemake would keep one of two jobs of one file, and remove a job's outputs before it runs: a file inside a
+    folder another stage adds to across runs (the drift canary's history) would take that history with it."""
+
+    one_file = Paths(lambda scope, labels: [f"{scope.results.root}/toy.csv"])
+
+    @stage("toy_too", "a toy", outputs={"report": one_file, "table": one_file})
+    def toy_too(report: list[str], table: list[str]) -> None: ...
+
+    with pytest.raises(StageError, match=r"stage toy_too: outputs\.table: results/toy\.csv is written by two of its"):
+        check_one_writer((*STAGES, *toy_too.stages), CHECKED_RUN)
+    in_history = Paths(lambda scope, labels: [scope.results.path("canary_history", role="toy")[:-5] + "x.json"])
+
+    @stage("toy_kept", "a toy", outputs={"note": in_history})
+    def toy_kept(note: list[str]) -> None: ...
+
+    with pytest.raises(StageError, match=r"stage toy_kept: outputs: .*judge_canary/.* is inside .*judge_canary, which"
+                       r" judge_ladder writes or keeps"):  # fmt: skip
+        check_one_writer((*STAGES, *toy_kept.stages), CHECKED_RUN)
 
 
 @pytest.mark.parametrize(
@@ -478,6 +510,19 @@ def _toy_job(tmp_path, function, **declared):
     return toy, toy.job(default_config(), Layout(str(tmp_path / "results")), {}, models=None)
 
 
+def test_a_stage_reading_the_review_stores_sheets_declares_the_key_that_names_the_store():
+    from h2htalk.sheets import SAFETY_RATINGS
+
+    with pytest.raises(StageError, match=r"stage toy: ratings: sheets of the review store, which 'review\.store'"):
+
+        @stage("toy", "a toy", ratings=(SAFETY_RATINGS,), reads=("review.mode",),
+               outputs={"report": One("curation_report")})  # fmt: skip
+        def toy(report: str) -> None: ...
+
+    @stage("toy", "a toy", ratings=(SAFETY_RATINGS,), reads=("review",), outputs={"report": One("curation_report")})
+    def toy_reading_it(report: str) -> None: ...
+
+
 def test_what_only_a_job_shows_is_named_as_the_job_runs(tmp_path):
     """A function that returns no ``Done``, reads a key its stage does not declare, or reaches a file of each cell
     that its stage does not declare, fails naming the stage and what is wrong, not with a bare error after it."""
@@ -494,9 +539,10 @@ def test_what_only_a_job_shows_is_named_as_the_job_runs(tmp_path):
 
     with pytest.raises(UndeclaredSetting, match=r"^stage toy reads config key 'baselines', which it does not declare"):
         _toy_job(tmp_path, reads_more, reads=("scoring.bootstrap.seed",))[1].call()
-    with pytest.raises(UndeclaredSetting, match=r"^stage toy reads config key 'scoring\.bootstrap\.resamples'"):
-        _toy_job(tmp_path, lambda report, config: config["scoring"]["bootstrap"]["resamples"],
-                 reads=("scoring.bootstrap.seed",))[1].call()  # fmt: skip
+    for read in (lambda report, config: config["scoring"]["bootstrap"]["resamples"],
+                 lambda report, config: config["scoring"]["bootstrap"].get("resamples", 100)):  # fmt: skip
+        with pytest.raises(UndeclaredSetting, match=r"^stage toy reads config key 'scoring\.bootstrap\.resamples'"):
+            _toy_job(tmp_path, read, reads=("scoring.bootstrap.seed",))[1].call()
 
     def reaches_another(report: str, each, cells) -> Done:
         return Done(each("generation", None))

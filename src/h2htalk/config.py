@@ -420,7 +420,7 @@ def settings_hash(config: Mapping[str, Any], sections: Sequence[str], entries: S
     of the models it runs, without what only places a job (``cluster``, an embedder's ``gpus``)."""
     sections = [*config, *(s for s in sections if s.startswith("-"))] if "*" in sections else sections
     chosen = settings_view(config, [key for key in sections if key != "cluster"])
-    for spec in chosen.get("embedders", {}).values():
+    for spec in chosen["embedders"].values() if "embedders" in chosen else ():
         spec.pop("gpus", None)
     payload = json.dumps([chosen, list(entries)], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
@@ -467,23 +467,32 @@ class UndeclaredSetting(H2HTalkError, KeyError):
 
 
 class SettingsView(dict):  # type: ignore[type-arg]
-    """The part of the config a reader declares: ``view[key]`` of a key it lacks is an ``UndeclaredSetting`` naming
-    it (``get`` and ``in`` are a dict's: an optional read, which nothing checks)."""
+    """The part of the config a reader declares: ``view[key]`` or ``view.get(key)`` of a key it does not declare is an
+    ``UndeclaredSetting`` naming it (``in`` is a dict's). ``whole``: a section read whole, less the keys
+    ``left_out``: a key it lacks besides those is declared, and ``get`` gives its default."""
 
-    reader, path = "it", ""
+    reader, path, whole, left_out = "it", "", False, frozenset[str]()
 
     def __missing__(self, key: str) -> Any:
+        if self.whole and key not in self.left_out:
+            raise KeyError(key)
         raise UndeclaredSetting(
             f"{self.reader} reads config key {self.path + key!r}, which it does not declare (reads=)"
         )
 
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self or not self.whole or key in self.left_out else default
+
     def __deepcopy__(self, memo: dict[int, Any]) -> SettingsView:
-        return _view(self.reader, self.path, copy.deepcopy(dict(self), memo))
+        return _view(self.reader, self.path, copy.deepcopy(dict(self), memo), self.whole, self.left_out)
 
 
-def _view(reader: str, path: str, items: Mapping[str, Any] | None = None) -> SettingsView:
+def _view(
+    reader: str, path: str, items: Mapping[str, Any] | None = None, whole: bool = False,
+    left_out: frozenset[str] = frozenset(),
+) -> SettingsView:  # fmt: skip
     view = SettingsView(items or {})
-    view.reader, view.path = reader, path
+    view.reader, view.path, view.whole, view.left_out = reader, path, whole, left_out
     return view
 
 
@@ -495,9 +504,9 @@ def settings_view(config: Mapping[str, Any], sections: Sequence[str], reader: st
     everything; ``-key``: a key of a section read whole left out): reading anything else is an error naming
     ``reader`` (an ``UndeclaredSetting``), never a setting that changes without rerunning the stage's jobs. A key
     added to a section read whole is read."""
-    if "*" in sections:  # every section, less the keys left out
+    view = _view(reader, "", whole="*" in sections)
+    if view.whole:  # every section, less the keys left out
         sections = [*config, *(s for s in sections if s.startswith("-"))]
-    view = _view(reader, "")
     for section in (s for s in sections if not s.startswith("-")):
         *parents, leaf = section.split(".")
         source, target = config, view
@@ -510,9 +519,10 @@ def settings_view(config: Mapping[str, Any], sections: Sequence[str], reader: st
         node = view
         for index, part in enumerate(parents):  # a section read whole, less this key: reading it names it too
             if not isinstance(node[part], SettingsView):
-                node[part] = _view(reader, ".".join(parents[: index + 1]) + ".", node[part])
+                node[part] = _view(reader, ".".join(parents[: index + 1]) + ".", node[part], whole=True)
             node = node[part]
-        node.pop(leaf)
+        node.pop(leaf) if leaf in node else node[leaf]  # one not there is named, as any key not read
+        node.left_out |= {leaf}
     return view
 
 
@@ -533,13 +543,20 @@ def in_schema(key: str) -> bool:
     return True
 
 
-def unknown_key(key: str) -> str:
-    """What is wrong with a config key a stage or command declares it reads (``-key``, ``*`` too): nothing (empty),
-    or that the schema lacks it, with the key it has that is closest."""
-    if key == "*" or in_schema(key):
-        return ""
-    dash, close = "-" * key.startswith("-"), difflib.get_close_matches(key.lstrip("-"), schema_keys(), n=1)
-    return "not a key of the config schema" + "".join(f" (did you mean {dash + found!r}?)" for found in close)
+def wrong_reads(reads: Sequence[str], reader: str) -> tuple[str, str]:
+    """What is wrong with the config keys a stage or command declares it reads (``-key``, ``*`` too): (the field, why),
+    or two empty strings: a key the schema lacks (with the key it has that is closest), or a ``-key`` of a section
+    not read whole."""
+    for key in reads:
+        if key != "*" and not in_schema(key):
+            dash, close = "-" * key.startswith("-"), difflib.get_close_matches(key.lstrip("-"), schema_keys(), n=1)
+            why = "not a key of the config schema" + "".join(f" (did you mean {dash + found!r}?)" for found in close)
+            return f"reads {key!r}", why
+    try:
+        settings_view(schema_defaults(), reads, reader)
+    except KeyError as exc:  # a -key of a section not read whole, or a name of a free mapping the default lacks
+        return "reads", f"{exc} (in the schema's default run; a -key is left out of a section read whole)"
+    return "", ""
 
 
 def schema_keys(node: Mapping[str, Any] | None = None, prefix: str = "") -> list[str]:
@@ -615,3 +632,6 @@ def command_config(files: Sequence[str | os.PathLike[str]], overrides: Mapping[s
 def default_config(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The schema's defaults (with ``overrides`` applied), validated: what settings fall back to."""
     return validate_config(deep_update({}, overrides or {}))
+
+
+schema_defaults = functools.cache(default_config)  # what a declared reading is tried on (never changed: views copy)

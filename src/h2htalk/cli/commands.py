@@ -14,7 +14,7 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from h2htalk.cli.options import OPTIONS, add_command, add_results, load_config
 from h2htalk.commands import Command, CommandError, declared_in
-from h2htalk.config import unknown_key
+from h2htalk.config import wrong_reads
 from h2htalk.layout import Layout
 
 # The modules that declare commands, in the order ``h2htalk --help`` lists them; importing them must stay cheap (every
@@ -39,9 +39,8 @@ def add(sub: Any, command: Command) -> None:
         hints, helps = get_type_hints(command.run), command.parameter_help
     except NameError as exc:  # a type imported for the type checker alone
         raise CommandError(f"command {command.name}: {exc}: its parameters' types are read when it runs") from None
-    for key in command.reads:
-        if why := unknown_key(key):
-            raise CommandError(f"command {command.name}: reads {key}: {why}")
+    if any(wrong := wrong_reads(command.reads, f"command {command.name}")):
+        raise CommandError(f"command {command.name}: {': '.join(wrong)}")
     for name, parameter in inspect.signature(command.run).parameters.items():
         if name not in hints or name in TAKEN or parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
             why = "a name the h2htalk command takes itself" if name in TAKEN else "no type, or *args or **kwargs"

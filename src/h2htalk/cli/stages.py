@@ -76,8 +76,8 @@ def run_stage(stage: Stage, args: argparse.Namespace) -> int:
         from h2htalk.provenance import write_table_meta
 
         inputs = [p for name, paths in job.inputs.items() if name != "provenance" for p in paths if os.path.exists(p)]
-        store, about = job.config.get("review", {}).get("store"), {}
-        if stage.ratings and store and os.path.exists(store):
+        store, about = job.config["review"]["store"] if stage.ratings else None, {}
+        if store and os.path.exists(store):
             from h2htalk.desk_store.store import log_state
 
             inputs.append(store)

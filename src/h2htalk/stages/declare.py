@@ -8,12 +8,11 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import replace
-from functools import cache
 from importlib import resources
 from typing import Any, get_args
 
 from h2htalk.commands import unknown_options
-from h2htalk.config import default_config, settings_view, unknown_key
+from h2htalk.config import schema_defaults, settings_view, wrong_reads
 from h2htalk.layout import CELL_KINDS, PATTERNS
 from h2htalk.stages.spec import Cells, Each, Figure, One, Stage, StageError, Where, no_cells, no_models, typed_setting
 from h2htalk.stages.steps import declared_steps
@@ -52,7 +51,6 @@ MADE_BY_THE_MACHINERY = {"inputs": "provenance", "outputs": "meta"}  # a product
 
 
 DECLARED: dict[str, dict[Callable[..., Any], None]] = {}  # module -> the functions declared in it, in order
-_default = cache(default_config)  # the schema's defaults: what a declared reading is tried on
 
 
 def failed(name: str, function: Callable[..., Any], field: str, why: str) -> StageError:
@@ -91,13 +89,11 @@ def checked(stage: Stage) -> Stage:
                 fail(f"{field}.{name}", "a file of each cell, but the stage declares no cells (cells=...)")
     if stage.steps and not stage.planned:
         fail("steps", "model calls the plan would not count: a stage that declares them is planned (planned=True)")
-    for key in stage.reads:
-        if why := unknown_key(key):
-            fail(f"reads {key!r}", why)
-    try:
-        view = settings_view(_default(), stage.reads, "the stage")
-    except KeyError as exc:  # a -key of a section not read whole, or a name of a free mapping the default lacks
-        fail("reads", f"{exc} (in the schema's default run; a -key is left out of a section read whole)")
+    if any(wrong := wrong_reads(stage.reads, "the stage")):
+        fail(*wrong)
+    view = settings_view(schema_defaults(), stage.reads, "the stage")
+    if stage.ratings and not ("review" in view and "store" in view["review"]):  # (get: an undeclared read fails)
+        fail("ratings", "sheets of the review store, which 'review.store' names: declare that key (reads=)")
     for name, parameter in parameters.items():  # a typed setting reads only what the stage declares
         if kind := typed_setting(parameter.annotation):
             try:
@@ -160,14 +156,15 @@ def check_one_writer(
     stages: tuple[Stage, ...], scope: Any, run: str = "the schema's default run", inputs: bool = True
 ) -> None:
     """Every job of ``stages`` in the ``run`` of ``scope`` resolves its outputs (and its ``inputs`` and models), and
-    no file is an output of two stages, or inside a folder another stage writes (two stages may write one kind of
-    file for different jobs: generate and baseline_answers, each for its own models)."""
+    no file is written twice (by two stages, or two jobs or files of one), or inside a folder another stage writes
+    or keeps (two stages may write one kind of file for different jobs: generate and baseline_answers, each for
+    its own models)."""
     writer: dict[str, str] = {}
-    folders: dict[str, str] = {}  # a folder output -> its stage
+    folders: dict[str, str] = {}  # a folder output or kept -> its stage
     for stage in stages:
         try:  # a label its jobs lack, a misspelt list of the run: named here, not by a rule or a job
             jobs = stage.jobs(scope.run)
-            made = [stage.files("outputs", scope, labels) for labels in jobs]
+            made = [(field, stage.files(field, scope, labels)) for labels in jobs for field in ("outputs", "keeps")]
             for labels in jobs if stage.product else ():  # its title and caption, by its label where they are so
                 stage.product.about(labels)  # type: ignore[union-attr]
             for labels in jobs if inputs else ():
@@ -176,18 +173,21 @@ def check_one_writer(
             labels = ", ".join(stage.labels) or "none"  # a KeyError is most often a label its jobs lack
             raise StageError(f"stage {stage.name}: its jobs' files or titles in {run}: {type(exc).__name__}: {exc}"
                              f" (its jobs' labels: {labels})") from exc  # fmt: skip
-        for outputs in made:  # those it declares before the provenance added
-            for name, paths in sorted(outputs.items(), key=lambda item: item[0] == "meta"):
+        own: set[str] = set()
+        for field, files in made:  # those it declares before the provenance added
+            for name, paths in sorted(files.items(), key=lambda item: item[0] == "meta"):
                 for path in paths:
-                    if writer.setdefault(path, stage.name) != stage.name:
-                        raise StageError(f"stage {stage.name}: outputs.{name}: {path} is written by {writer[path]} too"
-                                         f" (in {run})")  # fmt: skip
-                    if getattr(stage.outputs[name], "directory", False):
+                    twice = field == "outputs" and path in own  # a folder kept is one all its jobs add to
+                    if twice or writer.setdefault(path, stage.name) != stage.name:
+                        by = "two of its jobs or files" if twice else f"{writer[path]} too"
+                        raise StageError(f"stage {stage.name}: {field}.{name}: {path} is written by {by} (in {run})")
+                    own.add(path)
+                    if field == "keeps" or getattr(stage.outputs[name], "directory", False):
                         folders[path] = stage.name
     for folder, owner in folders.items():
         for path, name in writer.items():
             if path.startswith(f"{folder}/") and name != owner:
-                raise StageError(f"stage {name}: outputs: {path} is inside {folder}, which {owner} writes")
+                raise StageError(f"stage {name}: outputs: {path} is inside {folder}, which {owner} writes or keeps")
 
 
 def check_reachable(module: str, functions: list[Callable[..., Any]]) -> None:

@@ -252,11 +252,10 @@ class Stage:
     def in_default_target(self, config: Mapping[str, Any]) -> bool:
         return self.in_all(config) if self.in_all else self.product is not None
 
-    def files(self, which: str, scope: Scope, labels: Labels) -> dict[str, list[str]]:
-        """The job's declared ``inputs`` or ``outputs``, resolved: name -> paths."""
-        specs = self.inputs if which == "inputs" else self.outputs
+    def files(self, which: Literal["inputs", "outputs", "keeps"], scope: Scope, labels: Labels) -> dict[str, list[str]]:
+        """The job's declared ``inputs``, ``outputs`` or ``keeps``, resolved: name -> paths."""
         cells = self.cells(scope.run, labels)
-        return {name: spec.paths(scope, labels, cells) for name, spec in specs.items()}
+        return {name: spec.paths(scope, labels, cells) for name, spec in getattr(self, which).items()}
 
     def job(self, config: Mapping[str, Any], results: Layout, labels: Labels, models: Models, **more: Any) -> Job:
         """The job of ``labels`` in the run of ``config`` (validated) and ``results``: the settings it reads, its cells

@@ -24,7 +24,7 @@ from h2htalk.io import remove_paths
 from h2htalk.layout import Layout
 from h2htalk.llm.engines import engine_of
 from h2htalk.stages.declare import check_one_writer
-from h2htalk.stages.spec import Scope, Stage
+from h2htalk.stages.spec import Scope, Stage, StageError
 from h2htalk.stages.table import BY_NAME, STAGES
 
 if TYPE_CHECKING:
@@ -65,6 +65,9 @@ class Rules:
         self.checkout = Path(checkout)  # the workflow's folder (its Snakefile's): the report's captions are under it
         # the registry checked the default run as it loaded; Snakemake resolves the run's inputs, naming the rule
         check_one_writer(STAGES, self.scope, "this run", inputs=False)
+        for stage in STAGES if (self.checkout / "envs").is_dir() else ():  # else missed until conda deploys it
+            if not (self.checkout / "envs" / f"{stage.env}.yaml").is_file():
+                raise StageError(f"stage {stage.name}: env: {stage.env!r} is no file envs/{stage.env}.yaml")
 
     # --- files ----------------------------------------------------------------------------------------
 
