@@ -3,8 +3,10 @@ the import of the registry) with an error naming the stage and the field, before
 
 from __future__ import annotations
 
+import argparse
 import inspect
 import re
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -564,3 +566,19 @@ def test_a_job_that_leaves_a_declared_output_unwritten_fails_naming_it(tmp_path,
     monkeypatch.setattr(stages, "STAGES", (toy,))
     assert main(["toy", "--results", str(tmp_path / "results")]) == 2
     assert re.search(r"error: stage toy: declared outputs it did not write: .*curation_report", capsys.readouterr().err)
+
+
+def test_every_model_jobs_command_takes_the_engine_options_its_rule_passes(monkeypatch):
+    """A model job's rule passes ``--server-log``; its command has the engine's options without declaring them, and a
+    stage that declares them too fails naming it."""
+    from h2htalk.cli import build_parser, stages
+
+    for model_job in (s for s in STAGES if s.where == "model"):
+        args = build_parser().parse_args([model_job.command_name, "--server-log", "s.log", "--base-url", "http://h/v1",
+                                          *(f"--{label}=x" for label in model_job.labels)])  # fmt: skip
+        assert (str(args.server_log), args.base_url) == ("s.log", "http://h/v1")
+    monkeypatch.setattr(
+        stages, "STAGES", (replace(BY_NAME["generate"], name="toy", command="toy", options=("engine",)),)
+    )
+    with pytest.raises(StageError, match=r"stage toy: a label or option group: argument --server-log: conflicting"):
+        stages.register(argparse.ArgumentParser().add_subparsers())

@@ -1,10 +1,6 @@
 """The ``h2htalk`` command: every workflow stage as a sub-command (made from the stage table), usable without
 Snakemake, and the commands around them, each made from its ``@command`` declaration: eval, score-upstream, the
-review desk, validate-config, ...
-
-A stage's command reads the settings its stage declares (``--config``; defaults from the schema), resolves its
-files from the table, calls the stage's function and prints one line. Errors are one line naming the file, line
-or key, with exit status 2.
+review desk, validate-config, ... Errors are one line naming the file, line or key, with exit status 2.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """What several sub-commands share, defined once: registering a command, its configuration, the results tree,
 and the option groups a declaration names (``OPTIONS``: the engine options, the bootstrap overrides, ...).
 
-Settings come from the configuration only. A command reads ``--config`` files (later ones overlay earlier ones,
-as Snakemake's ``--configfiles``) and validates them, which fills in every default; a workflow job reads the run's
-resolved ``results/config.json``, which the Snakefile validated before any job, as it is (``config.read_validated``).
-A command declares the config sections it reads (``reads``): it gets only those, and the workflow reruns its jobs
-when one of them changes. A flag that sets a value, such as
+Settings come from the configuration only (``config.command_config``): a flag that sets a value, such as
 ``--concurrency``, overrides one config key before validation, so the schema checks it too.
 """
 

@@ -55,7 +55,7 @@ def register(sub: Any) -> None:
             for label in stage.labels:
                 kind, choices = _figure_name if label == "figure" else str, LABEL_CHOICES.get(label)
                 parser.add_argument(f"--{label}", required=True, type=kind, choices=choices, help=f"the job's {label}")
-            for group in stage.options:
+            for group in ("engine",) * (stage.where == "model") + stage.options:  # a model job's: how it reaches them
                 OPTIONS[group](parser)
         except argparse.ArgumentError as exc:  # a label named as an option of its command (--results, --concurrency)
             raise StageError(f"stage {stage.name}: a label or option group: {exc}") from None

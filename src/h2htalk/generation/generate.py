@@ -249,7 +249,7 @@ def _baseline_outputs(
     targets="generations", steps=(Step(makes="answers"),),
     reads=(*REGISTRY, "generation", "subtasks", "variants"), jobs=Over(model=lambda run: run.models),
     cells=lambda run, w: run.benchmark(w["model"]), starts=lambda s, w: [w["model"]], where="model",
-    env="generation", options=("engine",),
+    env="generation",
     inputs={"prompts": Each("prompts")},
     outputs={"responses": Each("generations"), "summary": One("generation_run")},
 )  # fmt: skip

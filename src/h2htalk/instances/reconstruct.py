@@ -235,7 +235,7 @@ def _reconstructors(scope: Scope, labels: Labels) -> list[str]:
     uses=("subtasks",), planned=True, steps=(Step(makes="instances", batchable=True),),
     reads=(*REGISTRY, "generation", "instances.reconstruct", "instances.review_imports", "subtasks", "review.store"),
     command="reconstruct", targets="reconstruct", starts=_reconstructors, ratings=(INSTANCE_DECISIONS,),
-    where="model", env="generation", options=("engine",),
+    where="model", env="generation",
     inputs={
         "curated": One("curated", over=("subtask", "subtasks")),
         "decisions": config_files("instances.review_imports"),

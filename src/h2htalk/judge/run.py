@@ -214,7 +214,7 @@ def judge_files(
     reads=(*REGISTRY, "generation", *JUDGE_CALLS, "subtasks", "variants"),
     jobs=Over(model=lambda run: run.judged_models if run.judged_subtasks else ()),
     cells=lambda run, w: run.judged(w["model"]), starts=lambda s, w: judge_models(s, "rubric_judge"),
-    where="model", env="generation", options=("engine", "rubric_judge"),
+    where="model", env="generation", options=("rubric_judge",),
     inputs={"instances": Each("references"), "prompts": Each("prompts"), "generations": Each("generations")},
     outputs={"verdicts": Each("judge_samples"), "sample": Each("judge_sample"), "summary": One("judge_run")},
 )  # fmt: skip

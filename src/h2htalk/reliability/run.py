@@ -125,7 +125,7 @@ def _ladder_prompts(scope, labels):
         "judge_reliability.seed", "judge_reliability.ladder", "judge_reliability.canary", "judge_reliability.panel",
     ),
     jobs=Over(ladder_jobs, model=str, part=str), starts=lambda s, w: [w["model"]], where="model",
-    env="generation", options=("engine",),
+    env="generation",
     inputs={"instances": Paths(_ladder_instances), "prompts": Paths(_ladder_prompts)},
     outputs={"ladder": One("judge_ladder"), "canary": One("judge_canary"), "summary": One("judge_ladder_run")},
     keeps={"canary_history": Paths(_canary_histories)},

@@ -4,10 +4,7 @@ A ``Stage`` is declared once, at the function that runs its jobs (``@stage(...)`
 loads (``h2htalk.stages.declare``); the registry (``h2htalk.stages.table``) collects them in pipeline order. The
 workflow makes its rule from it, the ``h2htalk`` command its sub-command, the freshness check its part of the
 result graph, the plan its model calls, the run's closing lines and report its product, and ``docs/stages.md``
-its reference. Files are declared as ``Layout`` kinds: ``Each(kind)`` for every cell the job works on (the
-freshness graph links a cell's outputs to its own inputs), ``Cells(kind, cells)`` for every cell of a list of the
-run's, ``One(kind)`` for one result with the job's labels, ``Figure`` for a file in the tables folder, ``Paths``
-for anything else.
+its reference. Its files are declared as the kinds below.
 """
 
 from __future__ import annotations
@@ -58,7 +55,8 @@ def unique(paths: Iterable[str]) -> list[str]:
 
 @dataclass(frozen=True)
 class Each:
-    """``kind`` of every cell of the job (a cell kind of ``Layout.cell_path``)."""
+    """``kind`` of every cell of the job (a cell kind of ``Layout.cell_path``): the freshness graph links a cell's
+    outputs to its own inputs."""
 
     kind: str
 
@@ -130,7 +128,6 @@ def no_cells(run: RunCells, labels: Labels) -> list[Cell]:
 
 
 def no_models(scope: Scope, labels: Labels) -> list[str]:
-    """What a stage that is no model job starts: nothing."""
     return []
 
 
@@ -284,10 +281,7 @@ def typed_settings() -> dict[str, type]:
 
 def typed_setting(annotation: Any) -> type | None:
     """The settings class a parameter's annotation names (as text, or the class itself), or None."""
-    found = typed_settings()
-    return (
-        found.get(annotation) if isinstance(annotation, str) else annotation if annotation in found.values() else None
-    )
+    return next((kind for name, kind in typed_settings().items() if annotation in (name, kind)), None)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
-import os
 import re
 import shlex
 import sys
@@ -54,11 +53,7 @@ class Rules:
     """The rules of one run: ``config`` validated, ``results`` its results tree, ``registry`` the model registry."""
 
     def __init__(
-        self,
-        config: Mapping[str, Any],
-        results: Layout,
-        registry: Mapping[str, Any],
-        checkout: str | os.PathLike[str] = ".",
+        self, config: Mapping[str, Any], results: Layout, registry: Mapping[str, Any], checkout: str | Path = "."
     ) -> None:
         self.config, self.results, self.registry = config, results, registry
         self.scope = Scope(config, results)
@@ -100,16 +95,11 @@ class Rules:
         for name, spec in stage.outputs.items():
             if getattr(spec, "directory", False):
                 outputs[name] = directory(outputs[name])
-            elif stage.product and name in stage.product.shown:
-                category = f"{stage.product.kind.capitalize()}s"
-                outputs[name] = report(outputs[name], caption=self.caption(stage), category=category)
+            elif stage.product and name in stage.product.shown:  # its own caption (NAME.rst) where the checkout has one
+                own = stage.name if (self.checkout / CAPTIONS / f"{stage.name}.rst").is_file() else "product"
+                caption, category = f"{CAPTIONS_FROM_RULES}/{own}.rst", f"{stage.product.kind.capitalize()}s"
+                outputs[name] = report(outputs[name], caption=caption, category=category)
         return outputs
-
-    def caption(self, stage: Stage) -> str:
-        """The report's caption of the stage's product, as the rules name it: its own (``NAME.rst``) where the
-        checkout has one, else the one every product without its own shows."""
-        own = f"{stage.name}.rst"
-        return f"{CAPTIONS_FROM_RULES}/{own if (self.checkout / CAPTIONS / own).is_file() else 'product.rst'}"
 
     def logs(self, stage: Stage) -> dict[str, str]:
         where = self._job_path("logs", stage)

@@ -184,7 +184,7 @@ def _study_items(scope, labels):
     ),
     jobs=Over(model=lambda run: run.study_models), cells=lambda run, w: run.studies(w["model"]),
     starts=lambda s, w: list(dict.fromkeys([w["model"], *judge_models(s, "study_judge")])),
-    where="model", env="generation", options=("engine", "study_judge"),
+    where="model", env="generation", options=("study_judge",),
     inputs={"prompts": Each("prompts"), "study_items": Paths(_study_items)},
     outputs={
         "responses": Each("generations"), "summary": One("study_generation_run"),
