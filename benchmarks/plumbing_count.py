@@ -11,7 +11,8 @@ the workflow and the stage machinery
     and job, ``@stage`` and its checks, the rules' maker, the reference, and the stage functions in
     ``stages/jobs/`` with their declarations; and a declaration is wiring wherever it lives: in a module outside
     these whose function is a stage or a command (``@stage(...)`` or ``@command(...)`` at the function that does
-    the work), the decorator's lines;
+    the work), the decorator's lines, with the module-level constants that only declarations read (a group of
+    files or keys several declarations share);
 the modules whose one job is wiring
     ``run_summary.py`` (the run's closing lines), ``freshness.py`` (the result graph, stale results removed),
     ``layout.py`` (every result's address), ``cells.py`` (the cells a run's jobs cover), ``cluster.py`` (what a
@@ -93,6 +94,35 @@ def declaration_lines(source: str, whole: bool = False) -> int:
                for first, body, last in declared_functions(source))  # fmt: skip
 
 
+def module_of(path: str) -> str:
+    return path.removeprefix("src/").removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+
+
+def declaration_constants(sources: dict[str, str]) -> dict[str, int]:
+    """Each module -> the non-blank lines of its top-level assignments that only declarations read: names a
+    ``@stage(...)`` or ``@command(...)`` uses (its own module's, or imported from another) and no other code."""
+    trees = {module: ast.parse(source) for module, source in sources.items()}
+    in_declarations, elsewhere = set(), set()  # (module, name) of every name read
+    for module, tree in trees.items():
+        imported = {alias.asname or alias.name: (node.module, alias.name) for node in ast.walk(tree)
+                    if isinstance(node, ast.ImportFrom) and node.module for alias in node.names}  # fmt: skip
+        inside = {id(n) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) for d in f.decorator_list
+                  if isinstance(d, ast.Call) and getattr(d.func, "id", None) in DECLARATIONS
+                  for n in ast.walk(d)}  # fmt: skip
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                (in_declarations if id(node) in inside else elsewhere).add(imported.get(node.id, (module, node.id)))
+    found: dict[str, int] = {}
+    for module, tree in trees.items():
+        for node in (n for n in tree.body if isinstance(n, ast.Assign | ast.AnnAssign)):
+            names = {(module, t.id) for t in getattr(node, "targets", [getattr(node, "target", None)])
+                     if isinstance(t, ast.Name)}  # fmt: skip
+            if names and names <= in_declarations and not names & elsewhere:
+                lines = sources[module].splitlines()[node.lineno - 1 : node.end_lineno]
+                found[module] = found.get(module, 0) + non_blank("\n".join(lines))
+    return found
+
+
 def count(rev: str | None = None) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
     """Each part's files -> their non-blank lines (a module outside them that declares a stage or a command is in
     the first part with its declarations' lines); and apart, such modules -> their declared functions' lines,
@@ -103,12 +133,15 @@ def count(rev: str | None = None) -> tuple[dict[str, dict[str, int]], dict[str, 
     counts = {part: {path: non_blank(text(path, rev)) for path in sorted(paths)} for part, paths in parts.items()}
     listed = {path for paths in parts.values() for path in paths}
     first, whole = counts[next(iter(counts))], {}
-    for path in files:
-        if path.startswith(f"{PACKAGE}/") and path.endswith(".py") and path not in listed:
-            source = text(path, rev)
-            if (found := [f"@{d}" for d in DECLARATIONS if f"@{d}(" in source]) and declaration_lines(source):
-                first[f"{path} (its {' and '.join(found)} declarations)"] = declaration_lines(source)
-                whole[path] = declaration_lines(source, whole=True)
+    package = {path: text(path, rev) for path in files if path.startswith(f"{PACKAGE}/") and path.endswith(".py")}
+    constants = declaration_constants({module_of(path): source for path, source in package.items()})
+    for path, source in package.items():
+        if path not in listed:
+            found = [f"@{d}" for d in DECLARATIONS if f"@{d}(" in source]
+            if lines := declaration_lines(source) + constants.get(module_of(path), 0):
+                what = f"its {' and '.join(found)} declarations" if found else "what only declarations read"
+                first[f"{path} ({what})"] = lines
+                whole[path] = declaration_lines(source, whole=True) + constants.get(module_of(path), 0)
     return counts, whole
 
 
@@ -123,12 +156,12 @@ def main() -> None:
             print(f"  {lines:6,d}  {path}")
         total = sum(files.values())
         print(f"  {total:6,d}  (this part)")
-        if declared := sum(lines for path, lines in files.items() if path.endswith("declarations)")):
+        if declared := sum(lines for path, lines in files.items() if "(" in path):
             print(f"  {declared:6,d}  of which the declarations listed; {total - declared:,d} the machinery")
     print(f"{sum(sum(files.values()) for files in counts.values()):8,d}  plumbing in all")
     if whole:
         first = sum(next(iter(counts.values())).values())
-        declared = sum(lines for path, lines in next(iter(counts.values())).items() if path.endswith("declarations)"))
+        declared = sum(lines for path, lines in next(iter(counts.values())).items() if "(" in path)
         bodies = sum(whole.values()) - declared
         print(f"stage and command functions outside them, whole: {sum(whole.values()):,d} lines in {len(whole)}"
               " modules;")  # fmt: skip
