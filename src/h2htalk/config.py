@@ -419,7 +419,7 @@ def settings_hash(config: Mapping[str, Any], sections: Sequence[str], entries: S
     """What reruns a job when it changes: the config ``sections`` its command reads and the registry ``entries``
     of the models it runs, without what only places a job (``cluster``, an embedder's ``gpus``)."""
     sections = [*config, *(s for s in sections if s.startswith("-"))] if "*" in sections else sections
-    chosen = settings_view(config, [key for key in sections if key != "cluster"])
+    chosen = settings_view(config, [key for key in sections if key.removeprefix("-").split(".")[0] != "cluster"])
     for spec in chosen["embedders"].values() if "embedders" in chosen else ():
         spec.pop("gpus", None)
     payload = json.dumps([chosen, list(entries)], sort_keys=True, ensure_ascii=False)
@@ -552,10 +552,15 @@ def wrong_reads(reads: Sequence[str], reader: str) -> tuple[str, str]:
             dash, close = "-" * key.startswith("-"), difflib.get_close_matches(key.lstrip("-"), schema_keys(), n=1)
             why = "not a key of the config schema" + "".join(f" (did you mean {dash + found!r}?)" for found in close)
             return f"reads {key!r}", why
+    whole = {*reads, ""} if "*" in reads else set(reads)  # "": everything, the section above a top-level key
+    for key in (key for key in reads if key.startswith("-")):
+        sections = key[1:].split(".")[:-1]
+        if not any(".".join(sections[:end]) in whole for end in range(len(sections) + 1)):
+            return f"reads {key!r}", "a -key leaves a key out of a section read whole, and no section above it is read"
     try:
         settings_view(schema_defaults(), reads, reader)
-    except KeyError as exc:  # a -key of a section not read whole, or a name of a free mapping the default lacks
-        return "reads", f"{exc} (in the schema's default run; a -key is left out of a section read whole)"
+    except KeyError as exc:  # a name of a free mapping the default lacks
+        return "reads", f"{exc} (in the schema's default run)"
     return "", ""
 
 
