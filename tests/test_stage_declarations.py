@@ -253,6 +253,13 @@ def test_a_file_written_twice_by_one_stage_or_inside_a_folder_another_keeps_fail
 
     with pytest.raises(StageError, match=r"stage toy_too: outputs\.table: results/toy\.csv is written by two of its"):
         check_one_writer((*STAGES, *toy_too.stages), CHECKED_RUN)
+    spelt_otherwise = Paths(lambda scope, labels: [f"{scope.results.root}/./toy.csv"])
+
+    @stage("toy_spelt", "a toy", outputs={"report": one_file, "table": spelt_otherwise})
+    def toy_spelt(report: list[str], table: list[str]) -> None: ...
+
+    with pytest.raises(StageError, match=r"stage toy_spelt: outputs\.table: results/toy\.csv is written by two of"):
+        check_one_writer((*STAGES, *toy_spelt.stages), CHECKED_RUN)
     in_history = Paths(lambda scope, labels: [scope.results.path("canary_history", role="toy")[:-5] + "x.json"])
 
     @stage("toy_kept", "a toy", outputs={"note": in_history})
@@ -261,6 +268,15 @@ def test_a_file_written_twice_by_one_stage_or_inside_a_folder_another_keeps_fail
     with pytest.raises(StageError, match=r"stage toy_kept: outputs: .*judge_canary/.* is inside .*judge_canary, which"
                        r" judge_ladder writes or keeps"):  # fmt: skip
         check_one_writer((*STAGES, *toy_kept.stages), CHECKED_RUN)
+    spelt = Paths(
+        lambda scope, labels: [scope.results.path("canary_history", role="toy").replace("/judge", "/./judge")]
+    )
+
+    @stage("toy_spelt_kept", "a toy", outputs={"note": spelt})
+    def toy_spelt_kept(note: list[str]) -> None: ...
+
+    with pytest.raises(StageError, match=r"stage toy_spelt_kept: outputs: .*/demo/judge_canary/toy/.* is inside"):
+        check_one_writer((*STAGES, *toy_spelt_kept.stages), CHECKED_RUN)
 
 
 @pytest.mark.parametrize(

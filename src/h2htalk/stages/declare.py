@@ -6,6 +6,7 @@ stage and the field, before any rule, command or job exists."""
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Callable
 from dataclasses import replace
 from importlib import resources
@@ -178,7 +179,7 @@ def check_one_writer(
         own: set[str] = set()
         for field, files in made:  # those it declares before the provenance added
             for name, paths in sorted(files.items(), key=lambda item: item[0] == "meta"):
-                for path in paths:
+                for path in map(os.path.normpath, paths):  # one file however its path is spelt (a/./b, a//b)
                     twice = field == "outputs" and path in own  # a folder kept is one all its jobs add to
                     if twice or writer.setdefault(path, stage.name) != stage.name:
                         by = "two of its jobs or files" if twice else f"{writer[path]} too"
