@@ -585,7 +585,8 @@ def test_a_job_that_leaves_a_declared_output_unwritten_fails_naming_it(tmp_path,
 
 def test_every_model_jobs_command_takes_the_engine_options_its_rule_passes():
     """A model job's rule passes ``--server-log``; its command has the engine's options without declaring them, and a
-    stage that declares them too fails naming it."""
+    stage that declares them fails naming it: a model job, as it has them already, and any other, as it starts no
+    engine."""
     from h2htalk.cli import build_parser
     from h2htalk.stages.declare import checked
 
@@ -593,5 +594,6 @@ def test_every_model_jobs_command_takes_the_engine_options_its_rule_passes():
         args = build_parser().parse_args([model_job.command_name, "--server-log", "s.log", "--base-url", "http://h/v1",
                                           *(f"--{label}=x" for label in model_job.labels)])  # fmt: skip
         assert (str(args.server_log), args.base_url) == ("s.log", "http://h/v1")
-    with pytest.raises(StageError, match=r"stage toy: options: 'engine': a model job's command has the engine's"):
-        checked(replace(BY_NAME["generate"], name="toy", command="toy", options=("engine",)))
+    for declared in ("generate", "table2"):
+        with pytest.raises(StageError, match=r"stage toy: options: 'engine': the engine's options are a model job's"):
+            checked(replace(BY_NAME[declared], name="toy", command="toy", options=("engine",)))

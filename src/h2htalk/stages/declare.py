@@ -109,8 +109,8 @@ def checked(stage: Stage) -> Stage:
             fail(f"jobs {label}", f"{values!r} is not a function of the run's cells (Over({label}=lambda run: ...))")
     if wrong := unknown_options(stage.options):
         fail("options", wrong)
-    if stage.where == "model" and "engine" in stage.options:  # a second --server-log would break every command
-        fail("options", "'engine': a model job's command has the engine's options already")
+    if "engine" in stage.options:  # a model job's: declared again, a second --server-log would break every command
+        fail("options", "'engine': the engine's options are a model job's (where='model'), which has them already")
     if stage.where not in get_args(Where):
         fail("where", f"{stage.where!r} is none of {', '.join(get_args(Where))}")
     if (stage.where == "model") == (stage.starts is no_models):
