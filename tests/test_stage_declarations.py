@@ -14,7 +14,15 @@ from hypothesis import strategies as st
 from h2htalk.config import default_config
 from h2htalk.layout import Layout
 from h2htalk.settings import BootstrapSettings
-from h2htalk.stages.declare import MACHINERY, StageError, check_names, check_one_writer, check_step_names, stage
+from h2htalk.stages.declare import (
+    MACHINERY,
+    StageError,
+    check_names,
+    check_one_writer,
+    check_reached,
+    check_step_names,
+    stage,
+)
 from h2htalk.stages.spec import Done, Each, Figure, Grows, One, Over, Paths, Product, Scope, figure_files
 from h2htalk.stages.steps import Step, declared_steps, steps_making
 from h2htalk.stages.table import BY_NAME, CHECKED_RUN, STAGES
@@ -188,6 +196,25 @@ def test_two_stages_writing_one_file_fail_naming_both():
         check_one_writer((*STAGES, *toy.stages), scope)  # the file it declares named, not its provenance
 
 
+def test_a_stage_of_labels_that_no_target_has_and_no_stage_reads_fails_and_one_a_target_has_is_taken():
+    """Snakemake takes no rule of wildcards as a target: such a stage runs as a named target's, a product's (in
+    ``all``) or another stage's input, and one that is none of these would never run."""
+    declared = dict(
+        jobs=Over(model=lambda run: run.models),
+        outputs={"counts": Paths(lambda scope, labels: [f"results/toy/{labels['model']}.json"])},
+    )
+
+    @stage("toy", "a toy", **declared)
+    def unreached(model: str, counts: str) -> None: ...
+
+    @stage("toy", "a toy", targets="counts", **declared)
+    def targeted(model: str, counts: str) -> None: ...
+
+    with pytest.raises(StageError, match=r"^stage toy: targets: no stage reads its files and no target has them"):
+        check_reached((*STAGES, *unreached.stages), CHECKED_RUN)
+    check_reached((*STAGES, *targeted.stages), CHECKED_RUN)
+
+
 def test_two_stages_of_one_model_writing_one_file_fail_in_the_run_the_registry_checks():
     """The schema's default run has no model under test: the registry checks its stages in it with one."""
 
@@ -280,22 +307,29 @@ def test_a_file_written_twice_by_one_stage_or_inside_a_folder_another_keeps_fail
 
 
 @pytest.mark.parametrize(
-    "declared",
+    ("declared", "field"),
     [
-        dict(jobs=Over(modle=lambda run: run.models), outputs={"summary": One("generation_run")}),  # a label misspelt
-        dict(jobs=Over(model=lambda run: run.modles), outputs={"summary": One("generation_run")}),  # a list misspelt
-        dict(jobs=Over(model=lambda run: run.models), outputs={"summary": One("generation_run")},
-             inputs={"curated": One("curated", over=("subtask", "subtaks"))}),  # an input's list misspelt
-        dict(jobs=Over(model=lambda run: run.models), outputs=figure_files("zz_{model}", summary=".csv"),
-             product=Product("table", {"b-model": "B"}, "a toy", main="summary")),  # a title for some of its jobs
+        (dict(jobs=Over(modle=lambda run: run.models), outputs={"summary": One("generation_run")}),
+         "outputs.summary"),  # a label misspelt
+        (dict(jobs=Over(model=lambda run: run.modles), outputs={"summary": One("generation_run")}),
+         "jobs"),  # a list misspelt
+        (dict(jobs=Over(model=lambda run: run.models), outputs={"summary": One("generation_run")},
+              inputs={"curated": One("curated", over=("subtask", "subtaks"))}),
+         "inputs.curated"),  # an input's list misspelt
+        (dict(jobs=Over(model=lambda run: run.models), outputs={"summary": One("generation_run")},
+              inputs={"generations": Each("generations")}, cells=lambda run, labels: run.benchmark(labels["modl"])),
+         "cells"),  # a label misspelt in its cells
+        (dict(jobs=Over(model=lambda run: run.models), outputs=figure_files("zz_{model}", summary=".csv"),
+              product=Product("table", {"b-model": "B"}, "a toy", main="summary")),
+         "product"),  # a title for some of its jobs
     ],
 )  # fmt: skip
-def test_a_file_its_jobs_cannot_resolve_fails_naming_the_stage_not_a_bare_error(declared):
+def test_a_file_its_jobs_cannot_resolve_fails_naming_the_stage_and_the_field_not_a_bare_error(declared, field):
     @stage("toy", "a toy", **declared)
     def toy(summary: str, inputs: dict[str, list[str]]) -> None: ...
 
     with pytest.raises(
-        StageError, match=r"^stage toy: its jobs' files or titles in the schema's default run: (Key|Attribute)Error"
+        StageError, match=rf"^stage toy: {field}: (Key|Attribute)Error: .*, in the schema's default run"
     ) as raised:
         check_one_writer((*STAGES, *toy.stages), CHECKED_RUN)
     assert str(raised.value).endswith(f"(its jobs' labels: {', '.join(toy.stages[0].labels)})")  # the misspelt one

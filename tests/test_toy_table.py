@@ -83,7 +83,7 @@ from h2htalk.stages.spec import Done, Each, One, Over
     "answer_lengths_model", "the mean answer length of one model's Table 2 cells",
     reads=("models", "subtasks", "variants"), jobs=Over(model=lambda run: run.models),
     cells=lambda run, labels: run.benchmark(labels["model"]),
-    inputs={"generations": Each("generations")}, outputs={"lengths": One("answer_lengths")},
+    inputs={"generations": Each("generations")}, outputs={"lengths": One("answer_lengths")}, targets="lengths",
 )
 def answer_lengths_model(model: str, cells, each, lengths: str) -> Done:
     found = {}
@@ -105,10 +105,9 @@ def test_a_stage_of_each_model_with_a_new_kind_of_result_runs_as_the_docs_say(tm
     (checkout / "src/h2htalk/stages/jobs/answer_lengths_model.py").write_text(PER_MODEL, encoding="utf-8")
     with LoopbackAPI(responder=None) as api:
         configfiles = stand_in_run(checkout, tmp_path, api.base_url)
-        target = f"results/sets/demo-first2/answer_lengths/{LOCAL}.json"
-        run = snakemake(checkout, target, *configfiles)
+        run = snakemake(checkout, "lengths", *configfiles)  # its named target: every job of it
         assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    lengths = json.loads((checkout / target).read_text(encoding="utf-8"))
+    lengths = json.loads((checkout / f"results/sets/demo-first2/answer_lengths/{LOCAL}.json").read_text("utf-8"))
     assert sorted(lengths) == ["nosap/dialogue_base", "sap/dialogue_base"] and all(v > 0 for v in lengths.values())
     assert f"answer-lengths-model {LOCAL}: 2 cells" in run.stdout + run.stderr
 
@@ -158,3 +157,21 @@ def test_a_command_declared_wrong_fails_the_dry_run_before_any_job(tmp_path):
     planned = snakemake(checkout, "--dry-run")
     assert planned.returncode != 0
     assert "command rates: reset: no help (a docstring line 'reset: ...')" in planned.stdout + planned.stderr
+
+
+def test_a_stage_declared_wrong_is_one_line_naming_it_for_every_command_and_the_dry_run(tmp_path):
+    """Every command builds the parser, which loads the registry: a stage declared wrong is said as any error the
+    user can act on (one line, exit status 2), not a traceback, by ``h2htalk`` and by the workflow."""
+    checkout = copy_checkout(tmp_path / "checkout")
+    broken = TOY.replace('reads=("models", "subtasks", "variants")', 'reads=("models", "subtask", "variants")')
+    (checkout / "src/h2htalk/stages/jobs/answer_lengths.py").write_text(broken, encoding="utf-8")
+    said = "stage answer_lengths: reads 'subtask': not a key of the config schema (did you mean 'subtasks'?)"
+    env = {**os.environ, "PYTHONPATH": str(checkout / "src")}
+    rates = subprocess.run([sys.executable, "-m", "h2htalk", "rates", "--help"], cwd=checkout, env=env,
+                           capture_output=True, text=True, check=False)  # fmt: skip
+    assert rates.returncode == 2 and rates.stdout == ""
+    assert rates.stderr.startswith(f"h2htalk: error: {said}") and rates.stderr.count("\n") == 1
+    planned = snakemake(checkout, "--dry-run")
+    shown = planned.stdout + planned.stderr
+    assert planned.returncode != 0 and "WorkflowError in file" in shown and said in shown
+    assert "Traceback" not in shown and "declare.py" not in shown

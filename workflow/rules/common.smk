@@ -7,19 +7,26 @@ from snakemake.settings.types import DeploymentMethod
 
 from h2htalk.config import load_registry, registry_files
 from h2htalk.cli import build_parser
-from h2htalk.errors import ConfigError
+from h2htalk.errors import ConfigError, H2HTalkError
 from h2htalk.freshness import clearing_stale_first
 from h2htalk.layout import Layout, instances_set
 from h2htalk.run_summary import run_summary
-from h2htalk.stages.table import STAGES
-from h2htalk.stages.workflow import Rules
 
 # One results tree for every instance set: the set's own results under results/sets/{set}/ and its tables under
 # paper_figures/{set}/, the data, the reconstruction and the model files shared (h2htalk.layout).
 LAYOUT = Layout("results", instances_set(config))
-# Every job runs an h2htalk command: one declared wrong (@command) fails here, naming it, before any job starts.
-build_parser()
-RULES = Rules(config, LAYOUT, load_registry(registry_files(config)), workflow.basedir)
+# A stage declared wrong (@stage) fails here, as the registry loads, naming it, before any job starts; so does a
+# command (@command): every job runs one.
+try:
+    from h2htalk.stages.table import STAGES
+    from h2htalk.stages.workflow import Rules
+
+    build_parser()
+    RULES = Rules(
+        config, LAYOUT, load_registry(registry_files(config)), workflow.basedir
+    )
+except H2HTalkError as exc:
+    raise WorkflowError(str(exc)) from None
 # Rules run "python -m h2htalk" from the checkout's package, in their conda env where Snakemake deploys them.
 _CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 shell.prefix(RULES.shell_prefix(conda=_CONDA))

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from h2htalk import progress
-from h2htalk.cli import commands, stages
 from h2htalk.cli.options import resolve_instance_set
 from h2htalk.errors import H2HTalkError
 
@@ -21,6 +20,9 @@ DESCRIPTION = "Every stage of the H2HTalk workflow as a command, usable without 
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """Every command's parser; a stage or command declared wrong fails it (importing the registry), naming it."""
+    from h2htalk.cli import commands, stages
+
     parser = argparse.ArgumentParser(prog="h2htalk", description=DESCRIPTION)
     parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
     parser.add_argument(
@@ -50,7 +52,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(argv: Sequence[str] | None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        parser = build_parser()
+    except H2HTalkError as exc:  # a declaration's: one line, as any error (its log is not open yet)
+        print(f"h2htalk: error: {exc}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
     progress.log_to(args.log, args.verbose)
     progress.start_job(args.command)
     try:

@@ -49,6 +49,7 @@ def stage(name: str, help: str, **declared: Any) -> Callable[[Callable[..., Any]
 MACHINERY = frozenset({"config", "run", "cells", "results", "models", "options", "each", "inputs", "outputs", "stage",
                        "stages"})  # fmt: skip
 MADE_BY_THE_MACHINERY = {"inputs": "provenance", "outputs": "meta"}  # a product's provenance: never a parameter
+READ_BY_MODEL_JOBS = {"model_file", "prefetched_model"}  # the files of the models a job starts (Rules.model_files)
 
 
 DECLARED: dict[str, dict[Callable[..., Any], None]] = {}  # module -> the functions declared in it, in order
@@ -174,7 +175,7 @@ def check_one_writer(
                 stage.files("inputs", scope, labels), stage.starts(scope, labels)
         except Exception as exc:
             labels = ", ".join(stage.labels) or "none"  # a KeyError is most often a label its jobs lack
-            raise StageError(f"stage {stage.name}: its jobs' files or titles in {run}: {type(exc).__name__}: {exc}"
+            raise StageError(f"stage {stage.name}: {failing_field(stage, scope)}: {type(exc).__name__}: {exc}, in {run}"
                              f" (its jobs' labels: {labels})") from exc  # fmt: skip
         own: set[str] = set()
         for field, files in made:  # those it declares before the provenance added
@@ -191,6 +192,48 @@ def check_one_writer(
         for path, name in writer.items():
             if path.startswith(f"{folder}/") and name != owner:
                 raise StageError(f"stage {name}: outputs: {path} is inside {folder}, which {owner} writes or keeps")
+
+
+def failing_field(stage: Stage, scope: Any) -> str:
+    """The first field of ``stage`` whose resolution fails in the run of ``scope``: its jobs, its cells, one of its
+    files, the models it starts, or else its product's title."""
+
+    def fails(resolve: Callable[..., Any], *arguments: Any) -> bool:
+        try:
+            resolve(*arguments)
+        except Exception:
+            return True
+        return False
+
+    if fails(stage.jobs, scope.run):
+        return "jobs"
+    for labels in stage.jobs(scope.run):
+        if fails(stage.cells, scope.run, labels):
+            return "cells"
+        cells = stage.cells(scope.run, labels)
+        for field in ("outputs", "keeps", "inputs"):
+            for name, spec in getattr(stage, field).items():
+                if fails(spec.paths, scope, labels, cells):
+                    return f"{field}.{name}"
+        if fails(stage.starts, scope, labels):
+            return "starts"
+    return "product"
+
+
+def check_reached(stages: tuple[Stage, ...], scope: Any) -> None:
+    """Each stage of labels (a rule of wildcards, which Snakemake takes as no target) that writes files in the run of
+    ``scope`` is one a run makes: a target has its files (its product, ``targets=``, ``in_all=``) or a stage reads
+    them. A stage without labels is the target of its name (``snakemake table2``)."""
+    made = {stage.name: [p for labels in stage.jobs(scope.run) for ps in stage.files("outputs", scope, labels).values()
+                         for p in ps] for stage in stages if stage.labels}  # fmt: skip
+    read = {p for stage in stages for labels in stage.jobs(scope.run)
+            for ps in stage.files("inputs", scope, labels).values() for p in ps}  # fmt: skip
+    for stage in (stage for stage in stages if stage.labels):
+        kinds = {getattr(spec, "kind", "") for spec in stage.outputs.values()}
+        targeted = stage.product or stage.targets or stage.in_all or kinds & READ_BY_MODEL_JOBS
+        if made[stage.name] and not targeted and read.isdisjoint(made[stage.name]):
+            raise StageError(f"stage {stage.name}: targets: no stage reads its files and no target has them, so no run"
+                             " makes them (give it a named target: targets='NAME', snakemake NAME)")  # fmt: skip
 
 
 def check_reachable(module: str, functions: list[Callable[..., Any]]) -> None:
