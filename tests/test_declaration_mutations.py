@@ -55,6 +55,11 @@ def mistakes(stage: Stage) -> Iterator[Mistake]:
     yield "a misspelt resources folder", replace(stage, uses=(*stage.uses, "prompt")), "uses 'prompt'"
     if stage.product:
         yield "a product of no output", replace(stage, product=replace(stage.product, main="tex2")), "product 'tex2'"
+        yield "a misspelt product kind", replace(stage, product=replace(stage.product, kind="tabel")), "product"
+        name, spec = next((name, spec) for name, spec in stage.outputs.items() if isinstance(spec, Figure))
+        if not spec.directory:
+            dotless = {**stage.outputs, name: replace(spec, suffix=spec.suffix.replace(".", ""))}
+            yield "a suffix without its dot", replace(stage, outputs=dotless), f"outputs.{name}"
         yield "a product showing none", replace(stage, product=replace(stage.product, shown=("png2",))), "product"
     if stage.steps:
         yield "model calls the plan leaves out", replace(stage, planned=False), "steps"
@@ -107,7 +112,7 @@ def test_a_real_stage_writing_another_stages_file_or_misnaming_a_label_fails_as_
     named = re.match(r"stage (\w+): outputs\.\w+: \S+ is written by (\w+) too", both)
     assert named and {named[1], named[2]} == {stage.name, owner}, both
     if stage.labels:
-        renamed = Over(**{f"{label}s": values for label, values in stage.jobs.values.items()})
+        renamed = Over(stage.jobs.combos, **{f"{label}s": values for label, values in stage.jobs.values.items()})
         assert re.match(
             rf"stage {stage.name}: (cells|(outputs|keeps|inputs)\.\w+): KeyError", error(replace(stage, jobs=renamed))
         )

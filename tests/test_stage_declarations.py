@@ -160,6 +160,10 @@ TOY_TABLE = Product("table", "Toy", "a toy", main="csv")
         (dict(where="embedder", **PLAIN), r"where: an embedder job is placed by its embedder"),
         (dict(options=("engine", "bootstrapp"), **PLAIN), r"options: no option group 'bootstrapp' \(there are engine,"),
         (dict(jobs=Over(model="models"), **PLAIN), r"jobs model: 'models' is not a function of the run's cells"),
+        (dict(outputs=figure_files("toy", csv="csv"), product=TOY_TABLE),
+         r"outputs\.csv: suffix 'csv': a file's, after its stem, has its extension \('\.csv'\)"),
+        (dict(product=Product("tabel", "Toy", "a toy", main="csv"), **TABLE),
+         r"product: kind 'tabel' is none of table, figure, export"),
     ],
 )  # fmt: skip
 def test_a_field_that_would_fail_a_job_late_or_leave_it_silently_wrong_fails_as_it_loads(declared, error):
@@ -322,6 +326,8 @@ def test_a_file_written_twice_by_one_stage_or_inside_a_folder_another_keeps_fail
         (dict(jobs=Over(model=lambda run: run.models), outputs=figure_files("zz_{model}", summary=".csv"),
               product=Product("table", {"b-model": "B"}, "a toy", main="summary")),
          "product"),  # a title for some of its jobs
+        (dict(jobs=Over(model=lambda run: run.models[0]), outputs={"summary": One("generation_run")}),
+         "jobs"),  # one value, not a list: a job for each of its letters
     ],
 )  # fmt: skip
 def test_a_file_its_jobs_cannot_resolve_fails_naming_the_stage_and_the_field_not_a_bare_error(declared, field):
@@ -329,7 +335,7 @@ def test_a_file_its_jobs_cannot_resolve_fails_naming_the_stage_and_the_field_not
     def toy(summary: str, inputs: dict[str, list[str]]) -> None: ...
 
     with pytest.raises(
-        StageError, match=rf"^stage toy: {field}: (Key|Attribute)Error: .*, in the schema's default run"
+        StageError, match=rf"^stage toy: {field}: (Key|Attribute|Type)Error: .*, in the schema's default run"
     ) as raised:
         check_one_writer((*STAGES, *toy.stages), CHECKED_RUN)
     assert str(raised.value).endswith(f"(its jobs' labels: {', '.join(toy.stages[0].labels)})")  # the misspelt one
@@ -631,3 +637,16 @@ def test_every_model_jobs_command_takes_the_engine_options_its_rule_passes():
     for declared in ("generate", "table2"):
         with pytest.raises(StageError, match=r"stage toy: options: 'engine': the engine's options are a model job's"):
             checked(replace(BY_NAME[declared], name="toy", command="toy", options=("engine",)))
+
+
+def test_a_label_missing_from_an_outputs_path_fails_as_the_workflow_loads_naming_the_output():
+    """Every job of the stage would write that one path: Snakemake refuses the rule, naming it alone."""
+    from h2htalk.stages import workflow
+
+    @stage("toy", "a toy", jobs=Over(model=lambda run: run.models, subtask=lambda run: run.subtasks),
+           outputs={"lengths": One("generation_run")}, targets="lengths")  # fmt: skip
+    def toy(lengths: str) -> None: ...
+
+    rules = workflow.Rules(default_config(), Layout("results", "demo"), {})
+    with pytest.raises(StageError, match=r"stage toy: outputs\.lengths: no \{subtask\} in .*/\{model\}/run\.json"):
+        rules.rule_outputs(toy.stages[0], str, lambda path, **kw: path)

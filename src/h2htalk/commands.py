@@ -82,6 +82,8 @@ def command(name: str, **declared: Any) -> Callable[[Callable[..., Any]], Callab
 
     def declare(function: Callable[..., Any]) -> Callable[..., Any]:
         found = Command(name, function, **declared)
+        if not re.fullmatch(r"[a-z][a-z0-9]*(-[a-z0-9]+)*", name):  # as the stages' commands: table2-pairs
+            raise CommandError(f"command {name}: a command's name is lower-case words joined by dashes")
         parameters = inspect.signature(function).parameters
         for named in (*found.choices, *found.metavar, *found.each, *found.short):
             if named not in parameters:

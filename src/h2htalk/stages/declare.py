@@ -15,7 +15,19 @@ from typing import Any, get_args
 from h2htalk.commands import unknown_options
 from h2htalk.config import schema_defaults, settings_view, wrong_reads
 from h2htalk.layout import CELL_KINDS, PATTERNS
-from h2htalk.stages.spec import Cells, Each, Figure, One, Stage, StageError, Where, no_cells, no_models, typed_setting
+from h2htalk.stages.spec import (
+    Cells,
+    Each,
+    Figure,
+    One,
+    ProductKind,
+    Stage,
+    StageError,
+    Where,
+    no_cells,
+    no_models,
+    typed_setting,
+)
 from h2htalk.stages.steps import declared_steps
 
 
@@ -118,7 +130,12 @@ def checked(stage: Stage) -> Stage:
         fail("starts", "a stage starts models (starts=...) where, and only where, it is a model job (where='model')")
     if stage.where == "embedder" and "embedder" not in stage.labels:
         fail("where", "an embedder job is placed by its embedder: it runs once per embedder (an 'embedder' label)")
+    for name, spec in stage.outputs.items():  # ("csv": "answer_lengthscsv")
+        if isinstance(spec, Figure) and not spec.directory and "." not in spec.suffix:
+            fail(f"outputs.{name}", f"suffix {spec.suffix!r}: a file's, after its stem, has its extension ('.csv')")
     if product := stage.product:
+        if product.kind not in get_args(ProductKind):
+            fail("product", f"kind {product.kind!r} is none of {', '.join(get_args(ProductKind))}")
         for name in (product.main, *product.shown):
             if name not in stage.outputs:
                 fail(f"product {name!r}", "none of its outputs")

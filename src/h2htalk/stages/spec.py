@@ -53,6 +53,13 @@ def unique(paths: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(paths))
 
 
+def values(found: Iterable[str]) -> Iterable[str]:
+    """A label's values, as a function of the run gives them: one string would be as many jobs as its letters."""
+    if isinstance(found, str):
+        raise TypeError(f"{found!r} is one string, not the label's values (a list)")
+    return found
+
+
 @dataclass(frozen=True)
 class Each:
     """``kind`` of every cell of the job (a cell kind of ``Layout.cell_path``): the freshness graph links a cell's
@@ -145,8 +152,11 @@ class Over:
         if self.combos is not None:
             combos: Iterable[tuple[str, ...]] = dict.fromkeys(self.combos(run))
         else:
-            combos = itertools.product(*(list(dict.fromkeys(f(run))) for f in self.values.values()))
+            combos = itertools.product(*(list(dict.fromkeys(values(f(run)))) for f in self.values.values()))
         return [dict(zip(self.values, combo, strict=True)) for combo in combos]
+
+
+ProductKind = Literal["table", "figure", "export"]  # the report's category: Tables, Figures, Exports
 
 
 @dataclass(frozen=True)
@@ -155,7 +165,7 @@ class Product:
     (``inner``: its file inside a bundle's folder); ``shown``: the outputs in Snakemake's report; ``first``: among
     what a run says to open first."""
 
-    kind: Literal["table", "figure", "export"]
+    kind: ProductKind
     title: str | Mapping[str, str]  # "Table 2": the closing lines' label (by the job's one label, where it has one)
     caption: str | Mapping[str, str]  # what it is, in a few words (the report's caption is ``report/NAME.rst``)
     main: str
