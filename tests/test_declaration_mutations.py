@@ -2,23 +2,30 @@
 checks of ``h2htalk.stages.declare`` hold for the shapes the workflow's own stages have (products, stages sharing a
 function, files of each cell, model and embedder jobs), not only for the toy stages of ``test_stage_declarations``.
 The mistakes are those a newcomer copying a stage makes: a misspelt key, kind, option group, folder or label; a file
-declared and not taken, or taken and not declared; files of each cell without cells; a file another stage writes."""
+declared and not taken, or taken and not declared; files of each cell without cells; a file another stage writes.
+Every real command (``@command``) meets the same: a misspelt key or option group, choices of no parameter, a
+parameter's help line left out."""
 
 from __future__ import annotations
 
+import argparse
+import functools
 import inspect
 import re
 from collections.abc import Iterator
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
+from h2htalk.cli.commands import add
+from h2htalk.commands import Command, CommandError, command, declared_in
 from h2htalk.sheets import REVIEW_SCORES
 from h2htalk.stages.declare import StageError, check_one_writer, checked
 from h2htalk.stages.spec import Cells, Each, Figure, One, Over, Stage, no_cells, no_models
 from h2htalk.stages.table import CHECKED_RUN, STAGES
 
-Mistake = tuple[str, Stage, str]  # what was done, the declaration with it, the field its error names
+Mistake = tuple[str, Any, str]  # what was done, the declaration with it (a Stage, a Command), the field its error names
 
 
 def mistakes(stage: Stage) -> Iterator[Mistake]:
@@ -116,3 +123,48 @@ def test_a_real_stage_writing_another_stages_file_or_misnaming_a_label_fails_as_
         assert re.match(
             rf"stage {stage.name}: (cells|(outputs|keeps|inputs)\.\w+): KeyError", error(replace(stage, jobs=renamed))
         )
+
+
+def commands() -> list[Command]:
+    from h2htalk.cli.commands import MODULES
+
+    return [function.command for module in MODULES for function in declared_in(module, "command")]
+
+
+def command_mistakes(declared: Command) -> Iterator[Mistake]:
+    """The mistakes that apply to a real command, each made alone: what its declaration names, and each parameter's
+    help line left out of its docstring."""
+    yield "a misspelt key", replace(declared, reads=(*declared.reads, "review.stor")), "reads 'review.stor'"
+    yield "a misspelt option group", replace(declared, options=("scorin",)), "options"
+    yield "choices of no parameter", replace(declared, choices={"colour": ("red",)}), "colour"
+    for name in declared.parameter_help:
+
+        @functools.wraps(declared.run)
+        def unhelped(*args: Any, **kwargs: Any) -> Any: ...
+
+        unhelped.__doc__ = re.sub(rf"^\s*{name}: .*(\n\s{{5,}}.*)*$", "", declared.run.__doc__, flags=re.MULTILINE)
+        yield f"no help for {name}", replace(declared, run=unhelped), f"{name}: no help"
+
+
+COMMAND_CASES = [(c.name, what, mistaken, field) for c in commands() for what, mistaken, field in command_mistakes(c)]
+
+
+@pytest.mark.parametrize(
+    ("name", "what", "mistaken", "field"), COMMAND_CASES, ids=[f"{c[0]}: {c[1]}" for c in COMMAND_CASES]
+)
+def test_a_real_command_with_one_mistake_fails_naming_it_and_the_field(name, what, mistaken, field):
+    """Named as it is declared (``command``) or as its parser is built (``add``): before any command runs."""
+
+    @functools.wraps(mistaken.run)  # declared anew, leaving the real function's declaration as it is
+    def declared_again(*args: Any, **kwargs: Any) -> Any: ...
+
+    fields = ("reads", "options", "choices", "metavar", "each", "short")
+    with pytest.raises(CommandError) as raised:
+        command(mistaken.name, **{field: getattr(mistaken, field) for field in fields})(declared_again)
+        add(argparse.ArgumentParser().add_subparsers(), declared_again.command)
+    assert str(raised.value).startswith(f"command {name}: ") and field in str(raised.value)
+
+
+def test_every_real_command_is_built_as_declared():
+    for declared in commands():
+        add(argparse.ArgumentParser().add_subparsers(), declared)
