@@ -420,7 +420,7 @@ def settings_hash(config: Mapping[str, Any], sections: Sequence[str], entries: S
     of the models it runs, without what only places a job (``cluster``, an embedder's ``gpus``)."""
     sections = [*config, *(s for s in sections if s.startswith("-"))] if "*" in sections else sections
     chosen = settings_view(config, [key for key in sections if key.removeprefix("-").split(".")[0] != "cluster"])
-    for spec in chosen["embedders"].values() if "embedders" in chosen else ():
+    for spec in dict.get(chosen, "embedders", {}).values():  # the embedders' definitions, where it reads them
         spec.pop("gpus", None)
     payload = json.dumps([chosen, list(entries)], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
@@ -467,9 +467,9 @@ class UndeclaredSetting(H2HTalkError, KeyError):
 
 
 class SettingsView(dict):  # type: ignore[type-arg]
-    """The part of the config a reader declares: ``view[key]`` or ``view.get(key)`` of a key it does not declare is an
-    ``UndeclaredSetting`` naming it (``in`` is a dict's). ``whole``: a section read whole, less the keys
-    ``left_out``: a key it lacks besides those is declared, and ``get`` gives its default."""
+    """The part of the config a reader declares: ``view[key]``, ``view.get(key)`` or ``key in view`` of a key it does
+    not declare is an ``UndeclaredSetting`` naming it. ``whole``: a section read whole, less the keys ``left_out``: a
+    key it lacks besides those is declared, is not ``in`` it, and ``get`` gives its default."""
 
     reader, path, whole, left_out = "it", "", False, frozenset[str]()
 
@@ -480,8 +480,14 @@ class SettingsView(dict):  # type: ignore[type-arg]
             f"{self.reader} reads config key {self.path + key!r}, which it does not declare (reads=)"
         )
 
+    def __contains__(self, key: object) -> bool:
+        found = dict.__contains__(self, key)
+        if not found and not (self.whole and key not in self.left_out):
+            self.__missing__(key)  # type: ignore[arg-type]
+        return found
+
     def get(self, key: str, default: Any = None) -> Any:
-        return self[key] if key in self or not self.whole or key in self.left_out else default
+        return self[key] if key in self else default  # noqa: SIM401 - dict.get would not check the key
 
     def __deepcopy__(self, memo: dict[int, Any]) -> SettingsView:
         return _view(self.reader, self.path, copy.deepcopy(dict(self), memo), self.whole, self.left_out)

@@ -13,7 +13,7 @@ from importlib import resources
 from typing import Any, get_args
 
 from h2htalk.commands import unknown_options
-from h2htalk.config import schema_defaults, settings_view, wrong_reads
+from h2htalk.config import UndeclaredSetting, schema_defaults, settings_view, wrong_reads
 from h2htalk.layout import CELL_KINDS, PATTERNS
 from h2htalk.stages.spec import (
     Cells,
@@ -106,7 +106,9 @@ def checked(stage: Stage) -> Stage:
     if any(wrong := wrong_reads(stage.reads, "the stage")):
         fail(*wrong)
     view = settings_view(schema_defaults(), stage.reads, "the stage")
-    if stage.ratings and not ("review" in view and "store" in view["review"]):  # (get: an undeclared read fails)
+    try:
+        _ = view["review"]["store"] if stage.ratings else None
+    except UndeclaredSetting:
         fail("ratings", "sheets of the review store, which 'review.store' names: declare that key (reads=)")
     for name, parameter in parameters.items():  # a typed setting reads only what the stage declares
         if kind := typed_setting(parameter.annotation):
