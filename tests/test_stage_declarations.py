@@ -17,6 +17,7 @@ from h2htalk.settings import BootstrapSettings
 from h2htalk.stages.declare import (
     MACHINERY,
     StageError,
+    check_labels,
     check_names,
     check_one_writer,
     check_reached,
@@ -161,7 +162,7 @@ TOY_TABLE = Product("table", "Toy", "a toy", main="csv")
         (dict(options=("engine", "bootstrapp"), **PLAIN), r"options: no option group 'bootstrapp' \(there are engine,"),
         (dict(jobs=Over(model="models"), **PLAIN), r"jobs model: 'models' is not a function of the run's cells"),
         (dict(outputs=figure_files("toy", csv="csv"), product=TOY_TABLE),
-         r"outputs\.csv: suffix 'csv': a file's, after its stem, has its extension \('\.csv'\)"),
+         r"outputs\.csv: suffix 'csv' has no extension \(as '\.csv' or '_ranks\.csv'\)"),
         (dict(product=Product("tabel", "Toy", "a toy", main="csv"), **TABLE),
          r"product: kind 'tabel' is none of table, figure, export"),
     ],
@@ -639,14 +640,30 @@ def test_every_model_jobs_command_takes_the_engine_options_its_rule_passes():
             checked(replace(BY_NAME[declared], name="toy", command="toy", options=("engine",)))
 
 
-def test_a_label_missing_from_an_outputs_path_fails_as_the_workflow_loads_naming_the_output():
-    """Every job of the stage would write that one path: Snakemake refuses the rule, naming it alone."""
-    from h2htalk.stages import workflow
+def test_a_label_missing_from_an_outputs_path_or_a_cell_not_of_its_jobs_labels_fails_as_the_registry_loads():
+    """Every job of the stage would write that one path (Snakemake refuses the rule, naming it alone); a job of one
+    model that reads every model's cells as its own would count them all, silently."""
+    jobs = Over(model=lambda run: run.models, subtask=lambda run: run.subtasks)
 
-    @stage("toy", "a toy", jobs=Over(model=lambda run: run.models, subtask=lambda run: run.subtasks),
-           outputs={"lengths": One("generation_run")}, targets="lengths")  # fmt: skip
+    @stage("toy", "a toy", jobs=jobs, outputs={"lengths": One("generation_run")}, targets="lengths")
     def toy(lengths: str) -> None: ...
 
-    rules = workflow.Rules(default_config(), Layout("results", "demo"), {})
     with pytest.raises(StageError, match=r"stage toy: outputs\.lengths: no \{subtask\} in .*/\{model\}/run\.json"):
-        rules.rule_outputs(toy.stages[0], str, lambda path, **kw: path)
+        check_labels((*STAGES, *toy.stages), CHECKED_RUN)
+    two_models = Scope({**default_config(), "models": ["a-model", "b-model"]}, Layout("results", "demo"))
+
+    @stage("toy_all", "a toy", jobs=Over(model=lambda run: run.models), targets="lengths",
+           cells=lambda run, labels: [cell for model in run.models for cell in run.benchmark(model)],
+           inputs={"generations": Each("generations")}, outputs={"lengths": One("generation_run")})  # fmt: skip
+    def toy_all(generations: list[str], lengths: str) -> None: ...
+
+    with pytest.raises(StageError, match=r"stage toy_all: cells: the job of model a-model has a cell of b-model"):
+        check_labels((*STAGES, *toy_all.stages), two_models)
+    check_labels(STAGES, two_models)  # the workflow's own: a job's cells are its own
+
+
+def test_a_misspelt_field_of_a_declaration_is_named_with_the_field_it_meant():
+    with pytest.raises(StageError, match=r"^stage toy: target: no field of a Stage \(did you mean 'targets'\?\)"):
+
+        @stage("toy", "a toy", target="lengths", **PLAIN)
+        def toy(csv: str) -> None: ...

@@ -21,11 +21,12 @@ signature and docstring (``h2htalk.cli.commands``):
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import inspect
 import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal, get_args
 
 from h2htalk.errors import H2HTalkError
@@ -33,6 +34,14 @@ from h2htalk.errors import H2HTalkError
 # The option groups a command may share with the stages' commands (``cli.options.OPTIONS`` makes each): the engine's,
 # the judges' --judge, the bootstrap's, scoring's, the figures' --font, --root (provenance), --upstream-dir (fetch)
 OptionGroup = Literal["engine", "rubric_judge", "study_judge", "bootstrap", "scoring", "font", "root", "upstream"]
+
+
+def unknown_fields(kind: type, given: Iterable[str]) -> str:
+    """What is wrong with the keywords ``given`` to the dataclass ``kind`` (a declaration): those none of its fields,
+    each with the field it most likely meant (empty: nothing)."""
+    names = [field.name for field in fields(kind)]
+    return "; ".join(f"{word}: no field of a {kind.__name__}" + "".join(f" (did you mean {near!r}?)" for near in
+                     difflib.get_close_matches(word, names, 1)) for word in given if word not in names)  # fmt: skip
 
 
 def unknown_options(groups: Sequence[str]) -> str:
@@ -81,6 +90,8 @@ def command(name: str, **declared: Any) -> Callable[[Callable[..., Any]], Callab
     """Declare the function below as the command ``name`` (the fields of ``Command``)."""
 
     def declare(function: Callable[..., Any]) -> Callable[..., Any]:
+        if wrong := unknown_fields(Command, declared):
+            raise CommandError(f"command {name}: {wrong}")
         found = Command(name, function, **declared)
         if not re.fullmatch(r"[a-z][a-z0-9]*(-[a-z0-9]+)*", name):  # as the stages' commands: table2-pairs
             raise CommandError(f"command {name}: a command's name is lower-case words joined by dashes")

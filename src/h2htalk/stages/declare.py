@@ -12,7 +12,7 @@ from dataclasses import replace
 from importlib import resources
 from typing import Any, get_args
 
-from h2htalk.commands import unknown_options
+from h2htalk.commands import unknown_fields, unknown_options
 from h2htalk.config import UndeclaredSetting, schema_defaults, settings_view, wrong_reads
 from h2htalk.layout import CELL_KINDS, PATTERNS
 from h2htalk.stages.spec import (
@@ -38,6 +38,8 @@ def stage(name: str, help: str, **declared: Any) -> Callable[[Callable[..., Any]
     first)."""
 
     def declare(function: Callable[..., Any]) -> Callable[..., Any]:
+        if wrong := unknown_fields(Stage, declared):  # targets= misspelt target=: named, not a TypeError
+            raise failed(name, function, *wrong.split(": ", 1))
         found = Stage(name, function, help, **declared)
         if found.product is not None:
             for field, made in MADE_BY_THE_MACHINERY.items():
@@ -134,7 +136,7 @@ def checked(stage: Stage) -> Stage:
         fail("where", "an embedder job is placed by its embedder: it runs once per embedder (an 'embedder' label)")
     for name, spec in stage.outputs.items():  # ("csv": "answer_lengthscsv")
         if isinstance(spec, Figure) and not spec.directory and "." not in spec.suffix:
-            fail(f"outputs.{name}", f"suffix {spec.suffix!r}: a file's, after its stem, has its extension ('.csv')")
+            fail(f"outputs.{name}", f"suffix {spec.suffix!r} has no extension (as '.csv' or '_ranks.csv')")
     if product := stage.product:
         if product.kind not in get_args(ProductKind):
             fail("product", f"kind {product.kind!r} is none of {', '.join(get_args(ProductKind))}")
@@ -230,13 +232,35 @@ def failing_field(stage: Stage, scope: Any) -> str:
         if fails(stage.cells, scope.run, labels):
             return "cells"
         cells = stage.cells(scope.run, labels)
-        for field in ("outputs", "keeps", "inputs"):
-            for name, spec in getattr(stage, field).items():
+        for field in ("outputs", "keeps", "inputs"):  # those declared before the provenance the machinery adds
+            for name, spec in sorted(getattr(stage, field).items(), key=lambda item: item[0] in ("meta", "provenance")):
                 if fails(spec.paths, scope, labels, cells):
                     return f"{field}.{name}"
         if fails(stage.starts, scope, labels):
             return "starts"
     return "product"
+
+
+CELL_LABELS = {"model": "model", "embedder": "embedder", "variant": "variant", "subtask": "task", "study": "task"}
+
+
+def check_labels(stages: tuple[Stage, ...], scope: Any) -> None:
+    """A job's labels are in each of its outputs' paths (else every job of the stage writes one path, which Snakemake
+    refuses naming the rule alone), and its cells are its labels' own (a job of one model, its model's cells: the
+    run's other cells are ``Cells(kind, cells)``), in the run of ``scope``."""
+    for stage in (stage for stage in stages if stage.labels):
+        patterns = stage.files("outputs", scope, {label: f"{{{label}}}" for label in stage.labels})
+        for name, paths in sorted(patterns.items(), key=lambda item: item[0] == "meta"):  # as declared, first
+            if lacking := [label for label in stage.labels if any(f"{{{label}}}" not in path for path in paths)]:
+                raise StageError(f"stage {stage.name}: outputs.{name}: no {{{lacking[0]}}} in {paths[0]}: a job's label"
+                                 " is in each of its files' paths, or its jobs would write one file")  # fmt: skip
+        for labels in stage.jobs(scope.run):
+            for cell in stage.cells(scope.run, labels):
+                of = {label: getattr(cell, CELL_LABELS[label]) for label in labels if label in CELL_LABELS}
+                if wrong := next((label for label, value in of.items() if value != labels[label]), None):
+                    raise StageError(f"stage {stage.name}: cells: the job of {wrong} {labels[wrong]} has a cell of"
+                                     f" {of[wrong]}: a job's cells are its labels' own (the run's other cells:"
+                                     " Cells(kind, cells))")  # fmt: skip
 
 
 def check_reached(stages: tuple[Stage, ...], scope: Any) -> None:

@@ -18,7 +18,14 @@ from h2htalk.commands import declared_in
 from h2htalk.config import default_config
 from h2htalk.layout import Layout
 from h2htalk.stages import jobs
-from h2htalk.stages.declare import check_names, check_one_writer, check_reachable, check_reached, check_step_names
+from h2htalk.stages.declare import (
+    check_labels,
+    check_names,
+    check_one_writer,
+    check_reachable,
+    check_reached,
+    check_step_names,
+)
 from h2htalk.stages.spec import Figure, Scope, Stage
 
 # The modules that declare the workflow's stages, in pipeline order. Importing them must stay cheap (every job and
@@ -88,6 +95,7 @@ check_step_names(STAGES)
 CHECKED_RUN = Scope({**default_config(), "models": ["a-model"]}, Layout("results", "demo"))
 check_one_writer(STAGES, CHECKED_RUN)
 check_reached(STAGES, CHECKED_RUN)
+check_labels(STAGES, CHECKED_RUN)
 
 
 def command_reads() -> dict[str, tuple[str, ...]]:

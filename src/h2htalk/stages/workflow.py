@@ -91,10 +91,6 @@ class Rules:
         through Snakemake's ``directory``, and a file its product shows through ``report``, with its caption and its
         category (Tables, Figures)."""
         found = stage.files("outputs", self.scope, {label: f"{{{label}}}" for label in stage.labels})
-        for name, paths in found.items():  # Snakemake's own error names the rule alone
-            if lacking := [label for label in stage.labels if any(f"{{{label}}}" not in path for path in paths)]:
-                raise StageError(f"stage {stage.name}: outputs.{name}: no {{{lacking[0]}}} in {paths[0]}: a job's label"
-                                 " is in each of its files' paths, or its jobs would write one file")  # fmt: skip
         outputs: dict[str, Any] = {name: paths[0] if len(paths) == 1 else paths for name, paths in found.items()}
         for name, spec in stage.outputs.items():
             if getattr(spec, "directory", False):
