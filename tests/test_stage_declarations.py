@@ -432,6 +432,35 @@ def test_a_stage_whose_function_its_module_does_not_name_fails(tmp_path, monkeyp
         check_reachable("wrapped_toy", declared_in("wrapped_toy", "stages"))
 
 
+def test_a_module_whose_declaration_cannot_be_built_is_named_with_its_line(tmp_path, monkeypatch):
+    """A keyword misspelt in a value a declaration is built of (``Product``, a file's kind) fails before any check
+    runs: the module and its line are named, as a declaration checked wrong is, not a traceback; one checked wrong
+    stays its own error."""
+    from h2htalk.commands import declared_in
+    from h2htalk.errors import H2HTalkError
+
+    (tmp_path / "unbuilt_toy.py").write_text(
+        "from h2htalk.stages.declare import stage\n"
+        "from h2htalk.stages.spec import Product, figure_files\n"
+        "@stage('toy', 'a toy', outputs=figure_files('toy', csv='.csv'),\n"
+        "       product=Product('table', 'Toy', 'a toy', main='csv', shwon=('csv',)))\n"
+        "def toy(csv): ...\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(H2HTalkError, match=r"^module unbuilt_toy: TypeError: .*'shwon' \(at .*unbuilt_toy\.py:4\)$"):
+        declared_in("unbuilt_toy", "stages")
+    (tmp_path / "checked_toy.py").write_text(
+        "from h2htalk.stages.declare import stage\n"
+        "from h2htalk.stages.spec import One\n"
+        "@stage('toy', 'a toy', reads=('subtask',), outputs={'csv': One('curation_report')})\n"
+        "def toy(csv): ...\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(StageError, match=r"^stage toy: reads 'subtask'"):
+        declared_in("checked_toy", "stages")
+
+
 def test_a_named_target_that_is_a_rule_name_fails():
     @stage("toy", "a toy", targets="table1", outputs={"report": One("curation_report")})
     def toy(report: str) -> None: ...

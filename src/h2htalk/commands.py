@@ -25,6 +25,7 @@ import difflib
 import importlib
 import inspect
 import re
+import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, get_args
@@ -112,6 +113,14 @@ def command(name: str, **declared: Any) -> Callable[[Callable[..., Any]], Callab
 
 def declared_in(module: str, marker: str) -> list[Any]:
     """The functions module ``module`` defines (not those it imports) that a decorator marked with ``marker``
-    (``command``, ``stages``), in the order it defines them."""
-    functions = vars(importlib.import_module(module)).values()
+    (``command``, ``stages``), in the order it defines them. A module that fails to load (a declaration built wrong,
+    ``Product(shwon=...)``) is an error naming it and its line, as a declaration checked wrong is."""
+    try:
+        functions = vars(importlib.import_module(module)).values()
+    except H2HTalkError:
+        raise
+    except Exception as exc:
+        lines = [f"{frame.filename}:{frame.lineno}" for frame in traceback.extract_tb(exc.__traceback__)]
+        at = next((line for line in reversed(lines) if module.replace(".", "/") in line), lines[-1])
+        raise H2HTalkError(f"module {module}: {type(exc).__name__}: {exc} (at {at})") from exc
     return [f for f in functions if getattr(f, "__module__", None) == module and hasattr(f, marker)]
