@@ -398,67 +398,66 @@ def test_a_typed_setting_is_taken_by_its_class_too():
     assert [s.name for s in declared.stages] == ["toy"]
 
 
-def test_a_stage_whose_function_its_module_does_not_name_fails(tmp_path, monkeypatch):
+@pytest.fixture
+def module_of(tmp_path, monkeypatch):
+    """A module of the given lines, importable by its name (which this returns) for the test's length."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def written(name: str, *lines: str) -> str:
+        (tmp_path / f"{name}.py").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return name
+
+    return written
+
+
+STAGE_IMPORTS = (
+    "from h2htalk.stages.declare import stage",
+    "from h2htalk.stages.spec import One, Product, figure_files",
+)
+
+
+def test_a_stage_whose_function_its_module_does_not_name_fails(module_of):
     """Two functions of one name in a module (the second hides the first), or one inside a class: its stage would
     be left out of the registry without a word."""
     from h2htalk.commands import declared_in
     from h2htalk.stages.declare import check_reachable
 
-    (tmp_path / "hidden_toy.py").write_text(
-        "from h2htalk.layout import Layout\n"
-        "from h2htalk.stages.declare import stage\n"
-        "from h2htalk.stages.spec import One\n"
-        "@stage('toy_one', 'a toy', outputs={'csv': One('curation_report')})\n"
-        "def toy(csv): ...\n"
-        "@stage('toy_two', 'a toy', outputs={'csv': One('curation_report_md')})\n"
-        "def toy(csv): ...\n",
-        encoding="utf-8",
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
+    hidden = module_of(
+        "hidden_toy", *STAGE_IMPORTS,
+        "@stage('toy_one', 'a toy', outputs={'csv': One('curation_report')})", "def toy(csv): ...",
+        "@stage('toy_two', 'a toy', outputs={'csv': One('curation_report_md')})", "def toy(csv): ...",
+    )  # fmt: skip
     with pytest.raises(StageError, match=r"stage toy_one: hidden_toy\.toy is no name of its module \(a later"):
-        check_reachable("hidden_toy", declared_in("hidden_toy", "stages"))
-    (tmp_path / "wrapped_toy.py").write_text(
-        "import functools\n"
-        "from h2htalk.stages.declare import stage\n"
-        "from h2htalk.stages.spec import One\n"
-        "def logged(function):\n"
-        "    return functools.wraps(function)(lambda **given: function(**given))\n"
-        "@logged\n"
-        "@stage('toy_one', 'a toy', outputs={'csv': One('curation_report')})\n"
-        "def toy(csv): ...\n",
-        encoding="utf-8",
-    )
+        check_reachable(hidden, declared_in(hidden, "stages"))
+    wrapped = module_of(
+        "wrapped_toy", "import functools", *STAGE_IMPORTS,
+        "def logged(function):", "    return functools.wraps(function)(lambda **given: function(**given))",
+        "@logged", "@stage('toy_one', 'a toy', outputs={'csv': One('curation_report')})", "def toy(csv): ...",
+    )  # fmt: skip
     with pytest.raises(StageError, match=r"stage toy_one: wrapped_toy\.toy .* \(a decorator above @stage wraps it"):
-        check_reachable("wrapped_toy", declared_in("wrapped_toy", "stages"))
+        check_reachable(wrapped, declared_in(wrapped, "stages"))
 
 
-def test_a_module_whose_declaration_cannot_be_built_is_named_with_its_line(tmp_path, monkeypatch):
+def test_a_module_whose_declaration_cannot_be_built_is_named_with_its_line(module_of):
     """A keyword misspelt in a value a declaration is built of (``Product``, a file's kind) fails before any check
     runs: the module and its line are named, as a declaration checked wrong is, not a traceback; one checked wrong
     stays its own error."""
     from h2htalk.commands import declared_in
     from h2htalk.errors import H2HTalkError
 
-    (tmp_path / "unbuilt_toy.py").write_text(
-        "from h2htalk.stages.declare import stage\n"
-        "from h2htalk.stages.spec import Product, figure_files\n"
-        "@stage('toy', 'a toy', outputs=figure_files('toy', csv='.csv'),\n"
-        "       product=Product('table', 'Toy', 'a toy', main='csv', shwon=('csv',)))\n"
-        "def toy(csv): ...\n",
-        encoding="utf-8",
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
+    unbuilt = module_of(
+        "unbuilt_toy", *STAGE_IMPORTS,
+        "@stage('toy', 'a toy', outputs=figure_files('toy', csv='.csv'),",
+        "       product=Product('table', 'Toy', 'a toy', main='csv', shwon=('csv',)))", "def toy(csv): ...",
+    )  # fmt: skip
     with pytest.raises(H2HTalkError, match=r"^module unbuilt_toy: TypeError: .*'shwon' \(at .*unbuilt_toy\.py:4\)$"):
-        declared_in("unbuilt_toy", "stages")
-    (tmp_path / "checked_toy.py").write_text(
-        "from h2htalk.stages.declare import stage\n"
-        "from h2htalk.stages.spec import One\n"
-        "@stage('toy', 'a toy', reads=('subtask',), outputs={'csv': One('curation_report')})\n"
-        "def toy(csv): ...\n",
-        encoding="utf-8",
-    )
+        declared_in(unbuilt, "stages")
+    checked = module_of(
+        "checked_toy", *STAGE_IMPORTS,
+        "@stage('toy', 'a toy', reads=('subtask',), outputs={'csv': One('curation_report')})", "def toy(csv): ...",
+    )  # fmt: skip
     with pytest.raises(StageError, match=r"^stage toy: reads 'subtask'"):
-        declared_in("checked_toy", "stages")
+        declared_in(checked, "stages")
 
 
 def test_a_named_target_that_is_a_rule_name_fails():
