@@ -171,6 +171,9 @@ def test_a_stage_declared_wrong_is_one_line_naming_it_for_every_command_and_the_
                            capture_output=True, text=True, check=False)  # fmt: skip
     assert rates.returncode == 2 and rates.stdout == ""
     assert rates.stderr.startswith(f"h2htalk: error: {said}") and rates.stderr.count("\n") == 1
+    verbose = subprocess.run([sys.executable, "-m", "h2htalk", "-v", "rates", "--help"], cwd=checkout, env=env,
+                             capture_output=True, text=True, check=False)  # fmt: skip
+    assert verbose.returncode == 1 and "Traceback" in verbose.stderr and said in verbose.stderr  # -v: where it broke
     planned = snakemake(checkout, "--dry-run")
     shown = planned.stdout + planned.stderr
     assert planned.returncode != 0 and "WorkflowError in file" in shown and said in shown

@@ -54,7 +54,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(argv: Sequence[str] | None) -> int:
     try:
         parser = build_parser()
-    except H2HTalkError as exc:  # a declaration's: one line, as any error (its log is not open yet)
+    except H2HTalkError as exc:  # a declaration's: one line, as any error (its log is not open yet); -v: its traceback
+        if {"-v", "--verbose"} & set(sys.argv[1:] if argv is None else argv):
+            raise
         print(f"h2htalk: error: {exc}", file=sys.stderr)
         return 2
     args = parser.parse_args(argv)
