@@ -69,6 +69,11 @@ READ_BY_MODEL_JOBS = {"model_file", "prefetched_model"}  # the files of the mode
 DECLARED: dict[str, dict[Callable[..., Any], None]] = {}  # module -> the functions declared in it, in order
 
 
+def declared_first(files: dict[str, Any]) -> list[tuple[str, Any]]:
+    """A stage's files by name, those it declares before the provenance the machinery adds (named first in errors)."""
+    return sorted(files.items(), key=lambda item: item[0] in MADE_BY_THE_MACHINERY.values())
+
+
 def failed(name: str, function: Callable[..., Any], field: str, why: str) -> StageError:
     """The error of stage ``name``'s ``field``, declared wrong at ``function``."""
     return StageError(f"stage {name}: {field}: {why} (at {function.__module__}.{function.__qualname__})")
@@ -179,13 +184,15 @@ def check_names(stages: tuple[Stage, ...]) -> None:
 
 def check_one_writer(
     stages: tuple[Stage, ...], scope: Any, run: str = "the schema's default run", inputs: bool = True
-) -> None:
+) -> tuple[dict[str, str], set[str]]:
     """Every job of ``stages`` in the ``run`` of ``scope`` resolves its outputs (and its ``inputs`` and models), and
     no file is written twice (by two stages, or two jobs or files of one), or inside a folder another stage writes
     or keeps (two stages may write one kind of file for different jobs: generate and baseline_answers, each for
-    its own models)."""
+    its own models). Returns what it resolved: each output's stage, and the inputs (with ``inputs``)."""
     writer: dict[str, str] = {}
     folders: dict[str, str] = {}  # a folder output or kept -> its stage
+    outputs: dict[str, str] = {}  # an output (not a folder kept) -> its stage
+    read: set[str] = set()
     for stage in stages:
         try:  # a label its jobs lack, a misspelt list of the run: named here, not by a rule or a job
             jobs = stage.jobs(scope.run)
@@ -193,26 +200,30 @@ def check_one_writer(
             for labels in jobs if stage.product else ():  # its title and caption, by its label where they are so
                 stage.product.about(labels)  # type: ignore[union-attr]
             for labels in jobs if inputs else ():
-                stage.files("inputs", scope, labels), stage.starts(scope, labels)
+                read.update(p for paths in stage.files("inputs", scope, labels).values() for p in paths)
+                stage.starts(scope, labels)
         except Exception as exc:
             labels = ", ".join(stage.labels) or "none"  # a KeyError is most often a label its jobs lack
             raise StageError(f"stage {stage.name}: {failing_field(stage, scope)}: {type(exc).__name__}: {exc}, in {run}"
                              f" (its jobs' labels: {labels})") from exc  # fmt: skip
         own: set[str] = set()
-        for field, files in made:  # those it declares before the provenance added
-            for name, paths in sorted(files.items(), key=lambda item: item[0] == "meta"):
+        for field, files in made:
+            for name, paths in declared_first(files):
                 for path in map(os.path.normpath, paths):  # one file however its path is spelt (a/./b, a//b)
                     twice = field == "outputs" and path in own  # a folder kept is one all its jobs add to
                     if twice or writer.setdefault(path, stage.name) != stage.name:
                         by = "two of its jobs or files" if twice else f"{writer[path]} too"
                         raise StageError(f"stage {stage.name}: {field}.{name}: {path} is written by {by} (in {run})")
                     own.add(path)
+                    if field == "outputs":
+                        outputs[path] = stage.name
                     if field == "keeps" or getattr(stage.outputs[name], "directory", False):
                         folders[path] = stage.name
     for folder, owner in folders.items():
         for path, name in writer.items():
             if path.startswith(f"{folder}/") and name != owner:
                 raise StageError(f"stage {name}: outputs: {path} is inside {folder}, which {owner} writes or keeps")
+    return outputs, set(map(os.path.normpath, read))
 
 
 def failing_field(stage: Stage, scope: Any) -> str:
@@ -232,8 +243,8 @@ def failing_field(stage: Stage, scope: Any) -> str:
         if fails(stage.cells, scope.run, labels):
             return "cells"
         cells = stage.cells(scope.run, labels)
-        for field in ("outputs", "keeps", "inputs"):  # those declared before the provenance the machinery adds
-            for name, spec in sorted(getattr(stage, field).items(), key=lambda item: item[0] in ("meta", "provenance")):
+        for field in ("outputs", "keeps", "inputs"):
+            for name, spec in declared_first(getattr(stage, field)):
                 if fails(spec.paths, scope, labels, cells):
                     return f"{field}.{name}"
         if fails(stage.starts, scope, labels):
@@ -250,7 +261,7 @@ def check_labels(stages: tuple[Stage, ...], scope: Any) -> None:
     run's other cells are ``Cells(kind, cells)``), in the run of ``scope``."""
     for stage in (stage for stage in stages if stage.labels):
         patterns = stage.files("outputs", scope, {label: f"{{{label}}}" for label in stage.labels})
-        for name, paths in sorted(patterns.items(), key=lambda item: item[0] == "meta"):  # as declared, first
+        for name, paths in declared_first(patterns):
             if lacking := [label for label in stage.labels if any(f"{{{label}}}" not in path for path in paths)]:
                 raise StageError(f"stage {stage.name}: outputs.{name}: no {{{lacking[0]}}} in {paths[0]}: a job's label"
                                  " is in each of its files' paths, or its jobs would write one file")  # fmt: skip
@@ -263,18 +274,15 @@ def check_labels(stages: tuple[Stage, ...], scope: Any) -> None:
                                      " Cells(kind, cells))")  # fmt: skip
 
 
-def check_reached(stages: tuple[Stage, ...], scope: Any) -> None:
-    """Each stage of labels (a rule of wildcards, which Snakemake takes as no target) that writes files in the run of
-    ``scope`` is one a run makes: a target has its files (its product, ``targets=``, ``in_all=``) or a stage reads
-    them. A stage without labels is the target of its name (``snakemake table2``)."""
-    made = {stage.name: [p for labels in stage.jobs(scope.run) for ps in stage.files("outputs", scope, labels).values()
-                         for p in ps] for stage in stages if stage.labels}  # fmt: skip
-    read = {p for stage in stages for labels in stage.jobs(scope.run)
-            for ps in stage.files("inputs", scope, labels).values() for p in ps}  # fmt: skip
-    for stage in (stage for stage in stages if stage.labels):
+def check_reached(stages: tuple[Stage, ...], outputs: dict[str, str], read: set[str]) -> None:
+    """Each stage of labels (a rule of wildcards, which Snakemake takes as no target) that writes files in a run is one
+    a run makes: a target has its files (its product, ``targets=``, ``in_all=``) or a stage reads them; ``outputs``
+    (each output's stage) and ``read`` (every input) are that run's, as ``check_one_writer`` resolved them. A stage
+    without labels is the target of its name (``snakemake table2``)."""
+    writing, reached = set(outputs.values()), {outputs[path] for path in read if path in outputs}
+    for stage in (stage for stage in stages if stage.labels and stage.name in writing - reached):
         kinds = {getattr(spec, "kind", "") for spec in stage.outputs.values()}
-        targeted = stage.product or stage.targets or stage.in_all or kinds & READ_BY_MODEL_JOBS
-        if made[stage.name] and not targeted and read.isdisjoint(made[stage.name]):
+        if not (stage.product or stage.targets or stage.in_all or kinds & READ_BY_MODEL_JOBS):
             raise StageError(f"stage {stage.name}: targets: no stage reads its files and no target has them, so no run"
                              " makes them (give it a named target: targets='NAME', snakemake NAME)")  # fmt: skip
 

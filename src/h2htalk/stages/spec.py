@@ -53,7 +53,7 @@ def unique(paths: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(paths))
 
 
-def values(found: Iterable[str]) -> Iterable[str]:
+def label_values(found: Iterable[str]) -> Iterable[str]:
     """A label's values, as a function of the run gives them: one string would be as many jobs as its letters."""
     if isinstance(found, str):
         raise TypeError(f"{found!r} is one string, not the label's values (a list)")
@@ -152,7 +152,7 @@ class Over:
         if self.combos is not None:
             combos: Iterable[tuple[str, ...]] = dict.fromkeys(self.combos(run))
         else:
-            combos = itertools.product(*(list(dict.fromkeys(values(f(run)))) for f in self.values.values()))
+            combos = itertools.product(*(list(dict.fromkeys(label_values(f(run)))) for f in self.values.values()))
         return [dict(zip(self.values, combo, strict=True)) for combo in combos]
 
 

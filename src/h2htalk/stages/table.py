@@ -93,8 +93,7 @@ check_names(STAGES)
 check_step_names(STAGES)
 # the schema's default run, with one model under test (it has none, and so no job of one model)
 CHECKED_RUN = Scope({**default_config(), "models": ["a-model"]}, Layout("results", "demo"))
-check_one_writer(STAGES, CHECKED_RUN)
-check_reached(STAGES, CHECKED_RUN)
+check_reached(STAGES, *check_one_writer(STAGES, CHECKED_RUN))
 check_labels(STAGES, CHECKED_RUN)
 
 
