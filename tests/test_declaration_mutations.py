@@ -65,8 +65,9 @@ def mistakes(stage: Stage) -> Iterator[Mistake]:
         yield "a misspelt product kind", replace(stage, product=replace(stage.product, kind="tabel")), "product"
         name, spec = next((name, spec) for name, spec in stage.outputs.items() if isinstance(spec, Figure))
         if not spec.directory:
-            dotless = {**stage.outputs, name: replace(spec, suffix=spec.suffix.replace(".", ""))}
-            yield "a suffix without its dot", replace(stage, outputs=dotless), f"outputs.{name}"
+            for what, suffix in (("without its dot", ""), ("with its dot at the end", ".")):
+                mistaken = {**stage.outputs, name: replace(spec, suffix=spec.suffix.replace(".", "") + suffix)}
+                yield f"a suffix {what}", replace(stage, outputs=mistaken), f"outputs.{name}"
         yield "a product showing none", replace(stage, product=replace(stage.product, shown=("png2",))), "product"
     if stage.steps:
         yield "model calls the plan leaves out", replace(stage, planned=False), "steps"

@@ -163,6 +163,7 @@ TOY_TABLE = Product("table", "Toy", "a toy", main="csv")
         (dict(jobs=Over(model="models"), **PLAIN), r"jobs model: 'models' is not a function of the run's cells"),
         (dict(outputs=figure_files("toy", csv="csv"), product=TOY_TABLE),
          r"outputs\.csv: suffix 'csv' has no extension \(as '\.csv' or '_ranks\.csv'\)"),
+        (dict(outputs=figure_files("toy", csv="csv."), product=TOY_TABLE), r"outputs\.csv: suffix 'csv\.' has no"),
         (dict(product=Product("tabel", "Toy", "a toy", main="csv"), **TABLE),
          r"product: kind 'tabel' is none of table, figure, export"),
     ],
@@ -329,6 +330,8 @@ def test_a_file_written_twice_by_one_stage_or_inside_a_folder_another_keeps_fail
          "product"),  # a title for some of its jobs
         (dict(jobs=Over(model=lambda run: run.models[0]), outputs={"summary": One("generation_run")}),
          "jobs"),  # one value, not a list: a job for each of its letters
+        (dict(jobs=Over(model=lambda run: run.models[0].encode()), outputs={"summary": One("generation_run")}),
+         "jobs"),  # bytes: a job for each of its bytes
     ],
 )  # fmt: skip
 def test_a_file_its_jobs_cannot_resolve_fails_naming_the_stage_and_the_field_not_a_bare_error(declared, field):

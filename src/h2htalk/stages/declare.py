@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from importlib import resources
@@ -140,7 +141,7 @@ def checked(stage: Stage) -> Stage:
     if stage.where == "embedder" and "embedder" not in stage.labels:
         fail("where", "an embedder job is placed by its embedder: it runs once per embedder (an 'embedder' label)")
     for name, spec in stage.outputs.items():  # ("csv": "answer_lengthscsv")
-        if isinstance(spec, Figure) and not spec.directory and "." not in spec.suffix:
+        if isinstance(spec, Figure) and not spec.directory and not re.search(r"\.\w+$", spec.suffix):
             fail(f"outputs.{name}", f"suffix {spec.suffix!r} has no extension (as '.csv' or '_ranks.csv')")
     if product := stage.product:
         if product.kind not in get_args(ProductKind):
