@@ -25,7 +25,8 @@ job's line, the lines a command prints) that an adapter in ``stages/jobs/`` or `
 are which is a judgement, so a third figure, printed apart and left out of the total, counts those functions whole
 (their bodies with their declarations): the most the first part could be said to hold.
 With ``--rev``, the files are read from that git revision instead of the working tree. Prints each file's count,
-each part's and the total.
+each part's and the total; ``--by-definition``, the first part's Python machinery by top-level definition, largest
+first (what each piece costs).
 """
 
 from __future__ import annotations
@@ -123,6 +124,25 @@ def declaration_constants(sources: dict[str, str]) -> dict[str, int]:
     return found
 
 
+def definitions(source: str) -> list[tuple[int, str]]:
+    """Each top-level definition of a module (a class's methods apart, its other lines as the class) and each run of
+    other top-level statements (imports, constants): (non-blank lines, name)."""
+    lines, found = source.splitlines(), []
+    for node in ast.parse(source).body:
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+        span = non_blank("\n".join(lines[first - 1 : node.end_lineno]))
+        name = getattr(node, "name", None) or ast.unparse(node).split("\n")[0][:60]  # an assignment: its first line
+        methods = [m for m in getattr(node, "body", []) if isinstance(node, ast.ClassDef)
+                   and isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)]  # fmt: skip
+        for method in methods:
+            start = min([method.lineno, *(d.lineno for d in method.decorator_list)])
+            size = non_blank("\n".join(lines[start - 1 : method.end_lineno]))
+            found.append((size, f"{name}.{method.name}"))
+            span -= size
+        found.append((span, name))
+    return [*found, (non_blank(source) - sum(n for n, _ in found), "comments between them")]
+
+
 def count(rev: str | None = None) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
     """Each part's files -> their non-blank lines (a module outside them that declares a stage or a command is in
     the first part with its declarations' lines); and apart, such modules -> their declared functions' lines,
@@ -148,8 +168,17 @@ def count(rev: str | None = None) -> tuple[dict[str, dict[str, int]], dict[str, 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rev", help="count the files of this git revision (default: the working tree)")
+    parser.add_argument(
+        "--by-definition", action="store_true", help="the first part's machinery by top-level definition, largest first"
+    )
     args = parser.parse_args()
     counts, whole = count(args.rev)
+    if args.by_definition:
+        machinery = [path for path in next(iter(counts.values())) if path.endswith(".py")]
+        for lines, name in sorted(((n, f"{path}: {d}") for path in machinery
+                                   for n, d in definitions(text(path, args.rev))), reverse=True):  # fmt: skip
+            print(f"  {lines:6,d}  {name}")
+        return
     for part, files in counts.items():
         print(f"{part}:")
         for path, lines in files.items():
