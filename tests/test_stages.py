@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from h2htalk.errors import ConfigError
 from h2htalk.layout import Layout
 from h2htalk.ratings import SAFETY_RATINGS
 from h2htalk.stages.reference import reference
-from h2htalk.stages.spec import Cells, Each, Figure, One, Scope
+from h2htalk.stages.spec import Cells, Each, Figure, One, Scope, StageError
 from h2htalk.stages.table import BY_NAME, STAGES, command_reads
 from h2htalk.stages.workflow import Rules
 
@@ -141,6 +142,18 @@ def test_a_run_checks_its_models_keys_before_it_changes_anything_then_removes_th
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     assert rules.start(jobs, log) is None  # no model on this CPU: no time said
     assert [record for record in caplog.records if record.name == log.name] == []
+
+
+def test_a_job_that_starts_a_model_the_registry_lacks_names_its_stage_and_the_field(tmp_path):
+    """``starts=`` returns registry names, which only a run's registry resolves: a wrong one is named as Snakemake
+    asks for the job's inputs, not a bare KeyError of the model's name."""
+    config = default_config({"models": ["qwen2.5-coder-0.5b-instruct-q4km"]})
+    rules = Rules(config, Layout(str(tmp_path / "results"), "demo"), load_registry(registry_files(config)))
+    wildcards = Wildcards(fromdict={"model": "qwen2.5-coder-0.5b-instruct-q4km"})
+    assert rules.inputs(BY_NAME["generate"])(wildcards)["models"]  # its model file
+    misspelt = replace(BY_NAME["generate"], starts=lambda scope, labels: [labels["model"] + "x"])
+    with pytest.raises(StageError, match=r"^stage generate: starts: 'qwen2\.5-coder-0\.5b-instruct-q4kmx' is no model"):
+        rules.inputs(misspelt)(wildcards)
 
 
 def test_a_rule_takes_its_bundles_as_folders_and_its_shown_files_into_the_report_with_their_caption(tmp_path):

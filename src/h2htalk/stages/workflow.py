@@ -73,6 +73,8 @@ class Rules:
             labels = dict(wildcards.items())
             found = stage.files("inputs", self.scope, labels)
             if started := stage.starts(self.scope, labels):
+                if unknown := [name for name in started if name not in self.registry]:  # a declaration's mistake
+                    raise StageError(f"stage {stage.name}: starts: {unknown[0]!r} is no model of the registry")
                 found["models"] = self.model_files(started)
             return found
 
