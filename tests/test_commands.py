@@ -123,6 +123,9 @@ def test_a_command_declared_wrong_is_named_with_its_parameter():
         command("bad", options=("scorin",))(unhelped)
     with pytest.raises(CommandError, match=r"command bad: read: no field of a Command \(did you mean 'reads'\?\)"):
         command("bad", read=("review.store",))(unhelped)
+    for flag in ("H", "--head", "-", "-hh"):  # argparse's error would come from every command, naming none
+        with pytest.raises(CommandError, match=rf"command bad: short: '{flag}' of tasks is no short flag \(as '-n'\)"):
+            command("bad", short={"tasks": flag})(unhelped)
     for name in ("count_answers", "Count", "count--answers", "count-"):  # a stage's command: table2-pairs
         with pytest.raises(CommandError, match=rf"command {name}: a command's name is lower-case words joined by"):
             command(name)(unhelped)

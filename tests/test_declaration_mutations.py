@@ -61,7 +61,7 @@ def mistakes(stage: Stage) -> Iterator[Mistake]:
     yield "a misspelt option group", replace(stage, options=(*stage.options, "bootstrapp")), "options"
     yield "a misspelt resources folder", replace(stage, uses=(*stage.uses, "prompt")), "uses 'prompt'"
     if stage.product:
-        yield "a product of no output", replace(stage, product=replace(stage.product, main="tex2")), "product 'tex2'"
+        yield "a product of no output", replace(stage, product=replace(stage.product, main="tex2")), "product.main"
         yield "a misspelt product kind", replace(stage, product=replace(stage.product, kind="tabel")), "product"
         name, spec = next((name, spec) for name, spec in stage.outputs.items() if isinstance(spec, Figure))
         if not spec.directory:

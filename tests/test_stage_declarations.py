@@ -147,9 +147,9 @@ TOY_TABLE = Product("table", "Toy", "a toy", main="csv")
 @pytest.mark.parametrize(
     ("declared", "error"),
     [
-        (dict(product=Product("table", "Toy", "a toy", main="md"), **TABLE), r"product 'md': none of its outputs"),
+        (dict(product=Product("table", "Toy", "a toy", main="md"), **TABLE), r"product\.main 'md': none of its"),
         (dict(product=Product("table", "Toy", "a toy", main="csv", shown=("heatmap",)), **TABLE),
-         r"product 'heatmap': none of its outputs"),
+         r"product\.shown 'heatmap': none of its outputs"),
         (dict(product=Product("table", "Toy", "a toy", main="csv", inner="index.html"), **TABLE),
          r"product inner: a file inside its main output, which is no folder \('csv'\)"),
         (dict(product=Product("table", {"a": "A"}, "a toy", main="csv"), **TABLE),
@@ -164,6 +164,13 @@ TOY_TABLE = Product("table", "Toy", "a toy", main="csv")
         (dict(outputs=figure_files("toy", csv="csv"), product=TOY_TABLE),
          r"outputs\.csv: suffix 'csv' has no extension \(as '\.csv' or '_ranks\.csv'\)"),
         (dict(outputs=figure_files("toy", csv="csv."), product=TOY_TABLE), r"outputs\.csv: suffix 'csv\.' has no"),
+        (dict(product=Product("table", "Toy", "a toy", main="csv", first="no"), **TABLE),  # "no" would be true
+         r"product: its first is True or False, and its shown a tuple"),
+        (dict(product=Product("table", "Toy", "a toy", main="csv", shown="csv"), **TABLE),  # its letters: 'c'
+         r"product: its first is True or False, and its shown a tuple"),
+        (dict(memory_mb="2 GB", **PLAIN), r"memory_mb: '2 GB' is not a whole number above 0"),
+        (dict(minutes=0, **PLAIN), r"minutes: 0 is not a whole number above 0"),
+        (dict(in_all="no", **PLAIN), r"in_all: 'no' is neither True, False nor a function of the run's config"),
         (dict(product=Product("tabel", "Toy", "a toy", main="csv"), **TABLE),
          r"product: kind 'tabel' is none of table, figure, export"),
     ],
@@ -330,6 +337,12 @@ def test_a_file_written_twice_by_one_stage_or_inside_a_folder_another_keeps_fail
          "product"),  # a title for some of its jobs
         (dict(jobs=Over(model=lambda run: run.models[0]), outputs={"summary": One("generation_run")}),
          "jobs"),  # one value, not a list: a job for each of its letters
+        (dict(jobs=Over(model=lambda run: run.models), outputs={"summary": One("generation_run")}, where="model",
+              starts=lambda scope, labels: labels["model"]),
+         "starts"),  # one name, not a list: a model for each of its letters
+        (dict(jobs=Over(model=lambda run: run.models), outputs={"summary": One("generation_run")},
+              in_all=lambda config: config["judge_reliabilty"]["every_run"]),
+         "in_all"),  # a key misspelt: Snakemake's KeyError in the Snakefile, naming no stage
         (dict(jobs=Over(model=lambda run: run.models[0].encode()), outputs={"summary": One("generation_run")}),
          "jobs"),  # bytes: a job for each of its bytes
     ],
@@ -642,6 +655,23 @@ def test_what_only_a_job_shows_is_named_as_the_job_runs(tmp_path):
         _toy_job(tmp_path, reaches_another)[1].call()
 
 
+def test_a_file_its_function_asks_for_by_a_name_not_declared_is_named_with_those_declared(tmp_path):
+    """A function given ``outputs`` or ``inputs`` by name: a key renamed in the declaration alone (``tex`` to
+    ``latex``) is the stage's error with the declared names, not a bare ``KeyError`` after some files are written."""
+
+    def asks(report: str, outputs: dict[str, str], inputs: dict[str, list[str]]) -> Done:
+        return Done(outputs["tex"])
+
+    with pytest.raises(StageError, match=r"^stage toy: no file 'tex' is declared \(its files: report\)$"):
+        _toy_job(tmp_path, asks)[1].call()
+
+    def reads(report: str, inputs: dict[str, list[str]]) -> Done:
+        return Done(inputs["summary"][0])
+
+    with pytest.raises(StageError, match=r"^stage toy: no file 'summary' is declared \(its files: runs\)$"):
+        _toy_job(tmp_path, reads, inputs={"runs": One("generation_run", over=("model", "models"))})[1].call()
+
+
 def test_a_job_that_leaves_a_declared_output_unwritten_fails_naming_it(tmp_path, monkeypatch, capsys):
     """Said by the job, not by Snakemake as a missing file after waiting for a slow file system."""
     from h2htalk.cli import main, stages
@@ -691,6 +721,27 @@ def test_a_label_missing_from_an_outputs_path_or_a_cell_not_of_its_jobs_labels_f
     with pytest.raises(StageError, match=r"stage toy_all: cells: the job of model a-model has a cell of b-model"):
         check_labels((*STAGES, *toy_all.stages), two_models)
     check_labels(STAGES, two_models)  # the workflow's own: a job's cells are its own
+    # with the one model of the registry's run, a job's outputs of every model's cells lack its label: the cells' fault
+    with pytest.raises(StageError, match=r"stage toy_out: cells: no \{model\} in .*/a-model/.* \(generations\)"):
+
+        @stage("toy_out", "a toy", jobs=Over(model=lambda run: run.models), targets="lengths",
+               cells=lambda run, labels: [cell for model in run.models for cell in run.benchmark(model)],
+               outputs={"generations": Each("generations")})  # fmt: skip
+        def toy_out(generations: list[str]) -> None: ...
+
+        check_labels((*STAGES, *toy_out.stages), CHECKED_RUN)
+
+
+def test_a_stage_reading_what_a_later_stage_writes_fails_naming_both():
+    """The registry's order is the pipeline's (the plan runs its stages in it); read against it, the two are out of
+    order, or a cycle Snakemake would name by one rule alone."""
+
+    @stage("toy", "a toy", inputs={"table": Figure("table1", ".csv")}, outputs={"report": One("curation_report")})
+    def toy(table: str, report: str) -> None: ...
+
+    with pytest.raises(StageError, match=r"^stage toy: inputs\.table: .*table1\.csv is written by table1, which the"):
+        check_one_writer((*toy.stages, *(s for s in STAGES if s.name != "curation_report")), CHECKED_RUN)
+    check_one_writer((*(s for s in STAGES if s.name != "curation_report"), *toy.stages), CHECKED_RUN)  # after it
 
 
 def test_a_misspelt_field_of_a_declaration_is_named_with_the_field_it_meant():

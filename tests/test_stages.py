@@ -44,7 +44,25 @@ from .test_workflow import checkout  # noqa: F401 - the fixture: a fresh copy of
 
 def test_the_stage_reference_is_the_tables():
     written = (REPO_ROOT / "docs" / "stages.md").read_text(encoding="utf-8")
+    # a stage renamed, or moved to a module the registry does not load, is gone: said before "regenerate it"
+    listed, declared = (set(re.findall(r"^## (\w+)$", text, re.MULTILINE)) for text in (written, reference()))
+    assert listed == declared, f"stages gone: {sorted(listed - declared)}; new: {sorted(declared - listed)}"
     assert written == reference(), "docs/stages.md is stale: python -m h2htalk.stages.reference docs/stages.md"
+
+
+def test_every_module_that_declares_a_stage_is_one_the_registry_loads():
+    """A stage's function moved to a module ``table.PIPELINE`` does not list (outside ``stages/jobs/``) would take
+    its rule, command and target with it, silently; and a report caption of a stage's name is a product's."""
+    from h2htalk.stages.table import PIPELINE
+
+    package = REPO_ROOT / "src" / "h2htalk"
+    loaded = {*PIPELINE, *(f"h2htalk.stages.jobs.{p.stem}" for p in (package / "stages" / "jobs").glob("*.py"))}
+    declares = re.compile(r"^@stage\(", re.MULTILINE)
+    declaring = {".".join(("h2htalk", *path.relative_to(package).with_suffix("").parts)).removesuffix(".__init__")
+                 for path in package.rglob("*.py") if declares.search(path.read_text(encoding="utf-8"))}  # fmt: skip
+    assert declaring and declaring <= loaded, sorted(declaring - loaded)
+    captions = {path.stem for path in (REPO_ROOT / "workflow" / "report").glob("*.rst")} - {"product"}
+    assert captions <= {stage.name for stage in STAGES if stage.product}, captions
 
 
 def test_the_table_lists_each_stage_after_the_stages_it_reads_from():

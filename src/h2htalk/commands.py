@@ -102,6 +102,9 @@ def command(name: str, **declared: Any) -> Callable[[Callable[..., Any]], Callab
                 raise CommandError(f"command {name}: {named}: not a parameter of {function.__qualname__}")
         if wrong := unknown_options(found.options):
             raise CommandError(f"command {name}: options: {wrong}")
+        for named, flag in found.short.items():  # argparse's own error would come from every command, unnamed
+            if not re.fullmatch(r"-[A-Za-z]", flag):
+                raise CommandError(f"command {name}: short: {flag!r} of {named} is no short flag (as '-n')")
         for parameter in parameters.values():  # a positional argument is always given: one with a default is a flag
             if parameter.kind is parameter.POSITIONAL_ONLY and parameter.default is not parameter.empty:
                 raise CommandError(f"command {name}: {parameter.name}: positional, with a default (make it a flag)")

@@ -25,6 +25,7 @@ from h2htalk.stages.spec import (
     Stage,
     StageError,
     Where,
+    label_values,
     no_cells,
     no_models,
     typed_setting,
@@ -134,6 +135,11 @@ def checked(stage: Stage) -> Stage:
         fail("options", wrong)
     if "engine" in stage.options:  # a model job's: declared again, a second --server-log would break every command
         fail("options", "'engine': the engine's options are a model job's (where='model'), which has them already")
+    if not (stage.in_all is None or isinstance(stage.in_all, bool) or callable(stage.in_all)):
+        fail("in_all", f"{stage.in_all!r} is neither True, False nor a function of the run's config")
+    for field in ("memory_mb", "minutes"):  # Snakemake's resources: whole numbers
+        if not isinstance(value := getattr(stage, field), int) or value <= 0:
+            fail(field, f"{value!r} is not a whole number above 0")
     if stage.where not in get_args(Where):
         fail("where", f"{stage.where!r} is none of {', '.join(get_args(Where))}")
     if (stage.where == "model") == (stage.starts is no_models):
@@ -146,9 +152,11 @@ def checked(stage: Stage) -> Stage:
     if product := stage.product:
         if product.kind not in get_args(ProductKind):
             fail("product", f"kind {product.kind!r} is none of {', '.join(get_args(ProductKind))}")
-        for name in (product.main, *product.shown):
+        if not isinstance(product.first, bool) or not isinstance(product.shown, tuple):
+            fail("product", "its first is True or False, and its shown a tuple of its outputs' names")
+        for field, name in (("main", product.main), *(("shown", name) for name in product.shown)):
             if name not in stage.outputs:
-                fail(f"product {name!r}", "none of its outputs")
+                fail(f"product.{field} {name!r}", "none of its outputs")
         if product.inner and not getattr(stage.outputs[product.main], "directory", False):
             fail("product inner", f"a file inside its main output, which is no folder ({product.main!r})")
         if any(not isinstance(text, str) for text in (product.title, product.caption)) and len(stage.labels) != 1:
@@ -194,6 +202,7 @@ def check_one_writer(
     folders: dict[str, str] = {}  # a folder output or kept -> its stage
     outputs: dict[str, str] = {}  # an output (not a folder kept) -> its stage
     read: set[str] = set()
+    early: dict[str, str] = {}  # a file read before a stage writes it (that one, or a later one): its reader's field
     for stage in stages:
         try:  # a label its jobs lack, a misspelt list of the run: named here, not by a rule or a job
             jobs = stage.jobs(scope.run)
@@ -201,8 +210,11 @@ def check_one_writer(
             for labels in jobs if stage.product else ():  # its title and caption, by its label where they are so
                 stage.product.about(labels)  # type: ignore[union-attr]
             for labels in jobs if inputs else ():
-                read.update(p for paths in stage.files("inputs", scope, labels).values() for p in paths)
-                stage.starts(scope, labels)
+                for name, paths in stage.files("inputs", scope, labels).items():
+                    read.update(paths := list(map(os.path.normpath, paths)))
+                    early.update({p: f"stage {stage.name}: inputs.{name}" for p in paths if p not in writer})
+                label_values(stage.starts(scope, labels))  # a list of names: one string is as many models as letters
+            stage.in_default_target(scope.config)
         except Exception as exc:
             labels = ", ".join(stage.labels) or "none"  # a KeyError is most often a label its jobs lack
             raise StageError(f"stage {stage.name}: {failing_field(stage, scope)}: {type(exc).__name__}: {exc}, in {run}"
@@ -220,11 +232,14 @@ def check_one_writer(
                         outputs[path] = stage.name
                     if field == "keeps" or getattr(stage.outputs[name], "directory", False):
                         folders[path] = stage.name
+    for path in early.keys() & outputs.keys():  # else a cycle, or a plan that runs a stage before what it reads
+        raise StageError(f"{early[path]}: {path} is written by {outputs[path]}, which the pipeline runs after it (a"
+                         " stage reads what earlier stages write: table.PIPELINE's order)")  # fmt: skip
     for folder, owner in folders.items():
         for path, name in writer.items():
             if path.startswith(f"{folder}/") and name != owner:
                 raise StageError(f"stage {name}: outputs: {path} is inside {folder}, which {owner} writes or keeps")
-    return outputs, set(map(os.path.normpath, read))
+    return outputs, read
 
 
 def failing_field(stage: Stage, scope: Any) -> str:
@@ -240,6 +255,8 @@ def failing_field(stage: Stage, scope: Any) -> str:
 
     if fails(stage.jobs, scope.run):
         return "jobs"
+    if fails(stage.in_default_target, scope.config):
+        return "in_all"
     for labels in stage.jobs(scope.run):
         if fails(stage.cells, scope.run, labels):
             return "cells"
@@ -248,7 +265,7 @@ def failing_field(stage: Stage, scope: Any) -> str:
             for name, spec in declared_first(getattr(stage, field)):
                 if fails(spec.paths, scope, labels, cells):
                     return f"{field}.{name}"
-        if fails(stage.starts, scope, labels):
+        if fails(lambda labels: label_values(stage.starts(scope, labels)), labels):
             return "starts"
     return "product"
 
@@ -264,8 +281,9 @@ def check_labels(stages: tuple[Stage, ...], scope: Any) -> None:
         patterns = stage.files("outputs", scope, {label: f"{{{label}}}" for label in stage.labels})
         for name, paths in declared_first(patterns):
             if lacking := [label for label in stage.labels if any(f"{{{label}}}" not in path for path in paths)]:
-                raise StageError(f"stage {stage.name}: outputs.{name}: no {{{lacking[0]}}} in {paths[0]}: a job's label"
-                                 " is in each of its files' paths, or its jobs would write one file")  # fmt: skip
+                field = "cells" if isinstance(stage.outputs[name], Each) else f"outputs.{name}"  # its cells' paths
+                raise StageError(f"stage {stage.name}: {field}: no {{{lacking[0]}}} in {paths[0]} ({name}): a job's"
+                                 " label is in each of its files' paths, or its jobs would write one file")  # fmt: skip
         for labels in stage.jobs(scope.run):
             for cell in stage.cells(scope.run, labels):
                 of = {label: getattr(cell, CELL_LABELS[label]) for label in labels if label in CELL_LABELS}
@@ -283,7 +301,7 @@ def check_reached(stages: tuple[Stage, ...], outputs: dict[str, str], read: set[
     writing, reached = set(outputs.values()), {outputs[path] for path in read if path in outputs}
     for stage in (stage for stage in stages if stage.labels and stage.name in writing - reached):
         kinds = {getattr(spec, "kind", "") for spec in stage.outputs.values()}
-        if not (stage.product or stage.targets or stage.in_all or kinds & READ_BY_MODEL_JOBS):
+        if not (stage.product or stage.targets or stage.in_all not in (None, False) or kinds & READ_BY_MODEL_JOBS):
             raise StageError(f"stage {stage.name}: targets: no stage reads its files and no target has them, so no run"
                              " makes them (give it a named target: targets='NAME', snakemake NAME)")  # fmt: skip
 

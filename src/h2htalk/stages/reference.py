@@ -107,6 +107,8 @@ if __name__ == "__main__":
 
     from h2htalk.io import write_text_atomic
 
+    if sys.argv[1:2] and sys.argv[1].startswith("-"):  # --help: not a file to write
+        sys.exit("usage: python -m h2htalk.stages.reference [FILE]: write the stage reference to FILE, or print it")
     if sys.argv[1:]:
         write_text_atomic(sys.argv[1], reference())
     else:

@@ -56,7 +56,7 @@ def unique(paths: Iterable[str]) -> list[str]:
 def label_values(found: Iterable[str]) -> Iterable[str]:
     """A label's values, as a function of the run gives them: one string would be as many jobs as its letters."""
     if isinstance(found, str | bytes):
-        raise TypeError(f"{found!r} is one string, not the label's values (a list)")
+        raise TypeError(f"{found!r} is one string, not a list of values")
     return found
 
 
@@ -236,7 +236,7 @@ class Stage:
     uses: tuple[str, ...] = ()  # folders of the package's resources its work reads (prompts, rubrics, known answers)
     product: Product | None = None  # a table, figure or export: its provenance (``meta``) is added to its outputs
     # in the run's default target (``all``) where this says so for the run's config (default: a product is)
-    in_all: Callable[[Mapping[str, Any]], bool] | None = None
+    in_all: bool | Callable[[Mapping[str, Any]], bool] | None = None
     targets: str | Callable[[Labels], str] = ""  # a named target of all its jobs (``snakemake scores``), or of each
 
     @property
@@ -257,7 +257,9 @@ class Stage:
         return name
 
     def in_default_target(self, config: Mapping[str, Any]) -> bool:
-        return self.in_all(config) if self.in_all else self.product is not None
+        if self.in_all is None:
+            return self.product is not None
+        return self.in_all(config) if callable(self.in_all) else self.in_all
 
     def files(self, which: Literal["inputs", "outputs", "keeps"], scope: Scope, labels: Labels) -> dict[str, list[str]]:
         """The job's declared ``inputs``, ``outputs`` or ``keeps``, resolved: name -> paths."""
@@ -311,6 +313,17 @@ class Models(Protocol):
     def engines(self, names: list[str]) -> Any: ...
 
 
+class Declared(dict[str, Any]):
+    """A job's files by name, as its function is given them: one it does not declare is named with those it does."""
+
+    def __init__(self, stage: str, files: Mapping[str, Any]) -> None:
+        super().__init__(files)
+        self.stage = stage
+
+    def __missing__(self, name: str) -> Any:
+        raise StageError(f"stage {self.stage}: no file {name!r} is declared (its files: {', '.join(self)})")
+
+
 @dataclass
 class Job:
     stage: Stage
@@ -345,8 +358,10 @@ class Job:
         if kind := typed_setting(annotation):
             return kind.from_config(self.config)
         if name == "outputs":  # the one-file outputs by name (a table's csv, md, tex, ...)
-            return {name: paths[0] for name, paths in self.outputs.items() if len(paths) == 1}
-        return getattr(self, name)
+            return Declared(
+                self.stage.name, {name: paths[0] for name, paths in self.outputs.items() if len(paths) == 1}
+            )
+        return Declared(self.stage.name, self.inputs) if name == "inputs" else getattr(self, name)
 
     @property
     def run(self) -> RunCells:
