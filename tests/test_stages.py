@@ -20,6 +20,7 @@ from snakemake.iocontainers import Wildcards
 from h2htalk.cli import main
 from h2htalk.config import (
     VALIDATED_DIGEST,
+    command_config,
     default_config,
     load_registry,
     registry_files,
@@ -29,7 +30,7 @@ from h2htalk.config import (
 )
 from h2htalk.desk_store.store import ratings_digest
 from h2htalk.errors import ConfigError
-from h2htalk.layout import Layout
+from h2htalk.layout import Layout, instances_set
 from h2htalk.ratings import SAFETY_RATINGS
 from h2htalk.stages.reference import reference
 from h2htalk.stages.spec import Cells, Each, Figure, One, Scope, StageError
@@ -48,6 +49,22 @@ def test_the_stage_reference_is_the_tables():
     listed, declared = (set(re.findall(r"^## (\w+)$", text, re.MULTILINE)) for text in (written, reference()))
     assert listed == declared, f"stages gone: {sorted(listed - declared)}; new: {sorted(declared - listed)}"
     assert written == reference(), "docs/stages.md is stale: python -m h2htalk.stages.reference docs/stages.md"
+
+
+def test_every_target_the_docs_run_is_a_rule_or_a_named_target(monkeypatch):
+    """``snakemake --profile profiles/NAME TARGET ...`` in the README and the cluster guide: a stage renamed or a
+    ``targets=`` changed would leave a documented command failing with Snakemake's "No rule to produce TARGET"."""
+    monkeypatch.chdir(REPO_ROOT)  # the configs name the registry from the checkout
+    named = {*BY_NAME, "all"}
+    for files in (["config/config.yaml", "config/local.yaml"], ["config/config.yaml"]):
+        config = command_config(files, {})
+        registry = load_registry(registry_files(config))
+        named |= Rules(config, Layout("results", instances_set(config)), registry).named_targets().keys()
+    run = re.compile(r"snakemake --profile profiles/\w+ ([^#`\n]*)")
+    said = {word for doc in ("README.md", "docs/cluster.md")
+            for found in run.finditer((REPO_ROOT / doc).read_text(encoding="utf-8"))
+            for word in found[1].split() if re.fullmatch(r"[a-z]\w*", word)}  # fmt: skip
+    assert {"table1", "fig4", "prompts", "scores", "plan"} <= said and said <= named, sorted(said - named)
 
 
 def test_every_module_that_declares_a_stage_is_one_the_registry_loads():
