@@ -123,6 +123,10 @@ def test_a_command_declared_wrong_is_named_with_its_parameter():
         command("bad", options=("scorin",))(unhelped)
     with pytest.raises(CommandError, match=r"command bad: read: no field of a Command \(did you mean 'reads'\?\)"):
         command("bad", read=("review.store",))(unhelped)
+    sub = build_parser()._subparsers._group_actions[0]  # every command's, as h2htalk makes them
+    for name, first in (("table1", r"h2htalk\.tables\.table1\.write_table1"), ("desk-verify", r"h2htalk\.review\.")):
+        with pytest.raises(CommandError, match=rf"^command {name}: declared twice: at {first}"):
+            add(sub, command(name)(unhelped).command)  # a stage's command, or another @command's
     for flag in ("H", "--head", "-", "-hh"):  # argparse's error would come from every command, naming none
         with pytest.raises(CommandError, match=rf"command bad: short: '{flag}' of tasks is no short flag \(as '-n'\)"):
             command("bad", short={"tasks": flag})(unhelped)

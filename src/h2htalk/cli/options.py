@@ -27,8 +27,9 @@ def add_command(
     or when its files depend on the configuration (``config``: every stage's do)."""
     try:
         parser = sub.add_parser(name, help=help, description=help)
-    except argparse.ArgumentError as exc:  # a stage and a command of one name
-        raise CommandError(f"command {name}: declared twice (a stage's or an @command's): {exc}") from None
+    except argparse.ArgumentError:  # a stage and a command of one name, or two commands: the first one named
+        first = sub.choices[name].get_default("handler").args[0].run  # its Stage's or Command's (a partial's)
+        raise CommandError(f"command {name}: declared twice: at {first.__module__}.{first.__qualname__} too") from None
     parser.set_defaults(handler=handler, reads=tuple(reads))
     if reads or config:
         parser.add_argument(
