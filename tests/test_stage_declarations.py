@@ -343,6 +343,8 @@ def test_a_file_written_twice_by_one_stage_or_inside_a_folder_another_keeps_fail
         (dict(jobs=Over(model=lambda run: run.models), outputs={"summary": One("generation_run")},
               in_all=lambda config: config["judge_reliabilty"]["every_run"]),
          "in_all"),  # a key misspelt: Snakemake's KeyError in the Snakefile, naming no stage
+        (dict(jobs=Over(lambda run: [(m, "rubric") for m in run.models], model=str), outputs={"summary": One(
+            "generation_run")}), "jobs"),  # a label left out of a combination's labels: 2 values for 1 label
         (dict(jobs=Over(model=lambda run: run.models[0].encode()), outputs={"summary": One("generation_run")}),
          "jobs"),  # bytes: a job for each of its bytes
     ],
@@ -352,7 +354,7 @@ def test_a_file_its_jobs_cannot_resolve_fails_naming_the_stage_and_the_field_not
     def toy(summary: str, inputs: dict[str, list[str]]) -> None: ...
 
     with pytest.raises(
-        StageError, match=rf"^stage toy: {field}: (Key|Attribute|Type)Error: .*, in the schema's default run"
+        StageError, match=rf"^stage toy: {field}: (Key|Attribute|Type|Value)Error: .*, in the schema's default run"
     ) as raised:
         check_one_writer((*STAGES, *toy.stages), CHECKED_RUN)
     assert str(raised.value).endswith(f"(its jobs' labels: {', '.join(toy.stages[0].labels)})")  # the misspelt one
@@ -730,6 +732,12 @@ def test_a_label_missing_from_an_outputs_path_or_a_cell_not_of_its_jobs_labels_f
         def toy_out(generations: list[str]) -> None: ...
 
         check_labels((*STAGES, *toy_out.stages), CHECKED_RUN)
+
+
+def test_a_combination_of_a_jobs_labels_of_another_length_says_so():
+    """A label dropped from ``Over`` and kept in its combinations: said as that, not as ``zip``'s own error."""
+    with pytest.raises(ValueError, match=r"^\('a-model', 'rubric'\): 2 values for the labels model$"):
+        Over(lambda run: [(m, "rubric") for m in run.models], model=str)(CHECKED_RUN.run)
 
 
 def test_a_stage_reading_what_a_later_stage_writes_fails_naming_both():

@@ -153,7 +153,10 @@ class Over:
             combos: Iterable[tuple[str, ...]] = dict.fromkeys(self.combos(run))
         else:
             combos = itertools.product(*(list(dict.fromkeys(label_values(f(run)))) for f in self.values.values()))
-        return [dict(zip(self.values, combo, strict=True)) for combo in combos]
+        found = [tuple(combo) for combo in combos]
+        if wrong := next((combo for combo in found if len(combo) != len(self.values)), None):  # else zip's own error
+            raise ValueError(f"{wrong!r}: {len(wrong)} values for the labels {', '.join(self.values) or '(none)'}")
+        return [dict(zip(self.values, combo, strict=True)) for combo in found]
 
 
 ProductKind = Literal["table", "figure", "export"]  # the report's category: Tables, Figures, Exports
