@@ -270,9 +270,6 @@ def failing_field(stage: Stage, scope: Any) -> str:
     return "product"
 
 
-CELL_LABELS = {"model": "model", "embedder": "embedder", "variant": "variant", "subtask": "task", "study": "task"}
-
-
 def check_labels(stages: tuple[Stage, ...], scope: Any) -> None:
     """A job's labels are in each of its outputs' paths (else every job of the stage writes one path, which Snakemake
     refuses naming the rule alone), and its cells are its labels' own (a job of one model, its model's cells: the
@@ -286,8 +283,8 @@ def check_labels(stages: tuple[Stage, ...], scope: Any) -> None:
                                  " label is in each of its files' paths, or its jobs would write one file")  # fmt: skip
         for labels in stage.jobs(scope.run):
             for cell in stage.cells(scope.run, labels):
-                of = {label: getattr(cell, CELL_LABELS[label]) for label in labels if label in CELL_LABELS}
-                if wrong := next((label for label, value in of.items() if value != labels[label]), None):
+                of = cell.labels()  # its model, variant, subtask or study, and embedder
+                if wrong := next((label for label in labels if label in of and of[label] != labels[label]), None):
                     raise StageError(f"stage {stage.name}: cells: the job of {wrong} {labels[wrong]} has a cell of"
                                      f" {of[wrong]}: a job's cells are its labels' own (the run's other cells:"
                                      " Cells(kind, cells))")  # fmt: skip
