@@ -202,7 +202,7 @@ def check_one_writer(
     folders: dict[str, str] = {}  # a folder output or kept -> its stage
     outputs: dict[str, str] = {}  # an output (not a folder kept) -> its stage
     read: set[str] = set()
-    early: dict[str, str] = {}  # a file read before a stage writes it (that one, or a later one): its reader's field
+    early: dict[str, tuple[str, str]] = {}  # a file read before any stage wrote it: its reader's (stage, input)
     for stage in stages:
         try:  # a label its jobs lack, a misspelt list of the run: named here, not by a rule or a job
             jobs = stage.jobs(scope.run)
@@ -212,7 +212,7 @@ def check_one_writer(
             for labels in jobs if inputs else ():
                 for name, paths in stage.files("inputs", scope, labels).items():
                     read.update(paths := list(map(os.path.normpath, paths)))
-                    early.update({p: f"stage {stage.name}: inputs.{name}" for p in paths if p not in writer})
+                    early.update({p: (stage.name, name) for p in paths if p not in writer})
                 label_values(stage.starts(scope, labels))  # a list of names: one string is as many models as letters
             stage.in_default_target(scope.config)
         except Exception as exc:
@@ -232,9 +232,12 @@ def check_one_writer(
                         outputs[path] = stage.name
                     if field == "keeps" or getattr(stage.outputs[name], "directory", False):
                         folders[path] = stage.name
-    for path in early.keys() & outputs.keys():  # else a cycle, or a plan that runs a stage before what it reads
-        raise StageError(f"{early[path]}: {path} is written by {outputs[path]}, which the pipeline runs after it (a"
-                         " stage reads what earlier stages write: table.PIPELINE's order)")  # fmt: skip
+    # a later stage's file: a cycle, or a plan that runs a stage before what it reads (its own jobs' files are in order)
+    if late := next((p for p in sorted(early.keys() & outputs.keys()) if outputs[p] != early[p][0]), None):
+        raise StageError(
+            f"stage {early[late][0]}: inputs.{early[late][1]}: {late} is written by {outputs[late]}, which"
+            " the pipeline runs after it (a stage reads what earlier stages write: table.PIPELINE's order)"
+        )
     for folder, owner in folders.items():
         for path, name in writer.items():
             if path.startswith(f"{folder}/") and name != owner:
