@@ -16,11 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
 
 from h2htalk.commands import command
 from h2htalk.errors import DataError
-from h2htalk.io import iter_jsonl
+from h2htalk.io import iter_jsonl, parse_yaml
 from h2htalk.subtasks import SUBTASK_KEYS, SUBTASKS, field_catalogue
 
 INSTANCE_SCHEMA = "instance.schema.yaml"
@@ -29,7 +28,7 @@ INSTANCE_SCHEMA = "instance.schema.yaml"
 @cache
 def instance_schema() -> dict[str, Any]:
     text = resources.files("h2htalk.schemas").joinpath(INSTANCE_SCHEMA).read_text(encoding="utf-8")
-    schema = yaml.safe_load(text)
+    schema = parse_yaml(text)
     properties = schema["properties"]
     properties["subtask"]["enum"] = list(SUBTASK_KEYS)
     properties["fields"]["properties"] = {name: entry["schema"] for name, entry in field_catalogue().items()}

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
 
 from h2htalk.errors import ConfigError
+from h2htalk.io import parse_yaml
 from h2htalk.stages.steps import Stepped, steps_making
 
-PRICES_SCHEMA = yaml.safe_load(
+PRICES_SCHEMA = parse_yaml(
     """
     type: object
     required: [date, currency, models]
@@ -50,7 +50,7 @@ PRICES_SCHEMA = yaml.safe_load(
             source: {type: string}
     """
 )
-THROUGHPUT_SCHEMA = yaml.safe_load(
+THROUGHPUT_SCHEMA = parse_yaml(
     """
     type: object
     required: [gpu, classes]
@@ -102,7 +102,7 @@ def throughput_schema(stages: Iterable[Stepped]) -> dict[str, Any]:
 
 def _read(path: str | os.PathLike[str], schema: dict[str, Any], what: str) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        data = parse_yaml(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{what} not found: {path}") from None
     if isinstance(data, dict) and "date" in data:

@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
 
 from h2htalk.errors import DataError
-from h2htalk.io import iter_jsonl, write_jsonl_atomic
+from h2htalk.io import iter_jsonl, parse_yaml, write_jsonl_atomic
 from h2htalk.prompts.render import sha256_text, system_prompt
 from h2htalk.settings import VARIANTS, StudySample
 from h2htalk.stages.declare import stage
@@ -27,7 +26,7 @@ STUDIES = {"safety": "safety_scenarios", "instruction_following": "instruction_f
 @cache
 def _validator(name: str) -> jsonschema.protocols.Validator:
     text = resources.files("h2htalk.schemas").joinpath(f"{name}.schema.yaml").read_text(encoding="utf-8")
-    schema = yaml.safe_load(text)
+    schema = parse_yaml(text)
     return jsonschema.validators.validator_for(schema)(schema)
 
 

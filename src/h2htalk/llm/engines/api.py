@@ -9,14 +9,13 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
-import yaml
-
+from h2htalk.io import parse_yaml
 from h2htalk.llm.engines.base import NO_KEY, Endpoint, Engine, EngineError, ServeOptions
 
 
 class Api(Engine):
     name = "api"
-    schema = yaml.safe_load(
+    schema = parse_yaml(
         """
         properties:
           api:

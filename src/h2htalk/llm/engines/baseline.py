@@ -5,15 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
+from h2htalk.io import parse_yaml
 from h2htalk.llm.engines.base import Engine
 
 
 class Baseline(Engine):
     name = "baseline"
     answers_without_model = True
-    schema = yaml.safe_load(
+    schema = parse_yaml(
         """
         properties:
           baseline:

@@ -8,9 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
-import yaml
-
 from h2htalk.hardware import available_cores
+from h2htalk.io import parse_yaml
 from h2htalk.llm.engines.base import EngineError, ServeOptions
 from h2htalk.llm.engines.measure import llama_cpp, server_rates
 from h2htalk.llm.engines.server import ServerEngine
@@ -48,7 +47,7 @@ class LlamaCpp(ServerEngine):
     # beside another busy process (a second server, a test worker, a scoring job) the model wrote 1.7-1.8
     # tokens/s instead of 10.5-10.7 on 2 cores (benchmarks/shared_cores.py)
     server_defaults: ClassVar[dict[str, str]] = {"GOMP_SPINCOUNT": "1000"}
-    schema = yaml.safe_load(
+    schema = parse_yaml(
         """
         properties:
           gguf:

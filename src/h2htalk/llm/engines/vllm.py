@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
+from h2htalk.io import parse_yaml
 from h2htalk.llm.engines.base import EngineError, ServeOptions
 from h2htalk.llm.engines.server import ServerEngine
 from h2htalk.prefetch import is_hub_id
@@ -51,7 +50,7 @@ class Vllm(ServerEngine):
     name = "vllm"
     packages = ("vllm",)
     key_variable = "VLLM_API_KEY"
-    schema = yaml.safe_load(
+    schema = parse_yaml(
         """
         properties:
           max_model_len: {type: integer, minimum: 512}
