@@ -164,6 +164,8 @@ TOY_TABLE = Product("table", "Toy", "a toy", main="csv")
         (dict(outputs=figure_files("toy", csv="csv"), product=TOY_TABLE),
          r"outputs\.csv: suffix 'csv' has no extension \(as '\.csv' or '_ranks\.csv'\)"),
         (dict(outputs=figure_files("toy", csv="csv."), product=TOY_TABLE), r"outputs\.csv: suffix 'csv\.' has no"),
+        (dict(outputs=figure_files("toy", csv=".csv\n"), product=TOY_TABLE), r"outputs\.csv: suffix '\.csv\\n' has no"),
+        (dict(memory_mb=True, **PLAIN), r"memory_mb: True is not a whole number above 0"),
         (dict(product=Product("table", "Toy", "a toy", main="csv", first="no"), **TABLE),  # "no" would be true
          r"product: its first is True or False, and its shown a tuple"),
         (dict(product=Product("table", "Toy", "a toy", main="csv", shown="csv"), **TABLE),  # its letters: 'c'
@@ -347,6 +349,8 @@ def test_a_file_written_twice_by_one_stage_or_inside_a_folder_another_keeps_fail
             "generation_run")}), "jobs"),  # a label left out of a combination's labels: 2 values for 1 label
         (dict(jobs=Over(model=lambda run: run.models[0].encode()), outputs={"summary": One("generation_run")}),
          "jobs"),  # bytes: a job for each of its bytes
+        (dict(jobs=Over(model=lambda run: bytearray(run.models[0].encode())), outputs={"summary": One(
+            "generation_run")}), "jobs"),  # a bytearray too
     ],
 )  # fmt: skip
 def test_a_file_its_jobs_cannot_resolve_fails_naming_the_stage_and_the_field_not_a_bare_error(declared, field):

@@ -138,7 +138,7 @@ def checked(stage: Stage) -> Stage:
     if not (stage.in_all is None or isinstance(stage.in_all, bool) or callable(stage.in_all)):
         fail("in_all", f"{stage.in_all!r} is neither True, False nor a function of the run's config")
     for field in ("memory_mb", "minutes"):  # Snakemake's resources: whole numbers
-        if not isinstance(value := getattr(stage, field), int) or value <= 0:
+        if not isinstance(value := getattr(stage, field), int) or isinstance(value, bool) or value <= 0:
             fail(field, f"{value!r} is not a whole number above 0")
     if stage.where not in get_args(Where):
         fail("where", f"{stage.where!r} is none of {', '.join(get_args(Where))}")
@@ -147,7 +147,7 @@ def checked(stage: Stage) -> Stage:
     if stage.where == "embedder" and "embedder" not in stage.labels:
         fail("where", "an embedder job is placed by its embedder: it runs once per embedder (an 'embedder' label)")
     for name, spec in stage.outputs.items():  # ("csv": "answer_lengthscsv")
-        if isinstance(spec, Figure) and not spec.directory and not re.search(r"\.\w+$", spec.suffix):
+        if isinstance(spec, Figure) and not spec.directory and not re.search(r"\.\w+\Z", spec.suffix):
             fail(f"outputs.{name}", f"suffix {spec.suffix!r} has no extension (as '.csv' or '_ranks.csv')")
     if product := stage.product:
         if product.kind not in get_args(ProductKind):

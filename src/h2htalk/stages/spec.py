@@ -55,7 +55,7 @@ def unique(paths: Iterable[str]) -> list[str]:
 
 def label_values(found: Iterable[str]) -> Iterable[str]:
     """A label's values, as a function of the run gives them: one string would be as many jobs as its letters."""
-    if isinstance(found, str | bytes):
+    if isinstance(found, str | bytes | bytearray):
         raise TypeError(f"{found!r} is one string, not a list of values")
     return found
 
