@@ -753,6 +753,14 @@ def test_a_stage_reading_what_a_later_stage_writes_fails_naming_both():
 
     with pytest.raises(StageError, match=r"^stage toy: inputs\.table: .*table1\.csv is written by table1, which the"):
         check_one_writer((*toy.stages, *(s for s in STAGES if s.name != "curation_report")), CHECKED_RUN)
+
+    @stage("toy_too", "a toy reading it after the first", inputs={"table": Figure("table1", ".csv")})
+    def toy_too(table: str) -> None: ...
+
+    with pytest.raises(StageError, match=r"^stage toy: inputs\.table: "):  # the first to read it out of order
+        check_one_writer(
+            (*toy.stages, *toy_too.stages, *(s for s in STAGES if s.name != "curation_report")), CHECKED_RUN
+        )
     check_one_writer((*(s for s in STAGES if s.name != "curation_report"), *toy.stages), CHECKED_RUN)  # after it
 
 

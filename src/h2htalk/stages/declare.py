@@ -202,36 +202,47 @@ def check_one_writer(
     folders: dict[str, str] = {}  # a folder output or kept -> its stage
     outputs: dict[str, str] = {}  # an output (not a folder kept) -> its stage
     read: set[str] = set()
-    early: dict[str, tuple[str, str]] = {}  # a file read before any stage wrote it: its reader's (stage, input)
+    early: dict[str, tuple[str, str]] = {}  # a file read before any stage wrote it: its first reader's (stage, input)
+    fields = ("outputs", "keeps", "inputs") if inputs else ("outputs", "keeps")
     for stage in stages:
+        at, made = "jobs", []  # the field being resolved, named where it fails
         try:  # a label its jobs lack, a misspelt list of the run: named here, not by a rule or a job
             jobs = stage.jobs(scope.run)
-            made = [(field, stage.files(field, scope, labels)) for labels in jobs for field in ("outputs", "keeps")]
-            for labels in jobs if stage.product else ():  # its title and caption, by its label where they are so
-                stage.product.about(labels)  # type: ignore[union-attr]
-            for labels in jobs if inputs else ():
-                for name, paths in stage.files("inputs", scope, labels).items():
-                    read.update(paths := list(map(os.path.normpath, paths)))
-                    early.update({p: (stage.name, name) for p in paths if p not in writer})
-                label_values(stage.starts(scope, labels))  # a list of names: one string is as many models as letters
+            at = "in_all"
             stage.in_default_target(scope.config)
+            for labels in jobs:
+                at = "cells"
+                cells = stage.cells(scope.run, labels)
+                for field in fields:
+                    for name, spec in declared_first(getattr(stage, field)):
+                        at = f"{field}.{name}"  # one file however its path is spelt (a/./b, a//b)
+                        made.append((field, name, list(map(os.path.normpath, spec.paths(scope, labels, cells)))))
+                at = "starts"  # a list of names: one string is as many models as letters
+                if inputs:
+                    label_values(stage.starts(scope, labels))
+                at = "product"  # its title and caption, by its label where they are so
+                if stage.product:
+                    stage.product.about(labels)
         except Exception as exc:
             labels = ", ".join(stage.labels) or "none"  # a KeyError is most often a label its jobs lack
-            raise StageError(f"stage {stage.name}: {failing_field(stage, scope)}: {type(exc).__name__}: {exc}, in {run}"
+            raise StageError(f"stage {stage.name}: {at}: {type(exc).__name__}: {exc}, in {run}"
                              f" (its jobs' labels: {labels})") from exc  # fmt: skip
+        for name, paths in ((name, paths) for field, name, paths in made if field == "inputs"):
+            read.update(paths)
+            for path in (path for path in paths if path not in writer):
+                early.setdefault(path, (stage.name, name))
         own: set[str] = set()
-        for field, files in made:
-            for name, paths in declared_first(files):
-                for path in map(os.path.normpath, paths):  # one file however its path is spelt (a/./b, a//b)
-                    twice = field == "outputs" and path in own  # a folder kept is one all its jobs add to
-                    if twice or writer.setdefault(path, stage.name) != stage.name:
-                        by = "two of its jobs or files" if twice else f"{writer[path]} too"
-                        raise StageError(f"stage {stage.name}: {field}.{name}: {path} is written by {by} (in {run})")
-                    own.add(path)
-                    if field == "outputs":
-                        outputs[path] = stage.name
-                    if field == "keeps" or getattr(stage.outputs[name], "directory", False):
-                        folders[path] = stage.name
+        for field, name, paths in ((f, n, ps) for f, n, ps in made if f != "inputs"):
+            for path in paths:
+                twice = field == "outputs" and path in own  # a folder kept is one all its jobs add to
+                if twice or writer.setdefault(path, stage.name) != stage.name:
+                    by = "two of its jobs or files" if twice else f"{writer[path]} too"
+                    raise StageError(f"stage {stage.name}: {field}.{name}: {path} is written by {by} (in {run})")
+                own.add(path)
+                if field == "outputs":
+                    outputs[path] = stage.name
+                if field == "keeps" or getattr(stage.outputs[name], "directory", False):
+                    folders[path] = stage.name
     # a later stage's file: a cycle, or a plan that runs a stage before what it reads (its own jobs' files are in order)
     if late := next((p for p in sorted(early.keys() & outputs.keys()) if outputs[p] != early[p][0]), None):
         raise StageError(
@@ -243,34 +254,6 @@ def check_one_writer(
             if path.startswith(f"{folder}/") and name != owner:
                 raise StageError(f"stage {name}: outputs: {path} is inside {folder}, which {owner} writes or keeps")
     return outputs, read
-
-
-def failing_field(stage: Stage, scope: Any) -> str:
-    """The first field of ``stage`` whose resolution fails in the run of ``scope``: its jobs, its cells, one of its
-    files, the models it starts, or else its product's title."""
-
-    def fails(resolve: Callable[..., Any], *arguments: Any) -> bool:
-        try:
-            resolve(*arguments)
-        except Exception:
-            return True
-        return False
-
-    if fails(stage.jobs, scope.run):
-        return "jobs"
-    if fails(stage.in_default_target, scope.config):
-        return "in_all"
-    for labels in stage.jobs(scope.run):
-        if fails(stage.cells, scope.run, labels):
-            return "cells"
-        cells = stage.cells(scope.run, labels)
-        for field in ("outputs", "keeps", "inputs"):
-            for name, spec in declared_first(getattr(stage, field)):
-                if fails(spec.paths, scope, labels, cells):
-                    return f"{field}.{name}"
-        if fails(lambda labels: label_values(stage.starts(scope, labels)), labels):
-            return "starts"
-    return "product"
 
 
 def check_labels(stages: tuple[Stage, ...], scope: Any) -> None:
