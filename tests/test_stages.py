@@ -3,6 +3,7 @@ declares, and every job of a run writes exactly the files its stage declares."""
 
 from __future__ import annotations
 
+import argparse
 import copy
 import logging
 import os
@@ -18,6 +19,7 @@ from snakemake.io import apply_wildcards
 from snakemake.iocontainers import Wildcards
 
 from h2htalk.cli import main
+from h2htalk.cli.stages import run_stage
 from h2htalk.config import (
     VALIDATED_DIGEST,
     command_config,
@@ -32,8 +34,9 @@ from h2htalk.desk_store.store import ratings_digest
 from h2htalk.errors import ConfigError
 from h2htalk.layout import Layout, instances_set
 from h2htalk.ratings import SAFETY_RATINGS
+from h2htalk.stages import declare
 from h2htalk.stages.reference import reference
-from h2htalk.stages.spec import Cells, Each, Figure, One, Scope, StageError
+from h2htalk.stages.spec import Cells, Done, Each, Figure, One, Scope, StageError
 from h2htalk.stages.table import BY_NAME, STAGES, command_reads
 from h2htalk.stages.workflow import Rules
 
@@ -336,3 +339,33 @@ def test_a_stage_run_by_hand_finds_the_folders_of_its_outputs_made_as_under_snak
     args = argparse.Namespace(config=[], results=Layout(str(tmp_path / "results")))
     assert run_stage(toy.stages[0], args) == 0
     assert (tmp_path / "results" / "data" / "curation_report.json").read_text(encoding="utf-8") == "made"
+
+
+def test_a_stage_run_by_hand_before_its_inputs_exist_names_the_first_missing_input(tmp_path):
+    """By hand, a stage's command runs whatever inputs are there, as its function may go without some; where it
+    stops for one that is missing, the error names the stage and the input, not an ``open``'s traceback."""
+
+    @declare.stage("toy", "a toy", reads=("subtasks",), outputs={"report": One("curation_report")},
+                   inputs={"curated": One("curated", over=("subtask", "subtasks"))})  # fmt: skip
+    def toy(curated: list[str], report: str) -> Done:
+        return Done(Path(curated[-1]).read_text())
+
+    results = Layout(str(tmp_path / "results"))
+    args = argparse.Namespace(config=[], results=results)
+    curated = [results.path("curated", subtask=subtask) for subtask in default_config()["subtasks"]]
+    with pytest.raises(StageError) as raised:
+        run_stage(toy.stages[0], args)
+    assert (
+        str(raised.value)
+        == f"stage toy: inputs.curated: {curated[-1]} is missing (declared inputs missing: {len(curated)})"
+    )
+
+
+def test_a_table_run_by_hand_without_the_runs_provenance_is_refused_before_it_is_made(tmp_path, capsys):
+    """A table's provenance is written after its function, from the run's: without it, the table would be made and
+    left untraced."""
+    figures = tmp_path / "figures"
+    assert main(["table3", "--results", str(tmp_path / "results"), "--figures", str(figures)]) == 2
+    provenance = tmp_path / "results" / "provenance.json"
+    assert f"stage table3: inputs.provenance: {provenance} is missing" in capsys.readouterr().err
+    assert not figures.exists() or not any(figures.iterdir())

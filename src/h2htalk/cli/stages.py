@@ -61,14 +61,27 @@ def register(sub: Any) -> None:
             raise StageError(f"stage {stage.name}: a label or option group: {exc}") from None
 
 
+def missing_input(stage: Stage, first: tuple[str, str], missing: list[tuple[str, str]]) -> StageError:
+    return StageError(f"stage {stage.name}: inputs.{first[0]}: {first[1]} is missing (declared inputs missing:"
+                      f" {len(missing)})")  # fmt: skip
+
+
 def run_stage(stage: Stage, args: argparse.Namespace) -> int:
     """Run one job of ``stage``: the one way every rule and every stage command runs a stage."""
     config = full_config(args)
     labels = {label: getattr(args, label) for label in stage.labels}
     job = stage.job(config, args.results, labels, RunModels(args, config), options=args, stages=STAGES)
+    missing = [(name, path) for name, paths in job.inputs.items() for path in paths if not os.path.exists(path)]
+    if gone := [(name, path) for name, path in missing if name == "provenance"]:  # its table is not made untraced
+        raise missing_input(stage, gone[0], missing)
     for path in (path for paths in job.outputs.values() for path in paths):  # as Snakemake does before a job
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    done = job.call()
+    try:
+        done = job.call()
+    except FileNotFoundError as exc:  # run by hand before what makes its inputs: said as Snakemake would say it
+        if not missing:
+            raise
+        raise missing_input(stage, next((m for m in missing if m[1] == exc.filename), missing[0]), missing) from exc
     unwritten = [p for name, ps in job.outputs.items() if name != "meta" for p in ps if not os.path.exists(p)]
     if unwritten:  # said here, not as Snakemake's missing outputs after waiting for a slow file system
         raise StageError(f"stage {stage.name}: declared outputs it did not write: {', '.join(unwritten)}")
