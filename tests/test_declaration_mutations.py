@@ -59,6 +59,8 @@ def mistakes(stage: Stage) -> Iterator[Mistake]:
             yield "an embedder job of no embedder", replace(stage, where="embedder"), "where"
     yield "the engine's options", replace(stage, options=(*stage.options, "engine")), "options"
     yield "a misspelt option group", replace(stage, options=(*stage.options, "bootstrapp")), "options"
+    if "options" in parameters:  # its function reads a flag of them (--no-cache)
+        yield "its option groups dropped", replace(stage, options=()), "options"
     yield "a misspelt resources folder", replace(stage, uses=(*stage.uses, "prompt")), "uses 'prompt'"
     if stage.product:
         yield "a product of no output", replace(stage, product=replace(stage.product, main="tex2")), "product.main"

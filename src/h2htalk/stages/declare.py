@@ -133,6 +133,8 @@ def checked(stage: Stage) -> Stage:
             fail(f"jobs {label}", f"{values!r} is not a function of the run's cells (Over({label}=lambda run: ...))")
     if wrong := unknown_options(stage.options):
         fail("options", wrong)
+    if "options" in parameters and not stage.options:  # its flags would be gone, and its function read no value
+        fail("options", f"{stage.run.__name__} takes its command's options, but the stage declares no option group")
     if "engine" in stage.options:  # a model job's: declared again, a second --server-log would break every command
         fail("options", "'engine': the engine's options are a model job's (where='model'), which has them already")
     if not (stage.in_all is None or isinstance(stage.in_all, bool) or callable(stage.in_all)):
