@@ -12,7 +12,7 @@ from types import SimpleNamespace
 from snakemake_interface_logger_plugins.common import LogEvent
 
 from h2htalk.config import default_config
-from h2htalk.run_summary import judge_card, run_summary, table2_gaps
+from h2htalk.run_summary import judge_card, roles_under_test, run_summary, table2_gaps
 from h2htalk.workflow_log import LogHandler, job_error, job_summary
 
 SNAKEMAKE = SimpleNamespace(dryrun=False, verbose=False, debug_dag=False, stdout=False, printshellcmds=True)
@@ -190,6 +190,18 @@ def test_the_run_ends_with_what_it_made_what_to_open_and_its_warnings(tmp_path):
         text[-1].startswith("Full log: ")
         and "x.snakemake.log; each job's log is under results/sets/demo/logs/." in text[-1]
     )
+
+
+def test_a_cheap_judge_under_test_is_warned_of_as_its_roles_own_judge_is():
+    """In cascade mode the cheap judge judges every item of its role: under test too, it grades its own answers."""
+    qwen = "qwen2.5-coder-0.5b-instruct-q4km"
+    cascade = {"mode": "cascade", "model": "gpt-4o", "cheap_model": qwen}
+    config = default_config({"models": [qwen], "instances": {"source": "demo"}, "rubric_judge": cascade})
+    assert roles_under_test(config) == [
+        f"{qwen} is a model under test and also the rubric judge (Table 2's Levels I-III)."
+    ]
+    config = default_config({"models": [qwen], "instances": {"source": "demo"}, "study_judge": {"model": qwen}})
+    assert roles_under_test(config) == [f"{qwen} is a model under test and also the study judge (Table 3, Figure 7)."]
 
 
 def test_the_closing_lines_list_only_the_files_a_tables_stage_declares(tmp_path):

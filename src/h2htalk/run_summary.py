@@ -85,23 +85,27 @@ def products(made: list[Made], folder: Path, started: float) -> list[Line]:
 
 def warnings(config: dict[str, Any], folder: Path) -> list[str]:
     from h2htalk.instances.sources import run_notes
+    from h2htalk.stages.table import table_files
 
-    return [*run_notes(config), *roles_under_test(config), *table2_gaps(folder / "table2.csv"),
-            *judge_card(folder / "judge_reliability.md")]  # fmt: skip
+    table2, card = table_files("table2", folder)["csv"], table_files("judge_reliability", folder)["md"]
+    return [*run_notes(config), *roles_under_test(config), *table2_gaps(table2), *judge_card(card)]
 
 
 def roles_under_test(config: dict[str, Any]) -> list[str]:
-    """A model under test that also judges, or writes or votes on the inputs, grades or shapes its own work."""
+    """A model under test that also judges (as a role's own judge, or its cheap judge in cascade mode), or writes or
+    votes on the inputs, grades or shapes its own work."""
     from h2htalk.cells import RunCells
+    from h2htalk.settings import RUBRIC
 
     run = RunCells(config)
-    roles = [(config["rubric_judge"]["model"], "the rubric judge (Table 2's Levels I-III)", run.models)]
-    if run.study_models:
-        roles.append((config["study_judge"]["model"], "the study judge (Table 3, Figure 7)", run.study_models))
+    judged = {RUBRIC: ("the rubric judge (Table 2's Levels I-III)", run.models)}
+    studies = ("the study judge (Table 3, Figure 7)", run.study_models)
+    roles = [(name, *judged.get(role, studies)) for name, roles in run.judges.items() for role in roles]
     if config["instances"]["source"] == "reconstructed":
         writer = "a writer or voter of the reconstructed inputs"
         roles += [(name, writer, run.models) for name in run.reconstruction_models]
-    return [f"{name} is a model under test and also {role}." for name, role, tested in roles if name in tested]
+    said = [f"{name} is a model under test and also {role}." for name, role, tested in roles if name in tested]
+    return list(dict.fromkeys(said))  # a judge of both studies: said once
 
 
 def table2_gaps(table2_csv: Path) -> list[str]:
