@@ -36,10 +36,6 @@ def test_a_sets_results_live_under_its_name_and_the_data_is_shared():
     assert demo.path("logs") != paper.path("logs") and demo.path("config") != paper.path("config")
     assert (demo.figures, paper.figures, Layout().figures) == ("paper_figures/demo", "paper_figures/reconstructed",
                                                                "paper_figures")  # fmt: skip
-    # and back: a set's path gives its labels, and a path of another set is not one of its results
-    assert demo.labels_of(demo.score_summary(cell)) == ("score_summary", cell.labels())
-    with pytest.raises(ValueError):
-        demo.labels_of(paper.score_summary(cell))
 
 
 def test_a_command_finds_the_one_set_of_its_tree_and_puts_its_tables_there(tmp_path):

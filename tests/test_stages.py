@@ -369,3 +369,17 @@ def test_a_table_run_by_hand_without_the_runs_provenance_is_refused_before_it_is
     provenance = tmp_path / "results" / "provenance.json"
     assert f"stage table3: inputs.provenance: {provenance} is missing" in capsys.readouterr().err
     assert not figures.exists() or not any(figures.iterdir())
+
+
+def test_every_label_whose_values_are_known_takes_only_them_on_its_stages_command():
+    """A job's label given by hand is checked where its values do not depend on the run (the run's models and
+    embedders do): ``--part`` of judge-ladder took any word."""
+    from h2htalk.cli import build_parser
+
+    commands = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    free = set()
+    for stage in STAGES:
+        for action in commands[stage.command_name]._actions:
+            if action.dest in stage.labels and action.choices is None:
+                free.add(action.dest)
+    assert free == {"model", "embedder"}

@@ -16,11 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import dataclass, replace
-from functools import cached_property
 from pathlib import Path, PurePosixPath
-from string import Formatter
 from typing import Any
 
 from h2htalk.errors import H2HTalkError
@@ -87,7 +84,7 @@ SHARED_KINDS = frozenset({
 })  # fmt: skip
 FIGURES = "paper_figures"  # the tables and figures, beside the results tree
 
-LABEL_VALUES: dict[str, tuple[str, ...]] = {
+LABEL_VALUES: dict[str, tuple[str, ...]] = {  # the labels whose values are known, not the run's (its models)
     "subtask": SUBTASK_KEYS, "study": STUDIES, "variant": VARIANTS, "part": tuple(LADDER_PARTS),
 }  # fmt: skip
 
@@ -230,24 +227,3 @@ class Layout:
         if kind in ("prompts", "references"):
             return getattr(self, kind)(cell.variant, cell.task)
         return getattr(self, kind)(cell)
-
-    # --- and back -----------------------------------------------------------------------------------------
-
-    @cached_property
-    def _matchers(self) -> list[tuple[str, re.Pattern[str]]]:
-        matchers = []
-        for kind in PATTERNS:
-            regex = ""
-            for literal, field, _, _ in Formatter().parse(self.pattern(kind)):
-                regex += re.escape(literal) + (f"(?P<{field}>[^/]+?)" if field else "")
-            matchers.append((kind, re.compile(regex + r"\Z")))
-        return matchers
-
-    def labels_of(self, path: str) -> tuple[str, dict[str, str]]:
-        """(kind, labels) of a path in this tree; ValueError for a path that is not one of its results."""
-        text = str(PurePosixPath(path))
-        for kind, matcher in self._matchers:
-            match = matcher.match(text)
-            if match and all(value in LABEL_VALUES.get(field, (value,)) for field, value in match.groupdict().items()):
-                return kind, match.groupdict()
-        raise ValueError(f"{path} is not a result under {self.root}")

@@ -12,11 +12,10 @@ from typing import Any
 from h2htalk.cli.options import OPTIONS, add_command, add_results, full_config
 from h2htalk.config import load_registry, registry_entry, registry_files
 from h2htalk.figures import FIGURE_NAMES
+from h2htalk.layout import LABEL_VALUES
 from h2htalk.progress import summary
-from h2htalk.settings import STUDIES, VARIANTS
 from h2htalk.stages.spec import Stage, StageError
 from h2htalk.stages.table import STAGES
-from h2htalk.subtasks import SUBTASK_KEYS
 
 
 class RunModels:
@@ -44,7 +43,7 @@ def _figure_name(value: str) -> str:
     return FIGURE_NAMES.get(int(value), value) if value.isdigit() else value
 
 
-LABEL_CHOICES = {"subtask": SUBTASK_KEYS, "variant": VARIANTS, "study": STUDIES, "figure": tuple(FIGURE_NAMES.values())}
+LABEL_CHOICES = {**LABEL_VALUES, "figure": tuple(FIGURE_NAMES.values())}
 
 
 def register(sub: Any) -> None:
