@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -407,3 +408,17 @@ def test_the_top_level_help_says_what_the_command_is_in_a_whole_sentence(capsys)
     said = " ".join(capsys.readouterr().out.split("\n\n")[1].split())
     assert said.endswith("."), said  # not the package docstring's first line, cut mid-sentence
     assert "without Snakemake" in said
+
+
+def test_every_command_the_code_and_the_docs_name_is_one():
+    """A message or a page that says to run ``h2htalk NAME`` names a command there is (a message said ``h2htalk
+    prefetch``, which is none: the commands are prefetch-model and prefetch-embedder)."""
+    commands = set(build_parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
+    said = re.compile(r"""[`("']h2htalk ([a-z][a-z0-9-]*)""")
+    source, docs = REPO_ROOT / "src", REPO_ROOT / "docs"
+    files = [*source.rglob("*.py"), *source.rglob("*.yaml"), *docs.glob("*.md"), REPO_ROOT / "README.md",
+             REPO_ROOT / "Snakefile", *(REPO_ROOT / "workflow").rglob("*.smk")]  # fmt: skip
+    named = {(path.relative_to(REPO_ROOT).as_posix(), name) for path in files
+             for name in said.findall(path.read_text(encoding="utf-8"))}  # fmt: skip
+    example = {("docs/extending.md", "count")}  # a command the guide to declaring one makes up
+    assert {(path, name) for path, name in named if name not in commands} == example
