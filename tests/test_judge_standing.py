@@ -201,8 +201,9 @@ def test_eval_says_when_a_study_judge_is_not_shown_to_read_the_content(tmp_path)
     from h2htalk.config import default_config
     from h2htalk.evaluation import study_judge_warnings
 
-    config = default_config()
     results = Layout(str(tmp_path / "results"))
+    assert study_judge_warnings(default_config(), results) == []  # no model under test: no study cell to warn of
+    config = default_config({"models": ["qwen2.5-coder-0.5b-instruct-q4km"]})  # it answers the studies
     assert study_judge_warnings(config, results) == []  # no study ladder in this run: nothing to say
     ladder_file = Path(results.path("judge_ladder", model=config["study_judge"]["model"], part="studies"))
     ladder_file.parent.mkdir(parents=True)

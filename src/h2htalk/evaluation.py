@@ -291,11 +291,12 @@ def evaluate(
 
 def judge_warning(config: dict[str, Any], results: Layout) -> str | None:
     """What to print beside the judged rows when the rubric judge is at chance on its ladder."""
-    from h2htalk.cells import RunCells
     from h2htalk.reliability.standing import eval_warning, rubric_standings
     from h2htalk.settings import BootstrapSettings
+    from h2htalk.stages.declared import judges_ladders
+    from h2htalk.stages.spec import Scope
 
-    ladders = [results.path("judge_ladder", model=model, part="rubric") for model in RunCells(config).judges]
+    ladders = judges_ladders(Scope(config, results), "rubric")  # as Table 2 reads them
     return eval_warning(rubric_standings(config, results, ladders, BootstrapSettings.from_config(config)))
 
 
@@ -306,14 +307,15 @@ STUDY_CELLS = {"safety": "Table 3's Safety and Violation cells", "instruction_fo
 def study_judge_warnings(config: dict[str, Any], results: Layout) -> list[str]:
     """What to print under the tables when a study judge whose ladder the run made is at chance on it or not shown
     to read the content of its known-answer set (nothing where the run made no study ladder)."""
-    from h2htalk.cells import RunCells
     from h2htalk.reliability.standing import eval_warning, role_standings
     from h2htalk.settings import BootstrapSettings, ladder_part
+    from h2htalk.stages.declared import judges_ladders
+    from h2htalk.stages.spec import Scope
 
-    bootstrap, judges = BootstrapSettings.from_config(config), RunCells(config).judges
+    bootstrap, scope = BootstrapSettings.from_config(config), Scope(config, results)
     warnings = []
     for role, where in STUDY_CELLS.items():
-        ladders = [results.path("judge_ladder", model=model, part=ladder_part(role)) for model in judges]
+        ladders = judges_ladders(scope, ladder_part(role))
         standings = role_standings(config, results, ladders, bootstrap, role)
         warning = eval_warning(standings, where, "no other reading of them exists: read them as unvalidated")
         warnings += [warning] if warning else []
