@@ -14,7 +14,7 @@ from h2htalk.io import iter_jsonl, write_png_atomic
 from h2htalk.layout import Cell, Layout
 from h2htalk.people.consensus import majority
 from h2htalk.ratings import NEED_VERDICTS, Rating, known_items, read_ratings
-from h2htalk.settings import STUDIES, BootstrapSettings, JudgeMode
+from h2htalk.settings import CASCADE_MODE, FULL_MODE, STUDIES, BootstrapSettings, JudgeMode
 from h2htalk.stages.declare import stage
 from h2htalk.stages.declared import RUN_NOTES, STUDY_JUDGE_MODE, study_cells, study_ladders
 from h2htalk.stages.spec import Done, Each, Paths, Product, figure_files
@@ -72,7 +72,7 @@ def fig7_rows(
             # bar's decided rate, fixed before the sample's verdicts: h2htalk.judge.combine.STAND_IN_RULE)
             asked = [r for r in records if r["scenario_type"] == scenario and "unanswered" not in r.get("flags", [])]
             rated = [k for k, r in enumerate(asked) if own.get(r["id"]) is not None]
-            mode = "cascade" if samples else "full"
+            mode = CASCADE_MODE if samples else FULL_MODE
             unread = sum(r["success"] is None for r in asked) if samples else None
             if len(rated) >= 2:
                 fixed = float(decided.mean()) if decided.size else 50.0

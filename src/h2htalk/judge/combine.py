@@ -52,7 +52,17 @@ from h2htalk.judge.readings import READINGS, item_readings
 from h2htalk.layout import Cell, Layout
 from h2htalk.people.consensus import consensus, median_score
 from h2htalk.ratings import REVIEW_SCORES, Rating, read_ratings
-from h2htalk.settings import GATE, PEOPLE_READINGS, SAMPLE, BootstrapSettings, GateSettings, JudgeMode, ReviewSettings
+from h2htalk.settings import (
+    CASCADE_MODE,
+    FULL_MODE,
+    GATE,
+    PEOPLE_READINGS,
+    SAMPLE,
+    BootstrapSettings,
+    GateSettings,
+    JudgeMode,
+    ReviewSettings,
+)
 from h2htalk.stages import declared
 from h2htalk.stages.declare import stage
 from h2htalk.stages.spec import Done, Each, EachFile, Over
@@ -416,7 +426,7 @@ def summarise_j(
         counted = rated
         if found is not None and found.people_items:
             review["estimator"] = "prediction-powered J"
-    summary_cascade = cascade_summary(items, found) if cascade else {"mode": "full"}
+    summary_cascade = cascade_summary(items, found) if cascade else {"mode": FULL_MODE}
     return {
         "measure": "J",
         **readings["J"],
@@ -437,7 +447,7 @@ def cascade_summary(items: Sequence[dict[str, Any]], found: Correction | None) -
     judge's J and an S); the items whose cheap verdict could not be read, kept in the cell with the stand-in."""
     unread = [i for i in items if i["stand_in"] is not None]
     return {
-        "mode": "cascade",
+        "mode": CASCADE_MODE,
         "sample_size": sum(i["cascade_sampled"] for i in items),
         "sample_judged": sum(i["cascade_sampled"] and i["strong_mean"] is not None for i in items),
         "sample_used": len(found.rated) if found else 0,

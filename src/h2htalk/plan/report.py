@@ -14,6 +14,7 @@ from h2htalk.llm.engines import engine_of
 from h2htalk.plan.calls import PlannedCalls, Tally
 from h2htalk.plan.chain import PlannedRun
 from h2htalk.plan.costs import PriceTable, Throughput
+from h2htalk.settings import CASCADE_MODE, FULL_MODE
 from h2htalk.stages.steps import Step, unsampled
 
 
@@ -226,7 +227,7 @@ def judge_modes(
         totals[mode] = merged(judging, "total", "") if judging else None
         if totals[mode] is not None:
             lines.append(_judge_line("**all judging**", mode, "", totals[mode]))
-    full, cascade = totals.get("full"), totals.get("cascade")
+    full, cascade = totals.get(FULL_MODE), totals.get(CASCADE_MODE)
     if full and cascade and full.whole.cost_direct:
         share = cascade.whole.cost_direct / full.whole.cost_direct
         batch = cascade.whole.cost_batch / full.whole.cost_batch if full.whole.cost_batch else None

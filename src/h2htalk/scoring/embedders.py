@@ -159,8 +159,9 @@ class BgeM3Embedder(_BaseEmbedder):
         problem = _hub_problem(model, revision)
         if problem:
             raise H2HTalkError(
-                f"embedder {self.name}: {model}@{revision or 'main'} {problem}; fetch it first (h2htalk prefetch-embedder --embedder "
-                f"{self.name}, or snakemake's prefetch_embedder) or name a local folder in {where}"
+                f"embedder {self.name}: {model}@{revision or 'main'} {problem}; fetch it first"
+                f" (h2htalk prefetch-embedder --embedder {self.name}, or snakemake's prefetch_embedder) or name a"
+                f" local folder in {where}"
             )
 
     def revision(self) -> str:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from h2htalk.errors import DataError
-from h2htalk.settings import PEOPLE_READINGS, VARIANT_NAMES
+from h2htalk.settings import CASCADE_MODE, FULL_MODE, PEOPLE_READINGS, VARIANT_NAMES
 from h2htalk.subtasks import DIMENSIONS, JUDGED, SUBTASKS, by_dimension
 from h2htalk.tabular import records_frame
 
@@ -105,11 +105,11 @@ def judge_mode(summary: dict[str, Any], reading: dict[str, Any], judged_cell: st
     judge, not S)."""
     if "readings" not in summary:
         return None
-    mode = summary.get("cascade", {}).get("mode", "full")
+    mode = summary.get("cascade", {}).get("mode", FULL_MODE)
     rectifier = reading.get("rectifier") if judged_cell in PEOPLE_READINGS else None
     if rectifier is None:
         return JudgeMode(mode)
-    unread = int(summary["cascade"].get("cheap_failures", 0)) if mode == "cascade" else None
+    unread = int(summary["cascade"].get("cheap_failures", 0)) if mode == CASCADE_MODE else None
     return JudgeMode(mode, rectifier["n"], rectifier["value"], rectifier["ci_low"], rectifier["ci_high"], unread)
 
 
@@ -270,7 +270,7 @@ def judged_note(judged_cell: str, alphas: Iterable[float]) -> str:
 def cascade_notes(summaries: Iterable[dict[str, Any]], judged_cell: str) -> list[str]:
     """What Table 2 says of cells whose judge ran in cascade mode: who judged every item and who the sample, how
     large the samples are, and the rectifiers (in the CSV per cell, with their CIs)."""
-    cells = [s for s in summaries if s.get("cascade", {}).get("mode") == "cascade"]
+    cells = [s for s in summaries if s.get("cascade", {}).get("mode") == CASCADE_MODE]
     if not cells:
         return []
     judges = sorted({(s["cascade"].get("every_item_judge"), s["cascade"].get("sample_judge")) for s in cells})

@@ -14,7 +14,17 @@ from h2htalk.io import iter_jsonl
 from h2htalk.layout import Cell, Layout
 from h2htalk.people.consensus import by_item, consensus, majority, median_score
 from h2htalk.ratings import SAFETY_RATINGS, Rating, known_items, read_ratings
-from h2htalk.settings import STUDIES, VARIANT_NAMES, VARIANTS, WITH_SAP, WITHOUT_SAP, BootstrapSettings, JudgeMode
+from h2htalk.settings import (
+    CASCADE_MODE,
+    FULL_MODE,
+    STUDIES,
+    VARIANT_NAMES,
+    VARIANTS,
+    WITH_SAP,
+    WITHOUT_SAP,
+    BootstrapSettings,
+    JudgeMode,
+)
 from h2htalk.stages.declare import stage
 from h2htalk.stages.declared import RUN_NOTES, STUDY_JUDGE_MODE, config_files, study_cells, study_ladders
 from h2htalk.stages.spec import Done, Each, Paths, Product, figure_files
@@ -228,7 +238,7 @@ def _judge_parts(
     metric: str, cascade: bool, found: tuple[Estimate, dict[str, float]] | None, confidence: float
 ) -> dict[str, Any]:
     """A judged metric's mode, the sample its correction rests on and the rectifier with its CI (JUDGE_PARTS)."""
-    parts: dict[str, Any] = {f"{metric}_judge_mode": "cascade" if cascade else "full"}
+    parts: dict[str, Any] = {f"{metric}_judge_mode": CASCADE_MODE if cascade else FULL_MODE}
     if found is not None:
         estimate = found[0]
         low, high = estimate.correction_ci(confidence)
@@ -381,7 +391,7 @@ def write_table3(
 
 def cascade_note(rows: Sequence[dict[str, Any]]) -> list[str]:
     """What Table 3 says of rows whose study judge ran in cascade mode."""
-    cells = [r for r in rows if r.get("safety_score_judge_mode") == "cascade"]
+    cells = [r for r in rows if r.get("safety_score_judge_mode") == CASCADE_MODE]
     if not cells:
         return []
     parts = []
