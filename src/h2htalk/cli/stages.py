@@ -50,6 +50,7 @@ def register(sub: Any) -> None:
     for stage in STAGES:
         parser = add_command(sub, stage.command_name, partial(run_stage, stage), stage.help, stage.reads, config=True)
         add_results(parser)
+        parser.set_defaults(job_name=stage.name)  # its progress lines' name: the plan's, the logs'
         try:
             for label in stage.labels:
                 kind, choices = _figure_name if label == "figure" else str, LABEL_CHOICES.get(label)
