@@ -696,11 +696,13 @@ def test_every_model_jobs_command_takes_the_engine_options_its_rule_passes():
     stage that declares them fails naming it: a model job, as it has them already, and any other, as it starts no
     engine."""
     from h2htalk.cli import build_parser
+    from h2htalk.layout import LABEL_VALUES
     from h2htalk.stages.declare import checked
 
     for model_job in (s for s in STAGES if s.where == "model"):
+        labels = [f"--{label}={LABEL_VALUES.get(label, ('x',))[0]}" for label in model_job.labels]
         args = build_parser().parse_args([model_job.command_name, "--server-log", "s.log", "--base-url", "http://h/v1",
-                                          *(f"--{label}=x" for label in model_job.labels)])  # fmt: skip
+                                          *labels])  # fmt: skip
         assert (str(args.server_log), args.base_url) == ("s.log", "http://h/v1")
     for declared in ("generate", "table2"):
         with pytest.raises(StageError, match=r"stage toy: options: 'engine': the engine's options are a model job's"):

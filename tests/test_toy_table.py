@@ -109,7 +109,7 @@ def test_a_stage_of_each_model_with_a_new_kind_of_result_runs_as_the_docs_say(tm
         assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     lengths = json.loads((checkout / f"results/sets/demo-first2/answer_lengths/{LOCAL}.json").read_text("utf-8"))
     assert sorted(lengths) == ["nosap/dialogue_base", "sap/dialogue_base"] and all(v > 0 for v in lengths.values())
-    assert f"answer-lengths-model {LOCAL}: 2 cells" in run.stdout + run.stderr
+    assert f"answer_lengths_model {LOCAL}: 2 cells" in run.stdout + run.stderr
 
 
 def test_a_table_added_in_one_module_is_in_all_the_closing_lines_and_the_report(tmp_path):
@@ -143,7 +143,7 @@ def test_a_table_added_in_one_module_is_in_all_the_closing_lines_and_the_report(
     assert len(meta["inputs"]) == 2  # both variants' answers, with their checksums, added by the machinery
     closing = r"Answer lengths +paper_figures/demo-first2/answer_lengths\.csv: mean answer length per cell"
     assert re.search(closing, run.stdout + run.stderr)  # the run's closing lines, the titles in one column
-    assert "answer-lengths: 2 cells -> paper_figures/demo-first2/answer_lengths.csv" in run.stdout + run.stderr
+    assert "answer_lengths: 2 cells -> paper_figures/demo-first2/answer_lengths.csv" in run.stdout + run.stderr
     with zipfile.ZipFile(checkout / "report.zip") as bundle:
         assert any(name.endswith("answer_lengths.csv") for name in bundle.namelist())
 

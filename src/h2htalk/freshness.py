@@ -49,16 +49,11 @@ def result_graph(config: dict[str, Any], results: Layout) -> Graph:
 
 def table_outputs(config: dict[str, Any], results: Layout) -> Tables:
     """The tables and figures of the configured run, each job's by its provenance file: the files it declares."""
-    from h2htalk.stages.spec import Scope
-    from h2htalk.stages.table import STAGES
+    from h2htalk.stages.spec import META, Scope
+    from h2htalk.stages.table import product_jobs
 
-    scope = Scope(config, results)
-    tables: Tables = {}
-    for stage in (stage for stage in STAGES if stage.product):
-        for labels in stage.jobs(scope.run):
-            files = stage.files("outputs", scope, labels)
-            tables[files["meta"][0]] = [path for paths in files.values() for path in paths]
-    return tables
+    jobs = product_jobs(Scope(config, results))
+    return {files[META][0]: [path for paths in files.values() for path in paths] for _, _, files in jobs}
 
 
 def stale_results(graph: Graph, tables: Tables, store: str) -> dict[str, str]:

@@ -57,19 +57,11 @@ class Made:
 def products_of(config: dict[str, Any], folder: Path) -> list[Made]:
     """Every listed product of the configured run, were its tables folder ``folder``, in pipeline order."""
     from h2htalk.stages.spec import Scope
-    from h2htalk.stages.table import STAGES
+    from h2htalk.stages.table import product_jobs
 
-    scope = Scope(config, Layout(figures=str(folder)))
-    found = []
-    for stage in STAGES:
-        product = stage.product
-        if product is None or not product.listed:
-            continue
-        for labels in stage.jobs(scope.run):
-            files = stage.files("outputs", scope, labels)
-            title, caption = product.about(labels)
-            found.append(Made(title, caption, product.opened(files), product.where(files), product.first))
-    return found
+    return [Made(*product.about(labels), product.opened(files), product.where(files), product.first)
+            for product, labels, files in product_jobs(Scope(config, Layout(figures=str(folder))))
+            if product.listed]  # fmt: skip
 
 
 def products(made: list[Made], folder: Path, started: float) -> list[Line]:

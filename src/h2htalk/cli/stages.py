@@ -14,7 +14,7 @@ from h2htalk.config import load_registry, registry_entry, registry_files
 from h2htalk.figures import FIGURE_NAMES
 from h2htalk.layout import LABEL_VALUES
 from h2htalk.progress import summary
-from h2htalk.stages.spec import Stage, StageError
+from h2htalk.stages.spec import META, PROVENANCE, Stage, StageError
 from h2htalk.stages.table import STAGES
 
 
@@ -72,7 +72,7 @@ def run_stage(stage: Stage, args: argparse.Namespace) -> int:
     labels = {label: getattr(args, label) for label in stage.labels}
     job = stage.job(config, args.results, labels, RunModels(args, config), options=args, stages=STAGES)
     missing = [(name, path) for name, paths in job.inputs.items() for path in paths if not os.path.exists(path)]
-    if gone := [(name, path) for name, path in missing if name == "provenance"]:  # its table is not made untraced
+    if gone := [(name, path) for name, path in missing if name == PROVENANCE]:  # its table is not made untraced
         raise missing_input(stage, gone[0], missing)
     for path in (path for paths in job.outputs.values() for path in paths):  # as Snakemake does before a job
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
@@ -82,20 +82,20 @@ def run_stage(stage: Stage, args: argparse.Namespace) -> int:
         if not missing:
             raise
         raise missing_input(stage, next((m for m in missing if m[1] == exc.filename), missing[0]), missing) from exc
-    unwritten = [p for name, ps in job.outputs.items() if name != "meta" for p in ps if not os.path.exists(p)]
+    unwritten = [p for name, ps in job.outputs.items() if name != META for p in ps if not os.path.exists(p)]
     if unwritten:  # said here, not as Snakemake's missing outputs after waiting for a slow file system
         raise StageError(f"stage {stage.name}: declared outputs it did not write: {', '.join(unwritten)}")
     if stage.product:  # a table's or figure's provenance records every input it read
         from h2htalk.provenance import write_table_meta
 
-        inputs = [p for name, paths in job.inputs.items() if name != "provenance" for p in paths if os.path.exists(p)]
+        inputs = [p for name, paths in job.inputs.items() if name != PROVENANCE for p in paths if os.path.exists(p)]
         store, about = job.config["review"]["store"] if stage.ratings else None, {}
         if store and os.path.exists(store):
             from h2htalk.desk_store.store import log_state
 
             inputs.append(store)
             about[str(store)] = log_state(store)  # the log the table's ratings came from, named by its head
-        write_table_meta(job.outputs["meta"][0], job.inputs["provenance"][0], inputs, about)
+        write_table_meta(job.outputs[META][0], job.inputs[PROVENANCE][0], inputs, about)
     # a product says where it went, as the run's closing lines do, unless its function says otherwise
     out = done.out if done.out is not None or stage.product is None else stage.product.where(job.outputs)
     summary(done.facts, subject=done.subject, out=out)

@@ -17,6 +17,8 @@ from h2htalk.commands import unknown_fields, unknown_options
 from h2htalk.config import UndeclaredSetting, schema_defaults, settings_view, wrong_reads
 from h2htalk.layout import CELL_KINDS, PATTERNS
 from h2htalk.stages.spec import (
+    META,
+    PROVENANCE,
     Cells,
     Each,
     Figure,
@@ -50,8 +52,8 @@ def stage(name: str, help: str, **declared: Any) -> Callable[[Callable[..., Any]
             first = next(iter(found.outputs.values()), None)
             if not isinstance(first, Figure):
                 raise failed(name, function, "outputs", "a product's files are in the tables folder (Figure)")
-            found = replace(found, inputs={"provenance": One("provenance"), **found.inputs},
-                            outputs={"meta": Figure(first.stem, ".meta.json"), **found.outputs})  # fmt: skip
+            found = replace(found, inputs={PROVENANCE: One("provenance"), **found.inputs},
+                            outputs={META: Figure(first.stem, ".meta.json"), **found.outputs})  # fmt: skip
         elif any(isinstance(spec, Figure) for spec in found.outputs.values()):
             raise failed(name, function, "outputs", "a file in the tables folder is a product's (product=...)")
         function.stages = (checked(found), *getattr(function, "stages", ()))  # type: ignore[attr-defined]
@@ -64,7 +66,7 @@ def stage(name: str, help: str, **declared: Any) -> Callable[[Callable[..., Any]
 # What the machinery gives a stage's function besides its files, labels and typed settings (``Job.argument``)
 MACHINERY = frozenset({"config", "run", "cells", "results", "models", "options", "each", "inputs", "outputs", "stage",
                        "stages"})  # fmt: skip
-MADE_BY_THE_MACHINERY = {"inputs": "provenance", "outputs": "meta"}  # a product's provenance: never a parameter
+MADE_BY_THE_MACHINERY = {"inputs": PROVENANCE, "outputs": META}  # a product's provenance: never a parameter
 READ_BY_MODEL_JOBS = {"model_file", "prefetched_model"}  # the files of the models a job starts (Rules.model_files)
 
 

@@ -159,6 +159,9 @@ class Over:
         return [dict(zip(self.values, combo, strict=True)) for combo in found]
 
 
+# a product's provenance, which the machinery adds to its declaration (``stage``): the run's as an input, and a
+# ``.meta.json`` beside its first output (the checksum of every input it read)
+PROVENANCE, META = "provenance", "meta"
 ProductKind = Literal["table", "figure", "export"]  # the report's category: Tables, Figures, Exports
 
 
@@ -186,7 +189,7 @@ class Product:
         the main file's stem where they share it (``table1.md (+ .csv .tex)``); its provenance left out."""
         main = self.opened(files)
         stem = main.stem
-        there = [Path(p) for ps in files.values() for p in ps if os.path.isfile(p) and not p.endswith(".meta.json")]
+        there = [Path(p) for name, ps in files.items() if name != META for p in ps if os.path.isfile(p)]
         beside = sorted(p.name.removeprefix(stem) if p.name.startswith(stem) else p.name for p in there if p != main)
         return f"{main}" + (f" (+ {' '.join(beside)})" if beside else "")
 

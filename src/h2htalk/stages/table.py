@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import pkgutil
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from h2htalk.stages.declare import (
     check_reached,
     check_step_names,
 )
-from h2htalk.stages.spec import Figure, Scope, Stage
+from h2htalk.stages.spec import Figure, Product, Scope, Stage
 
 # The modules that declare the workflow's stages, in pipeline order. Importing them must stay cheap (every job and
 # dry run does): their heavy libraries (numpy, scipy, nltk, torch, ...) are imported inside the functions.
@@ -95,6 +96,13 @@ check_step_names(STAGES)
 CHECKED_RUN = Scope({**default_config(), "models": ["a-model"]}, Layout("results", "demo"))
 check_reached(STAGES, *check_one_writer(STAGES, CHECKED_RUN))
 check_labels(STAGES, CHECKED_RUN)
+
+
+def product_jobs(scope: Scope) -> Iterator[tuple[Product, dict[str, str], dict[str, list[str]]]]:
+    """Each job of a table's, figure's or export's stage in the run of ``scope``: its product, labels and outputs."""
+    for stage in STAGES:
+        for labels in stage.jobs(scope.run) if stage.product else ():
+            yield stage.product, labels, stage.files("outputs", scope, labels)
 
 
 def command_reads() -> dict[str, tuple[str, ...]]:
