@@ -253,3 +253,13 @@ def test_figure_7_says_when_its_run_is_a_demo(tmp_path, monkeypatch):
     fig7.write_fig7(rows, tmp_path / "f7.png", tmp_path / "f7.csv", 0.95, [note])
     fig7.write_fig7(rows, tmp_path / "f7.png", tmp_path / "f7.csv", 0.95)
     assert note in titles[0] and note not in titles[1]
+
+
+def test_a_figure_listed_but_not_drawn_says_so_not_drawn_as_another(monkeypatch, tmp_path):
+    from h2htalk.config import default_config
+
+    monkeypatch.setitem(plots.FIGURE_NAMES, 7, "fig7_new")
+    outputs = {"png": str(tmp_path / "fig7_new.png"), "csv": str(tmp_path / "fig7_new.csv")}
+    with pytest.raises(H2HTalkError, match=r"^Figure 7 \(fig7_new\) is listed \(figures\.FIGURES\), but draw_figure"):
+        plots.draw_figure("fig7_new", [], [], default_config(), outputs)
+    assert not any(tmp_path.iterdir())

@@ -1,3 +1,8 @@
 """Dataset statistics figures (the paper's Figures 4-6): numbers first, then plots."""
 
-FIGURE_NAMES = {4: "fig4_wordcloud", 5: "fig5_verb_noun", 6: "fig6_lengths"}  # the dataset statistics, by number
+FIGURES = {  # the dataset statistics' figures, by number: their name, and what each shows
+    4: ("fig4_wordcloud", "word cloud of the kept references"),
+    5: ("fig5_verb_noun", "the most frequent verb-noun pairs"),
+    6: ("fig6_lengths", "length distributions of inputs and references"),
+}
+FIGURE_NAMES = {number: name for number, (name, _) in FIGURES.items()}

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from h2htalk.errors import H2HTalkError
-from h2htalk.figures import FIGURE_NAMES
+from h2htalk.figures import FIGURE_NAMES, FIGURES
 from h2htalk.figures.stats import describe_lengths, token_lengths, verb_noun_pairs, word_frequencies
 from h2htalk.instances.sources import run_notes
 from h2htalk.io import iter_jsonl, write_png_atomic
@@ -268,18 +268,11 @@ def figure6_lengths(
     return stats
 
 
-FIGURES = {  # the dataset statistics' figures: title and what each shows
-    "fig4_wordcloud": ("Figure 4", "word cloud of the kept references"),
-    "fig5_verb_noun": ("Figure 5", "the most frequent verb-noun pairs"),
-    "fig6_lengths": ("Figure 6", "length distributions of inputs and references"),
-}
-
-
 @stage(
     "figure", "Figure 4 (word cloud), 5 (verb-noun pairs) or 6 (lengths), PNG and CSV", priority=EARLY,
     uses=("figures",), reads=("figures", *RUN_NOTES), jobs=Over(figure=lambda run: FIGURE_NAMES.values()),
     env="figures", memory_mb=2000, minutes=20, options=("font",),
-    product=Product("figure", {n: t for n, (t, _) in FIGURES.items()}, {n: c for n, (_, c) in FIGURES.items()},
+    product=Product("figure", {name: f"Figure {n}" for n, (name, _) in FIGURES.items()}, dict(FIGURES.values()),
                     main="png", shown=("png",)),
     targets=lambda labels: labels["figure"].split("_")[0],  # snakemake fig4
     inputs={
@@ -305,7 +298,7 @@ def draw_figure(
     elif number == 5:
         pairs, method = figure5_verb_noun(released, font, png, csv_path, top=figures["top_pairs"])
         drawn = f"{len(pairs)} distinct verb-noun pairs ({method}) of {len(released)} released references"
-    else:
+    elif number == 6:
         source = INSTANCE_SOURCES[config["instances"]["source"]]
         panels = {
             "inputs": (f"Inputs: {source}", input_texts(instances)),
@@ -314,4 +307,6 @@ def draw_figure(
         }
         stats = figure6_lengths(panels, font, png, csv_path, run_notes(config))
         drawn = ", ".join(f"{key} {value}" for key, value in stats.items())
+    else:  # a figure listed and not drawn: said, not drawn as another
+        raise H2HTalkError(f"Figure {number} ({figure}) is listed (figures.FIGURES), but draw_figure draws none such")
     return Done(drawn, subject=str(number))
