@@ -398,8 +398,8 @@ def report(
     from h2htalk.stages.table import table_files
     from h2htalk.tables.table2 import column_names, column_order
 
-    files = {**table_files("table2_pairs", figures), **table_files("table2", figures)}  # as the stages name them
-    table, ranks = read_csv(files["csv"]), read_csv(files["ranks"])
+    table2, ranks_file = table_files("table2", figures), table_files("table2_pairs", figures)["ranks"]
+    table, ranks = read_csv(table2["csv"]), read_csv(ranks_file)
     names, subtasks = column_names(), set(config["subtasks"])
     columns = [c for c in column_order() if c in subtasks or c not in SUBTASK_KEYS]
     lines = []
@@ -407,7 +407,7 @@ def report(
         rows = [r for r in table if r["embedder"] == embedder]
         mine = [r for r in rows if r["model"] == name]
         if not mine:
-            raise H2HTalkError(f"{files['csv']}: no row of {name} ({embedder})")
+            raise H2HTalkError(f"{table2['csv']}: no row of {name} ({embedder})")
         baselines = _once([r for r in rows if r["size_group"] == "baseline"])
         shown = [*mine, *baselines]
         by_variant = len({r["variant"] for r in baselines}) > 1  # a baseline whose variants' rows differ
@@ -426,7 +426,7 @@ def report(
             " (its cells are empty, not 0)."
         )
     lines += paper_lines(config, table, name)
-    lines += ["", f"Tables: {files['md']} (and .csv, {files['ranks'].name})"]
+    lines += ["", f"Tables: {table2['md']} (and .csv, {ranks_file.name})"]
     return lines
 
 
