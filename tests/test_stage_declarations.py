@@ -771,3 +771,25 @@ def test_a_misspelt_field_of_a_declaration_is_named_with_the_field_it_meant():
 
         @stage("toy", "a toy", target="lengths", **PLAIN)
         def toy(csv: str) -> None: ...
+
+
+def test_an_input_of_the_results_or_the_tables_folder_that_no_stage_writes_fails_naming_it():
+    """A misspelt stem (``table_2``) or a kind no stage makes is named as the registry loads, not as Snakemake's
+    missing input of one rule; a file the run is given (a config file: ``Paths``) is no stage's."""
+
+    @stage("toy", "a toy", inputs={"table": Figure("table_2", ".csv")}, outputs={"report": One("curation_report")})
+    def toy(table: str, report: str) -> None: ...
+
+    others = tuple(s for s in STAGES if s.name != "curation_report")
+    with pytest.raises(StageError, match=r"^stage toy: inputs\.table: .*table_2\.csv is written by no stage \(in the"):
+        check_one_writer((*others, *toy.stages), CHECKED_RUN)
+
+
+@pytest.mark.parametrize(
+    "reader", [s for s in STAGES if any(isinstance(spec, Figure) for spec in s.inputs.values())], ids=lambda s: s.name
+)
+def test_a_real_stage_reading_a_misspelt_table_fails_as_the_registry_loads(reader):
+    name, spec = next((name, spec) for name, spec in reader.inputs.items() if isinstance(spec, Figure))
+    misspelt = replace(reader, inputs={**reader.inputs, name: replace(spec, stem=spec.stem + "s")})
+    with pytest.raises(StageError, match=rf"^stage {reader.name}: inputs\.{name}: \S+ is written by no stage"):
+        check_one_writer(tuple(misspelt if s is reader else s for s in STAGES), CHECKED_RUN)

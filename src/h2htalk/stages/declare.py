@@ -23,6 +23,7 @@ from h2htalk.stages.spec import (
     Each,
     Figure,
     One,
+    Paths,
     ProductKind,
     Stage,
     StageError,
@@ -207,6 +208,7 @@ def check_one_writer(
     outputs: dict[str, str] = {}  # an output (not a folder kept) -> its stage
     read: set[str] = set()
     early: dict[str, tuple[str, str]] = {}  # a file read before any stage wrote it: its first reader's (stage, input)
+    derived: set[str] = set()  # the inputs of the results or the tables folder (not Paths: a config file, ...)
     fields = ("outputs", "keeps", "inputs") if inputs else ("outputs", "keeps")
     for stage in stages:
         at, made = "jobs", []  # the field being resolved, named where it fails
@@ -221,6 +223,7 @@ def check_one_writer(
                     for name, spec in declared_first(getattr(stage, field)):
                         at = f"{field}.{name}"  # one file however its path is spelt (a/./b, a//b)
                         made.append((field, name, list(map(os.path.normpath, spec.paths(scope, labels, cells)))))
+                        derived.update(made[-1][2] if field == "inputs" and not isinstance(spec, Paths) else ())
                 at = "starts"  # a list of names: one string is as many models as letters
                 if inputs:
                     label_values(stage.starts(scope, labels))
@@ -253,6 +256,11 @@ def check_one_writer(
             f"stage {early[late][0]}: inputs.{early[late][1]}: {late} is written by {outputs[late]}, which"
             " the pipeline runs after it (a stage reads what earlier stages write: table.PIPELINE's order)"
         )
+    # a file of the results or the tables folder no stage writes: a misspelt stem or kind (Snakemake: a missing input)
+    if unmade := next((p for p in sorted(derived - outputs.keys()) if not any(p.startswith(f"{f}/") for f in folders)),
+                      None):  # fmt: skip
+        raise StageError(f"stage {early[unmade][0]}: inputs.{early[unmade][1]}: {unmade} is written by no stage (in"
+                         f" {run})")  # fmt: skip
     for folder, owner in folders.items():
         for path, name in writer.items():
             if path.startswith(f"{folder}/") and name != owner:
