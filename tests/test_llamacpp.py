@@ -200,3 +200,12 @@ def test_the_machines_rates_are_measured_on_the_runs_own_server_and_then_read_fr
     assert first.pp512 > first.tg128 > 0
     again, source = machine_record(spec, model_file, [first], load=0.6)
     assert again == first and source.startswith("measured ")
+
+
+def test_provisioning_a_model_whose_engine_needs_no_file_says_so(tmp_path, capsys):
+    """The file's source is the engine's to say (``model_file_source``): an API model has none."""
+    from h2htalk.cli import main
+
+    assert main(["provision-model", "--model", "gpt-4o", "--results", str(tmp_path / "results")]) == 2
+    assert "model 'gpt-4o': engine api needs no model file" in capsys.readouterr().err
+    assert not (tmp_path / "results" / "models").exists() or not any((tmp_path / "results" / "models").iterdir())

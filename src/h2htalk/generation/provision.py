@@ -106,7 +106,5 @@ def provision_model(model: str, gguf: str, models: Models) -> Done:
     from h2htalk.llm.engines import engine_of
 
     spec = models.entry(model, pinned=False)
-    if not engine_of(spec).needs_model_file:
-        raise H2HTalkError(f"model {model!r}: engine {spec['engine']} needs no model file")
-    record = provision_gguf(spec["gguf"], gguf)
+    record = provision_gguf(engine_of(spec).model_file_source(spec), gguf)
     return Done(f"{record['size']} bytes, sha256 {record['sha256'][:12]}", subject=model, out=gguf)

@@ -99,7 +99,7 @@ def model_file_for_rates(spec: dict[str, Any], provisioned: str | os.PathLike[st
 
     handle, name = tempfile.mkstemp(suffix=".gguf")
     os.close(handle)
-    provision_gguf(spec["gguf"], name)
+    provision_gguf(engine_of(spec).model_file_source(spec), name)
     os.remove(name + ".json")
     return Path(name), True
 

@@ -75,6 +75,10 @@ class Engine:
     def revision(self, spec: dict[str, Any]) -> str | None:
         return spec.get("revision")
 
+    def model_file_source(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """Where the file a job is given comes from (``needs_model_file``): its URL or parts, and its checksum."""
+        raise H2HTalkError(f"model {spec['name']!r}: engine {self.name} needs no model file")
+
     def downloads(self, spec: dict[str, Any]) -> list[dict[str, Any]]:
         """What prefetch fetches from the Hugging Face hub before any job runs (``role``, ``repo``,
         ``revision``)."""

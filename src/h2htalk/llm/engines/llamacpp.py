@@ -93,6 +93,9 @@ class LlamaCpp(ServerEngine):
     def revision(self, spec: dict[str, Any]) -> str | None:
         return spec.get("revision") or spec.get("gguf", {}).get("sha256")  # the file's checksum names the weights
 
+    def model_file_source(self, spec: dict[str, Any]) -> dict[str, Any]:
+        return spec["gguf"]
+
     def threads(self, spec: dict[str, Any]) -> int:
         return int(spec["llamacpp"]["threads"])
 
