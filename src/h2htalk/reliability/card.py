@@ -314,7 +314,6 @@ def card_markdown(
 
 
 JUDGE_VS_JUDGE = ("judge vs judge (alpha)", "judge vs judge (Kendall tau)")
-OWN_USE = ("separability", "stability (Kendall tau)")
 
 
 def judge_pair_words(rows: Sequence[dict[str, Any]]) -> str:

@@ -48,7 +48,7 @@ def models_in_use(run):
 
 def judge_models(scope, section):
     """The judges a judging job starts: the role's model, and in cascade mode the cheap judge first."""
-    judge = (JudgeSettings if section == "rubric_judge" else StudyJudgeSettings).from_config(scope.config)
+    judge = {"rubric_judge": JudgeSettings, "study_judge": StudyJudgeSettings}[section].from_config(scope.config)
     return CascadeSettings.from_config(scope.config, section).judge_models(judge)
 
 
