@@ -96,6 +96,10 @@ def test_a_small_study_submits_the_model_jobs_and_runs_the_rest_locally(checkout
     ], rules  # fmt: skip
     assert all(job["JobState"] == "COMPLETED" for job in jobs), [(j["JobId"], j["JobState"]) for j in jobs]
     assert all(job["Nice"] == "10" for job in jobs)  # cluster.extra_sbatch reached every job
+    # a submitted job's own summary line, read from its log on the shared file system (workflow_log.job_summary)
+    said = re.compile(r"generate \S+: \d+ answers \(\d+ cached, 0 failed\) -> \d+ files \(")
+    lines = (result.stdout + result.stderr).splitlines()
+    assert any(said.match(line) for line in lines), lines
     probe = [j for j in jobs if "gpu-probe" in j.get("Comment", "") and "rule_generate" in j["Comment"]]
     assert probe and probe[0].get("TresPerJob") == "gres:gpu:1", probe  # --gpus=1 reached the scheduler
     assert probe[0].get("CpusPerTres") == "gres:gpu:2"  # and the registry's cpus_per_gpu
