@@ -209,8 +209,11 @@ def requested(asked: Mapping[str, Any], checkout: Path, shipped: Collection[str]
     name = asked["name"] or registry_name(asked["model"], shipped)
     if asked["limit"] is not None and asked["limit"] < 1:
         raise H2HTalkError(f"--limit {asked['limit']}: at least 1 item per subtask")
-    upstream, fetched = asked["upstream_dir"], checkout / "results" / "data" / "upstream"
-    if upstream is None and (checkout / "results" / "data" / "manifest.json").is_file() and fetched.is_dir():
+    from h2htalk.layout import Layout
+
+    tree = Layout(str(checkout / "results"))  # the checkout's own run: where its fetch put the release
+    upstream, fetched = asked["upstream_dir"], Path(tree.path("upstream", file=""))  # its folder
+    if upstream is None and Path(tree.path("manifest")).is_file() and fetched.is_dir():
         upstream = str(fetched)
     given = {field.name: asked[field.name] for field in fields(Evaluation)}
     return Evaluation(**{
