@@ -332,3 +332,20 @@ def test_what_the_command_line_leaves_out_is_filled_in(tmp_path):
     assert requested({**asked, "name": "mine"}, tmp_path, set()).upstream_dir == str(fetched)
     with pytest.raises(H2HTalkError, match="--limit 0: at least 1 item per subtask"):
         requested({**asked, "limit": 0}, tmp_path, set())
+
+
+def test_the_evaluation_takes_the_checkouts_files_and_judge_cache_as_its_configs_set_them(tmp_path):
+    """The workflow runs in the evaluation's folder: what the laptop study names inside the checkout is made
+    absolute, from the tracked configs (a judge cache moved there is the one the evaluation reuses)."""
+    from h2htalk.evaluation import checkout_paths
+
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "config.yaml").write_text("paper: {table3: elsewhere/t3.csv}\n", encoding="utf-8")
+    (tmp_path / "config" / "local.yaml").write_text("rubric_judge: {cache_dir: scratch/j}\n", encoding="utf-8")
+    paths = checkout_paths(tmp_path)
+    assert paths["rubric_judge"]["cache_dir"] == str(tmp_path / "scratch" / "j")
+    assert paths["study_judge"]["cache_dir"] == str(tmp_path / "results" / "cache" / "judgments")  # the default
+    assert paths["paper"] == {
+        "table2": str(tmp_path / "config/paper/table2.csv"),
+        "table3": str(tmp_path / "elsewhere/t3.csv"),
+    }

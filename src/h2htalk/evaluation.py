@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from h2htalk.layout import Layout
 
 REGISTRY_FILE, CONFIG_FILE = "models.yaml", "config.yaml"  # the overlays, in the evaluation's folder
-JUDGMENTS = "results/cache/judgments"  # the checkout's judge cache (rubric_judge.cache_dir's default)
 TRACKED_CONFIGS = ("config/config.yaml", "config/local.yaml")  # the laptop study, as profiles/local loads it
 PAPER_EMBEDDER = "bge-m3"  # the embedder kind of the paper's SS
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9.-]*$")  # a registry name (models.schema.yaml)
@@ -100,23 +99,32 @@ def registry_overlay(request: Evaluation) -> dict[str, Any]:
     return {request.name: entry}
 
 
+def checkout_paths(checkout: Path) -> dict[str, Any]:
+    """The files and folders the laptop study names inside the checkout (its registry, the paper's tables, the
+    plan's prices and throughput, the judges' cache), as the tracked configs set them, made absolute: the
+    workflow runs in the evaluation's folder."""
+    from h2htalk.config import deep_update, schema_defaults
+    from h2htalk.io import parse_yaml
+
+    study = schema_defaults()
+    for name in TRACKED_CONFIGS:
+        deep_update(study, parse_yaml((checkout / name).read_text(encoding="utf-8")) or {})
+    return {
+        "model_registry": str(checkout / study["model_registry"]),
+        "paper": {table: str(checkout / path) for table, path in study["paper"].items()},
+        "plan": {key: str(checkout / study["plan"][key]) for key in ("prices", "throughput")},
+        **{role: {"cache_dir": str(checkout / study[role]["cache_dir"])} for role in ("rubric_judge", "study_judge")},
+    }
+
+
 def config_overlay(request: Evaluation, checkout: Path, folder: Path, theirs: Sequence[str] = ()) -> dict[str, Any]:
     """The run's overlay of the laptop study: the user's model alone under test, the registry overlay (after the
     user's own, ``theirs``), the choices made on the command line; the tracked files it reads named by absolute path
     (the workflow runs in ``folder``)."""
     overlay: dict[str, Any] = {
         "models": [request.name],
-        "model_registry": str(checkout / "config" / "models.yaml"),
         "model_registry_overlays": [*theirs, str(folder / REGISTRY_FILE)],
-        "paper": {
-            "table2": str(checkout / "config/paper/table2.csv"),
-            "table3": str(checkout / "config/paper/table3.csv"),
-        },
-        "plan": {
-            "prices": str(checkout / "config/prices.yaml"),
-            "throughput": str(checkout / "config/throughput.yaml"),
-        },
-        **{section: {"cache_dir": str(checkout / JUDGMENTS)} for section in ("rubric_judge", "study_judge")},
+        **checkout_paths(checkout),
     }
     if request.subtasks:
         overlay["subtasks"] = list(request.subtasks)
