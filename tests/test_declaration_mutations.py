@@ -22,7 +22,7 @@ from h2htalk.cli.commands import add
 from h2htalk.commands import Command, CommandError, command, declared_in
 from h2htalk.sheets import REVIEW_SCORES
 from h2htalk.stages.declare import StageError, check_one_writer, checked
-from h2htalk.stages.spec import Cells, Each, Figure, One, Over, Stage, no_cells, no_models
+from h2htalk.stages.spec import META, Cells, Each, Figure, One, Over, Stage, no_cells, no_models
 from h2htalk.stages.table import CHECKED_RUN, STAGES
 
 Mistake = tuple[str, Any, str]  # what was done, the declaration with it (a Stage, a Command), the field its error names
@@ -103,7 +103,7 @@ def test_the_real_declarations_are_taken():
 
 
 FIXED_OUTPUTS = [(owner.name, spec) for owner in STAGES if not owner.labels for name, spec in owner.outputs.items()
-                 if isinstance(spec, One | Figure) and name != "meta"]  # fmt: skip
+                 if isinstance(spec, One | Figure) and name != META]  # fmt: skip
 
 
 @pytest.mark.parametrize("stage", STAGES, ids=lambda stage: stage.name)

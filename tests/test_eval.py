@@ -337,6 +337,7 @@ def test_what_the_command_line_leaves_out_is_filled_in(tmp_path):
 def test_the_evaluation_takes_the_checkouts_files_and_judge_cache_as_its_configs_set_them(tmp_path):
     """The workflow runs in the evaluation's folder: what the laptop study names inside the checkout is made
     absolute, from the tracked configs (a judge cache moved there is the one the evaluation reuses)."""
+    from h2htalk.config import schema_defaults
     from h2htalk.evaluation import checkout_paths
 
     (tmp_path / "config").mkdir()
@@ -349,3 +350,6 @@ def test_the_evaluation_takes_the_checkouts_files_and_judge_cache_as_its_configs
         "table2": str(tmp_path / "config/paper/table2.csv"),
         "table3": str(tmp_path / "elsewhere/t3.csv"),
     }
+    assert schema_defaults()["rubric_judge"]["cache_dir"] == "results/cache/judgments"  # the cached defaults kept
+    (tmp_path / "config" / "local.yaml").unlink()  # a checkout without the laptop's overlay: the defaults
+    assert checkout_paths(tmp_path)["rubric_judge"]["cache_dir"] == str(tmp_path / "results" / "cache" / "judgments")

@@ -793,3 +793,19 @@ def test_a_real_stage_reading_a_misspelt_table_fails_as_the_registry_loads(reade
     misspelt = replace(reader, inputs={**reader.inputs, name: replace(spec, stem=spec.stem + "s")})
     with pytest.raises(StageError, match=rf"^stage {reader.name}: inputs\.{name}: \S+ is written by no stage"):
         check_one_writer(tuple(misspelt if s is reader else s for s in STAGES), CHECKED_RUN)
+
+
+def test_a_function_that_takes_its_commands_options_needs_an_option_group_unless_it_is_a_model_jobs():
+    """A model job has the engine's options without declaring them (``--base-url``, ...); any other stage whose
+    function reads its options declares their group, or its flags are gone."""
+    jobs = Over(model=lambda run: run.models)
+
+    @stage("toy_model", "a toy", jobs=jobs, where="model", starts=lambda s, w: [w["model"]],
+           outputs={"summary": One("generation_run")})  # fmt: skip
+    def toy_model(summary: str, options) -> None: ...
+
+    assert toy_model.stages[0].options == ()  # declared as it is
+    with pytest.raises(StageError, match=r"^stage toy_local: options: toy_local takes its command's options, but"):
+
+        @stage("toy_local", "a toy", jobs=jobs, outputs={"summary": One("generation_run")})
+        def toy_local(summary: str, options) -> None: ...

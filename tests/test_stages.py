@@ -341,9 +341,10 @@ def test_a_stage_run_by_hand_finds_the_folders_of_its_outputs_made_as_under_snak
     assert (tmp_path / "results" / "data" / "curation_report.json").read_text(encoding="utf-8") == "made"
 
 
-def test_a_stage_run_by_hand_before_its_inputs_exist_names_the_first_missing_input(tmp_path):
+def test_a_stage_run_by_hand_before_its_inputs_exist_names_the_missing_input_it_stopped_at(tmp_path):
     """By hand, a stage's command runs whatever inputs are there, as its function may go without some; where it
-    stops for one that is missing, the error names the stage and the input, not an ``open``'s traceback."""
+    stops for one that is missing, the error names the stage and the input, not an ``open``'s traceback. Another
+    missing file (a program, a cache) keeps its own error."""
 
     @declare.stage("toy", "a toy", reads=("subtasks",), outputs={"report": One("curation_report")},
                    inputs={"curated": One("curated", over=("subtask", "subtasks"))})  # fmt: skip
@@ -359,6 +360,14 @@ def test_a_stage_run_by_hand_before_its_inputs_exist_names_the_first_missing_inp
         str(raised.value)
         == f"stage toy: inputs.curated: {curated[-1]} is missing (declared inputs missing: {len(curated)})"
     )
+
+    @declare.stage("toy_too", "a toy", reads=("subtasks",), outputs={"report": One("curation_report")},
+                   inputs={"curated": One("curated", over=("subtask", "subtasks"))})  # fmt: skip
+    def toy_too(curated: list[str], report: str) -> Done:
+        return Done(Path(tmp_path / "no-such-program").read_text())
+
+    with pytest.raises(FileNotFoundError, match="no-such-program"):
+        run_stage(toy_too.stages[0], args)
 
 
 def test_a_table_run_by_hand_without_the_runs_provenance_is_refused_before_it_is_made(tmp_path, capsys):

@@ -14,6 +14,7 @@ whole reconstructed instance set, every subtask).
 
 from __future__ import annotations
 
+import copy
 import csv
 import os
 import re
@@ -106,9 +107,9 @@ def checkout_paths(checkout: Path) -> dict[str, Any]:
     from h2htalk.config import deep_update, schema_defaults
     from h2htalk.io import parse_yaml
 
-    study = schema_defaults()
-    for name in TRACKED_CONFIGS:
-        deep_update(study, parse_yaml((checkout / name).read_text(encoding="utf-8")) or {})
+    study = copy.deepcopy(schema_defaults())  # the defaults are cached for the process: never changed in place
+    for tracked in (checkout / name for name in TRACKED_CONFIGS if (checkout / name).is_file()):
+        deep_update(study, parse_yaml(tracked.read_text(encoding="utf-8")) or {})
     return {
         "model_registry": str(checkout / study["model_registry"]),
         "paper": {table: str(checkout / path) for table, path in study["paper"].items()},

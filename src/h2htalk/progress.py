@@ -64,14 +64,15 @@ class Progress:
 _job = {"command": "", "started": time.monotonic()}
 
 
-def start_job(command: str = "") -> None:
-    """A command starts: its summary line will name it and say how long it took."""
-    _job.update(command=command, started=time.monotonic())
+def start_job(name: str = "") -> None:
+    """A job starts: its summary line will name it (a stage's job: its stage; another command: itself) and say how
+    long it took."""
+    _job.update(command=name, started=time.monotonic())
 
 
 def summary(facts: str, *, subject: str = "", out: str | os.PathLike[str] | None = None) -> None:
     """The one line a job ends with (terminal and log), in one form for every command:
-    ``COMMAND SUBJECT: FACTS -> OUT (TIME)``, e.g. ``score qwen with usem3: 26 cells, 138 items; mean S 24.1
+    ``NAME SUBJECT: FACTS -> OUT (TIME)``, e.g. ``score qwen with usem3: 26 cells, 138 items; mean S 24.1
     (sap), 23.9 (nosap) (12s)``. Facts are labelled: ``138 items``, ``mean S 24.1``, never a bare number."""
     label = " ".join(part for part in (_job["command"], subject) if part)
     line = f"{label}: {facts}" if label else facts

@@ -79,9 +79,10 @@ def run_stage(stage: Stage, args: argparse.Namespace) -> int:
     try:
         done = job.call()
     except FileNotFoundError as exc:  # run by hand before what makes its inputs: said as Snakemake would say it
-        if not missing:
+        gone = [m for m in missing if exc.filename and os.path.normpath(m[1]) == os.path.normpath(exc.filename)]
+        if not gone:  # another file (a program, a cache): its own error
             raise
-        raise missing_input(stage, next((m for m in missing if m[1] == exc.filename), missing[0]), missing) from exc
+        raise missing_input(stage, gone[0], missing) from exc
     unwritten = [p for name, ps in job.outputs.items() if name != META for p in ps if not os.path.exists(p)]
     if unwritten:  # said here, not as Snakemake's missing outputs after waiting for a slow file system
         raise StageError(f"stage {stage.name}: declared outputs it did not write: {', '.join(unwritten)}")

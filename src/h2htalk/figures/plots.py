@@ -288,6 +288,8 @@ def draw_figure(
     The config's ``figures`` section says how; the run's notes (``run_notes``) go on Figure 6, the one built from
     the run's instances (Figures 4 and 5 draw the release alone)."""
     number = next(n for n, name in FIGURE_NAMES.items() if name == figure)
+    if number not in (4, 5, 6):  # a figure listed and not drawn below: said, not drawn as another
+        raise H2HTalkError(f"Figure {number} ({figure}) is listed (figures.FIGURES), but draw_figure draws none such")
     figures = config["figures"]
     font = find_cjk_font(figures["cjk_font"])
     released = reference_texts(curated)
@@ -298,7 +300,7 @@ def draw_figure(
     elif number == 5:
         pairs, method = figure5_verb_noun(released, font, png, csv_path, top=figures["top_pairs"])
         drawn = f"{len(pairs)} distinct verb-noun pairs ({method}) of {len(released)} released references"
-    elif number == 6:
+    else:
         source = INSTANCE_SOURCES[config["instances"]["source"]]
         panels = {
             "inputs": (f"Inputs: {source}", input_texts(instances)),
@@ -307,6 +309,4 @@ def draw_figure(
         }
         stats = figure6_lengths(panels, font, png, csv_path, run_notes(config))
         drawn = ", ".join(f"{key} {value}" for key, value in stats.items())
-    else:  # a figure listed and not drawn: said, not drawn as another
-        raise H2HTalkError(f"Figure {number} ({figure}) is listed (figures.FIGURES), but draw_figure draws none such")
     return Done(drawn, subject=str(number))

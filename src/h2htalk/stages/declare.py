@@ -136,7 +136,7 @@ def checked(stage: Stage) -> Stage:
             fail(f"jobs {label}", f"{values!r} is not a function of the run's cells (Over({label}=lambda run: ...))")
     if wrong := unknown_options(stage.options):
         fail("options", wrong)
-    if "options" in parameters and not stage.options:  # its flags would be gone, and its function read no value
+    if "options" in parameters and not stage.options and stage.where != "model":  # its flags gone, no value read
         fail("options", f"{stage.run.__name__} takes its command's options, but the stage declares no option group")
     if "engine" in stage.options:  # a model job's: declared again, a second --server-log would break every command
         fail("options", "'engine': the engine's options are a model job's (where='model'), which has them already")
@@ -202,7 +202,9 @@ def check_one_writer(
     """Every job of ``stages`` in the ``run`` of ``scope`` resolves its outputs (and its ``inputs`` and models), and
     no file is written twice (by two stages, or two jobs or files of one), or inside a folder another stage writes
     or keeps (two stages may write one kind of file for different jobs: generate and baseline_answers, each for
-    its own models). Returns what it resolved: each output's stage, and the inputs (with ``inputs``)."""
+    its own models); with ``inputs``, that no stage reads what a later stage writes, or a file of the results or the
+    tables folder (``Each``, ``One``, ``Cells``, ``Figure``) that no stage writes. Returns what it resolved: each
+    output's stage, and the inputs (with ``inputs``)."""
     writer: dict[str, str] = {}
     folders: dict[str, str] = {}  # a folder output or kept -> its stage
     outputs: dict[str, str] = {}  # an output (not a folder kept) -> its stage
@@ -257,7 +259,7 @@ def check_one_writer(
             " the pipeline runs after it (a stage reads what earlier stages write: table.PIPELINE's order)"
         )
     # a file of the results or the tables folder no stage writes: a misspelt stem or kind (Snakemake: a missing input)
-    if unmade := next((p for p in sorted(derived - outputs.keys()) if not any(p.startswith(f"{f}/") for f in folders)),
+    if unmade := next((p for p in sorted(derived - writer.keys()) if not any(p.startswith(f"{f}/") for f in folders)),
                       None):  # fmt: skip
         raise StageError(f"stage {early[unmade][0]}: inputs.{early[unmade][1]}: {unmade} is written by no stage (in"
                          f" {run})")  # fmt: skip

@@ -304,7 +304,7 @@ def typed_setting(annotation: Any) -> type | None:
 
 @dataclass(frozen=True)
 class Done:
-    """What a job says when it ends: ``COMMAND SUBJECT: FACTS -> OUT (TIME)``."""
+    """What a job says when it ends: ``STAGE SUBJECT: FACTS -> OUT (TIME)``, its stage's name first."""
 
     facts: str
     subject: str = ""
