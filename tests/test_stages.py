@@ -35,6 +35,7 @@ from h2htalk.errors import ConfigError
 from h2htalk.layout import Layout, instances_set
 from h2htalk.ratings import SAFETY_RATINGS
 from h2htalk.stages import declare
+from h2htalk.stages.declare import check_labels, check_one_writer, check_reached
 from h2htalk.stages.reference import reference
 from h2htalk.stages.spec import Cells, Done, Each, Figure, One, Scope, StageError
 from h2htalk.stages.table import BY_NAME, STAGES, command_reads
@@ -85,20 +86,18 @@ def test_every_module_that_declares_a_stage_is_one_the_registry_loads():
     assert captions <= {stage.name for stage in STAGES if stage.product}, captions
 
 
-def test_the_table_lists_each_stage_after_the_stages_it_reads_from():
-    """The table's order is the pipeline's: the plan runs its stages in it, and the reference lists them so."""
-    scope = Scope(default_config({"instances": {"source": "reconstructed"}, "judge_reliability": {"every_run": True}}),
-                  Layout("results", "x"))  # fmt: skip
-    made_by: dict[str, int] = {}
-    for position, stage in enumerate(STAGES):
-        for labels in stage.jobs(scope.run):
-            for paths in stage.files("outputs", scope, labels).values():
-                made_by.update(dict.fromkeys(paths, position))
-    for position, stage in enumerate(STAGES):
-        for labels in stage.jobs(scope.run):
-            for name, paths in stage.files("inputs", scope, labels).items():
-                late = [p for p in paths if made_by.get(p, -1) >= position]
-                assert not late, f"{stage.name}'s input {name} is made by {STAGES[made_by[late[0]]].name}, after it"
+def test_the_load_time_checks_hold_in_a_run_where_every_stage_has_jobs():
+    """The registry checks its declarations in the schema's default run, where the reconstruction and the judges'
+    ladders have no jobs. In a run where every stage has them, the same checks hold: the table's order is the
+    pipeline's (the plan runs its stages in it), each file has one writer, each file of the results or the tables
+    folder a stage reads is one a stage writes, every job's labels are in its files, and every stage's files are
+    made by some target."""
+    overrides = {"models": ["qwen2.5-coder-0.5b-instruct-q4km"], "instances": {"source": "reconstructed"},
+                 "judge_reliability": {"every_run": True}}  # fmt: skip
+    scope = Scope(default_config(overrides), Layout("results", "x"))
+    assert all(stage.jobs(scope.run) for stage in STAGES)
+    check_reached(STAGES, *check_one_writer(STAGES, scope, "a run of every stage"))
+    check_labels(STAGES, scope)
 
 
 def test_a_stage_gets_only_the_keys_it_declares_and_every_new_key_of_a_section_it_reads():
