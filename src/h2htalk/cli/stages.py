@@ -61,6 +61,10 @@ def register(sub: Any) -> None:
             raise StageError(f"stage {stage.name}: a label or option group: {exc}") from None
 
 
+def missing_inputs(inputs: dict[str, list[str]]) -> list[tuple[str, str]]:
+    return [(name, path) for name, paths in inputs.items() for path in paths if not os.path.exists(path)]
+
+
 def missing_input(stage: Stage, first: tuple[str, str], missing: list[tuple[str, str]]) -> StageError:
     return StageError(f"stage {stage.name}: inputs.{first[0]}: {first[1]} is missing (declared inputs missing:"
                       f" {len(missing)})")  # fmt: skip
@@ -71,14 +75,15 @@ def run_stage(stage: Stage, args: argparse.Namespace) -> int:
     config = full_config(args)
     labels = {label: getattr(args, label) for label in stage.labels}
     job = stage.job(config, args.results, labels, RunModels(args, config), options=args, stages=STAGES)
-    missing = [(name, path) for name, paths in job.inputs.items() for path in paths if not os.path.exists(path)]
-    if gone := [(name, path) for name, path in missing if name == PROVENANCE]:  # its table is not made untraced
-        raise missing_input(stage, gone[0], missing)
+    provenance = job.inputs.get(PROVENANCE, [])
+    if provenance and not os.path.exists(provenance[0]):  # its table is not made untraced
+        raise missing_input(stage, (PROVENANCE, provenance[0]), missing_inputs(job.inputs))
     for path in (path for paths in job.outputs.values() for path in paths):  # as Snakemake does before a job
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     try:
         done = job.call()
     except FileNotFoundError as exc:  # run by hand before what makes its inputs: said as Snakemake would say it
+        missing = missing_inputs(job.inputs)  # looked for only here: a job that runs stats none of its inputs
         gone = [m for m in missing if exc.filename and os.path.normpath(m[1]) == os.path.normpath(exc.filename)]
         if not gone:  # another file (a program, a cache): its own error
             raise
