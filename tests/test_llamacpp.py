@@ -143,7 +143,10 @@ def test_stopping_a_job_stops_its_engine_and_keeps_what_it_cached(local_model, t
 
 
 def _cached(path) -> int:
+    """Answers in the job's cache; none while the job has made the file and not yet its table (read mid-start)."""
     with sqlite3.connect(path) as db:
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'entries'").fetchone():
+            return 0
         return db.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
 
 
