@@ -66,8 +66,8 @@ def run(models: int, resamples: int, sample: int) -> dict[str, tuple[float, floa
     bias = {name: 0.3 * (k % 3) for k, name in enumerate(names)}
     bootstrap = BootstrapSettings(resamples, 7, 0.95)
     modes = {
-        "full": CascadeSettings("rubric_judge", "full", "cheap", sample, 31),
-        "cascade": CascadeSettings("rubric_judge", "cascade", "cheap", sample, 31),
+        "full": None,  # no sample: the strong judge on every item
+        "cascade": CascadeSettings(sample, 31),
     }
     worlds = {
         (variant, subtask): make_world(100 * k + v, effects, bias, items, subtask=subtask)
@@ -90,7 +90,7 @@ def run(models: int, resamples: int, sample: int) -> dict[str, tuple[float, floa
 
     for mode, settings in modes.items():
         cells = [Cell(m, v, s) for (v, s) in worlds for m in names]
-        if settings.on:
+        if settings is not None:
             timed("the samples", mode, draw, cells, settings)
         records = {c: cell_records(worlds[(c.variant, c.task)], c, settings) for c in cells}
 
@@ -98,8 +98,8 @@ def run(models: int, resamples: int, sample: int) -> dict[str, tuple[float, floa
             out = {}
             for cell, found in records.items():
                 items = combine_records(cell.model, cell.variant, cell.task, found, GATE, {}, FULL_REVIEW)
-                add_pseudo_values(items, "gate", settings.on)
-                out[cell] = (items, summarise_j(items, bootstrap, "gate", settings.on))
+                add_pseudo_values(items, "gate", settings is not None)
+                out[cell] = (items, summarise_j(items, bootstrap, "gate", settings is not None))
             return out
 
         combined = timed("combine_j (every judged cell)", mode, combine, records, settings)
@@ -111,21 +111,21 @@ def run(models: int, resamples: int, sample: int) -> dict[str, tuple[float, floa
                 rated = {c.task: sum(i["ppi_rated"] for i in items) for c, (items, _) in mine.items()}
                 group = ("open-1-8b", "open-8-31b", "open-32b-plus", "specialized")[names.index(model) % 4]
                 rows.append(RowItems("bge-m3", model, model, group, variant, values, dict.fromkeys(values, "J"),
-                                     rated=rated if settings.on else {}))  # fmt: skip
+                                     rated=rated if settings is not None else {}))  # fmt: skip
         timed("table2_pairs (the judged subtasks)", mode, compare_rows, rows, {}, bootstrap)
         rng = np.random.default_rng(3)
         safety = []
         for model in names:
             for variant in ("sap", "nosap"):
                 ids = [f"s{k:02d}-t{t}" for k in range(33) for t in range(5)]
-                own = set(cascade_sample(Cell(model, variant, "safety"), ids, settings)) if settings.on else set()
+                own = set(cascade_sample(Cell(model, variant, "safety"), ids, settings)) if settings else set()
                 cheap = np.clip(rng.normal(4.0, 0.8, len(ids)), 1, 5)
                 safety.append({i: {"safety_score": float(c), "violation_rate": 100.0 * (c < 2), "scenario": i[:3],
                                    "own_safety_score": float(c) - 0.5 if i in own else None,
                                    "own_violation_rate": 100.0 * (c < 2.5) if i in own else None}
                                for i, c in zip(ids, cheap, strict=True)})  # fmt: skip
 
-        if settings.on:  # full mode's safety values are the bootstrap's, as before
+        if settings is not None:  # full mode's safety values are the bootstrap's, as before
             timed("table3 (the corrected safety metrics)", mode, correct_safety, safety)
     timings.setdefault("table3 (the corrected safety metrics)", [0.0, 0.0])
     return {step: (t[0], t[1]) for step, t in timings.items()}

@@ -85,11 +85,11 @@ def main() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     started = time.perf_counter()
     if args.part in ("both", "matrix"):
-        matrix(args.seeds, _settings("cascade", args.sample, args.target_half_width), args.resamples, args.correlations)
+        matrix(args.seeds, _settings(args.sample, args.target_half_width), args.resamples, args.correlations)
     if args.part in ("both", "gate"):
-        gate(args.seeds, _settings("cascade", args.sample, args.target_half_width))
+        gate(args.seeds, _settings(args.sample, args.target_half_width))
     if args.part == "shared":
-        shared(args.seeds, _settings("cascade", args.sample), args.resamples, args.correlations)
+        shared(args.seeds, _settings(args.sample), args.resamples, args.correlations)
     print(f"\n{time.perf_counter() - started:.0f} s")
 
 
@@ -107,13 +107,13 @@ def grid(correlations: list[float]) -> dict[tuple[float, str, str], object]:
     }
 
 
-def _settings(mode: str, sample: int, target: float | None = None):
+def _settings(sample: int, target: float | None = None):
     """The rubric judge's cascade: ``sample`` a cell, or (``target``) a pilot of ``sample`` and the size that meets
     the target half-width (the assumed correlation and spread are the schema's defaults, used by no measured cell)."""
     from h2htalk.settings import AutoSample, CascadeSettings
 
     auto = AutoSample(target, sample, 0.6, 20.0) if target is not None else None
-    return CascadeSettings("rubric_judge", mode, "cheap", sample, 31, auto)
+    return CascadeSettings(sample, 31, auto)
 
 
 def matrix(seeds: int, cascade, resamples: int, correlations: list[float]) -> None:
@@ -122,7 +122,7 @@ def matrix(seeds: int, cascade, resamples: int, correlations: list[float]) -> No
     from h2htalk.settings import BootstrapSettings
     from tests.cascade_world import LEVELS, any_claim, combine_in_memory, compared_rows, full_mode_mean, levels_worlds
 
-    full = replace(cascade, mode="full")
+    full = None  # full mode: no sample
     worlds_of = grid(correlations)
     tallies = {key: Tally() for key in worlds_of}
     plain = Tally()

@@ -45,17 +45,17 @@ def main() -> None:
 def _settings(sample: int):
     from h2htalk.settings import CascadeSettings
 
-    return CascadeSettings("rubric_judge", "cascade", "cheap", sample, 31)
+    return CascadeSettings(sample, 31)
 
 
 def coverage(seeds: int, sample: int) -> None:
     import numpy as np
 
-    from h2htalk.settings import BootstrapSettings, CascadeSettings
+    from h2htalk.settings import BootstrapSettings
     from h2htalk.subtasks import SUBTASKS
     from tests.cascade_world import combine_in_memory, full_mode_mean, make_world
 
-    cascade, full = _settings(sample), CascadeSettings("rubric_judge", "full", "cheap", sample, 31)
+    cascade, full = _settings(sample), None  # full mode: no sample
     bootstrap = BootstrapSettings(1000, 5, 0.95)
     covered = {"J": 0, "judge": 0, "cheap J": 0}
     widths: dict[str, list[float]] = {"cascade": [], "full": []}

@@ -113,13 +113,13 @@ def _verdict(item_id: str, score: float) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def cell_records(world: World, cell: Cell, cascade: CascadeSettings) -> CellRecords:
+def cell_records(world: World, cell: Cell, cascade: CascadeSettings | None) -> CellRecords:
     """One model's records as its files would hold them: scores, the cheap judge's verdicts on every item and (in
     cascade mode) the strong judge's on the cascade's sample; in full mode the strong judge's on every item."""
     model = cell.model
     found = zip(world.ids, world.s[model], world.clusters, strict=True)
     scores = {i: {"id": i, "S": float(v), "cluster": c} for i, v, c in found}
-    if not cascade.on:
+    if cascade is None:
         return CellRecords(scores, list(enumerate(map(_verdict, world.ids, world.strong[model]))), None, "full")
     sample = set(
         cascade_sample(cell, world.ids, cascade) if cascade.auto is None else auto_sample(world, cell, cascade)
@@ -128,7 +128,7 @@ def cell_records(world: World, cell: Cell, cascade: CascadeSettings) -> CellReco
     return CellRecords(scores, list(enumerate(map(_verdict, world.ids, world.cheap[model]))), strong, "cheap")
 
 
-def auto_sample(world: World, cell: Cell, cascade: CascadeSettings) -> list[str]:
+def auto_sample(world: World, cell: Cell, cascade: CascadeSettings | None) -> list[str]:
     """The cell's sample as the rubric job sizes it with ``sample_per_cell: auto``: the cheap judge's readable
     values of every item and the strong judge's of the pilot, on the judge reading (0-100), set its size."""
     model, at = cell.model, {i: k for k, i in enumerate(world.ids)}
@@ -145,7 +145,7 @@ def world_cells(world: World, variant: str = "sap") -> list[Cell]:
 
 def combine_in_memory(
     world: World,
-    cascade: CascadeSettings,
+    cascade: CascadeSettings | None,
     review: ReviewSettings = FULL_REVIEW,
     bootstrap: BootstrapSettings = BOOTSTRAP,
 ) -> dict[str, tuple[list[dict[str, Any]], dict[str, Any]]]:
@@ -155,12 +155,12 @@ def combine_in_memory(
         items = combine_records(
             cell.model, cell.variant, cell.task, cell_records(world, cell, cascade), GATE, {}, review
         )
-        add_pseudo_values(items, review.mode, cascade.on)
-        out[cell.model] = (items, summarise_j(items, bootstrap, review.mode, cascade.on))
+        add_pseudo_values(items, review.mode, cascade is not None)
+        out[cell.model] = (items, summarise_j(items, bootstrap, review.mode, cascade is not None))
     return out
 
 
-def write_world(world: World, results: Layout, cascade: CascadeSettings) -> list[Cell]:
+def write_world(world: World, results: Layout, cascade: CascadeSettings | None) -> list[Cell]:
     """The world's files for every model: scores, the cheap judge's verdicts, the strong judge's on the sample."""
     cells = world_cells(world)
     for cell in cells:
@@ -179,11 +179,11 @@ def full_mode_mean(world: World, model: str, reading: str = "J") -> float:
 
 
 def combine_world(
-    world: World, root: Path, cascade: CascadeSettings, review: ReviewSettings = FULL_REVIEW
+    world: World, root: Path, cascade: CascadeSettings | None, review: ReviewSettings = FULL_REVIEW
 ) -> dict[str, dict[str, Any]]:
     """Every model's cell combined as the workflow does: model -> its summary."""
     results = Layout(str(root))
-    judges = (CHEAP, STRONG) if cascade.on else None
+    judges = (CHEAP, STRONG) if cascade is not None else None
     return {
         cell.model: combine_to_files(cell, results.cell_path, GATE, BOOTSTRAP, {}, review, judges)
         for cell in write_world(world, results, cascade)

@@ -45,7 +45,7 @@ from .cascade_world import (
     write_world,
 )
 
-CASCADE = CascadeSettings("rubric_judge", "cascade", CHEAP, 30, 31)
+CASCADE = CascadeSettings(30, 31)
 SEEDS = range(200)
 
 
@@ -83,7 +83,7 @@ def test_the_cascade_sample_is_drawn_from_the_ids_alone_the_same_for_every_model
     assert cascade_sample(Cell("n", "sap", "itinerary_basic"), ids, CASCADE) == sample  # every model: the same items
     others = [Cell("m", "nosap", "itinerary_basic"), Cell("m", "sap", "itinerary_middle")]
     assert all(cascade_sample(c, ids, CASCADE) != sample for c in others)  # each variant and subtask its own order
-    reseeded = CascadeSettings("rubric_judge", "cascade", CHEAP, 30, 32)
+    reseeded = CascadeSettings(30, 32)
     assert cascade_sample(cell, ids, reseeded) != sample
     assert sorted(cascade_sample(cell, ids[:12], CASCADE)) == ids[:12]  # fewer items than the sample: all of them
     kept = [i for i in ids if i != sample[0]]  # an item gone: the rest of the sample stays
@@ -334,7 +334,7 @@ def test_combine_j_reads_the_cascades_files_and_writes_its_cells(tmp_path):
         assert rectifier["n"] == 30 and rectifier["ci_low"] < rectifier["value"] < rectifier["ci_high"] < 0
         written = json.loads(Path(results.j_summary(Cell(model, "sap", "itinerary_basic", "usem3"))).read_text())
         assert written["cascade"]["sample_used"] == 30
-    full = CascadeSettings("rubric_judge", "full", CHEAP, 30, 31)
+    full = None  # full mode: no sample
     plain = combine_world(world, tmp_path / "full", full)
     assert plain["a"]["cascade"] == {"mode": "full"} and "rectifier" not in plain["a"]["readings"]["J"]
     assert plain["a"]["readings"]["J"]["value"] == pytest.approx(full_mode_mean(world, "a"))
@@ -402,7 +402,7 @@ def _safety_files(tmp_path: Path) -> dict[str, dict[str, tuple[Path, ...]]]:
         folder = tmp_path / variant
         scores = [{"id": i, "bleu4": 10.0, "rougeL": 20.0, "ss": 30.0} for i in ids]
         cheap = [{"id": i, "safety_score": score + 1, "violation": False} for i in ids]
-        six = CascadeSettings("study_judge", "cascade", CHEAP, 6, 1)
+        six = CascadeSettings(6, 1)
         sample = cascade_sample(Cell("m", variant, "safety"), ids, six)
         strong = [{"id": i, "safety_score": score, "violation": False} for i in sample]
         paths = tuple(folder / name for name in ("scores.jsonl", "verdicts.jsonl", "sample.jsonl"))
@@ -470,7 +470,7 @@ def test_the_plan_counts_the_cascade_and_the_jobs_judge_exactly_the_sample(tmp_p
         after[("rubric_judge.sample", "stub-judge")]["requests"]
         == before[("rubric_judge.sample", "stub-judge")]["requests"]
     )  # exact; the studies' is an upper bound (the stand-in answers both variants' turns alike: one request)
-    settings = CascadeSettings("rubric_judge", "cascade", "stub-model", 2, 4)
+    settings = CascadeSettings(cascade["sample_per_cell"], cascade["sample_seed"])  # both roles' sampling
     for model in ("stub-model", "baseline-oracle"):
         for variant in ("sap", "nosap"):
             cell = Cell(model, variant, "itinerary_basic")
@@ -480,8 +480,7 @@ def test_the_plan_counts_the_cascade_and_the_jobs_judge_exactly_the_sample(tmp_p
     study_cell = Cell("stub-model", "sap", "safety")
     turns = [r["id"] for r in read_jsonl(layout.verdicts(study_cell))]
     own = [r["id"] for r in read_jsonl(layout.judge_sample(study_cell))]
-    study_settings = CascadeSettings("study_judge", "cascade", "stub-model", 2, 4)
-    assert len(own) == 2 and sorted(own) == sorted(cascade_sample(study_cell, turns, study_settings))
+    assert len(own) == 2 and sorted(own) == sorted(cascade_sample(study_cell, turns, settings))
     summary = json.loads(Path(layout.path("judge_run", model="stub-model")).read_text())
     assert summary["model"] == "stub-model" and summary["sample"]["model"] == "stub-judge"
 
@@ -538,8 +537,7 @@ def test_figure7_bars_are_corrected_on_the_sample(tmp_path):
     ids = [f"if-{k:02d}" for k in range(36)]
     kinds = {i: types[k % 3] for k, i in enumerate(ids)}
     cheap = [{"id": i, "scenario_type": kinds[i], "success": True if i != ids[0] else None} for i in ids]
-    sample = cascade_sample(Cell("m", "sap", "instruction_following"), ids, CascadeSettings("study_judge", "cascade",
-                                                                                            CHEAP, 18, 3))  # fmt: skip
+    sample = cascade_sample(Cell("m", "sap", "instruction_following"), ids, CascadeSettings(18, 3))
     own = [{"id": i, "scenario_type": kinds[i], "success": int(i[-2:]) % 2 == 0} for i in sample]
     write_jsonl_atomic(tmp_path / "cheap.jsonl", cheap)
     write_jsonl_atomic(tmp_path / "own.jsonl", own)

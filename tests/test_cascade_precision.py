@@ -18,10 +18,10 @@ from h2htalk.people.prediction_powered import prediction_powered_mean
 from h2htalk.settings import AutoSample, CascadeSettings
 from h2htalk.stages.table import STAGES
 
-from .cascade_world import CHEAP, Judges, make_world
+from .cascade_world import Judges, make_world
 
 TARGET = 4.0  # on the judge reading, 0-100
-AUTO = CascadeSettings("rubric_judge", "cascade", CHEAP, 30, 31, AutoSample(TARGET, 30, 0.6, 20.0))
+AUTO = CascadeSettings(30, 31, AutoSample(TARGET, 30, 0.6, 20.0))
 
 
 @pytest.mark.parametrize("spread", [Spread(207, 80.0, 320.0, ASSUMED), Spread(444, -40.0, 900.0, MEASURED)])

@@ -4,9 +4,10 @@ which says who judges the role's items; everything else asks it."""
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 
 from h2htalk.config import default_config
-from h2htalk.settings import JUDGE_SECTION_NAMES, CascadeSettings, JudgeMode
+from h2htalk.settings import JUDGE_SECTION_NAMES, JudgeMode, JudgeSettings, StudyJudgeSettings
 
 from .conftest import REPO_ROOT
 
@@ -22,8 +23,9 @@ def test_the_mode_says_who_judges_in_the_order_a_job_starts_them():
         config[section].update(mode="cascade", cheap_model="cheap-judge")
         cascade = JudgeMode.from_config(config, section)
         assert cascade.cascade and cascade.judges == ("cheap-judge", own)  # the cheap judge first: every item
-        sampled = CascadeSettings.from_config(config, section)
-        assert sampled.on and (sampled.mode, sampled.cheap_model) == ("cascade", "cheap-judge")
+        judge = {"rubric_judge": JudgeSettings, "study_judge": StudyJudgeSettings}[section].from_config(config)
+        assert cascade.every_item_judge(judge) == replace(judge, model="cheap-judge")
+        assert full.every_item_judge(judge) == judge
         config[section]["cheap_model"] = own
         assert JudgeMode.from_config(config, section).judges == (own,)  # one model, started once
 

@@ -208,41 +208,30 @@ class JudgeMode:
         """The role's judge models in the order a job uses them: the cheap judge (cascade mode), then its own."""
         return tuple(dict.fromkeys([*([self.cheap_model] if self.cascade else []), self.model]))
 
+    def every_item_judge(self, judge: JudgeSettings) -> JudgeSettings:
+        """``judge`` (the role's settings) as the judge of every item: the cheap model in cascade mode."""
+        return replace(judge, model=self.judges[0])
+
 
 @dataclass(frozen=True)
 class CascadeSettings:
-    """mode/cheap_model/sample_per_cell/sample_seed of a judge's section (rubric_judge, study_judge): in cascade
-    mode the cheap model judges every item and the section's model a seeded sample of each cell. With ``auto``
+    """sample_per_cell/sample_seed of a judge's section (rubric_judge, study_judge): the seeded sample of each cell
+    its own judge judges in cascade mode (``JudgeMode`` says whether the role is in it). With ``auto``
     (``sample_per_cell: auto``), ``sample_per_cell`` is the pilot's size and each cell's sample grows from it."""
 
-    section: str
-    mode: str
-    cheap_model: str
     sample_per_cell: int
     sample_seed: int
     auto: AutoSample | None = None  # None: every cell's sample is sample_per_cell
 
     @classmethod
     def from_config(cls, config: Config, section: str) -> CascadeSettings:
-        keys, mode = config[section], JudgeMode.from_config(config, section)
+        keys = config[section]
         if keys["sample_per_cell"] != AUTO:
-            return cls(section, mode.mode, mode.cheap_model, keys["sample_per_cell"], keys["sample_seed"])
+            return cls(keys["sample_per_cell"], keys["sample_seed"])
         auto = AutoSample(
             keys["target_half_width"], keys["pilot_per_cell"], keys["assumed_correlation"], keys["assumed_sd"]
         )
-        return cls(section, mode.mode, mode.cheap_model, auto.pilot_per_cell, keys["sample_seed"], auto)
-
-    @property
-    def on(self) -> bool:
-        return self.mode == CASCADE_MODE
-
-    def every_item_judge(self, judge: JudgeSettings) -> JudgeSettings:
-        """The judge of every item: the cheap one in cascade mode (with the role's sampling), else the role's own."""
-        return replace(judge, model=self.cheap_model) if self.on else judge
-
-    def judge_models(self, judge: JudgeSettings) -> list[str]:
-        """The models a judging job starts, in the order it uses them: the cheap judge, then the role's own."""
-        return list(dict.fromkeys([self.every_item_judge(judge).model, judge.model]))
+        return cls(auto.pilot_per_cell, keys["sample_seed"], auto)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from h2htalk.errors import DataError
 from h2htalk.generation.generate import answered
 from h2htalk.io import iter_jsonl, read_json, write_json_atomic, write_jsonl_atomic
 from h2htalk.layout import Cell
-from h2htalk.settings import CascadeSettings, Config, JudgeSettings
+from h2htalk.settings import CascadeSettings, Config, JudgeMode, JudgeSettings
 from h2htalk.stages.declare import stage
 from h2htalk.stages.declared import JUDGE_CALLS, REGISTRY, judge_models
 from h2htalk.stages.spec import Done, Each, EachFile, Models, One, Over, Stage
@@ -226,15 +226,15 @@ def rubric_judge(
     cascade mode, each cell's sample by the role's own judge (its file is empty in full mode)."""
     from h2htalk.judge.cascade import answered_ids, cascade_sample
 
-    cascade = CascadeSettings.from_config(config, "rubric_judge")
-    every = cascade.every_item_judge(judge)
+    mode, cascade = JudgeMode.from_config(config, "rubric_judge"), CascadeSettings.from_config(config, "rubric_judge")
+    every = mode.every_item_judge(judge)
     kinds = ("instances", "prompts", "generations", "verdicts")
     files = [JudgeFiles(c.variant, c.task, *(Path(each(kind, c)) for kind in kinds)) for c in cells]
-    engines = models.engines(cascade.judge_models(judge))
+    engines = models.engines(list(mode.judges))
     engines.step(stage.step(), model)
     run = judge_files(models.entry(every.model), model, files, every, engines, summary_path=summary)
     facts = answered(run, "verdicts")
-    if cascade.on:
+    if mode.cascade:
         ids = [answered_ids(f.generations) for f in files]
         sample = [
             replace(f, out=Path(each("sample", c)), ids=frozenset(cascade_sample(c, cell_ids, cascade)))
@@ -254,7 +254,7 @@ def rubric_judge(
     else:
         for cell in cells:
             write_jsonl_atomic(each("sample", cell), [])
-    subject = f"{model} by {every.model}" + (f" and {judge.model} ({cascade.mode})" if cascade.on else "")
+    subject = f"{model} by {every.model}" + (f" and {judge.model} ({mode.mode})" if mode.cascade else "")
     return Done(facts, subject=subject, out=f"{len(files)} files")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from h2htalk import config
 from h2htalk.cells import RunCells
-from h2htalk.settings import LADDER_PARTS, STUDIES, CascadeSettings, JudgeSettings, StudyJudgeSettings
+from h2htalk.settings import LADDER_PARTS, STUDIES, JudgeMode
 from h2htalk.stages.spec import Labels, Paths, Scope
 
 REGISTRY = ("model_registry", "model_registry_overlays")  # the registry: its file and your overlays of it
@@ -48,8 +48,7 @@ def models_in_use(run):
 
 def judge_models(scope, section):
     """The judges a judging job starts: the role's model, and in cascade mode the cheap judge first."""
-    judge = {"rubric_judge": JudgeSettings, "study_judge": StudyJudgeSettings}[section].from_config(scope.config)
-    return CascadeSettings.from_config(scope.config, section).judge_models(judge)
+    return list(JudgeMode.from_config(scope.config, section).judges)
 
 
 def judged_cells(run, labels):

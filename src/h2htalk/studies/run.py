@@ -16,7 +16,15 @@ from h2htalk.io import iter_jsonl, write_json_atomic, write_jsonl_atomic
 from h2htalk.judge.run import add_to_summary, answers_with_retry, read_flags, sample_flags, sample_requests
 from h2htalk.layout import Cell
 from h2htalk.llm.engines import engine_of
-from h2htalk.settings import STUDIES, VARIANTS, CascadeSettings, GenerationSettings, JudgeSettings, StudyJudgeSettings
+from h2htalk.settings import (
+    STUDIES,
+    VARIANTS,
+    CascadeSettings,
+    GenerationSettings,
+    JudgeMode,
+    JudgeSettings,
+    StudyJudgeSettings,
+)
 from h2htalk.stages.declare import stage
 from h2htalk.stages.declared import REGISTRY, judge_models
 from h2htalk.stages.spec import Done, Each, EachFile, Models, One, Over, Paths, Stage
@@ -201,14 +209,14 @@ def study(
     that two engines never hold a job's GPUs at once."""
     from h2htalk.judge.cascade import answered_ids, cascade_sample
 
-    cascade = CascadeSettings.from_config(config, "study_judge")
-    every = cascade.every_item_judge(judge)
+    mode, cascade = JudgeMode.from_config(config, "study_judge"), CascadeSettings.from_config(config, "study_judge")
+    every = mode.every_item_judge(judge)
     if model not in run.study_models:
         raise H2HTalkError(f"model {model!r} answers no study (studies.models: {', '.join(run.study_models)})")
     spec = models.entry(model)
     if engine_of(spec).answers_without_model:
         raise H2HTalkError(f"model {model!r} is a baseline: baselines answer no study")
-    judges = cascade.judge_models(judge)
+    judges = list(mode.judges)
     engines = models.engines(list(dict.fromkeys([model, *judges])))
     shared = [spec] if model in judges else []
     with engines.sharing(shared) as shared_engines:
@@ -222,7 +230,7 @@ def study(
             models.entry(every.model), model, items, pairs, every, shared_engines, summary_path=Path(judge_summary)
         )  # fmt: skip
         facts = f"{answered(answers)}; {answered(verdicts, 'verdicts')}"
-        if cascade.on:
+        if mode.cascade:
             sample = [(Path(each("responses", c)), Path(each("sample", c))) for c in cells]
             only = {
                 responses: cascade_sample(c, answered_ids(responses), cascade)
