@@ -1,4 +1,4 @@
-"""Atomic file output, line-numbered JSONL input, and files and folders removed."""
+"""Atomic file output, line-numbered JSONL and CSV input, and files and folders removed."""
 
 from __future__ import annotations
 
@@ -118,6 +118,24 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, An
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return [obj for _, obj in iter_jsonl(path)]
+
+
+def read_csv(path: str | os.PathLike[str], made_by: str = "", delimiter: str = ",") -> list[dict[str, str]]:
+    """A CSV's rows by its header's names (blank lines skipped); a file not found, or a row with more or fewer
+    fields than the header (which ``csv.DictReader`` pads with None or keeps under None), names the file and the
+    line. ``made_by``: what writes the file, said where it is not found."""
+    rows: list[dict[str, str]] = []
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            reader = csv.reader(handle, delimiter=delimiter)
+            header = next(reader, [])
+            for row in (row for row in reader if row):
+                if len(row) != len(header):
+                    raise DataError(f"{path}: line {reader.line_num}: {len(row)} fields, its header has {len(header)}")
+                rows.append(dict(zip(header, row, strict=True)))
+    except FileNotFoundError:
+        raise DataError(f"{path}: file not found" + (f" ({made_by})" if made_by else "")) from None
+    return rows
 
 
 def sha256_bytes(data: bytes) -> str:

@@ -4,7 +4,6 @@ or cut-off answers, the judges' reliability card)."""
 
 from __future__ import annotations
 
-import csv
 import logging
 import os
 import re
@@ -14,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from h2htalk.io import read_csv
 from h2htalk.layout import Layout
 from h2htalk.progress import duration
 
@@ -105,8 +105,7 @@ def table2_gaps(table2_csv: Path) -> list[str]:
     or failed (the CSV's per-cell ``_missing``, ``_cut_off``, ``_failed`` columns)."""
     if not table2_csv.is_file():
         return []
-    with open(table2_csv, encoding="utf-8", newline="") as handle:
-        rows = list(csv.DictReader(handle))
+    rows = read_csv(table2_csv)
     counts = {"missing": [0, 0], "cut_off": [0, 0], "failed": [0, 0]}  # kind -> [cells, items]
     cells = 0
     for row in rows:

@@ -12,7 +12,6 @@ those of Table 3 and Figure 7.
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import os
 from collections.abc import Mapping
@@ -31,7 +30,7 @@ from h2htalk.export.summaries import (
     table_rows,
 )
 from h2htalk.instances.sources import run_notes
-from h2htalk.io import read_json, sha256_file, write_json_atomic
+from h2htalk.io import read_csv, read_json, sha256_file, write_json_atomic
 from h2htalk.layout import Layout
 from h2htalk.scoring.signatures import signature_string
 from h2htalk.stages.declare import stage
@@ -129,8 +128,7 @@ def read_table_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
                 continue
         return text
 
-    with open(path, encoding="utf-8", newline="") as handle:
-        return [{key: value(text) for key, text in row.items()} for row in csv.DictReader(handle)]
+    return [{key: value(text) for key, text in row.items()} for row in read_csv(path)]
 
 
 @stage(

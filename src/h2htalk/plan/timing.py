@@ -17,7 +17,6 @@ it, keeping the rates (``SaidTime.say_taken``).
 
 from __future__ import annotations
 
-import csv
 import logging
 import os
 import tempfile
@@ -36,6 +35,7 @@ from h2htalk.hardware import (
     other_processes_load,
     runnable_others,
 )
+from h2htalk.io import read_csv
 from h2htalk.layout import Layout
 from h2htalk.llm.engines import engine_of
 from h2htalk.plan.calls import JobName, PlannedCalls
@@ -373,8 +373,7 @@ def benchmark_seconds(benchmarks: str | os.PathLike[str], since: float = 0.0) ->
     for path in sorted(Path(benchmarks).rglob("*.tsv")):
         if path.stat().st_mtime < since:
             continue
-        with open(path, encoding="utf-8", newline="") as handle:
-            rows = list(csv.DictReader(handle, delimiter="\t"))
+        rows = read_csv(path, delimiter="\t")
         seconds[str(path.relative_to(benchmarks).with_suffix(""))] = sum(float(row["s"]) for row in rows)
     return seconds
 

@@ -4,14 +4,13 @@ rows of the agreement report (``paper_figures/agreement.csv``, ``h2htalk.tables.
 
 from __future__ import annotations
 
-import csv
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from h2htalk.cells import RunCells
-from h2htalk.io import iter_jsonl, read_json
+from h2htalk.io import iter_jsonl, read_csv, read_json
 from h2htalk.layout import Cell, Layout
 from h2htalk.people.agreement import ALL_JUDGED, JUDGE_VS_PEOPLE
 from h2htalk.people.agreement import COLUMNS as AGREEMENT_COLUMNS
@@ -57,8 +56,7 @@ def read_agreement(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     if not os.path.exists(path):
         return []
     numbers = {"value": float, "value_ci_low": float, "value_ci_high": float, "items": int, "ratings": int}
-    with open(path, encoding="utf-8", newline="") as handle:
-        rows = list(csv.DictReader(handle))
+    rows = read_csv(path)
     return [
         {column: (numbers[column](row[column]) if row[column] else None) if column in numbers else row[column]
          for column in AGREEMENT_COLUMNS}

@@ -18,7 +18,6 @@ once the rater has rated.
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 from collections.abc import Iterable
@@ -28,7 +27,7 @@ from h2htalk.cells import RunCells
 from h2htalk.desk_store.store import DeskItem
 from h2htalk.desk_store.tasks import GATED, INSTANCE, NEED, SAFETY
 from h2htalk.errors import DataError
-from h2htalk.io import iter_jsonl
+from h2htalk.io import iter_jsonl, read_csv
 from h2htalk.judge.combine import reviewed_verdict
 from h2htalk.judge.rubric import system_text
 from h2htalk.judge.study import judge_system
@@ -143,9 +142,7 @@ def instance_items(config: dict[str, Any], run: RunCells, results: Layout) -> li
     help_of = {s: {name: catalogue[name]["describe"] for name in get_subtask(s).fields} for s in run.subtasks}
     items = []
     for path in files:
-        with open(path, encoding="utf-8", newline="") as handle:
-            rows = list(csv.DictReader(handle))
-        for row in rows:
+        for row in read_csv(path):
             fields = json.loads(row["fields"]) if row["fields"] else None
             instance = {"id": row["id"], "subtask": row["subtask"], "fields": fields or {}}
             try:

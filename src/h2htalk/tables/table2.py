@@ -14,13 +14,13 @@ LaTeX name columns and variants as the paper does; the CSV keeps the machine key
 
 from __future__ import annotations
 
-import csv
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from h2htalk.errors import DataError
+from h2htalk.io import read_csv
 from h2htalk.settings import CASCADE_MODE, FULL_MODE, PEOPLE_READINGS, VARIANT_NAMES
 from h2htalk.subtasks import DIMENSIONS, JUDGED, SUBTASKS, by_dimension
 from h2htalk.tabular import records_frame
@@ -440,11 +440,7 @@ def _float(value: Any) -> float | None:
 
 
 def read_paper_table2(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            rows = list(csv.DictReader(handle))
-    except FileNotFoundError:
-        raise DataError(f"{path}: paper Table 2 file not found") from None
+    rows = read_csv(path, "the paper's Table 2: paper.table2")
     numeric = [*column_order()]
     out = []
     for number, row in enumerate(rows, start=2):

@@ -4,7 +4,6 @@ ties, and the smallest difference the run's item counts could detect."""
 
 from __future__ import annotations
 
-import csv
 import os
 import statistics
 from collections.abc import Sequence
@@ -14,7 +13,7 @@ from itertools import combinations
 
 import pandas as pd
 
-from h2htalk.errors import DataError
+from h2htalk.io import read_csv
 from h2htalk.settings import VARIANT_NAMES
 from h2htalk.tables.table2 import GROUP_TITLES, SUBTASK_COLUMNS, Row, column_names, column_order, top_three
 from h2htalk.tables.table2_pairs import SAP_EFFECT, WITHIN_GROUP
@@ -23,14 +22,6 @@ DAGGER = "†"
 RANK_COLUMN = "Overall rank"
 ORDINALS = {1: "1st", 2: "2nd", 3: "3rd"}
 Key = tuple[str, str, str]  # embedder, model, variant
-
-
-def _read_csv(path: str | os.PathLike[str]) -> list[dict[str, str]]:
-    try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            return list(csv.DictReader(handle))
-    except FileNotFoundError:
-        raise DataError(f"{path}: not found (the table2-pairs command writes it)") from None
 
 
 @dataclass(frozen=True)
@@ -42,7 +33,7 @@ class Significance:
 
     @classmethod
     def read(cls, pairs_csv: str | os.PathLike[str], ranks_csv: str | os.PathLike[str]) -> Significance:
-        return cls(_read_csv(pairs_csv), _read_csv(ranks_csv))
+        return cls(*(read_csv(path, "the table2-pairs command writes it") for path in (pairs_csv, ranks_csv)))
 
     @property
     def confidence(self) -> float | None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import math
 import os
 from collections.abc import Iterable, Sequence
@@ -10,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from h2htalk.instances.sources import run_notes
-from h2htalk.io import iter_jsonl
+from h2htalk.io import iter_jsonl, read_csv
 from h2htalk.layout import Cell, Layout
 from h2htalk.people.consensus import by_item, consensus, majority, median_score
 from h2htalk.ratings import SAFETY_RATINGS, Rating, known_items, read_ratings
@@ -250,8 +249,7 @@ def _judge_parts(
 
 
 def paper_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8", newline="") as handle:
-        rows = list(csv.DictReader(handle))
+    rows = read_csv(path, "the paper's Table 3: paper.table3")
     names = {"with_sap": "w/ SAP", "without_sap": "w/o SAP"}
     return [
         {
