@@ -290,8 +290,8 @@ MY_JUDGE = {"size_group": "local", "engine": "api", "api": {"base_url": "http://
 def test_the_users_registry_overlays_stay_under_the_evaluations(tmp_path):
     """A --config overlay of yours that lists registry overlays (a shipped judge moved to your own endpoint) keeps
     them: the evaluation's own registry overlay goes after them, never in their place."""
-    from h2htalk.config import load_config, load_registry, registry_files
-    from h2htalk.evaluation import check_request, user_registry_overlays, write_overlays
+    from h2htalk.config import load_config, load_registry, merge_layers, registry_files
+    from h2htalk.evaluation import check_request, write_overlays
 
     judge = "qwen2.5-coder-0.5b-instruct-q4km"  # the laptop's rubric judge, a llama.cpp model
     my_models = tmp_path / "my-models.yaml"
@@ -303,13 +303,13 @@ def test_the_users_registry_overlays_stay_under_the_evaluations(tmp_path):
     asked.update(base_url="http://127.0.0.1:9/v1", model="Mine-7B", size_group="local")
     request, folder = requested(asked, REPO_ROOT, set()), tmp_path / "eval"
     files = configfiles(REPO_ROOT, folder, [mine])
-    write_overlays(request, REPO_ROOT, folder, user_registry_overlays([mine]))
+    write_overlays(request, REPO_ROOT, folder, merge_layers([mine]))
     config = load_config(files)
     assert registry_files(config)[1:] == [str(my_models), str(folder / "models.yaml")]
     registry = load_registry(registry_files(config))
     assert registry[judge]["engine"] == "api" and registry["mine-7b"]["engine"] == "api"
     with pytest.raises(H2HTalkError, match="config file not found"):
-        user_registry_overlays([tmp_path / "no-such.yaml"])
+        merge_layers([tmp_path / "no-such.yaml"])
     # a judge of your overlay may be named on the command line; your model's name may not be one of its models
     yours = {**MY_JUDGE, "display_name": "My judge"}
     my_models.write_text(yaml.safe_dump({"my-judge": yours, "mine-7b": yours}), encoding="utf-8")
@@ -353,3 +353,25 @@ def test_the_evaluation_takes_the_checkouts_files_and_judge_cache_as_its_configs
     assert schema_defaults()["rubric_judge"]["cache_dir"] == "results/cache/judgments"  # the cached defaults kept
     (tmp_path / "config" / "local.yaml").unlink()  # a checkout without the laptop's overlay: the defaults
     assert checkout_paths(tmp_path)["rubric_judge"]["cache_dir"] == str(tmp_path / "results" / "cache" / "judgments")
+
+
+def test_a_path_the_users_own_config_sets_is_not_taken_back_by_the_evaluations_overlay(tmp_path):
+    """The evaluation's overlay is read last; a judge cache, a paper table or a registry your --config sets stays
+    yours (read from the evaluation's folder), the others are the checkout's, and a --judge still names the judge."""
+    from h2htalk.config import load_config, merge_layers
+    from h2htalk.evaluation import write_overlays
+
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(
+        "rubric_judge: {cache_dir: my-cache/judgments}\npaper: {table3: my-t3.csv}\n", encoding="utf-8"
+    )  # fmt: skip
+    asked = {field.name: None for field in fields(Evaluation)}
+    asked.update(base_url="http://127.0.0.1:9/v1", model="Mine-7B", size_group="local", judge="self")
+    request, folder = requested(asked, REPO_ROOT, set()), tmp_path / "eval"
+    write_overlays(request, REPO_ROOT, folder, merge_layers([mine]))
+    config = load_config(configfiles(REPO_ROOT, folder, [mine]))
+    assert config["rubric_judge"]["cache_dir"] == "my-cache/judgments"  # relative: the workflow runs in the folder
+    assert config["rubric_judge"]["model"] == "mine-7b"  # the command line's choice still wins
+    assert config["study_judge"]["cache_dir"] == str(REPO_ROOT / "results" / "cache" / "judgments")
+    assert config["paper"] == {"table2": str(REPO_ROOT / "config/paper/table2.csv"), "table3": "my-t3.csv"}
+    assert config["model_registry"] == str(REPO_ROOT / "config" / "models.yaml")

@@ -5,7 +5,8 @@ study (``config/config.yaml``, ``config/local.yaml``, the user's ``--config`` fi
 are written into the evaluation's folder, never into a tracked file. Snakemake then runs the ``table2`` target of
 the checkout's Snakefile in that folder, so the evaluation has its own results tree, caches and tables beside the
 checkout's, and the same jobs a laptop run has make them. Only the judges' verdicts go to the checkout's judge
-cache, so that a judge's ladder, the same whatever model it judges, is judged once for every evaluation and run.
+cache, so that a judge's ladder, the same whatever model it judges, is judged once for every evaluation and run
+(unless a ``--config`` of the user's sets a cache of its own: a path the user's files set stays theirs).
 The report reads what the workflow wrote: the model's rows of ``paper_figures/{set}/table2.csv`` (each cell with
 its CI and coverage), its Overall with the CI and rank interval of ``table2_ranks.csv``, the baselines' rows
 beside them, and the paper's published rows only when the run is comparable with them (the paper's embedder, its
@@ -15,7 +16,6 @@ whole reconstructed instance set, every subtask).
 from __future__ import annotations
 
 import copy
-import csv
 import os
 import re
 import subprocess
@@ -29,6 +29,7 @@ import yaml
 
 from h2htalk.commands import command
 from h2htalk.errors import H2HTalkError
+from h2htalk.io import read_csv
 from h2htalk.judge.readings import READINGS
 from h2htalk.settings import VARIANT_NAMES, VARIANTS, WITH_SAP
 from h2htalk.subtasks import SUBTASK_KEYS
@@ -118,14 +119,14 @@ def checkout_paths(checkout: Path) -> dict[str, Any]:
     }
 
 
-def config_overlay(request: Evaluation, checkout: Path, folder: Path, theirs: Sequence[str] = ()) -> dict[str, Any]:
+def config_overlay(request: Evaluation, checkout: Path, folder: Path, theirs: Mapping[str, Any]) -> dict[str, Any]:
     """The run's overlay of the laptop study: the user's model alone under test, the registry overlay (after the
-    user's own, ``theirs``), the choices made on the command line; the tracked files it reads named by absolute path
-    (the workflow runs in ``folder``)."""
+    user's own), the choices made on the command line; the tracked files it reads named by absolute path (the
+    workflow runs in ``folder``), but those the user's config files (``theirs``, merged) set, which stay theirs."""
     overlay: dict[str, Any] = {
         "models": [request.name],
-        "model_registry_overlays": [*theirs, str(folder / REGISTRY_FILE)],
-        **checkout_paths(checkout),
+        "model_registry_overlays": [*(theirs.get("model_registry_overlays") or []), str(folder / REGISTRY_FILE)],
+        **unset_by(checkout_paths(checkout), theirs),
     }
     if request.subtasks:
         overlay["subtasks"] = list(request.subtasks)
@@ -136,7 +137,7 @@ def config_overlay(request: Evaluation, checkout: Path, folder: Path, theirs: Se
     if request.embedder:
         overlay["scoring"] = {"embedders": [request.embedder]}
     if request.judge:
-        overlay["rubric_judge"]["model"] = request.name if request.judge == "self" else request.judge
+        overlay.setdefault("rubric_judge", {})["model"] = request.name if request.judge == "self" else request.judge
     if request.upstream_dir:
         overlay["upstream_dir"] = str(Path(request.upstream_dir).resolve())
     if request.concurrency is not None:
@@ -146,17 +147,21 @@ def config_overlay(request: Evaluation, checkout: Path, folder: Path, theirs: Se
     return overlay
 
 
-def user_registry_overlays(user_configs: Sequence[str | os.PathLike[str]]) -> list[str]:
-    """The registry overlays the user's config files list (the last that lists them), as the workflow reads them:
-    the evaluation's overlay goes after them, since its list would replace theirs."""
-    from h2htalk.config import merge_layers
+def unset_by(overlay: Mapping[str, Any], theirs: Mapping[str, Any]) -> dict[str, Any]:
+    """``overlay`` without the keys ``theirs`` sets (a nested key one by one: theirs may set one key of a section)."""
+    kept: dict[str, Any] = {}
+    for key, value in overlay.items():
+        if isinstance(value, Mapping) and isinstance(theirs.get(key), Mapping):
+            if rest := unset_by(value, theirs[key]):
+                kept[key] = rest
+        elif key not in theirs:
+            kept[key] = value
+    return kept
 
-    return list(merge_layers(user_configs).get("model_registry_overlays") or [])
 
-
-def write_overlays(request: Evaluation, checkout: Path, folder: Path, theirs: Sequence[str] = ()) -> tuple[Path, Path]:
-    """Write the registry overlay and the config overlay (the user's registry overlays, ``theirs``, before the
-    evaluation's) into ``folder``; their paths."""
+def write_overlays(request: Evaluation, checkout: Path, folder: Path, theirs: Mapping[str, Any]) -> tuple[Path, Path]:
+    """Write the registry overlay and the config overlay (of the user's config files, ``theirs``, merged) into
+    ``folder``; their paths."""
     from h2htalk.io import write_text_atomic
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -276,7 +281,7 @@ def evaluate(
     dry_run: write the overlays and list the jobs; run nothing
     """
     asked = dict(locals())  # what was asked: requested() reads the fields of Evaluation from it
-    from h2htalk.config import load_config, load_registry
+    from h2htalk.config import load_config, load_registry, merge_layers
     from h2htalk.io import read_json
     from h2htalk.layout import Layout, instances_set
 
@@ -284,8 +289,10 @@ def evaluate(
     shipped = load_registry(checkout / "config" / "models.yaml")
     request = requested(asked, checkout, shipped)
     folder = (results or Path("evals") / request.name).resolve()
-    theirs = user_registry_overlays(configs or ())  # read from the folder, where the workflow runs
-    check_request(request, load_registry([checkout / "config" / "models.yaml", *(folder / p for p in theirs)]))
+    theirs = merge_layers(configs or ())  # its paths read from the folder, where the workflow runs
+    overlays = theirs.get("model_registry_overlays") or []
+    registries = [theirs.get("model_registry", checkout / "config" / "models.yaml"), *overlays]
+    check_request(request, load_registry([folder / path for path in registries]))
     write_overlays(request, checkout, folder, theirs)
     files = configfiles(checkout, folder, configs or ())
     print(f"h2htalk eval: {request.model} at {request.base_url} as {request.name!r}; its files in {folder}", flush=True)
@@ -363,13 +370,6 @@ def comparability(config: Mapping[str, Any]) -> list[str]:
     return reasons
 
 
-def read_csv(path: Path) -> list[dict[str, str]]:
-    if not path.is_file():
-        raise H2HTalkError(f"{path}: not found; the workflow did not make it")
-    with open(path, encoding="utf-8", newline="") as handle:
-        return list(csv.DictReader(handle))
-
-
 def _number(text: str | None) -> float | None:
     return float(text) if text not in (None, "") else None
 
@@ -411,7 +411,7 @@ def report(
     from h2htalk.tables.table2 import column_names, column_order
 
     table2, ranks_file = table_files("table2", figures), table_files("table2_pairs", figures)["ranks"]
-    table, ranks = read_csv(table2["csv"]), read_csv(ranks_file)
+    table, ranks = (read_csv(path, "the workflow did not make it") for path in (table2["csv"], ranks_file))
     names, subtasks = column_names(), set(config["subtasks"])
     columns = [c for c in column_order() if c in subtasks or c not in SUBTASK_KEYS]
     lines = []
