@@ -65,6 +65,7 @@ PATTERNS: dict[str, str] = {
     "judge_ladder": "judge_reliability/{model}/{part}/ladder.jsonl",
     "judge_canary": "judge_reliability/{model}/{part}/canary.json",
     "judge_ladder_run": "judge_reliability/{model}/{part}/run.json",
+    "canaries": "judge_canary",  # the drift canaries, kept across runs: each role's history and its runs' verdicts
     "canary_history": "judge_canary/{role}/history.jsonl",
     "canary_run": "judge_canary/{role}/runs/{digest}.jsonl",
     "plan": "plan.csv",

@@ -4,7 +4,6 @@ verdicts, its canary kept and compared with the previous run."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from h2htalk.cells import RunCells
@@ -92,11 +91,6 @@ def run_ladder(
     return summary
 
 
-def _canary_histories(scope, labels):
-    """The drift canary's history of every judge role (what each run's judge said), kept across runs."""
-    return [str(Path(scope.results.path("canary_history", role="-")).parent.parent)]
-
-
 def _rubric_subtasks(scope, labels):
     """The judged subtasks, where the job judges the rubric judge's ladder (none where it does not)."""
     run = scope.run
@@ -128,7 +122,7 @@ def _ladder_prompts(scope, labels):
     env="generation",
     inputs={"instances": Paths(_ladder_instances), "prompts": Paths(_ladder_prompts)},
     outputs={"ladder": One("judge_ladder"), "canary": One("judge_canary"), "summary": One("judge_ladder_run")},
-    keeps={"canary_history": Paths(_canary_histories)},
+    keeps={"canaries": One("canaries")},
 )  # fmt: skip
 def judge_ladder(
     model: str, part: str, reliability: ReliabilitySettings, rubric_judge: JudgeSettings,
