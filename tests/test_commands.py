@@ -414,7 +414,7 @@ def test_every_command_the_code_and_the_docs_name_is_one():
     """A message or a page that says to run ``h2htalk NAME`` names a command there is (a message said ``h2htalk
     prefetch``, which is none: the commands are prefetch-model and prefetch-embedder)."""
     commands = set(build_parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
-    said = re.compile(r"""[`("']h2htalk ([a-z][a-z0-9-]*)""")
+    said = re.compile(r"""[`("']h2htalk\s+([a-z][a-z0-9-]*)""")  # two spaces or a line break too
     source, docs = REPO_ROOT / "src", REPO_ROOT / "docs"
     files = [*source.rglob("*.py"), *source.rglob("*.yaml"), *docs.glob("*.md"), REPO_ROOT / "README.md",
              REPO_ROOT / "Snakefile", *(REPO_ROOT / "workflow").rglob("*.smk")]  # fmt: skip
