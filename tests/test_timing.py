@@ -25,7 +25,7 @@ from h2htalk.layout import Layout, instances_set
 from h2htalk.llm.client import ChatRequest
 from h2htalk.llm.engines import Engine
 from h2htalk.llm.tokens import MESSAGE_OVERHEAD, prompt_tokens, text_tokens
-from h2htalk.plan.calls import JobName, Placeholder, PlannedCalls, Stage, job_name, shared_with
+from h2htalk.plan.calls import JobName, Placeholder, PlannedCalls, PlannedStep, job_name, shared_with
 from h2htalk.plan.costs import load_throughput
 from h2htalk.plan.rates import MACHINE, Record, rates_cache_file, rates_key, read_cache, write_cache
 from h2htalk.plan.timing import (
@@ -80,8 +80,8 @@ def test_a_one_slot_server_reads_only_what_follows_what_it_kept_of_the_request_b
     assert shared_with([message("user", PERSONA)], again) == 0  # the same text under another role: other tokens
     assert shared_with([message("system", "别的设定"), *before[1:]], again) == 0  # the first message differs
 
-    stage = Stage("generate", "m", False, lambda spec, request: Placeholder("好的", 5), STEPS["generate"])
-    calls = PlannedCalls({"name": "m", "engine": "llamacpp"}, "/nonexistent", stage, None)  # no cache: no client
+    step = PlannedStep("generate", "m", False, lambda spec, request: Placeholder("好的", 5), STEPS["generate"])
+    calls = PlannedCalls({"name": "m", "engine": "llamacpp"}, "/nonexistent", step, None)  # no cache: no client
     requests = [ChatRequest(key, key, messages) for key, messages in (("a", before), ("b", again), ("b", again))]
     calls.answers(requests[:2])
     calls.answers(requests[2:])  # the same request again: asked once, counted once
@@ -97,8 +97,8 @@ def test_requests_are_counted_in_the_order_the_client_sends_them():
     first = [message("system", PERSONA), message("user", "我们去海边吧。")]
     other = [message("system", PERSONA), message("user", "明天下雨怎么办？")]
     longer = [*first, message("assistant", "好呀，几点出发？"), message("user", "早上八点。")]
-    stage = Stage("generate", "m", False, lambda spec, request: Placeholder("好的", 5), STEPS["generate"])
-    calls = PlannedCalls({"name": "m", "engine": "llamacpp"}, "/nonexistent", stage, None)
+    step = PlannedStep("generate", "m", False, lambda spec, request: Placeholder("好的", 5), STEPS["generate"])
+    calls = PlannedCalls({"name": "m", "engine": "llamacpp"}, "/nonexistent", step, None)
     calls.answers([ChatRequest(k, k, m) for k, m in (("a", first), ("b", other), ("c", longer))])
     persona = text_tokens(PERSONA) + MESSAGE_OVERHEAD
     sent = sorted([first, other, longer], key=lambda m: [x["content"] for x in m])
@@ -113,8 +113,8 @@ def test_requests_are_counted_in_the_order_the_client_sends_them():
 def planned_session(
     job: str, step: str, engine: str, to_send: int, evaluated: int, completion: int, model: str = "m"
 ) -> PlannedCalls:
-    stage = Stage(step, model, False, lambda spec, request: Placeholder("", 0), STEPS[step])
-    calls = PlannedCalls({"name": model, "engine": engine}, "/nonexistent", stage, None)
+    step = PlannedStep(step, model, False, lambda spec, request: Placeholder("", 0), STEPS[step])
+    calls = PlannedCalls({"name": model, "engine": engine}, "/nonexistent", step, None)
     calls.job = job_name(job, {"model": model})
     calls.tally.requests = to_send
     calls.tally.evaluated_tokens_to_send = evaluated

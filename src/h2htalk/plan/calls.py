@@ -36,7 +36,7 @@ class Placeholder:
 
 
 @dataclass(frozen=True)
-class Stage:
+class PlannedStep:
     """The work a session belongs to: ``name`` (a step its stage declares: the stage's name, or its name and part),
     whose answers it makes or judges, whether the stage's ``batch`` key is on, what a missing answer is planned as,
     and the step as declared (what its answers are)."""
@@ -81,9 +81,9 @@ class PlannedCalls:
     """A session of a plan: answers from the cache where it has them, placeholders elsewhere, all counted."""
 
     def __init__(
-        self, spec: dict[str, Any], cache_dir: str | os.PathLike[str], stage: Stage, client: ClientSettings
+        self, spec: dict[str, Any], cache_dir: str | os.PathLike[str], step: PlannedStep, client: ClientSettings
     ) -> None:
-        self.spec, self.stage, self.client = spec, stage, client
+        self.spec, self.step, self.client = spec, step, client
         self.label = spec["name"]
         exists = cache_file(cache_dir, spec["name"]).exists()
         self._cache = ResponseCache(cache_dir, spec["name"], read_only=True) if exists else None
@@ -112,7 +112,7 @@ class PlannedCalls:
         # in the order the client sends them (a one-slot server's evaluations depend on it)
         for key, request in sorted(asked.items(), key=lambda item: prefix_order(item[1])):
             record = found.get(key)
-            planned = self.stage.placeholder(self.spec, request)
+            planned = self.step.placeholder(self.spec, request)
             if record is not None and reusable(record, self.client):
                 records[key] = final_answer(record, self.spec)
                 cached.add(key)
@@ -217,8 +217,8 @@ class PlanEngines:
         name, for_model = self.step_name
         if name not in self.steps:
             raise H2HTalkError(f"a planned job asks models under the step {name!r}, which no stage declares (steps=)")
-        stage = Stage(name, for_model, batch, self.placeholders(self.steps[name]), self.steps[name])
-        calls = PlannedCalls(spec, cache_dir, stage, self.client)
+        step = PlannedStep(name, for_model, batch, self.placeholders(self.steps[name]), self.steps[name])
+        calls = PlannedCalls(spec, cache_dir, step, self.client)
         calls.job = self.job
         self.sessions.append(calls)
         return calls

@@ -105,7 +105,7 @@ def _check_curated(config: dict[str, Any], results: Layout) -> None:
 def _reconstructed(config: dict[str, Any], work: Layout, engines: PlanEngines) -> tuple[int, int]:
     """(references the generator's cache holds a try of, references sampled)."""
     generator = config["instances"]["reconstruct"]["generator"]
-    sessions = (s for s in engines.sessions if s.stage.declared.makes == "instances")
+    sessions = (s for s in engines.sessions if s.step.declared.makes == "instances")
     session = next(s for s in sessions if s.spec["name"] == generator)
     reports = [json.loads(Path(work.path("reconstruction_report", subtask=s)).read_text()) for s in config["subtasks"]]
     tried = {item for item in session.cached_items if not item.startswith("vote/")}

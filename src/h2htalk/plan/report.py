@@ -57,9 +57,9 @@ def plan_rows(planned: PlannedRun, prices: PriceTable, throughput: Throughput) -
 
 
 def _row(calls: PlannedCalls, prices: PriceTable, throughput: Throughput) -> Row:
-    spec, stage, tally = calls.spec, calls.stage, calls.tally
+    spec, step, tally = calls.spec, calls.step, calls.tally
     engine = engine_of(spec)
-    can_batch = stage.declared.batchable and engine.batch_limits(spec) is not None  # a cascade's sample too
+    can_batch = step.declared.batchable and engine.batch_limits(spec) is not None  # a cascade's sample too
     price = prices.models.get(spec["name"])
     priced = engine.provider(spec) is not None  # a paid API (an unknown price: None); else no money, maybe GPUs
 
@@ -74,11 +74,11 @@ def _row(calls: PlannedCalls, prices: PriceTable, throughput: Throughput) -> Row
 
     jobs = 1 if tally.to_send else 0
     return Row(
-        stage=stage.name,
+        stage=step.name,
         model=spec["name"],
-        for_model=stage.for_model,
+        for_model=step.for_model,
         engine=spec["engine"],
-        batch=("on" if stage.batch else "available") if can_batch else "",
+        batch=("on" if step.batch else "available") if can_batch else "",
         tally=tally,
         jobs=jobs,
         left=bill(tally.prompt_tokens_to_send, tally.prefill_tokens_to_send, tally.completion_tokens_to_send, jobs),

@@ -135,10 +135,10 @@ def estimate_jobs(
     run ``learned`` them."""
     totals: dict[str, tuple[float, float, set[JobName]]] = {}
     for calls in sessions:
-        tally, step = calls.tally, unsampled(calls.stage.name)
+        tally, step = calls.tally, unsampled(calls.step.name)
         if not engine_of(calls.spec).timed_on_cpu or tally.to_send == 0 or calls.job is None:
             continue
-        if calls.stage.declared.makes == "verdicts":
+        if calls.step.declared.makes == "verdicts":
             answers = tally.to_send * cpu.verdict_tokens.get(step, max(cpu.verdict_tokens.values(), default=0.0))
         else:
             answers = tally.completion_tokens_to_send * cpu.answer_length.get(step, 1.0)

@@ -22,7 +22,7 @@ def planned_requests(sessions: Iterable[PlannedCalls]) -> dict[tuple[str, str], 
     through every one, and the answers are scored whether they were sent now or before."""
     requests: dict[tuple[str, str], int] = defaultdict(int)
     for calls in sessions:
-        requests[unsampled(calls.stage.name), calls.spec["name"]] += calls.tally.requests
+        requests[unsampled(calls.step.name), calls.spec["name"]] += calls.tally.requests
     return dict(requests)
 
 
