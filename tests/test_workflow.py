@@ -276,6 +276,16 @@ def test_table1_from_the_released_files(checkout, released_data):
     assert r"\toprule" in tex and "dialogue\\_base" in tex
     again = snakemake(checkout, "table1", "--config", f"upstream_dir={released_data}")
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+    # a change to Table 1's code reruns Table 1 alone (Snakemake's code trigger), unless the run leaves that trigger
+    with open(checkout / "src" / "h2htalk" / "tables" / "table1.py", "a", encoding="utf-8") as handle:
+        handle.write("\n# a change\n")
+    changed = snakemake(checkout, "table1", "-n", "--config", f"upstream_dir={released_data}")
+    said = changed.stdout + changed.stderr
+    assert changed.returncode == 0 and re.search(r"^table1\s+1$", said, re.M), said[-3000:]
+    assert "Code has changed since last execution" in said and not re.search(r"^curate\s", said, re.M), said[-3000:]
+    triggers = ("--rerun-triggers", "mtime", "params", "input", "software-env")
+    kept = snakemake(checkout, "table1", "-n", *triggers, "--config", f"upstream_dir={released_data}")
+    assert kept.returncode == 0 and "Nothing to be done" in kept.stdout + kept.stderr
 
 
 @pytest.mark.slow

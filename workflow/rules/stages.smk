@@ -1,5 +1,6 @@
 # One rule per stage of the stage table (h2htalk.stages.table): its files, logs, resources, the params that
-# rerun it when what it reads changes, and its command; everything here comes from the table.
+# rerun it when what it reads changes, and its command with the digest of its code; everything here comes from the
+# table.
 
 
 for _stage in STAGES:
@@ -27,4 +28,4 @@ for _stage in STAGES:
         params:
             **RULES.params(_stage),
         shell:
-            RULES.SHELL
+            RULES.shell(_stage)

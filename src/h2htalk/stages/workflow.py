@@ -1,7 +1,8 @@
 """What Snakemake's rules take from the stage table for one run: each stage's files as rule inputs and output
 patterns, its logs, resources, threads, the params that rerun its jobs when what they read changes, and its
-command line. ``workflow/rules/stages.smk`` makes one rule of each stage from these; ``workflow/rules/common.smk``
-has them set what every shell runs first and do what a run does before its first job."""
+command line, which names the code it runs (a changed module reruns the stages that run it).
+``workflow/rules/stages.smk`` makes one rule of each stage from these; ``workflow/rules/common.smk`` has them set
+what every shell runs first and do what a run does before its first job."""
 
 from __future__ import annotations
 
@@ -47,6 +48,51 @@ def resource_digest(folders: tuple[str, ...]) -> str:
             if path.is_file() and "__pycache__" not in path.parts:
                 digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return "-" + digest.hexdigest()[:12]
+
+
+PACKAGE = Path(__file__).resolve().parents[1]  # the h2htalk package whose code the jobs run (the checkout's)
+IMPORTS = re.compile(  # from h2htalk.a import b, from h2htalk.a import (b, c) over lines, import h2htalk.a
+    r"^[ \t]*(?:from[ \t]+(h2htalk[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)|import[ \t]+(h2htalk[\w.]*))", re.M
+)
+
+
+def package_imports(source: str) -> set[str]:
+    """The package's names a module's source imports, inside its functions too (a name may be a module's function)."""
+    found = set()
+    for base, names, plain in IMPORTS.findall(source):
+        found.add(plain or base)
+        words = (name.split() for name in re.sub(r"#.*", "", names).strip("()\\ \n").split(","))
+        found.update(f"{base}.{word[0]}" for word in words if word and not plain)
+    return found
+
+
+@functools.cache  # a workflow's load reads each file once
+def module_source(module: str, package: Path) -> tuple[str, bytes, frozenset[str]]:
+    """A module's file (relative to ``package``; empty for a name that is no module) and its source and imports."""
+    here = package.parent.joinpath(*module.split("."))
+    path = next((p for p in (here.with_suffix(".py"), here / "__init__.py") if p.is_file()), None)
+    if path is None:
+        return "", b"", frozenset()
+    source = path.read_bytes()
+    return path.relative_to(package).as_posix(), source, frozenset(package_imports(source.decode("utf-8")))
+
+
+def code_digest(module: str, package: Path = PACKAGE) -> str:
+    """A digest of the code a stage's ``module`` runs: its file, the package's modules it imports and theirs, and
+    the packages above each (a changed metric reruns the stages that compute with it, not the others)."""
+    files: dict[str, bytes] = {}
+    todo = [module]
+    while todo:
+        parts = todo.pop().split(".")
+        for depth in range(1, len(parts) + 1):  # h2htalk, h2htalk.scoring, h2htalk.scoring.cells
+            path, source, imports = module_source(".".join(parts[:depth]), package)
+            if path and path not in files:
+                files[path] = source
+                todo += imports
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        digest.update(path.encode() + b"\0" + files[path])
+    return digest.hexdigest()[:12]
 
 
 class Rules:
@@ -176,6 +222,11 @@ class Rules:
         return params
 
     SHELL = "python -m h2htalk --log {log.main} {params.command}"  # every rule's; its own words are a param
+
+    def shell(self, stage: Stage) -> str:
+        """The rule's shell: ``SHELL``, and a comment with the digest of the code its stage runs, which Snakemake's
+        code trigger compares with the one its outputs were made by (``--rerun-triggers`` without ``code``: not)."""
+        return f"{self.SHELL}  # code {code_digest(stage.run.__module__)}"
 
     def command(self, stage: Stage) -> str:
         """The job's command line after ``h2htalk --log LOG``: the stage's command with the run's config file, results
