@@ -375,3 +375,23 @@ def test_a_path_the_users_own_config_sets_is_not_taken_back_by_the_evaluations_o
     assert config["study_judge"]["cache_dir"] == str(REPO_ROOT / "results" / "cache" / "judgments")
     assert config["paper"] == {"table2": str(REPO_ROOT / "config/paper/table2.csv"), "table3": "my-t3.csv"}
     assert config["model_registry"] == str(REPO_ROOT / "config" / "models.yaml")
+    # a key set to null is left to the checkout, as one left out
+    mine.write_text("paper: null\nmodel_registry: null\nrubric_judge: {cache_dir: null}\n", encoding="utf-8")
+    write_overlays(request, REPO_ROOT, folder, merge_layers([mine]))
+    config = load_config(configfiles(REPO_ROOT, folder, [mine]))
+    assert config["paper"]["table2"] == str(REPO_ROOT / "config/paper/table2.csv")
+    assert config["model_registry"] == str(REPO_ROOT / "config" / "models.yaml")
+    assert config["rubric_judge"]["cache_dir"] == str(REPO_ROOT / "results" / "cache" / "judgments")
+
+
+def test_the_report_reads_the_paper_tables_from_the_evaluations_folder(tmp_path):
+    """A relative paper table of the user's own --config is the folder's, where the workflow read it, wherever the
+    command runs from."""
+    from h2htalk.evaluation import run_config
+    from h2htalk.io import write_json_atomic
+    from h2htalk.layout import Layout
+
+    tree = Layout(str(tmp_path / "results"))
+    paper = {"table2": "my-t2.csv", "table3": "/elsewhere/t3.csv"}
+    write_json_atomic(tree.path("config"), {**default_config({}), "paper": paper})
+    assert run_config(tmp_path, tree)["paper"] == {"table2": str(tmp_path / "my-t2.csv"), "table3": "/elsewhere/t3.csv"}

@@ -154,7 +154,7 @@ def unset_by(overlay: Mapping[str, Any], theirs: Mapping[str, Any]) -> dict[str,
         if isinstance(value, Mapping) and isinstance(theirs.get(key), Mapping):
             if rest := unset_by(value, theirs[key]):
                 kept[key] = rest
-        elif key not in theirs:
+        elif theirs.get(key) is None:  # a key the user's files leave out, or set to null
             kept[key] = value
     return kept
 
@@ -282,7 +282,6 @@ def evaluate(
     """
     asked = dict(locals())  # what was asked: requested() reads the fields of Evaluation from it
     from h2htalk.config import load_config, load_registry, merge_layers
-    from h2htalk.io import read_json
     from h2htalk.layout import Layout, instances_set
 
     checkout = find_checkout()
@@ -291,7 +290,7 @@ def evaluate(
     folder = (results or Path("evals") / request.name).resolve()
     theirs = merge_layers(configs or ())  # its paths read from the folder, where the workflow runs
     overlays = theirs.get("model_registry_overlays") or []
-    registries = [theirs.get("model_registry", checkout / "config" / "models.yaml"), *overlays]
+    registries = [theirs.get("model_registry") or checkout / "config" / "models.yaml", *overlays]
     check_request(request, load_registry([folder / path for path in registries]))
     write_overlays(request, checkout, folder, theirs)
     files = configfiles(checkout, folder, configs or ())
@@ -302,10 +301,20 @@ def evaluate(
     if dry_run:
         return
     tree = Layout(str(folder / "results"), instances_set(load_config(files)))
-    config = read_json(tree.path("config"))
+    config = run_config(folder, tree)
     warning, studies = judge_warning(config, tree), study_judge_warnings(config, tree)
     lines = report(folder / tree.figures, config, request.name, warning, studies)
     print("\n".join([*lines, f"The run's files: {folder}"]))
+
+
+def run_config(folder: Path, tree: Layout) -> dict[str, Any]:
+    """The run's configuration as the workflow resolved it, its paper tables named from ``folder``, where the
+    workflow ran and read them (a relative path of the user's own --config)."""
+    from h2htalk.io import read_json
+
+    config = read_json(tree.path("config"))
+    config["paper"] = {table: str(folder / path) for table, path in config["paper"].items()}
+    return config
 
 
 def judge_warning(config: dict[str, Any], results: Layout) -> str | None:
