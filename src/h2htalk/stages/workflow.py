@@ -225,7 +225,9 @@ class Rules:
 
     def shell(self, stage: Stage) -> str:
         """The rule's shell: ``SHELL``, and a comment with the digest of the code its stage runs, which Snakemake's
-        code trigger compares with the one its outputs were made by (``--rerun-triggers`` without ``code``: not)."""
+        code trigger compares with the one its outputs were made by (``--rerun-triggers`` without ``code``: not).
+        Snakemake records this string as the rule is made; a job evaluates the directive again when the loop has
+        moved on, so the comment it runs may be another stage's: only a comment, its words are the params'."""
         return f"{self.SHELL}  # code {code_digest(stage.run.__module__)}"
 
     def command(self, stage: Stage) -> str:
