@@ -36,18 +36,22 @@ CAPTIONS_FROM_RULES = "../report"  # the same, as the rules name it: Snakemake r
 PLACED_BY = ("slurm_partition", "slurm_account", "slurm_extra", "gpu", "gpu_model", "cpus_per_gpu", "mem_mb", "runtime")
 
 
+def files_digest(files: Iterable[tuple[str, bytes]]) -> str:
+    """12 hex digits of the SHA-256 of ``files`` (name and contents, in the order given)."""
+    digest = hashlib.sha256()
+    for name, contents in files:
+        digest.update(name.encode() + b"\0" + contents)
+    return digest.hexdigest()[:12]
+
+
 def resource_digest(folders: tuple[str, ...]) -> str:
     """A digest of the package's resource files in ``folders`` (a changed prompt or known-answer set reruns the
     stages that read it); empty for none."""
     if not folders:
         return ""
-    digest = hashlib.sha256()
     root = resources.files("h2htalk.resources")
-    for folder in folders:
-        for path in sorted(Path(str(root.joinpath(folder))).rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts:
-                digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return "-" + digest.hexdigest()[:12]
+    found = (path for folder in folders for path in sorted(Path(str(root.joinpath(folder))).rglob("*")))
+    return "-" + files_digest((p.name, p.read_bytes()) for p in found if p.is_file() and "__pycache__" not in p.parts)
 
 
 PACKAGE = Path(__file__).resolve().parents[1]  # the h2htalk package whose code the jobs run (the checkout's)
@@ -89,10 +93,7 @@ def code_digest(module: str, package: Path = PACKAGE) -> str:
             if path and path not in files:
                 files[path] = source
                 todo += imports
-    digest = hashlib.sha256()
-    for path in sorted(files):
-        digest.update(path.encode() + b"\0" + files[path])
-    return digest.hexdigest()[:12]
+    return files_digest((path, files[path]) for path in sorted(files))
 
 
 class Rules:
