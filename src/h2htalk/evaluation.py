@@ -285,12 +285,13 @@ def evaluate(
     from h2htalk.layout import Layout, instances_set
 
     checkout = find_checkout()
-    shipped = load_registry(checkout / "config" / "models.yaml")
+    registry = checkout_paths(checkout)["model_registry"]  # the registry the tracked configs name
+    shipped = load_registry(registry)
     request = requested(asked, checkout, shipped)
     folder = (results or Path("evals") / request.name).resolve()
     theirs = merge_layers(configs or ())  # its paths read from the folder, where the workflow runs
     overlays = theirs.get("model_registry_overlays") or []
-    registries = [theirs.get("model_registry") or checkout / "config" / "models.yaml", *overlays]
+    registries = [theirs.get("model_registry") or registry, *overlays]
     check_request(request, load_registry([folder / path for path in registries]))
     write_overlays(request, checkout, folder, theirs)
     files = configfiles(checkout, folder, configs or ())
