@@ -51,3 +51,11 @@ def test_a_row_of_the_wrong_width_names_its_file_and_line(tmp_path):
     assert read_csv(path) == []
     path.write_text("模型,分数\n甲,1\n", encoding="utf-8")
     assert read_csv(path) == [{"模型": "甲", "分数": "1"}]
+    path.write_bytes("\ufeff模型,分数\r\n甲,1\r\n".encode())  # saved with a byte-order mark and CRLF (a spreadsheet)
+    assert read_csv(path) == [{"模型": "甲", "分数": "1"}]
+    path.write_bytes("模型,分数\n甲,1\n乙,2\n".encode("gbk"))  # another encoding: named, not a UnicodeDecodeError
+    with pytest.raises(DataError, match=rf"{path}: line 1: not UTF-8 text"):
+        read_csv(path)
+    path.write_bytes(b"model,S\na,1\n" + "乙,2\n".encode("gbk"))
+    with pytest.raises(DataError, match=rf"{path}: line 3: not UTF-8 text"):
+        read_csv(path)

@@ -121,20 +121,25 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 
 
 def read_csv(path: str | os.PathLike[str], made_by: str = "", delimiter: str = ",") -> list[dict[str, str]]:
-    """A CSV's rows by its header's names (blank lines skipped); a file not found, or a row with more or fewer
-    fields than the header (which ``csv.DictReader`` pads with None or keeps under None), names the file and the
-    line. ``made_by``: what writes the file, said where it is not found."""
-    rows: list[dict[str, str]] = []
+    """A CSV's rows by its header's names (blank lines skipped; a UTF-8 byte-order mark accepted, as ``iter_jsonl``
+    does); a file not found, one that is not UTF-8, or a row with more or fewer fields than the header (which
+    ``csv.DictReader`` pads with None or keeps under None), names the file and the line. ``made_by``: what writes
+    the file, said where it is not found."""
     try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            reader = csv.reader(handle, delimiter=delimiter)
-            header = next(reader, [])
-            for row in (row for row in reader if row):
-                if len(row) != len(header):
-                    raise DataError(f"{path}: line {reader.line_num}: {len(row)} fields, its header has {len(header)}")
-                rows.append(dict(zip(header, row, strict=True)))
+        data = Path(path).read_bytes()
     except FileNotFoundError:
         raise DataError(f"{path}: file not found" + (f" ({made_by})" if made_by else "")) from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise DataError(f"{path}: line {line}: not UTF-8 text ({exc.reason})") from None
+    reader = csv.reader(StringIO(text, newline=""), delimiter=delimiter)
+    header, rows = next(reader, []), []
+    for row in (row for row in reader if row):
+        if len(row) != len(header):
+            raise DataError(f"{path}: line {reader.line_num}: {len(row)} fields, its header has {len(header)}")
+        rows.append(dict(zip(header, row, strict=True)))
     return rows
 
 
